@@ -1,0 +1,83 @@
+# dpushim: build libdpushim.so and dpu_agent for each installed MPI.
+#   make                 every MPI found (Open MPI, MPICH)
+#   make MPI=openmpi     one of them; artefacts in build/<mpi>/
+#   make deps            install the Debian packages needed (as root)
+#   make check           unit and MPI tests for every built MPI
+#   make demo            a small program with and without the shim
+#   make bench           side-by-side overlap benchmark (scripts/)
+
+SHELL      := /bin/bash
+CC         ?= gcc
+CFLAGS     ?= -O2 -g
+WARN       := -std=gnu11 -Wall -Wextra -Werror
+UCX_LIBS   := -lucp -lucs
+MPICC_openmpi := mpicc.openmpi
+MPICC_mpich   := mpicc.mpich
+
+ALL_MPIS   := openmpi mpich
+FOUND_MPIS := $(foreach m,$(ALL_MPIS),$(if $(shell command -v $(MPICC_$(m)) 2>/dev/null),$(m)))
+MPI        ?= $(FOUND_MPIS)
+
+COMMON_SRC := common/dps_log.c common/dps_config.c common/dps_proto.c \
+              common/dps_ucx.c
+SHIM_SRC   := shim/shim_init.c shim/shim_op.c shim/shim_coll.c \
+              shim/shim_wait.c shim/shim_util.c
+AGENT_SRC  := dpu_agent/agent_main.c dpu_agent/agent_coll.c
+HDRS       := $(wildcard common/*.h shim/*.h dpu_agent/*.h)
+MPI_TESTS  := $(patsubst tests/mpi/%.c,%,$(wildcard tests/mpi/t_*.c))
+BENCH_SRC  := $(wildcard tests/bench/*.c)
+UNIT_TESTS := check_proto check_config check_shim_util
+
+.PHONY: all build deps check demo bench clean unit $(ALL_MPIS)
+
+all: build
+
+build: $(MPI)
+	@true
+
+$(ALL_MPIS): %: build/%/libdpushim.so build/%/dpu_agent build/%/tests
+
+build/%/libdpushim.so: $(COMMON_SRC) $(SHIM_SRC) $(HDRS) Makefile
+	@mkdir -p $(@D)
+	$(MPICC_$*) $(WARN) $(CFLAGS) -fPIC -shared -fvisibility=hidden \
+	    -o $@ $(COMMON_SRC) $(SHIM_SRC) $(UCX_LIBS) -ldl -lpthread
+
+build/%/dpu_agent: $(COMMON_SRC) $(AGENT_SRC) $(HDRS) Makefile
+	@mkdir -p $(@D)
+	$(CC) $(WARN) $(CFLAGS) -o $@ $(COMMON_SRC) $(AGENT_SRC) $(UCX_LIBS)
+
+build/%/tests: $(wildcard tests/mpi/*.c tests/mpi/*.h) $(BENCH_SRC) Makefile
+	@mkdir -p $@
+	@set -e; for t in $(MPI_TESTS); do \
+	    echo "$(MPICC_$*) -o $@/$$t tests/mpi/$$t.c"; \
+	    $(MPICC_$*) $(WARN) $(CFLAGS) -o $@/$$t tests/mpi/$$t.c; \
+	done; for b in $(BENCH_SRC); do n=$$(basename $$b .c); \
+	    echo "$(MPICC_$*) -o $@/$$n $$b"; \
+	    $(MPICC_$*) $(WARN) $(CFLAGS) -o $@/$$n $$b -lm; \
+	done
+	@touch $@
+
+build/unit/%: tests/unit/%.c $(COMMON_SRC) shim/shim_util.c $(HDRS) Makefile
+	@mkdir -p $(@D)
+	$(CC) $(WARN) $(CFLAGS) -o $@ $< $(COMMON_SRC) shim/shim_util.c \
+	    $$(pkg-config --cflags --libs check) $(UCX_LIBS)
+
+unit: $(addprefix build/unit/,$(UNIT_TESTS))
+
+deps:
+	@scripts/deps.sh
+
+check: deps
+	@$(MAKE) --no-print-directory build unit
+	@scripts/check.sh $(MPI)
+
+demo: deps
+	@$(MAKE) --no-print-directory build
+	@scripts/demo.sh $(MPI)
+
+bench: deps
+	@$(MAKE) --no-print-directory build
+	@scripts/bench.sh $(MPI)
+
+clean:
+	rm -rf build

@@ -1,0 +1,223 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* DPUSHIM_* variables: the table, parsing and help text. */
+#include "dps_config.h"
+#include "dps_log.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define CFG_OFF(_f) offsetof(dps_config_t, _f)
+
+const dps_cfg_entry_t dps_config_table[] = {
+    {"OFFLOAD", DPS_CFG_BOOL, "1",
+     "Master switch: 0 runs every call on stock MPI (no agent is started).",
+     CFG_OFF(offload)},
+    {"IALLTOALL", DPS_CFG_BOOL, "1",
+     "Offload MPI_Ialltoall.", CFG_OFF(ialltoall)},
+    {"IBCAST", DPS_CFG_BOOL, "1",
+     "Offload MPI_Ibcast.", CFG_OFF(ibcast)},
+    {"MIN_BYTES", DPS_CFG_SIZE, "16k",
+     "Offload only messages of at least this many bytes (Ialltoall: one "
+     "block, sendcount x type size; Ibcast: the whole message); smaller "
+     "ones go to stock MPI. Suffixes k, m, g (powers of 1024).",
+     CFG_OFF(min_bytes)},
+    {"RANKS_PER_DPU", DPS_CFG_UINT, "0",
+     "Ranks served by one agent (emulated DPU); 0 means one agent per host.",
+     CFG_OFF(ranks_per_dpu)},
+    {"STATS", DPS_CFG_BOOL, "0",
+     "Print job-wide offload statistics from rank 0 at MPI_Finalize.",
+     CFG_OFF(stats)},
+    {"LOG", DPS_CFG_LOGLEVEL, "warn",
+     "Log level: error, warn, info or debug.", CFG_OFF(log_level)},
+    {"AGENT", DPS_CFG_PATH, "",
+     "Path of the dpu_agent binary; default: dpu_agent beside "
+     "libdpushim.so.", CFG_OFF(agent)},
+    {NULL, DPS_CFG_BOOL, NULL, NULL, 0}
+};
+
+static int parse_bool(const char *v, int *out)
+{
+    static const char *yes[] = {"1", "y", "yes", "on", "true"};
+    static const char *no[] = {"0", "n", "no", "off", "false"};
+    size_t i;
+
+    for (i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+        if (!strcasecmp(v, yes[i])) {
+            *out = 1;
+            return 0;
+        }
+        if (!strcasecmp(v, no[i])) {
+            *out = 0;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+static int parse_u64(const char *v, int allow_suffix, uint64_t *out)
+{
+    unsigned long long x;
+    uint64_t mult = 1;
+    char *end;
+
+    if (!isdigit((unsigned char)v[0])) {
+        return -1; /* rejects "", "-1", " 1" */
+    }
+    errno = 0;
+    x = strtoull(v, &end, 10);
+    if (errno != 0) {
+        return -1;
+    }
+    if (*end != '\0') {
+        if (!allow_suffix || end[1] != '\0') {
+            return -1;
+        }
+        switch (tolower((unsigned char)*end)) {
+        case 'k': mult = 1ull << 10; break;
+        case 'm': mult = 1ull << 20; break;
+        case 'g': mult = 1ull << 30; break;
+        default:  return -1;
+        }
+    }
+    if (x > UINT64_MAX / mult) {
+        return -1;
+    }
+    *out = (uint64_t)x * mult;
+    return 0;
+}
+
+int dps_config_parse_value(dps_cfg_type_t type, const char *v, void *out)
+{
+    static const char *levels[] = {"error", "warn", "info", "debug"};
+    uint64_t u;
+    int i;
+
+    switch (type) {
+    case DPS_CFG_BOOL:
+        return parse_bool(v, out);
+    case DPS_CFG_SIZE:
+        return parse_u64(v, 1, out);
+    case DPS_CFG_UINT:
+        if (parse_u64(v, 0, &u) || u > 1000000) {
+            return -1;
+        }
+        *(unsigned *)out = (unsigned)u;
+        return 0;
+    case DPS_CFG_LOGLEVEL:
+        for (i = 0; i < 4; i++) {
+            if (!strcasecmp(v, levels[i])) {
+                *(int *)out = i;
+                return 0;
+            }
+        }
+        return -1;
+    case DPS_CFG_PATH:
+        if (strlen(v) >= sizeof(((dps_config_t *)0)->agent)) {
+            return -1;
+        }
+        strcpy(out, v);
+        return 0;
+    }
+    return -1;
+}
+
+static void msg_append(char *msgs, size_t len, const char *fmt,
+                       const char *a, const char *b)
+{
+    size_t used;
+
+    if (msgs == NULL || len == 0) {
+        return;
+    }
+    used = strlen(msgs);
+    if (used + 1 < len) {
+        snprintf(msgs + used, len - used, fmt, a, b);
+    }
+}
+
+static const char *type_hint(dps_cfg_type_t type)
+{
+    switch (type) {
+    case DPS_CFG_BOOL:     return "0/1, yes/no, on/off or true/false";
+    case DPS_CFG_SIZE:     return "a byte count, optionally with k, m or g";
+    case DPS_CFG_UINT:     return "a whole number from 0 to 1000000";
+    case DPS_CFG_LOGLEVEL: return "error, warn, info or debug";
+    case DPS_CFG_PATH:     return "a path shorter than 4096 bytes";
+    }
+    return "?";
+}
+
+int dps_config_load(dps_config_t *cfg, char *const *envp, char *msgs,
+                    size_t msgs_len, int *nunknown)
+{
+    const size_t plen = strlen(DPS_ENV_PREFIX);
+    const dps_cfg_entry_t *e;
+    int nbad = 0, nunk = 0;
+    char *const *p;
+
+    memset(cfg, 0, sizeof(*cfg));
+    if (msgs != NULL && msgs_len > 0) {
+        msgs[0] = '\0';
+    }
+    for (e = dps_config_table; e->name != NULL; e++) {
+        if (dps_config_parse_value(e->type, e->deflt,
+                                   (char *)cfg + e->offset)) {
+            abort(); /* a default that does not parse is a bug */
+        }
+    }
+    for (p = envp; p != NULL && *p != NULL; p++) {
+        const char *name = *p, *eq = strchr(name, '=');
+        char var[128];
+
+        if (eq == NULL || strncmp(name, DPS_ENV_PREFIX, plen) != 0) {
+            continue;
+        }
+        snprintf(var, sizeof(var), "%.*s", (int)(eq - name), name);
+        for (e = dps_config_table; e->name != NULL; e++) {
+            if (!strcmp(var + plen, e->name)) {
+                break;
+            }
+        }
+        if (e->name == NULL) {
+            msg_append(msgs, msgs_len,
+                       "unknown variable %s ignored%s\n", var, "");
+            nunk++;
+            continue;
+        }
+        if (dps_config_parse_value(e->type, eq + 1,
+                                   (char *)cfg + e->offset)) {
+            char what[600];
+
+            snprintf(what, sizeof(what), "%s='%.400s'", var, eq + 1);
+            msg_append(msgs, msgs_len, "invalid value %s: expected %s\n",
+                       what, type_hint(e->type));
+            nbad++;
+        }
+    }
+    if (nunknown != NULL) {
+        *nunknown = nunk;
+    }
+    return nbad;
+}
+
+void dps_config_print(FILE *out, int markdown)
+{
+    const dps_cfg_entry_t *e;
+
+    if (markdown) {
+        fprintf(out, "| variable | default | meaning |\n");
+        fprintf(out, "|---|---|---|\n");
+    }
+    for (e = dps_config_table; e->name != NULL; e++) {
+        if (markdown) {
+            fprintf(out, "| `%s%s` | `%s` | %s |\n", DPS_ENV_PREFIX,
+                    e->name, e->deflt[0] ? e->deflt : "(empty)", e->help);
+        } else {
+            fprintf(out, "  %s%-14s default '%s'\n      %s\n",
+                    DPS_ENV_PREFIX, e->name, e->deflt, e->help);
+        }
+    }
+}

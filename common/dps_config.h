@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The one table of DPUSHIM_* environment variables, and its parser. */
+#ifndef DPS_CONFIG_H
+#define DPS_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define DPS_ENV_PREFIX "DPUSHIM_"
+
+typedef struct dps_config {
+    int      offload;        /* master switch */
+    int      ialltoall;      /* offload MPI_Ialltoall */
+    int      ibcast;         /* offload MPI_Ibcast */
+    uint64_t min_bytes;      /* smallest message offloaded */
+    unsigned ranks_per_dpu;  /* 0: one agent per host */
+    int      stats;          /* print totals at MPI_Finalize */
+    int      log_level;      /* dps_log_level_t */
+    char     agent[4096];    /* agent binary; empty: beside the library */
+} dps_config_t;
+
+typedef enum {
+    DPS_CFG_BOOL,
+    DPS_CFG_SIZE,
+    DPS_CFG_UINT,
+    DPS_CFG_LOGLEVEL,
+    DPS_CFG_PATH
+} dps_cfg_type_t;
+
+typedef struct dps_cfg_entry {
+    const char     *name;    /* without the DPUSHIM_ prefix */
+    dps_cfg_type_t  type;
+    const char     *deflt;   /* default, parsed like a user value */
+    const char     *help;    /* one sentence for --help and the README */
+    size_t          offset;  /* of the field in dps_config_t */
+} dps_cfg_entry_t;
+
+/* The table; terminated by an entry with name == NULL. */
+extern const dps_cfg_entry_t dps_config_table[];
+
+/*
+ * Fill cfg from the table defaults, then from the DPUSHIM_* entries of envp
+ * (a NULL-terminated "NAME=value" array, e.g. environ). Returns the number
+ * of invalid values (0 on success). Each invalid value and each unknown
+ * DPUSHIM_* name adds one line to msgs (may be NULL), naming the variable;
+ * *nunknown (may be NULL) receives the number of unknown names.
+ * Fields with invalid values keep their defaults.
+ */
+int dps_config_load(dps_config_t *cfg, char *const *envp, char *msgs,
+                    size_t msgs_len, int *nunknown);
+
+/*
+ * Parse one value of the given type into *out (int, uint64_t, unsigned or
+ * char[4096] depending on type). Returns 0 on success, -1 if invalid.
+ */
+int dps_config_parse_value(dps_cfg_type_t type, const char *value,
+                           void *out);
+
+/* Print the table: as "--help" text, or as a Markdown table (markdown=1). */
+void dps_config_print(FILE *out, int markdown);
+
+#endif

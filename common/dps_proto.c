@@ -1,0 +1,386 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Encoding and validating decoding of the wire messages of dps_proto.h. */
+#include "dps_proto.h"
+#include "dps_status.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *dps_msg_type_str(unsigned type)
+{
+    static const char *names[] = {
+        "?", "hello", "job_info", "ready", "post", "complete", "comm_free",
+        "peer_post", "read_done", "shutdown"
+    };
+
+    return (type < DPS_MSG_TYPE_MAX) ? names[type] : "?";
+}
+
+static void *msg_alloc(dps_msg_type_t type, size_t body, size_t *len)
+{
+    dps_msg_hdr_t *h;
+    size_t total = sizeof(*h) + body;
+
+    if (total > UINT32_MAX) {
+        return NULL;
+    }
+    h = calloc(1, total);
+    if (h == NULL) {
+        return NULL;
+    }
+    h->magic   = DPS_PROTO_MAGIC;
+    h->version = DPS_PROTO_VERSION;
+    h->type    = (uint16_t)type;
+    h->length  = (uint32_t)total;
+    *len = total;
+    return h;
+}
+
+static void *msg_fixed(dps_msg_type_t type, const void *body, size_t blen,
+                       size_t *len)
+{
+    char *m = msg_alloc(type, blen, len);
+
+    if (m != NULL) {
+        memcpy(m + sizeof(dps_msg_hdr_t), body, blen);
+    }
+    return m;
+}
+
+void *dps_msg_encode_hello(uint32_t world_rank, uint32_t pid, size_t *len)
+{
+    dps_msg_hello_t b = {world_rank, pid};
+
+    return msg_fixed(DPS_MSG_HELLO, &b, sizeof(b), len);
+}
+
+void *dps_msg_encode_ready(int32_t status, size_t *len)
+{
+    dps_msg_ready_t b = {status, 0};
+
+    return msg_fixed(DPS_MSG_READY, &b, sizeof(b), len);
+}
+
+void *dps_msg_encode_complete(uint64_t op_token, int32_t status, size_t *len)
+{
+    dps_msg_complete_t b = {op_token, status, 0};
+
+    return msg_fixed(DPS_MSG_COMPLETE, &b, sizeof(b), len);
+}
+
+void *dps_msg_encode_comm_free(uint64_t comm_id, uint32_t world_rank,
+                               size_t *len)
+{
+    dps_msg_comm_free_t b = {comm_id, world_rank, 0};
+
+    return msg_fixed(DPS_MSG_COMM_FREE, &b, sizeof(b), len);
+}
+
+void *dps_msg_encode_read_done(uint64_t comm_id, uint32_t seq,
+                               uint32_t src_comm_rank, size_t *len)
+{
+    dps_msg_read_done_t b = {comm_id, seq, src_comm_rank};
+
+    return msg_fixed(DPS_MSG_READ_DONE, &b, sizeof(b), len);
+}
+
+void *dps_msg_encode_shutdown(size_t *len)
+{
+    return msg_alloc(DPS_MSG_SHUTDOWN, 0, len);
+}
+
+void *dps_msg_encode_post(dps_msg_type_t type, const dps_msg_post_t *fixed,
+                          const void *send_rkey, const void *recv_rkey,
+                          const uint32_t *members, size_t *len)
+{
+    size_t body, mlen;
+    char *m, *p;
+
+    if ((type != DPS_MSG_POST && type != DPS_MSG_PEER_POST) ||
+        fixed->send_rkey_len > DPS_MAX_RKEY ||
+        fixed->recv_rkey_len > DPS_MAX_RKEY ||
+        (fixed->nmembers != 0 && fixed->nmembers != fixed->comm_size) ||
+        fixed->comm_size > DPS_MAX_RANKS ||
+        (fixed->nmembers != 0 && members == NULL)) {
+        return NULL;
+    }
+    mlen = (size_t)fixed->nmembers * sizeof(uint32_t);
+    body = sizeof(*fixed) + fixed->send_rkey_len + fixed->recv_rkey_len +
+           mlen;
+    m = msg_alloc(type, body, len);
+    if (m == NULL) {
+        return NULL;
+    }
+    p = m + sizeof(dps_msg_hdr_t);
+    memcpy(p, fixed, sizeof(*fixed));
+    p += sizeof(*fixed);
+    if (fixed->send_rkey_len) {
+        memcpy(p, send_rkey, fixed->send_rkey_len);
+    }
+    p += fixed->send_rkey_len;
+    if (fixed->recv_rkey_len) {
+        memcpy(p, recv_rkey, fixed->recv_rkey_len);
+    }
+    p += fixed->recv_rkey_len;
+    if (mlen) {
+        memcpy(p, members, mlen);
+    }
+    return m;
+}
+
+void *dps_msg_encode_job(const dps_msg_job_t *fixed,
+                         const uint32_t *rank_agent,
+                         const void *const *rank_addrs,
+                         const uint32_t *rank_addr_len,
+                         const void *const *agent_addrs,
+                         const uint32_t *agent_addr_len, size_t *len)
+{
+    size_t body, addrs = 0;
+    uint32_t i;
+    char *m, *p;
+
+    if (fixed->nranks == 0 || fixed->nranks > DPS_MAX_RANKS ||
+        fixed->nagents == 0 || fixed->nagents > fixed->nranks ||
+        fixed->agent_idx >= fixed->nagents) {
+        return NULL;
+    }
+    for (i = 0; i < fixed->nranks; i++) {
+        if (rank_addr_len[i] == 0 || rank_addr_len[i] > DPS_MAX_ADDR ||
+            rank_agent[i] >= fixed->nagents) {
+            return NULL;
+        }
+        addrs += rank_addr_len[i];
+    }
+    for (i = 0; i < fixed->nagents; i++) {
+        if (agent_addr_len[i] == 0 || agent_addr_len[i] > DPS_MAX_ADDR) {
+            return NULL;
+        }
+        addrs += agent_addr_len[i];
+    }
+    body = sizeof(*fixed) +
+           sizeof(uint32_t) * (2 * (size_t)fixed->nranks + fixed->nagents) +
+           addrs;
+    m = msg_alloc(DPS_MSG_JOB_INFO, body, len);
+    if (m == NULL) {
+        return NULL;
+    }
+    p = m + sizeof(dps_msg_hdr_t);
+    memcpy(p, fixed, sizeof(*fixed));
+    p += sizeof(*fixed);
+    memcpy(p, rank_agent, sizeof(uint32_t) * fixed->nranks);
+    p += sizeof(uint32_t) * fixed->nranks;
+    memcpy(p, rank_addr_len, sizeof(uint32_t) * fixed->nranks);
+    p += sizeof(uint32_t) * fixed->nranks;
+    memcpy(p, agent_addr_len, sizeof(uint32_t) * fixed->nagents);
+    p += sizeof(uint32_t) * fixed->nagents;
+    for (i = 0; i < fixed->nranks; i++) {
+        memcpy(p, rank_addrs[i], rank_addr_len[i]);
+        p += rank_addr_len[i];
+    }
+    for (i = 0; i < fixed->nagents; i++) {
+        memcpy(p, agent_addrs[i], agent_addr_len[i]);
+        p += agent_addr_len[i];
+    }
+    return m;
+}
+
+static int fail(char *err, size_t err_len, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (err != NULL && err_len > 0) {
+        va_start(ap, fmt);
+        vsnprintf(err, err_len, fmt, ap);
+        va_end(ap);
+    }
+    return DPS_ERR_PROTO;
+}
+
+/* Copy the fixed part of a body; the body must be exactly or at least n. */
+static int take_fixed(const char *body, size_t blen, void *out, size_t n,
+                      int exact)
+{
+    if (blen < n || (exact && blen != n)) {
+        return -1;
+    }
+    memcpy(out, body, n);
+    return 0;
+}
+
+static int decode_job(const char *body, size_t blen, dps_msg_t *msg,
+                      char *err, size_t err_len)
+{
+    dps_msg_job_t *f = &msg->u.job.fixed;
+    size_t need, addrs = 0;
+    uint32_t i;
+    const char *p;
+
+    if (take_fixed(body, blen, f, sizeof(*f), 0)) {
+        return fail(err, err_len, "job_info shorter than its fixed part");
+    }
+    if (f->nranks == 0 || f->nranks > DPS_MAX_RANKS || f->nagents == 0 ||
+        f->nagents > f->nranks || f->agent_idx >= f->nagents) {
+        return fail(err, err_len, "job_info counts out of range "
+                    "(nranks %u nagents %u agent %u)", f->nranks,
+                    f->nagents, f->agent_idx);
+    }
+    need = sizeof(*f) +
+           sizeof(uint32_t) * (2 * (size_t)f->nranks + f->nagents);
+    if (blen < need) {
+        return fail(err, err_len, "job_info tables truncated");
+    }
+    p = body + sizeof(*f);
+    /* Tables are read through dps_msg_u32: no alignment is assumed. */
+    msg->u.job.rank_agent = (const uint32_t *)p;
+    p += sizeof(uint32_t) * f->nranks;
+    msg->u.job.rank_addr_len = (const uint32_t *)p;
+    p += sizeof(uint32_t) * f->nranks;
+    msg->u.job.agent_addr_len = (const uint32_t *)p;
+    p += sizeof(uint32_t) * f->nagents;
+    for (i = 0; i < f->nranks; i++) {
+        if (dps_msg_u32(msg->u.job.rank_agent, i) >= f->nagents) {
+            return fail(err, err_len, "job_info: rank %u has agent %u",
+                        i, dps_msg_u32(msg->u.job.rank_agent, i));
+        }
+        uint32_t l = dps_msg_u32(msg->u.job.rank_addr_len, i);
+
+        if (l == 0 || l > DPS_MAX_ADDR) {
+            return fail(err, err_len, "job_info: bad address length");
+        }
+        addrs += l;
+    }
+    for (i = 0; i < f->nagents; i++) {
+        uint32_t l = dps_msg_u32(msg->u.job.agent_addr_len, i);
+
+        if (l == 0 || l > DPS_MAX_ADDR) {
+            return fail(err, err_len, "job_info: bad address length");
+        }
+        addrs += l;
+    }
+    if (blen != need + addrs) {
+        return fail(err, err_len, "job_info length %zu, expected %zu",
+                    blen, need + addrs);
+    }
+    msg->u.job.rank_addrs = (const uint8_t *)p;
+    for (i = 0; i < f->nranks; i++) {
+        p += dps_msg_u32(msg->u.job.rank_addr_len, i);
+    }
+    msg->u.job.agent_addrs = (const uint8_t *)p;
+    return DPS_OK;
+}
+
+static int decode_post(const char *body, size_t blen, dps_msg_t *msg,
+                       char *err, size_t err_len)
+{
+    dps_msg_post_t *f = &msg->u.post.fixed;
+    size_t need;
+    const char *p;
+
+    if (take_fixed(body, blen, f, sizeof(*f), 0)) {
+        return fail(err, err_len, "post shorter than its fixed part");
+    }
+    if (f->coll != DPS_COLL_ALLTOALL && f->coll != DPS_COLL_BCAST) {
+        return fail(err, err_len, "post: unknown collective %u", f->coll);
+    }
+    if (f->comm_size == 0 || f->comm_size > DPS_MAX_RANKS ||
+        f->comm_rank >= f->comm_size || f->root >= f->comm_size) {
+        return fail(err, err_len, "post: rank %u root %u of size %u",
+                    f->comm_rank, f->root, f->comm_size);
+    }
+    if (f->send_rkey_len > DPS_MAX_RKEY || f->recv_rkey_len > DPS_MAX_RKEY) {
+        return fail(err, err_len, "post: rkey too long");
+    }
+    if (f->nmembers != 0 && f->nmembers != f->comm_size) {
+        return fail(err, err_len, "post: %u members for size %u",
+                    f->nmembers, f->comm_size);
+    }
+    if (f->block_bytes == 0 || f->send_rkey_len == 0 ||
+        (f->coll == DPS_COLL_ALLTOALL && f->recv_rkey_len == 0)) {
+        return fail(err, err_len, "post: empty buffer or missing rkey");
+    }
+    need = sizeof(*f) + (size_t)f->send_rkey_len + f->recv_rkey_len +
+           (size_t)f->nmembers * sizeof(uint32_t);
+    if (blen != need) {
+        return fail(err, err_len, "post length %zu, expected %zu", blen,
+                    need);
+    }
+    p = body + sizeof(*f);
+    msg->u.post.send_rkey = (const uint8_t *)p;
+    p += f->send_rkey_len;
+    msg->u.post.recv_rkey = (const uint8_t *)p;
+    p += f->recv_rkey_len;
+    /* rkey lengths may be odd: members are read with dps_msg_u32. */
+    msg->u.post.members = f->nmembers ? (const uint32_t *)p : NULL;
+    return DPS_OK;
+}
+
+int dps_msg_decode(const void *buf, size_t len, dps_msg_t *msg,
+                   char *err, size_t err_len)
+{
+    dps_msg_hdr_t h;
+    const char *body;
+    size_t blen;
+    int bad = 0;
+
+    if (len < sizeof(h)) {
+        return fail(err, err_len, "message of %zu bytes is too short", len);
+    }
+    memcpy(&h, buf, sizeof(h));
+    if (h.magic != DPS_PROTO_MAGIC) {
+        return fail(err, err_len, "bad magic 0x%08x", h.magic);
+    }
+    if (h.version != DPS_PROTO_VERSION) {
+        return fail(err, err_len, "protocol version %u, expected %u",
+                    h.version, DPS_PROTO_VERSION);
+    }
+    if (h.length != len) {
+        return fail(err, err_len, "length field %u but %zu bytes received",
+                    h.length, len);
+    }
+    if (h.type == 0 || h.type >= DPS_MSG_TYPE_MAX) {
+        return fail(err, err_len, "unknown message type %u", h.type);
+    }
+    memset(msg, 0, sizeof(*msg));
+    msg->type = (dps_msg_type_t)h.type;
+    body = (const char *)buf + sizeof(h);
+    blen = len - sizeof(h);
+    switch (msg->type) {
+    case DPS_MSG_HELLO:
+        bad = take_fixed(body, blen, &msg->u.hello, sizeof(dps_msg_hello_t),
+                         1);
+        break;
+    case DPS_MSG_READY:
+        bad = take_fixed(body, blen, &msg->u.ready, sizeof(dps_msg_ready_t),
+                         1);
+        break;
+    case DPS_MSG_COMPLETE:
+        bad = take_fixed(body, blen, &msg->u.complete,
+                         sizeof(dps_msg_complete_t), 1);
+        break;
+    case DPS_MSG_COMM_FREE:
+        bad = take_fixed(body, blen, &msg->u.comm_free,
+                         sizeof(dps_msg_comm_free_t), 1);
+        break;
+    case DPS_MSG_READ_DONE:
+        bad = take_fixed(body, blen, &msg->u.read_done,
+                         sizeof(dps_msg_read_done_t), 1);
+        break;
+    case DPS_MSG_SHUTDOWN:
+        bad = (blen != 0);
+        break;
+    case DPS_MSG_JOB_INFO:
+        return decode_job(body, blen, msg, err, err_len);
+    case DPS_MSG_POST:
+    case DPS_MSG_PEER_POST:
+        return decode_post(body, blen, msg, err, err_len);
+    default:
+        break;
+    }
+    if (bad) {
+        return fail(err, err_len, "%s message with body of %zu bytes",
+                    dps_msg_type_str(h.type), blen);
+    }
+    return DPS_OK;
+}

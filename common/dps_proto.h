@@ -1,0 +1,197 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Wire protocol between ranks (shim) and agents, and between agents.
+ * Fixed-width little-endian integers only (host and DPU may differ in
+ * architecture but both are little-endian: x86_64 and aarch64), no pointers
+ * or MPI handles: addresses travel as uint64_t. Every message starts with
+ * dps_msg_hdr_t; the receiver checks magic, version, type and length before
+ * looking at the body (dps_msg_decode).
+ */
+#ifndef DPS_PROTO_H
+#define DPS_PROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define DPS_PROTO_MAGIC    0x48535044u /* "DPSH" */
+#define DPS_PROTO_VERSION  1
+#define DPS_AM_ID          7           /* the one UCX active message id */
+#define DPS_MAX_RKEY       4096        /* bytes of one packed rkey */
+#define DPS_MAX_ADDR       8192        /* bytes of one worker address */
+#define DPS_MAX_RANKS      (1u << 20)
+
+typedef enum {
+    DPS_MSG_HELLO = 1,   /* rank -> its agent: I am world rank r */
+    DPS_MSG_JOB_INFO,    /* vnode leader -> its agent: the job's layout */
+    DPS_MSG_READY,       /* agent -> rank: connected to everyone */
+    DPS_MSG_POST,        /* rank -> its agent: a collective was posted */
+    DPS_MSG_COMPLETE,    /* agent -> rank: an offloaded op finished */
+    DPS_MSG_COMM_FREE,   /* rank -> its agent: communicator freed */
+    DPS_MSG_PEER_POST,   /* agent -> agent: a rank of yours posted */
+    DPS_MSG_READ_DONE,   /* agent -> agent: all blocks of a source read */
+    DPS_MSG_SHUTDOWN,    /* vnode leader -> its agent: job ends */
+    DPS_MSG_TYPE_MAX
+} dps_msg_type_t;
+
+typedef enum {
+    DPS_COLL_ALLTOALL = 1,
+    DPS_COLL_BCAST    = 2
+} dps_coll_t;
+
+typedef struct dps_msg_hdr {
+    uint32_t magic;      /* DPS_PROTO_MAGIC */
+    uint16_t version;    /* DPS_PROTO_VERSION */
+    uint16_t type;       /* dps_msg_type_t */
+    uint32_t length;     /* whole message, header included */
+    uint32_t reserved;   /* 0 */
+} dps_msg_hdr_t;
+_Static_assert(sizeof(dps_msg_hdr_t) == 16, "header layout");
+
+typedef struct dps_msg_hello {
+    uint32_t world_rank; /* the sender */
+    uint32_t pid;        /* the sender's process id, for diagnostics */
+} dps_msg_hello_t;
+_Static_assert(sizeof(dps_msg_hello_t) == 8, "hello layout");
+
+/*
+ * JOB_INFO body: this fixed part, then uint32_t rank_agent[nranks],
+ * uint32_t rank_addr_len[nranks], uint32_t agent_addr_len[nagents], then
+ * the rank worker addresses and the agent worker addresses back to back.
+ */
+typedef struct dps_msg_job {
+    uint32_t nranks;     /* world size */
+    uint32_t nagents;    /* number of agents in the job */
+    uint32_t agent_idx;  /* index of the receiving agent */
+    uint32_t pad;
+} dps_msg_job_t;
+_Static_assert(sizeof(dps_msg_job_t) == 16, "job layout");
+
+typedef struct dps_msg_ready {
+    int32_t  status;     /* dps_status_t of the agent's set-up */
+    uint32_t pad;
+} dps_msg_ready_t;
+_Static_assert(sizeof(dps_msg_ready_t) == 8, "ready layout");
+
+/*
+ * POST and PEER_POST body: this fixed part, then the packed send rkey
+ * (send_rkey_len bytes), the packed recv rkey (recv_rkey_len bytes), then
+ * uint32_t members[nmembers]: world rank of each communicator rank, present
+ * when the sender's agent may not know the communicator yet (nmembers is 0
+ * or comm_size).
+ */
+typedef struct dps_msg_post {
+    uint64_t comm_id;       /* job-wide communicator id */
+    uint64_t op_token;      /* rank-local id echoed in COMPLETE */
+    uint64_t block_bytes;   /* alltoall: one block; bcast: the message */
+    uint64_t send_addr;     /* alltoall: send buffer; bcast: the buffer */
+    uint64_t recv_addr;     /* alltoall: recv buffer; bcast: unused */
+    uint32_t seq;           /* collective instance on this communicator */
+    uint32_t coll;          /* dps_coll_t */
+    uint32_t comm_rank;     /* the poster's rank in the communicator */
+    uint32_t comm_size;
+    uint32_t root;          /* bcast root, else 0 */
+    uint32_t world_rank;    /* the poster's world rank */
+    uint32_t send_rkey_len;
+    uint32_t recv_rkey_len;
+    uint32_t nmembers;
+    uint32_t pad;
+} dps_msg_post_t;
+_Static_assert(sizeof(dps_msg_post_t) == 80, "post layout");
+
+typedef struct dps_msg_complete {
+    uint64_t op_token;      /* from the POST */
+    int32_t  status;        /* dps_status_t */
+    uint32_t pad;
+} dps_msg_complete_t;
+_Static_assert(sizeof(dps_msg_complete_t) == 16, "complete layout");
+
+typedef struct dps_msg_comm_free {
+    uint64_t comm_id;
+    uint32_t world_rank;    /* the member that freed it */
+    uint32_t pad;
+} dps_msg_comm_free_t;
+_Static_assert(sizeof(dps_msg_comm_free_t) == 16, "comm_free layout");
+
+typedef struct dps_msg_read_done {
+    uint64_t comm_id;
+    uint32_t seq;
+    uint32_t src_comm_rank; /* whose outgoing blocks have all been read */
+} dps_msg_read_done_t;
+_Static_assert(sizeof(dps_msg_read_done_t) == 16, "read_done layout");
+
+/* A decoded message: pointers into the received buffer, valid with it. */
+typedef struct dps_msg {
+    dps_msg_type_t type;
+    union {
+        dps_msg_hello_t     hello;
+        dps_msg_ready_t     ready;
+        dps_msg_complete_t  complete;
+        dps_msg_comm_free_t comm_free;
+        dps_msg_read_done_t read_done;
+        struct {
+            dps_msg_job_t   fixed;
+            const uint32_t *rank_agent;
+            const uint32_t *rank_addr_len;
+            const uint32_t *agent_addr_len;
+            const uint8_t  *rank_addrs;   /* back to back */
+            const uint8_t  *agent_addrs;  /* back to back */
+        } job;
+        struct {
+            dps_msg_post_t  fixed;
+            const uint8_t  *send_rkey;
+            const uint8_t  *recv_rkey;
+            const uint32_t *members;      /* NULL when nmembers == 0 */
+        } post;
+    } u;
+} dps_msg_t;
+
+/*
+ * Check and decode a received message (buf, len). Returns DPS_OK and fills
+ * *msg, or DPS_ERR_PROTO with a reason in err (may be NULL) for anything
+ * malformed: bad magic, version, type, length, counts or offsets.
+ */
+int dps_msg_decode(const void *buf, size_t len, dps_msg_t *msg,
+                   char *err, size_t err_len);
+
+/*
+ * Encoders: each returns a malloc'ed message (free() it) and its length in
+ * *len, or NULL when out of memory or the arguments are out of range.
+ */
+void *dps_msg_encode_hello(uint32_t world_rank, uint32_t pid, size_t *len);
+void *dps_msg_encode_ready(int32_t status, size_t *len);
+void *dps_msg_encode_complete(uint64_t op_token, int32_t status,
+                              size_t *len);
+void *dps_msg_encode_comm_free(uint64_t comm_id, uint32_t world_rank,
+                               size_t *len);
+void *dps_msg_encode_read_done(uint64_t comm_id, uint32_t seq,
+                               uint32_t src_comm_rank, size_t *len);
+void *dps_msg_encode_shutdown(size_t *len);
+/* type is DPS_MSG_POST or DPS_MSG_PEER_POST; members may be NULL. */
+void *dps_msg_encode_post(dps_msg_type_t type, const dps_msg_post_t *fixed,
+                          const void *send_rkey, const void *recv_rkey,
+                          const uint32_t *members, size_t *len);
+/* rank_addrs[i]/agent_addrs[i] point to addresses of the given lengths. */
+void *dps_msg_encode_job(const dps_msg_job_t *fixed,
+                         const uint32_t *rank_agent,
+                         const void *const *rank_addrs,
+                         const uint32_t *rank_addr_len,
+                         const void *const *agent_addrs,
+                         const uint32_t *agent_addr_len, size_t *len);
+
+/*
+ * Element i of a uint32_t table inside a received message. Tables may be
+ * unaligned (rkeys have odd lengths; UCX gives no alignment guarantee for
+ * received data), so they are read with memcpy.
+ */
+static inline uint32_t dps_msg_u32(const uint32_t *table, size_t i)
+{
+    uint32_t v;
+
+    __builtin_memcpy(&v, (const char *)table + i * sizeof(v), sizeof(v));
+    return v;
+}
+
+/* Name of a message type, for logs ("post", "?" when out of range). */
+const char *dps_msg_type_str(unsigned type);
+
+#endif

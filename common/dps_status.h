@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Status codes shared by every part of dpushim. */
+#ifndef DPS_STATUS_H
+#define DPS_STATUS_H
+
+typedef enum {
+    DPS_OK           = 0,
+    DPS_ERR_INVALID  = -1,  /* bad argument, value or message */
+    DPS_ERR_NOMEM    = -2,
+    DPS_ERR_IO       = -3,  /* a system call failed */
+    DPS_ERR_UCX      = -4,  /* a UCX call failed */
+    DPS_ERR_TIMEOUT  = -5,
+    DPS_ERR_PROTO    = -6,  /* malformed or unexpected wire message */
+    DPS_ERR_DEAD     = -7,  /* the peer (agent or rank) is gone */
+    DPS_ERR_UNSUPP   = -8
+} dps_status_t;
+
+/* Short lower-case name of a status, for log messages. */
+const char *dps_status_str(int status);
+
+#endif

@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Thin helpers over UCP shared by the shim and the agent. */
+#ifndef DPS_UCX_H
+#define DPS_UCX_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <ucp/api/ucp.h>
+
+/* A received message, copied out of UCX, waiting to be handled. */
+typedef struct dps_inmsg {
+    struct dps_inmsg *next;
+    size_t            len;
+    char              data[];
+} dps_inmsg_t;
+
+/*
+ * Messages received by the AM handler. Handlers only queue: every reaction
+ * (which may send or post RMA) runs outside UCX callbacks.
+ */
+typedef struct dps_inbox {
+    dps_inmsg_t *head, *tail;
+    ucp_worker_h worker;
+    unsigned     rndv_pending;  /* rendezvous receives in flight */
+} dps_inbox_t;
+
+typedef struct dps_ucx {
+    ucp_context_h context;
+    ucp_worker_h  worker;
+    dps_inbox_t   inbox;
+    int           efd;          /* worker event fd, -1 if unsupported */
+} dps_ucx_t;
+
+/*
+ * Create a UCP context (AM and RMA) and one worker with wakeup support, and
+ * install the DPS_AM_ID handler feeding u->inbox. Returns DPS_OK or
+ * DPS_ERR_UCX (logged).
+ */
+int dps_ucx_open(dps_ucx_t *u);
+
+/* Destroy what dps_ucx_open created and free queued messages. */
+void dps_ucx_close(dps_ucx_t *u);
+
+/* Pop the oldest queued message, or NULL; free() it when done. */
+dps_inmsg_t *dps_inbox_pop(dps_inbox_t *box);
+
+/*
+ * Send msg (malloc'ed, ownership taken: freed when UCX is done with it) on
+ * ep as one active message. Returns DPS_OK or DPS_ERR_UCX; on error msg is
+ * freed too.
+ */
+int dps_ucx_send(ucp_ep_h ep, void *msg, size_t len);
+
+/*
+ * Progress the worker until the request completes or timeout_ms passes;
+ * for set-up and tear-down only. req is a ucs_status_ptr_t from an nbx
+ * call; the request is released. Returns DPS_OK, DPS_ERR_UCX or
+ * DPS_ERR_TIMEOUT.
+ */
+int dps_ucx_wait(ucp_worker_h worker, ucs_status_ptr_t req, int timeout_ms);
+
+/* Create an endpoint to a worker address. err_cb may be NULL. */
+int dps_ucx_ep_create(ucp_worker_h worker, const void *addr,
+                      ucp_err_handler_cb_t err_cb, void *err_arg,
+                      ucp_ep_h *ep);
+
+/* Flush and close an endpoint, waiting at most timeout_ms. */
+void dps_ucx_ep_close(ucp_worker_h worker, ucp_ep_h ep, int timeout_ms);
+
+/* Hex text of len bytes into out (2*len+1 bytes). */
+void dps_hex_encode(const void *buf, size_t len, char *out);
+
+/* Decode hex text; returns the number of bytes, or -1 if not hex. */
+long dps_hex_decode(const char *hex, void *out, size_t out_len);
+
+/* Monotonic time in seconds. */
+double dps_now(void);
+
+#endif

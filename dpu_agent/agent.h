@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Internal interfaces of dpu_agent. */
+#ifndef AGENT_H
+#define AGENT_H
+
+#include "../common/dps_proto.h"
+#include "../common/dps_ucx.h"
+
+#include <stdint.h>
+#include <uthash.h>
+
+#define AGENT_CHUNK  (256u * 1024)  /* staging slot size */
+#define AGENT_NSLOTS 8              /* staging slots in flight */
+
+typedef struct agent_comm {
+    uint64_t        id;
+    uint32_t        size;
+    uint32_t       *members;     /* world rank of each comm rank */
+    uint32_t        nlocal;      /* members served by this agent */
+    uint32_t        nagents;     /* distinct agents among members */
+    uint32_t        refs;        /* local members that have not freed it */
+    uint32_t        live;        /* instances using it */
+    int             freed;       /* every local member freed it */
+    UT_hash_handle  hh;
+} agent_comm_t;
+
+typedef struct agent_inst_key {
+    uint64_t comm_id;
+    uint64_t seq;
+} agent_inst_key_t;
+
+/* What one communicator rank posted, as seen by this agent. */
+typedef struct agent_rinfo {
+    int        posted;
+    uint64_t   send_addr, recv_addr, op_token;
+    ucp_rkey_h send_rkey, recv_rkey;
+    /* For ranks served here: */
+    uint32_t   in_left;      /* incoming moves not yet written */
+    uint32_t   reads_left;   /* agents yet to finish reading our blocks */
+    int        flushing;
+    int        landed;       /* incoming data written and flushed */
+    int        done;         /* COMPLETE sent */
+} agent_rinfo_t;
+
+typedef struct agent_inst {
+    agent_inst_key_t key;
+    agent_comm_t    *comm;
+    uint32_t         coll, root;
+    uint64_t         block_bytes;
+    agent_rinfo_t   *ri;          /* comm->size entries */
+    uint32_t        *src_left;    /* moves left to read per source rank */
+    uint32_t         local_left;  /* local ranks not yet completed */
+    uint32_t         moves_live;  /* moves created and not finished */
+    int              error;       /* first failure: reported, never OK */
+    UT_hash_handle   hh;
+} agent_inst_t;
+
+/* One block to copy: source rank memory -> staging -> destination rank. */
+typedef struct agent_move {
+    struct agent_move *next;
+    agent_inst_t      *inst;
+    uint32_t           src, dst;      /* comm ranks */
+    uint64_t           src_addr, dst_addr, len;
+    uint64_t           issued, read, written;
+} agent_move_t;
+
+typedef struct agent_slot {
+    struct agent_slot *next_done;
+    agent_move_t      *move;
+    uint64_t           off, len;
+    int                state;         /* 0 free, 1 reading, 2 writing */
+    int                completed;     /* set by the UCX callback */
+    ucs_status_t       status;
+    char              *buf;
+} agent_slot_t;
+
+typedef struct agent {
+    dps_ucx_t      ucx;
+    int            parent_fd;     /* EOF when the spawning rank dies */
+    int            quit;
+    /* job */
+    int            have_job;
+    uint32_t       nranks, nagents, self;
+    uint32_t      *rank_agent;
+    ucp_ep_h      *rank_ep;
+    ucp_ep_h      *agent_ep;
+    uint8_t       *hello;         /* per rank: HELLO seen, READY owed */
+    int            ready;
+    /* state */
+    agent_comm_t  *comms;
+    agent_inst_t  *insts;
+    agent_move_t  *q_head, *q_tail;
+    agent_slot_t   slots[AGENT_NSLOTS];
+    void          *staging;
+    ucp_mem_h      staging_memh;
+    unsigned       inflight;      /* slots busy + flushes pending */
+} agent_t;
+
+/* Handle one decoded message. Returns DPS_OK or an error (logged). */
+int agent_handle(agent_t *a, const dps_msg_t *msg);
+
+/* Issue staging reads/writes for queued moves; reap finished slots. */
+void agent_schedule(agent_t *a);
+
+/* Set up staging memory; DPS_OK or DPS_ERR_*. */
+int agent_coll_init(agent_t *a);
+
+/* Release every instance, communicator and staging buffer. */
+void agent_coll_fini(agent_t *a);
+
+/* Nonzero while data movement or flushes are in flight or queued. */
+int agent_busy(const agent_t *a);
+
+#endif

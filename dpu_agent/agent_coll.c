@@ -1,0 +1,721 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Collective instances and the schedule executor of dpu_agent.
+ *
+ * Pull model: the agent serving destination rank d copies every block d
+ * must receive, reading it from the source rank's memory into a staging
+ * slot (ucp_get) and writing it into d's receive buffer (ucp_put). A move
+ * starts only when both its source and its destination have posted the same
+ * instance (communicator id + sequence number), so nothing is written into
+ * a buffer that does not yet belong to the collective. A rank's op completes
+ * when its incoming blocks are written and flushed, and every agent that
+ * reads its outgoing blocks has said it is done reading.
+ */
+#include "agent.h"
+#include "../common/dps_log.h"
+#include "../common/dps_status.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct agent_flush {
+    struct agent_flush *next;
+    agent_inst_t       *inst;
+    uint32_t            rank;
+    int                 completed;
+    ucs_status_t        status;
+} agent_flush_t;
+
+static agent_flush_t *flushes; /* in flight, in no particular order */
+
+static int is_local(const agent_t *a, const agent_comm_t *c, uint32_t r)
+{
+    return a->rank_agent[c->members[r]] == a->self;
+}
+
+static uint32_t agent_of(const agent_t *a, const agent_comm_t *c, uint32_t r)
+{
+    return a->rank_agent[c->members[r]];
+}
+
+int agent_busy(const agent_t *a)
+{
+    return a->q_head != NULL || a->inflight > 0;
+}
+
+int agent_coll_init(agent_t *a)
+{
+    ucp_mem_map_params_t mp;
+    ucs_status_t st;
+    int i;
+
+    memset(&mp, 0, sizeof(mp));
+    mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS |
+                    UCP_MEM_MAP_PARAM_FIELD_LENGTH |
+                    UCP_MEM_MAP_PARAM_FIELD_FLAGS;
+    mp.address = NULL;
+    mp.length = (size_t)AGENT_CHUNK * AGENT_NSLOTS;
+    mp.flags = UCP_MEM_MAP_ALLOCATE;
+    st = ucp_mem_map(a->ucx.context, &mp, &a->staging_memh);
+    if (st != UCS_OK) {
+        dps_error("cannot allocate %zu bytes of staging memory: %s",
+                  mp.length, ucs_status_string(st));
+        return DPS_ERR_NOMEM;
+    }
+    {
+        ucp_mem_attr_t attr;
+
+        attr.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS;
+        ucp_mem_query(a->staging_memh, &attr);
+        a->staging = attr.address;
+    }
+    for (i = 0; i < AGENT_NSLOTS; i++) {
+        memset(&a->slots[i], 0, sizeof(a->slots[i]));
+        a->slots[i].buf = (char *)a->staging + (size_t)i * AGENT_CHUNK;
+    }
+    return DPS_OK;
+}
+
+static void comm_release(agent_t *a, agent_comm_t *c)
+{
+    if (c->freed && c->live == 0) {
+        HASH_DEL(a->comms, c);
+        free(c->members);
+        free(c);
+    }
+}
+
+static void inst_destroy(agent_t *a, agent_inst_t *in)
+{
+    uint32_t r;
+
+    for (r = 0; r < in->comm->size; r++) {
+        if (in->ri[r].send_rkey != NULL) {
+            ucp_rkey_destroy(in->ri[r].send_rkey);
+        }
+        if (in->ri[r].recv_rkey != NULL) {
+            ucp_rkey_destroy(in->ri[r].recv_rkey);
+        }
+    }
+    HASH_DEL(a->insts, in);
+    in->comm->live--;
+    comm_release(a, in->comm);
+    free(in->ri);
+    free(in->src_left);
+    free(in);
+}
+
+void agent_coll_fini(agent_t *a)
+{
+    agent_inst_t *in, *itmp;
+    agent_comm_t *c, *ctmp;
+    agent_move_t *m;
+
+    while ((m = a->q_head) != NULL) {
+        a->q_head = m->next;
+        free(m);
+    }
+    HASH_ITER(hh, a->insts, in, itmp) {
+        in->comm->freed = 1;
+        inst_destroy(a, in);
+    }
+    HASH_ITER(hh, a->comms, c, ctmp) {
+        HASH_DEL(a->comms, c);
+        free(c->members);
+        free(c);
+    }
+    if (a->staging_memh != NULL) {
+        ucp_mem_unmap(a->ucx.context, a->staging_memh);
+        a->staging_memh = NULL;
+    }
+}
+
+/* Find a communicator, or create it from a member list (may be NULL). */
+static agent_comm_t *comm_get(agent_t *a, uint64_t id, uint32_t size,
+                              const uint32_t *members, int *bad)
+{
+    agent_comm_t *c;
+    uint8_t *seen;
+    uint32_t r;
+
+    *bad = 0;
+    HASH_FIND(hh, a->comms, &id, sizeof(id), c);
+    if (c != NULL || members == NULL) {
+        if (c != NULL && c->size != size) {
+            *bad = 1;
+            return NULL;
+        }
+        return c;
+    }
+    c = calloc(1, sizeof(*c));
+    seen = calloc(a->nagents, 1);
+    if (c == NULL || seen == NULL ||
+        (c->members = malloc(sizeof(uint32_t) * size)) == NULL) {
+        free(c);
+        free(seen);
+        *bad = 1;
+        return NULL;
+    }
+    c->id = id;
+    c->size = size;
+    for (r = 0; r < size; r++) {
+        c->members[r] = dps_msg_u32(members, r);
+        if (c->members[r] >= a->nranks) {
+            free(c->members);
+            free(c);
+            free(seen);
+            *bad = 1;
+            return NULL;
+        }
+        if (!seen[a->rank_agent[c->members[r]]]) {
+            seen[a->rank_agent[c->members[r]]] = 1;
+            c->nagents++;
+        }
+        if (a->rank_agent[c->members[r]] == a->self) {
+            c->nlocal++;
+        }
+    }
+    free(seen);
+    c->refs = c->nlocal;
+    HASH_ADD(hh, a->comms, id, sizeof(c->id), c);
+    dps_debug("communicator %#llx: %u ranks, %u here, %u agents",
+              (unsigned long long)id, size, c->nlocal, c->nagents);
+    return c;
+}
+
+/* Number of agents that read the root's buffer in a bcast. */
+static uint32_t bcast_readers(const agent_t *a, const agent_comm_t *c,
+                              uint32_t root)
+{
+    uint8_t *seen = calloc(a->nagents, 1);
+    uint32_t r, n = 0;
+
+    if (seen == NULL) {
+        return 0;
+    }
+    for (r = 0; r < c->size; r++) {
+        if (r != root && !seen[agent_of(a, c, r)]) {
+            seen[agent_of(a, c, r)] = 1;
+            n++;
+        }
+    }
+    free(seen);
+    return n;
+}
+
+static agent_inst_t *inst_get(agent_t *a, agent_comm_t *c,
+                              const dps_msg_post_t *f)
+{
+    agent_inst_key_t key = {f->comm_id, f->seq};
+    agent_inst_t *in;
+    uint32_t r, readers = 0;
+
+    HASH_FIND(hh, a->insts, &key, sizeof(key), in);
+    if (in != NULL) {
+        if (in->coll != f->coll || in->root != f->root ||
+            in->block_bytes != f->block_bytes) {
+            dps_error("rank %u posted %s of %llu bytes (root %u) where "
+                      "others posted %s of %llu bytes (root %u): "
+                      "mismatched collective calls", f->world_rank,
+                      f->coll == DPS_COLL_BCAST ? "ibcast" : "ialltoall",
+                      (unsigned long long)f->block_bytes, f->root,
+                      in->coll == DPS_COLL_BCAST ? "ibcast" : "ialltoall",
+                      (unsigned long long)in->block_bytes, in->root);
+            return NULL;
+        }
+        return in;
+    }
+    in = calloc(1, sizeof(*in));
+    if (in == NULL) {
+        return NULL;
+    }
+    in->ri = calloc(c->size, sizeof(*in->ri));
+    in->src_left = calloc(c->size, sizeof(*in->src_left));
+    if (in->ri == NULL || in->src_left == NULL) {
+        free(in->ri);
+        free(in->src_left);
+        free(in);
+        return NULL;
+    }
+    in->key = key;
+    in->comm = c;
+    in->coll = f->coll;
+    in->root = f->root;
+    in->block_bytes = f->block_bytes;
+    in->local_left = c->nlocal;
+    if (in->coll == DPS_COLL_BCAST) {
+        readers = bcast_readers(a, c, in->root);
+        in->src_left[in->root] =
+            c->nlocal - (is_local(a, c, in->root) ? 1 : 0);
+    }
+    for (r = 0; r < c->size; r++) {
+        if (in->coll == DPS_COLL_ALLTOALL) {
+            in->src_left[r] = c->nlocal;
+        }
+        if (!is_local(a, c, r)) {
+            continue;
+        }
+        if (in->coll == DPS_COLL_ALLTOALL) {
+            in->ri[r].in_left = c->size;
+            in->ri[r].reads_left = c->nagents;
+        } else {
+            in->ri[r].in_left = (r == in->root) ? 0 : 1;
+            in->ri[r].reads_left = (r == in->root) ? readers : 0;
+        }
+        in->ri[r].landed = (in->ri[r].in_left == 0);
+    }
+    c->live++;
+    HASH_ADD(hh, a->insts, key, sizeof(key), in);
+    return in;
+}
+
+static void send_to_rank(agent_t *a, uint32_t world, void *msg, size_t len)
+{
+    if (msg == NULL) {
+        dps_error("out of memory encoding a message for rank %u", world);
+        return;
+    }
+    if (dps_ucx_send(a->rank_ep[world], msg, len) != DPS_OK) {
+        dps_warn("cannot send to rank %u (gone?)", world);
+    }
+}
+
+/* Complete local rank r if everything it waits for has happened. */
+static void check_done(agent_t *a, agent_inst_t *in, uint32_t r)
+{
+    agent_rinfo_t *ri = &in->ri[r];
+    size_t len;
+    void *msg;
+
+    if (ri->done || !ri->posted || !ri->landed || ri->reads_left > 0) {
+        return;
+    }
+    ri->done = 1;
+    msg = dps_msg_encode_complete(ri->op_token, in->error, &len);
+    send_to_rank(a, in->comm->members[r], msg, len);
+    in->local_left--;
+}
+
+static void maybe_destroy(agent_t *a, agent_inst_t *in)
+{
+    if (in->local_left == 0 && in->moves_live == 0) {
+        inst_destroy(a, in);
+    }
+}
+
+static void move_add(agent_t *a, agent_inst_t *in, uint32_t s, uint32_t d)
+{
+    agent_move_t *m = calloc(1, sizeof(*m));
+
+    if (m == NULL) {
+        dps_error("out of memory queueing a block");
+        return;
+    }
+    m->inst = in;
+    m->src = s;
+    m->dst = d;
+    m->len = in->block_bytes;
+    if (in->coll == DPS_COLL_ALLTOALL) {
+        m->src_addr = in->ri[s].send_addr + (uint64_t)d * in->block_bytes;
+        m->dst_addr = in->ri[d].recv_addr + (uint64_t)s * in->block_bytes;
+    } else {
+        m->src_addr = in->ri[s].send_addr;
+        m->dst_addr = in->ri[d].send_addr;
+    }
+    in->moves_live++;
+    if (a->q_tail != NULL) {
+        a->q_tail->next = m;
+    } else {
+        a->q_head = m;
+    }
+    a->q_tail = m;
+}
+
+static int unpack_rkey(agent_t *a, uint32_t world, const void *buf,
+                       uint32_t len, ucp_rkey_h *rkey)
+{
+    ucs_status_t st;
+
+    if (len == 0) {
+        *rkey = NULL;
+        return DPS_OK;
+    }
+    st = ucp_ep_rkey_unpack(a->rank_ep[world], buf, rkey);
+    if (st != UCS_OK) {
+        dps_error("cannot unpack the memory key of rank %u: %s", world,
+                  ucs_status_string(st));
+        return DPS_ERR_UCX;
+    }
+    return DPS_OK;
+}
+
+/* Tell the agents that read rank i's blocks about its post. */
+static void forward_post(agent_t *a, agent_comm_t *c, const dps_msg_t *msg)
+{
+    dps_msg_post_t f = msg->u.post.fixed;
+    uint8_t *sent = calloc(a->nagents, 1);
+    uint32_t r;
+
+    if (sent == NULL) {
+        return;
+    }
+    f.nmembers = c->size;
+    sent[a->self] = 1;
+    for (r = 0; r < c->size; r++) {
+        uint32_t ag = agent_of(a, c, r);
+        size_t len;
+        void *out;
+
+        if (sent[ag] || (f.coll == DPS_COLL_BCAST && r == f.root)) {
+            continue;
+        }
+        sent[ag] = 1;
+        out = dps_msg_encode_post(DPS_MSG_PEER_POST, &f,
+                                  msg->u.post.send_rkey,
+                                  msg->u.post.recv_rkey, c->members, &len);
+        if (out == NULL || dps_ucx_send(a->agent_ep[ag], out, len)) {
+            dps_error("cannot forward a post to agent %u", ag);
+        }
+    }
+    free(sent);
+}
+
+static int handle_post(agent_t *a, const dps_msg_t *msg)
+{
+    const dps_msg_post_t *f = &msg->u.post.fixed;
+    agent_comm_t *c;
+    agent_inst_t *in;
+    agent_rinfo_t *ri;
+    uint32_t i = f->comm_rank, r;
+    int bad, local;
+
+    if (f->world_rank >= a->nranks) {
+        dps_error("post from unknown rank %u", f->world_rank);
+        return DPS_ERR_PROTO;
+    }
+    c = comm_get(a, f->comm_id, f->comm_size, msg->u.post.members, &bad);
+    if (bad) {
+        dps_error("post for communicator %#llx with inconsistent members",
+                  (unsigned long long)f->comm_id);
+        return DPS_ERR_PROTO;
+    }
+    if (c == NULL) {
+        return DPS_ERR_UNSUPP; /* members not known yet: retry later */
+    }
+    if (c->members[i] != f->world_rank) {
+        dps_error("rank %u claims to be rank %u of communicator %#llx",
+                  f->world_rank, i, (unsigned long long)f->comm_id);
+        return DPS_ERR_PROTO;
+    }
+    local = is_local(a, c, i);
+    if ((msg->type == DPS_MSG_POST) != local) {
+        dps_error("%s for rank %u which is %sserved here",
+                  dps_msg_type_str(msg->type), f->world_rank,
+                  local ? "" : "not ");
+        return DPS_ERR_PROTO;
+    }
+    in = inst_get(a, c, f);
+    if (in == NULL) {
+        return DPS_ERR_PROTO;
+    }
+    ri = &in->ri[i];
+    if (ri->posted) {
+        dps_error("rank %u posted instance %u of communicator %#llx twice",
+                  f->world_rank, f->seq, (unsigned long long)f->comm_id);
+        return DPS_ERR_PROTO;
+    }
+    if (unpack_rkey(a, f->world_rank, msg->u.post.send_rkey,
+                    f->send_rkey_len, &ri->send_rkey) != DPS_OK ||
+        (local && f->coll == DPS_COLL_ALLTOALL &&
+         unpack_rkey(a, f->world_rank, msg->u.post.recv_rkey,
+                     f->recv_rkey_len, &ri->recv_rkey) != DPS_OK)) {
+        return DPS_ERR_UCX;
+    }
+    ri->posted = 1;
+    ri->send_addr = f->send_addr;
+    ri->recv_addr = f->recv_addr;
+    ri->op_token = f->op_token;
+    if (msg->type == DPS_MSG_POST) {
+        forward_post(a, c, msg);
+    }
+
+    /* Create every move that just became possible. */
+    if (in->coll == DPS_COLL_ALLTOALL) {
+        if (local) {
+            for (r = 0; r < c->size; r++) {
+                if (in->ri[r].posted) {
+                    move_add(a, in, r, i);
+                }
+            }
+        }
+        for (r = 0; r < c->size; r++) {
+            if (r != i && is_local(a, c, r) && in->ri[r].posted) {
+                move_add(a, in, i, r);
+            }
+        }
+    } else if (i == in->root) {
+        for (r = 0; r < c->size; r++) {
+            if (r != i && is_local(a, c, r) && in->ri[r].posted) {
+                move_add(a, in, i, r);
+            }
+        }
+    } else if (local && in->ri[in->root].posted) {
+        move_add(a, in, in->root, i);
+    }
+    if (local) {
+        check_done(a, in, i);
+        maybe_destroy(a, in);
+    }
+    return DPS_OK;
+}
+
+/* Source rank s of instance in has no more blocks to be read by us. */
+static void source_read(agent_t *a, agent_inst_t *in, uint32_t s)
+{
+    agent_comm_t *c = in->comm;
+    size_t len;
+    void *msg;
+
+    if (is_local(a, c, s)) {
+        in->ri[s].reads_left--;
+        check_done(a, in, s);
+        return;
+    }
+    msg = dps_msg_encode_read_done(in->key.comm_id, (uint32_t)in->key.seq,
+                                   s, &len);
+    if (msg == NULL || dps_ucx_send(a->agent_ep[agent_of(a, c, s)], msg,
+                                    len) != DPS_OK) {
+        dps_error("cannot report a finished read to agent %u",
+                  agent_of(a, c, s));
+    }
+}
+
+static int handle_read_done(agent_t *a, const dps_msg_read_done_t *rd)
+{
+    agent_inst_key_t key = {rd->comm_id, rd->seq};
+    agent_inst_t *in;
+
+    HASH_FIND(hh, a->insts, &key, sizeof(key), in);
+    if (in == NULL || rd->src_comm_rank >= in->comm->size ||
+        !is_local(a, in->comm, rd->src_comm_rank) ||
+        in->ri[rd->src_comm_rank].reads_left == 0) {
+        dps_error("unexpected read_done for rank %u of instance %u of "
+                  "communicator %#llx", rd->src_comm_rank, rd->seq,
+                  (unsigned long long)rd->comm_id);
+        return DPS_ERR_PROTO;
+    }
+    in->ri[rd->src_comm_rank].reads_left--;
+    check_done(a, in, rd->src_comm_rank);
+    maybe_destroy(a, in);
+    return DPS_OK;
+}
+
+static int handle_comm_free(agent_t *a, const dps_msg_comm_free_t *cf)
+{
+    agent_comm_t *c;
+
+    HASH_FIND(hh, a->comms, &cf->comm_id, sizeof(cf->comm_id), c);
+    if (c == NULL || c->refs == 0) {
+        dps_debug("free of unknown communicator %#llx ignored",
+                  (unsigned long long)cf->comm_id);
+        return DPS_OK;
+    }
+    if (--c->refs == 0) {
+        c->freed = 1;
+        comm_release(a, c);
+    }
+    return DPS_OK;
+}
+
+int agent_handle_coll(agent_t *a, const dps_msg_t *msg)
+{
+    switch (msg->type) {
+    case DPS_MSG_POST:
+    case DPS_MSG_PEER_POST:
+        return handle_post(a, msg);
+    case DPS_MSG_READ_DONE:
+        return handle_read_done(a, &msg->u.read_done);
+    case DPS_MSG_COMM_FREE:
+        return handle_comm_free(a, &msg->u.comm_free);
+    default:
+        return DPS_ERR_PROTO;
+    }
+}
+
+/* ---- executor ---------------------------------------------------------- */
+
+static void slot_cb(void *request, ucs_status_t status, void *user_data)
+{
+    agent_slot_t *s = user_data;
+
+    s->completed = 1;
+    s->status = status;
+    ucp_request_free(request);
+}
+
+static void flush_cb(void *request, ucs_status_t status, void *user_data)
+{
+    agent_flush_t *f = user_data;
+
+    f->completed = 1;
+    f->status = status;
+    ucp_request_free(request);
+}
+
+static void slot_start(agent_t *a, agent_slot_t *s)
+{
+    agent_move_t *m = s->move;
+    agent_inst_t *in = m->inst;
+    ucp_request_param_t rp;
+    ucs_status_ptr_t req;
+
+    memset(&rp, 0, sizeof(rp));
+    rp.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+                      UCP_OP_ATTR_FIELD_USER_DATA;
+    rp.cb.send = slot_cb;
+    rp.user_data = s;
+    s->completed = 0;
+    if (s->state == 1) {
+        req = ucp_get_nbx(a->rank_ep[in->comm->members[m->src]], s->buf,
+                          s->len, m->src_addr + s->off,
+                          in->ri[m->src].send_rkey, &rp);
+    } else {
+        ucp_rkey_h rkey = (in->coll == DPS_COLL_ALLTOALL) ?
+                          in->ri[m->dst].recv_rkey : in->ri[m->dst].send_rkey;
+
+        req = ucp_put_nbx(a->rank_ep[in->comm->members[m->dst]], s->buf,
+                          s->len, m->dst_addr + s->off, rkey, &rp);
+    }
+    if (req == NULL) {
+        s->completed = 1;
+        s->status = UCS_OK;
+    } else if (UCS_PTR_IS_ERR(req)) {
+        s->completed = 1;
+        s->status = UCS_PTR_STATUS(req);
+    }
+}
+
+static void flush_rank(agent_t *a, agent_inst_t *in, uint32_t r)
+{
+    agent_flush_t *f = calloc(1, sizeof(*f));
+    ucp_request_param_t rp;
+    ucs_status_ptr_t req;
+
+    if (f == NULL) {
+        in->ri[r].landed = 1; /* best effort: UCX completion is local */
+        check_done(a, in, r);
+        return;
+    }
+    f->inst = in;
+    f->rank = r;
+    memset(&rp, 0, sizeof(rp));
+    rp.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+                      UCP_OP_ATTR_FIELD_USER_DATA;
+    rp.cb.send = flush_cb;
+    rp.user_data = f;
+    req = ucp_ep_flush_nbx(a->rank_ep[in->comm->members[r]], &rp);
+    if (req == NULL || UCS_PTR_IS_ERR(req)) {
+        f->completed = 1;
+        f->status = (req == NULL) ? UCS_OK : UCS_PTR_STATUS(req);
+    }
+    f->next = flushes;
+    flushes = f;
+    a->inflight++;
+}
+
+/* A chunk finished its current stage; returns 1 if the slot is free. */
+static int slot_advance(agent_t *a, agent_slot_t *s)
+{
+    agent_move_t *m = s->move;
+    agent_inst_t *in = m->inst;
+
+    if (s->status != UCS_OK) {
+        dps_error("%s of %llu bytes for rank %u failed: %s",
+                  s->state == 1 ? "read" : "write",
+                  (unsigned long long)s->len,
+                  in->comm->members[s->state == 1 ? m->src : m->dst],
+                  ucs_status_string(s->status));
+        in->error = DPS_ERR_UCX;
+    }
+    if (s->state == 1) {
+        m->read += s->len;
+        if (m->read == m->len && --in->src_left[m->src] == 0) {
+            source_read(a, in, m->src);
+        }
+        s->state = 2;
+        slot_start(a, s);
+        return 0;
+    }
+    m->written += s->len;
+    if (m->written == m->len) {
+        if (--in->ri[m->dst].in_left == 0) {
+            flush_rank(a, in, m->dst);
+        }
+        in->moves_live--;
+        free(m);
+    }
+    s->state = 0;
+    s->move = NULL;
+    a->inflight--;
+    return 1;
+}
+
+void agent_schedule(agent_t *a)
+{
+    agent_flush_t **fp;
+    int progress = 1, i;
+
+    while (progress) {
+        progress = 0;
+        for (i = 0; i < AGENT_NSLOTS; i++) {
+            agent_slot_t *s = &a->slots[i];
+
+            if (s->state != 0 && s->completed) {
+                slot_advance(a, s);
+                progress = 1;
+            }
+            if (s->state == 0 && a->q_head != NULL) {
+                agent_move_t *m = a->q_head;
+
+                s->move = m;
+                s->off = m->issued;
+                s->len = m->len - m->issued;
+                if (s->len > AGENT_CHUNK) {
+                    s->len = AGENT_CHUNK;
+                }
+                m->issued += s->len;
+                if (m->issued == m->len) {
+                    a->q_head = m->next;
+                    if (a->q_head == NULL) {
+                        a->q_tail = NULL;
+                    }
+                }
+                s->state = 1;
+                a->inflight++;
+                slot_start(a, s);
+                progress = 1;
+            }
+        }
+        for (fp = &flushes; *fp != NULL;) {
+            agent_flush_t *f = *fp;
+
+            if (!f->completed) {
+                fp = &f->next;
+                continue;
+            }
+            *fp = f->next;
+            a->inflight--;
+            if (f->status != UCS_OK) {
+                dps_error("flush to rank %u failed: %s",
+                          f->inst->comm->members[f->rank],
+                          ucs_status_string(f->status));
+                f->inst->error = DPS_ERR_UCX;
+            }
+            f->inst->ri[f->rank].landed = 1;
+            check_done(a, f->inst, f->rank);
+            maybe_destroy(a, f->inst);
+            free(f);
+            progress = 1;
+        }
+    }
+}

@@ -1,0 +1,438 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * dpu_agent: carries out offloaded MPI collectives for the ranks of one
+ * (virtual) node. On a BlueField it runs on the DPU's Arm cores; elsewhere
+ * it is an ordinary process spawned by the first rank of its node.
+ */
+#include "agent.h"
+#include "../common/dps_config.h"
+#include "../common/dps_log.h"
+#include "../common/dps_status.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+int agent_handle_coll(agent_t *a, const dps_msg_t *msg);
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+"usage: dpu_agent --addr-fd N --parent-fd M\n"
+"\n"
+"Carries out MPI_Ialltoall and MPI_Ibcast for the ranks of one node (or\n"
+"emulated DPU) on their behalf. libdpushim.so starts it during MPI_Init;\n"
+"it is not meant to be started by hand in this version.\n"
+"\n"
+"  --addr-fd N    write this agent's UCX worker address, in hex and\n"
+"                 followed by a newline, to file descriptor N, then close it\n"
+"  --parent-fd M  file descriptor whose end of file means the spawning\n"
+"                 rank is gone: the agent then exits at once\n"
+"  --help         this text\n"
+"\n"
+"Environment (shared with libdpushim.so):\n");
+    dps_config_print(out, 0);
+}
+
+static int write_all(int fd, const char *buf, size_t len)
+{
+    while (len > 0) {
+        ssize_t n = write(fd, buf, len);
+
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            return -1;
+        }
+        buf += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+static int publish_address(agent_t *a, int fd)
+{
+    ucp_worker_attr_t attr;
+    char *hex;
+    int rc;
+
+    attr.field_mask = UCP_WORKER_ATTR_FIELD_ADDRESS;
+    if (ucp_worker_query(a->ucx.worker, &attr) != UCS_OK) {
+        dps_error("ucp_worker_query failed");
+        return DPS_ERR_UCX;
+    }
+    hex = malloc(2 * attr.address_length + 2);
+    if (hex == NULL) {
+        ucp_worker_release_address(a->ucx.worker, attr.address);
+        return DPS_ERR_NOMEM;
+    }
+    dps_hex_encode(attr.address, attr.address_length, hex);
+    strcat(hex, "\n");
+    rc = write_all(fd, hex, strlen(hex));
+    free(hex);
+    ucp_worker_release_address(a->ucx.worker, attr.address);
+    close(fd);
+    if (rc) {
+        dps_error("cannot write the agent address to fd %d: %m", fd);
+        return DPS_ERR_IO;
+    }
+    return DPS_OK;
+}
+
+static void send_ready(agent_t *a, uint32_t rank)
+{
+    size_t len;
+    void *msg = dps_msg_encode_ready(DPS_OK, &len);
+
+    if (msg == NULL || dps_ucx_send(a->rank_ep[rank], msg, len)) {
+        dps_error("cannot tell rank %u that the agent is ready", rank);
+    }
+}
+
+static int handle_job(agent_t *a, const dps_msg_t *msg)
+{
+    const dps_msg_job_t *f = &msg->u.job.fixed;
+    const uint8_t *p;
+    uint8_t *hello;
+    uint32_t i;
+    int rc;
+
+    if (a->have_job) {
+        dps_error("second job_info ignored");
+        return DPS_ERR_PROTO;
+    }
+    /* HELLOs that came first are kept in a table sized by the highest
+     * rank seen (a->nranks until now). */
+    hello = calloc(f->nranks, 1);
+    if (hello == NULL) {
+        return DPS_ERR_NOMEM;
+    }
+    if (a->hello != NULL) {
+        memcpy(hello, a->hello, a->nranks < f->nranks ? a->nranks
+                                                      : f->nranks);
+        free(a->hello);
+    }
+    a->hello = hello;
+    a->nranks = f->nranks;
+    a->nagents = f->nagents;
+    a->self = f->agent_idx;
+    a->rank_agent = calloc(a->nranks, sizeof(uint32_t));
+    a->rank_ep = calloc(a->nranks, sizeof(ucp_ep_h));
+    a->agent_ep = calloc(a->nagents, sizeof(ucp_ep_h));
+    if (!a->rank_agent || !a->rank_ep || !a->agent_ep) {
+        return DPS_ERR_NOMEM;
+    }
+    a->have_job = 1;
+    p = msg->u.job.rank_addrs;
+    for (i = 0; i < a->nranks; i++) {
+        a->rank_agent[i] = dps_msg_u32(msg->u.job.rank_agent, i);
+        rc = dps_ucx_ep_create(a->ucx.worker, p, NULL, NULL, &a->rank_ep[i]);
+        if (rc != DPS_OK) {
+            return rc;
+        }
+        p += dps_msg_u32(msg->u.job.rank_addr_len, i);
+    }
+    p = msg->u.job.agent_addrs;
+    for (i = 0; i < a->nagents; i++) {
+        if (i != a->self) {
+            rc = dps_ucx_ep_create(a->ucx.worker, p, NULL, NULL,
+                                   &a->agent_ep[i]);
+            if (rc != DPS_OK) {
+                return rc;
+            }
+        }
+        p += dps_msg_u32(msg->u.job.agent_addr_len, i);
+    }
+    {
+        char who[32];
+
+        snprintf(who, sizeof(who), "agent %u", a->self);
+        dps_log_set_who(who);
+    }
+    dps_info("job of %u ranks, %u agents", a->nranks, a->nagents);
+    /* Finish wire-up with everyone now, while the ranks are still inside
+     * MPI_Init and progressing, not at the first collective. */
+    rc = dps_ucx_wait(a->ucx.worker, ucp_worker_flush_nbx(a->ucx.worker,
+                      &(ucp_request_param_t){0}), 60000);
+    if (rc != DPS_OK) {
+        dps_error("connecting to the ranks and agents: %s",
+                  dps_status_str(rc));
+        return rc;
+    }
+    a->ready = 1;
+    for (i = 0; i < a->nranks; i++) {
+        if (a->hello[i]) {
+            send_ready(a, i);
+        }
+    }
+    return DPS_OK;
+}
+
+int agent_handle(agent_t *a, const dps_msg_t *msg)
+{
+    switch (msg->type) {
+    case DPS_MSG_JOB_INFO:
+        return handle_job(a, msg);
+    case DPS_MSG_HELLO:
+        if (!a->have_job) {
+            /* Remember it; READY goes out once the job is known. The
+             * table is sized when job_info arrives; until then keep a
+             * growable copy. */
+            uint32_t r = msg->u.hello.world_rank;
+            uint8_t *h = realloc(a->hello, (size_t)r + 1 > a->nranks ?
+                                 (size_t)r + 1 : a->nranks);
+
+            if (r >= DPS_MAX_RANKS || h == NULL) {
+                return DPS_ERR_PROTO;
+            }
+            memset(h + a->nranks, 0,
+                   ((size_t)r + 1 > a->nranks ? r + 1 - a->nranks : 0));
+            a->hello = h;
+            if (r + 1 > a->nranks) {
+                a->nranks = r + 1;
+            }
+            a->hello[r] = 1;
+            return DPS_OK;
+        }
+        if (msg->u.hello.world_rank >= a->nranks ||
+            a->rank_agent[msg->u.hello.world_rank] != a->self) {
+            dps_error("hello from rank %u, not served here",
+                      msg->u.hello.world_rank);
+            return DPS_ERR_PROTO;
+        }
+        a->hello[msg->u.hello.world_rank] = 1;
+        if (a->ready) {
+            send_ready(a, msg->u.hello.world_rank);
+        }
+        return DPS_OK;
+    case DPS_MSG_SHUTDOWN:
+        a->quit = 1;
+        return DPS_OK;
+    case DPS_MSG_POST:
+    case DPS_MSG_PEER_POST:
+    case DPS_MSG_READ_DONE:
+    case DPS_MSG_COMM_FREE:
+        if (!a->ready) {
+            dps_error("%s before the job is set up",
+                      dps_msg_type_str(msg->type));
+            return DPS_ERR_PROTO;
+        }
+        return agent_handle_coll(a, msg);
+    default:
+        dps_error("unexpected %s message", dps_msg_type_str(msg->type));
+        return DPS_ERR_PROTO;
+    }
+}
+
+/* Handle queued messages; messages that must wait go to *deferred. */
+static int drain_inbox(agent_t *a, dps_inmsg_t **deferred)
+{
+    dps_inmsg_t *m;
+    int handled = 0;
+
+    while ((m = dps_inbox_pop(&a->ucx.inbox)) != NULL) {
+        char err[256];
+        dps_msg_t msg;
+        int rc;
+
+        handled++;
+        rc = dps_msg_decode(m->data, m->len, &msg, err, sizeof(err));
+        if (rc != DPS_OK) {
+            dps_error("malformed message dropped: %s", err);
+            free(m);
+            continue;
+        }
+        rc = agent_handle(a, &msg);
+        if (rc == DPS_ERR_UNSUPP) {
+            m->next = *deferred;
+            *deferred = m;
+            continue;
+        }
+        if (rc == DPS_ERR_NOMEM || (msg.type == DPS_MSG_JOB_INFO && rc)) {
+            dps_error("cannot serve the job: %s", dps_status_str(rc));
+            a->quit = 1;
+        }
+        free(m);
+    }
+    return handled;
+}
+
+/* Retry deferred posts (their communicator may be known now). */
+static void retry_deferred(agent_t *a, dps_inmsg_t **deferred)
+{
+    dps_inmsg_t *list = *deferred, *m;
+
+    *deferred = NULL;
+    while ((m = list) != NULL) {
+        dps_msg_t msg;
+
+        list = m->next;
+        if (dps_msg_decode(m->data, m->len, &msg, NULL, 0) == DPS_OK &&
+            agent_handle(a, &msg) == DPS_ERR_UNSUPP) {
+            m->next = *deferred;
+            *deferred = m;
+            continue;
+        }
+        free(m);
+    }
+}
+
+static int parent_gone(int fd)
+{
+    struct pollfd pfd = {fd, POLLIN, 0};
+    char buf[64];
+
+    if (poll(&pfd, 1, 0) <= 0) {
+        return 0;
+    }
+    /* The parent never writes: readable means EOF or an error. */
+    return read(fd, buf, sizeof(buf)) <= 0;
+}
+
+static int run(agent_t *a)
+{
+    struct epoll_event ev, evs[4];
+    dps_inmsg_t *deferred = NULL;
+    int epfd, n;
+    unsigned spins = 0;
+
+    epfd = epoll_create1(EPOLL_CLOEXEC);
+    if (epfd < 0) {
+        dps_error("epoll_create1: %m");
+        return 1;
+    }
+    memset(&ev, 0, sizeof(ev));
+    ev.events = EPOLLIN;
+    ev.data.fd = a->parent_fd;
+    epoll_ctl(epfd, EPOLL_CTL_ADD, a->parent_fd, &ev);
+    if (a->ucx.efd >= 0) {
+        ev.data.fd = a->ucx.efd;
+        epoll_ctl(epfd, EPOLL_CTL_ADD, a->ucx.efd, &ev);
+    }
+    while (!a->quit) {
+        int work = 0;
+
+        while (ucp_worker_progress(a->ucx.worker)) {
+            work = 1;
+        }
+        if (drain_inbox(a, &deferred)) {
+            work = 1;
+            if (deferred != NULL) {
+                retry_deferred(a, &deferred);
+            }
+        }
+        agent_schedule(a);
+        if ((++spins & 0xfff) == 0 && parent_gone(a->parent_fd)) {
+            dps_info("spawning rank is gone: exiting");
+            break;
+        }
+        if (work || agent_busy(a) || a->ucx.inbox.rndv_pending ||
+            a->ucx.efd < 0) {
+            continue;
+        }
+        /* Idle: sleep until UCX or the parent pipe has something. */
+        if (ucp_worker_arm(a->ucx.worker) == UCS_ERR_BUSY) {
+            continue;
+        }
+        n = epoll_wait(epfd, evs, 4, -1);
+        if (n < 0 && errno != EINTR) {
+            dps_error("epoll_wait: %m");
+            break;
+        }
+        while (n-- > 0) {
+            if (evs[n].data.fd == a->parent_fd && parent_gone(a->parent_fd)) {
+                dps_info("spawning rank is gone: exiting");
+                a->quit = 1;
+            }
+        }
+    }
+    while (deferred != NULL) {
+        dps_inmsg_t *m = deferred;
+
+        deferred = m->next;
+        free(m);
+    }
+    close(epfd);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"addr-fd",   required_argument, NULL, 'a'},
+        {"parent-fd", required_argument, NULL, 'p'},
+        {"help",      no_argument,       NULL, 'h'},
+        {NULL, 0, NULL, 0}
+    };
+    extern char **environ;
+    dps_config_t cfg;
+    agent_t a;
+    int c, addr_fd = -1, rc = 1;
+    uint32_t i;
+
+    memset(&a, 0, sizeof(a));
+    a.parent_fd = -1;
+    dps_log_set_who("agent");
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'a':
+            addr_fd = atoi(optarg);
+            break;
+        case 'p':
+            a.parent_fd = atoi(optarg);
+            break;
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (addr_fd < 0 || a.parent_fd < 0 || optind != argc) {
+        fprintf(stderr, "dpu_agent: --addr-fd and --parent-fd are "
+                "required\n\n");
+        usage(stderr);
+        return 2;
+    }
+    /* The ranks check the configuration and report problems; the agent
+     * only takes its log level from it. */
+    dps_config_load(&cfg, environ, NULL, 0, NULL);
+    dps_log_level = cfg.log_level;
+    signal(SIGPIPE, SIG_IGN);
+
+    if (dps_ucx_open(&a.ucx) != DPS_OK) {
+        goto out;
+    }
+    if (agent_coll_init(&a) != DPS_OK) {
+        goto out_ucx;
+    }
+    if (publish_address(&a, addr_fd) != DPS_OK) {
+        goto out_coll;
+    }
+    rc = run(&a);
+
+out_coll:
+    agent_coll_fini(&a);
+    for (i = 0; a.rank_ep != NULL && i < a.nranks; i++) {
+        dps_ucx_ep_close(a.ucx.worker, a.rank_ep[i], 100);
+    }
+    for (i = 0; a.agent_ep != NULL && i < a.nagents; i++) {
+        dps_ucx_ep_close(a.ucx.worker, a.agent_ep[i], 100);
+    }
+out_ucx:
+    dps_ucx_close(&a.ucx);
+out:
+    free(a.rank_agent);
+    free(a.rank_ep);
+    free(a.agent_ep);
+    free(a.hello);
+    return rc;
+}

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Install the Debian packages dpushim needs, if any are missing.
+# As root it runs apt-get; otherwise it prints the command to run.
+set -euo pipefail
+
+PKGS=(build-essential pkg-config libucx-dev ucx-utils uthash-dev check
+      libibverbs-dev openmpi-bin libopenmpi-dev mpich libmpich-dev
+      gnuplot-nox procps)
+
+missing=()
+for p in "${PKGS[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null |
+            grep -q "install ok installed"; then
+        missing+=("$p")
+    fi
+done
+if [ ${#missing[@]} -eq 0 ]; then
+    exit 0
+fi
+if [ "$(id -u)" -ne 0 ]; then
+    echo "dpushim: missing packages; run as root:" >&2
+    echo "  apt-get update && apt-get install -y ${missing[*]}" >&2
+    exit 1
+fi
+echo "dpushim: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Internal state and interfaces of libdpushim.so. */
+#ifndef SHIM_H
+#define SHIM_H
+
+#include "../common/dps_config.h"
+#include "../common/dps_ucx.h"
+#include "shim_util.h"
+
+#include <mpi.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <uthash.h>
+
+#define SHIM_API __attribute__((visibility("default")))
+
+enum { SHIM_COLL_IALLTOALL, SHIM_COLL_IBCAST, SHIM_NCOLL };
+enum { SHIM_STAT_OFFLOADED, SHIM_STAT_FALLBACK, SHIM_STAT_BYTES,
+       SHIM_NSTAT };
+
+/* One offloaded collective as seen by its rank. */
+typedef struct shim_op {
+    uint64_t       token;      /* echoed by the agent in COMPLETE */
+    MPI_Request    req;        /* the generalized request */
+    int            agent_done; /* COMPLETE received (or agent lost) */
+    int            req_freed;  /* MPI called our free_fn */
+    int            error;      /* MPI error class reported by query_fn */
+    ucp_mem_h      memh[2];    /* send and receive registrations */
+    void          *tmp;        /* copy of the data for MPI_IN_PLACE */
+    UT_hash_handle hh_token;
+    UT_hash_handle hh_req;     /* keyed on the bytes of req */
+    struct shim_op *next_done;
+} shim_op_t;
+
+typedef struct shim_state {
+    int            initialized;   /* shim_init ran */
+    int            active;        /* offload usable job-wide */
+    dps_config_t   cfg;
+    int            world_rank, world_size;
+    int            is_leader;     /* first rank of its virtual node */
+    pid_t          agent_pid;     /* local agent (all ranks of the node) */
+    int            parent_fd;     /* leader: write end the agent watches */
+    int            agent_dead;
+    dps_ucx_t      ucx;
+    ucp_ep_h       agent_ep;
+    int            keyval;        /* communicator attribute */
+    MPI_Comm       vnode;         /* ranks sharing this agent */
+    uint64_t       next_comm;     /* ids handed out by this rank */
+    uint64_t       next_token;
+    shim_op_t     *by_token, *by_req;
+    unsigned       live;          /* ops not yet done by the agent */
+    shim_op_t     *done_list;     /* completed, MPI not told yet */
+    pthread_mutex_t lock;
+    double         last_liveness; /* time of the last agent check */
+    uint64_t       stats[SHIM_NCOLL][SHIM_NSTAT];
+} shim_state_t;
+
+extern shim_state_t shim;
+
+/* Re-entry guard: MPI_* calls made from inside the shim go to PMPI. */
+extern __thread int shim_in_call;
+
+/* Bring up the agent and UCX after PMPI_Init. Never fails the job: on
+ * any problem the shim stays inactive and everything runs on stock MPI. */
+void shim_init(void);
+
+/* Tear down before PMPI_Finalize; prints statistics when asked. */
+void shim_fini(void);
+
+/* Progress UCX and hand completed ops to MPI. Returns the number of ops
+ * that completed. Safe to call when inactive. */
+int shim_progress(void);
+
+/* Is req an offloaded op whose agent work is still running? */
+int shim_req_pending(const MPI_Request *req);
+
+/* Any offloaded op whose agent work is still running? */
+int shim_any_pending(void);
+
+/* Wait politely for something to happen (agent completion message). */
+void shim_idle(void);
+
+/* Start an op: register buffers, send POST. Implemented in shim_op.c. */
+typedef struct shim_post {
+    int         coll;          /* dps_coll_t */
+    uint64_t    comm_id;
+    uint32_t    seq;
+    int         comm_rank, comm_size, root;
+    uint64_t    block_bytes;   /* per block (alltoall) or message */
+    const void *send;          /* alltoall send / bcast buffer */
+    size_t      send_len;
+    void       *recv;          /* alltoall receive buffer, else NULL */
+    size_t      recv_len;
+    const uint32_t *members;   /* world ranks, or NULL if agent knows */
+} shim_post_t;
+
+/* Returns MPI_SUCCESS and a generalized request, or an MPI error code
+ * when the op could not be handed to the agent (nothing was posted). */
+int shim_op_start(const shim_post_t *p, void *in_place_tmp,
+                  MPI_Request *req);
+
+/* Tell the agent a communicator it knows is freed. */
+void shim_comm_freed(uint64_t comm_id);
+
+#endif

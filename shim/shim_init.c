@@ -1,0 +1,646 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * MPI_Init, MPI_Init_thread and MPI_Finalize: start the agents and connect
+ * them to the ranks (DESIGN.md, decisions 5 and 6), and tear down.
+ * Every decision that could split the job (offload on or off) is agreed
+ * with an allreduce, so ranks never disagree about whether a collective
+ * is offloaded.
+ */
+#define _GNU_SOURCE
+#include "shim.h"
+#include "../common/dps_log.h"
+#include "../common/dps_proto.h"
+#include "../common/dps_status.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+shim_state_t shim = {
+    .parent_fd = -1,
+    .keyval = MPI_KEYVAL_INVALID,
+    .lock = PTHREAD_MUTEX_INITIALIZER,
+};
+__thread int shim_in_call;
+
+#define SHIM_CONNECT_TIMEOUT_MS 60000
+
+int shim_comm_delete(MPI_Comm comm, int keyval, void *attr, void *extra);
+
+/* Path of dpu_agent: DPUSHIM_AGENT, else beside this library. */
+static int agent_path(char *out, size_t len)
+{
+    Dl_info info;
+    char *copy;
+
+    if (shim.cfg.agent[0] != '\0') {
+        snprintf(out, len, "%s", shim.cfg.agent);
+    } else {
+        if (!dladdr((void *)agent_path, &info) || info.dli_fname == NULL) {
+            dps_error("cannot find where libdpushim.so is; set "
+                      "DPUSHIM_AGENT to the dpu_agent binary");
+            return DPS_ERR_INVALID;
+        }
+        copy = strdup(info.dli_fname);
+        if (copy == NULL) {
+            return DPS_ERR_NOMEM;
+        }
+        snprintf(out, len, "%s/dpu_agent", dirname(copy));
+        free(copy);
+    }
+    if (access(out, X_OK) != 0) {
+        dps_error("agent binary %s is not executable (%m)%s", out,
+                  shim.cfg.agent[0] ? ": check DPUSHIM_AGENT" :
+                  ": set DPUSHIM_AGENT to the dpu_agent binary");
+        return DPS_ERR_INVALID;
+    }
+    return DPS_OK;
+}
+
+/* Move fd above the descriptors the agent expects (3, 4), close-on-exec. */
+static int fd_high(int fd)
+{
+    int hi = fcntl(fd, F_DUPFD_CLOEXEC, 10);
+
+    close(fd);
+    return hi;
+}
+
+/* Read the agent's hex address line, within timeout_ms. */
+static int read_line(int fd, char *buf, size_t len, int timeout_ms)
+{
+    double deadline = dps_now() + timeout_ms / 1000.0;
+    size_t used = 0;
+
+    while (used + 1 < len) {
+        struct pollfd pfd = {fd, POLLIN, 0};
+        int left = (int)((deadline - dps_now()) * 1000);
+        ssize_t n;
+
+        if (left <= 0 || poll(&pfd, 1, left) == 0) {
+            return DPS_ERR_TIMEOUT;
+        }
+        n = read(fd, buf + used, len - used - 1);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            return DPS_ERR_DEAD;
+        }
+        used += (size_t)n;
+        buf[used] = '\0';
+        if (strchr(buf, '\n') != NULL) {
+            *strchr(buf, '\n') = '\0';
+            return DPS_OK;
+        }
+    }
+    return DPS_ERR_PROTO;
+}
+
+/* Start dpu_agent; on success *addr (malloc'ed) holds its address. */
+static int spawn_agent(void **addr, size_t *addr_len)
+{
+    char path[4096], fd_a[] = "3", fd_p[] = "4";
+    char *argv[] = {path, "--addr-fd", fd_a, "--parent-fd", fd_p, NULL};
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t attr;
+    int ap[2] = {-1, -1}, pp[2] = {-1, -1}, rc, err;
+    char **env = NULL, *line = NULL;
+    sigset_t none;
+    long n;
+
+    rc = agent_path(path, sizeof(path));
+    if (rc != DPS_OK) {
+        return rc;
+    }
+    if (pipe(ap) || pipe(pp)) {
+        dps_error("pipe: %m");
+        rc = DPS_ERR_IO;
+        goto out;
+    }
+    ap[0] = fd_high(ap[0]);
+    ap[1] = fd_high(ap[1]);
+    pp[0] = fd_high(pp[0]);
+    pp[1] = fd_high(pp[1]);
+    env = shim_agent_env(environ);
+    line = malloc(2 * DPS_MAX_ADDR + 2);
+    if (ap[0] < 0 || ap[1] < 0 || pp[0] < 0 || pp[1] < 0 || env == NULL ||
+        line == NULL) {
+        dps_error("cannot prepare the agent's descriptors: %m");
+        rc = DPS_ERR_IO;
+        goto out;
+    }
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_adddup2(&fa, ap[1], 3);
+    posix_spawn_file_actions_adddup2(&fa, pp[0], 4);
+    posix_spawnattr_init(&attr);
+    sigemptyset(&none);
+    posix_spawnattr_setsigmask(&attr, &none);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
+    err = posix_spawn(&shim.agent_pid, path, &fa, &attr, argv, env);
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&attr);
+    if (err != 0) {
+        dps_error("cannot start agent %s: %s", path, strerror(err));
+        shim.agent_pid = 0;
+        rc = DPS_ERR_IO;
+        goto out;
+    }
+    close(ap[1]);
+    ap[1] = -1;
+    close(pp[0]);
+    pp[0] = -1;
+    shim.parent_fd = pp[1]; /* kept open: its closing ends the agent */
+    pp[1] = -1;
+    rc = read_line(ap[0], line, 2 * DPS_MAX_ADDR + 2, 30000);
+    if (rc != DPS_OK) {
+        dps_error("agent %s (pid %d) did not report its address: %s",
+                  path, (int)shim.agent_pid, dps_status_str(rc));
+        goto out;
+    }
+    *addr = malloc(DPS_MAX_ADDR);
+    n = (*addr == NULL) ? -1 : dps_hex_decode(line, *addr, DPS_MAX_ADDR);
+    if (n <= 0) {
+        dps_error("agent reported a malformed address");
+        free(*addr);
+        *addr = NULL;
+        rc = DPS_ERR_PROTO;
+        goto out;
+    }
+    *addr_len = (size_t)n;
+    dps_info("started agent %s, pid %d", path, (int)shim.agent_pid);
+out:
+    for (int i = 0; i < 2; i++) {
+        if (ap[i] >= 0) {
+            close(ap[i]);
+        }
+        if (pp[i] >= 0) {
+            close(pp[i]);
+        }
+    }
+    free(env);
+    free(line);
+    return rc;
+}
+
+/* Leader: end the agent (politely, then by force) and reap it. */
+static void stop_agent(void)
+{
+    double deadline = dps_now() + 2.0;
+    int status;
+
+    if (!shim.is_leader || shim.agent_pid <= 0) {
+        return;
+    }
+    if (shim.parent_fd >= 0) {
+        close(shim.parent_fd);  /* EOF: the agent exits */
+        shim.parent_fd = -1;
+    }
+    while (waitpid(shim.agent_pid, &status, WNOHANG) == 0) {
+        if (dps_now() > deadline) {
+            dps_warn("agent pid %d did not exit: killing it",
+                     (int)shim.agent_pid);
+            kill(shim.agent_pid, SIGKILL);
+            waitpid(shim.agent_pid, &status, 0);
+            break;
+        }
+        usleep(1000);
+    }
+    shim.agent_pid = 0;
+}
+
+/* With Yama ptrace_scope 1, CMA reads by an agent need our permission. */
+static void allow_agent_access(void)
+{
+    FILE *f = fopen("/proc/sys/kernel/yama/ptrace_scope", "r");
+    int scope = 0;
+
+    if (f == NULL) {
+        return;
+    }
+    if (fscanf(f, "%d", &scope) != 1) {
+        scope = 0;
+    }
+    fclose(f);
+    if (scope == 1) {
+        /* Every agent of the job may read our buffers (pull model), so a
+         * single-pid PR_SET_PTRACER is not enough. */
+        if (prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0) != 0) {
+            dps_warn("prctl(PR_SET_PTRACER): %m; agents may fall back "
+                     "to slower transports");
+        }
+    }
+}
+
+static int agree(int ok)
+{
+    int all = 0;
+
+    PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    return all;
+}
+
+static void send_hello_wait_ready(int *ok)
+{
+    double deadline = dps_now() + SHIM_CONNECT_TIMEOUT_MS / 1000.0;
+    size_t len;
+    void *msg;
+
+    msg = dps_msg_encode_hello((uint32_t)shim.world_rank, (uint32_t)getpid(),
+                               &len);
+    if (msg == NULL || dps_ucx_send(shim.agent_ep, msg, len) != DPS_OK) {
+        dps_error("cannot say hello to the agent");
+        *ok = 0;
+        return;
+    }
+    while (*ok) {
+        dps_inmsg_t *m;
+        dps_msg_t dm;
+
+        ucp_worker_progress(shim.ucx.worker);
+        while ((m = dps_inbox_pop(&shim.ucx.inbox)) != NULL) {
+            int rc = dps_msg_decode(m->data, m->len, &dm, NULL, 0);
+
+            if (rc == DPS_OK && dm.type == DPS_MSG_READY) {
+                if (dm.u.ready.status != DPS_OK) {
+                    dps_error("agent failed to set up: %s",
+                              dps_status_str(dm.u.ready.status));
+                    *ok = 0;
+                }
+                free(m);
+                return;
+            }
+            dps_warn("unexpected message while connecting; dropped");
+            free(m);
+        }
+        if (dps_now() > deadline) {
+            dps_error("agent (pid %d) not ready after %d s",
+                      (int)shim.agent_pid, SHIM_CONNECT_TIMEOUT_MS / 1000);
+            *ok = 0;
+        }
+    }
+}
+
+/* Exchange addresses and bring every agent up; returns 1 on success. */
+static int connect_job(MPI_Comm vnode, const void *agent_addr,
+                       uint32_t agent_addr_len)
+{
+    int nr = shim.world_size, ok = 1, rc, i, my_agent = 0;
+    ucp_worker_attr_t wattr;
+    int *alen = NULL, *adisp = NULL, *rlen = NULL, *rdisp = NULL;
+    int *leader = NULL, *ragent = NULL;
+    char *rbuf = NULL, *abuf = NULL;
+    MPI_Request br;
+
+    if (dps_ucx_open(&shim.ucx) != DPS_OK) {
+        ok = 0;
+    }
+    if (!agree(ok)) {
+        goto out;
+    }
+    wattr.field_mask = UCP_WORKER_ATTR_FIELD_ADDRESS;
+    if (ucp_worker_query(shim.ucx.worker, &wattr) != UCS_OK) {
+        dps_error("ucp_worker_query failed");
+        ok = 0;
+        wattr.address = NULL;
+        wattr.address_length = 0;
+    }
+    alen = calloc(nr, sizeof(int));
+    adisp = calloc(nr, sizeof(int));
+    rlen = calloc(nr, sizeof(int));
+    rdisp = calloc(nr, sizeof(int));
+    leader = calloc(nr, sizeof(int));
+    ragent = calloc(nr, sizeof(int));
+    if (!alen || !adisp || !rlen || !rdisp || !leader || !ragent) {
+        ok = 0;
+    }
+    if (!agree(ok)) {
+        goto out_addr;
+    }
+    /* Which ranks lead a virtual node: agent index = order of leaders. */
+    PMPI_Allgather(&shim.is_leader, 1, MPI_INT, leader, 1, MPI_INT,
+                   MPI_COMM_WORLD);
+    for (i = 0; i < shim.world_rank; i++) {
+        my_agent += leader[i];
+    }
+    PMPI_Bcast(&my_agent, 1, MPI_INT, 0, vnode);
+    PMPI_Allgather(&my_agent, 1, MPI_INT, ragent, 1, MPI_INT,
+                   MPI_COMM_WORLD);
+    /* Worker addresses of every rank and of every agent. */
+    i = (int)wattr.address_length;
+    PMPI_Allgather(&i, 1, MPI_INT, rlen, 1, MPI_INT, MPI_COMM_WORLD);
+    i = shim.is_leader ? (int)agent_addr_len : 0;
+    PMPI_Allgather(&i, 1, MPI_INT, alen, 1, MPI_INT, MPI_COMM_WORLD);
+    {
+        size_t rt = 0, at = 0;
+
+        for (i = 0; i < nr; i++) {
+            rdisp[i] = (int)rt;
+            adisp[i] = (int)at;
+            rt += (size_t)rlen[i];
+            at += (size_t)alen[i];
+        }
+        rbuf = malloc(rt + 1);
+        abuf = malloc(at + 1);
+    }
+    ok = (rbuf != NULL && abuf != NULL);
+    if (!agree(ok)) {
+        goto out_addr;
+    }
+    PMPI_Allgatherv(wattr.address, (int)wattr.address_length, MPI_BYTE,
+                    rbuf, rlen, rdisp, MPI_BYTE, MPI_COMM_WORLD);
+    PMPI_Allgatherv((void *)agent_addr, shim.is_leader ?
+                    (int)agent_addr_len : 0, MPI_BYTE, abuf, alen, adisp,
+                    MPI_BYTE, MPI_COMM_WORLD);
+
+    rc = dps_ucx_ep_create(shim.ucx.worker, agent_addr, NULL, NULL,
+                           &shim.agent_ep);
+    ok = (rc == DPS_OK);
+    if (ok && shim.is_leader) {
+        int nagents = 0, k = 0;
+        const void **rp = calloc(nr, sizeof(void *));
+        const void **apt = calloc(nr, sizeof(void *));
+        uint32_t *rl = calloc(nr, sizeof(uint32_t));
+        uint32_t *al = calloc(nr, sizeof(uint32_t));
+        uint32_t *ra = calloc(nr, sizeof(uint32_t));
+        dps_msg_job_t job;
+        void *msg = NULL;
+        size_t len;
+
+        if (rp && apt && rl && al && ra) {
+            for (i = 0; i < nr; i++) {
+                rp[i] = rbuf + rdisp[i];
+                rl[i] = (uint32_t)rlen[i];
+                ra[i] = (uint32_t)ragent[i];
+                if (leader[i]) {
+                    apt[k] = abuf + adisp[i];
+                    al[k++] = (uint32_t)alen[i];
+                }
+            }
+            nagents = k;
+            job.nranks = (uint32_t)nr;
+            job.nagents = (uint32_t)nagents;
+            job.agent_idx = (uint32_t)my_agent;
+            job.pad = 0;
+            msg = dps_msg_encode_job(&job, ra, rp, rl, apt, al, &len);
+        }
+        if (msg == NULL || dps_ucx_send(shim.agent_ep, msg, len)) {
+            dps_error("cannot send the job layout to the agent");
+            ok = 0;
+        }
+        free(rp);
+        free(apt);
+        free(rl);
+        free(al);
+        free(ra);
+    }
+    if (ok) {
+        send_hello_wait_ready(&ok);
+    }
+    /* Agents finish wire-up with every rank: keep UCX progressing until
+     * all ranks have heard from their agent. */
+    PMPI_Ibarrier(MPI_COMM_WORLD, &br);
+    for (;;) {
+        int flag = 0;
+
+        ucp_worker_progress(shim.ucx.worker);
+        PMPI_Test(&br, &flag, MPI_STATUS_IGNORE);
+        if (flag) {
+            break;
+        }
+    }
+    ok = agree(ok);
+
+out_addr:
+    if (wattr.address != NULL) {
+        ucp_worker_release_address(shim.ucx.worker, wattr.address);
+    }
+out:
+    free(alen);
+    free(adisp);
+    free(rlen);
+    free(rdisp);
+    free(leader);
+    free(ragent);
+    free(rbuf);
+    free(abuf);
+    return ok;
+}
+
+static void teardown_ucx(void)
+{
+    if (shim.agent_ep != NULL) {
+        dps_ucx_ep_close(shim.ucx.worker, shim.agent_ep, 100);
+        shim.agent_ep = NULL;
+    }
+    if (shim.ucx.worker != NULL) {
+        dps_ucx_close(&shim.ucx);
+    }
+}
+
+void shim_init(void)
+{
+    char msgs[4096], who[32], *line, *save = NULL;
+    int nbad, ok, node_rank = 0, node_size = 0, vrank = 0, rpd;
+    MPI_Comm node = MPI_COMM_NULL, vnode = MPI_COMM_NULL;
+    void *addr = NULL;
+    size_t addr_len = 0;
+    struct {
+        int      ok;
+        int      pid;
+        uint32_t len;
+    } info = {0, 0, 0};
+
+    PMPI_Comm_rank(MPI_COMM_WORLD, &shim.world_rank);
+    PMPI_Comm_size(MPI_COMM_WORLD, &shim.world_size);
+    snprintf(who, sizeof(who), "%d", shim.world_rank);
+    dps_log_set_who(who);
+    nbad = dps_config_load(&shim.cfg, environ, msgs, sizeof(msgs), NULL);
+    dps_log_level = shim.cfg.log_level;
+    shim.initialized = 1;
+    /* Same environment everywhere: report once, from rank 0. */
+    for (line = strtok_r(msgs, "\n", &save); line != NULL;
+         line = strtok_r(NULL, "\n", &save)) {
+        if (shim.world_rank == 0) {
+            if (nbad > 0 && strncmp(line, "unknown", 7) != 0) {
+                dps_error("%s", line);
+            } else {
+                dps_warn("%s", line);
+            }
+        }
+    }
+    if (nbad > 0 && shim.world_rank == 0) {
+        dps_error("offload disabled: running on stock MPI");
+    }
+    ok = shim.cfg.offload && nbad == 0;
+    if (!agree(ok)) {
+        return;
+    }
+    if (PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, shim_comm_delete,
+                                &shim.keyval, NULL) != MPI_SUCCESS) {
+        return;
+    }
+    allow_agent_access();
+
+    /* Virtual nodes: ranks sharing memory, cut into groups of
+     * DPUSHIM_RANKS_PER_DPU. */
+    PMPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED,
+                         shim.world_rank, MPI_INFO_NULL, &node);
+    PMPI_Comm_rank(node, &node_rank);
+    PMPI_Comm_size(node, &node_size);
+    rpd = shim.cfg.ranks_per_dpu ? (int)shim.cfg.ranks_per_dpu : node_size;
+    PMPI_Comm_split(node, node_rank / rpd, node_rank, &vnode);
+    PMPI_Comm_rank(vnode, &vrank);
+    shim.is_leader = (vrank == 0);
+
+    if (shim.is_leader) {
+        info.ok = (spawn_agent(&addr, &addr_len) == DPS_OK);
+        info.pid = (int)shim.agent_pid;
+        info.len = (uint32_t)addr_len;
+    }
+    PMPI_Bcast(&info, (int)sizeof(info), MPI_BYTE, 0, vnode);
+    if (!shim.is_leader && info.ok) {
+        addr = malloc(info.len);
+        if (addr == NULL) {
+            info.ok = 0;
+        }
+    }
+    if (!agree(info.ok)) {
+        if (shim.world_rank == 0) {
+            dps_error("no agent available: running on stock MPI");
+        }
+        goto err_agent;
+    }
+    PMPI_Bcast(addr, (int)info.len, MPI_BYTE, 0, vnode);
+    shim.agent_pid = (pid_t)info.pid;
+    if (!connect_job(vnode, addr, info.len)) {
+        if (shim.world_rank == 0) {
+            dps_error("connecting ranks and agents failed: running on "
+                      "stock MPI");
+        }
+        teardown_ucx();
+        goto err_agent;
+    }
+    shim.active = 1;
+    shim.last_liveness = dps_now();
+    if (shim.world_rank == 0) {
+        dps_info("offload active: %d ranks, %d per agent", shim.world_size,
+                 rpd);
+    }
+    free(addr);
+    PMPI_Comm_free(&node);
+    shim.vnode = vnode;
+    return;
+
+err_agent:
+    stop_agent();
+    free(addr);
+    PMPI_Comm_free(&vnode);
+    PMPI_Comm_free(&node);
+}
+
+static void print_stats(void)
+{
+    static const char *names[SHIM_NCOLL] = {"ialltoall", "ibcast"};
+    uint64_t tot[SHIM_NCOLL][SHIM_NSTAT];
+    int c;
+
+    PMPI_Reduce(shim.stats, tot, SHIM_NCOLL * SHIM_NSTAT, MPI_UINT64_T,
+                MPI_SUM, 0, MPI_COMM_WORLD);
+    if (shim.world_rank != 0) {
+        return;
+    }
+    for (c = 0; c < SHIM_NCOLL; c++) {
+        printf("dpushim: %s offloaded=%llu fallback=%llu bytes=%llu\n",
+               names[c],
+               (unsigned long long)tot[c][SHIM_STAT_OFFLOADED],
+               (unsigned long long)tot[c][SHIM_STAT_FALLBACK],
+               (unsigned long long)tot[c][SHIM_STAT_BYTES]);
+    }
+    fflush(stdout);
+}
+
+void shim_fini(void)
+{
+    if (!shim.initialized) {
+        return;
+    }
+    if (shim.active) {
+        /* Drain completions the application never looked at. */
+        shim_progress();
+        if (shim.live > 0) {
+            dps_warn("%u offloaded collectives still running at "
+                     "MPI_Finalize", shim.live);
+        }
+    }
+    if (shim.cfg.stats) {
+        print_stats();
+    }
+    if (shim.active) {
+        shim.active = 0;
+        /* Nobody of this node talks to the agent any more. */
+        PMPI_Barrier(shim.vnode);
+        if (shim.is_leader) {
+            size_t len;
+            void *msg = dps_msg_encode_shutdown(&len);
+
+            if (msg != NULL) {
+                dps_ucx_send(shim.agent_ep, msg, len);
+                ucp_worker_progress(shim.ucx.worker);
+            }
+        }
+        teardown_ucx();
+        stop_agent();
+        PMPI_Comm_free(&shim.vnode);
+    }
+    if (shim.keyval != MPI_KEYVAL_INVALID) {
+        PMPI_Comm_free_keyval(&shim.keyval);
+    }
+    shim.initialized = 0;
+}
+
+SHIM_API int MPI_Init(int *argc, char ***argv)
+{
+    int rc = PMPI_Init(argc, argv);
+
+    if (rc == MPI_SUCCESS) {
+        shim_in_call++;
+        shim_init();
+        shim_in_call--;
+    }
+    return rc;
+}
+
+SHIM_API int MPI_Init_thread(int *argc, char ***argv, int required,
+                             int *provided)
+{
+    int rc = PMPI_Init_thread(argc, argv, required, provided);
+
+    if (rc == MPI_SUCCESS) {
+        shim_in_call++;
+        shim_init();
+        shim_in_call--;
+    }
+    return rc;
+}
+
+SHIM_API int MPI_Finalize(void)
+{
+    shim_in_call++;
+    shim_fini();
+    shim_in_call--;
+    return PMPI_Finalize();
+}

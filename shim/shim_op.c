@@ -1,0 +1,338 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Offloaded operations: registration, the POST to the agent, generalized
+ * requests, and turning the agent's COMPLETE messages into completed MPI
+ * requests. MPI calls are never made with shim.lock held (MPI may call our
+ * generalized-request callbacks, which take it).
+ */
+#define _GNU_SOURCE
+#include "shim.h"
+#include "../common/dps_log.h"
+#include "../common/dps_proto.h"
+#include "../common/dps_status.h"
+
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SHIM_LIVENESS_PERIOD 0.1  /* s between agent liveness checks */
+
+static void op_release_memory(shim_op_t *op)
+{
+    int i;
+
+    for (i = 0; i < 2; i++) {
+        if (op->memh[i] != NULL) {
+            ucp_mem_unmap(shim.ucx.context, op->memh[i]);
+            op->memh[i] = NULL;
+        }
+    }
+    free(op->tmp);
+    op->tmp = NULL;
+}
+
+static int query_fn(void *extra, MPI_Status *status)
+{
+    shim_op_t *op = extra;
+
+    PMPI_Status_set_elements(status, MPI_BYTE, 0);
+    PMPI_Status_set_cancelled(status, 0);
+    status->MPI_SOURCE = MPI_UNDEFINED;
+    status->MPI_TAG = MPI_UNDEFINED;
+    status->MPI_ERROR = op->error;
+    return op->error;
+}
+
+static int free_fn(void *extra)
+{
+    shim_op_t *op = extra;
+    int release;
+
+    pthread_mutex_lock(&shim.lock);
+    op->req_freed = 1;
+    HASH_DELETE(hh_req, shim.by_req, op);
+    release = op->agent_done;
+    pthread_mutex_unlock(&shim.lock);
+    if (release) {
+        free(op);
+    }
+    return MPI_SUCCESS;
+}
+
+static int cancel_fn(void *extra, int complete)
+{
+    (void)extra;
+    (void)complete;
+    return MPI_SUCCESS; /* collectives cannot be cancelled: no effect */
+}
+
+static int mem_register(void *addr, size_t len, ucp_mem_h *memh,
+                        void **rkey, size_t *rkey_len)
+{
+    ucp_mem_map_params_t mp;
+    ucs_status_t st;
+
+    memset(&mp, 0, sizeof(mp));
+    mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS |
+                    UCP_MEM_MAP_PARAM_FIELD_LENGTH;
+    mp.address = addr;
+    mp.length = len;
+    st = ucp_mem_map(shim.ucx.context, &mp, memh);
+    if (st != UCS_OK) {
+        dps_error("cannot register %zu bytes at %p: %s", len, addr,
+                  ucs_status_string(st));
+        return DPS_ERR_UCX;
+    }
+    st = ucp_rkey_pack(shim.ucx.context, *memh, rkey, rkey_len);
+    if (st != UCS_OK) {
+        dps_error("ucp_rkey_pack: %s", ucs_status_string(st));
+        ucp_mem_unmap(shim.ucx.context, *memh);
+        *memh = NULL;
+        return DPS_ERR_UCX;
+    }
+    return DPS_OK;
+}
+
+int shim_op_start(const shim_post_t *p, void *tmp, MPI_Request *req)
+{
+    void *rk[2] = {NULL, NULL}, *msg = NULL;
+    size_t rk_len[2] = {0, 0}, len = 0;
+    dps_msg_post_t f;
+    shim_op_t *op;
+    int rc = DPS_ERR_NOMEM, i;
+
+    op = calloc(1, sizeof(*op));
+    if (op == NULL) {
+        free(tmp);
+        return MPI_ERR_NO_MEM;
+    }
+    op->tmp = tmp;
+    pthread_mutex_lock(&shim.lock);
+    if (shim.agent_dead) {
+        rc = DPS_ERR_DEAD;
+        goto err_unlock;
+    }
+    rc = mem_register((void *)p->send, p->send_len, &op->memh[0], &rk[0],
+                      &rk_len[0]);
+    if (rc == DPS_OK && p->recv != NULL) {
+        rc = mem_register(p->recv, p->recv_len, &op->memh[1], &rk[1],
+                          &rk_len[1]);
+    }
+    if (rc != DPS_OK) {
+        goto err_unlock;
+    }
+    op->token = ++shim.next_token;
+    memset(&f, 0, sizeof(f));
+    f.comm_id = p->comm_id;
+    f.op_token = op->token;
+    f.block_bytes = p->block_bytes;
+    f.send_addr = (uint64_t)(uintptr_t)p->send;
+    f.recv_addr = (uint64_t)(uintptr_t)p->recv;
+    f.seq = p->seq;
+    f.coll = (uint32_t)p->coll;
+    f.comm_rank = (uint32_t)p->comm_rank;
+    f.comm_size = (uint32_t)p->comm_size;
+    f.root = (uint32_t)p->root;
+    f.world_rank = (uint32_t)shim.world_rank;
+    f.send_rkey_len = (uint32_t)rk_len[0];
+    f.recv_rkey_len = (uint32_t)rk_len[1];
+    f.nmembers = p->members ? (uint32_t)p->comm_size : 0;
+    msg = dps_msg_encode_post(DPS_MSG_POST, &f, rk[0], rk[1], p->members,
+                              &len);
+    for (i = 0; i < 2; i++) {
+        if (rk[i] != NULL) {
+            ucp_rkey_buffer_release(rk[i]);
+        }
+    }
+    if (msg == NULL) {
+        rc = DPS_ERR_NOMEM;
+        goto err_unlock;
+    }
+    pthread_mutex_unlock(&shim.lock);
+
+    if (PMPI_Grequest_start(query_fn, free_fn, cancel_fn, op, &op->req) !=
+        MPI_SUCCESS) {
+        free(msg);
+        pthread_mutex_lock(&shim.lock);
+        rc = DPS_ERR_NOMEM;
+        goto err_unlock;
+    }
+    pthread_mutex_lock(&shim.lock);
+    HASH_ADD(hh_token, shim.by_token, token, sizeof(op->token), op);
+    HASH_ADD(hh_req, shim.by_req, req, sizeof(MPI_Request), op);
+    shim.live++;
+    if (dps_ucx_send(shim.agent_ep, msg, len) != DPS_OK) {
+        /* The request exists: finish it with an error, never hang. */
+        dps_error("cannot hand the collective to the agent");
+        op->error = MPI_ERR_OTHER;
+        HASH_DELETE(hh_token, shim.by_token, op);
+        op->next_done = shim.done_list;
+        shim.done_list = op;
+    }
+    *req = op->req;
+    pthread_mutex_unlock(&shim.lock);
+    return MPI_SUCCESS;
+
+err_unlock:
+    op_release_memory(op);
+    pthread_mutex_unlock(&shim.lock);
+    free(op);
+    dps_error("cannot offload the collective: %s", dps_status_str(rc));
+    return (rc == DPS_ERR_NOMEM) ? MPI_ERR_NO_MEM : MPI_ERR_OTHER;
+}
+
+static int agent_alive(void)
+{
+    char path[64], buf[512], *p;
+    FILE *f;
+    size_t n;
+
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)shim.agent_pid);
+    f = fopen(path, "r");
+    if (f == NULL) {
+        return 0;
+    }
+    n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    p = strrchr(buf, ')');
+    /* A zombie is dead: its parent (our leader) has not reaped it yet. */
+    return p != NULL && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
+}
+
+/* Called with the lock held: everything pending fails if the agent died. */
+static void check_agent(void)
+{
+    shim_op_t *op, *tmp;
+    double now = dps_now();
+
+    if (shim.agent_dead || shim.live == 0 ||
+        now - shim.last_liveness < SHIM_LIVENESS_PERIOD) {
+        return;
+    }
+    shim.last_liveness = now;
+    if (agent_alive()) {
+        return;
+    }
+    shim.agent_dead = 1;
+    dps_error("agent pid %d died: %u offloaded collectives fail",
+              (int)shim.agent_pid, shim.live);
+    HASH_ITER(hh_token, shim.by_token, op, tmp) {
+        HASH_DELETE(hh_token, shim.by_token, op);
+        op->error = MPI_ERR_OTHER;
+        op->next_done = shim.done_list;
+        shim.done_list = op;
+    }
+}
+
+int shim_progress(void)
+{
+    shim_op_t *done, *op;
+    dps_inmsg_t *m;
+    int n = 0;
+
+    if (!shim.active) {
+        return 0;
+    }
+    pthread_mutex_lock(&shim.lock);
+    while (ucp_worker_progress(shim.ucx.worker)) {
+    }
+    while ((m = dps_inbox_pop(&shim.ucx.inbox)) != NULL) {
+        char err[256];
+        dps_msg_t msg;
+
+        if (dps_msg_decode(m->data, m->len, &msg, err, sizeof(err)) !=
+            DPS_OK) {
+            dps_error("malformed message from the agent: %s", err);
+        } else if (msg.type != DPS_MSG_COMPLETE) {
+            dps_warn("unexpected %s message from the agent",
+                     dps_msg_type_str(msg.type));
+        } else {
+            HASH_FIND(hh_token, shim.by_token, &msg.u.complete.op_token,
+                      sizeof(uint64_t), op);
+            if (op == NULL) {
+                dps_error("completion for unknown operation %llu",
+                          (unsigned long long)msg.u.complete.op_token);
+            } else {
+                HASH_DELETE(hh_token, shim.by_token, op);
+                if (msg.u.complete.status != DPS_OK) {
+                    dps_error("agent reports failure of a collective: %s",
+                              dps_status_str(msg.u.complete.status));
+                    op->error = MPI_ERR_OTHER;
+                }
+                op->next_done = shim.done_list;
+                shim.done_list = op;
+            }
+        }
+        free(m);
+    }
+    check_agent();
+    done = shim.done_list;
+    shim.done_list = NULL;
+    pthread_mutex_unlock(&shim.lock);
+
+    while ((op = done) != NULL) {
+        MPI_Request r;
+        int freed;
+
+        done = op->next_done;
+        pthread_mutex_lock(&shim.lock);
+        op_release_memory(op);
+        op->agent_done = 1;
+        shim.live--;
+        freed = op->req_freed;
+        r = op->req;
+        pthread_mutex_unlock(&shim.lock);
+        if (freed) {
+            free(op);  /* MPI already dropped the request */
+        }
+        PMPI_Grequest_complete(r);
+        n++;
+    }
+    return n;
+}
+
+int shim_req_pending(const MPI_Request *req)
+{
+    shim_op_t *op;
+    int pending;
+
+    if (shim.live == 0 || *req == MPI_REQUEST_NULL) {
+        return 0;
+    }
+    pthread_mutex_lock(&shim.lock);
+    HASH_FIND(hh_req, shim.by_req, req, sizeof(MPI_Request), op);
+    pending = (op != NULL && !op->agent_done);
+    pthread_mutex_unlock(&shim.lock);
+    return pending;
+}
+
+int shim_any_pending(void)
+{
+    return shim.active && shim.live > 0;
+}
+
+void shim_idle(void)
+{
+    /* The agent may share our core: let it run. */
+    sched_yield();
+}
+
+void shim_comm_freed(uint64_t comm_id)
+{
+    size_t len;
+    void *msg;
+
+    if (!shim.active) {
+        return;
+    }
+    msg = dps_msg_encode_comm_free(comm_id, (uint32_t)shim.world_rank, &len);
+    pthread_mutex_lock(&shim.lock);
+    if (msg != NULL && !shim.agent_dead) {
+        dps_ucx_send(shim.agent_ep, msg, len);
+    } else {
+        free(msg);
+    }
+    pthread_mutex_unlock(&shim.lock);
+}

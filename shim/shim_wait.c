@@ -1,0 +1,159 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Completion calls. None of them blocks inside PMPI on a generalized
+ * request the agent has not finished (nothing would ever complete it):
+ * while such a request is among the arguments, the wrapper loops over
+ * agent progress and the non-blocking PMPI_Test* variant, which also keeps
+ * MPI's own requests (a rendezvous send, say) moving. Requests of ours
+ * that are not among the arguments need nothing from this rank: the agent
+ * carries them.
+ */
+#include "shim.h"
+
+static int any_pending(int n, const MPI_Request *reqs)
+{
+    int i;
+
+    if (!shim_any_pending()) {
+        return 0;
+    }
+    for (i = 0; i < n; i++) {
+        if (shim_req_pending(&reqs[i])) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Let completions we already received reach MPI before a PMPI_Test*. */
+static void poll_agent(void)
+{
+    if (shim_any_pending()) {
+        shim_progress();
+    }
+}
+
+SHIM_API int MPI_Wait(MPI_Request *request, MPI_Status *status)
+{
+    int flag = 0, rc;
+
+    if (shim_in_call || !any_pending(1, request)) {
+        return PMPI_Wait(request, status);
+    }
+    for (;;) {
+        shim_progress();
+        rc = PMPI_Test(request, &flag, status);
+        if (rc != MPI_SUCCESS || flag) {
+            return rc;
+        }
+        shim_idle();
+    }
+}
+
+SHIM_API int MPI_Waitall(int count, MPI_Request requests[],
+                         MPI_Status statuses[])
+{
+    int flag = 0, rc;
+
+    if (shim_in_call || !any_pending(count, requests)) {
+        return PMPI_Waitall(count, requests, statuses);
+    }
+    for (;;) {
+        shim_progress();
+        rc = PMPI_Testall(count, requests, &flag, statuses);
+        if (rc != MPI_SUCCESS || flag) {
+            return rc;
+        }
+        shim_idle();
+    }
+}
+
+SHIM_API int MPI_Waitany(int count, MPI_Request requests[], int *index,
+                         MPI_Status *status)
+{
+    int flag = 0, rc;
+
+    if (shim_in_call || !any_pending(count, requests)) {
+        return PMPI_Waitany(count, requests, index, status);
+    }
+    for (;;) {
+        shim_progress();
+        rc = PMPI_Testany(count, requests, index, &flag, status);
+        if (rc != MPI_SUCCESS || flag) {
+            return rc;
+        }
+        shim_idle();
+    }
+}
+
+SHIM_API int MPI_Waitsome(int incount, MPI_Request requests[],
+                          int *outcount, int indices[],
+                          MPI_Status statuses[])
+{
+    int rc;
+
+    if (shim_in_call || !any_pending(incount, requests)) {
+        return PMPI_Waitsome(incount, requests, outcount, indices,
+                             statuses);
+    }
+    for (;;) {
+        shim_progress();
+        rc = PMPI_Testsome(incount, requests, outcount, indices, statuses);
+        if (rc != MPI_SUCCESS || *outcount != 0) {
+            return rc;
+        }
+        shim_idle();
+    }
+}
+
+SHIM_API int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
+{
+    if (!shim_in_call) {
+        poll_agent();
+    }
+    return PMPI_Test(request, flag, status);
+}
+
+SHIM_API int MPI_Testall(int count, MPI_Request requests[], int *flag,
+                         MPI_Status statuses[])
+{
+    if (!shim_in_call) {
+        poll_agent();
+    }
+    return PMPI_Testall(count, requests, flag, statuses);
+}
+
+SHIM_API int MPI_Testany(int count, MPI_Request requests[], int *index,
+                         int *flag, MPI_Status *status)
+{
+    if (!shim_in_call) {
+        poll_agent();
+    }
+    return PMPI_Testany(count, requests, index, flag, status);
+}
+
+SHIM_API int MPI_Testsome(int incount, MPI_Request requests[],
+                          int *outcount, int indices[],
+                          MPI_Status statuses[])
+{
+    if (!shim_in_call) {
+        poll_agent();
+    }
+    return PMPI_Testsome(incount, requests, outcount, indices, statuses);
+}
+
+SHIM_API int MPI_Request_get_status(MPI_Request request, int *flag,
+                                    MPI_Status *status)
+{
+    if (!shim_in_call) {
+        poll_agent();
+    }
+    return PMPI_Request_get_status(request, flag, status);
+}
+
+SHIM_API int MPI_Request_free(MPI_Request *request)
+{
+    /* A pending offloaded op keeps running; its resources are released
+     * when the agent reports completion (see free_fn in shim_op.c). */
+    return PMPI_Request_free(request);
+}
