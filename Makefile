@@ -24,7 +24,7 @@ SHIM_SRC   := shim/shim_init.c shim/shim_op.c shim/shim_coll.c \
               shim/shim_wait.c shim/shim_util.c
 AGENT_SRC  := dpu_agent/agent_main.c dpu_agent/agent_coll.c
 HDRS       := $(wildcard common/*.h shim/*.h dpu_agent/*.h)
-MPI_TESTS  := $(patsubst tests/mpi/%.c,%,$(wildcard tests/mpi/t_*.c))
+MPI_TESTS  := $(patsubst tests/mpi/%.c,%,$(wildcard tests/mpi/*.c))
 BENCH_SRC  := $(wildcard tests/bench/*.c)
 UNIT_TESTS := check_proto check_config check_shim_util
 

@@ -62,7 +62,7 @@ typedef struct dps_msg_job {
     uint32_t nranks;     /* world size */
     uint32_t nagents;    /* number of agents in the job */
     uint32_t agent_idx;  /* index of the receiving agent */
-    uint32_t pad;
+    uint32_t job_key;    /* names the agents' wake-up sockets (dps_kick) */
 } dps_msg_job_t;
 _Static_assert(sizeof(dps_msg_job_t) == 16, "job layout");
 

@@ -331,3 +331,69 @@ long dps_hex_decode(const char *hex, void *out, size_t out_len)
     }
     return (long)(n / 2);
 }
+
+#include <errno.h>
+#include <stdio.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+static socklen_t kick_addr(int a, int b, struct sockaddr_un *sa)
+{
+    int n;
+
+    memset(sa, 0, sizeof(*sa));
+    sa->sun_family = AF_UNIX;
+    /* Abstract name: nothing in the file system to clean up. */
+    n = snprintf(sa->sun_path + 1, sizeof(sa->sun_path) - 1,
+                 "dpushim-agent-%d.%d", a, b);
+    return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
+}
+
+int dps_kick_open(int a, int b)
+{
+    struct sockaddr_un sa;
+    socklen_t len = kick_addr(a, b, &sa);
+    int fd;
+
+    fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        dps_warn("cannot create the wake-up socket: %m");
+        return -1;
+    }
+    if (bind(fd, (struct sockaddr *)&sa, len) != 0) {
+        dps_warn("cannot bind the wake-up socket: %m");
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+void dps_kick(int a, int b)
+{
+    static __thread int fd = -1;
+    struct sockaddr_un sa;
+    socklen_t len;
+    char byte = 0;
+
+    if (a <= 0) {
+        return;
+    }
+    if (fd < 0) {
+        fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd < 0) {
+            return;
+        }
+    }
+    len = kick_addr(a, b, &sa);
+    /* A full queue (EAGAIN) means the agent has kicks to read already. */
+    (void)sendto(fd, &byte, 1, MSG_DONTWAIT, (struct sockaddr *)&sa, len);
+}
+
+void dps_kick_drain(int fd)
+{
+    char buf[64];
+
+    while (recv(fd, buf, sizeof(buf), MSG_DONTWAIT) > 0) {
+    }
+}

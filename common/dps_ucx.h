@@ -76,4 +76,22 @@ long dps_hex_decode(const char *hex, void *out, size_t out_len);
 /* Monotonic time in seconds. */
 double dps_now(void);
 
+
+/*
+ * Wake-up channels of agents on the same host: abstract UNIX datagram
+ * sockets. UCX's own wake-up (the worker event fd) can miss shared-memory
+ * arrivals, so senders on the host also "kick" the agent after each
+ * message. An agent is reachable by two names: (pid, -1) for its ranks,
+ * which know its process id, and (job key, agent index) for the other
+ * agents of the job. Returns the bound socket or -1.
+ */
+int dps_kick_open(int a, int b);
+
+/* Send one kick to the socket named (a, b); errors are ignored (a remote
+ * or dead agent has no socket here). */
+void dps_kick(int a, int b);
+
+/* Drain pending kicks from a socket made by dps_kick_open. */
+void dps_kick_drain(int fd);
+
 #endif

@@ -77,6 +77,10 @@ typedef struct agent_slot {
 typedef struct agent {
     dps_ucx_t      ucx;
     int            parent_fd;     /* EOF when the spawning rank dies */
+    int            kick_fd[2];    /* wake-up sockets: by pid, by job */
+    int            epfd;
+    uint32_t       job_key;
+    unsigned long  missed_wakeups; /* work found only by the backstop */
     int            quit;
     /* job */
     int            have_job;
@@ -95,6 +99,9 @@ typedef struct agent {
     ucp_mem_h      staging_memh;
     unsigned       inflight;      /* slots busy + flushes pending */
 } agent_t;
+
+/* Send a message (ownership taken) to another agent and wake it up. */
+int agent_send_agent(agent_t *a, uint32_t idx, void *msg, size_t len);
 
 /* Handle one decoded message. Returns DPS_OK or an error (logged). */
 int agent_handle(agent_t *a, const dps_msg_t *msg);

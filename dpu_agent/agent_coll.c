@@ -373,7 +373,7 @@ static void forward_post(agent_t *a, agent_comm_t *c, const dps_msg_t *msg)
         out = dps_msg_encode_post(DPS_MSG_PEER_POST, &f,
                                   msg->u.post.send_rkey,
                                   msg->u.post.recv_rkey, c->members, &len);
-        if (out == NULL || dps_ucx_send(a->agent_ep[ag], out, len)) {
+        if (out == NULL || agent_send_agent(a, ag, out, len) != DPS_OK) {
             dps_error("cannot forward a post to agent %u", ag);
         }
     }
@@ -483,8 +483,8 @@ static void source_read(agent_t *a, agent_inst_t *in, uint32_t s)
     }
     msg = dps_msg_encode_read_done(in->key.comm_id, (uint32_t)in->key.seq,
                                    s, &len);
-    if (msg == NULL || dps_ucx_send(a->agent_ep[agent_of(a, c, s)], msg,
-                                    len) != DPS_OK) {
+    if (msg == NULL ||
+        agent_send_agent(a, agent_of(a, c, s), msg, len) != DPS_OK) {
         dps_error("cannot report a finished read to agent %u",
                   agent_of(a, c, s));
     }

@@ -86,6 +86,14 @@ static int publish_address(agent_t *a, int fd)
     return DPS_OK;
 }
 
+int agent_send_agent(agent_t *a, uint32_t idx, void *msg, size_t len)
+{
+    int rc = dps_ucx_send(a->agent_ep[idx], msg, len);
+
+    dps_kick((int)a->job_key, (int)idx);
+    return rc;
+}
+
 static void send_ready(agent_t *a, uint32_t rank)
 {
     size_t len;
@@ -130,6 +138,14 @@ static int handle_job(agent_t *a, const dps_msg_t *msg)
         return DPS_ERR_NOMEM;
     }
     a->have_job = 1;
+    a->job_key = f->job_key;
+    a->kick_fd[1] = dps_kick_open((int)a->job_key, (int)a->self);
+    if (a->kick_fd[1] >= 0 && a->epfd >= 0) {
+        struct epoll_event ev = {.events = EPOLLIN};
+
+        ev.data.fd = a->kick_fd[1];
+        epoll_ctl(a->epfd, EPOLL_CTL_ADD, a->kick_fd[1], &ev);
+    }
     p = msg->u.job.rank_addrs;
     for (i = 0; i < a->nranks; i++) {
         a->rank_agent[i] = dps_msg_u32(msg->u.job.rank_agent, i);
@@ -296,25 +312,31 @@ static int parent_gone(int fd)
     return read(fd, buf, sizeof(buf)) <= 0;
 }
 
+/* After activity, keep polling this long before sleeping: the next
+ * message usually follows soon, and polling costs no wake-up latency. */
+#define AGENT_SPIN_SEC     0.0002
+/* Longest sleep: a backstop in case a wake-up is lost all the same. */
+#define AGENT_BACKSTOP_MS  100
+
 static int run(agent_t *a)
 {
-    struct epoll_event ev, evs[4];
+    struct epoll_event ev, evs[8];
     dps_inmsg_t *deferred = NULL;
-    int epfd, n;
+    double last_work = dps_now();
+    int n, i, timed_out = 0;
     unsigned spins = 0;
 
-    epfd = epoll_create1(EPOLL_CLOEXEC);
-    if (epfd < 0) {
-        dps_error("epoll_create1: %m");
-        return 1;
-    }
     memset(&ev, 0, sizeof(ev));
     ev.events = EPOLLIN;
     ev.data.fd = a->parent_fd;
-    epoll_ctl(epfd, EPOLL_CTL_ADD, a->parent_fd, &ev);
+    epoll_ctl(a->epfd, EPOLL_CTL_ADD, a->parent_fd, &ev);
     if (a->ucx.efd >= 0) {
         ev.data.fd = a->ucx.efd;
-        epoll_ctl(epfd, EPOLL_CTL_ADD, a->ucx.efd, &ev);
+        epoll_ctl(a->epfd, EPOLL_CTL_ADD, a->ucx.efd, &ev);
+    }
+    if (a->kick_fd[0] >= 0) {
+        ev.data.fd = a->kick_fd[0];
+        epoll_ctl(a->epfd, EPOLL_CTL_ADD, a->kick_fd[0], &ev);
     }
     while (!a->quit) {
         int work = 0;
@@ -329,29 +351,45 @@ static int run(agent_t *a)
             }
         }
         agent_schedule(a);
+        if (timed_out && work) {
+            a->missed_wakeups++;
+            dps_debug("work found after a %d ms sleep: missed wake-up "
+                      "(%lu so far)", AGENT_BACKSTOP_MS, a->missed_wakeups);
+        }
+        timed_out = 0;
         if ((++spins & 0xfff) == 0 && parent_gone(a->parent_fd)) {
             dps_info("spawning rank is gone: exiting");
             break;
         }
-        if (work || agent_busy(a) || a->ucx.inbox.rndv_pending ||
-            a->ucx.efd < 0) {
+        if (work || agent_busy(a) || a->ucx.inbox.rndv_pending) {
+            last_work = dps_now();
             continue;
         }
-        /* Idle: sleep until UCX or the parent pipe has something. */
-        if (ucp_worker_arm(a->ucx.worker) == UCS_ERR_BUSY) {
+        if (dps_now() - last_work < AGENT_SPIN_SEC) {
             continue;
         }
-        n = epoll_wait(epfd, evs, 4, -1);
+        /* Idle: sleep until UCX, a kick or the parent pipe says so. */
+        if (a->ucx.efd >= 0 &&
+            ucp_worker_arm(a->ucx.worker) == UCS_ERR_BUSY) {
+            continue;
+        }
+        n = epoll_wait(a->epfd, evs, 8, AGENT_BACKSTOP_MS);
         if (n < 0 && errno != EINTR) {
             dps_error("epoll_wait: %m");
             break;
         }
-        while (n-- > 0) {
-            if (evs[n].data.fd == a->parent_fd && parent_gone(a->parent_fd)) {
+        timed_out = (n == 0);
+        for (i = 0; i < n; i++) {
+            int fd = evs[i].data.fd;
+
+            if (fd == a->parent_fd && parent_gone(a->parent_fd)) {
                 dps_info("spawning rank is gone: exiting");
                 a->quit = 1;
+            } else if (fd == a->kick_fd[0] || fd == a->kick_fd[1]) {
+                dps_kick_drain(fd);
             }
         }
+        last_work = dps_now(); /* woken: poll a little before sleeping */
     }
     while (deferred != NULL) {
         dps_inmsg_t *m = deferred;
@@ -359,7 +397,6 @@ static int run(agent_t *a)
         deferred = m->next;
         free(m);
     }
-    close(epfd);
     return 0;
 }
 
@@ -379,6 +416,7 @@ int main(int argc, char **argv)
 
     memset(&a, 0, sizeof(a));
     a.parent_fd = -1;
+    a.kick_fd[0] = a.kick_fd[1] = -1;
     dps_log_set_who("agent");
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
@@ -408,6 +446,12 @@ int main(int argc, char **argv)
     dps_log_level = cfg.log_level;
     signal(SIGPIPE, SIG_IGN);
 
+    a.epfd = epoll_create1(EPOLL_CLOEXEC);
+    if (a.epfd < 0) {
+        dps_error("epoll_create1: %m");
+        goto out;
+    }
+    a.kick_fd[0] = dps_kick_open((int)getpid(), -1);
     if (dps_ucx_open(&a.ucx) != DPS_OK) {
         goto out;
     }
@@ -430,6 +474,14 @@ out_coll:
 out_ucx:
     dps_ucx_close(&a.ucx);
 out:
+    for (i = 0; i < 2; i++) {
+        if (a.kick_fd[i] >= 0) {
+            close(a.kick_fd[i]);
+        }
+    }
+    if (a.epfd >= 0) {
+        close(a.epfd);
+    }
     free(a.rank_agent);
     free(a.rank_ep);
     free(a.agent_ep);

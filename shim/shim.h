@@ -100,6 +100,9 @@ typedef struct shim_post {
 int shim_op_start(const shim_post_t *p, void *in_place_tmp,
                   MPI_Request *req);
 
+/* Send a message (ownership taken) to our agent and wake it up. */
+int shim_send_agent(void *msg, size_t len);
+
 /* Tell the agent a communicator it knows is freed. */
 void shim_comm_freed(uint64_t comm_id);
 

@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -222,6 +223,33 @@ static void stop_agent(void)
     shim.agent_pid = 0;
 }
 
+/*
+ * The agent runs where its ranks may run: the union of their CPU masks.
+ * Launchers bind each rank to one core; an agent confined to its leader's
+ * core would fight that rank alone instead of using what the node has.
+ */
+static void agent_affinity(MPI_Comm vnode)
+{
+    unsigned long mine[sizeof(cpu_set_t) / sizeof(unsigned long)];
+    unsigned long all[sizeof(cpu_set_t) / sizeof(unsigned long)];
+    const int n = (int)(sizeof(mine) / sizeof(mine[0]));
+    cpu_set_t set;
+
+    memset(mine, 0, sizeof(mine));
+    if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+        memcpy(mine, &set, sizeof(mine));
+    }
+    PMPI_Allreduce(mine, all, n, MPI_UNSIGNED_LONG, MPI_BOR, vnode);
+    if (!shim.is_leader || shim.agent_pid <= 0) {
+        return;
+    }
+    memcpy(&set, all, sizeof(set));
+    if (CPU_COUNT(&set) > 0 &&
+        sched_setaffinity(shim.agent_pid, sizeof(set), &set) != 0) {
+        dps_warn("cannot set the agent's CPU affinity: %m");
+    }
+}
+
 /* With Yama ptrace_scope 1, CMA reads by an agent need our permission. */
 static void allow_agent_access(void)
 {
@@ -261,7 +289,7 @@ static void send_hello_wait_ready(int *ok)
 
     msg = dps_msg_encode_hello((uint32_t)shim.world_rank, (uint32_t)getpid(),
                                &len);
-    if (msg == NULL || dps_ucx_send(shim.agent_ep, msg, len) != DPS_OK) {
+    if (msg == NULL || shim_send_agent(msg, len) != DPS_OK) {
         dps_error("cannot say hello to the agent");
         *ok = 0;
         return;
@@ -298,7 +326,7 @@ static void send_hello_wait_ready(int *ok)
 static int connect_job(MPI_Comm vnode, const void *agent_addr,
                        uint32_t agent_addr_len)
 {
-    int nr = shim.world_size, ok = 1, rc, i, my_agent = 0;
+    int nr = shim.world_size, ok = 1, rc, i, my_agent = 0, job_key;
     ucp_worker_attr_t wattr;
     int *alen = NULL, *adisp = NULL, *rlen = NULL, *rdisp = NULL;
     int *leader = NULL, *ragent = NULL;
@@ -339,6 +367,9 @@ static int connect_job(MPI_Comm vnode, const void *agent_addr,
     PMPI_Bcast(&my_agent, 1, MPI_INT, 0, vnode);
     PMPI_Allgather(&my_agent, 1, MPI_INT, ragent, 1, MPI_INT,
                    MPI_COMM_WORLD);
+    /* Agents name their wake-up sockets after agent 0's pid. */
+    job_key = (int)shim.agent_pid;
+    PMPI_Bcast(&job_key, 1, MPI_INT, 0, MPI_COMM_WORLD);
     /* Worker addresses of every rank and of every agent. */
     i = (int)wattr.address_length;
     PMPI_Allgather(&i, 1, MPI_INT, rlen, 1, MPI_INT, MPI_COMM_WORLD);
@@ -394,10 +425,10 @@ static int connect_job(MPI_Comm vnode, const void *agent_addr,
             job.nranks = (uint32_t)nr;
             job.nagents = (uint32_t)nagents;
             job.agent_idx = (uint32_t)my_agent;
-            job.pad = 0;
+            job.job_key = (uint32_t)job_key;
             msg = dps_msg_encode_job(&job, ra, rp, rl, apt, al, &len);
         }
-        if (msg == NULL || dps_ucx_send(shim.agent_ep, msg, len)) {
+        if (msg == NULL || shim_send_agent(msg, len) != DPS_OK) {
             dps_error("cannot send the job layout to the agent");
             ok = 0;
         }
@@ -512,6 +543,7 @@ void shim_init(void)
         info.len = (uint32_t)addr_len;
     }
     PMPI_Bcast(&info, (int)sizeof(info), MPI_BYTE, 0, vnode);
+    agent_affinity(vnode);
     if (!shim.is_leader && info.ok) {
         addr = malloc(info.len);
         if (addr == NULL) {
@@ -598,7 +630,7 @@ void shim_fini(void)
             void *msg = dps_msg_encode_shutdown(&len);
 
             if (msg != NULL) {
-                dps_ucx_send(shim.agent_ep, msg, len);
+                shim_send_agent(msg, len);
                 ucp_worker_progress(shim.ucx.worker);
             }
         }

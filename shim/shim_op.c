@@ -18,6 +18,14 @@
 
 #define SHIM_LIVENESS_PERIOD 0.1  /* s between agent liveness checks */
 
+int shim_send_agent(void *msg, size_t len)
+{
+    int rc = dps_ucx_send(shim.agent_ep, msg, len);
+
+    dps_kick((int)shim.agent_pid, -1);
+    return rc;
+}
+
 static void op_release_memory(shim_op_t *op)
 {
     int i;
@@ -162,7 +170,7 @@ int shim_op_start(const shim_post_t *p, void *tmp, MPI_Request *req)
     HASH_ADD(hh_token, shim.by_token, token, sizeof(op->token), op);
     HASH_ADD(hh_req, shim.by_req, req, sizeof(MPI_Request), op);
     shim.live++;
-    if (dps_ucx_send(shim.agent_ep, msg, len) != DPS_OK) {
+    if (shim_send_agent(msg, len) != DPS_OK) {
         /* The request exists: finish it with an error, never hang. */
         dps_error("cannot hand the collective to the agent");
         op->error = MPI_ERR_OTHER;
@@ -330,7 +338,7 @@ void shim_comm_freed(uint64_t comm_id)
     msg = dps_msg_encode_comm_free(comm_id, (uint32_t)shim.world_rank, &len);
     pthread_mutex_lock(&shim.lock);
     if (msg != NULL && !shim.agent_dead) {
-        dps_ucx_send(shim.agent_ep, msg, len);
+        shim_send_agent(msg, len);
     } else {
         free(msg);
     }

@@ -1,0 +1,242 @@
+#!/usr/bin/env bash
+# Run the whole test suite: Check unit tests, the README/config table
+# check, and for every MPI given the MPI tests (2 ranks with one agent, 4
+# ranks with two agents, and the same programs on stock MPI), the
+# configuration tests and the no-orphan-agent tests. Ends with one line
+# "N passed, M failed" and exits non-zero if anything failed.
+#
+# usage: scripts/check.sh MPI...      (MPI: openmpi, mpich)
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 2
+source scripts/lib.sh
+
+PASS=0
+FAIL=0
+LOGS=build/check-logs
+mkdir -p "$LOGS"
+TIMEOUT=${DPS_TEST_TIMEOUT:-180}
+
+# report NAME OK(0|1) [LOG]: count one result; show the log of a failure.
+report() {
+    if [ "$2" = 1 ]; then
+        PASS=$((PASS + 1))
+        echo "PASS $1"
+    else
+        FAIL=$((FAIL + 1))
+        echo "FAIL $1"
+        if [ -n "${3:-}" ] && [ -f "$3" ]; then
+            sed 's/^/    | /' "$3" | tail -n 40
+        fi
+    fi
+}
+
+# run_job LOG MPI NP SHIM VARS PROG...: a job under a time limit.
+run_job() {
+    local log=$1
+    shift
+    timeout -k 5 "$TIMEOUT" bash -c 'source scripts/lib.sh; dps_launch "$@"' \
+        _ "$@" >"$log" 2>&1
+}
+
+# The stats lines must equal the program's own "expect:" lines.
+stats_match() {
+    local log=$1 want
+    want=$(grep '^expect: ' "$log" | sed 's/^expect: /dpushim: /')
+    [ -n "$want" ] || return 1
+    while IFS= read -r line; do
+        grep -qxF "$line" "$log" || {
+            echo "missing statistics line: $line" >>"$log"
+            return 1
+        }
+    done <<<"$want"
+}
+
+unit_tests() {
+    local t log out n f e
+    for t in build/unit/check_*; do
+        [ -x "$t" ] || continue
+        log="$LOGS/unit-$(basename "$t").log"
+        timeout -k 5 "$TIMEOUT" "$t" >"$log" 2>&1
+        out=$(grep -Eo 'Checks: [0-9]+, Failures: [0-9]+, Errors: [0-9]+' \
+              "$log" | tail -n 1)
+        if [ -z "$out" ]; then
+            report "unit $(basename "$t") (no summary)" 0 "$log"
+            continue
+        fi
+        read -r n f e < <(echo "$out" | grep -Eo '[0-9]+' | tr '\n' ' ')
+        PASS=$((PASS + n - f - e))
+        FAIL=$((FAIL + f + e))
+        echo "$( [ $((f + e)) = 0 ] && echo PASS || echo FAIL ) unit" \
+             "$(basename "$t"): $out"
+        [ $((f + e)) = 0 ] || sed 's/^/    | /' "$log" | grep -v ':P:' |
+            tail -n 40
+    done
+}
+
+readme_check() {
+    local log="$LOGS/readme.log" ok=1 v agent
+    agent=$(ls build/*/dpu_agent 2>/dev/null | head -n 1)
+    : >"$log"
+    if [ -z "$agent" ]; then
+        echo "no dpu_agent built" >>"$log"
+        ok=0
+    else
+        for v in $("$agent" --help | grep -Eo 'DPUSHIM_[A-Z_]+' | sort -u); do
+            grep -q "\`$v\`" README.md || {
+                echo "$v is not documented in README.md" >>"$log"
+                ok=0
+            }
+        done
+        for v in $(grep -Eo 'DPUSHIM_[A-Z_]+' README.md | sort -u); do
+            "$agent" --help | grep -q "$v\b" || {
+                echo "README.md mentions $v, which does not exist" >>"$log"
+                ok=0
+            }
+        done
+    fi
+    report "README documents exactly the DPUSHIM_* variables" "$ok" "$log"
+}
+
+mpi_tests() {
+    local mpi=$1 t name log ok rc
+    local base="DPUSHIM_STATS=1 DPUSHIM_MIN_BYTES=1"
+    for t in build/"$mpi"/tests/t_*; do
+        [ -x "$t" ] || continue
+        name=$(basename "$t")
+        log="$LOGS/$mpi-$name-stock.log"
+        run_job "$log" "$mpi" 2 0 "" "$t"
+        rc=$?
+        ok=0
+        [ $rc = 0 ] && grep -q '^result: ok' "$log" && ok=1
+        report "$mpi $name stock MPI, 2 ranks" "$ok" "$log"
+
+        log="$LOGS/$mpi-$name-np2.log"
+        run_job "$log" "$mpi" 2 1 "$base" "$t"
+        ok=$?
+        [ $ok = 0 ] && grep -q '^result: ok' "$log" && stats_match "$log" &&
+            ok=1 || ok=0
+        report "$mpi $name 2 ranks, 1 agent" "$ok" "$log"
+
+        log="$LOGS/$mpi-$name-np4.log"
+        run_job "$log" "$mpi" 4 1 "$base DPUSHIM_RANKS_PER_DPU=2" "$t"
+        ok=$?
+        [ $ok = 0 ] && grep -q '^result: ok' "$log" && stats_match "$log" &&
+            ok=1 || ok=0
+        report "$mpi $name 4 ranks, 2 agents" "$ok" "$log"
+    done
+}
+
+# cfg_case MPI NAME "VARS" CHECK...: run cfg_probe with VARS; each CHECK is
+# "+regex" (must appear in the output) or "-regex" (must not).
+cfg_case() {
+    local mpi=$1 name=$2 vars=$3 log ok=1 c
+    shift 3
+    log="$LOGS/$mpi-cfg-$name.log"
+    run_job "$log" "$mpi" 2 1 "DPUSHIM_STATS=1 DPUSHIM_LOG=info $vars" \
+        "build/$mpi/tests/cfg_probe" || ok=0
+    grep -q '^result: ok' "$log" || ok=0
+    for c in "$@"; do
+        if [ "${c:0:1}" = + ]; then
+            grep -Eq -- "${c:1}" "$log" || {
+                echo "expected /${c:1}/ in the output" >>"$log"; ok=0; }
+        else
+            ! grep -Eq -- "${c:1}" "$log" || {
+                echo "unexpected /${c:1}/ in the output" >>"$log"; ok=0; }
+        fi
+    done
+    report "$mpi config: $name" "$ok" "$log"
+}
+
+config_tests() {
+    local mpi=$1 n=64k on off
+    on="offloaded=2 fallback=0 bytes"
+    off="offloaded=0 fallback=2 bytes=0"
+    cfg_case "$mpi" default "" "+ialltoall $on" "+ibcast $on" \
+        "+started agent"
+    cfg_case "$mpi" "OFFLOAD=0 starts no agent" "DPUSHIM_OFFLOAD=0" \
+        "+ialltoall $off" "+ibcast $off" "-started agent"
+    cfg_case "$mpi" "IALLTOALL=off" "DPUSHIM_IALLTOALL=off" \
+        "+ialltoall $off" "+ibcast $on"
+    cfg_case "$mpi" "IBCAST=no" "DPUSHIM_IBCAST=no" \
+        "+ialltoall $on" "+ibcast $off"
+    cfg_case "$mpi" "MIN_BYTES above the size" "DPUSHIM_MIN_BYTES=1m" \
+        "+ialltoall $off" "+ibcast $off"
+    cfg_case "$mpi" "MIN_BYTES equal to the size" "DPUSHIM_MIN_BYTES=$n" \
+        "+ialltoall $on" "+ibcast $on"
+    cfg_case "$mpi" "bad MIN_BYTES" "DPUSHIM_MIN_BYTES=lots" \
+        "+error: invalid value DPUSHIM_MIN_BYTES='lots'" \
+        "+ialltoall $off" "-started agent"
+    cfg_case "$mpi" "bad RANKS_PER_DPU" "DPUSHIM_RANKS_PER_DPU=-2" \
+        "+DPUSHIM_RANKS_PER_DPU" "+ialltoall $off"
+    cfg_case "$mpi" "bad LOG" "DPUSHIM_LOG=loud" "+DPUSHIM_LOG='loud'" \
+        "+ialltoall $off"
+    cfg_case "$mpi" "bad STATS" "DPUSHIM_STATS=maybe DPUSHIM_STATS2=1" \
+        "+DPUSHIM_STATS='maybe'"
+    cfg_case "$mpi" "unknown variable warned" "DPUSHIM_OFLOAD=0" \
+        "+warning: unknown variable DPUSHIM_OFLOAD" "+ialltoall $on"
+    cfg_case "$mpi" "missing agent binary" "DPUSHIM_AGENT=/nonexistent/a" \
+        "+/nonexistent/a is not executable.*DPUSHIM_AGENT" \
+        "+ialltoall $off" "+ibcast $off"
+    cfg_case "$mpi" "RANKS_PER_DPU=1: one agent per rank" \
+        "DPUSHIM_RANKS_PER_DPU=1" "+ialltoall $on" "+ibcast $on"
+}
+
+# Kill ranks of a running job; no agent may survive it.
+kill_case() {
+    local mpi=$1 what=$2 ok=1 _
+    local log="$LOGS/$mpi-kill-$what.log"
+    ( dps_launch "$mpi" 2 1 "" "build/$mpi/tests/kill_target" ) \
+        >"$log" 2>&1 &
+    local launcher=$!
+    for _ in $(seq 100); do
+        grep -q running "$log" && [ -n "$(dps_agents_left)" ] && break
+        sleep 0.1
+    done
+    if [ -z "$(dps_agents_left)" ]; then
+        echo "no agent was running" >>"$log"
+        ok=0
+    fi
+    case $what in
+    all-ranks) pgrep -x kill_target | xargs -r kill -9 ;;
+    leader)    pgrep -x kill_target | head -n 1 | xargs -r kill -9 ;;
+    esac
+    for _ in $(seq 100); do
+        [ -z "$(dps_agents_left)" ] && break
+        sleep 0.1
+    done
+    if [ -n "$(dps_agents_left)" ]; then
+        echo "agents left 10 s after killing $what: $(dps_agents_left)" \
+            >>"$log"
+        ok=0
+    fi
+    # Clean up the rest of the job, whatever the launcher does.
+    pgrep -x kill_target | xargs -r kill -9
+    kill -9 "$launcher" 2>/dev/null
+    wait "$launcher" 2>/dev/null
+    report "$mpi no agent survives SIGKILL of $what" "$ok" "$log"
+}
+
+no_agents_left() {
+    local log="$LOGS/agents-left.log" left
+    left=$(dps_agents_left)
+    echo "dpu_agent processes: ${left:-none}" >"$log"
+    report "no dpu_agent process left after the suite" \
+        "$([ -z "$left" ] && echo 1 || echo 0)" "$log"
+    [ -z "$left" ] || kill -9 $left
+}
+
+if [ -n "$(dps_agents_left)" ]; then
+    echo "note: dpu_agent processes were running before the suite:" \
+         "$(dps_agents_left | tr '\n' ' ')"
+fi
+unit_tests
+readme_check
+for mpi in "$@"; do
+    mpi_tests "$mpi"
+    config_tests "$mpi"
+    kill_case "$mpi" all-ranks
+    kill_case "$mpi" leader
+done
+no_agents_left
+echo "$PASS passed, $FAIL failed"
+[ "$FAIL" = 0 ]

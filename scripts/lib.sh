@@ -1,0 +1,41 @@
+# shellcheck shell=bash
+# Shared helpers for the scripts: launching a program under one MPI, with
+# or without the shim. Source it; it defines functions only.
+
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# Open MPI: no warnings about missing high-speed networks on a laptop-
+# class machine; the shim does not depend on these settings.
+export OMPI_MCA_btl_base_warn_component_unused=0
+
+DPS_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+
+# dps_launch MPI NP SHIM(0|1) "VAR=value ..." program [args...]
+# Runs the program with NP ranks; SHIM=1 preloads build/MPI/libdpushim.so.
+# The listed variables are passed to every rank.
+dps_launch() {
+    local mpi=$1 np=$2 shim=$3 vars=$4
+    shift 4
+    local lib="$DPS_ROOT/build/$mpi/libdpushim.so" args=() kv
+    case $mpi in
+    openmpi)
+        args=(mpirun.openmpi --oversubscribe -np "$np")
+        [ "$shim" = 1 ] && args+=(-x "LD_PRELOAD=$lib")
+        for kv in $vars; do args+=(-x "$kv"); done
+        ;;
+    mpich)
+        args=(mpiexec.mpich -n "$np")
+        [ "$shim" = 1 ] && args+=(-genv LD_PRELOAD "$lib")
+        for kv in $vars; do args+=(-genv "${kv%%=*}" "${kv#*=}"); done
+        ;;
+    *)
+        echo "unknown MPI '$mpi' (expected openmpi or mpich)" >&2
+        return 2
+        ;;
+    esac
+    "${args[@]}" "$@" </dev/null
+}
+
+# Agents still running (from any job): prints their pids.
+dps_agents_left() {
+    pgrep -x dpu_agent || true
+}

@@ -1,0 +1,1739 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Unit tests of the wire protocol (dps_proto.c) and the hex helpers. */
+#include "../../common/dps_proto.h"
+#include "../../common/dps_status.h"
+#include "../../common/dps_ucx.h"
+
+#include <check.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define HDR     sizeof(dps_msg_hdr_t)
+#define POSTF   sizeof(dps_msg_post_t)
+#define JOBF    sizeof(dps_msg_job_t)
+#define ERR_LEN 256
+
+/* ------------------------------------------------------------------ */
+/* Helpers                                                            */
+/* ------------------------------------------------------------------ */
+
+/* Byte i of a deterministic test pattern; seed makes streams differ. */
+static uint8_t pat(unsigned seed, size_t i)
+{
+    return (uint8_t)(seed * 131u + i * 7u + (i >> 8) * 3u + 1u);
+}
+
+static void put16(void *buf, size_t off, uint16_t v)
+{
+    memcpy((char *)buf + off, &v, sizeof(v));
+}
+
+static void put32(void *buf, size_t off, uint32_t v)
+{
+    memcpy((char *)buf + off, &v, sizeof(v));
+}
+
+static void put64(void *buf, size_t off, uint64_t v)
+{
+    memcpy((char *)buf + off, &v, sizeof(v));
+}
+
+static void *xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+
+    ck_assert_ptr_nonnull(p);
+    return p;
+}
+
+/* A malloc'ed copy of exactly n bytes of buf: reads past n overflow. */
+static void *dup_bytes(const void *buf, size_t n)
+{
+    void *p = xmalloc(n);
+
+    if (n) {
+        memcpy(p, buf, n);
+    }
+    return p;
+}
+
+/* Decode must fail with DPS_ERR_PROTO and say why. */
+static void reject_at(const void *buf, size_t len, const char *what,
+                      int line)
+{
+    char err[ERR_LEN];
+    dps_msg_t msg;
+    void *copy = dup_bytes(buf, len);
+    int rc;
+
+    memset(err, 0, sizeof(err));
+    rc = dps_msg_decode(copy, len, &msg, err, sizeof(err));
+    ck_assert_msg(rc == DPS_ERR_PROTO,
+                  "line %d (%s): decode of %zu bytes gave %d, "
+                  "expected DPS_ERR_PROTO", line, what, len, rc);
+    ck_assert_msg(err[0] != '\0', "line %d (%s): empty error text",
+                  line, what);
+    /* No error buffer at all must work too. */
+    rc = dps_msg_decode(copy, len, &msg, NULL, 0);
+    ck_assert_msg(rc == DPS_ERR_PROTO, "line %d (%s): without err: %d",
+                  line, what, rc);
+    free(copy);
+}
+#define REJECT(_b, _l, _w) reject_at((_b), (_l), (_w), __LINE__)
+
+static void decode_ok_at(const void *buf, size_t len, dps_msg_t *msg,
+                         int line)
+{
+    char err[ERR_LEN] = "";
+    int rc = dps_msg_decode(buf, len, msg, err, sizeof(err));
+
+    ck_assert_msg(rc == DPS_OK, "line %d: decode gave %d: %s", line, rc,
+                  err);
+}
+#define DECODE_OK(_b, _l, _m) decode_ok_at((_b), (_l), (_m), __LINE__)
+
+/* The header an encoder produced. */
+static void check_hdr(const void *buf, size_t len, unsigned type)
+{
+    dps_msg_hdr_t h;
+
+    ck_assert_ptr_nonnull(buf);
+    ck_assert_uint_ge(len, HDR);
+    memcpy(&h, buf, HDR);
+    ck_assert_uint_eq(h.magic, DPS_PROTO_MAGIC);
+    ck_assert_uint_eq(h.version, DPS_PROTO_VERSION);
+    ck_assert_uint_eq(h.type, type);
+    ck_assert_uint_eq(h.length, len);
+    ck_assert_uint_eq(h.reserved, 0);
+}
+
+/* A message with a correct header around any body. */
+static void *raw_msg(unsigned type, const void *body, size_t blen,
+                     size_t *len)
+{
+    dps_msg_hdr_t h = {DPS_PROTO_MAGIC, DPS_PROTO_VERSION, (uint16_t)type,
+                       (uint32_t)(HDR + blen), 0};
+    char *m = xmalloc(HDR + blen);
+
+    memcpy(m, &h, HDR);
+    if (blen) {
+        memcpy(m + HDR, body, blen);
+    }
+    *len = HDR + blen;
+    return m;
+}
+
+/* Copy of msg with its last byte dropped or one zero byte appended, and
+ * the header length patched to match. */
+static void *resized(const void *msg, size_t len, int delta, size_t *nlen)
+{
+    size_t n = (size_t)((long)len + delta);
+    char *m = xmalloc(n);
+
+    memset(m, 0, n);
+    memcpy(m, msg, n < len ? n : len);
+    put32(m, offsetof(dps_msg_hdr_t, length), (uint32_t)n);
+    *nlen = n;
+    return m;
+}
+
+/* ------------------------------------------------------------------ */
+/* Fixed-size messages                                                */
+/* ------------------------------------------------------------------ */
+
+enum { FX_HELLO, FX_READY, FX_COMPLETE, FX_COMM_FREE, FX_READ_DONE,
+       FX_SHUTDOWN, FX_COUNT };
+
+static const unsigned fx_type[FX_COUNT] = {
+    DPS_MSG_HELLO, DPS_MSG_READY, DPS_MSG_COMPLETE, DPS_MSG_COMM_FREE,
+    DPS_MSG_READ_DONE, DPS_MSG_SHUTDOWN
+};
+static const size_t fx_body[FX_COUNT] = {
+    sizeof(dps_msg_hello_t), sizeof(dps_msg_ready_t),
+    sizeof(dps_msg_complete_t), sizeof(dps_msg_comm_free_t),
+    sizeof(dps_msg_read_done_t), 0
+};
+
+/* A valid encoded message of a fixed-size type. */
+static void *make_fixed(int which, size_t *len)
+{
+    void *m = NULL;
+
+    switch (which) {
+    case FX_HELLO:
+        m = dps_msg_encode_hello(3, 4242, len);
+        break;
+    case FX_READY:
+        m = dps_msg_encode_ready(DPS_OK, len);
+        break;
+    case FX_COMPLETE:
+        m = dps_msg_encode_complete(99, DPS_ERR_UCX, len);
+        break;
+    case FX_COMM_FREE:
+        m = dps_msg_encode_comm_free(0x1122334455667788ull, 5, len);
+        break;
+    case FX_READ_DONE:
+        m = dps_msg_encode_read_done(7, 8, 9, len);
+        break;
+    case FX_SHUTDOWN:
+        m = dps_msg_encode_shutdown(len);
+        break;
+    }
+    ck_assert_ptr_nonnull(m);
+    check_hdr(m, *len, fx_type[which]);
+    ck_assert_uint_eq(*len, HDR + fx_body[which]);
+    return m;
+}
+
+START_TEST(rt_hello)
+{
+    static const uint32_t v[][2] = {
+        {0, 0}, {1, 2}, {12345, 67890}, {UINT32_MAX, UINT32_MAX},
+        {DPS_MAX_RANKS - 1, 0x7fffffff}
+    };
+    size_t i, len;
+
+    for (i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+        dps_msg_hello_t want = {v[i][0], v[i][1]};
+        dps_msg_t msg;
+        char *m = dps_msg_encode_hello(v[i][0], v[i][1], &len);
+
+        check_hdr(m, len, DPS_MSG_HELLO);
+        ck_assert_uint_eq(len, HDR + sizeof(want));
+        ck_assert_mem_eq(m + HDR, &want, sizeof(want));
+        DECODE_OK(m, len, &msg);
+        ck_assert_int_eq(msg.type, DPS_MSG_HELLO);
+        ck_assert_uint_eq(msg.u.hello.world_rank, v[i][0]);
+        ck_assert_uint_eq(msg.u.hello.pid, v[i][1]);
+        free(m);
+    }
+}
+END_TEST
+
+START_TEST(rt_ready)
+{
+    static const int32_t v[] = {
+        DPS_OK, DPS_ERR_INVALID, DPS_ERR_UCX, DPS_ERR_UNSUPP, INT32_MIN,
+        INT32_MAX
+    };
+    size_t i, len;
+
+    for (i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+        dps_msg_ready_t want = {v[i], 0};
+        dps_msg_t msg;
+        char *m = dps_msg_encode_ready(v[i], &len);
+
+        check_hdr(m, len, DPS_MSG_READY);
+        ck_assert_uint_eq(len, HDR + sizeof(want));
+        ck_assert_mem_eq(m + HDR, &want, sizeof(want));
+        DECODE_OK(m, len, &msg);
+        ck_assert_int_eq(msg.type, DPS_MSG_READY);
+        ck_assert_int_eq(msg.u.ready.status, v[i]);
+        ck_assert_uint_eq(msg.u.ready.pad, 0);
+        free(m);
+    }
+}
+END_TEST
+
+START_TEST(rt_complete)
+{
+    static const uint64_t tok[] = {
+        0, 1, 0x8000000000000000ull, UINT64_MAX, 0x0123456789abcdefull
+    };
+    static const int32_t st[] = {
+        DPS_OK, DPS_ERR_PROTO, DPS_ERR_DEAD, INT32_MIN, INT32_MAX
+    };
+    size_t i, len;
+
+    for (i = 0; i < sizeof(tok) / sizeof(tok[0]); i++) {
+        dps_msg_complete_t want = {tok[i], st[i], 0};
+        dps_msg_t msg;
+        char *m = dps_msg_encode_complete(tok[i], st[i], &len);
+
+        check_hdr(m, len, DPS_MSG_COMPLETE);
+        ck_assert_uint_eq(len, HDR + sizeof(want));
+        ck_assert_mem_eq(m + HDR, &want, sizeof(want));
+        DECODE_OK(m, len, &msg);
+        ck_assert_int_eq(msg.type, DPS_MSG_COMPLETE);
+        ck_assert_uint_eq(msg.u.complete.op_token, tok[i]);
+        ck_assert_int_eq(msg.u.complete.status, st[i]);
+        ck_assert_uint_eq(msg.u.complete.pad, 0);
+        free(m);
+    }
+}
+END_TEST
+
+START_TEST(rt_comm_free)
+{
+    static const uint64_t id[] = {0, 42, UINT64_MAX, 0xfedcba9876543210ull};
+    static const uint32_t wr[] = {0, 1, UINT32_MAX, 1048575};
+    size_t i, len;
+
+    for (i = 0; i < sizeof(id) / sizeof(id[0]); i++) {
+        dps_msg_comm_free_t want = {id[i], wr[i], 0};
+        dps_msg_t msg;
+        char *m = dps_msg_encode_comm_free(id[i], wr[i], &len);
+
+        check_hdr(m, len, DPS_MSG_COMM_FREE);
+        ck_assert_uint_eq(len, HDR + sizeof(want));
+        ck_assert_mem_eq(m + HDR, &want, sizeof(want));
+        DECODE_OK(m, len, &msg);
+        ck_assert_int_eq(msg.type, DPS_MSG_COMM_FREE);
+        ck_assert_uint_eq(msg.u.comm_free.comm_id, id[i]);
+        ck_assert_uint_eq(msg.u.comm_free.world_rank, wr[i]);
+        ck_assert_uint_eq(msg.u.comm_free.pad, 0);
+        free(m);
+    }
+}
+END_TEST
+
+START_TEST(rt_read_done)
+{
+    static const uint64_t id[] = {0, 7, UINT64_MAX, 0x0102030405060708ull};
+    static const uint32_t seq[] = {0, 1, UINT32_MAX, 0xdeadbeef};
+    static const uint32_t src[] = {0, 3, UINT32_MAX, 1048575};
+    size_t i, len;
+
+    for (i = 0; i < sizeof(id) / sizeof(id[0]); i++) {
+        dps_msg_read_done_t want = {id[i], seq[i], src[i]};
+        dps_msg_t msg;
+        char *m = dps_msg_encode_read_done(id[i], seq[i], src[i], &len);
+
+        check_hdr(m, len, DPS_MSG_READ_DONE);
+        ck_assert_uint_eq(len, HDR + sizeof(want));
+        ck_assert_mem_eq(m + HDR, &want, sizeof(want));
+        DECODE_OK(m, len, &msg);
+        ck_assert_int_eq(msg.type, DPS_MSG_READ_DONE);
+        ck_assert_uint_eq(msg.u.read_done.comm_id, id[i]);
+        ck_assert_uint_eq(msg.u.read_done.seq, seq[i]);
+        ck_assert_uint_eq(msg.u.read_done.src_comm_rank, src[i]);
+        free(m);
+    }
+}
+END_TEST
+
+START_TEST(rt_shutdown)
+{
+    dps_msg_t msg;
+    size_t len = 0;
+    char *m = dps_msg_encode_shutdown(&len);
+
+    check_hdr(m, len, DPS_MSG_SHUTDOWN);
+    ck_assert_uint_eq(len, HDR);
+    DECODE_OK(m, len, &msg);
+    ck_assert_int_eq(msg.type, DPS_MSG_SHUTDOWN);
+    free(m);
+}
+END_TEST
+
+/* The header is little-endian on the wire: "DPSH", 1, type, length. */
+START_TEST(rt_header_bytes)
+{
+    static const uint8_t want[HDR] = {
+        'D', 'P', 'S', 'H', DPS_PROTO_VERSION, 0, DPS_MSG_HELLO, 0,
+        HDR + 8, 0, 0, 0, 0, 0, 0, 0
+    };
+    size_t len;
+    char *m = dps_msg_encode_hello(0x04030201u, 0x08070605u, &len);
+    static const uint8_t body[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+
+    ck_assert_ptr_nonnull(m);
+    ck_assert_mem_eq(m, want, HDR);
+    ck_assert_mem_eq(m + HDR, body, sizeof(body));
+    free(m);
+}
+END_TEST
+
+START_TEST(rt_type_str)
+{
+    ck_assert_str_eq(dps_msg_type_str(DPS_MSG_HELLO), "hello");
+    ck_assert_str_eq(dps_msg_type_str(DPS_MSG_JOB_INFO), "job_info");
+    ck_assert_str_eq(dps_msg_type_str(DPS_MSG_READY), "ready");
+    ck_assert_str_eq(dps_msg_type_str(DPS_MSG_POST), "post");
+    ck_assert_str_eq(dps_msg_type_str(DPS_MSG_COMPLETE), "complete");
+    ck_assert_str_eq(dps_msg_type_str(DPS_MSG_COMM_FREE), "comm_free");
+    ck_assert_str_eq(dps_msg_type_str(DPS_MSG_PEER_POST), "peer_post");
+    ck_assert_str_eq(dps_msg_type_str(DPS_MSG_READ_DONE), "read_done");
+    ck_assert_str_eq(dps_msg_type_str(DPS_MSG_SHUTDOWN), "shutdown");
+    ck_assert_str_eq(dps_msg_type_str(0), "?");
+    ck_assert_str_eq(dps_msg_type_str(DPS_MSG_TYPE_MAX), "?");
+    ck_assert_str_eq(dps_msg_type_str(0xffffu), "?");
+    ck_assert_str_eq(dps_msg_type_str(UINT32_MAX), "?");
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* POST and PEER_POST                                                 */
+/* ------------------------------------------------------------------ */
+
+/* A fixed part with every field set to a distinct non-trivial value. */
+static dps_msg_post_t post_fixed(uint32_t coll, uint32_t size,
+                                 uint32_t slen, uint32_t rlen,
+                                 uint32_t nmembers)
+{
+    dps_msg_post_t f;
+
+    memset(&f, 0, sizeof(f));
+    f.comm_id = 0x0123456789abcdefull;
+    f.op_token = 0xfedcba9876543210ull;
+    f.block_bytes = 0x100000001ull;
+    f.send_addr = 0x00007f0012345678ull;
+    f.recv_addr = 0x00007f00abcdef00ull;
+    f.seq = 0xdeadbeefu;
+    f.coll = coll;
+    f.comm_size = size;
+    f.comm_rank = size - 1;
+    f.root = size / 2;
+    f.world_rank = 77777;
+    f.send_rkey_len = slen;
+    f.recv_rkey_len = rlen;
+    f.nmembers = nmembers;
+    return f;
+}
+
+static size_t post_tail(const dps_msg_post_t *f)
+{
+    return (size_t)f->send_rkey_len + f->recv_rkey_len +
+           (size_t)f->nmembers * sizeof(uint32_t);
+}
+
+/* A post of the given type whose body is *f then tail pattern bytes,
+ * whatever *f says: malformed bodies behind a correct header. */
+static void *raw_post(unsigned type, const dps_msg_post_t *f, size_t tail,
+                      size_t *len)
+{
+    size_t blen = POSTF + tail, i;
+    char *body = xmalloc(blen), *m;
+
+    memcpy(body, f, POSTF);
+    for (i = 0; i < tail; i++) {
+        body[POSTF + i] = (char)pat(9, i);
+    }
+    m = raw_msg(type, body, blen, len);
+    free(body);
+    return m;
+}
+
+/* Encode, check the wire bytes, decode (aligned and not), check fields. */
+static void roundtrip_post(dps_msg_type_t type, uint32_t coll,
+                           uint32_t size, uint32_t slen, uint32_t rlen,
+                           int with_members)
+{
+    uint32_t nm = with_members ? size : 0, i;
+    dps_msg_post_t f = post_fixed(coll, size, slen, rlen, nm);
+    uint8_t *skey = xmalloc(slen), *rkey = xmalloc(rlen);
+    uint32_t *members = xmalloc(size * sizeof(uint32_t));
+    size_t len, off, k;
+    char *m, *shifted;
+    dps_msg_t msg;
+    int pass;
+
+    for (k = 0; k < slen; k++) {
+        skey[k] = pat(1, k);
+    }
+    for (k = 0; k < rlen; k++) {
+        rkey[k] = pat(2, k);
+    }
+    for (i = 0; i < size; i++) {
+        members[i] = 0x01000000u + i * 2654435761u % 1000003u;
+    }
+    m = dps_msg_encode_post(type, &f, skey, rkey,
+                            with_members ? members : NULL, &len);
+    check_hdr(m, len, type);
+    ck_assert_uint_eq(len, HDR + POSTF + post_tail(&f));
+
+    /* Wire layout: fixed part, send rkey, recv rkey, members. */
+    off = HDR;
+    ck_assert_mem_eq(m + off, &f, POSTF);
+    off += POSTF;
+    ck_assert(memcmp(m + off, skey, slen) == 0);
+    off += slen;
+    ck_assert(memcmp(m + off, rkey, rlen) == 0);
+    off += rlen;
+    ck_assert(memcmp(m + off, members, nm * sizeof(uint32_t)) == 0);
+    off += nm * sizeof(uint32_t);
+    ck_assert_uint_eq(off, len);
+
+    /* Decode in place and from an odd address (tables unaligned). */
+    shifted = xmalloc(len + 1);
+    memcpy(shifted + 1, m, len);
+    for (pass = 0; pass < 2; pass++) {
+        const char *buf = pass ? shifted + 1 : m;
+
+        memset(&msg, 0xa5, sizeof(msg));
+        DECODE_OK(buf, len, &msg);
+        ck_assert_int_eq(msg.type, type);
+        ck_assert_uint_eq(msg.u.post.fixed.comm_id, f.comm_id);
+        ck_assert_uint_eq(msg.u.post.fixed.op_token, f.op_token);
+        ck_assert_uint_eq(msg.u.post.fixed.block_bytes, f.block_bytes);
+        ck_assert_uint_eq(msg.u.post.fixed.send_addr, f.send_addr);
+        ck_assert_uint_eq(msg.u.post.fixed.recv_addr, f.recv_addr);
+        ck_assert_uint_eq(msg.u.post.fixed.seq, f.seq);
+        ck_assert_uint_eq(msg.u.post.fixed.coll, coll);
+        ck_assert_uint_eq(msg.u.post.fixed.comm_rank, f.comm_rank);
+        ck_assert_uint_eq(msg.u.post.fixed.comm_size, size);
+        ck_assert_uint_eq(msg.u.post.fixed.root, f.root);
+        ck_assert_uint_eq(msg.u.post.fixed.world_rank, f.world_rank);
+        ck_assert_uint_eq(msg.u.post.fixed.send_rkey_len, slen);
+        ck_assert_uint_eq(msg.u.post.fixed.recv_rkey_len, rlen);
+        ck_assert_uint_eq(msg.u.post.fixed.nmembers, nm);
+        ck_assert_uint_eq(msg.u.post.fixed.pad, 0);
+
+        ck_assert_ptr_eq(msg.u.post.send_rkey,
+                         (const uint8_t *)buf + HDR + POSTF);
+        ck_assert_ptr_eq(msg.u.post.recv_rkey,
+                         (const uint8_t *)buf + HDR + POSTF + slen);
+        for (k = 0; k < slen; k++) {
+            ck_assert_uint_eq(msg.u.post.send_rkey[k], pat(1, k));
+        }
+        for (k = 0; k < rlen; k++) {
+            ck_assert_uint_eq(msg.u.post.recv_rkey[k], pat(2, k));
+        }
+        if (with_members) {
+            ck_assert_ptr_eq(msg.u.post.members,
+                             (const void *)(buf + HDR + POSTF + slen +
+                                            rlen));
+            for (i = 0; i < size; i++) {
+                ck_assert_uint_eq(dps_msg_u32(msg.u.post.members, i),
+                                  members[i]);
+            }
+        } else {
+            ck_assert_ptr_null(msg.u.post.members);
+        }
+    }
+    free(shifted);
+    free(m);
+    free(skey);
+    free(rkey);
+    free(members);
+}
+
+START_TEST(rt_post)
+{
+    static const uint32_t lens[] = {1, 3, 17};
+    static const uint32_t sizes[] = {1, 2, 5, 64};
+    static const dps_msg_type_t types[] = {DPS_MSG_POST, DPS_MSG_PEER_POST};
+    size_t t, s, a, b;
+    int mem;
+
+    for (t = 0; t < 2; t++) {
+        for (s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+            for (a = 0; a < 3; a++) {
+                for (b = 0; b < 3; b++) {
+                    for (mem = 0; mem < 2; mem++) {
+                        roundtrip_post(types[t], DPS_COLL_ALLTOALL,
+                                       sizes[s], lens[a], lens[b], mem);
+                        roundtrip_post(types[t], DPS_COLL_BCAST,
+                                       sizes[s], lens[a], lens[b], mem);
+                    }
+                }
+            }
+        }
+    }
+}
+END_TEST
+
+/* Bcast needs no recv rkey; the largest rkeys are accepted. */
+START_TEST(rt_post_edges)
+{
+    int mem;
+
+    for (mem = 0; mem < 2; mem++) {
+        roundtrip_post(DPS_MSG_POST, DPS_COLL_BCAST, 3, 5, 0, mem);
+        roundtrip_post(DPS_MSG_PEER_POST, DPS_COLL_BCAST, 4, 1, 0, mem);
+        roundtrip_post(DPS_MSG_POST, DPS_COLL_ALLTOALL, 7, DPS_MAX_RKEY,
+                       DPS_MAX_RKEY, mem);
+        roundtrip_post(DPS_MSG_PEER_POST, DPS_COLL_BCAST, 2, DPS_MAX_RKEY,
+                       DPS_MAX_RKEY - 1, mem);
+    }
+}
+END_TEST
+
+/* The test's raw builder lays out posts exactly like the encoder. */
+START_TEST(rt_raw_post_sane)
+{
+    dps_msg_post_t f = post_fixed(DPS_COLL_ALLTOALL, 4, 3, 17, 4);
+    dps_msg_t msg;
+    size_t len;
+    char *m = raw_post(DPS_MSG_PEER_POST, &f, post_tail(&f), &len);
+
+    DECODE_OK(m, len, &msg);
+    ck_assert_int_eq(msg.type, DPS_MSG_PEER_POST);
+    free(m);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* JOB_INFO                                                           */
+/* ------------------------------------------------------------------ */
+
+typedef struct job_fix {
+    dps_msg_job_t fixed;
+    uint32_t     *rank_agent, *rank_addr_len, *agent_addr_len;
+    const void  **rank_addrs, **agent_addrs;
+} job_fix_t;
+
+static uint32_t cap_addr(uint32_t l)
+{
+    return l > DPS_MAX_ADDR ? DPS_MAX_ADDR : l;
+}
+
+/* A valid job: lengths base.. (odd ones included), distinct bytes. */
+static void job_init(job_fix_t *j, uint32_t nranks, uint32_t nagents,
+                     uint32_t agent_idx, uint32_t base)
+{
+    uint32_t i, k;
+
+    memset(j, 0, sizeof(*j));
+    j->fixed.nranks = nranks;
+    j->fixed.nagents = nagents;
+    j->fixed.agent_idx = agent_idx;
+    j->rank_agent = xmalloc(nranks * sizeof(uint32_t));
+    j->rank_addr_len = xmalloc(nranks * sizeof(uint32_t));
+    j->agent_addr_len = xmalloc(nagents * sizeof(uint32_t));
+    j->rank_addrs = xmalloc(nranks * sizeof(void *));
+    j->agent_addrs = xmalloc(nagents * sizeof(void *));
+    for (i = 0; i < nranks; i++) {
+        uint8_t *a;
+
+        j->rank_agent[i] = (i * 7 + 3) % nagents;
+        j->rank_addr_len[i] = cap_addr(base + (i * 5) % 11);
+        a = xmalloc(j->rank_addr_len[i]);
+        for (k = 0; k < j->rank_addr_len[i]; k++) {
+            a[k] = pat(100 + i, k);
+        }
+        j->rank_addrs[i] = a;
+    }
+    for (i = 0; i < nagents; i++) {
+        uint8_t *a;
+
+        j->agent_addr_len[i] = cap_addr(base + 3 + (i * 7) % 13);
+        a = xmalloc(j->agent_addr_len[i]);
+        for (k = 0; k < j->agent_addr_len[i]; k++) {
+            a[k] = pat(200 + i, k);
+        }
+        j->agent_addrs[i] = a;
+    }
+}
+
+static void job_free(job_fix_t *j)
+{
+    uint32_t i;
+
+    for (i = 0; i < j->fixed.nranks; i++) {
+        free((void *)j->rank_addrs[i]);
+    }
+    for (i = 0; i < j->fixed.nagents; i++) {
+        free((void *)j->agent_addrs[i]);
+    }
+    free(j->rank_agent);
+    free(j->rank_addr_len);
+    free(j->agent_addr_len);
+    free(j->rank_addrs);
+    free(j->agent_addrs);
+}
+
+static void *job_encode(const job_fix_t *j, size_t *len)
+{
+    return dps_msg_encode_job(&j->fixed, j->rank_agent, j->rank_addrs,
+                              j->rank_addr_len, j->agent_addrs,
+                              j->agent_addr_len, len);
+}
+
+/* A job_info with a correct header: *f, rank tables of nr entries, an
+ * agent table of na entries, then as many address bytes as the tables
+ * say plus extra bytes; nothing is validated. */
+static void *raw_job(const dps_msg_job_t *f, const uint32_t *rank_agent,
+                     const uint32_t *rank_addr_len, uint32_t nr,
+                     const uint32_t *agent_addr_len, uint32_t na,
+                     size_t extra, size_t *len)
+{
+    size_t addrs = 0, blen, off, i;
+    char *body, *m;
+
+    for (i = 0; i < nr; i++) {
+        addrs += rank_addr_len[i];
+    }
+    for (i = 0; i < na; i++) {
+        addrs += agent_addr_len[i];
+    }
+    blen = JOBF + sizeof(uint32_t) * (2 * (size_t)nr + na) + addrs + extra;
+    body = xmalloc(blen);
+    memcpy(body, f, JOBF);
+    off = JOBF;
+    memcpy(body + off, rank_agent, nr * sizeof(uint32_t));
+    off += nr * sizeof(uint32_t);
+    memcpy(body + off, rank_addr_len, nr * sizeof(uint32_t));
+    off += nr * sizeof(uint32_t);
+    memcpy(body + off, agent_addr_len, na * sizeof(uint32_t));
+    off += na * sizeof(uint32_t);
+    for (i = 0; off < blen; i++, off++) {
+        body[off] = (char)pat(5, i);
+    }
+    m = raw_msg(DPS_MSG_JOB_INFO, body, blen, len);
+    free(body);
+    return m;
+}
+
+static void *raw_job_fix(const job_fix_t *j, size_t extra, size_t *len)
+{
+    return raw_job(&j->fixed, j->rank_agent, j->rank_addr_len,
+                   j->fixed.nranks, j->agent_addr_len, j->fixed.nagents,
+                   extra, len);
+}
+
+static void roundtrip_job(uint32_t nranks, uint32_t nagents,
+                          uint32_t agent_idx, uint32_t base)
+{
+    job_fix_t j;
+    size_t len, off, want, i;
+    char *m, *shifted;
+    dps_msg_t msg;
+    int pass;
+
+    job_init(&j, nranks, nagents, agent_idx, base);
+    m = job_encode(&j, &len);
+    check_hdr(m, len, DPS_MSG_JOB_INFO);
+
+    /* Wire layout: fixed part, three tables, rank then agent addresses. */
+    off = HDR;
+    ck_assert_mem_eq(m + off, &j.fixed, JOBF);
+    off += JOBF;
+    ck_assert(memcmp(m + off, j.rank_agent, 4 * nranks) == 0);
+    off += 4 * nranks;
+    ck_assert(memcmp(m + off, j.rank_addr_len, 4 * nranks) == 0);
+    off += 4 * nranks;
+    ck_assert(memcmp(m + off, j.agent_addr_len, 4 * nagents) == 0);
+    off += 4 * nagents;
+    for (i = 0; i < nranks; i++) {
+        ck_assert(memcmp(m + off, j.rank_addrs[i], j.rank_addr_len[i]) == 0);
+        off += j.rank_addr_len[i];
+    }
+    for (i = 0; i < nagents; i++) {
+        ck_assert(memcmp(m + off, j.agent_addrs[i],
+                         j.agent_addr_len[i]) == 0);
+        off += j.agent_addr_len[i];
+    }
+    ck_assert_uint_eq(off, len);
+
+    shifted = xmalloc(len + 3);
+    memcpy(shifted + 3, m, len);
+    for (pass = 0; pass < 2; pass++) {
+        const char *buf = pass ? shifted + 3 : m;
+        const uint8_t *ra, *aa;
+
+        memset(&msg, 0x5a, sizeof(msg));
+        DECODE_OK(buf, len, &msg);
+        ck_assert_int_eq(msg.type, DPS_MSG_JOB_INFO);
+        ck_assert_uint_eq(msg.u.job.fixed.nranks, nranks);
+        ck_assert_uint_eq(msg.u.job.fixed.nagents, nagents);
+        ck_assert_uint_eq(msg.u.job.fixed.agent_idx, agent_idx);
+        off = HDR + JOBF;
+        ck_assert_ptr_eq(msg.u.job.rank_agent, (const void *)(buf + off));
+        off += 4 * nranks;
+        ck_assert_ptr_eq(msg.u.job.rank_addr_len,
+                         (const void *)(buf + off));
+        off += 4 * nranks;
+        ck_assert_ptr_eq(msg.u.job.agent_addr_len,
+                         (const void *)(buf + off));
+        off += 4 * nagents;
+        ck_assert_ptr_eq(msg.u.job.rank_addrs, (const void *)(buf + off));
+        want = 0;
+        for (i = 0; i < nranks; i++) {
+            ck_assert_uint_eq(dps_msg_u32(msg.u.job.rank_agent, i),
+                              j.rank_agent[i]);
+            ck_assert_uint_eq(dps_msg_u32(msg.u.job.rank_addr_len, i),
+                              j.rank_addr_len[i]);
+            want += j.rank_addr_len[i];
+        }
+        ck_assert_ptr_eq(msg.u.job.agent_addrs,
+                         (const void *)(buf + off + want));
+        for (i = 0; i < nagents; i++) {
+            ck_assert_uint_eq(dps_msg_u32(msg.u.job.agent_addr_len, i),
+                              j.agent_addr_len[i]);
+        }
+        ra = msg.u.job.rank_addrs;
+        for (i = 0; i < nranks; i++) {
+            ck_assert_msg(memcmp(ra, j.rank_addrs[i],
+                                 j.rank_addr_len[i]) == 0,
+                          "rank address %zu differs", i);
+            ra += j.rank_addr_len[i];
+        }
+        aa = msg.u.job.agent_addrs;
+        for (i = 0; i < nagents; i++) {
+            ck_assert_msg(memcmp(aa, j.agent_addrs[i],
+                                 j.agent_addr_len[i]) == 0,
+                          "agent address %zu differs", i);
+            aa += j.agent_addr_len[i];
+        }
+        ck_assert_ptr_eq(aa, (const uint8_t *)buf + len);
+    }
+    free(shifted);
+    free(m);
+    job_free(&j);
+}
+
+START_TEST(rt_job)
+{
+    roundtrip_job(1, 1, 0, 1);
+    roundtrip_job(2, 1, 0, 2);
+    roundtrip_job(4, 2, 1, 1);
+    roundtrip_job(5, 1, 0, 3);
+    roundtrip_job(7, 3, 2, 17);
+    roundtrip_job(8, 4, 0, 60);
+    roundtrip_job(16, 16, 15, 40);
+    roundtrip_job(33, 5, 4, 9);
+    roundtrip_job(3, 2, 0, DPS_MAX_ADDR);
+    roundtrip_job(2, 2, 1, DPS_MAX_ADDR - 4);
+}
+END_TEST
+
+START_TEST(rt_raw_job_sane)
+{
+    job_fix_t j;
+    dps_msg_t msg;
+    size_t len;
+    char *m;
+
+    job_init(&j, 6, 3, 2, 5);
+    m = raw_job_fix(&j, 0, &len);
+    DECODE_OK(m, len, &msg);
+    ck_assert_uint_eq(msg.u.job.fixed.nranks, 6);
+    free(m);
+    job_free(&j);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* Header checks                                                      */
+/* ------------------------------------------------------------------ */
+
+START_TEST(hdr_too_short)
+{
+    size_t len, n;
+    int w;
+
+    for (w = 0; w < FX_COUNT; w++) {
+        char *m = make_fixed(w, &len);
+
+        for (n = 0; n < HDR; n++) {
+            char *c = dup_bytes(m, n);
+
+            if (n >= offsetof(dps_msg_hdr_t, length) + 4) {
+                put32(c, offsetof(dps_msg_hdr_t, length), (uint32_t)n);
+            }
+            REJECT(c, n, "shorter than a header");
+            free(c);
+        }
+        free(m);
+    }
+}
+END_TEST
+
+START_TEST(hdr_bad_magic)
+{
+    static const uint32_t bad[] = {
+        0, DPS_PROTO_MAGIC + 1, DPS_PROTO_MAGIC ^ 0x80000000u,
+        0x44505348u /* byte-swapped */, UINT32_MAX
+    };
+    size_t len, i;
+    int w;
+
+    for (w = 0; w < FX_COUNT; w++) {
+        char *m = make_fixed(w, &len);
+
+        for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+            put32(m, offsetof(dps_msg_hdr_t, magic), bad[i]);
+            REJECT(m, len, "bad magic");
+        }
+        free(m);
+    }
+}
+END_TEST
+
+START_TEST(hdr_bad_version)
+{
+    static const uint16_t bad[] = {0, DPS_PROTO_VERSION + 1, 0x100, 0xffff};
+    size_t len, i;
+    int w;
+
+    for (w = 0; w < FX_COUNT; w++) {
+        char *m = make_fixed(w, &len);
+
+        for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+            put16(m, offsetof(dps_msg_hdr_t, version), bad[i]);
+            REJECT(m, len, "bad version");
+        }
+        free(m);
+    }
+}
+END_TEST
+
+/* The length field must equal the number of bytes received. */
+START_TEST(hdr_bad_length)
+{
+    size_t len, i;
+    int w;
+
+    for (w = 0; w < FX_COUNT; w++) {
+        char *m = make_fixed(w, &len);
+        const uint32_t bad[] = {
+            0, 1, (uint32_t)HDR - 1, (uint32_t)len - 1, (uint32_t)len + 1,
+            (uint32_t)len * 2, UINT32_MAX
+        };
+
+        for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+            put32(m, offsetof(dps_msg_hdr_t, length), bad[i]);
+            REJECT(m, len, "length field");
+        }
+        free(m);
+    }
+    {
+        /* A valid post received with one byte more or less. */
+        dps_msg_post_t f = post_fixed(DPS_COLL_BCAST, 4, 3, 0, 4);
+        uint32_t members[4] = {9, 8, 7, 6};
+        uint8_t key[3] = {1, 2, 3};
+        char *m = dps_msg_encode_post(DPS_MSG_POST, &f, key, NULL, members,
+                                      &len);
+        char *big = xmalloc(len + 1);
+
+        ck_assert_ptr_nonnull(m);
+        memcpy(big, m, len);
+        big[len] = 0;
+        REJECT(big, len + 1, "one byte more than the length field");
+        REJECT(m, len - 1, "one byte less than the length field");
+        free(big);
+        free(m);
+    }
+}
+END_TEST
+
+START_TEST(hdr_bad_type)
+{
+    static const uint16_t bad[] = {
+        0, DPS_MSG_TYPE_MAX, DPS_MSG_TYPE_MAX + 1, 0x100, 0xffff
+    };
+    size_t len, i;
+    int w;
+
+    for (w = 0; w < FX_COUNT; w++) {
+        char *m = make_fixed(w, &len);
+
+        for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+            put16(m, offsetof(dps_msg_hdr_t, type), bad[i]);
+            REJECT(m, len, "bad type");
+        }
+        free(m);
+    }
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* Fixed-size bodies                                                  */
+/* ------------------------------------------------------------------ */
+
+START_TEST(fixed_one_byte_off)
+{
+    size_t len, nlen;
+    int w;
+
+    for (w = 0; w < FX_COUNT; w++) {
+        char *m = make_fixed(w, &len), *r;
+
+        r = resized(m, len, +1, &nlen);
+        REJECT(r, nlen, "body one byte too long");
+        free(r);
+        if (fx_body[w] > 0) {
+            r = resized(m, len, -1, &nlen);
+            REJECT(r, nlen, "body one byte too short");
+            free(r);
+            r = resized(m, len, -(int)fx_body[w], &nlen);
+            REJECT(r, nlen, "no body");
+            free(r);
+        }
+        r = resized(m, len, 8, &nlen);
+        REJECT(r, nlen, "body 8 bytes too long");
+        free(r);
+        free(m);
+    }
+}
+END_TEST
+
+/* A body of one fixed type under another type's header of other size. */
+START_TEST(fixed_type_mismatch)
+{
+    size_t len;
+    int w, t;
+
+    for (w = 0; w < FX_COUNT; w++) {
+        char *m = make_fixed(w, &len);
+
+        for (t = 0; t < FX_COUNT; t++) {
+            if (fx_body[t] == fx_body[w]) {
+                continue;
+            }
+            put16(m, offsetof(dps_msg_hdr_t, type), (uint16_t)fx_type[t]);
+            REJECT(m, len, "body size of another type");
+        }
+        /* No fixed body is long enough for post or job_info. */
+        put16(m, offsetof(dps_msg_hdr_t, type), DPS_MSG_POST);
+        REJECT(m, len, "short post");
+        put16(m, offsetof(dps_msg_hdr_t, type), DPS_MSG_PEER_POST);
+        REJECT(m, len, "short peer_post");
+        if (fx_body[w] < JOBF) {
+            put16(m, offsetof(dps_msg_hdr_t, type), DPS_MSG_JOB_INFO);
+            REJECT(m, len, "short job_info");
+        }
+        free(m);
+    }
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* Malformed posts                                                    */
+/* ------------------------------------------------------------------ */
+
+static const unsigned post_types[] = {DPS_MSG_POST, DPS_MSG_PEER_POST};
+
+/* Reject *f as both post types, with a body length matching *f. */
+static void reject_post_at(const dps_msg_post_t *f, const char *what,
+                           int line)
+{
+    size_t len, t, tail = post_tail(f);
+
+    /* Absurd lengths: a short body is enough to be rejected. */
+    if (tail > 1u << 20) {
+        tail = 64;
+    }
+    for (t = 0; t < 2; t++) {
+        char *m = raw_post(post_types[t], f, tail, &len);
+
+        reject_at(m, len, what, line);
+        free(m);
+    }
+}
+#define REJECT_POST(_f, _w) reject_post_at((_f), (_w), __LINE__)
+
+START_TEST(post_bad_ranks)
+{
+    dps_msg_post_t f;
+
+    f = post_fixed(DPS_COLL_ALLTOALL, 4, 3, 17, 0);
+    f.comm_rank = 4;
+    REJECT_POST(&f, "comm_rank == comm_size");
+    f.comm_rank = UINT32_MAX;
+    REJECT_POST(&f, "comm_rank huge");
+    f = post_fixed(DPS_COLL_BCAST, 4, 3, 17, 4);
+    f.comm_rank = 5;
+    REJECT_POST(&f, "comm_rank > comm_size, with members");
+
+    f = post_fixed(DPS_COLL_BCAST, 4, 1, 1, 0);
+    f.root = 4;
+    REJECT_POST(&f, "root == comm_size");
+    f.root = UINT32_MAX;
+    REJECT_POST(&f, "root huge");
+    f = post_fixed(DPS_COLL_ALLTOALL, 1, 1, 1, 1);
+    f.comm_rank = 0;
+    f.root = 1;
+    REJECT_POST(&f, "root 1 of size 1");
+
+    f = post_fixed(DPS_COLL_ALLTOALL, 1, 1, 1, 0);
+    f.comm_size = 0;
+    f.comm_rank = 0;
+    f.root = 0;
+    REJECT_POST(&f, "comm_size 0");
+    f = post_fixed(DPS_COLL_BCAST, DPS_MAX_RANKS + 1, 1, 1, 0);
+    REJECT_POST(&f, "comm_size above DPS_MAX_RANKS");
+}
+END_TEST
+
+START_TEST(post_bad_coll)
+{
+    static const uint32_t bad[] = {0, 3, 4, 0x100, UINT32_MAX};
+    dps_msg_post_t f;
+    size_t i;
+
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        f = post_fixed(bad[i], 4, 3, 17, 0);
+        REJECT_POST(&f, "unknown collective");
+        f = post_fixed(bad[i], 4, 3, 17, 4);
+        REJECT_POST(&f, "unknown collective, with members");
+    }
+}
+END_TEST
+
+START_TEST(post_bad_nmembers)
+{
+    static const uint32_t bad[] = {1, 3, 5, 8, UINT32_MAX};
+    dps_msg_post_t f;
+    size_t i;
+
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        f = post_fixed(DPS_COLL_ALLTOALL, 4, 3, 17, bad[i]);
+        REJECT_POST(&f, "nmembers neither 0 nor comm_size");
+        f = post_fixed(DPS_COLL_BCAST, 4, 1, 0, bad[i]);
+        REJECT_POST(&f, "bcast nmembers neither 0 nor comm_size");
+    }
+}
+END_TEST
+
+START_TEST(post_bad_rkeys)
+{
+    dps_msg_post_t f;
+
+    f = post_fixed(DPS_COLL_ALLTOALL, 2, DPS_MAX_RKEY + 1, 1, 0);
+    REJECT_POST(&f, "send rkey too long");
+    f = post_fixed(DPS_COLL_ALLTOALL, 2, 1, DPS_MAX_RKEY + 1, 2);
+    REJECT_POST(&f, "recv rkey too long");
+    f = post_fixed(DPS_COLL_BCAST, 2, DPS_MAX_RKEY + 1, 0, 0);
+    REJECT_POST(&f, "bcast send rkey too long");
+    f = post_fixed(DPS_COLL_BCAST, 2, 1, DPS_MAX_RKEY + 1, 0);
+    REJECT_POST(&f, "bcast recv rkey too long");
+    f = post_fixed(DPS_COLL_ALLTOALL, 2, UINT32_MAX, UINT32_MAX, 0);
+    REJECT_POST(&f, "rkey lengths that overflow 32 bits");
+    f = post_fixed(DPS_COLL_ALLTOALL, 2, 1, UINT32_MAX, 0);
+    REJECT_POST(&f, "recv rkey length UINT32_MAX");
+
+    f = post_fixed(DPS_COLL_ALLTOALL, 2, 0, 5, 0);
+    REJECT_POST(&f, "alltoall without send rkey");
+    f = post_fixed(DPS_COLL_BCAST, 2, 0, 5, 2);
+    REJECT_POST(&f, "bcast without send rkey");
+    f = post_fixed(DPS_COLL_ALLTOALL, 2, 5, 0, 0);
+    REJECT_POST(&f, "alltoall without recv rkey");
+}
+END_TEST
+
+START_TEST(post_zero_block)
+{
+    dps_msg_post_t f;
+
+    f = post_fixed(DPS_COLL_ALLTOALL, 4, 3, 17, 0);
+    f.block_bytes = 0;
+    REJECT_POST(&f, "alltoall block_bytes 0");
+    f = post_fixed(DPS_COLL_BCAST, 4, 3, 0, 4);
+    f.block_bytes = 0;
+    REJECT_POST(&f, "bcast block_bytes 0");
+    {
+        /* Patched in place in an encoder's message. */
+        uint8_t key[3] = {1, 2, 3};
+        size_t len;
+        char *m;
+
+        f = post_fixed(DPS_COLL_ALLTOALL, 4, 3, 3, 0);
+        m = dps_msg_encode_post(DPS_MSG_POST, &f, key, key, NULL, &len);
+        ck_assert_ptr_nonnull(m);
+        put64(m, HDR + offsetof(dps_msg_post_t, block_bytes), 0);
+        REJECT(m, len, "block_bytes patched to 0");
+        free(m);
+    }
+}
+END_TEST
+
+/* The body must hold exactly the rkeys and members announced. */
+START_TEST(post_bad_body_length)
+{
+    static const long delta[] = {-5, -1, +1, +3, +4};
+    dps_msg_post_t f;
+    size_t len, i, t;
+    int mem;
+
+    for (mem = 0; mem < 2; mem++) {
+        f = post_fixed(DPS_COLL_ALLTOALL, 5, 3, 17, mem ? 5 : 0);
+        for (i = 0; i < sizeof(delta) / sizeof(delta[0]); i++) {
+            for (t = 0; t < 2; t++) {
+                size_t tail = (size_t)((long)post_tail(&f) + delta[i]);
+                char *m = raw_post(post_types[t], &f, tail, &len);
+
+                REJECT(m, len, "body length not rkeys + members");
+                free(m);
+            }
+        }
+    }
+    /* Members announced but absent, and present but not announced. */
+    f = post_fixed(DPS_COLL_ALLTOALL, 5, 3, 17, 5);
+    for (t = 0; t < 2; t++) {
+        char *m = raw_post(post_types[t], &f, 3 + 17, &len);
+
+        REJECT(m, len, "members missing");
+        free(m);
+    }
+    f = post_fixed(DPS_COLL_ALLTOALL, 5, 3, 17, 0);
+    for (t = 0; t < 2; t++) {
+        char *m = raw_post(post_types[t], &f, 3 + 17 + 5 * 4, &len);
+
+        REJECT(m, len, "members not announced");
+        free(m);
+    }
+    /* Shorter than the fixed part. */
+    for (i = 0; i < POSTF; i++) {
+        char body[POSTF];
+        char *m;
+
+        memset(body, 0, sizeof(body));
+        memcpy(body, &f, sizeof(f));
+        m = raw_msg(DPS_MSG_POST, body, i, &len);
+        REJECT(m, len, "post shorter than its fixed part");
+        free(m);
+    }
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* Malformed job_info                                                 */
+/* ------------------------------------------------------------------ */
+
+START_TEST(job_bad_counts)
+{
+    job_fix_t j;
+    dps_msg_job_t f;
+    uint32_t *big_agent, *big_len, i;
+    size_t len;
+    char *m;
+
+    job_init(&j, 6, 3, 2, 5);
+
+    f = j.fixed;
+    f.agent_idx = 3;
+    m = raw_job(&f, j.rank_agent, j.rank_addr_len, 6, j.agent_addr_len,
+                3, 0, &len);
+    REJECT(m, len, "agent_idx == nagents");
+    free(m);
+    f.agent_idx = UINT32_MAX;
+    m = raw_job(&f, j.rank_agent, j.rank_addr_len, 6, j.agent_addr_len,
+                3, 0, &len);
+    REJECT(m, len, "agent_idx huge");
+    free(m);
+
+    f = j.fixed;
+    f.nagents = 0;
+    f.agent_idx = 0;
+    m = raw_job(&f, j.rank_agent, j.rank_addr_len, 6, j.agent_addr_len,
+                0, 0, &len);
+    REJECT(m, len, "no agents");
+    free(m);
+
+    f = j.fixed;
+    f.nranks = 0;
+    m = raw_job(&f, j.rank_agent, j.rank_addr_len, 0, j.agent_addr_len,
+                3, 0, &len);
+    REJECT(m, len, "no ranks");
+    free(m);
+
+    f = j.fixed;
+    f.nranks = DPS_MAX_RANKS + 1;
+    m = raw_job(&f, j.rank_agent, j.rank_addr_len, 6, j.agent_addr_len,
+                3, 0, &len);
+    REJECT(m, len, "nranks above DPS_MAX_RANKS");
+    free(m);
+
+    /* nagents > nranks, with tables and addresses that match it. */
+    big_agent = xmalloc(7 * sizeof(uint32_t));
+    big_len = xmalloc(7 * sizeof(uint32_t));
+    for (i = 0; i < 7; i++) {
+        big_agent[i] = i % 3;
+        big_len[i] = 4 + i;
+    }
+    f.nranks = 6;
+    f.nagents = 7;
+    f.agent_idx = 0;
+    m = raw_job(&f, big_agent, j.rank_addr_len, 6, big_len, 7, 0, &len);
+    REJECT(m, len, "nagents > nranks");
+    free(m);
+    f.nranks = 1;
+    f.nagents = 2;
+    m = raw_job(&f, big_agent, big_len, 1, big_len, 2, 0, &len);
+    REJECT(m, len, "2 agents for 1 rank");
+    free(m);
+    free(big_agent);
+    free(big_len);
+    job_free(&j);
+}
+END_TEST
+
+START_TEST(job_bad_rank_agent)
+{
+    job_fix_t j;
+    size_t len;
+    uint32_t r, save;
+    char *m;
+
+    job_init(&j, 6, 3, 1, 5);
+    for (r = 0; r < 6; r++) {
+        save = j.rank_agent[r];
+        j.rank_agent[r] = 3;
+        m = raw_job_fix(&j, 0, &len);
+        REJECT(m, len, "rank_agent == nagents");
+        free(m);
+        j.rank_agent[r] = UINT32_MAX;
+        m = raw_job_fix(&j, 0, &len);
+        REJECT(m, len, "rank_agent huge");
+        free(m);
+        j.rank_agent[r] = save;
+    }
+    job_free(&j);
+}
+END_TEST
+
+START_TEST(job_bad_addr_len)
+{
+    static const uint32_t bad[] = {0, DPS_MAX_ADDR + 1, 100000};
+    job_fix_t j;
+    size_t len, b;
+    uint32_t i, save;
+    char *m;
+
+    job_init(&j, 4, 2, 0, 7);
+    for (b = 0; b < sizeof(bad) / sizeof(bad[0]); b++) {
+        for (i = 0; i < 4; i++) {
+            save = j.rank_addr_len[i];
+            j.rank_addr_len[i] = bad[b];
+            m = raw_job_fix(&j, 0, &len);
+            REJECT(m, len, "bad rank address length");
+            free(m);
+            j.rank_addr_len[i] = save;
+        }
+        for (i = 0; i < 2; i++) {
+            save = j.agent_addr_len[i];
+            j.agent_addr_len[i] = bad[b];
+            m = raw_job_fix(&j, 0, &len);
+            REJECT(m, len, "bad agent address length");
+            free(m);
+            j.agent_addr_len[i] = save;
+        }
+    }
+    job_free(&j);
+}
+END_TEST
+
+START_TEST(job_truncated_or_trailing)
+{
+    job_fix_t j;
+    size_t len, nlen, tables, cut;
+    char *m, *r;
+
+    job_init(&j, 5, 2, 1, 6);
+    m = job_encode(&j, &len);
+    ck_assert_ptr_nonnull(m);
+    tables = HDR + JOBF + 4 * (2 * 5 + 2);
+
+    /* Cut inside the fixed part, each table, and the addresses. */
+    for (cut = HDR; cut < len; cut++) {
+        r = resized(m, len, (int)cut - (int)len, &nlen);
+        REJECT(r, nlen, cut < tables ? "tables truncated" :
+                                       "addresses truncated");
+        free(r);
+    }
+    /* Trailing bytes. */
+    for (cut = 1; cut <= 9; cut++) {
+        r = resized(m, len, (int)cut, &nlen);
+        REJECT(r, nlen, "trailing bytes");
+        free(r);
+    }
+    free(m);
+    job_free(&j);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* Every truncation of valid messages                                 */
+/* ------------------------------------------------------------------ */
+
+/* Every prefix is rejected, with the length field patched to the prefix
+ * length and left as it was. Runs forked: a crash fails the test. */
+static void reject_every_prefix(const char *m, size_t len, const char *what)
+{
+    size_t n;
+
+    for (n = 0; n < len; n++) {
+        char *c = dup_bytes(m, n);
+
+        REJECT(c, n, what);
+        if (n >= offsetof(dps_msg_hdr_t, length) + 4) {
+            put32(c, offsetof(dps_msg_hdr_t, length), (uint32_t)n);
+            REJECT(c, n, what);
+        }
+        free(c);
+    }
+}
+
+START_TEST(trunc_post)
+{
+    static const uint32_t lens[][2] = {{1, 1}, {3, 17}, {17, 3}, {5, 0}};
+    static const dps_msg_type_t types[] = {DPS_MSG_POST, DPS_MSG_PEER_POST};
+    uint32_t members[5] = {10, 20, 30, 40, 50};
+    uint8_t key[17];
+    size_t len, i, t;
+    int mem;
+
+    for (i = 0; i < sizeof(key); i++) {
+        key[i] = pat(3, i);
+    }
+    for (t = 0; t < 2; t++) {
+        for (i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+            for (mem = 0; mem < 2; mem++) {
+                uint32_t coll = lens[i][1] ? DPS_COLL_ALLTOALL :
+                                             DPS_COLL_BCAST;
+                dps_msg_post_t f = post_fixed(coll, 5, lens[i][0],
+                                              lens[i][1], mem ? 5 : 0);
+                char *m = dps_msg_encode_post(types[t], &f, key, key,
+                                              mem ? members : NULL, &len);
+
+                ck_assert_ptr_nonnull(m);
+                reject_every_prefix(m, len, "truncated post");
+                free(m);
+            }
+        }
+    }
+}
+END_TEST
+
+START_TEST(trunc_job)
+{
+    static const uint32_t cfg[][4] = {
+        {1, 1, 0, 1}, {4, 2, 1, 1}, {5, 2, 0, 6}, {7, 3, 2, 3},
+        {3, 3, 2, 2}
+    };
+    size_t len, i;
+
+    for (i = 0; i < sizeof(cfg) / sizeof(cfg[0]); i++) {
+        job_fix_t j;
+        char *m;
+
+        job_init(&j, cfg[i][0], cfg[i][1], cfg[i][2], cfg[i][3]);
+        m = job_encode(&j, &len);
+        ck_assert_ptr_nonnull(m);
+        reject_every_prefix(m, len, "truncated job_info");
+        free(m);
+        job_free(&j);
+    }
+}
+END_TEST
+
+START_TEST(trunc_fixed)
+{
+    size_t len;
+    int w;
+
+    for (w = 0; w < FX_COUNT; w++) {
+        char *m = make_fixed(w, &len);
+
+        reject_every_prefix(m, len, "truncated fixed message");
+        free(m);
+    }
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* Encoders refuse out-of-range input                                 */
+/* ------------------------------------------------------------------ */
+
+START_TEST(enc_post_null)
+{
+    static const unsigned bad_types[] = {
+        0, DPS_MSG_HELLO, DPS_MSG_JOB_INFO, DPS_MSG_READY,
+        DPS_MSG_COMPLETE, DPS_MSG_COMM_FREE, DPS_MSG_READ_DONE,
+        DPS_MSG_SHUTDOWN, DPS_MSG_TYPE_MAX
+    };
+    uint32_t members[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+    uint8_t *key = xmalloc(DPS_MAX_RKEY + 1);
+    dps_msg_post_t f;
+    size_t len, i;
+    void *m;
+
+    memset(key, 0x3c, DPS_MAX_RKEY + 1);
+    for (i = 0; i < sizeof(bad_types) / sizeof(bad_types[0]); i++) {
+        f = post_fixed(DPS_COLL_ALLTOALL, 4, 3, 3, 4);
+        ck_assert_ptr_null(dps_msg_encode_post((dps_msg_type_t)bad_types[i],
+                                               &f, key, key, members,
+                                               &len));
+    }
+    f = post_fixed(DPS_COLL_ALLTOALL, 4, 3, 3, 3);
+    ck_assert_ptr_null(dps_msg_encode_post(DPS_MSG_POST, &f, key, key,
+                                           members, &len));
+    f = post_fixed(DPS_COLL_ALLTOALL, 4, 3, 3, 5);
+    ck_assert_ptr_null(dps_msg_encode_post(DPS_MSG_POST, &f, key, key,
+                                           members, &len));
+    f = post_fixed(DPS_COLL_BCAST, 4, 3, 0, 1);
+    ck_assert_ptr_null(dps_msg_encode_post(DPS_MSG_PEER_POST, &f, key,
+                                           NULL, members, &len));
+    f = post_fixed(DPS_COLL_ALLTOALL, 4, 3, 3, 4);
+    ck_assert_ptr_null(dps_msg_encode_post(DPS_MSG_POST, &f, key, key,
+                                           NULL, &len));
+    ck_assert_ptr_null(dps_msg_encode_post(DPS_MSG_PEER_POST, &f, key, key,
+                                           NULL, &len));
+    f = post_fixed(DPS_COLL_ALLTOALL, 4, DPS_MAX_RKEY + 1, 3, 0);
+    ck_assert_ptr_null(dps_msg_encode_post(DPS_MSG_POST, &f, key, key,
+                                           NULL, &len));
+    f = post_fixed(DPS_COLL_ALLTOALL, 4, 3, DPS_MAX_RKEY + 1, 0);
+    ck_assert_ptr_null(dps_msg_encode_post(DPS_MSG_POST, &f, key, key,
+                                           NULL, &len));
+    f = post_fixed(DPS_COLL_ALLTOALL, DPS_MAX_RANKS + 1, 3, 3, 0);
+    ck_assert_ptr_null(dps_msg_encode_post(DPS_MSG_POST, &f, key, key,
+                                           NULL, &len));
+
+    /* The limits themselves are fine. */
+    f = post_fixed(DPS_COLL_ALLTOALL, 4, DPS_MAX_RKEY, DPS_MAX_RKEY, 0);
+    m = dps_msg_encode_post(DPS_MSG_POST, &f, key, key, NULL, &len);
+    ck_assert_ptr_nonnull(m);
+    free(m);
+    f = post_fixed(DPS_COLL_ALLTOALL, 4, 3, 3, 4);
+    m = dps_msg_encode_post(DPS_MSG_PEER_POST, &f, key, key, members, &len);
+    ck_assert_ptr_nonnull(m);
+    free(m);
+    free(key);
+}
+END_TEST
+
+START_TEST(enc_job_null)
+{
+    job_fix_t j;
+    dps_msg_job_t save;
+    size_t len;
+    uint32_t s;
+
+    job_init(&j, 4, 2, 1, 5);
+    save = j.fixed;
+
+#define JOB_NULL(_what) \
+    ck_assert_msg(job_encode(&j, &len) == NULL, "encoded: %s", _what)
+
+    j.fixed.nranks = 0;
+    JOB_NULL("no ranks");
+    j.fixed = save;
+    j.fixed.nranks = DPS_MAX_RANKS + 1;
+    JOB_NULL("nranks above DPS_MAX_RANKS");
+    j.fixed = save;
+    j.fixed.nagents = 0;
+    j.fixed.agent_idx = 0;
+    JOB_NULL("no agents");
+    j.fixed = save;
+    j.fixed.nranks = 1;
+    JOB_NULL("2 agents for 1 rank");
+    j.fixed = save;
+    j.fixed.agent_idx = 2;
+    JOB_NULL("agent_idx == nagents");
+    j.fixed = save;
+
+    s = j.rank_agent[3];
+    j.rank_agent[3] = 2;
+    JOB_NULL("rank_agent == nagents");
+    j.rank_agent[3] = s;
+
+    s = j.rank_addr_len[2];
+    j.rank_addr_len[2] = 0;
+    JOB_NULL("rank address length 0");
+    j.rank_addr_len[2] = DPS_MAX_ADDR + 1;
+    JOB_NULL("rank address too long");
+    j.rank_addr_len[2] = s;
+
+    s = j.agent_addr_len[1];
+    j.agent_addr_len[1] = 0;
+    JOB_NULL("agent address length 0");
+    j.agent_addr_len[1] = DPS_MAX_ADDR + 1;
+    JOB_NULL("agent address too long");
+    j.agent_addr_len[1] = s;
+#undef JOB_NULL
+
+    {
+        void *m = job_encode(&j, &len);
+
+        ck_assert_ptr_nonnull(m);
+        free(m);
+    }
+    job_free(&j);
+}
+END_TEST
+
+/* A job whose addresses exceed the 32-bit length field is refused. */
+START_TEST(enc_job_too_big)
+{
+    const uint32_t n = 600000; /* 600000 * 8192 bytes > 4 GiB */
+    static uint8_t addr[DPS_MAX_ADDR];
+    uint32_t *ra = xmalloc(n * sizeof(uint32_t));
+    uint32_t *rl = xmalloc(n * sizeof(uint32_t));
+    const void **rp = xmalloc(n * sizeof(void *));
+    const void *ap[1] = {addr};
+    uint32_t al[1] = {DPS_MAX_ADDR}, i;
+    dps_msg_job_t f = {n, 1, 0, 0};
+    size_t len;
+
+    for (i = 0; i < n; i++) {
+        ra[i] = 0;
+        rl[i] = DPS_MAX_ADDR;
+        rp[i] = addr;
+    }
+    ck_assert_ptr_null(dps_msg_encode_job(&f, ra, rp, rl, ap, al, &len));
+    free(ra);
+    free(rl);
+    free(rp);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* Hex helpers                                                        */
+/* ------------------------------------------------------------------ */
+
+START_TEST(hex_roundtrip)
+{
+    uint8_t in[256], out[256 + 8];
+    char txt[2 * 256 + 1 + 8];
+    size_t n, i;
+    long r;
+
+    for (i = 0; i < sizeof(in); i++) {
+        in[i] = (uint8_t)i;
+    }
+    for (n = 0; n <= sizeof(in); n++) {
+        memset(txt, '#', sizeof(txt));
+        dps_hex_encode(in, n, txt);
+        ck_assert_uint_eq(strlen(txt), 2 * n);
+        ck_assert_int_eq(txt[2 * n + 1], '#'); /* nothing written past */
+        for (i = 0; i < 2 * n; i++) {
+            ck_assert(strchr("0123456789abcdef", txt[i]) != NULL);
+        }
+        memset(out, 0xee, sizeof(out));
+        r = dps_hex_decode(txt, out, n);
+        ck_assert_int_eq(r, (long)n);
+        ck_assert(memcmp(out, in, n) == 0);
+        ck_assert_uint_eq(out[n], 0xee);
+    }
+    dps_hex_encode(in, 256, txt);
+    ck_assert(strncmp(txt, "000102030405060708090a0b0c0d0e0f10", 34) == 0);
+    ck_assert_str_eq(txt + 2 * 250, "fafbfcfdfeff");
+}
+END_TEST
+
+START_TEST(hex_upper_case)
+{
+    uint8_t out[4];
+    static const uint8_t want[4] = {0xab, 0xcd, 0xef, 0x09};
+
+    ck_assert_int_eq(dps_hex_decode("ABCDEF09", out, sizeof(out)), 4);
+    ck_assert_mem_eq(out, want, 4);
+    memset(out, 0, sizeof(out));
+    ck_assert_int_eq(dps_hex_decode("aBcDeF09", out, sizeof(out)), 4);
+    ck_assert_mem_eq(out, want, 4);
+}
+END_TEST
+
+START_TEST(hex_reject)
+{
+    static const char *bad[] = {
+        "a", "abc", "0", "12345", "zz", "0g", "g0", " 1", "1 ", "-1", "0x",
+        "12:34", "aa\n", "\xff\xff", "a b ", "ab.c"
+    };
+    uint8_t out[16];
+    size_t i;
+
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        ck_assert_msg(dps_hex_decode(bad[i], out, sizeof(out)) == -1,
+                      "'%s' accepted", bad[i]);
+    }
+}
+END_TEST
+
+START_TEST(hex_small_output)
+{
+    uint8_t out[8];
+
+    memset(out, 0x77, sizeof(out));
+    ck_assert_int_eq(dps_hex_decode("aabbcc", out, 2), -1);
+    ck_assert_int_eq(dps_hex_decode("aabbcc", out, 0), -1);
+    ck_assert_int_eq(dps_hex_decode("00", out, 0), -1);
+    /* Nothing was written for a refused decode. */
+    ck_assert_uint_eq(out[0], 0x77);
+    ck_assert_uint_eq(out[2], 0x77);
+    ck_assert_int_eq(dps_hex_decode("aabbcc", out, 3), 3);
+    ck_assert_uint_eq(out[2], 0xcc);
+    ck_assert_uint_eq(out[3], 0x77);
+    ck_assert_int_eq(dps_hex_decode("", out, 0), 0);
+    ck_assert_int_eq(dps_hex_decode("", out, 8), 0);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+
+static Suite *proto_suite(void)
+{
+    Suite *s = suite_create("proto");
+    TCase *tc;
+
+    tc = tcase_create("roundtrip");
+    tcase_add_test(tc, rt_hello);
+    tcase_add_test(tc, rt_ready);
+    tcase_add_test(tc, rt_complete);
+    tcase_add_test(tc, rt_comm_free);
+    tcase_add_test(tc, rt_read_done);
+    tcase_add_test(tc, rt_shutdown);
+    tcase_add_test(tc, rt_header_bytes);
+    tcase_add_test(tc, rt_type_str);
+    tcase_add_test(tc, rt_post);
+    tcase_add_test(tc, rt_post_edges);
+    tcase_add_test(tc, rt_raw_post_sane);
+    tcase_add_test(tc, rt_job);
+    tcase_add_test(tc, rt_raw_job_sane);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("header");
+    tcase_add_test(tc, hdr_too_short);
+    tcase_add_test(tc, hdr_bad_magic);
+    tcase_add_test(tc, hdr_bad_version);
+    tcase_add_test(tc, hdr_bad_length);
+    tcase_add_test(tc, hdr_bad_type);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("fixed_bodies");
+    tcase_add_test(tc, fixed_one_byte_off);
+    tcase_add_test(tc, fixed_type_mismatch);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("post_reject");
+    tcase_add_test(tc, post_bad_ranks);
+    tcase_add_test(tc, post_bad_coll);
+    tcase_add_test(tc, post_bad_nmembers);
+    tcase_add_test(tc, post_bad_rkeys);
+    tcase_add_test(tc, post_zero_block);
+    tcase_add_test(tc, post_bad_body_length);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("job_reject");
+    tcase_add_test(tc, job_bad_counts);
+    tcase_add_test(tc, job_bad_rank_agent);
+    tcase_add_test(tc, job_bad_addr_len);
+    tcase_add_test(tc, job_truncated_or_trailing);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("truncation");
+    tcase_add_test(tc, trunc_post);
+    tcase_add_test(tc, trunc_job);
+    tcase_add_test(tc, trunc_fixed);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("encoders");
+    tcase_add_test(tc, enc_post_null);
+    tcase_add_test(tc, enc_job_null);
+    tcase_add_test(tc, enc_job_too_big);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("hex");
+    tcase_add_test(tc, hex_roundtrip);
+    tcase_add_test(tc, hex_upper_case);
+    tcase_add_test(tc, hex_reject);
+    tcase_add_test(tc, hex_small_output);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(proto_suite());
+    int failed;
+
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
