@@ -18,6 +18,43 @@ const char *dps_msg_type_str(unsigned type)
     return (type < DPS_MSG_TYPE_MAX) ? names[type] : "?";
 }
 
+static int fail(char *err, size_t err_len, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (err != NULL && err_len > 0) {
+        va_start(ap, fmt);
+        vsnprintf(err, err_len, fmt, ap);
+        va_end(ap);
+    }
+    return DPS_ERR_PROTO;
+}
+
+/* The fixed part of a post, checked the same way by encoder and decoder. */
+static int post_check(const dps_msg_post_t *f, char *err, size_t err_len)
+{
+    if (f->coll != DPS_COLL_ALLTOALL && f->coll != DPS_COLL_BCAST) {
+        return fail(err, err_len, "post: unknown collective %u", f->coll);
+    }
+    if (f->comm_size == 0 || f->comm_size > DPS_MAX_RANKS ||
+        f->comm_rank >= f->comm_size || f->root >= f->comm_size) {
+        return fail(err, err_len, "post: rank %u root %u of size %u",
+                    f->comm_rank, f->root, f->comm_size);
+    }
+    if (f->send_rkey_len > DPS_MAX_RKEY || f->recv_rkey_len > DPS_MAX_RKEY) {
+        return fail(err, err_len, "post: rkey too long");
+    }
+    if (f->nmembers != 0 && f->nmembers != f->comm_size) {
+        return fail(err, err_len, "post: %u members for size %u",
+                    f->nmembers, f->comm_size);
+    }
+    if (f->block_bytes == 0 || f->send_rkey_len == 0 ||
+        (f->coll == DPS_COLL_ALLTOALL && f->recv_rkey_len == 0)) {
+        return fail(err, err_len, "post: empty buffer or missing rkey");
+    }
+    return DPS_OK;
+}
+
 static void *msg_alloc(dps_msg_type_t type, size_t body, size_t *len)
 {
     dps_msg_hdr_t *h;
@@ -99,11 +136,10 @@ void *dps_msg_encode_post(dps_msg_type_t type, const dps_msg_post_t *fixed,
     char *m, *p;
 
     if ((type != DPS_MSG_POST && type != DPS_MSG_PEER_POST) ||
-        fixed->send_rkey_len > DPS_MAX_RKEY ||
-        fixed->recv_rkey_len > DPS_MAX_RKEY ||
-        (fixed->nmembers != 0 && fixed->nmembers != fixed->comm_size) ||
-        fixed->comm_size > DPS_MAX_RANKS ||
-        (fixed->nmembers != 0 && members == NULL)) {
+        post_check(fixed, NULL, 0) != DPS_OK ||
+        (fixed->nmembers != 0 && members == NULL) ||
+        (fixed->send_rkey_len != 0 && send_rkey == NULL) ||
+        (fixed->recv_rkey_len != 0 && recv_rkey == NULL)) {
         return NULL;
     }
     mlen = (size_t)fixed->nmembers * sizeof(uint32_t);
@@ -186,17 +222,6 @@ void *dps_msg_encode_job(const dps_msg_job_t *fixed,
     return m;
 }
 
-static int fail(char *err, size_t err_len, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (err != NULL && err_len > 0) {
-        va_start(ap, fmt);
-        vsnprintf(err, err_len, fmt, ap);
-        va_end(ap);
-    }
-    return DPS_ERR_PROTO;
-}
 
 /* Copy the fixed part of a body; the body must be exactly or at least n. */
 static int take_fixed(const char *body, size_t blen, void *out, size_t n,
@@ -281,24 +306,8 @@ static int decode_post(const char *body, size_t blen, dps_msg_t *msg,
     if (take_fixed(body, blen, f, sizeof(*f), 0)) {
         return fail(err, err_len, "post shorter than its fixed part");
     }
-    if (f->coll != DPS_COLL_ALLTOALL && f->coll != DPS_COLL_BCAST) {
-        return fail(err, err_len, "post: unknown collective %u", f->coll);
-    }
-    if (f->comm_size == 0 || f->comm_size > DPS_MAX_RANKS ||
-        f->comm_rank >= f->comm_size || f->root >= f->comm_size) {
-        return fail(err, err_len, "post: rank %u root %u of size %u",
-                    f->comm_rank, f->root, f->comm_size);
-    }
-    if (f->send_rkey_len > DPS_MAX_RKEY || f->recv_rkey_len > DPS_MAX_RKEY) {
-        return fail(err, err_len, "post: rkey too long");
-    }
-    if (f->nmembers != 0 && f->nmembers != f->comm_size) {
-        return fail(err, err_len, "post: %u members for size %u",
-                    f->nmembers, f->comm_size);
-    }
-    if (f->block_bytes == 0 || f->send_rkey_len == 0 ||
-        (f->coll == DPS_COLL_ALLTOALL && f->recv_rkey_len == 0)) {
-        return fail(err, err_len, "post: empty buffer or missing rkey");
+    if (post_check(f, err, err_len) != DPS_OK) {
+        return DPS_ERR_PROTO;
     }
     need = sizeof(*f) + (size_t)f->send_rkey_len + f->recv_rkey_len +
            (size_t)f->nmembers * sizeof(uint32_t);

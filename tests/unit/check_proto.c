@@ -1430,6 +1430,48 @@ END_TEST
 /* Encoders refuse out-of-range input                                 */
 /* ------------------------------------------------------------------ */
 
+/* The encoder refuses every post the decoder would refuse, so a bad
+ * post is caught where it is made, not by the agent. */
+START_TEST(enc_post_matches_decoder)
+{
+    uint8_t key[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    dps_msg_post_t f;
+    size_t len;
+    int i;
+
+    for (i = 0; i < 7; i++) {
+        f = post_fixed(DPS_COLL_ALLTOALL, 4, 3, 3, 0);
+        switch (i) {
+        case 0: f.coll = 99; break;
+        case 1: f.comm_size = 0; f.comm_rank = 0; f.root = 0; break;
+        case 2: f.comm_rank = 4; break;
+        case 3: f.root = 4; break;
+        case 4: f.block_bytes = 0; break;
+        case 5: f.send_rkey_len = 0; break;
+        case 6: f.recv_rkey_len = 0; break;
+        }
+        ck_assert_msg(dps_msg_encode_post(DPS_MSG_POST, &f, key, key, NULL,
+                                          &len) == NULL,
+                      "case %d encoded", i);
+    }
+    /* Non-zero rkey lengths with NULL rkeys. */
+    f = post_fixed(DPS_COLL_ALLTOALL, 4, 3, 3, 0);
+    ck_assert_ptr_null(dps_msg_encode_post(DPS_MSG_POST, &f, NULL, key, NULL,
+                                           &len));
+    ck_assert_ptr_null(dps_msg_encode_post(DPS_MSG_POST, &f, key, NULL, NULL,
+                                           &len));
+    /* A bcast needs no receive key. */
+    f = post_fixed(DPS_COLL_BCAST, 4, 3, 0, 0);
+    {
+        void *m = dps_msg_encode_post(DPS_MSG_POST, &f, key, NULL, NULL,
+                                      &len);
+
+        ck_assert_ptr_nonnull(m);
+        free(m);
+    }
+}
+END_TEST
+
 START_TEST(enc_post_null)
 {
     static const unsigned bad_types[] = {
@@ -1714,6 +1756,7 @@ static Suite *proto_suite(void)
 
     tc = tcase_create("encoders");
     tcase_add_test(tc, enc_post_null);
+    tcase_add_test(tc, enc_post_matches_decoder);
     tcase_add_test(tc, enc_job_null);
     tcase_add_test(tc, enc_job_too_big);
     suite_add_tcase(s, tc);
