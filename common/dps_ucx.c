@@ -346,7 +346,7 @@ static socklen_t kick_addr(int a, int b, struct sockaddr_un *sa)
     sa->sun_family = AF_UNIX;
     /* Abstract name: nothing in the file system to clean up. */
     n = snprintf(sa->sun_path + 1, sizeof(sa->sun_path) - 1,
-                 "dpushim-agent-%d.%d", a, b);
+                 "dpushim-%d.%d", a, b);
     return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
 }
 

@@ -78,13 +78,16 @@ double dps_now(void);
 
 
 /*
- * Wake-up channels of agents on the same host: abstract UNIX datagram
+ * Wake-up channels between processes of one host: abstract UNIX datagram
  * sockets. UCX's own wake-up (the worker event fd) can miss shared-memory
- * arrivals, so senders on the host also "kick" the agent after each
- * message. An agent is reachable by two names: (pid, -1) for its ranks,
- * which know its process id, and (job key, agent index) for the other
- * agents of the job. Returns the bound socket or -1.
+ * arrivals, so a sender also "kicks" a sleeping receiver after a message.
+ * Names: an agent is (pid, DPS_KICK_AGENT) for its ranks and (job key,
+ * agent index) for the other agents; a rank is (pid, DPS_KICK_RANK).
+ * Returns the bound socket or -1.
  */
+#define DPS_KICK_AGENT  (-1)
+#define DPS_KICK_RANK   (-2)
+
 int dps_kick_open(int a, int b);
 
 /* Send one kick to the socket named (a, b); errors are ignored (a remote

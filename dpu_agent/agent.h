@@ -88,7 +88,7 @@ typedef struct agent {
     uint32_t      *rank_agent;
     ucp_ep_h      *rank_ep;
     ucp_ep_h      *agent_ep;
-    uint8_t       *hello;         /* per rank: HELLO seen, READY owed */
+    uint32_t      *hello;         /* per rank: pid from HELLO, 0: none */
     int            ready;
     /* state */
     agent_comm_t  *comms;

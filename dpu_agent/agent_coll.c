@@ -293,6 +293,8 @@ static void check_done(agent_t *a, agent_inst_t *in, uint32_t r)
     ri->done = 1;
     msg = dps_msg_encode_complete(ri->op_token, in->error, &len);
     send_to_rank(a, in->comm->members[r], msg, len);
+    /* The rank may be asleep in MPI_Wait. */
+    dps_kick((int)a->hello[in->comm->members[r]], DPS_KICK_RANK);
     in->local_left--;
 }
 

@@ -35,6 +35,7 @@ static void usage(FILE *out)
 "  --parent-fd M  file descriptor whose end of file means the spawning\n"
 "                 rank is gone: the agent then exits at once\n"
 "  --help         this text\n"
+"  --config-markdown  print the DPUSHIM_* table as Markdown (for the README)\n"
 "\n"
 "Environment (shared with libdpushim.so):\n");
     dps_config_print(out, 0);
@@ -108,8 +109,7 @@ static int handle_job(agent_t *a, const dps_msg_t *msg)
 {
     const dps_msg_job_t *f = &msg->u.job.fixed;
     const uint8_t *p;
-    uint8_t *hello;
-    uint32_t i;
+    uint32_t *hello, i;
     int rc;
 
     if (a->have_job) {
@@ -118,13 +118,13 @@ static int handle_job(agent_t *a, const dps_msg_t *msg)
     }
     /* HELLOs that came first are kept in a table sized by the highest
      * rank seen (a->nranks until now). */
-    hello = calloc(f->nranks, 1);
+    hello = calloc(f->nranks, sizeof(*hello));
     if (hello == NULL) {
         return DPS_ERR_NOMEM;
     }
     if (a->hello != NULL) {
-        memcpy(hello, a->hello, a->nranks < f->nranks ? a->nranks
-                                                      : f->nranks);
+        memcpy(hello, a->hello, sizeof(*hello) *
+               (a->nranks < f->nranks ? a->nranks : f->nranks));
         free(a->hello);
     }
     a->hello = hello;
@@ -201,20 +201,18 @@ int agent_handle(agent_t *a, const dps_msg_t *msg)
             /* Remember it; READY goes out once the job is known. The
              * table is sized when job_info arrives; until then keep a
              * growable copy. */
-            uint32_t r = msg->u.hello.world_rank;
-            uint8_t *h = realloc(a->hello, (size_t)r + 1 > a->nranks ?
-                                 (size_t)r + 1 : a->nranks);
+            uint32_t r = msg->u.hello.world_rank, *h;
+            size_t n = (size_t)r + 1 > a->nranks ? (size_t)r + 1
+                                                 : a->nranks;
 
-            if (r >= DPS_MAX_RANKS || h == NULL) {
+            if (r >= DPS_MAX_RANKS ||
+                (h = realloc(a->hello, n * sizeof(*h))) == NULL) {
                 return DPS_ERR_PROTO;
             }
-            memset(h + a->nranks, 0,
-                   ((size_t)r + 1 > a->nranks ? r + 1 - a->nranks : 0));
+            memset(h + a->nranks, 0, (n - a->nranks) * sizeof(*h));
             a->hello = h;
-            if (r + 1 > a->nranks) {
-                a->nranks = r + 1;
-            }
-            a->hello[r] = 1;
+            a->nranks = (uint32_t)n;
+            a->hello[r] = msg->u.hello.pid ? msg->u.hello.pid : 1;
             return DPS_OK;
         }
         if (msg->u.hello.world_rank >= a->nranks ||
@@ -223,7 +221,8 @@ int agent_handle(agent_t *a, const dps_msg_t *msg)
                       msg->u.hello.world_rank);
             return DPS_ERR_PROTO;
         }
-        a->hello[msg->u.hello.world_rank] = 1;
+        a->hello[msg->u.hello.world_rank] =
+            msg->u.hello.pid ? msg->u.hello.pid : 1;
         if (a->ready) {
             send_ready(a, msg->u.hello.world_rank);
         }
@@ -406,6 +405,7 @@ int main(int argc, char **argv)
         {"addr-fd",   required_argument, NULL, 'a'},
         {"parent-fd", required_argument, NULL, 'p'},
         {"help",      no_argument,       NULL, 'h'},
+        {"config-markdown", no_argument, NULL, 'M'},
         {NULL, 0, NULL, 0}
     };
     extern char **environ;
@@ -429,6 +429,9 @@ int main(int argc, char **argv)
         case 'h':
             usage(stdout);
             return 0;
+        case 'M':
+            dps_config_print(stdout, 1);
+            return 0;
         default:
             usage(stderr);
             return 2;
@@ -451,7 +454,7 @@ int main(int argc, char **argv)
         dps_error("epoll_create1: %m");
         goto out;
     }
-    a.kick_fd[0] = dps_kick_open((int)getpid(), -1);
+    a.kick_fd[0] = dps_kick_open((int)getpid(), DPS_KICK_AGENT);
     if (dps_ucx_open(&a.ucx) != DPS_OK) {
         goto out;
     }

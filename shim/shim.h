@@ -42,6 +42,7 @@ typedef struct shim_state {
     pid_t          agent_pid;     /* local agent (all ranks of the node) */
     int            parent_fd;     /* leader: write end the agent watches */
     int            agent_dead;
+    int            kick_fd;       /* our wake-up socket, or -1 */
     dps_ucx_t      ucx;
     ucp_ep_h       agent_ep;
     int            keyval;        /* communicator attribute */
@@ -78,8 +79,12 @@ int shim_req_pending(const MPI_Request *req);
 /* Any offloaded op whose agent work is still running? */
 int shim_any_pending(void);
 
-/* Wait politely for something to happen (agent completion message). */
-void shim_idle(void);
+/* Wait politely for the agent's next message; only_ours: no MPI request
+ * of the caller needs PMPI progress meanwhile. */
+void shim_idle(int only_ours);
+
+/* Among n requests, is any unfinished one not ours (needs PMPI)? */
+int shim_need_pmpi(int n, const MPI_Request *reqs);
 
 /* Start an op: register buffers, send POST. Implemented in shim_op.c. */
 typedef struct shim_post {

@@ -31,6 +31,7 @@ extern char **environ;
 
 shim_state_t shim = {
     .parent_fd = -1,
+    .kick_fd = -1,
     .keyval = MPI_KEYVAL_INVALID,
     .lock = PTHREAD_MUTEX_INITIALIZER,
 };
@@ -397,6 +398,7 @@ static int connect_job(MPI_Comm vnode, const void *agent_addr,
                     (int)agent_addr_len : 0, MPI_BYTE, abuf, alen, adisp,
                     MPI_BYTE, MPI_COMM_WORLD);
 
+    shim.kick_fd = dps_kick_open((int)getpid(), DPS_KICK_RANK);
     rc = dps_ucx_ep_create(shim.ucx.worker, agent_addr, NULL, NULL,
                            &shim.agent_ep);
     ok = (rc == DPS_OK);
@@ -473,6 +475,10 @@ out:
 
 static void teardown_ucx(void)
 {
+    if (shim.kick_fd >= 0) {
+        close(shim.kick_fd);
+        shim.kick_fd = -1;
+    }
     if (shim.agent_ep != NULL) {
         dps_ucx_ep_close(shim.ucx.worker, shim.agent_ep, 100);
         shim.agent_ep = NULL;

@@ -11,10 +11,12 @@
 #include "../common/dps_proto.h"
 #include "../common/dps_status.h"
 
+#include <poll.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define SHIM_LIVENESS_PERIOD 0.1  /* s between agent liveness checks */
 
@@ -22,7 +24,7 @@ int shim_send_agent(void *msg, size_t len)
 {
     int rc = dps_ucx_send(shim.agent_ep, msg, len);
 
-    dps_kick((int)shim.agent_pid, -1);
+    dps_kick((int)shim.agent_pid, DPS_KICK_AGENT);
     return rc;
 }
 
@@ -321,10 +323,24 @@ int shim_any_pending(void)
     return shim.active && shim.live > 0;
 }
 
-void shim_idle(void)
+void shim_idle(int only_ours)
 {
-    /* The agent may share our core: let it run. */
-    sched_yield();
+    /* The agent usually shares our cores: sleep instead of spinning, so
+     * it runs at once. Only our requests pending: nothing but the agent's
+     * kick can finish them (the timeout is a backstop that also lets the
+     * liveness check run). Mixed with MPI's own requests: MPI needs
+     * PMPI_Test calls to progress them, so sleep only briefly. */
+    struct pollfd pfd = {shim.kick_fd, POLLIN, 0};
+
+    if (shim.kick_fd < 0) {
+        sched_yield();
+        return;
+    }
+    if (poll(&pfd, 1, only_ours ? 1 : 0) > 0) {
+        dps_kick_drain(shim.kick_fd);
+    } else if (!only_ours) {
+        usleep(50);
+    }
 }
 
 void shim_comm_freed(uint64_t comm_id)

@@ -25,6 +25,20 @@ static int any_pending(int n, const MPI_Request *reqs)
     return 0;
 }
 
+int shim_need_pmpi(int n, const MPI_Request *reqs)
+{
+    int i;
+
+    for (i = 0; i < n; i++) {
+        if (reqs[i] != MPI_REQUEST_NULL && !shim_req_pending(&reqs[i])) {
+            /* Not ours, or ours and done: PMPI_Test* must see it. A
+             * finished one of ours ends the wait at the next test. */
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* Let completions we already received reach MPI before a PMPI_Test*. */
 static void poll_agent(void)
 {
@@ -46,7 +60,7 @@ SHIM_API int MPI_Wait(MPI_Request *request, MPI_Status *status)
         if (rc != MPI_SUCCESS || flag) {
             return rc;
         }
-        shim_idle();
+        shim_idle(1);
     }
 }
 
@@ -64,7 +78,7 @@ SHIM_API int MPI_Waitall(int count, MPI_Request requests[],
         if (rc != MPI_SUCCESS || flag) {
             return rc;
         }
-        shim_idle();
+        shim_idle(!shim_need_pmpi(count, requests));
     }
 }
 
@@ -82,7 +96,7 @@ SHIM_API int MPI_Waitany(int count, MPI_Request requests[], int *index,
         if (rc != MPI_SUCCESS || flag) {
             return rc;
         }
-        shim_idle();
+        shim_idle(!shim_need_pmpi(count, requests));
     }
 }
 
@@ -102,7 +116,7 @@ SHIM_API int MPI_Waitsome(int incount, MPI_Request requests[],
         if (rc != MPI_SUCCESS || *outcount != 0) {
             return rc;
         }
-        shim_idle();
+        shim_idle(!shim_need_pmpi(incount, requests));
     }
 }
 

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# The demo: one 1 MiB MPI_Ialltoall and one 1 MiB MPI_Ibcast, overlapped
+# with computation the OSU way, on stock MPI and under the shim, for each
+# MPI given. Shows that the collectives were offloaded and what it bought.
+#
+# usage: scripts/demo.sh MPI...
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 2
+source scripts/lib.sh
+
+NP=${DPS_DEMO_NP:-2}
+SIZE=$((1 << 20))
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+
+row() { # file -> "pure overall overlap" of the single size
+    awk '!/^#/ && NF == 5 {printf "%9.1f %9.1f %7.1f%%", $2, $3, $5}' "$1"
+}
+
+for mpi in "$@"; do
+    echo
+    echo "== $mpi, $NP ranks, 1 MiB per rank pair, OSU overlap method (times in us)"
+    printf "%-10s %-6s %9s %9s %8s\n" collective mode pure overall overlap
+    for coll in ialltoall ibcast; do
+        for mode in stock shim; do
+            f="$out/$mpi-$coll-$mode"
+            if [ $mode = stock ]; then
+                dps_launch "$mpi" "$NP" 0 "" build/"$mpi"/tests/overlap \
+                    -c $coll -m $SIZE:$SIZE -i 200 >"$f" 2>&1
+            else
+                dps_launch "$mpi" "$NP" 1 "DPUSHIM_STATS=1" \
+                    build/"$mpi"/tests/overlap -c $coll -m $SIZE:$SIZE \
+                    -i 200 >"$f" 2>&1
+            fi || { echo "run failed:"; cat "$f"; exit 1; }
+            printf "%-10s %-6s %s\n" $coll $mode "$(row "$f")"
+        done
+        grep "^dpushim: $coll " "$out/$mpi-$coll-shim"
+    done
+done
+echo
+echo "pure = post + wait; overall = post + compute(pure) + wait;"
+echo "overlap = 100 - 100 * (overall - compute) / pure (OSU Micro-Benchmarks)."

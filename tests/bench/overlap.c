@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Overlap of MPI_Ialltoall / MPI_Ibcast with computation, measured the way
+ * the OSU Micro-Benchmarks (osu_ialltoall, osu_ibcast) do, so the numbers
+ * can be set beside OMB's:
+ *   pure comm  = post + wait, averaged over iterations;
+ *   overall    = post + busy compute for the pure-comm time + wait;
+ *   overlap %  = max(0, 100 - 100 * (overall - compute) / pure comm),
+ * with each time averaged over ranks. Run it with and without the shim.
+ */
+#include <mpi.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *coll = "ialltoall";
+static double sink; /* keeps the compute loop from being optimised away */
+
+static void usage(void)
+{
+    fprintf(stderr,
+        "usage: overlap [-c ialltoall|ibcast] [-m MIN:MAX] [-i ITERS]\n"
+        "               [-x WARMUP] [-t TESTS]\n"
+        "  -c  collective (default ialltoall)\n"
+        "  -m  message sizes in bytes, powers of two from MIN to MAX\n"
+        "      (default 1:4194304; Ialltoall: bytes per block)\n"
+        "  -i  timed iterations per size (default 100; a tenth above\n"
+        "      64 KiB, at least 10)\n"
+        "  -x  warm-up iterations per size (default 10)\n"
+        "  -t  MPI_Test calls spread over the compute phase (OMB -t)\n");
+}
+
+static void post(void *s, void *r, int n, int size, MPI_Request *req)
+{
+    if (coll[1] == 'a') {
+        MPI_Ialltoall(s, n, MPI_BYTE, r, n, MPI_BYTE, MPI_COMM_WORLD, req);
+    } else {
+        (void)size;
+        MPI_Ibcast(s, n, MPI_BYTE, 0, MPI_COMM_WORLD, req);
+    }
+}
+
+/* Busy computation for `secs` seconds, with `tests` MPI_Test calls. */
+static void compute(double secs, int tests, MPI_Request *req)
+{
+    double t0 = MPI_Wtime(), slice = secs / (tests + 1), x = sink;
+    int done = 0, k;
+
+    for (k = 0; k <= tests; k++) {
+        double end = t0 + slice * (k + 1);
+
+        while (MPI_Wtime() < end) {
+            int j;
+
+            for (j = 0; j < 64; j++) {
+                x = x * 1.0000001 + 0.5;
+            }
+        }
+        if (k < tests && !done) {
+            MPI_Test(req, &done, MPI_STATUS_IGNORE);
+        }
+    }
+    sink = x;
+}
+
+int main(int argc, char **argv)
+{
+    long min = 1, max = 4 << 20, n;
+    int iters0 = 100, warm = 10, tests = 0, rank, size, c;
+    char *s, *r;
+
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    while ((c = getopt(argc, argv, "c:m:i:x:t:h")) != -1) {
+        switch (c) {
+        case 'c': coll = optarg; break;
+        case 'm':
+            if (sscanf(optarg, "%ld:%ld", &min, &max) != 2) {
+                min = max = atol(optarg);
+            }
+            break;
+        case 'i': iters0 = atoi(optarg); break;
+        case 'x': warm = atoi(optarg); break;
+        case 't': tests = atoi(optarg); break;
+        default:
+            if (rank == 0) {
+                usage();
+            }
+            MPI_Finalize();
+            return c == 'h' ? 0 : 2;
+        }
+    }
+    if ((strcmp(coll, "ialltoall") && strcmp(coll, "ibcast")) || min < 1 ||
+        max < min || iters0 < 1 || warm < 0 || tests < 0) {
+        if (rank == 0) {
+            usage();
+        }
+        MPI_Finalize();
+        return 2;
+    }
+    s = malloc((size_t)max * size);
+    r = malloc((size_t)max * size);
+    if (s == NULL || r == NULL) {
+        fprintf(stderr, "overlap: out of memory\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    memset(s, rank + 1, (size_t)max * size);
+    memset(r, 0, (size_t)max * size);
+    if (rank == 0) {
+        printf("# %s, %d ranks, OMB method, times in us, MPI_Test calls "
+               "during compute: %d\n", coll, size, tests);
+        printf("# %10s %12s %12s %12s %9s\n", "size", "pure_comm",
+               "overall", "compute", "overlap%");
+    }
+    for (n = min; n <= max; n *= 2) {
+        int iters = n > 65536 ? (iters0 / 10 > 10 ? iters0 / 10 : 10)
+                              : iters0, i;
+        double t, pure = 0, overall = 0, comp = 0, v[3], sum[3];
+        MPI_Request req;
+
+        for (i = 0; i < warm + iters; i++) {
+            if (i == warm) {
+                MPI_Barrier(MPI_COMM_WORLD);
+                pure = 0;
+            }
+            t = MPI_Wtime();
+            post(s, r, (int)n, size, &req);
+            MPI_Wait(&req, MPI_STATUS_IGNORE);
+            pure += MPI_Wtime() - t;
+        }
+        pure /= iters;
+        for (i = 0; i < warm + iters; i++) {
+            double tc;
+
+            if (i == warm) {
+                MPI_Barrier(MPI_COMM_WORLD);
+                overall = comp = 0;
+            }
+            t = MPI_Wtime();
+            post(s, r, (int)n, size, &req);
+            tc = MPI_Wtime();
+            compute(pure, tests, &req);
+            comp += MPI_Wtime() - tc;
+            MPI_Wait(&req, MPI_STATUS_IGNORE);
+            overall += MPI_Wtime() - t;
+        }
+        v[0] = pure;
+        v[1] = overall / iters;
+        v[2] = comp / iters;
+        MPI_Reduce(v, sum, 3, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+        if (rank == 0) {
+            double p = sum[0] / size, o = sum[1] / size, k = sum[2] / size;
+            double ov = 100.0 - 100.0 * (o - k) / p;
+
+            printf("  %10ld %12.2f %12.2f %12.2f %9.1f\n", n, p * 1e6,
+                   o * 1e6, k * 1e6, ov < 0 ? 0 : ov);
+            fflush(stdout);
+        }
+    }
+    free(s);
+    free(r);
+    MPI_Finalize();
+    return 0;
+}
