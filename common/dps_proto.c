@@ -12,7 +12,7 @@ const char *dps_msg_type_str(unsigned type)
 {
     static const char *names[] = {
         "?", "hello", "job_info", "ready", "post", "complete", "comm_free",
-        "peer_post", "read_done", "shutdown"
+        "peer_post", "read_done", "shutdown", "procs"
     };
 
     return (type < DPS_MSG_TYPE_MAX) ? names[type] : "?";
@@ -126,6 +126,26 @@ void *dps_msg_encode_read_done(uint64_t comm_id, uint32_t seq,
 void *dps_msg_encode_shutdown(size_t *len)
 {
     return msg_alloc(DPS_MSG_SHUTDOWN, 0, len);
+}
+
+void *dps_msg_encode_procs(uint32_t nranks, const uint32_t *pid,
+                           const uint32_t *node, size_t *len)
+{
+    dps_msg_procs_t f = {nranks, 0};
+    size_t tab = sizeof(uint32_t) * (size_t)nranks;
+    char *m;
+
+    if (nranks == 0 || nranks > DPS_MAX_RANKS || pid == NULL ||
+        node == NULL) {
+        return NULL;
+    }
+    m = msg_alloc(DPS_MSG_PROCS, sizeof(f) + 2 * tab, len);
+    if (m != NULL) {
+        memcpy(m + sizeof(dps_msg_hdr_t), &f, sizeof(f));
+        memcpy(m + sizeof(dps_msg_hdr_t) + sizeof(f), pid, tab);
+        memcpy(m + sizeof(dps_msg_hdr_t) + sizeof(f) + tab, node, tab);
+    }
+    return m;
 }
 
 void *dps_msg_encode_post(dps_msg_type_t type, const dps_msg_post_t *fixed,
@@ -381,6 +401,19 @@ int dps_msg_decode(const void *buf, size_t len, dps_msg_t *msg,
         break;
     case DPS_MSG_JOB_INFO:
         return decode_job(body, blen, msg, err, err_len);
+    case DPS_MSG_PROCS:
+        if (take_fixed(body, blen, &msg->u.procs.fixed,
+                       sizeof(dps_msg_procs_t), 0) ||
+            msg->u.procs.fixed.nranks == 0 ||
+            msg->u.procs.fixed.nranks > DPS_MAX_RANKS ||
+            blen != sizeof(dps_msg_procs_t) +
+                    8 * (size_t)msg->u.procs.fixed.nranks) {
+            return fail(err, err_len, "procs message of %zu bytes is "
+                        "inconsistent", blen);
+        }
+        msg->u.procs.pid = (const uint32_t *)(body + sizeof(dps_msg_procs_t));
+        msg->u.procs.node = msg->u.procs.pid + msg->u.procs.fixed.nranks;
+        return DPS_OK;
     case DPS_MSG_POST:
     case DPS_MSG_PEER_POST:
         return decode_post(body, blen, msg, err, err_len);

@@ -30,6 +30,7 @@ typedef enum {
     DPS_MSG_PEER_POST,   /* agent -> agent: a rank of yours posted */
     DPS_MSG_READ_DONE,   /* agent -> agent: all blocks of a source read */
     DPS_MSG_SHUTDOWN,    /* vnode leader -> its agent: job ends */
+    DPS_MSG_PROCS,       /* vnode leader -> its agent: pid, node of ranks */
     DPS_MSG_TYPE_MAX
 } dps_msg_type_t;
 
@@ -65,6 +66,17 @@ typedef struct dps_msg_job {
     uint32_t job_key;    /* names the agents' wake-up sockets (dps_kick) */
 } dps_msg_job_t;
 _Static_assert(sizeof(dps_msg_job_t) == 16, "job layout");
+
+/*
+ * PROCS body: this fixed part, then uint32_t pid[nranks] and uint32_t
+ * node[nranks]. Ranks with the agent's node id share its memory system:
+ * the agent copies their data itself (CMA), without UCX.
+ */
+typedef struct dps_msg_procs {
+    uint32_t nranks;
+    uint32_t pad;
+} dps_msg_procs_t;
+_Static_assert(sizeof(dps_msg_procs_t) == 8, "procs layout");
 
 typedef struct dps_msg_ready {
     int32_t  status;     /* dps_status_t of the agent's set-up */
@@ -137,6 +149,11 @@ typedef struct dps_msg {
             const uint8_t  *agent_addrs;  /* back to back */
         } job;
         struct {
+            dps_msg_procs_t fixed;
+            const uint32_t *pid;
+            const uint32_t *node;
+        } procs;
+        struct {
             dps_msg_post_t  fixed;
             const uint8_t  *send_rkey;
             const uint8_t  *recv_rkey;
@@ -166,6 +183,8 @@ void *dps_msg_encode_comm_free(uint64_t comm_id, uint32_t world_rank,
 void *dps_msg_encode_read_done(uint64_t comm_id, uint32_t seq,
                                uint32_t src_comm_rank, size_t *len);
 void *dps_msg_encode_shutdown(size_t *len);
+void *dps_msg_encode_procs(uint32_t nranks, const uint32_t *pid,
+                           const uint32_t *node, size_t *len);
 /* type is DPS_MSG_POST or DPS_MSG_PEER_POST; members may be NULL. */
 void *dps_msg_encode_post(dps_msg_type_t type, const dps_msg_post_t *fixed,
                           const void *send_rkey, const void *recv_rkey,

@@ -86,6 +86,11 @@ typedef struct agent {
     int            have_job;
     uint32_t       nranks, nagents, self;
     uint32_t      *rank_agent;
+    uint32_t      *rank_pid;      /* from PROCS */
+    uint32_t      *rank_node;     /* from PROCS */
+    uint32_t       procs_n;       /* entries in the two tables above */
+    uint32_t       my_node;
+    int            have_procs;
     ucp_ep_h      *rank_ep;
     ucp_ep_h      *agent_ep;
     uint32_t      *hello;         /* per rank: pid from HELLO, 0: none */
@@ -99,6 +104,12 @@ typedef struct agent {
     ucp_mem_h      staging_memh;
     unsigned       inflight;      /* slots busy + flushes pending */
 } agent_t;
+
+/* Does the rank share this agent's memory system (copies use CMA)? */
+static inline int agent_rank_cma(const agent_t *a, uint32_t world)
+{
+    return a->rank_node[world] == a->my_node;
+}
 
 /* Send a message (ownership taken) to another agent and wake it up. */
 int agent_send_agent(agent_t *a, uint32_t idx, void *msg, size_t len);

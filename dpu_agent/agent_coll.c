@@ -11,12 +11,15 @@
  * when its incoming blocks are written and flushed, and every agent that
  * reads its outgoing blocks has said it is done reading.
  */
+#define _GNU_SOURCE
 #include "agent.h"
 #include "../common/dps_log.h"
 #include "../common/dps_status.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 
 typedef struct agent_flush {
     struct agent_flush *next;
@@ -338,7 +341,8 @@ static int unpack_rkey(agent_t *a, uint32_t world, const void *buf,
 {
     ucs_status_t st;
 
-    if (len == 0) {
+    if (len == 0 || agent_rank_cma(a, world)) {
+        /* Same node: copied with CMA, the key is not needed. */
         *rkey = NULL;
         return DPS_OK;
     }
@@ -564,6 +568,43 @@ static void flush_cb(void *request, ucs_status_t status, void *user_data)
     ucp_request_free(request);
 }
 
+/*
+ * Same-node rank: process_vm_readv/writev copy between its memory and the
+ * staging slot at once, truly one-sided (UCX 1.13 has no one-sided RMA
+ * over CMA: ucp_get/put on such memory is emulated with messages that the
+ * target rank must progress, which is exactly what offload must avoid).
+ */
+static void cma_copy(agent_t *a, agent_slot_t *s, uint32_t world)
+{
+    agent_move_t *m = s->move;
+    uint64_t raddr = (s->state == 1 ? m->src_addr : m->dst_addr) + s->off;
+    size_t done = 0;
+
+    while (done < s->len) {
+        struct iovec l = {s->buf + done, s->len - done};
+        struct iovec r = {(void *)(uintptr_t)(raddr + done), s->len - done};
+        ssize_t n = (s->state == 1)
+            ? process_vm_readv((pid_t)a->rank_pid[world], &l, 1, &r, 1, 0)
+            : process_vm_writev((pid_t)a->rank_pid[world], &l, 1, &r, 1, 0);
+
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            dps_error("%s %zu bytes at %#llx of rank %u (pid %u): %s",
+                      s->state == 1 ? "reading" : "writing", s->len - done,
+                      (unsigned long long)(raddr + done), world,
+                      a->rank_pid[world], n < 0 ? strerror(errno) : "eof");
+            s->status = UCS_ERR_IO_ERROR;
+            s->completed = 1;
+            return;
+        }
+        done += (size_t)n;
+    }
+    s->status = UCS_OK;
+    s->completed = 1;
+}
+
 static void slot_start(agent_t *a, agent_slot_t *s)
 {
     agent_move_t *m = s->move;
@@ -577,6 +618,14 @@ static void slot_start(agent_t *a, agent_slot_t *s)
     rp.cb.send = slot_cb;
     rp.user_data = s;
     s->completed = 0;
+    {
+        uint32_t w = in->comm->members[s->state == 1 ? m->src : m->dst];
+
+        if (agent_rank_cma(a, w)) {
+            cma_copy(a, s, w);
+            return;
+        }
+    }
     if (s->state == 1) {
         req = ucp_get_nbx(a->rank_ep[in->comm->members[m->src]], s->buf,
                           s->len, m->src_addr + s->off,
@@ -599,10 +648,17 @@ static void slot_start(agent_t *a, agent_slot_t *s)
 
 static void flush_rank(agent_t *a, agent_inst_t *in, uint32_t r)
 {
-    agent_flush_t *f = calloc(1, sizeof(*f));
+    agent_flush_t *f;
     ucp_request_param_t rp;
     ucs_status_ptr_t req;
 
+    if (agent_rank_cma(a, in->comm->members[r])) {
+        /* process_vm_writev has returned: the data is in place. */
+        in->ri[r].landed = 1;
+        check_done(a, in, r);
+        return;
+    }
+    f = calloc(1, sizeof(*f));
     if (f == NULL) {
         in->ri[r].landed = 1; /* best effort: UCX completion is local */
         check_done(a, in, r);
@@ -650,11 +706,12 @@ static int slot_advance(agent_t *a, agent_slot_t *s)
     }
     m->written += s->len;
     if (m->written == m->len) {
+        in->moves_live--;
         if (--in->ri[m->dst].in_left == 0) {
             flush_rank(a, in, m->dst);
         }
-        in->moves_live--;
         free(m);
+        maybe_destroy(a, in); /* in may be gone from here on */
     }
     s->state = 0;
     s->move = NULL;

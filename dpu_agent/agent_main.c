@@ -105,6 +105,45 @@ static void send_ready(agent_t *a, uint32_t rank)
     }
 }
 
+/* Once the job layout and the process table are both known (they may
+ * arrive in either order), finish wire-up and tell the ranks. */
+static int try_ready(agent_t *a)
+{
+    uint32_t i;
+    int rc;
+
+    if (!a->have_job || !a->have_procs || a->ready) {
+        return DPS_OK;
+    }
+    if (a->procs_n != a->nranks) {
+        dps_error("process table of %u ranks for a job of %u", a->procs_n,
+                  a->nranks);
+        return DPS_ERR_PROTO;
+    }
+    for (i = 0; i < a->nranks; i++) {
+        if (a->rank_agent[i] == a->self) {
+            a->my_node = a->rank_node[i];
+            break;
+        }
+    }
+    /* Finish wire-up with everyone now, while the ranks are still inside
+     * MPI_Init and progressing, not at the first collective. */
+    rc = dps_ucx_wait(a->ucx.worker, ucp_worker_flush_nbx(a->ucx.worker,
+                      &(ucp_request_param_t){0}), 60000);
+    if (rc != DPS_OK) {
+        dps_error("connecting to the ranks and agents: %s",
+                  dps_status_str(rc));
+        return rc;
+    }
+    a->ready = 1;
+    for (i = 0; i < a->nranks; i++) {
+        if (a->hello[i]) {
+            send_ready(a, i);
+        }
+    }
+    return DPS_OK;
+}
+
 static int handle_job(agent_t *a, const dps_msg_t *msg)
 {
     const dps_msg_job_t *f = &msg->u.job.fixed;
@@ -173,22 +212,29 @@ static int handle_job(agent_t *a, const dps_msg_t *msg)
         dps_log_set_who(who);
     }
     dps_info("job of %u ranks, %u agents", a->nranks, a->nagents);
-    /* Finish wire-up with everyone now, while the ranks are still inside
-     * MPI_Init and progressing, not at the first collective. */
-    rc = dps_ucx_wait(a->ucx.worker, ucp_worker_flush_nbx(a->ucx.worker,
-                      &(ucp_request_param_t){0}), 60000);
-    if (rc != DPS_OK) {
-        dps_error("connecting to the ranks and agents: %s",
-                  dps_status_str(rc));
-        return rc;
+    return try_ready(a);
+}
+
+static int handle_procs(agent_t *a, const dps_msg_t *msg)
+{
+    uint32_t i, n = msg->u.procs.fixed.nranks;
+
+    if (a->have_procs) {
+        dps_error("second procs message ignored");
+        return DPS_ERR_PROTO;
     }
-    a->ready = 1;
-    for (i = 0; i < a->nranks; i++) {
-        if (a->hello[i]) {
-            send_ready(a, i);
-        }
+    a->rank_pid = malloc(sizeof(uint32_t) * n);
+    a->rank_node = malloc(sizeof(uint32_t) * n);
+    if (a->rank_pid == NULL || a->rank_node == NULL) {
+        return DPS_ERR_NOMEM;
     }
-    return DPS_OK;
+    for (i = 0; i < n; i++) {
+        a->rank_pid[i] = dps_msg_u32(msg->u.procs.pid, i);
+        a->rank_node[i] = dps_msg_u32(msg->u.procs.node, i);
+    }
+    a->procs_n = n;
+    a->have_procs = 1;
+    return try_ready(a);
 }
 
 int agent_handle(agent_t *a, const dps_msg_t *msg)
@@ -196,6 +242,8 @@ int agent_handle(agent_t *a, const dps_msg_t *msg)
     switch (msg->type) {
     case DPS_MSG_JOB_INFO:
         return handle_job(a, msg);
+    case DPS_MSG_PROCS:
+        return handle_procs(a, msg);
     case DPS_MSG_HELLO:
         if (!a->have_job) {
             /* Remember it; READY goes out once the job is known. The
@@ -270,7 +318,9 @@ static int drain_inbox(agent_t *a, dps_inmsg_t **deferred)
             *deferred = m;
             continue;
         }
-        if (rc == DPS_ERR_NOMEM || (msg.type == DPS_MSG_JOB_INFO && rc)) {
+        if (rc == DPS_ERR_NOMEM ||
+            ((msg.type == DPS_MSG_JOB_INFO || msg.type == DPS_MSG_PROCS) &&
+             rc)) {
             dps_error("cannot serve the job: %s", dps_status_str(rc));
             a->quit = 1;
         }
@@ -486,6 +536,8 @@ out:
         close(a.epfd);
     }
     free(a.rank_agent);
+    free(a.rank_pid);
+    free(a.rank_node);
     free(a.rank_ep);
     free(a.agent_ep);
     free(a.hello);

@@ -205,7 +205,7 @@ no_agents_left() {
     echo "dpu_agent processes: ${left:-none}" >"$log"
     report "no dpu_agent process left after the suite" \
         "$([ -z "$left" ] && echo 1 || echo 0)" "$log"
-    [ -z "$left" ] || kill -9 $left
+    [ -z "$left" ] || kill -9 $left  # this suite failed anyway
 }
 
 if [ -n "$(dps_agents_left)" ]; then

@@ -19,6 +19,35 @@ enum { SHIM_COLL_IALLTOALL, SHIM_COLL_IBCAST, SHIM_NCOLL };
 enum { SHIM_STAT_OFFLOADED, SHIM_STAT_FALLBACK, SHIM_STAT_BYTES,
        SHIM_NSTAT };
 
+struct shim_op;
+
+/* What the shim knows of a communicator it offloaded on (an attribute). */
+typedef struct shim_comm {
+    uint64_t        id;           /* job-wide, agreed by all members */
+    int             id_known;
+    uint64_t        id_buf;       /* PMPI_Ibcast buffer for the id */
+    MPI_Request     id_req;       /* that Ibcast, while agreeing */
+    uint32_t        seq;          /* offloaded collectives so far */
+    int             rank, size;
+    uint32_t       *members;      /* world rank of each rank */
+    int             agent_knows;  /* members sent to our agent */
+    int             freed;        /* MPI freed it while agreeing */
+    struct shim_op *wait_head, *wait_tail; /* posts waiting for the id */
+    struct shim_comm *next_agreeing;
+} shim_comm_t;
+
+/* Parameters of one collective, as handed to the agent. */
+typedef struct shim_post {
+    int         coll;          /* dps_coll_t */
+    uint32_t    seq;
+    int         root;
+    uint64_t    block_bytes;   /* per block (alltoall) or message */
+    const void *send;          /* alltoall send / bcast buffer */
+    size_t      send_len;
+    void       *recv;          /* alltoall receive buffer, else NULL */
+    size_t      recv_len;
+} shim_post_t;
+
 /* One offloaded collective as seen by its rank. */
 typedef struct shim_op {
     uint64_t       token;      /* echoed by the agent in COMPLETE */
@@ -31,6 +60,12 @@ typedef struct shim_op {
     UT_hash_handle hh_token;
     UT_hash_handle hh_req;     /* keyed on the bytes of req */
     struct shim_op *next_done;
+    /* until the POST is sent: */
+    shim_comm_t   *comm;
+    shim_post_t    post;
+    void          *rkey[2];    /* packed keys (UCX buffers) */
+    size_t         rkey_len[2];
+    struct shim_op *next_wait;
 } shim_op_t;
 
 typedef struct shim_state {
@@ -51,6 +86,7 @@ typedef struct shim_state {
     uint64_t       next_token;
     shim_op_t     *by_token, *by_req;
     unsigned       live;          /* ops not yet done by the agent */
+    shim_comm_t   *agreeing;      /* communicators agreeing on an id */
     shim_op_t     *done_list;     /* completed, MPI not told yet */
     pthread_mutex_t lock;
     double         last_liveness; /* time of the last agent check */
@@ -86,24 +122,18 @@ void shim_idle(int only_ours);
 /* Among n requests, is any unfinished one not ours (needs PMPI)? */
 int shim_need_pmpi(int n, const MPI_Request *reqs);
 
-/* Start an op: register buffers, send POST. Implemented in shim_op.c. */
-typedef struct shim_post {
-    int         coll;          /* dps_coll_t */
-    uint64_t    comm_id;
-    uint32_t    seq;
-    int         comm_rank, comm_size, root;
-    uint64_t    block_bytes;   /* per block (alltoall) or message */
-    const void *send;          /* alltoall send / bcast buffer */
-    size_t      send_len;
-    void       *recv;          /* alltoall receive buffer, else NULL */
-    size_t      recv_len;
-    const uint32_t *members;   /* world ranks, or NULL if agent knows */
-} shim_post_t;
-
-/* Returns MPI_SUCCESS and a generalized request, or an MPI error code
- * when the op could not be handed to the agent (nothing was posted). */
-int shim_op_start(const shim_post_t *p, void *in_place_tmp,
+/*
+ * Start an op on communicator c: register the buffers, create the
+ * generalized request, and send the POST now or, while c's id is being
+ * agreed, as soon as it is known. Takes ownership of in_place_tmp.
+ * Returns MPI_SUCCESS and *req, or an MPI error code when nothing could be
+ * started (the caller must not fall back then: others may have posted).
+ */
+int shim_op_start(shim_comm_t *c, const shim_post_t *p, void *in_place_tmp,
                   MPI_Request *req);
+
+/* Progress communicator id agreements; post what waited for them. */
+void shim_comm_progress(void);
 
 /* Send a message (ownership taken) to our agent and wake it up. */
 int shim_send_agent(void *msg, size_t len);

@@ -13,13 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct shim_comm {
-    uint64_t  id;
-    uint32_t  seq;          /* offloaded collectives so far */
-    int       rank, size;
-    uint32_t *members;      /* world rank of each rank */
-    int       agent_knows;  /* members sent to our agent */
-} shim_comm_t;
+#define SHIM_WORLD_ID 1 /* ids made by ranks are >= 2^32 */
 
 /* Attribute destructor: MPI_Comm_free (or MPI_Finalize for SELF). */
 int shim_comm_delete(MPI_Comm comm, int keyval, void *attr, void *extra)
@@ -29,6 +23,12 @@ int shim_comm_delete(MPI_Comm comm, int keyval, void *attr, void *extra)
     (void)comm;
     (void)keyval;
     (void)extra;
+    if (!c->id_known) {
+        /* Still agreeing (MPI lets a communicator be freed with
+         * operations pending): shim_comm_progress frees it later. */
+        c->freed = 1;
+        return MPI_SUCCESS;
+    }
     if (c->agent_knows) {
         shim_comm_freed(c->id);
     }
@@ -37,12 +37,19 @@ int shim_comm_delete(MPI_Comm comm, int keyval, void *attr, void *extra)
     return MPI_SUCCESS;
 }
 
-/* Per-communicator state, created (collectively) at first offload. */
+/*
+ * Per-communicator state, created at the first offload on it. Purely
+ * local: the id that all members must agree on is MPI_COMM_WORLD's fixed
+ * one, or rank 0's proposal spread by a nonblocking PMPI_Ibcast. A
+ * blocking collective here would make MPI_Ialltoall non-local and can
+ * deadlock (a rank blocked in it while its peer waits in MPI_Recv). Posts
+ * on the communicator wait in order until the id is known.
+ */
 static shim_comm_t *comm_state(MPI_Comm comm)
 {
     MPI_Group group, world;
     shim_comm_t *c;
-    int flag = 0, *in = NULL, *out = NULL, i, ok;
+    int flag = 0, *in, *out, i, same = MPI_UNEQUAL;
     void *val;
 
     PMPI_Comm_get_attr(comm, shim.keyval, &val, &flag);
@@ -50,33 +57,16 @@ static shim_comm_t *comm_state(MPI_Comm comm)
         return val;
     }
     c = calloc(1, sizeof(*c));
-    PMPI_Comm_rank(comm, &i);
-    if (c != NULL) {
-        c->rank = i;
-        PMPI_Comm_size(comm, &c->size);
-        c->members = malloc(sizeof(uint32_t) * (size_t)c->size);
-        in = malloc(sizeof(int) * (size_t)c->size);
-        out = malloc(sizeof(int) * (size_t)c->size);
+    if (c == NULL) {
+        return NULL;
     }
-    ok = (c != NULL && c->members != NULL && in != NULL && out != NULL);
-    /* Rank 0 names the communicator; the id is unique job-wide. */
-    if (c != NULL && c->rank == 0) {
-        c->id = ((uint64_t)(shim.world_rank + 1) << 32) | ++shim.next_comm;
-    }
-    {
-        uint64_t buf[2] = {c ? c->id : 0, (uint64_t)ok};
-
-        /* One collective that also agrees on success everywhere. */
-        PMPI_Bcast(buf, 2, MPI_UINT64_T, 0, comm);
-        if (c != NULL) {
-            c->id = buf[0];
-        }
-        PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm);
-    }
-    if (!ok) {
-        if (c != NULL) {
-            free(c->members);
-        }
+    PMPI_Comm_rank(comm, &c->rank);
+    PMPI_Comm_size(comm, &c->size);
+    c->members = malloc(sizeof(uint32_t) * (size_t)c->size);
+    in = malloc(sizeof(int) * (size_t)c->size);
+    out = malloc(sizeof(int) * (size_t)c->size);
+    if (c->members == NULL || in == NULL || out == NULL) {
+        free(c->members);
         free(c);
         free(in);
         free(out);
@@ -95,6 +85,19 @@ static shim_comm_t *comm_state(MPI_Comm comm)
     PMPI_Group_free(&world);
     free(in);
     free(out);
+    PMPI_Comm_compare(comm, MPI_COMM_WORLD, &same);
+    if (same == MPI_IDENT) {
+        c->id = SHIM_WORLD_ID;
+        c->id_known = 1;
+    } else {
+        if (c->rank == 0) {
+            c->id_buf = ((uint64_t)(shim.world_rank + 1) << 32) |
+                        ++shim.next_comm;
+        }
+        PMPI_Ibcast(&c->id_buf, 1, MPI_UINT64_T, 0, comm, &c->id_req);
+        c->next_agreeing = shim.agreeing;
+        shim.agreeing = c;
+    }
     PMPI_Comm_set_attr(comm, shim.keyval, c);
     return c;
 }
@@ -166,17 +169,13 @@ SHIM_API int MPI_Ialltoall(const void *sendbuf, int sendcount,
     c = comm_state(comm);
     shim_in_call--;
     if (c == NULL) {
-        count(SHIM_COLL_IALLTOALL, SHIM_STAT_FALLBACK, 1);
-        return PMPI_Ialltoall(sendbuf, sendcount, sendtype, recvbuf,
-                              recvcount, recvtype, comm, request);
+        /* Other ranks may have offloaded: falling back could hang. */
+        return MPI_ERR_NO_MEM;
     }
     size = c->size;
     memset(&p, 0, sizeof(p));
     p.coll = DPS_COLL_ALLTOALL;
-    p.comm_id = c->id;
     p.seq = c->seq++;
-    p.comm_rank = c->rank;
-    p.comm_size = size;
     p.block_bytes = rbytes;
     p.recv = (char *)recvbuf + roff;
     p.recv_len = rbytes * (size_t)size;
@@ -193,12 +192,10 @@ SHIM_API int MPI_Ialltoall(const void *sendbuf, int sendcount,
         p.send = (const char *)sendbuf + soff;
     }
     p.send_len = p.recv_len;
-    p.members = c->agent_knows ? NULL : c->members;
     shim_in_call++;
-    rc = shim_op_start(&p, tmp, request);
+    rc = shim_op_start(c, &p, tmp, request);
     shim_in_call--;
     if (rc == MPI_SUCCESS) {
-        c->agent_knows = 1;
         count(SHIM_COLL_IALLTOALL, SHIM_STAT_OFFLOADED, 1);
         count(SHIM_COLL_IALLTOALL, SHIM_STAT_BYTES, p.send_len);
     }
@@ -227,26 +224,25 @@ SHIM_API int MPI_Ibcast(void *buffer, int count_, MPI_Datatype datatype,
     shim_in_call++;
     c = comm_state(comm);
     shim_in_call--;
-    if (c == NULL || root < 0 || root >= c->size) {
+    if (c == NULL) {
+        return MPI_ERR_NO_MEM;
+    }
+    if (root < 0 || root >= c->size) {
+        /* Erroneous everywhere alike: let MPI report it. */
         count(SHIM_COLL_IBCAST, SHIM_STAT_FALLBACK, 1);
         return PMPI_Ibcast(buffer, count_, datatype, root, comm, request);
     }
     memset(&p, 0, sizeof(p));
     p.coll = DPS_COLL_BCAST;
-    p.comm_id = c->id;
     p.seq = c->seq++;
-    p.comm_rank = c->rank;
-    p.comm_size = c->size;
     p.root = root;
     p.block_bytes = bytes;
     p.send = (char *)buffer + off;
     p.send_len = bytes;
-    p.members = c->agent_knows ? NULL : c->members;
     shim_in_call++;
-    rc = shim_op_start(&p, NULL, request);
+    rc = shim_op_start(c, &p, NULL, request);
     shim_in_call--;
     if (rc == MPI_SUCCESS) {
-        c->agent_knows = 1;
         count(SHIM_COLL_IBCAST, SHIM_STAT_OFFLOADED, 1);
         count(SHIM_COLL_IBCAST, SHIM_STAT_BYTES, bytes);
     }

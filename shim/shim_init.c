@@ -38,6 +38,7 @@ shim_state_t shim = {
 __thread int shim_in_call;
 
 #define SHIM_CONNECT_TIMEOUT_MS 60000
+#define SHIM_FINALIZE_DRAIN_SEC 30
 
 int shim_comm_delete(MPI_Comm comm, int keyval, void *attr, void *extra);
 
@@ -325,12 +326,12 @@ static void send_hello_wait_ready(int *ok)
 
 /* Exchange addresses and bring every agent up; returns 1 on success. */
 static int connect_job(MPI_Comm vnode, const void *agent_addr,
-                       uint32_t agent_addr_len)
+                       uint32_t agent_addr_len, int node_id)
 {
     int nr = shim.world_size, ok = 1, rc, i, my_agent = 0, job_key;
     ucp_worker_attr_t wattr;
     int *alen = NULL, *adisp = NULL, *rlen = NULL, *rdisp = NULL;
-    int *leader = NULL, *ragent = NULL;
+    int *leader = NULL, *ragent = NULL, *rpid = NULL, *rnode = NULL;
     char *rbuf = NULL, *abuf = NULL;
     MPI_Request br;
 
@@ -353,7 +354,10 @@ static int connect_job(MPI_Comm vnode, const void *agent_addr,
     rdisp = calloc(nr, sizeof(int));
     leader = calloc(nr, sizeof(int));
     ragent = calloc(nr, sizeof(int));
-    if (!alen || !adisp || !rlen || !rdisp || !leader || !ragent) {
+    rpid = calloc(nr, sizeof(int));
+    rnode = calloc(nr, sizeof(int));
+    if (!alen || !adisp || !rlen || !rdisp || !leader || !ragent || !rpid ||
+        !rnode) {
         ok = 0;
     }
     if (!agree(ok)) {
@@ -368,6 +372,10 @@ static int connect_job(MPI_Comm vnode, const void *agent_addr,
     PMPI_Bcast(&my_agent, 1, MPI_INT, 0, vnode);
     PMPI_Allgather(&my_agent, 1, MPI_INT, ragent, 1, MPI_INT,
                    MPI_COMM_WORLD);
+    /* Process ids and nodes: agents copy same-node data with CMA. */
+    i = (int)getpid();
+    PMPI_Allgather(&i, 1, MPI_INT, rpid, 1, MPI_INT, MPI_COMM_WORLD);
+    PMPI_Allgather(&node_id, 1, MPI_INT, rnode, 1, MPI_INT, MPI_COMM_WORLD);
     /* Agents name their wake-up sockets after agent 0's pid. */
     job_key = (int)shim.agent_pid;
     PMPI_Bcast(&job_key, 1, MPI_INT, 0, MPI_COMM_WORLD);
@@ -434,6 +442,13 @@ static int connect_job(MPI_Comm vnode, const void *agent_addr,
             dps_error("cannot send the job layout to the agent");
             ok = 0;
         }
+        msg = (ok && ra != NULL) ?
+              dps_msg_encode_procs((uint32_t)nr, (uint32_t *)rpid,
+                                   (uint32_t *)rnode, &len) : NULL;
+        if (ok && (msg == NULL || shim_send_agent(msg, len) != DPS_OK)) {
+            dps_error("cannot send the process table to the agent");
+            ok = 0;
+        }
         free(rp);
         free(apt);
         free(rl);
@@ -468,6 +483,8 @@ out:
     free(rdisp);
     free(leader);
     free(ragent);
+    free(rpid);
+    free(rnode);
     free(rbuf);
     free(abuf);
     return ok;
@@ -483,7 +500,12 @@ static void teardown_ucx(void)
         dps_ucx_ep_close(shim.ucx.worker, shim.agent_ep, 100);
         shim.agent_ep = NULL;
     }
-    if (shim.ucx.worker != NULL) {
+    if (shim.ucx.worker != NULL && shim.live > 0) {
+        /* Registrations still in use: destroying the context would
+         * abort in UCX. The process is ending; leave it to exit. */
+        dps_warn("leaving UCX context open: %u operations never ended",
+                 shim.live);
+    } else if (shim.ucx.worker != NULL) {
         dps_ucx_close(&shim.ucx);
     }
 }
@@ -491,7 +513,7 @@ static void teardown_ucx(void)
 void shim_init(void)
 {
     char msgs[4096], who[32], *line, *save = NULL;
-    int nbad, ok, node_rank = 0, node_size = 0, vrank = 0, rpd;
+    int nbad, ok, node_rank = 0, node_size = 0, vrank = 0, rpd, node_id;
     MPI_Comm node = MPI_COMM_NULL, vnode = MPI_COMM_NULL;
     void *addr = NULL;
     size_t addr_len = 0;
@@ -538,6 +560,8 @@ void shim_init(void)
                          shim.world_rank, MPI_INFO_NULL, &node);
     PMPI_Comm_rank(node, &node_rank);
     PMPI_Comm_size(node, &node_size);
+    node_id = shim.world_rank; /* the node's name: its first world rank */
+    PMPI_Bcast(&node_id, 1, MPI_INT, 0, node);
     rpd = shim.cfg.ranks_per_dpu ? (int)shim.cfg.ranks_per_dpu : node_size;
     PMPI_Comm_split(node, node_rank / rpd, node_rank, &vnode);
     PMPI_Comm_rank(vnode, &vrank);
@@ -564,7 +588,7 @@ void shim_init(void)
     }
     PMPI_Bcast(addr, (int)info.len, MPI_BYTE, 0, vnode);
     shim.agent_pid = (pid_t)info.pid;
-    if (!connect_job(vnode, addr, info.len)) {
+    if (!connect_job(vnode, addr, info.len, node_id)) {
         if (shim.world_rank == 0) {
             dps_error("connecting ranks and agents failed: running on "
                       "stock MPI");
@@ -617,11 +641,19 @@ void shim_fini(void)
         return;
     }
     if (shim.active) {
-        /* Drain completions the application never looked at. */
-        shim_progress();
-        if (shim.live > 0) {
-            dps_warn("%u offloaded collectives still running at "
-                     "MPI_Finalize", shim.live);
+        /* Ops the application freed with MPI_Request_free, or never
+         * waited for, may still be running: their memory registrations
+         * must outlive them. The agent-death check bounds this wait. */
+        double deadline = dps_now() + SHIM_FINALIZE_DRAIN_SEC;
+
+        while (shim_any_pending() && dps_now() < deadline) {
+            if (shim_progress() == 0) {
+                shim_idle(0);
+            }
+        }
+        if (shim_any_pending()) {
+            dps_warn("%u offloaded collectives still running %d s into "
+                     "MPI_Finalize", shim.live, SHIM_FINALIZE_DRAIN_SEC);
         }
     }
     if (shim.cfg.stats) {

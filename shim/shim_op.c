@@ -104,13 +104,58 @@ static int mem_register(void *addr, size_t len, ucp_mem_h *memh,
     return DPS_OK;
 }
 
-int shim_op_start(const shim_post_t *p, void *tmp, MPI_Request *req)
+/* Send op's POST (its communicator id is known). Called with the lock. */
+static void op_send(shim_op_t *op)
 {
-    void *rk[2] = {NULL, NULL}, *msg = NULL;
-    size_t rk_len[2] = {0, 0}, len = 0;
+    shim_comm_t *c = op->comm;
+    const shim_post_t *p = &op->post;
     dps_msg_post_t f;
+    size_t len = 0;
+    void *msg;
+    int i;
+
+    memset(&f, 0, sizeof(f));
+    f.comm_id = c->id;
+    f.op_token = op->token;
+    f.block_bytes = p->block_bytes;
+    f.send_addr = (uint64_t)(uintptr_t)p->send;
+    f.recv_addr = (uint64_t)(uintptr_t)p->recv;
+    f.seq = p->seq;
+    f.coll = (uint32_t)p->coll;
+    f.comm_rank = (uint32_t)c->rank;
+    f.comm_size = (uint32_t)c->size;
+    f.root = (uint32_t)p->root;
+    f.world_rank = (uint32_t)shim.world_rank;
+    f.send_rkey_len = (uint32_t)op->rkey_len[0];
+    f.recv_rkey_len = (uint32_t)op->rkey_len[1];
+    f.nmembers = c->agent_knows ? 0 : (uint32_t)c->size;
+    msg = dps_msg_encode_post(DPS_MSG_POST, &f, op->rkey[0], op->rkey[1],
+                              c->members, &len);
+    for (i = 0; i < 2; i++) {
+        if (op->rkey[i] != NULL) {
+            ucp_rkey_buffer_release(op->rkey[i]);
+            op->rkey[i] = NULL;
+        }
+    }
+    if (msg != NULL && !shim.agent_dead &&
+        shim_send_agent(msg, len) == DPS_OK) {
+        c->agent_knows = 1;
+        return;
+    }
+    /* The request exists: finish it with an error, never hang. */
+    dps_error("cannot hand a collective to the agent%s",
+              shim.agent_dead ? " (it died)" : "");
+    op->error = MPI_ERR_OTHER;
+    HASH_DELETE(hh_token, shim.by_token, op);
+    op->next_done = shim.done_list;
+    shim.done_list = op;
+}
+
+int shim_op_start(shim_comm_t *c, const shim_post_t *p, void *tmp,
+                  MPI_Request *req)
+{
     shim_op_t *op;
-    int rc = DPS_ERR_NOMEM, i;
+    int rc = DPS_ERR_NOMEM;
 
     op = calloc(1, sizeof(*op));
     if (op == NULL) {
@@ -118,78 +163,85 @@ int shim_op_start(const shim_post_t *p, void *tmp, MPI_Request *req)
         return MPI_ERR_NO_MEM;
     }
     op->tmp = tmp;
+    op->comm = c;
+    op->post = *p;
     pthread_mutex_lock(&shim.lock);
-    if (shim.agent_dead) {
-        rc = DPS_ERR_DEAD;
-        goto err_unlock;
-    }
-    rc = mem_register((void *)p->send, p->send_len, &op->memh[0], &rk[0],
-                      &rk_len[0]);
+    rc = mem_register((void *)p->send, p->send_len, &op->memh[0],
+                      &op->rkey[0], &op->rkey_len[0]);
     if (rc == DPS_OK && p->recv != NULL) {
-        rc = mem_register(p->recv, p->recv_len, &op->memh[1], &rk[1],
-                          &rk_len[1]);
-    }
-    if (rc != DPS_OK) {
-        goto err_unlock;
-    }
-    op->token = ++shim.next_token;
-    memset(&f, 0, sizeof(f));
-    f.comm_id = p->comm_id;
-    f.op_token = op->token;
-    f.block_bytes = p->block_bytes;
-    f.send_addr = (uint64_t)(uintptr_t)p->send;
-    f.recv_addr = (uint64_t)(uintptr_t)p->recv;
-    f.seq = p->seq;
-    f.coll = (uint32_t)p->coll;
-    f.comm_rank = (uint32_t)p->comm_rank;
-    f.comm_size = (uint32_t)p->comm_size;
-    f.root = (uint32_t)p->root;
-    f.world_rank = (uint32_t)shim.world_rank;
-    f.send_rkey_len = (uint32_t)rk_len[0];
-    f.recv_rkey_len = (uint32_t)rk_len[1];
-    f.nmembers = p->members ? (uint32_t)p->comm_size : 0;
-    msg = dps_msg_encode_post(DPS_MSG_POST, &f, rk[0], rk[1], p->members,
-                              &len);
-    for (i = 0; i < 2; i++) {
-        if (rk[i] != NULL) {
-            ucp_rkey_buffer_release(rk[i]);
-        }
-    }
-    if (msg == NULL) {
-        rc = DPS_ERR_NOMEM;
-        goto err_unlock;
+        rc = mem_register(p->recv, p->recv_len, &op->memh[1], &op->rkey[1],
+                          &op->rkey_len[1]);
     }
     pthread_mutex_unlock(&shim.lock);
-
-    if (PMPI_Grequest_start(query_fn, free_fn, cancel_fn, op, &op->req) !=
+    if (rc != DPS_OK ||
+        PMPI_Grequest_start(query_fn, free_fn, cancel_fn, op, &op->req) !=
         MPI_SUCCESS) {
-        free(msg);
+        int i;
+
         pthread_mutex_lock(&shim.lock);
-        rc = DPS_ERR_NOMEM;
-        goto err_unlock;
+        for (i = 0; i < 2; i++) {
+            if (op->rkey[i] != NULL) {
+                ucp_rkey_buffer_release(op->rkey[i]);
+            }
+        }
+        op_release_memory(op);
+        pthread_mutex_unlock(&shim.lock);
+        free(op);
+        dps_error("cannot offload a collective: %s",
+                  dps_status_str(rc == DPS_OK ? DPS_ERR_NOMEM : rc));
+        return MPI_ERR_OTHER;
     }
     pthread_mutex_lock(&shim.lock);
+    op->token = ++shim.next_token;
     HASH_ADD(hh_token, shim.by_token, token, sizeof(op->token), op);
     HASH_ADD(hh_req, shim.by_req, req, sizeof(MPI_Request), op);
     shim.live++;
-    if (shim_send_agent(msg, len) != DPS_OK) {
-        /* The request exists: finish it with an error, never hang. */
-        dps_error("cannot hand the collective to the agent");
-        op->error = MPI_ERR_OTHER;
-        HASH_DELETE(hh_token, shim.by_token, op);
-        op->next_done = shim.done_list;
-        shim.done_list = op;
-    }
     *req = op->req;
+    if (c->id_known) {
+        op_send(op);
+    } else {
+        /* Sent, in order, once the communicator's id is agreed. */
+        if (c->wait_tail != NULL) {
+            c->wait_tail->next_wait = op;
+        } else {
+            c->wait_head = op;
+        }
+        c->wait_tail = op;
+    }
     pthread_mutex_unlock(&shim.lock);
     return MPI_SUCCESS;
+}
 
-err_unlock:
-    op_release_memory(op);
-    pthread_mutex_unlock(&shim.lock);
-    free(op);
-    dps_error("cannot offload the collective: %s", dps_status_str(rc));
-    return (rc == DPS_ERR_NOMEM) ? MPI_ERR_NO_MEM : MPI_ERR_OTHER;
+void shim_comm_progress(void)
+{
+    shim_comm_t **cp, *c;
+    shim_op_t *op;
+
+    for (cp = &shim.agreeing; (c = *cp) != NULL;) {
+        int flag = 0;
+
+        PMPI_Test(&c->id_req, &flag, MPI_STATUS_IGNORE);
+        if (!flag) {
+            cp = &c->next_agreeing;
+            continue;
+        }
+        *cp = c->next_agreeing;
+        pthread_mutex_lock(&shim.lock);
+        c->id = c->id_buf;
+        c->id_known = 1;
+        while ((op = c->wait_head) != NULL) {
+            c->wait_head = op->next_wait;
+            op_send(op);
+        }
+        c->wait_tail = NULL;
+        pthread_mutex_unlock(&shim.lock);
+        if (c->freed) {
+            /* MPI freed the communicator while we agreed on its id. */
+            shim_comm_freed(c->id);
+            free(c->members);
+            free(c);
+        }
+    }
 }
 
 static int agent_alive(void)
@@ -244,6 +296,9 @@ int shim_progress(void)
 
     if (!shim.active) {
         return 0;
+    }
+    if (shim.agreeing != NULL) {
+        shim_comm_progress();
     }
     pthread_mutex_lock(&shim.lock);
     while (ucp_worker_progress(shim.ucx.worker)) {
@@ -320,7 +375,7 @@ int shim_req_pending(const MPI_Request *req)
 
 int shim_any_pending(void)
 {
-    return shim.active && shim.live > 0;
+    return shim.active && (shim.live > 0 || shim.agreeing != NULL);
 }
 
 void shim_idle(int only_ours)

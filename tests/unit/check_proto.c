@@ -1432,6 +1432,55 @@ END_TEST
 
 /* The encoder refuses every post the decoder would refuse, so a bad
  * post is caught where it is made, not by the agent. */
+/* PROCS: round trip, and every truncation or padding is refused. */
+START_TEST(rt_procs)
+{
+    uint32_t pid[5] = {101, 202, 303, 404, 0xffffffffu};
+    uint32_t node[5] = {0, 0, 3, 3, 7};
+    dps_msg_t msg;
+    size_t len, cut, i;
+    char err[128];
+    uint8_t *m, *big;
+
+    m = dps_msg_encode_procs(5, pid, node, &len);
+    ck_assert_ptr_nonnull(m);
+    ck_assert_uint_eq(len, 16 + 8 + 40);
+    ck_assert_int_eq(dps_msg_decode(m, len, &msg, err, sizeof(err)), DPS_OK);
+    ck_assert_int_eq(msg.type, DPS_MSG_PROCS);
+    ck_assert_uint_eq(msg.u.procs.fixed.nranks, 5);
+    for (i = 0; i < 5; i++) {
+        ck_assert_uint_eq(dps_msg_u32(msg.u.procs.pid, i), pid[i]);
+        ck_assert_uint_eq(dps_msg_u32(msg.u.procs.node, i), node[i]);
+    }
+    for (cut = 0; cut < len; cut++) {
+        uint8_t *t = malloc(len);
+        uint32_t l32 = (uint32_t)cut;
+
+        memcpy(t, m, len);
+        if (cut >= 12) {
+            memcpy(t + 8, &l32, sizeof(l32)); /* header length = prefix */
+        }
+        ck_assert_int_eq(dps_msg_decode(t, cut, &msg, err, sizeof(err)),
+                         DPS_ERR_PROTO);
+        free(t);
+    }
+    big = calloc(1, len + 4);
+    memcpy(big, m, len);
+    {
+        uint32_t l32 = (uint32_t)(len + 4);
+
+        memcpy(big + 8, &l32, sizeof(l32));
+    }
+    ck_assert_int_eq(dps_msg_decode(big, len + 4, &msg, err, sizeof(err)),
+                     DPS_ERR_PROTO);
+    ck_assert_ptr_null(dps_msg_encode_procs(0, pid, node, &len));
+    ck_assert_ptr_null(dps_msg_encode_procs(5, NULL, node, &len));
+    ck_assert_str_eq(dps_msg_type_str(DPS_MSG_PROCS), "procs");
+    free(big);
+    free(m);
+}
+END_TEST
+
 START_TEST(enc_post_matches_decoder)
 {
     uint8_t key[8] = {1, 2, 3, 4, 5, 6, 7, 8};
@@ -1716,6 +1765,7 @@ static Suite *proto_suite(void)
     tcase_add_test(tc, rt_post_edges);
     tcase_add_test(tc, rt_raw_post_sane);
     tcase_add_test(tc, rt_job);
+    tcase_add_test(tc, rt_procs);
     tcase_add_test(tc, rt_raw_job_sane);
     suite_add_tcase(s, tc);
 
