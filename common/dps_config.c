@@ -19,10 +19,12 @@ const dps_cfg_entry_t dps_config_table[] = {
      "Offload MPI_Ialltoall.", CFG_OFF(ialltoall)},
     {"IBCAST", DPS_CFG_BOOL, "1",
      "Offload MPI_Ibcast.", CFG_OFF(ibcast)},
-    {"MIN_BYTES", DPS_CFG_SIZE, "16k",
+    {"MIN_BYTES", DPS_CFG_SIZE, "256k",
      "Offload only messages of at least this many bytes (Ialltoall: one "
      "block, sendcount x type size; Ibcast: the whole message); smaller "
-     "ones go to stock MPI. Suffixes k, m, g (powers of 1024).",
+     "ones go to stock MPI. Suffixes k, m, g (powers of 1024). The "
+     "default is where stock MPI's own time for the collective first "
+     "exceeds the shim's cost of posting one (README, measured results).",
      CFG_OFF(min_bytes)},
     {"RANKS_PER_DPU", DPS_CFG_UINT, "0",
      "Ranks served by one agent (emulated DPU); 0 means one agent per host.",

@@ -729,9 +729,14 @@ void agent_schedule(agent_t *a)
         for (i = 0; i < AGENT_NSLOTS; i++) {
             agent_slot_t *s = &a->slots[i];
 
+            /* Keep this slot busy while its stages complete at once (CMA
+             * copies are synchronous): one staging buffer, hot in cache,
+             * instead of a walk over all of them. */
+            for (;;) {
             if (s->state != 0 && s->completed) {
                 slot_advance(a, s);
                 progress = 1;
+                continue;
             }
             if (s->state == 0 && a->q_head != NULL) {
                 agent_move_t *m = a->q_head;
@@ -753,6 +758,9 @@ void agent_schedule(agent_t *a)
                 a->inflight++;
                 slot_start(a, s);
                 progress = 1;
+                continue;
+            }
+            break;
             }
         }
         for (fp = &flushes; *fp != NULL;) {

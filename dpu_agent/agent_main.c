@@ -4,6 +4,7 @@
  * (virtual) node. On a BlueField it runs on the DPU's Arm cores; elsewhere
  * it is an ordinary process spawned by the first rank of its node.
  */
+#define _GNU_SOURCE
 #include "agent.h"
 #include "../common/dps_config.h"
 #include "../common/dps_log.h"
@@ -12,6 +13,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -498,6 +500,19 @@ int main(int argc, char **argv)
     dps_config_load(&cfg, environ, NULL, 0, NULL);
     dps_log_level = cfg.log_level;
     signal(SIGPIPE, SIG_IGN);
+    {
+        /* An emulated agent shares cores with busy ranks. SCHED_BATCH
+         * drops wake-up preemption: a rank's post wakes the agent without
+         * being descheduled in the middle of MPI_Ialltoall (the agent got
+         * the poster's CPU and held it for the whole transfer); the agent
+         * still runs at once on a core that is idle, e.g. when the ranks
+         * wait. Needs no privilege. */
+        struct sched_param sp = {0};
+
+        if (sched_setscheduler(0, SCHED_BATCH, &sp) != 0) {
+            dps_debug("sched_setscheduler(SCHED_BATCH): %m");
+        }
+    }
 
     a.epfd = epoll_create1(EPOLL_CLOEXEC);
     if (a.epfd < 0) {

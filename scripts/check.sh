@@ -134,13 +134,15 @@ config_tests() {
     local mpi=$1 n=64k on off
     on="offloaded=2 fallback=0 bytes"
     off="offloaded=0 fallback=2 bytes=0"
-    cfg_case "$mpi" default "" "+ialltoall $on" "+ibcast $on" \
-        "+started agent"
-    cfg_case "$mpi" "OFFLOAD=0 starts no agent" "DPUSHIM_OFFLOAD=0" \
+    cfg_case "$mpi" "default: 64 KiB is below MIN_BYTES" "" \
+        "+ialltoall $off" "+ibcast $off" "+started agent"
+    cfg_case "$mpi" "MIN_BYTES below the size" "DPUSHIM_MIN_BYTES=1k" \
+        "+ialltoall $on" "+ibcast $on"
+    cfg_case "$mpi" "OFFLOAD=0 starts no agent" "DPUSHIM_OFFLOAD=0 DPUSHIM_MIN_BYTES=1" \
         "+ialltoall $off" "+ibcast $off" "-started agent"
-    cfg_case "$mpi" "IALLTOALL=off" "DPUSHIM_IALLTOALL=off" \
+    cfg_case "$mpi" "IALLTOALL=off" "DPUSHIM_IALLTOALL=off DPUSHIM_MIN_BYTES=1" \
         "+ialltoall $off" "+ibcast $on"
-    cfg_case "$mpi" "IBCAST=no" "DPUSHIM_IBCAST=no" \
+    cfg_case "$mpi" "IBCAST=no" "DPUSHIM_IBCAST=no DPUSHIM_MIN_BYTES=1" \
         "+ialltoall $on" "+ibcast $off"
     cfg_case "$mpi" "MIN_BYTES above the size" "DPUSHIM_MIN_BYTES=1m" \
         "+ialltoall $off" "+ibcast $off"
@@ -149,30 +151,33 @@ config_tests() {
     cfg_case "$mpi" "bad MIN_BYTES" "DPUSHIM_MIN_BYTES=lots" \
         "+error: invalid value DPUSHIM_MIN_BYTES='lots'" \
         "+ialltoall $off" "-started agent"
-    cfg_case "$mpi" "bad RANKS_PER_DPU" "DPUSHIM_RANKS_PER_DPU=-2" \
+    cfg_case "$mpi" "bad RANKS_PER_DPU" "DPUSHIM_RANKS_PER_DPU=-2 DPUSHIM_MIN_BYTES=1" \
         "+DPUSHIM_RANKS_PER_DPU" "+ialltoall $off"
-    cfg_case "$mpi" "bad LOG" "DPUSHIM_LOG=loud" "+DPUSHIM_LOG='loud'" \
+    cfg_case "$mpi" "bad LOG" "DPUSHIM_LOG=loud DPUSHIM_MIN_BYTES=1" "+DPUSHIM_LOG='loud'" \
         "+ialltoall $off"
     cfg_case "$mpi" "bad STATS" "DPUSHIM_STATS=maybe DPUSHIM_STATS2=1" \
         "+DPUSHIM_STATS='maybe'"
-    cfg_case "$mpi" "unknown variable warned" "DPUSHIM_OFLOAD=0" \
+    cfg_case "$mpi" "unknown variable warned" \
+        "DPUSHIM_OFLOAD=0 DPUSHIM_MIN_BYTES=4k" \
         "+warning: unknown variable DPUSHIM_OFLOAD" "+ialltoall $on"
-    cfg_case "$mpi" "missing agent binary" "DPUSHIM_AGENT=/nonexistent/a" \
+    cfg_case "$mpi" "missing agent binary" "DPUSHIM_AGENT=/nonexistent/a DPUSHIM_MIN_BYTES=1" \
         "+/nonexistent/a is not executable.*DPUSHIM_AGENT" \
         "+ialltoall $off" "+ibcast $off"
     cfg_case "$mpi" "RANKS_PER_DPU=1: one agent per rank" \
-        "DPUSHIM_RANKS_PER_DPU=1" "+ialltoall $on" "+ibcast $on"
+        "DPUSHIM_RANKS_PER_DPU=1 DPUSHIM_MIN_BYTES=0" "+ialltoall $on" \
+        "+ibcast $on"
 }
 
 # Kill ranks of a running job; no agent may survive it.
 kill_case() {
     local mpi=$1 what=$2 ok=1 _
-    local log="$LOGS/$mpi-kill-$what.log"
+    local log="$LOGS/$mpi-kill-$what.log" job="$LOGS/$mpi-kill-$what.job"
+    : >"$log"
     ( dps_launch "$mpi" 2 1 "" "build/$mpi/tests/kill_target" ) \
-        >"$log" 2>&1 &
+        >"$job" 2>&1 &
     local launcher=$!
     for _ in $(seq 100); do
-        grep -q running "$log" && [ -n "$(dps_agents_left)" ] && break
+        grep -q running "$job" && [ -n "$(dps_agents_left)" ] && break
         sleep 0.1
     done
     if [ -z "$(dps_agents_left)" ]; then
@@ -181,7 +186,9 @@ kill_case() {
     fi
     case $what in
     all-ranks) pgrep -x kill_target | xargs -r kill -9 ;;
-    leader)    pgrep -x kill_target | head -n 1 | xargs -r kill -9 ;;
+    leader)    # the rank whose child the agent is
+               ps -o ppid= -p "$(dps_agents_left | head -n 1)" |
+                   xargs -r kill -9 ;;
     esac
     for _ in $(seq 100); do
         [ -z "$(dps_agents_left)" ] && break
@@ -196,6 +203,7 @@ kill_case() {
     pgrep -x kill_target | xargs -r kill -9
     kill -9 "$launcher" 2>/dev/null
     wait "$launcher" 2>/dev/null
+    { echo "-- job output:"; cat "$job"; } >>"$log"
     report "$mpi no agent survives SIGKILL of $what" "$ok" "$log"
 }
 
