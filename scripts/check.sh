@@ -207,6 +207,28 @@ kill_case() {
     report "$mpi no agent survives SIGKILL of $what" "$ok" "$log"
 }
 
+# A third-party program: mpi4py (built by Debian for Open MPI only).
+thirdparty_mpi4py() {
+    local np log ok vars
+    [ -x /usr/bin/python3 ] &&
+        /usr/bin/python3 -c 'import mpi4py, numpy' 2>/dev/null || {
+        report "openmpi mpi4py program (python3-mpi4py not installed)" 0
+        return
+    }
+    for np in 2 4; do
+        log="$LOGS/openmpi-mpi4py-np$np.log"
+        vars="DPUSHIM_STATS=1 DPUSHIM_RANKS_PER_DPU=2"
+        run_job "$log" openmpi "$np" 1 "$vars" /usr/bin/python3 \
+            tests/thirdparty/mpi4py_nbc.py
+        ok=$?
+        [ $ok = 0 ] && grep -q '^mpi4py result: ok' "$log" &&
+            grep -Eq '^dpushim: ialltoall offloaded=[1-9]' "$log" &&
+            grep -Eq '^dpushim: ibcast offloaded=[1-9]' "$log" && ok=1 || ok=0
+        report "openmpi mpi4py program, $np ranks, $((np / 2)) agent(s): same results as stock, both collectives offloaded" \
+            "$ok" "$log"
+    done
+}
+
 no_agents_left() {
     local log="$LOGS/agents-left.log" left
     left=$(dps_agents_left)
@@ -227,6 +249,7 @@ for mpi in "$@"; do
     config_tests "$mpi"
     kill_case "$mpi" all-ranks
     kill_case "$mpi" leader
+    [ "$mpi" = openmpi ] && thirdparty_mpi4py
 done
 no_agents_left
 echo "$PASS passed, $FAIL failed"

@@ -14,7 +14,7 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
 row() { # file -> "pure overall overlap" of the single size
-    awk '!/^#/ && NF == 5 {printf "%9.1f %9.1f %7.1f%%", $2, $3, $5}' "$1"
+    awk '$1 ~ /^[0-9]+$/ && NF == 5 {printf "%9.1f %9.1f %7.1f%%", $2, $3, $5}' "$1"
 }
 
 for mpi in "$@"; do
@@ -35,8 +35,14 @@ for mpi in "$@"; do
             printf "%-10s %-6s %s\n" $coll $mode "$(row "$f")"
         done
         grep "^dpushim: $coll " "$out/$mpi-$coll-shim"
+        awk '$1 ~ /^[0-9]+$/ && NF == 5 {v[FILENAME] = $3}
+             END {printf "           shim/stock overall time: %.2f\n",
+                  v[ARGV[2]] / v[ARGV[1]]}' \
+            "$out/$mpi-$coll-stock" "$out/$mpi-$coll-shim"
     done
 done
 echo
 echo "pure = post + wait; overall = post + compute(pure) + wait;"
 echo "overlap = 100 - 100 * (overall - compute) / pure (OSU Micro-Benchmarks)."
+echo "On a machine without a spare core the emulated agent competes with the"
+echo "ranks for CPU; README.md, 'Measured results', explains the numbers."
