@@ -10,6 +10,7 @@
 #include <uthash.h>
 
 #define AGENT_CHUNK  (256u * 1024)  /* staging slot size */
+#define AGENT_ALIGN  64u            /* headroom to match remote alignment */
 #define AGENT_NSLOTS 8              /* staging slots in flight */
 
 typedef struct agent_comm {
@@ -71,7 +72,8 @@ typedef struct agent_slot {
     int                state;         /* 0 free, 1 reading, 2 writing */
     int                completed;     /* set by the UCX callback */
     ucs_status_t       status;
-    char              *buf;
+    char              *buf;           /* slot start (AGENT_ALIGN-aligned) */
+    char              *data;          /* where this chunk is staged */
 } agent_slot_t;
 
 typedef struct agent {
