@@ -93,20 +93,21 @@ mpi_tests() {
         [ $rc = 0 ] && grep -q '^result: ok' "$log" && ok=1
         report "$mpi $name stock MPI, 2 ranks" "$ok" "$log"
 
-        log="$LOGS/$mpi-$name-np2.log"
-        run_job "$log" "$mpi" 2 1 "$base" "$t"
-        ok=$?
-        [ $ok = 0 ] && grep -q '^result: ok' "$log" && stats_match "$log" &&
-            ok=1 || ok=0
-        report "$mpi $name 2 ranks, 1 agent" "$ok" "$log"
-
-        log="$LOGS/$mpi-$name-np4.log"
-        run_job "$log" "$mpi" 4 1 "$base DPUSHIM_RANKS_PER_DPU=2" "$t"
-        ok=$?
-        [ $ok = 0 ] && grep -q '^result: ok' "$log" && stats_match "$log" &&
-            ok=1 || ok=0
-        report "$mpi $name 4 ranks, 2 agents" "$ok" "$log"
+        shim_case "$mpi" "$t" 2 "$base" "2 ranks, 1 agent"
+        shim_case "$mpi" "$t" 4 "$base DPUSHIM_RANKS_PER_DPU=2" \
+            "4 ranks, 2 agents"
     done
+}
+
+# shim_case MPI PROG NP VARS TITLE: data correct and statistics as expected.
+shim_case() {
+    local mpi=$1 t=$2 np=$3 vars=$4 title=$5 log ok
+    log="$LOGS/$mpi-$(basename "$t")-np$np.log"
+    run_job "$log" "$mpi" "$np" 1 "$vars" "$t"
+    ok=$?
+    [ $ok = 0 ] && grep -q '^result: ok' "$log" && stats_match "$log" &&
+        ok=1 || ok=0
+    report "$mpi $(basename "$t") $title" "$ok" "$log"
 }
 
 # cfg_case MPI NAME "VARS" CHECK...: run cfg_probe with VARS; each CHECK is

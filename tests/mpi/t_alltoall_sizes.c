@@ -3,59 +3,7 @@
  * MPI_DOUBLE, each completed with MPI_Wait and checked byte for byte. */
 #include "tcommon.h"
 
-#define KI 1024
-#define MI (1024 * 1024)
-
-typedef struct {
-    MPI_Datatype type;
-    const char  *name;
-    int          count;
-} a2a_case_t;
-
-static int ncases;
-static a2a_case_t cases[128];
-
-static void add(MPI_Datatype type, const char *name, int count)
-{
-    cases[ncases].type = type;
-    cases[ncases].name = name;
-    cases[ncases].count = count;
-    ncases++;
-}
-
-static void make_cases(void)
-{
-    static const int odd[] = {3, 1000, 65537, 1000003};
-    int b, i;
-
-    /* MPI_BYTE: every power of two from 1 byte to 4 MiB, odd sizes. */
-    for (b = 1; b <= 4 * MI; b *= 2) {
-        add(MPI_BYTE, "MPI_BYTE", b);
-    }
-    for (i = 0; i < 4; i++) {
-        add(MPI_BYTE, "MPI_BYTE", odd[i]);
-    }
-    /* MPI_INT: 4 bytes to 2 MiB, and odd element counts. */
-    for (b = 4; b <= 2 * MI; b *= 4) {
-        add(MPI_INT, "MPI_INT", b / 4);
-    }
-    add(MPI_INT, "MPI_INT", 3);
-    add(MPI_INT, "MPI_INT", 250);
-    add(MPI_INT, "MPI_INT", 16385);
-    add(MPI_INT, "MPI_INT", 250001);
-    /* MPI_DOUBLE: 8 bytes to 4 MiB, and odd element counts. */
-    for (b = 8; b <= 4 * MI; b *= 8) {
-        add(MPI_DOUBLE, "MPI_DOUBLE", b / 8);
-    }
-    add(MPI_DOUBLE, "MPI_DOUBLE", 4 * MI / 8);
-    add(MPI_DOUBLE, "MPI_DOUBLE", 1);
-    add(MPI_DOUBLE, "MPI_DOUBLE", 125);
-    add(MPI_DOUBLE, "MPI_DOUBLE", 8193);
-    add(MPI_DOUBLE, "MPI_DOUBLE", 125001);
-    (void)KI;
-}
-
-static void run_case(int idx, const a2a_case_t *c)
+static void run_case(int idx, const t_size_case_t *c)
 {
     int tsize, n = t.size, me = t.rank;
     size_t block, total;
@@ -115,9 +63,9 @@ int main(int argc, char **argv)
     int i;
 
     t_init(&argc, &argv, "t_alltoall_sizes");
-    make_cases();
-    for (i = 0; i < ncases; i++) {
-        run_case(i, &cases[i]);
+    t_size_cases(2 * 1024 * 1024, 4, 8);
+    for (i = 0; i < t_ncases; i++) {
+        run_case(i, &t_cases[i]);
     }
     return t_finish();
 }

@@ -3,57 +3,8 @@
  * and MPI_DOUBLE, each completed with MPI_Wait and checked byte for byte. */
 #include "tcommon.h"
 
-#define MI (1024 * 1024)
 
-typedef struct {
-    MPI_Datatype type;
-    const char  *name;
-    int          count;
-} bc_case_t;
-
-static int ncases;
-static bc_case_t cases[128];
-
-static void add(MPI_Datatype type, const char *name, int count)
-{
-    cases[ncases].type = type;
-    cases[ncases].name = name;
-    cases[ncases].count = count;
-    ncases++;
-}
-
-static void make_cases(void)
-{
-    static const int odd[] = {3, 1000, 65537, 1000003};
-    int b, i;
-
-    /* MPI_BYTE: every power of two from 1 byte to 4 MiB, odd sizes. */
-    for (b = 1; b <= 4 * MI; b *= 2) {
-        add(MPI_BYTE, "MPI_BYTE", b);
-    }
-    for (i = 0; i < 4; i++) {
-        add(MPI_BYTE, "MPI_BYTE", odd[i]);
-    }
-    /* MPI_INT: 4 bytes to 4 MiB, and odd element counts. */
-    for (b = 4; b <= 4 * MI; b *= 16) {
-        add(MPI_INT, "MPI_INT", b / 4);
-    }
-    add(MPI_INT, "MPI_INT", 3);
-    add(MPI_INT, "MPI_INT", 250);
-    add(MPI_INT, "MPI_INT", 16385);
-    add(MPI_INT, "MPI_INT", 250001);
-    /* MPI_DOUBLE: 8 bytes to 4 MiB, and odd element counts. */
-    for (b = 8; b <= 4 * MI; b *= 16) {
-        add(MPI_DOUBLE, "MPI_DOUBLE", b / 8);
-    }
-    add(MPI_DOUBLE, "MPI_DOUBLE", 4 * MI / 8);
-    add(MPI_DOUBLE, "MPI_DOUBLE", 1);
-    add(MPI_DOUBLE, "MPI_DOUBLE", 125);
-    add(MPI_DOUBLE, "MPI_DOUBLE", 8193);
-    add(MPI_DOUBLE, "MPI_DOUBLE", 125001);
-}
-
-static void run_case(int idx, const bc_case_t *c, int root)
+static void run_case(int idx, const t_size_case_t *c, int root)
 {
     int tsize, during = (idx + root) % 2;
     size_t bytes;
@@ -103,10 +54,10 @@ int main(int argc, char **argv)
     int i, root;
 
     t_init(&argc, &argv, "t_bcast_roots");
-    make_cases();
-    for (i = 0; i < ncases; i++) {
+    t_size_cases(4 * 1024 * 1024, 16, 16);
+    for (i = 0; i < t_ncases; i++) {
         for (root = 0; root < t.size; root++) {
-            run_case(i, &cases[i], root);
+            run_case(i, &t_cases[i], root);
         }
     }
     return t_finish();

@@ -671,4 +671,54 @@ static inline int t_finish(void)
     return errs == 0 ? 0 : 1;
 }
 
+/* Message sizes from 1 byte to 4 MiB in MPI_BYTE, MPI_INT and MPI_DOUBLE:
+ * every power of two in bytes, plus odd sizes. int_max and int_mul bound
+ * and step the MPI_INT sizes, dbl_mul steps the MPI_DOUBLE ones. */
+typedef struct {
+    MPI_Datatype type;
+    const char  *name;
+    int          count;
+} t_size_case_t;
+
+static int t_ncases;
+static t_size_case_t t_cases[128];
+
+static inline void t_case_add(MPI_Datatype type, const char *name,
+                              int count)
+{
+    t_cases[t_ncases].type = type;
+    t_cases[t_ncases].name = name;
+    t_cases[t_ncases].count = count;
+    t_ncases++;
+}
+
+static inline void t_size_cases(int int_max, int int_mul, int dbl_mul)
+{
+    static const int odd[] = {3, 1000, 65537, 1000003};
+    const int mi = 1024 * 1024;
+    int b, i;
+
+    for (b = 1; b <= 4 * mi; b *= 2) {
+        t_case_add(MPI_BYTE, "MPI_BYTE", b);
+    }
+    for (i = 0; i < 4; i++) {
+        t_case_add(MPI_BYTE, "MPI_BYTE", odd[i]);
+    }
+    for (b = 4; b <= int_max; b *= int_mul) {
+        t_case_add(MPI_INT, "MPI_INT", b / 4);
+    }
+    t_case_add(MPI_INT, "MPI_INT", 3);
+    t_case_add(MPI_INT, "MPI_INT", 250);
+    t_case_add(MPI_INT, "MPI_INT", 16385);
+    t_case_add(MPI_INT, "MPI_INT", 250001);
+    for (b = 8; b <= 4 * mi; b *= dbl_mul) {
+        t_case_add(MPI_DOUBLE, "MPI_DOUBLE", b / 8);
+    }
+    t_case_add(MPI_DOUBLE, "MPI_DOUBLE", 4 * mi / 8);
+    t_case_add(MPI_DOUBLE, "MPI_DOUBLE", 1);
+    t_case_add(MPI_DOUBLE, "MPI_DOUBLE", 125);
+    t_case_add(MPI_DOUBLE, "MPI_DOUBLE", 8193);
+    t_case_add(MPI_DOUBLE, "MPI_DOUBLE", 125001);
+}
+
 #endif
