@@ -37,6 +37,12 @@ const dps_cfg_entry_t dps_config_table[] = {
     {"AGENT", DPS_CFG_PATH, "",
      "Path of the dpu_agent binary; default: dpu_agent beside "
      "libdpushim.so.", CFG_OFF(agent)},
+    {"TRANSPORT", DPS_CFG_TRANSPORT, "auto",
+     "How agents move data: auto copies same-node ranks' data with CMA "
+     "and uses UCX get/put for other nodes; ucx uses UCX get/put for "
+     "every rank (a test mode here: UCX 1.13 emulates RMA over shared "
+     "memory, which needs the ranks to call into MPI).",
+     CFG_OFF(transport)},
     {NULL, DPS_CFG_BOOL, NULL, NULL, 0}
 };
 
@@ -116,6 +122,15 @@ int dps_config_parse_value(dps_cfg_type_t type, const char *v, void *out)
             }
         }
         return -1;
+    case DPS_CFG_TRANSPORT:
+        if (!strcasecmp(v, "auto")) {
+            *(int *)out = DPS_TRANSPORT_AUTO;
+        } else if (!strcasecmp(v, "ucx")) {
+            *(int *)out = DPS_TRANSPORT_UCX;
+        } else {
+            return -1;
+        }
+        return 0;
     case DPS_CFG_PATH:
         if (strlen(v) >= sizeof(((dps_config_t *)0)->agent)) {
             return -1;
@@ -148,6 +163,7 @@ static const char *type_hint(dps_cfg_type_t type)
     case DPS_CFG_UINT:     return "a whole number from 0 to 1000000";
     case DPS_CFG_LOGLEVEL: return "error, warn, info or debug";
     case DPS_CFG_PATH:     return "a path shorter than 4096 bytes";
+    case DPS_CFG_TRANSPORT: return "auto or ucx";
     }
     return "?";
 }

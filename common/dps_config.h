@@ -18,10 +18,17 @@ typedef struct dps_config {
     int      stats;          /* print totals at MPI_Finalize */
     int      log_level;      /* dps_log_level_t */
     char     agent[4096];    /* agent binary; empty: beside the library */
+    int      transport;      /* dps_transport_t */
 } dps_config_t;
 
 typedef enum {
+    DPS_TRANSPORT_AUTO = 0,  /* CMA for same-node ranks, UCX RMA for others */
+    DPS_TRANSPORT_UCX  = 1   /* UCX RMA for every rank (testing) */
+} dps_transport_t;
+
+typedef enum {
     DPS_CFG_BOOL,
+    DPS_CFG_TRANSPORT,
     DPS_CFG_SIZE,
     DPS_CFG_UINT,
     DPS_CFG_LOGLEVEL,

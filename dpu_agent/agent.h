@@ -93,6 +93,7 @@ typedef struct agent {
     uint32_t       procs_n;       /* entries in the two tables above */
     uint32_t       my_node;
     int            have_procs;
+    int            force_ucx;     /* DPUSHIM_TRANSPORT=ucx */
     ucp_ep_h      *rank_ep;
     ucp_ep_h      *agent_ep;
     uint32_t      *hello;         /* per rank: pid from HELLO, 0: none */
@@ -110,7 +111,7 @@ typedef struct agent {
 /* Does the rank share this agent's memory system (copies use CMA)? */
 static inline int agent_rank_cma(const agent_t *a, uint32_t world)
 {
-    return a->rank_node[world] == a->my_node;
+    return !a->force_ucx && a->rank_node[world] == a->my_node;
 }
 
 /* Send a message (ownership taken) to another agent and wake it up. */

@@ -499,6 +499,7 @@ int main(int argc, char **argv)
      * only takes its log level from it. */
     dps_config_load(&cfg, environ, NULL, 0, NULL);
     dps_log_level = cfg.log_level;
+    a.force_ucx = (cfg.transport == DPS_TRANSPORT_UCX);
     signal(SIGPIPE, SIG_IGN);
     {
         /* An emulated agent shares cores with busy ranks. SCHED_BATCH

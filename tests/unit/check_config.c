@@ -23,6 +23,7 @@ static size_t field_size(dps_cfg_type_t type)
     case DPS_CFG_SIZE:     return sizeof(uint64_t);
     case DPS_CFG_UINT:     return sizeof(unsigned);
     case DPS_CFG_LOGLEVEL: return sizeof(int);
+    case DPS_CFG_TRANSPORT: return sizeof(int);
     case DPS_CFG_PATH:     return sizeof(((dps_config_t *)0)->agent);
     }
     return 0;
@@ -261,7 +262,7 @@ START_TEST(def_table_sane)
             ck_assert_uint_ne(o->offset, e->offset);
         }
     }
-    ck_assert_int_eq(n, 8);
+    ck_assert_int_eq(n, 9);
     (void)entry("OFFLOAD");
     (void)entry("IALLTOALL");
     (void)entry("IBCAST");
@@ -270,6 +271,7 @@ START_TEST(def_table_sane)
     (void)entry("STATS");
     (void)entry("LOG");
     (void)entry("AGENT");
+    (void)entry("TRANSPORT");
 }
 END_TEST
 
@@ -470,6 +472,31 @@ START_TEST(bad_uint)
     }
     for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         REFUSE("RANKS_PER_DPU", bad[i]);
+    }
+}
+END_TEST
+
+START_TEST(ok_transport)
+{
+    ACCEPT_INT("TRANSPORT", "auto", DPS_TRANSPORT_AUTO);
+    ACCEPT_INT("TRANSPORT", "ucx", DPS_TRANSPORT_UCX);
+    ACCEPT_INT("TRANSPORT", "UCX", DPS_TRANSPORT_UCX);
+    ACCEPT_INT("TRANSPORT", "Auto", DPS_TRANSPORT_AUTO);
+}
+END_TEST
+
+START_TEST(bad_transport)
+{
+    static const char *const bad[] = {
+        "cma", "rdma", "ucx ", " auto", "1", "0", "auto,ucx", "ucxx"
+    };
+    size_t i;
+
+    for (i = 0; i < NCOMMON; i++) {
+        REFUSE("TRANSPORT", bad_common[i]);
+    }
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        REFUSE("TRANSPORT", bad[i]);
     }
 }
 END_TEST
@@ -814,6 +841,7 @@ static Suite *config_suite(void)
     tcase_add_test(tc, ok_size);
     tcase_add_test(tc, ok_uint);
     tcase_add_test(tc, ok_log);
+    tcase_add_test(tc, ok_transport);
     tcase_add_test(tc, ok_agent);
     tcase_add_test(tc, ok_several);
     suite_add_tcase(s, tc);
@@ -823,6 +851,7 @@ static Suite *config_suite(void)
     tcase_add_test(tc, bad_size);
     tcase_add_test(tc, bad_uint);
     tcase_add_test(tc, bad_log);
+    tcase_add_test(tc, bad_transport);
     tcase_add_test(tc, bad_agent);
     tcase_add_test(tc, bad_several);
     suite_add_tcase(s, tc);
