@@ -87,6 +87,8 @@ typedef struct shim_state {
     shim_op_t     *by_token, *by_req;
     unsigned       live;          /* ops not yet done by the agent */
     shim_comm_t   *agreeing;      /* communicators agreeing on an id */
+    pthread_mutex_t agree_lock;   /* guards agreeing; never held with lock
+                                   * taken inside, nor across our callbacks */
     shim_op_t     *done_list;     /* completed, MPI not told yet */
     pthread_mutex_t lock;
     double         last_liveness; /* time of the last agent check */

@@ -95,8 +95,10 @@ static shim_comm_t *comm_state(MPI_Comm comm)
                         ++shim.next_comm;
         }
         PMPI_Ibcast(&c->id_buf, 1, MPI_UINT64_T, 0, comm, &c->id_req);
+        pthread_mutex_lock(&shim.agree_lock);
         c->next_agreeing = shim.agreeing;
         shim.agreeing = c;
+        pthread_mutex_unlock(&shim.agree_lock);
     }
     PMPI_Comm_set_attr(comm, shim.keyval, c);
     return c;

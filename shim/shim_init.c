@@ -34,6 +34,7 @@ shim_state_t shim = {
     .kick_fd = -1,
     .keyval = MPI_KEYVAL_INVALID,
     .lock = PTHREAD_MUTEX_INITIALIZER,
+    .agree_lock = PTHREAD_MUTEX_INITIALIZER,
 };
 __thread int shim_in_call;
 

@@ -214,9 +214,11 @@ int shim_op_start(shim_comm_t *c, const shim_post_t *p, void *tmp,
 
 void shim_comm_progress(void)
 {
-    shim_comm_t **cp, *c;
+    shim_comm_t **cp, *c, *agreed = NULL;
     shim_op_t *op;
 
+    /* PMPI_Test on the id broadcast never calls back into the shim. */
+    pthread_mutex_lock(&shim.agree_lock);
     for (cp = &shim.agreeing; (c = *cp) != NULL;) {
         int flag = 0;
 
@@ -226,6 +228,13 @@ void shim_comm_progress(void)
             continue;
         }
         *cp = c->next_agreeing;
+        c->next_agreeing = agreed;
+        agreed = c;
+    }
+    pthread_mutex_unlock(&shim.agree_lock);
+    /* Oldest first is not needed: each communicator keeps its own order. */
+    while ((c = agreed) != NULL) {
+        agreed = c->next_agreeing;
         pthread_mutex_lock(&shim.lock);
         c->id = c->id_buf;
         c->id_known = 1;
