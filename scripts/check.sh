@@ -184,7 +184,9 @@ kill_case() {
     local mpi=$1 what=$2 ok=1 _
     local log="$LOGS/$mpi-kill-$what.log" job="$LOGS/$mpi-kill-$what.job"
     : >"$log"
-    ( dps_launch "$mpi" 2 1 "" "build/$mpi/tests/kill_target" ) \
+    local np=2 vars="DPUSHIM_MIN_BYTES=1"
+    [ "$what" = agent ] && np=4 vars="$vars DPUSHIM_RANKS_PER_DPU=2"
+    ( dps_launch "$mpi" "$np" 1 "$vars" "build/$mpi/tests/kill_target" ) \
         >"$job" 2>&1 &
     local launcher=$!
     for _ in $(seq 100); do
@@ -200,7 +202,20 @@ kill_case() {
     leader)    # the rank whose child the agent is
                ps -o ppid= -p "$(dps_agents_left | head -n 1)" |
                    xargs -r kill -9 ;;
+    agent)     # one of two agents: every rank must notice, none hang
+               sleep 0.5
+               dps_agents_left | tail -n 1 | xargs -r kill -9 ;;
     esac
+    if [ "$what" = agent ]; then
+        for _ in $(seq 150); do
+            pgrep -x kill_target >/dev/null || break
+            sleep 0.1
+        done
+        if pgrep -x kill_target >/dev/null; then
+            echo "ranks still running 15 s after an agent died" >>"$log"
+            ok=0
+        fi
+    fi
     for _ in $(seq 100); do
         [ -z "$(dps_agents_left)" ] && break
         sleep 0.1
@@ -215,7 +230,12 @@ kill_case() {
     kill -9 "$launcher" 2>/dev/null
     wait "$launcher" 2>/dev/null
     { echo "-- job output:"; cat "$job"; } >>"$log"
-    report "$mpi no agent survives SIGKILL of $what" "$ok" "$log"
+    if [ "$what" = agent ]; then
+        report "$mpi SIGKILL of one of two agents ends the job, no hang" \
+            "$ok" "$log"
+    else
+        report "$mpi no agent survives SIGKILL of $what" "$ok" "$log"
+    fi
 }
 
 # A third-party program: mpi4py (built by Debian for Open MPI only).
@@ -260,6 +280,7 @@ for mpi in "$@"; do
     config_tests "$mpi"
     kill_case "$mpi" all-ranks
     kill_case "$mpi" leader
+    kill_case "$mpi" agent
     [ "$mpi" = openmpi ] && thirdparty_mpi4py
 done
 no_agents_left

@@ -74,7 +74,9 @@ typedef struct shim_state {
     dps_config_t   cfg;
     int            world_rank, world_size;
     int            is_leader;     /* first rank of its virtual node */
-    pid_t          agent_pid;     /* local agent (all ranks of the node) */
+    pid_t          agent_pid;     /* our agent */
+    pid_t         *node_agents;   /* every agent on this node, for the */
+    int            n_node_agents; /* liveness check: one dead stalls all */
     int            parent_fd;     /* leader: write end the agent watches */
     int            agent_dead;
     int            kick_fd;       /* our wake-up socket, or -1 */

@@ -333,6 +333,7 @@ static int connect_job(MPI_Comm vnode, const void *agent_addr,
     ucp_worker_attr_t wattr;
     int *alen = NULL, *adisp = NULL, *rlen = NULL, *rdisp = NULL;
     int *leader = NULL, *ragent = NULL, *rpid = NULL, *rnode = NULL;
+    int *apid = NULL;
     char *rbuf = NULL, *abuf = NULL;
     MPI_Request br;
 
@@ -357,8 +358,10 @@ static int connect_job(MPI_Comm vnode, const void *agent_addr,
     ragent = calloc(nr, sizeof(int));
     rpid = calloc(nr, sizeof(int));
     rnode = calloc(nr, sizeof(int));
+    apid = calloc(nr, sizeof(int));
+    shim.node_agents = calloc(nr, sizeof(pid_t));
     if (!alen || !adisp || !rlen || !rdisp || !leader || !ragent || !rpid ||
-        !rnode) {
+        !rnode || !apid || !shim.node_agents) {
         ok = 0;
     }
     if (!agree(ok)) {
@@ -377,6 +380,15 @@ static int connect_job(MPI_Comm vnode, const void *agent_addr,
     i = (int)getpid();
     PMPI_Allgather(&i, 1, MPI_INT, rpid, 1, MPI_INT, MPI_COMM_WORLD);
     PMPI_Allgather(&node_id, 1, MPI_INT, rnode, 1, MPI_INT, MPI_COMM_WORLD);
+    /* Agents on this node: if one dies, collectives spanning it stall,
+     * so every rank watches them all (shim_op.c, check_agent). */
+    i = (int)shim.agent_pid;
+    PMPI_Allgather(&i, 1, MPI_INT, apid, 1, MPI_INT, MPI_COMM_WORLD);
+    for (int k = 0; k < nr; k++) {
+        if (leader[k] && rnode[k] == node_id) {
+            shim.node_agents[shim.n_node_agents++] = (pid_t)apid[k];
+        }
+    }
     /* Agents name their wake-up sockets after agent 0's pid. */
     job_key = (int)shim.agent_pid;
     PMPI_Bcast(&job_key, 1, MPI_INT, 0, MPI_COMM_WORLD);
@@ -486,6 +498,7 @@ out:
     free(ragent);
     free(rpid);
     free(rnode);
+    free(apid);
     free(rbuf);
     free(abuf);
     return ok;

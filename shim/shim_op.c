@@ -253,13 +253,13 @@ void shim_comm_progress(void)
     }
 }
 
-static int agent_alive(void)
+static int pid_alive(pid_t pid)
 {
     char path[64], buf[512], *p;
     FILE *f;
     size_t n;
 
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)shim.agent_pid);
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
     f = fopen(path, "r");
     if (f == NULL) {
         return 0;
@@ -277,18 +277,24 @@ static void check_agent(void)
 {
     shim_op_t *op, *tmp;
     double now = dps_now();
+    pid_t dead;
+    int i;
 
     if (shim.agent_dead || shim.live == 0 ||
         now - shim.last_liveness < SHIM_LIVENESS_PERIOD) {
         return;
     }
     shim.last_liveness = now;
-    if (agent_alive()) {
+    dead = shim.agent_pid;
+    for (i = 0; pid_alive(dead) && i < shim.n_node_agents; i++) {
+        dead = shim.node_agents[i];
+    }
+    if (pid_alive(dead)) {
         return;
     }
     shim.agent_dead = 1;
     dps_error("agent pid %d died: %u offloaded collectives fail",
-              (int)shim.agent_pid, shim.live);
+              (int)dead, shim.live);
     HASH_ITER(hh_token, shim.by_token, op, tmp) {
         HASH_DELETE(hh_token, shim.by_token, op);
         op->error = MPI_ERR_OTHER;
