@@ -16,6 +16,36 @@
 
 static const char *coll = "ialltoall";
 static double sink; /* keeps the compute loop from being optimised away */
+static double batches_per_sec; /* work mode: calibrated kernel speed */
+
+/* One batch of the compute kernel. */
+static double kernel(double x)
+{
+    int j;
+
+    for (j = 0; j < 64; j++) {
+        x = x * 1.0000001 + 0.5;
+    }
+    return x;
+}
+
+/* Work mode: how many batches run per second on an otherwise idle rank. */
+static void calibrate(void)
+{
+    double t0 = MPI_Wtime(), x = sink;
+    long n = 0;
+
+    while (MPI_Wtime() - t0 < 0.2) {
+        int k;
+
+        for (k = 0; k < 1000; k++) { /* clock reads out of the loop */
+            x = kernel(x);
+        }
+        n += 1000;
+    }
+    sink = x;
+    batches_per_sec = n / (MPI_Wtime() - t0);
+}
 
 static void usage(void)
 {
@@ -28,7 +58,11 @@ static void usage(void)
         "  -i  timed iterations per size (default 100; a tenth above\n"
         "      64 KiB, at least 10)\n"
         "  -x  warm-up iterations per size (default 10)\n"
-        "  -t  MPI_Test calls spread over the compute phase (OMB -t)\n");
+        "  -t  MPI_Test calls spread over the compute phase (OMB -t)\n"
+        "  -W  compute a fixed amount of work (calibrated to take the\n"
+        "      pure-comm time on an idle rank) instead of a fixed time:\n"
+        "      CPU taken from the ranks (e.g. by an agent) then shows\n"
+        "      in the overall time\n");
 }
 
 static void post(void *s, void *r, int n, int size, MPI_Request *req)
@@ -41,20 +75,24 @@ static void post(void *s, void *r, int n, int size, MPI_Request *req)
     }
 }
 
-/* Busy computation for `secs` seconds, with `tests` MPI_Test calls. */
+/* Busy computation for `secs` seconds (or, in work mode, the work that
+ * takes that long on an idle rank), with `tests` MPI_Test calls. */
 static void compute(double secs, int tests, MPI_Request *req)
 {
     double t0 = MPI_Wtime(), slice = secs / (tests + 1), x = sink;
+    long per = (long)(secs * batches_per_sec / (tests + 1)), b;
     int done = 0, k;
 
     for (k = 0; k <= tests; k++) {
         double end = t0 + slice * (k + 1);
 
-        while (MPI_Wtime() < end) {
-            int j;
-
-            for (j = 0; j < 64; j++) {
-                x = x * 1.0000001 + 0.5;
+        if (batches_per_sec > 0) {
+            for (b = 0; b < per; b++) {
+                x = kernel(x);
+            }
+        } else {
+            while (MPI_Wtime() < end) {
+                x = kernel(x);
             }
         }
         if (k < tests && !done) {
@@ -67,13 +105,13 @@ static void compute(double secs, int tests, MPI_Request *req)
 int main(int argc, char **argv)
 {
     long min = 1, max = 4 << 20, n;
-    int iters0 = 100, warm = 10, tests = 0, rank, size, c;
+    int iters0 = 100, warm = 10, tests = 0, rank, size, c, work = 0;
     char *s, *r;
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    while ((c = getopt(argc, argv, "c:m:i:x:t:h")) != -1) {
+    while ((c = getopt(argc, argv, "c:m:i:x:t:Wh")) != -1) {
         switch (c) {
         case 'c': coll = optarg; break;
         case 'm':
@@ -84,6 +122,7 @@ int main(int argc, char **argv)
         case 'i': iters0 = atoi(optarg); break;
         case 'x': warm = atoi(optarg); break;
         case 't': tests = atoi(optarg); break;
+        case 'W': work = 1; break;
         default:
             if (rank == 0) {
                 usage();
@@ -106,11 +145,15 @@ int main(int argc, char **argv)
         fprintf(stderr, "overlap: out of memory\n");
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
+    if (work) {
+        calibrate();
+    }
     memset(s, rank + 1, (size_t)max * size);
     memset(r, 0, (size_t)max * size);
     if (rank == 0) {
         printf("# %s, %d ranks, OMB method, times in us, MPI_Test calls "
-               "during compute: %d\n", coll, size, tests);
+               "during compute: %d, compute: fixed %s\n", coll, size, tests,
+               work ? "work" : "time");
         printf("# %10s %12s %12s %12s %9s\n", "size", "pure_comm",
                "overall", "compute", "overlap%");
     }

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Side-by-side overlap benchmark: tests/bench/overlap (OSU method) on stock
+# MPI and under the shim, alternating, repeated; medians per size in one
+# table per MPI and collective, plus CSV and PNG plots in results/.
+#
+# usage: scripts/bench.sh MPI...
+# environment (all optional):
+#   BENCH_REPS=3          repetitions of each stock/shim pair (medians)
+#   BENCH_SIZES=1:4194304 message sizes, powers of two (bytes per block)
+#   BENCH_NP=2            ranks
+#   BENCH_ITERS=100       timed iterations per size (a tenth above 64 KiB)
+#   BENCH_TESTS=0         MPI_Test calls during compute (OMB -t)
+#   BENCH_MODE=time       compute for a fixed time (OMB) or a fixed amount
+#                         of work ("work": shows what the agents cost)
+#   BENCH_SHIM_VARS="DPUSHIM_MIN_BYTES=1"  variables for the shim runs
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 2
+source scripts/lib.sh
+
+REPS=${BENCH_REPS:-3}
+SIZES=${BENCH_SIZES:-1:4194304}
+NP=${BENCH_NP:-2}
+ITERS=${BENCH_ITERS:-100}
+TESTS=${BENCH_TESTS:-0}
+MODE=${BENCH_MODE:-time}
+SHIM_VARS=${BENCH_SHIM_VARS:-DPUSHIM_MIN_BYTES=1}
+OUT=results
+RAW=$OUT/raw
+mkdir -p "$RAW"
+case $MODE in time) mflag=() ;; work) mflag=(-W) ;;
+    *) echo "BENCH_MODE must be time or work" >&2; exit 2 ;; esac
+[ $# -gt 0 ] || { echo "usage: scripts/bench.sh MPI..." >&2; exit 2; }
+
+total=$(( $# * 2 * REPS * 2 ))
+n=0
+for mpi in "$@"; do
+    for coll in ialltoall ibcast; do
+        for rep in $(seq "$REPS"); do
+            # Alternate the order so drift on a shared machine hits both.
+            order="stock shim"
+            [ $((rep % 2)) = 0 ] && order="shim stock"
+            for kind in $order; do
+                n=$((n + 1))
+                printf '\r[%d/%d] %s %s rep %d %s            ' \
+                    "$n" "$total" "$mpi" "$coll" "$rep" "$kind" >&2
+                f="$RAW/$mpi-$coll-$kind-$rep.txt"
+                if [ "$kind" = stock ]; then
+                    dps_launch "$mpi" "$NP" 0 "" "build/$mpi/tests/overlap" \
+                        -c "$coll" -m "$SIZES" -i "$ITERS" -t "$TESTS" \
+                        "${mflag[@]}" >"$f" 2>&1
+                else
+                    dps_launch "$mpi" "$NP" 1 "$SHIM_VARS DPUSHIM_STATS=1" \
+                        "build/$mpi/tests/overlap" -c "$coll" -m "$SIZES" \
+                        -i "$ITERS" -t "$TESTS" "${mflag[@]}" >"$f" 2>&1
+                fi || { echo; echo "run failed: $f" >&2; tail "$f" >&2;
+                        exit 1; }
+            done
+        done
+    done
+done
+printf '\r%60s\r' "" >&2
+/usr/bin/python3 scripts/bench_report.py "$RAW" "$OUT" "$MODE" "$NP" \
+    "$TESTS" "$@"

@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""Medians of scripts/bench.sh runs: tables, CSV and gnuplot PNGs."""
+import glob
+import os
+import statistics
+import subprocess
+import sys
+
+
+def parse(path):
+    """size -> (pure, overall, compute, overlap) of one overlap run."""
+    rows = {}
+    with open(path) as f:
+        for line in f:
+            p = line.split()
+            if len(p) == 5 and p[0].isdigit():
+                rows[int(p[0])] = tuple(float(x) for x in p[1:])
+    return rows
+
+
+def medians(files):
+    runs = [parse(f) for f in files]
+    sizes = sorted(set().union(*runs)) if runs else []
+    out = {}
+    for s in sizes:
+        vals = [r[s] for r in runs if s in r]
+        out[s] = tuple(statistics.median(v[i] for v in vals)
+                       for i in range(4))
+    return out
+
+
+def main():
+    raw, out, mode, np_, tests = sys.argv[1:6]
+    mpis = sys.argv[6:]
+    csv = os.path.join(out, "bench.csv")
+    with open(csv, "w") as c:
+        c.write("mpi,collective,size,stock_pure_us,stock_overall_us,"
+                "stock_overlap_pct,shim_pure_us,shim_overall_us,"
+                "shim_overlap_pct,pure_ratio,overall_ratio\n")
+        for mpi in mpis:
+            for coll in ("ialltoall", "ibcast"):
+                st = medians(glob.glob(f"{raw}/{mpi}-{coll}-stock-*.txt"))
+                sh = medians(glob.glob(f"{raw}/{mpi}-{coll}-shim-*.txt"))
+                print(f"\n== {mpi} {coll}: {np_} ranks, compute mode {mode},"
+                      f" MPI_Test calls {tests}; medians, times in us")
+                print(f"{'size':>9} | {'stock pure':>10} {'overall':>9} "
+                      f"{'ovl%':>5} | {'shim pure':>10} {'overall':>9} "
+                      f"{'ovl%':>5} | {'pure x':>6} {'overall x':>9}")
+                dat = os.path.join(out, f"bench-{mpi}-{coll}.dat")
+                with open(dat, "w") as d:
+                    for s in sorted(set(st) & set(sh)):
+                        a, b = st[s], sh[s]
+                        rp, ro = b[0] / a[0], b[1] / a[1]
+                        print(f"{s:>9} | {a[0]:>10.1f} {a[1]:>9.1f} "
+                              f"{a[3]:>5.1f} | {b[0]:>10.1f} {b[1]:>9.1f} "
+                              f"{b[3]:>5.1f} | {rp:>6.2f} {ro:>9.2f}")
+                        c.write(f"{mpi},{coll},{s},{a[0]:.2f},{a[1]:.2f},"
+                                f"{a[3]:.1f},{b[0]:.2f},{b[1]:.2f},"
+                                f"{b[3]:.1f},{rp:.3f},{ro:.3f}\n")
+                        d.write(f"{s} {a[1]} {a[3]} {b[1]} {b[3]}\n")
+                plot(out, mpi, coll, dat, mode)
+    print(f"\nCSV: {csv}; plots: {out}/bench-<mpi>-<collective>.png")
+
+
+def plot(out, mpi, coll, dat, mode):
+    png = os.path.join(out, f"bench-{mpi}-{coll}.png")
+    script = f"""
+set terminal png size 1000,420
+set output '{png}'
+set multiplot layout 1,2 title '{mpi} {coll} (OSU method, compute: {mode})'
+set logscale x 2
+set format x '%.0s%cB'
+set xlabel 'message size (bytes)'
+set ylabel 'overlap (%)'
+set yrange [0:105]
+set key top left
+plot '{dat}' using 1:3 with linespoints title 'stock', \\
+     '{dat}' using 1:5 with linespoints title 'dpushim'
+set logscale y
+set yrange [*:*]
+set ylabel 'overall time (us)'
+plot '{dat}' using 1:2 with linespoints title 'stock', \\
+     '{dat}' using 1:4 with linespoints title 'dpushim'
+unset multiplot
+"""
+    try:
+        subprocess.run(["gnuplot"], input=script, text=True, check=True)
+    except (OSError, subprocess.CalledProcessError) as e:
+        print(f"warning: no plot for {mpi} {coll}: {e}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
