@@ -70,8 +70,8 @@ set terminal png size 1000,420
 set output '{png}'
 set multiplot layout 1,2 title '{mpi} {coll} (OSU method, compute: {mode})'
 set logscale x 2
-set format x '%.0s%cB'
-set xlabel 'message size (bytes)'
+set format x '2^%L'
+set xlabel 'message size (bytes, log2)'
 set ylabel 'overlap (%)'
 set yrange [0:105]
 set key top left
