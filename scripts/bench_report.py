@@ -70,7 +70,7 @@ set terminal png size 1000,420
 set output '{png}'
 set multiplot layout 1,2 title '{mpi} {coll} (OSU method, compute: {mode})'
 set logscale x 2
-set format x '2^%L'
+set format x '2^{{%L}}'
 set xlabel 'message size (bytes, log2)'
 set ylabel 'overlap (%)'
 set yrange [0:105]
