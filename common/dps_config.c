@@ -43,6 +43,10 @@ const dps_cfg_entry_t dps_config_table[] = {
      "every rank (a test mode here: UCX 1.13 emulates RMA over shared "
      "memory, which needs the ranks to call into MPI).",
      CFG_OFF(transport)},
+    {"AGENT_CPUS", DPS_CFG_CPULIST, "",
+     "CPUs the agents run on, as a list like 0,2-3 (e.g. cores kept free "
+     "of ranks to emulate a DPU); empty: the union of the CPUs their "
+     "ranks may use.", CFG_OFF(agent_cpus)},
     {NULL, DPS_CFG_BOOL, NULL, NULL, 0}
 };
 
@@ -131,6 +135,16 @@ int dps_config_parse_value(dps_cfg_type_t type, const char *v, void *out)
             return -1;
         }
         return 0;
+    case DPS_CFG_CPULIST: {
+        unsigned long bits[1024 / (8 * sizeof(unsigned long))];
+
+        if (strlen(v) >= sizeof(((dps_config_t *)0)->agent_cpus) ||
+            (v[0] != '\0' && dps_cpulist_parse(v, bits, 1024) <= 0)) {
+            return -1;
+        }
+        strcpy(out, v);
+        return 0;
+    }
     case DPS_CFG_PATH:
         if (strlen(v) >= sizeof(((dps_config_t *)0)->agent)) {
             return -1;
@@ -164,8 +178,50 @@ static const char *type_hint(dps_cfg_type_t type)
     case DPS_CFG_LOGLEVEL: return "error, warn, info or debug";
     case DPS_CFG_PATH:     return "a path shorter than 4096 bytes";
     case DPS_CFG_TRANSPORT: return "auto or ucx";
+    case DPS_CFG_CPULIST:  return "a CPU list such as 0,2-3";
     }
     return "?";
+}
+
+int dps_cpulist_parse(const char *list, unsigned long *out, int max_cpus)
+{
+    const size_t bpw = 8 * sizeof(unsigned long);
+    const char *p = list;
+    int n = 0;
+
+    memset(out, 0, ((size_t)max_cpus + bpw - 1) / bpw * sizeof(*out));
+    for (;;) {
+        unsigned long lo, hi, c;
+        char *end;
+
+        if (!isdigit((unsigned char)*p)) {
+            return -1;
+        }
+        lo = strtoul(p, &end, 10);
+        hi = lo;
+        if (*end == '-') {
+            p = end + 1;
+            if (!isdigit((unsigned char)*p)) {
+                return -1;
+            }
+            hi = strtoul(p, &end, 10);
+        }
+        if (hi < lo || hi >= (unsigned long)max_cpus) {
+            return -1;
+        }
+        for (c = lo; c <= hi; c++) {
+            if (!(out[c / bpw] & (1ul << (c % bpw)))) {
+                out[c / bpw] |= 1ul << (c % bpw);
+                n++;
+            }
+        }
+        p = end;
+        if (*p != ',') {
+            break;
+        }
+        p++; /* a number must follow */
+    }
+    return (*p == '\0') ? n : -1;
 }
 
 int dps_config_load(dps_config_t *cfg, char *const *envp, char *msgs,

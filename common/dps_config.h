@@ -19,6 +19,7 @@ typedef struct dps_config {
     int      log_level;      /* dps_log_level_t */
     char     agent[4096];    /* agent binary; empty: beside the library */
     int      transport;      /* dps_transport_t */
+    char     agent_cpus[256]; /* CPU list for the agents; empty: ranks' */
 } dps_config_t;
 
 typedef enum {
@@ -29,6 +30,7 @@ typedef enum {
 typedef enum {
     DPS_CFG_BOOL,
     DPS_CFG_TRANSPORT,
+    DPS_CFG_CPULIST,
     DPS_CFG_SIZE,
     DPS_CFG_UINT,
     DPS_CFG_LOGLEVEL,
@@ -63,6 +65,13 @@ int dps_config_load(dps_config_t *cfg, char *const *envp, char *msgs,
  */
 int dps_config_parse_value(dps_cfg_type_t type, const char *value,
                            void *out);
+
+/*
+ * Parse a CPU list such as "0,2-3" into a bitmap of max_cpus bits (out,
+ * zeroed first). Returns the number of CPUs, or -1 if malformed or a CPU
+ * is >= max_cpus.
+ */
+int dps_cpulist_parse(const char *list, unsigned long *out, int max_cpus);
 
 /* Print the table: as "--help" text, or as a Markdown table (markdown=1). */
 void dps_config_print(FILE *out, int markdown);

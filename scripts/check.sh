@@ -166,6 +166,11 @@ config_tests() {
         "+ialltoall $off"
     cfg_case "$mpi" "bad TRANSPORT" "DPUSHIM_TRANSPORT=rdma DPUSHIM_MIN_BYTES=1" \
         "+DPUSHIM_TRANSPORT='rdma'" "+ialltoall $off"
+    cfg_case "$mpi" "AGENT_CPUS pins the agent" \
+        "DPUSHIM_AGENT_CPUS=1 DPUSHIM_MIN_BYTES=1" \
+        "+agent pid [0-9]+ runs on CPUs 1" "+ialltoall $on"
+    cfg_case "$mpi" "bad AGENT_CPUS" "DPUSHIM_AGENT_CPUS=0- DPUSHIM_MIN_BYTES=1" \
+        "+DPUSHIM_AGENT_CPUS='0-'" "+ialltoall $off"
     cfg_case "$mpi" "bad STATS" "DPUSHIM_STATS=maybe DPUSHIM_STATS2=1" \
         "+DPUSHIM_STATS='maybe'"
     cfg_case "$mpi" "unknown variable warned" \

@@ -247,9 +247,21 @@ static void agent_affinity(MPI_Comm vnode)
         return;
     }
     memcpy(&set, all, sizeof(set));
+    if (shim.cfg.agent_cpus[0] != '\0') {
+        /* Validated by the config parser. */
+        CPU_ZERO(&set);
+        dps_cpulist_parse(shim.cfg.agent_cpus, (unsigned long *)&set,
+                          CPU_SETSIZE);
+    }
     if (CPU_COUNT(&set) > 0 &&
         sched_setaffinity(shim.agent_pid, sizeof(set), &set) != 0) {
         dps_warn("cannot set the agent's CPU affinity: %m");
+    } else if (shim.cfg.agent_cpus[0] != '\0') {
+        dps_info("agent pid %d runs on CPUs %s", (int)shim.agent_pid,
+                 shim.cfg.agent_cpus);
+    } else {
+        dps_info("agent pid %d runs on the %d CPUs of its ranks",
+                 (int)shim.agent_pid, CPU_COUNT(&set));
     }
 }
 

@@ -24,6 +24,7 @@ static size_t field_size(dps_cfg_type_t type)
     case DPS_CFG_UINT:     return sizeof(unsigned);
     case DPS_CFG_LOGLEVEL: return sizeof(int);
     case DPS_CFG_TRANSPORT: return sizeof(int);
+    case DPS_CFG_CPULIST:  return sizeof(((dps_config_t *)0)->agent_cpus);
     case DPS_CFG_PATH:     return sizeof(((dps_config_t *)0)->agent);
     }
     return 0;
@@ -262,7 +263,7 @@ START_TEST(def_table_sane)
             ck_assert_uint_ne(o->offset, e->offset);
         }
     }
-    ck_assert_int_eq(n, 9);
+    ck_assert_int_eq(n, 10);
     (void)entry("OFFLOAD");
     (void)entry("IALLTOALL");
     (void)entry("IBCAST");
@@ -272,6 +273,7 @@ START_TEST(def_table_sane)
     (void)entry("LOG");
     (void)entry("AGENT");
     (void)entry("TRANSPORT");
+    (void)entry("AGENT_CPUS");
 }
 END_TEST
 
@@ -498,6 +500,44 @@ START_TEST(bad_transport)
     for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         REFUSE("TRANSPORT", bad[i]);
     }
+}
+END_TEST
+
+START_TEST(cpulist)
+{
+    static const struct {
+        const char *list;
+        int         n;
+    } ok[] = {
+        {"0", 1}, {"1", 1}, {"0,2-3", 3}, {"3-3", 1}, {"0-63", 64},
+        {"1,1,1", 1}, {"0-3,2-5", 6}, {"1023", 1}, {"64,0", 2}
+    };
+    static const char *const bad[] = {
+        "", ",", "0,", ",0", "a", "1-", "-1", "3-1", "1024", "0-1024",
+        "1 ,2", "1;2", "0x1", "1--2", " 1", "1 "
+    };
+    unsigned long bits[1024 / (8 * sizeof(unsigned long))];
+    const size_t bpw = 8 * sizeof(unsigned long);
+    size_t i;
+
+    for (i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+        ck_assert_msg(dps_cpulist_parse(ok[i].list, bits, 1024) == ok[i].n,
+                      "'%s'", ok[i].list);
+    }
+    ck_assert_int_eq(dps_cpulist_parse("0,2-3", bits, 1024), 3);
+    ck_assert_uint_eq(bits[0], 0xdul);
+    ck_assert_int_eq(dps_cpulist_parse("64,0", bits, 1024), 2);
+    ck_assert_uint_eq(bits[0], 1ul);
+    ck_assert_uint_eq(bits[64 / bpw] & (1ul << (64 % bpw)),
+                      1ul << (64 % bpw));
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        ck_assert_msg(dps_cpulist_parse(bad[i], bits, 1024) == -1, "'%s'",
+                      bad[i]);
+        if (bad[i][0] != '\0') {
+            REFUSE("AGENT_CPUS", bad[i]);
+        }
+    }
+    ck_assert_int_eq(dps_cpulist_parse("2", bits, 2), -1);
 }
 END_TEST
 
@@ -852,6 +892,7 @@ static Suite *config_suite(void)
     tcase_add_test(tc, bad_uint);
     tcase_add_test(tc, bad_log);
     tcase_add_test(tc, bad_transport);
+    tcase_add_test(tc, cpulist);
     tcase_add_test(tc, bad_agent);
     tcase_add_test(tc, bad_several);
     suite_add_tcase(s, tc);
