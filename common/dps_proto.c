@@ -12,7 +12,8 @@ const char *dps_msg_type_str(unsigned type)
 {
     static const char *names[] = {
         "?", "hello", "job_info", "ready", "post", "complete", "comm_free",
-        "peer_post", "read_done", "shutdown", "procs"
+        "peer_post", "read_done", "shutdown", "procs", "stats_req",
+        "stats"
     };
 
     return (type < DPS_MSG_TYPE_MAX) ? names[type] : "?";
@@ -126,6 +127,16 @@ void *dps_msg_encode_read_done(uint64_t comm_id, uint32_t seq,
 void *dps_msg_encode_shutdown(size_t *len)
 {
     return msg_alloc(DPS_MSG_SHUTDOWN, 0, len);
+}
+
+void *dps_msg_encode_stats_req(size_t *len)
+{
+    return msg_alloc(DPS_MSG_STATS_REQ, 0, len);
+}
+
+void *dps_msg_encode_stats(const dps_msg_stats_t *stats, size_t *len)
+{
+    return msg_fixed(DPS_MSG_STATS, stats, sizeof(*stats), len);
 }
 
 void *dps_msg_encode_procs(uint32_t nranks, const uint32_t *pid,
@@ -397,7 +408,12 @@ int dps_msg_decode(const void *buf, size_t len, dps_msg_t *msg,
                          sizeof(dps_msg_read_done_t), 1);
         break;
     case DPS_MSG_SHUTDOWN:
+    case DPS_MSG_STATS_REQ:
         bad = (blen != 0);
+        break;
+    case DPS_MSG_STATS:
+        bad = take_fixed(body, blen, &msg->u.stats, sizeof(dps_msg_stats_t),
+                         1);
         break;
     case DPS_MSG_JOB_INFO:
         return decode_job(body, blen, msg, err, err_len);

@@ -31,6 +31,8 @@ typedef enum {
     DPS_MSG_READ_DONE,   /* agent -> agent: all blocks of a source read */
     DPS_MSG_SHUTDOWN,    /* vnode leader -> its agent: job ends */
     DPS_MSG_PROCS,       /* vnode leader -> its agent: pid, node of ranks */
+    DPS_MSG_STATS_REQ,   /* vnode leader -> its agent: send your counters */
+    DPS_MSG_STATS,       /* agent -> vnode leader: the counters */
     DPS_MSG_TYPE_MAX
 } dps_msg_type_t;
 
@@ -77,6 +79,15 @@ typedef struct dps_msg_procs {
     uint32_t pad;
 } dps_msg_procs_t;
 _Static_assert(sizeof(dps_msg_procs_t) == 8, "procs layout");
+
+typedef struct dps_msg_stats {
+    uint64_t cpu_ns;         /* agent CPU time (user + system) so far */
+    uint64_t collectives;    /* instances completed where this agent
+                              * serves communicator rank 0 (each counted
+                              * by exactly one agent) */
+    uint64_t missed_wakeups; /* work found only by the sleep backstop */
+} dps_msg_stats_t;
+_Static_assert(sizeof(dps_msg_stats_t) == 24, "stats layout");
 
 typedef struct dps_msg_ready {
     int32_t  status;     /* dps_status_t of the agent's set-up */
@@ -140,6 +151,7 @@ typedef struct dps_msg {
         dps_msg_complete_t  complete;
         dps_msg_comm_free_t comm_free;
         dps_msg_read_done_t read_done;
+        dps_msg_stats_t     stats;
         struct {
             dps_msg_job_t   fixed;
             const uint32_t *rank_agent;
@@ -183,6 +195,8 @@ void *dps_msg_encode_comm_free(uint64_t comm_id, uint32_t world_rank,
 void *dps_msg_encode_read_done(uint64_t comm_id, uint32_t seq,
                                uint32_t src_comm_rank, size_t *len);
 void *dps_msg_encode_shutdown(size_t *len);
+void *dps_msg_encode_stats_req(size_t *len);
+void *dps_msg_encode_stats(const dps_msg_stats_t *stats, size_t *len);
 void *dps_msg_encode_procs(uint32_t nranks, const uint32_t *pid,
                            const uint32_t *node, size_t *len);
 /* type is DPS_MSG_POST or DPS_MSG_PEER_POST; members may be NULL. */

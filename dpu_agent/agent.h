@@ -83,6 +83,8 @@ typedef struct agent {
     int            epfd;
     uint32_t       job_key;
     unsigned long  missed_wakeups; /* work found only by the backstop */
+    unsigned long  collectives;   /* completed, where we serve rank 0 */
+    uint64_t       cpu_base_ns;   /* CPU time used by set-up */
     int            quit;
     /* job */
     int            have_job;

@@ -101,6 +101,9 @@ static void inst_destroy(agent_t *a, agent_inst_t *in)
             ucp_rkey_destroy(in->ri[r].recv_rkey);
         }
     }
+    if (is_local(a, in->comm, 0)) {
+        a->collectives++; /* exactly one agent counts each instance */
+    }
     HASH_DEL(a->insts, in);
     in->comm->live--;
     comm_release(a, in->comm);

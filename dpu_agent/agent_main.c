@@ -19,9 +19,21 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 int agent_handle_coll(agent_t *a, const dps_msg_t *msg);
+
+/* CPU time of this process (user + system), in ns. */
+static uint64_t cpu_ns(void)
+{
+    struct rusage ru;
+
+    getrusage(RUSAGE_SELF, &ru);
+    return (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) *
+           1000000000ull +
+           (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000u;
+}
 
 static void usage(FILE *out)
 {
@@ -97,6 +109,32 @@ int agent_send_agent(agent_t *a, uint32_t idx, void *msg, size_t len)
     return rc;
 }
 
+/* Our counters, to the rank that spawned us (the first of our ranks). */
+static int send_stats(agent_t *a)
+{
+    dps_msg_stats_t st;
+    size_t len;
+    uint32_t i;
+    void *msg;
+
+    if (!a->ready) {
+        return DPS_ERR_PROTO;
+    }
+    /* Since set-up ended: the cost of serving collectives. */
+    st.cpu_ns = cpu_ns() - a->cpu_base_ns;
+    st.collectives = a->collectives;
+    st.missed_wakeups = a->missed_wakeups;
+    for (i = 0; i < a->nranks && a->rank_agent[i] != a->self; i++) {
+    }
+    msg = dps_msg_encode_stats(&st, &len);
+    if (i == a->nranks || msg == NULL ||
+        dps_ucx_send(a->rank_ep[i], msg, len) != DPS_OK) {
+        return DPS_ERR_UCX;
+    }
+    dps_kick((int)a->hello[i], DPS_KICK_RANK);
+    return DPS_OK;
+}
+
 static void send_ready(agent_t *a, uint32_t rank)
 {
     size_t len;
@@ -138,6 +176,7 @@ static int try_ready(agent_t *a)
         return rc;
     }
     a->ready = 1;
+    a->cpu_base_ns = cpu_ns();
     for (i = 0; i < a->nranks; i++) {
         if (a->hello[i]) {
             send_ready(a, i);
@@ -280,6 +319,8 @@ int agent_handle(agent_t *a, const dps_msg_t *msg)
     case DPS_MSG_SHUTDOWN:
         a->quit = 1;
         return DPS_OK;
+    case DPS_MSG_STATS_REQ:
+        return send_stats(a);
     case DPS_MSG_POST:
     case DPS_MSG_PEER_POST:
     case DPS_MSG_READ_DONE:

@@ -145,8 +145,9 @@ config_tests() {
     off="offloaded=0 fallback=2 bytes=0"
     cfg_case "$mpi" "default: 64 KiB is below MIN_BYTES" "" \
         "+ialltoall $off" "+ibcast $off" "+started agent"
-    cfg_case "$mpi" "MIN_BYTES below the size" "DPUSHIM_MIN_BYTES=1k" \
-        "+ialltoall $on" "+ibcast $on"
+    cfg_case "$mpi" "MIN_BYTES below the size; agents count 2 collectives" \
+        "DPUSHIM_MIN_BYTES=1k" "+ialltoall $on" "+ibcast $on" \
+        "+^dpushim: agents cpu_ms=[0-9.]+ collectives=2 "
     cfg_case "$mpi" "OFFLOAD=0 starts no agent" "DPUSHIM_OFFLOAD=0 DPUSHIM_MIN_BYTES=1" \
         "+ialltoall $off" "+ibcast $off" "-started agent"
     cfg_case "$mpi" "IALLTOALL=off" "DPUSHIM_IALLTOALL=off DPUSHIM_MIN_BYTES=1" \
@@ -181,7 +182,7 @@ config_tests() {
         "+ialltoall $off" "+ibcast $off"
     cfg_case "$mpi" "RANKS_PER_DPU=1: one agent per rank" \
         "DPUSHIM_RANKS_PER_DPU=1 DPUSHIM_MIN_BYTES=0" "+ialltoall $on" \
-        "+ibcast $on"
+        "+ibcast $on" "+^dpushim: agents cpu_ms=[0-9.]+ collectives=2 "
 }
 
 # Kill ranks of a running job; no agent may survive it.

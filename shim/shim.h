@@ -95,6 +95,8 @@ typedef struct shim_state {
     pthread_mutex_t lock;
     double         last_liveness; /* time of the last agent check */
     uint64_t       stats[SHIM_NCOLL][SHIM_NSTAT];
+    int            have_agent_stats; /* leader: STATS received */
+    uint64_t       agent_stats[3];   /* cpu_ns, collectives, missed */
 } shim_state_t;
 
 extern shim_state_t shim;

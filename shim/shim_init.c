@@ -640,14 +640,41 @@ err_agent:
     PMPI_Comm_free(&node);
 }
 
+/* Leader: ask our agent for its counters (CPU time, collectives). */
+static void fetch_agent_stats(void)
+{
+    double deadline = dps_now() + 2.0;
+    size_t len;
+    void *msg;
+
+    if (!shim.active || !shim.is_leader || shim.agent_dead) {
+        return;
+    }
+    msg = dps_msg_encode_stats_req(&len);
+    if (msg == NULL || shim_send_agent(msg, len) != DPS_OK) {
+        return;
+    }
+    while (!shim.have_agent_stats && dps_now() < deadline) {
+        if (shim_progress() == 0) {
+            shim_idle(1);
+        }
+    }
+    if (!shim.have_agent_stats) {
+        dps_warn("agent pid %d sent no statistics", (int)shim.agent_pid);
+    }
+}
+
 static void print_stats(void)
 {
     static const char *names[SHIM_NCOLL] = {"ialltoall", "ibcast"};
-    uint64_t tot[SHIM_NCOLL][SHIM_NSTAT];
+    uint64_t tot[SHIM_NCOLL][SHIM_NSTAT], ag[3];
     int c;
 
+    fetch_agent_stats();
     PMPI_Reduce(shim.stats, tot, SHIM_NCOLL * SHIM_NSTAT, MPI_UINT64_T,
                 MPI_SUM, 0, MPI_COMM_WORLD);
+    PMPI_Reduce(shim.agent_stats, ag, 3, MPI_UINT64_T, MPI_SUM, 0,
+                MPI_COMM_WORLD);
     if (shim.world_rank != 0) {
         return;
     }
@@ -657,6 +684,14 @@ static void print_stats(void)
                (unsigned long long)tot[c][SHIM_STAT_OFFLOADED],
                (unsigned long long)tot[c][SHIM_STAT_FALLBACK],
                (unsigned long long)tot[c][SHIM_STAT_BYTES]);
+    }
+    if (shim.active) {
+        /* Every agent's CPU, user and system, from start to now. */
+        printf("dpushim: agents cpu_ms=%.1f collectives=%llu "
+               "cpu_us_per_collective=%.1f missed_wakeups=%llu\n",
+               ag[0] / 1e6, (unsigned long long)ag[1],
+               ag[1] ? ag[0] / 1e3 / (double)ag[1] : 0.0,
+               (unsigned long long)ag[2]);
     }
     fflush(stdout);
 }

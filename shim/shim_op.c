@@ -325,6 +325,11 @@ int shim_progress(void)
         if (dps_msg_decode(m->data, m->len, &msg, err, sizeof(err)) !=
             DPS_OK) {
             dps_error("malformed message from the agent: %s", err);
+        } else if (msg.type == DPS_MSG_STATS) {
+            shim.agent_stats[0] = msg.u.stats.cpu_ns;
+            shim.agent_stats[1] = msg.u.stats.collectives;
+            shim.agent_stats[2] = msg.u.stats.missed_wakeups;
+            shim.have_agent_stats = 1;
         } else if (msg.type != DPS_MSG_COMPLETE) {
             dps_warn("unexpected %s message from the agent",
                      dps_msg_type_str(msg.type));

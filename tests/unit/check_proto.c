@@ -1481,6 +1481,43 @@ START_TEST(rt_procs)
 }
 END_TEST
 
+/* STATS_REQ and STATS: round trip; wrong body sizes refused. */
+START_TEST(rt_stats)
+{
+    dps_msg_stats_t st = {123456789012345ull, 42, 7};
+    dps_msg_t msg;
+    char err[128];
+    size_t len;
+    uint8_t *m, *t;
+    uint32_t l32;
+
+    m = dps_msg_encode_stats(&st, &len);
+    ck_assert_ptr_nonnull(m);
+    ck_assert_uint_eq(len, 16 + 24);
+    ck_assert_int_eq(dps_msg_decode(m, len, &msg, err, sizeof(err)), DPS_OK);
+    ck_assert_int_eq(msg.type, DPS_MSG_STATS);
+    ck_assert_uint_eq(msg.u.stats.cpu_ns, st.cpu_ns);
+    ck_assert_uint_eq(msg.u.stats.collectives, 42);
+    ck_assert_uint_eq(msg.u.stats.missed_wakeups, 7);
+    t = malloc(len - 1);
+    memcpy(t, m, len - 1);
+    l32 = (uint32_t)(len - 1);
+    memcpy(t + 8, &l32, sizeof(l32));
+    ck_assert_int_eq(dps_msg_decode(t, len - 1, &msg, err, sizeof(err)),
+                     DPS_ERR_PROTO);
+    free(t);
+    free(m);
+    m = dps_msg_encode_stats_req(&len);
+    ck_assert_ptr_nonnull(m);
+    ck_assert_uint_eq(len, 16);
+    ck_assert_int_eq(dps_msg_decode(m, len, &msg, err, sizeof(err)), DPS_OK);
+    ck_assert_int_eq(msg.type, DPS_MSG_STATS_REQ);
+    ck_assert_str_eq(dps_msg_type_str(DPS_MSG_STATS_REQ), "stats_req");
+    ck_assert_str_eq(dps_msg_type_str(DPS_MSG_STATS), "stats");
+    free(m);
+}
+END_TEST
+
 START_TEST(enc_post_matches_decoder)
 {
     uint8_t key[8] = {1, 2, 3, 4, 5, 6, 7, 8};
@@ -1766,6 +1803,7 @@ static Suite *proto_suite(void)
     tcase_add_test(tc, rt_raw_post_sane);
     tcase_add_test(tc, rt_job);
     tcase_add_test(tc, rt_procs);
+    tcase_add_test(tc, rt_stats);
     tcase_add_test(tc, rt_raw_job_sane);
     suite_add_tcase(s, tc);
 
