@@ -49,9 +49,16 @@ for mpi in "$@"; do
                         -c "$coll" -m "$SIZES" -i "$ITERS" -t "$TESTS" \
                         "${mflag[@]}" >"$f" 2>&1
                 else
-                    dps_launch "$mpi" "$NP" 1 "$SHIM_VARS DPUSHIM_STATS=1" \
-                        "build/$mpi/tests/overlap" -c "$coll" -m "$SIZES" \
-                        -i "$ITERS" -t "$TESTS" "${mflag[@]}" >"$f" 2>&1
+                    # One job per size: its statistics (agent CPU time per
+                    # collective) then belong to that size alone.
+                    : >"$f"
+                    for ((sz = ${SIZES%%:*}; sz <= ${SIZES##*:}; sz *= 2)); do
+                        dps_launch "$mpi" "$NP" 1 \
+                            "$SHIM_VARS DPUSHIM_STATS=1" \
+                            "build/$mpi/tests/overlap" -c "$coll" \
+                            -m "$sz:$sz" -i "$ITERS" -t "$TESTS" \
+                            "${mflag[@]}" >>"$f" 2>&1 || break
+                    done
                 fi || { echo; echo "run failed: $f" >&2; tail "$f" >&2;
                         exit 1; }
             done

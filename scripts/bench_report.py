@@ -9,14 +9,21 @@ import sys
 
 
 def parse(path):
-    """size -> (pure, overall, compute, overlap) of one overlap run."""
-    rows = {}
+    """size -> (pure, overall, compute, overlap, agent cpu us/collective)
+    of one overlap run; the agent CPU comes from the statistics line that
+    follows a size's row (shim runs have one job per size), else nan."""
+    rows, last = {}, None
     with open(path) as f:
         for line in f:
             p = line.split()
             if len(p) == 5 and p[0].isdigit():
-                rows[int(p[0])] = tuple(float(x) for x in p[1:])
-    return rows
+                last = int(p[0])
+                rows[last] = [float(x) for x in p[1:]] + [float("nan")]
+            elif line.startswith("dpushim: agents ") and last is not None:
+                for kv in p[2:]:
+                    if kv.startswith("cpu_us_per_collective="):
+                        rows[last][4] = float(kv.split("=")[1])
+    return {k: tuple(v) for k, v in rows.items()}
 
 
 def medians(files):
@@ -26,7 +33,7 @@ def medians(files):
     for s in sizes:
         vals = [r[s] for r in runs if s in r]
         out[s] = tuple(statistics.median(v[i] for v in vals)
-                       for i in range(4))
+                       for i in range(5))
     return out
 
 
@@ -37,7 +44,8 @@ def main():
     with open(csv, "w") as c:
         c.write("mpi,collective,size,stock_pure_us,stock_overall_us,"
                 "stock_overlap_pct,shim_pure_us,shim_overall_us,"
-                "shim_overlap_pct,pure_ratio,overall_ratio\n")
+                "shim_overlap_pct,pure_ratio,overall_ratio,"
+                "agent_cpu_us_per_collective\n")
         for mpi in mpis:
             for coll in ("ialltoall", "ibcast"):
                 st = medians(glob.glob(f"{raw}/{mpi}-{coll}-stock-*.txt"))
@@ -46,7 +54,8 @@ def main():
                       f" MPI_Test calls {tests}; medians, times in us")
                 print(f"{'size':>9} | {'stock pure':>10} {'overall':>9} "
                       f"{'ovl%':>5} | {'shim pure':>10} {'overall':>9} "
-                      f"{'ovl%':>5} | {'pure x':>6} {'overall x':>9}")
+                      f"{'ovl%':>5} | {'pure x':>6} {'overall x':>9} | "
+                      f"{'agent cpu':>9}")
                 dat = os.path.join(out, f"bench-{mpi}-{coll}.dat")
                 with open(dat, "w") as d:
                     for s in sorted(set(st) & set(sh)):
@@ -54,10 +63,12 @@ def main():
                         rp, ro = b[0] / a[0], b[1] / a[1]
                         print(f"{s:>9} | {a[0]:>10.1f} {a[1]:>9.1f} "
                               f"{a[3]:>5.1f} | {b[0]:>10.1f} {b[1]:>9.1f} "
-                              f"{b[3]:>5.1f} | {rp:>6.2f} {ro:>9.2f}")
+                              f"{b[3]:>5.1f} | {rp:>6.2f} {ro:>9.2f} | "
+                              f"{b[4]:>9.1f}")
                         c.write(f"{mpi},{coll},{s},{a[0]:.2f},{a[1]:.2f},"
                                 f"{a[3]:.1f},{b[0]:.2f},{b[1]:.2f},"
-                                f"{b[3]:.1f},{rp:.3f},{ro:.3f}\n")
+                                f"{b[3]:.1f},{rp:.3f},{ro:.3f},"
+                                f"{b[4]:.1f}\n")
                         d.write(f"{s} {a[1]} {a[3]} {b[1]} {b[3]}\n")
                 plot(out, mpi, coll, dat, mode)
     print(f"\nCSV: {csv}; plots: {out}/bench-<mpi>-<collective>.png")
