@@ -66,5 +66,11 @@ for mpi in "$@"; do
     done
 done
 printf '\r%60s\r' "" >&2
+# The copy limit for the largest size: what one agent must move (every
+# block of every rank, twice, for Ialltoall; the message once per other
+# rank for Ibcast) through the same CMA path, timed alone.
+max=${SIZES##*:}
+build/"$1"/tests/copylimit $((NP * NP * max)) >"$OUT/copylimit-ialltoall.txt"
+build/"$1"/tests/copylimit $(((NP - 1) * max)) >"$OUT/copylimit-ibcast.txt"
 /usr/bin/python3 scripts/bench_report.py "$RAW" "$OUT" "$MODE" "$NP" \
     "$TESTS" "$@"

@@ -71,7 +71,38 @@ def main():
                                 f"{b[4]:.1f}\n")
                         d.write(f"{s} {a[1]} {a[3]} {b[1]} {b[3]}\n")
                 plot(out, mpi, coll, dat, mode)
+    model(out, mpis, np_)
     print(f"\nCSV: {csv}; plots: {out}/bench-<mpi>-<collective>.png")
+
+
+def model(out, mpis, np_):
+    """The shim's pure-comm time at the largest size beside the time of
+    the bare copies its agent makes (copylimit, same bytes, same path)."""
+    print(f"\n== copy limit at the largest size ({np_} ranks, one agent)")
+    for coll in ("ialltoall", "ibcast"):
+        try:
+            with open(os.path.join(out, f"copylimit-{coll}.txt")) as f:
+                kv = dict(x.split("=") for x in f.read().split()[1:])
+        except (OSError, ValueError):
+            continue
+        agent, single = float(kv["agent_path_us"]), float(kv["single_copy_us"])
+        mib = int(kv["bytes"]) / 2**20
+        for mpi in mpis:
+            rows = {}
+            with open(os.path.join(out, "bench.csv")) as f:
+                for line in f:
+                    p = line.strip().split(",")
+                    if p[0] == mpi and p[1] == coll:
+                        rows[int(p[2])] = p
+            if not rows:
+                continue
+            s = max(rows)
+            pure, stock = float(rows[s][6]), float(rows[s][3])
+            print(f"{mpi} {coll} {s} B: agent moves {mib:.0f} MiB; its "
+                  f"copies alone {agent:.0f} us, shim pure comm {pure:.0f} us "
+                  f"({pure / agent:.2f}x the copy limit); one direct copy of "
+                  f"the same bytes {single:.0f} us; stock pure comm "
+                  f"{stock:.0f} us")
 
 
 def plot(out, mpi, coll, dat, mode):
