@@ -13,6 +13,9 @@
 #   BENCH_MODE=time       compute for a fixed time (OMB) or a fixed amount
 #                         of work ("work": shows what the agents cost)
 #   BENCH_SHIM_VARS="DPUSHIM_MIN_BYTES=1"  variables for the shim runs
+#   BENCH_RANK_CPUS=      CPU list to bind the ranks to (one core each)
+#   BENCH_AGENT_CPUS=     CPU list for the agents (DPUSHIM_AGENT_CPUS)
+#   BENCH_RPD=0           ranks per agent (DPUSHIM_RANKS_PER_DPU)
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 source scripts/lib.sh
@@ -24,6 +27,9 @@ ITERS=${BENCH_ITERS:-100}
 TESTS=${BENCH_TESTS:-0}
 MODE=${BENCH_MODE:-time}
 SHIM_VARS=${BENCH_SHIM_VARS:-DPUSHIM_MIN_BYTES=1}
+[ -n "${BENCH_AGENT_CPUS:-}" ] && SHIM_VARS="$SHIM_VARS DPUSHIM_AGENT_CPUS=$BENCH_AGENT_CPUS"
+SHIM_VARS="$SHIM_VARS DPUSHIM_RANKS_PER_DPU=${BENCH_RPD:-0}"
+export DPS_RANK_CPUS=${BENCH_RANK_CPUS:-}
 OUT=results
 RAW=$OUT/raw
 mkdir -p "$RAW"

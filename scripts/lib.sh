@@ -11,7 +11,9 @@ DPS_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 # dps_launch MPI NP SHIM(0|1) "VAR=value ..." program [args...]
 # Runs the program with NP ranks; SHIM=1 preloads build/MPI/libdpushim.so.
-# The listed variables are passed to every rank.
+# The listed variables are passed to every rank. DPS_RANK_CPUS (a CPU list
+# such as 0-1) binds the ranks, one core each, to those CPUs; unset, the
+# launcher's default placement applies.
 dps_launch() {
     local mpi=$1 np=$2 shim=$3 vars=$4
     shift 4
@@ -19,11 +21,15 @@ dps_launch() {
     case $mpi in
     openmpi)
         args=(mpirun.openmpi --oversubscribe -np "$np")
+        [ -n "${DPS_RANK_CPUS:-}" ] &&
+            args+=(--cpu-set "$DPS_RANK_CPUS" --bind-to core)
         [ "$shim" = 1 ] && args+=(-x "LD_PRELOAD=$lib")
         for kv in $vars; do args+=(-x "$kv"); done
         ;;
     mpich)
         args=(mpiexec.mpich -n "$np")
+        [ -n "${DPS_RANK_CPUS:-}" ] &&
+            args+=(-bind-to "user:$DPS_RANK_CPUS")
         [ "$shim" = 1 ] && args+=(-genv LD_PRELOAD "$lib")
         for kv in $vars; do args+=(-genv "${kv%%=*}" "${kv#*=}"); done
         ;;
