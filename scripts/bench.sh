@@ -33,6 +33,7 @@ export DPS_RANK_CPUS=${BENCH_RANK_CPUS:-}
 OUT=results
 RAW=$OUT/raw
 mkdir -p "$RAW"
+rm -f "$RAW"/*.txt "$OUT"/copylimit-*.txt # this run's medians only
 case $MODE in time) mflag=() ;; work) mflag=(-W) ;;
     *) echo "BENCH_MODE must be time or work" >&2; exit 2 ;; esac
 [ $# -gt 0 ] || { echo "usage: scripts/bench.sh MPI..." >&2; exit 2; }
