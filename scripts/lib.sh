@@ -28,8 +28,20 @@ dps_launch() {
         ;;
     mpich)
         args=(mpiexec.mpich -n "$np")
-        [ -n "${DPS_RANK_CPUS:-}" ] &&
-            args+=(-bind-to "user:$DPS_RANK_CPUS")
+        # Hydra binds only the ranks its list names and takes no ranges:
+        # name a CPU for every rank, round robin over the expanded list.
+        if [ -n "${DPS_RANK_CPUS:-}" ]; then
+            local cpus=() per=() c i
+            for c in ${DPS_RANK_CPUS//,/ }; do
+                if [[ $c == *-* ]]; then
+                    for ((i = ${c%-*}; i <= ${c#*-}; i++)); do cpus+=("$i"); done
+                else
+                    cpus+=("$c")
+                fi
+            done
+            for ((i = 0; i < np; i++)); do per+=("${cpus[i % ${#cpus[@]}]}"); done
+            args+=(-bind-to "user:$(IFS=,; echo "${per[*]}")")
+        fi
         [ "$shim" = 1 ] && args+=(-genv LD_PRELOAD "$lib")
         for kv in $vars; do args+=(-genv "${kv%%=*}" "${kv#*=}"); done
         ;;
