@@ -49,6 +49,7 @@ const char *dps_status_str(int status)
     case DPS_ERR_PROTO:   return "protocol error";
     case DPS_ERR_DEAD:    return "peer is gone";
     case DPS_ERR_UNSUPP:  return "unsupported";
+    case DPS_ERR_AGAIN:   return "try again";
     default:              return "unknown error";
     }
 }

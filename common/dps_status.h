@@ -12,7 +12,8 @@ typedef enum {
     DPS_ERR_TIMEOUT  = -5,
     DPS_ERR_PROTO    = -6,  /* malformed or unexpected wire message */
     DPS_ERR_DEAD     = -7,  /* the peer (agent or rank) is gone */
-    DPS_ERR_UNSUPP   = -8
+    DPS_ERR_UNSUPP   = -8,
+    DPS_ERR_AGAIN    = -9   /* not now: handle again later */
 } dps_status_t;
 
 /* Short lower-case name of a status, for log messages. */

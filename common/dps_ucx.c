@@ -5,9 +5,14 @@
 #include "dps_proto.h"
 #include "dps_status.h"
 
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <time.h>
+#include <unistd.h>
 
 double dps_now(void)
 {
@@ -331,12 +336,6 @@ long dps_hex_decode(const char *hex, void *out, size_t out_len)
     }
     return (long)(n / 2);
 }
-
-#include <errno.h>
-#include <stdio.h>
-#include <sys/socket.h>
-#include <sys/un.h>
-#include <unistd.h>
 
 static socklen_t kick_addr(int a, int b, struct sockaddr_un *sa)
 {

@@ -98,7 +98,7 @@ typedef struct agent {
     int            force_ucx;     /* DPUSHIM_TRANSPORT=ucx */
     ucp_ep_h      *rank_ep;
     ucp_ep_h      *agent_ep;
-    uint32_t      *hello;         /* per rank: pid from HELLO, 0: none */
+    uint8_t       *hello;         /* per rank: HELLO seen, READY owed */
     int            ready;
     /* state */
     agent_comm_t  *comms;
@@ -108,6 +108,7 @@ typedef struct agent {
     void          *staging;
     ucp_mem_h      staging_memh;
     unsigned       inflight;      /* slots busy + flushes pending */
+    struct agent_flush *flushes;  /* in flight, in no particular order */
 } agent_t;
 
 /* Does the rank share this agent's memory system (copies use CMA)? */

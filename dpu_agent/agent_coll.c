@@ -29,8 +29,6 @@ typedef struct agent_flush {
     ucs_status_t        status;
 } agent_flush_t;
 
-static agent_flush_t *flushes; /* in flight, in no particular order */
-
 static int is_local(const agent_t *a, const agent_comm_t *c, uint32_t r)
 {
     return a->rank_agent[c->members[r]] == a->self;
@@ -121,6 +119,12 @@ void agent_coll_fini(agent_t *a)
     while ((m = a->q_head) != NULL) {
         a->q_head = m->next;
         free(m);
+    }
+    while (a->flushes != NULL) {
+        agent_flush_t *f = a->flushes;
+
+        a->flushes = f->next;
+        free(f);
     }
     HASH_ITER(hh, a->insts, in, itmp) {
         in->comm->freed = 1;
@@ -301,7 +305,7 @@ static void check_done(agent_t *a, agent_inst_t *in, uint32_t r)
     msg = dps_msg_encode_complete(ri->op_token, in->error, &len);
     send_to_rank(a, in->comm->members[r], msg, len);
     /* The rank may be asleep in MPI_Wait. */
-    dps_kick((int)a->hello[in->comm->members[r]], DPS_KICK_RANK);
+    dps_kick((int)a->rank_pid[in->comm->members[r]], DPS_KICK_RANK);
     in->local_left--;
 }
 
@@ -410,7 +414,7 @@ static int handle_post(agent_t *a, const dps_msg_t *msg)
         return DPS_ERR_PROTO;
     }
     if (c == NULL) {
-        return DPS_ERR_UNSUPP; /* members not known yet: retry later */
+        return DPS_ERR_AGAIN; /* members not known yet */
     }
     if (c->members[i] != f->world_rank) {
         dps_error("rank %u claims to be rank %u of communicator %#llx",
@@ -680,8 +684,8 @@ static void flush_rank(agent_t *a, agent_inst_t *in, uint32_t r)
         f->completed = 1;
         f->status = (req == NULL) ? UCS_OK : UCS_PTR_STATUS(req);
     }
-    f->next = flushes;
-    flushes = f;
+    f->next = a->flushes;
+    a->flushes = f;
     a->inflight++;
 }
 
@@ -773,7 +777,7 @@ void agent_schedule(agent_t *a)
             break;
             }
         }
-        for (fp = &flushes; *fp != NULL;) {
+        for (fp = &a->flushes; *fp != NULL;) {
             agent_flush_t *f = *fp;
 
             if (!f->completed) {

@@ -131,7 +131,7 @@ static int send_stats(agent_t *a)
         dps_ucx_send(a->rank_ep[i], msg, len) != DPS_OK) {
         return DPS_ERR_UCX;
     }
-    dps_kick((int)a->hello[i], DPS_KICK_RANK);
+    dps_kick((int)a->rank_pid[i], DPS_KICK_RANK);
     return DPS_OK;
 }
 
@@ -189,7 +189,8 @@ static int handle_job(agent_t *a, const dps_msg_t *msg)
 {
     const dps_msg_job_t *f = &msg->u.job.fixed;
     const uint8_t *p;
-    uint32_t *hello, i;
+    uint8_t *hello;
+    uint32_t i;
     int rc;
 
     if (a->have_job) {
@@ -290,7 +291,8 @@ int agent_handle(agent_t *a, const dps_msg_t *msg)
             /* Remember it; READY goes out once the job is known. The
              * table is sized when job_info arrives; until then keep a
              * growable copy. */
-            uint32_t r = msg->u.hello.world_rank, *h;
+            uint32_t r = msg->u.hello.world_rank;
+            uint8_t *h;
             size_t n = (size_t)r + 1 > a->nranks ? (size_t)r + 1
                                                  : a->nranks;
 
@@ -301,7 +303,7 @@ int agent_handle(agent_t *a, const dps_msg_t *msg)
             memset(h + a->nranks, 0, (n - a->nranks) * sizeof(*h));
             a->hello = h;
             a->nranks = (uint32_t)n;
-            a->hello[r] = msg->u.hello.pid ? msg->u.hello.pid : 1;
+            a->hello[r] = 1;
             return DPS_OK;
         }
         if (msg->u.hello.world_rank >= a->nranks ||
@@ -310,8 +312,7 @@ int agent_handle(agent_t *a, const dps_msg_t *msg)
                       msg->u.hello.world_rank);
             return DPS_ERR_PROTO;
         }
-        a->hello[msg->u.hello.world_rank] =
-            msg->u.hello.pid ? msg->u.hello.pid : 1;
+        a->hello[msg->u.hello.world_rank] = 1;
         if (a->ready) {
             send_ready(a, msg->u.hello.world_rank);
         }
@@ -356,7 +357,7 @@ static int drain_inbox(agent_t *a, dps_inmsg_t **deferred)
             continue;
         }
         rc = agent_handle(a, &msg);
-        if (rc == DPS_ERR_UNSUPP) {
+        if (rc == DPS_ERR_AGAIN) {
             m->next = *deferred;
             *deferred = m;
             continue;
@@ -383,7 +384,7 @@ static void retry_deferred(agent_t *a, dps_inmsg_t **deferred)
 
         list = m->next;
         if (dps_msg_decode(m->data, m->len, &msg, NULL, 0) == DPS_OK &&
-            agent_handle(a, &msg) == DPS_ERR_UNSUPP) {
+            agent_handle(a, &msg) == DPS_ERR_AGAIN) {
             m->next = *deferred;
             *deferred = m;
             continue;
