@@ -19,12 +19,14 @@ const dps_cfg_entry_t dps_config_table[] = {
      "Offload MPI_Ialltoall.", CFG_OFF(ialltoall)},
     {"IBCAST", DPS_CFG_BOOL, "1",
      "Offload MPI_Ibcast.", CFG_OFF(ibcast)},
-    {"MIN_BYTES", DPS_CFG_SIZE, "256k",
+    {"MIN_BYTES", DPS_CFG_THRESHOLD, "auto",
      "Offload only messages of at least this many bytes (Ialltoall: one "
      "block, sendcount x type size; Ibcast: the whole message); smaller "
-     "ones go to stock MPI. Suffixes k, m, g (powers of 1024). The "
-     "default is where stock MPI's own time for the collective first "
-     "exceeds the shim's cost of posting one (README, measured results).",
+     "ones go to stock MPI. Suffixes k, m, g (powers of 1024). auto: "
+     "256k where the agents have a CPU no rank is bound to (or fewer "
+     "ranks than CPUs), and no offload at all where they would share "
+     "every core with computing ranks, where measurement found no size at "
+     "which offload paid (README, measured results).",
      CFG_OFF(min_bytes)},
     {"RANKS_PER_DPU", DPS_CFG_UINT, "0",
      "Ranks served by one agent (emulated DPU); 0 means one agent per host.",
@@ -47,6 +49,14 @@ const dps_cfg_entry_t dps_config_table[] = {
      "CPUs the agents run on, as a list like 0,2-3 (e.g. cores kept free "
      "of ranks to emulate a DPU); empty: the union of the CPUs their "
      "ranks may use.", CFG_OFF(agent_cpus)},
+    {"AGENT_SCHED", DPS_CFG_SCHED, "eager",
+     "How a spawned agent shares cores with computing ranks: eager runs "
+     "it at nice -10 (where the user may raise priority; else at 0) so "
+     "it preempts computation as soon as a collective can move, starting "
+     "20 us after the last post so that the posting rank returns first; "
+     "batch runs it as SCHED_BATCH, on idle cores and by fair share only, "
+     "which costs the application least CPU but overlaps little when "
+     "every core runs a rank.", CFG_OFF(agent_sched)},
     {NULL, DPS_CFG_BOOL, NULL, NULL, 0}
 };
 
@@ -112,6 +122,16 @@ int dps_config_parse_value(dps_cfg_type_t type, const char *v, void *out)
         return parse_bool(v, out);
     case DPS_CFG_SIZE:
         return parse_u64(v, 1, out);
+    case DPS_CFG_THRESHOLD:
+        if (!strcasecmp(v, "auto")) {
+            *(uint64_t *)out = DPS_MIN_BYTES_AUTO;
+            return 0;
+        }
+        if (parse_u64(v, 1, &u) || u == DPS_MIN_BYTES_AUTO) {
+            return -1;
+        }
+        *(uint64_t *)out = u;
+        return 0;
     case DPS_CFG_UINT:
         if (parse_u64(v, 0, &u) || u > 1000000) {
             return -1;
@@ -131,6 +151,15 @@ int dps_config_parse_value(dps_cfg_type_t type, const char *v, void *out)
             *(int *)out = DPS_TRANSPORT_AUTO;
         } else if (!strcasecmp(v, "ucx")) {
             *(int *)out = DPS_TRANSPORT_UCX;
+        } else {
+            return -1;
+        }
+        return 0;
+    case DPS_CFG_SCHED:
+        if (!strcasecmp(v, "eager")) {
+            *(int *)out = DPS_SCHED_EAGER;
+        } else if (!strcasecmp(v, "batch")) {
+            *(int *)out = DPS_SCHED_BATCH;
         } else {
             return -1;
         }
@@ -174,10 +203,13 @@ static const char *type_hint(dps_cfg_type_t type)
     switch (type) {
     case DPS_CFG_BOOL:     return "0/1, yes/no, on/off or true/false";
     case DPS_CFG_SIZE:     return "a byte count, optionally with k, m or g";
+    case DPS_CFG_THRESHOLD: return "auto, or a byte count below 2^64-1, "
+                                   "optionally with k, m or g";
     case DPS_CFG_UINT:     return "a whole number from 0 to 1000000";
     case DPS_CFG_LOGLEVEL: return "error, warn, info or debug";
     case DPS_CFG_PATH:     return "a path shorter than 4096 bytes";
     case DPS_CFG_TRANSPORT: return "auto or ucx";
+    case DPS_CFG_SCHED:    return "eager or batch";
     case DPS_CFG_CPULIST:  return "a CPU list such as 0,2-3";
     }
     return "?";

@@ -9,17 +9,21 @@
 
 #define DPS_ENV_PREFIX "DPUSHIM_"
 
+/* DPUSHIM_MIN_BYTES=auto: the shim chooses at MPI_Init by placement. */
+#define DPS_MIN_BYTES_AUTO UINT64_MAX
+
 typedef struct dps_config {
     int      offload;        /* master switch */
     int      ialltoall;      /* offload MPI_Ialltoall */
     int      ibcast;         /* offload MPI_Ibcast */
-    uint64_t min_bytes;      /* smallest message offloaded */
+    uint64_t min_bytes;      /* smallest message offloaded, or AUTO */
     unsigned ranks_per_dpu;  /* 0: one agent per host */
     int      stats;          /* print totals at MPI_Finalize */
     int      log_level;      /* dps_log_level_t */
     char     agent[4096];    /* agent binary; empty: beside the library */
     int      transport;      /* dps_transport_t */
     char     agent_cpus[256]; /* CPU list for the agents; empty: ranks' */
+    int      agent_sched;    /* dps_agent_sched_t */
 } dps_config_t;
 
 typedef enum {
@@ -28,10 +32,17 @@ typedef enum {
 } dps_transport_t;
 
 typedef enum {
+    DPS_SCHED_EAGER = 0,     /* nice -10, may preempt computing ranks */
+    DPS_SCHED_BATCH = 1      /* SCHED_BATCH: idle cores and fair share only */
+} dps_agent_sched_t;
+
+typedef enum {
     DPS_CFG_BOOL,
     DPS_CFG_TRANSPORT,
+    DPS_CFG_SCHED,
     DPS_CFG_CPULIST,
     DPS_CFG_SIZE,
+    DPS_CFG_THRESHOLD,       /* "auto" or a size below DPS_MIN_BYTES_AUTO */
     DPS_CFG_UINT,
     DPS_CFG_LOGLEVEL,
     DPS_CFG_PATH

@@ -86,6 +86,7 @@ typedef struct agent {
     unsigned long  collectives;   /* completed, where we serve rank 0 */
     uint64_t       cpu_base_ns;   /* CPU time used by set-up */
     int            quit;
+    int            eager;         /* DPUSHIM_AGENT_SCHED=eager */
     /* job */
     int            have_job;
     uint32_t       nranks, nagents, self;

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 int agent_handle_coll(agent_t *a, const dps_msg_t *msg);
@@ -406,17 +407,48 @@ static int parent_gone(int fd)
 }
 
 /* After activity, keep polling this long before sleeping: the next
- * message usually follows soon, and polling costs no wake-up latency. */
+ * message usually follows soon, and polling costs no wake-up latency.
+ * Batch mode only: an eager agent would take the time from a rank. */
 #define AGENT_SPIN_SEC     0.0002
+/* Eager mode: when a wake-up makes data ready to move, let the rank whose
+ * post woke us return from MPI_I* first (we have just preempted it). */
+#define AGENT_START_DELAY_NS 20000
 /* Longest sleep: a backstop in case a wake-up is lost all the same. */
 #define AGENT_BACKSTOP_MS  100
+
+/* An emulated agent shares cores with computing ranks (a real DPU has its
+ * own). Eager: nice -10, so that a wake-up preempts a computing rank and
+ * the transfer overlaps the computation (the EEVDF scheduler otherwise
+ * lets the rank finish its slice first, ~1 ms, by which time short
+ * computations are over); the agent then sleeps briefly before moving
+ * data, see AGENT_START_DELAY_NS. Batch: SCHED_BATCH, no wake-up
+ * preemption at all; the agent runs on idle cores, e.g. once ranks wait.
+ * Neither needs privilege beyond RLIMIT_NICE for the nice value. */
+static void set_sched(agent_t *a, int mode)
+{
+    struct sched_param sp = {0};
+
+    if (mode == DPS_SCHED_BATCH) {
+        if (sched_setscheduler(0, SCHED_BATCH, &sp) != 0) {
+            dps_debug("sched_setscheduler(SCHED_BATCH): %m");
+        }
+        return;
+    }
+    a->eager = 1;
+    if (setpriority(PRIO_PROCESS, 0, -10) != 0) {
+        dps_info("cannot raise the agent's priority (setpriority: %m; needs "
+                 "RLIMIT_NICE or CAP_SYS_NICE): it runs at nice 0 and "
+                 "overlaps less while every core computes");
+    }
+}
 
 static int run(agent_t *a)
 {
     struct epoll_event ev, evs[8];
     dps_inmsg_t *deferred = NULL;
     double last_work = dps_now();
-    int n, i, timed_out = 0;
+    double spin = a->eager ? 0 : AGENT_SPIN_SEC;
+    int n, i, timed_out = 0, woke = 0;
     unsigned spins = 0;
 
     memset(&ev, 0, sizeof(ev));
@@ -443,6 +475,12 @@ static int run(agent_t *a)
                 retry_deferred(a, &deferred);
             }
         }
+        if (woke && a->eager && a->q_head != NULL && a->inflight == 0) {
+            struct timespec ts = {0, AGENT_START_DELAY_NS};
+
+            nanosleep(&ts, NULL);
+        }
+        woke = 0;
         agent_schedule(a);
         if (timed_out && work) {
             a->missed_wakeups++;
@@ -458,7 +496,7 @@ static int run(agent_t *a)
             last_work = dps_now();
             continue;
         }
-        if (dps_now() - last_work < AGENT_SPIN_SEC) {
+        if (dps_now() - last_work < spin) {
             continue;
         }
         /* Idle: sleep until UCX, a kick or the parent pipe says so. */
@@ -472,6 +510,7 @@ static int run(agent_t *a)
             break;
         }
         timed_out = (n == 0);
+        woke = (n > 0);
         for (i = 0; i < n; i++) {
             int fd = evs[i].data.fd;
 
@@ -543,20 +582,7 @@ int main(int argc, char **argv)
     dps_log_level = cfg.log_level;
     a.force_ucx = (cfg.transport == DPS_TRANSPORT_UCX);
     signal(SIGPIPE, SIG_IGN);
-    {
-        /* An emulated agent shares cores with busy ranks. SCHED_BATCH
-         * drops wake-up preemption: a rank's post wakes the agent without
-         * being descheduled in the middle of MPI_Ialltoall (the agent got
-         * the poster's CPU and held it for the whole transfer); the agent
-         * still runs at once on a core that is idle, e.g. when the ranks
-         * wait. Needs no privilege. */
-        struct sched_param sp = {0};
-
-        if (sched_setscheduler(0, SCHED_BATCH, &sp) != 0) {
-            dps_debug("sched_setscheduler(SCHED_BATCH): %m");
-        }
-    }
-
+    set_sched(&a, cfg.agent_sched);
     a.epfd = epoll_create1(EPOLL_CLOEXEC);
     if (a.epfd < 0) {
         dps_error("epoll_create1: %m");

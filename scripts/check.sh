@@ -143,8 +143,20 @@ config_tests() {
     local mpi=$1 n=64k on off
     on="offloaded=2 fallback=0 bytes"
     off="offloaded=0 fallback=2 bytes=0"
-    cfg_case "$mpi" "default: 64 KiB is below MIN_BYTES" "" \
-        "+ialltoall $off" "+ibcast $off" "+started agent"
+    # MIN_BYTES=auto: agents sharing every core with ranks offload nothing
+    # (measured not to pay) and are not started; with a CPU of their own,
+    # the threshold is 256 KiB, above the probe's 64 KiB.
+    cfg_case "$mpi" "default MIN_BYTES=auto, agents on rank cores: stock MPI, no agent" "" \
+        "+ialltoall $off" "+ibcast $off" "-started agent" \
+        "+DPUSHIM_MIN_BYTES=auto: the agents would share every core"
+    DPS_RANK_CPUS=0 cfg_case "$mpi" "default MIN_BYTES=auto, agent on a spare CPU: 256 KiB" \
+        "DPUSHIM_AGENT_CPUS=1" "+ialltoall $off" "+ibcast $off" \
+        "+started agent" "-MIN_BYTES=auto: the agents would share"
+    cfg_case "$mpi" "AGENT_SCHED=batch" \
+        "DPUSHIM_AGENT_SCHED=batch DPUSHIM_MIN_BYTES=1" "+ialltoall $on" \
+        "+ibcast $on"
+    cfg_case "$mpi" "bad AGENT_SCHED" "DPUSHIM_AGENT_SCHED=fifo DPUSHIM_MIN_BYTES=1" \
+        "+error: invalid value DPUSHIM_AGENT_SCHED='fifo'" "+ialltoall $off"
     cfg_case "$mpi" "MIN_BYTES below the size; agents count 2 collectives" \
         "DPUSHIM_MIN_BYTES=1k" "+ialltoall $on" "+ibcast $on" \
         "+^dpushim: agents cpu_ms=[0-9.]+ collectives=2 "
@@ -254,7 +266,7 @@ thirdparty_mpi4py() {
     }
     for np in 2 4; do
         log="$LOGS/openmpi-mpi4py-np$np.log"
-        vars="DPUSHIM_STATS=1 DPUSHIM_RANKS_PER_DPU=2"
+        vars="DPUSHIM_STATS=1 DPUSHIM_RANKS_PER_DPU=2 DPUSHIM_MIN_BYTES=256k"
         run_job "$log" openmpi "$np" 1 "$vars" /usr/bin/python3 \
             tests/thirdparty/mpi4py_nbc.py
         ok=$?

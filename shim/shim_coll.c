@@ -162,7 +162,7 @@ SHIM_API int MPI_Ialltoall(const void *sendbuf, int sendcount,
         !contiguous(recvtype, recvcount, &rbytes, &roff) ||
         (!in_place && !contiguous(sendtype, sendcount, &sbytes, &soff)) ||
         (!in_place && sbytes != rbytes) || rbytes == 0 ||
-        rbytes < shim.cfg.min_bytes) {
+        rbytes < shim.min_bytes) {
         count(SHIM_COLL_IALLTOALL, SHIM_STAT_FALLBACK, 1);
         return PMPI_Ialltoall(sendbuf, sendcount, sendtype, recvbuf,
                               recvcount, recvtype, comm, request);
@@ -219,7 +219,7 @@ SHIM_API int MPI_Ibcast(void *buffer, int count_, MPI_Datatype datatype,
     if (!shim.active || !shim.cfg.ibcast || comm == MPI_COMM_NULL ||
         is_intercomm(comm) ||
         !contiguous(datatype, count_, &bytes, &off) || bytes == 0 ||
-        bytes < shim.cfg.min_bytes) {
+        bytes < shim.min_bytes) {
         count(SHIM_COLL_IBCAST, SHIM_STAT_FALLBACK, 1);
         return PMPI_Ibcast(buffer, count_, datatype, root, comm, request);
     }

@@ -226,33 +226,42 @@ static void stop_agent(void)
     shim.agent_pid = 0;
 }
 
-/*
- * The agent runs where its ranks may run: the union of their CPU masks.
- * Launchers bind each rank to one core; an agent confined to its leader's
- * core would fight that rank alone instead of using what the node has.
- */
-static void agent_affinity(MPI_Comm vnode)
+/* The union of the CPU masks of the ranks of this virtual node. */
+static void ranks_cpus(MPI_Comm vnode, cpu_set_t *all)
 {
     unsigned long mine[sizeof(cpu_set_t) / sizeof(unsigned long)];
-    unsigned long all[sizeof(cpu_set_t) / sizeof(unsigned long)];
-    const int n = (int)(sizeof(mine) / sizeof(mine[0]));
     cpu_set_t set;
 
     memset(mine, 0, sizeof(mine));
     if (sched_getaffinity(0, sizeof(set), &set) == 0) {
         memcpy(mine, &set, sizeof(mine));
     }
-    PMPI_Allreduce(mine, all, n, MPI_UNSIGNED_LONG, MPI_BOR, vnode);
+    PMPI_Allreduce(mine, all, (int)(sizeof(mine) / sizeof(mine[0])),
+                   MPI_UNSIGNED_LONG, MPI_BOR, vnode);
+}
+
+/* The CPUs the agent gets: DPUSHIM_AGENT_CPUS, or where its ranks may run
+ * (launchers bind each rank to one core; an agent confined to its
+ * leader's core would fight that rank alone instead of using the node). */
+static void agent_cpus(const cpu_set_t *ranks, cpu_set_t *set)
+{
+    if (shim.cfg.agent_cpus[0] != '\0') {
+        CPU_ZERO(set); /* validated by the config parser */
+        dps_cpulist_parse(shim.cfg.agent_cpus, (unsigned long *)set,
+                          CPU_SETSIZE);
+    } else {
+        memcpy(set, ranks, sizeof(*set));
+    }
+}
+
+static void agent_affinity(const cpu_set_t *ranks)
+{
+    cpu_set_t set;
+
     if (!shim.is_leader || shim.agent_pid <= 0) {
         return;
     }
-    memcpy(&set, all, sizeof(set));
-    if (shim.cfg.agent_cpus[0] != '\0') {
-        /* Validated by the config parser. */
-        CPU_ZERO(&set);
-        dps_cpulist_parse(shim.cfg.agent_cpus, (unsigned long *)&set,
-                          CPU_SETSIZE);
-    }
+    agent_cpus(ranks, &set);
     if (CPU_COUNT(&set) > 0 &&
         sched_setaffinity(shim.agent_pid, sizeof(set), &set) != 0) {
         dps_warn("cannot set the agent's CPU affinity: %m");
@@ -263,6 +272,42 @@ static void agent_affinity(MPI_Comm vnode)
         dps_info("agent pid %d runs on the %d CPUs of its ranks",
                  (int)shim.agent_pid, CPU_COUNT(&set));
     }
+}
+
+/*
+ * DPUSHIM_MIN_BYTES=auto. Where an agent has a CPU of its own (one no rank
+ * of its virtual node may use, or more CPUs than it has ranks), offload
+ * pays from the size where stock MPI's own time exceeds the cost of a post
+ * (SHIM_AUTO_MIN_BYTES). Where every CPU it may use runs a rank, `make
+ * bench` found no size at which the shim's overall time came within 1.05x
+ * of stock MPI's (README, measured results): nothing is offloaded. The
+ * job takes the largest threshold of its virtual nodes, so that ranks
+ * agree on every call.
+ */
+static uint64_t resolve_min_bytes(const cpu_set_t *ranks, int vsize)
+{
+    uint64_t mine = shim.cfg.min_bytes, all = 0;
+    cpu_set_t set, spare;
+
+    if (shim.cfg.min_bytes != DPS_MIN_BYTES_AUTO) {
+        return shim.cfg.min_bytes; /* same environment everywhere */
+    }
+    agent_cpus(ranks, &set);
+    CPU_XOR(&spare, &set, ranks);
+    CPU_AND(&spare, &spare, &set);
+    if (CPU_COUNT(&spare) > 0 || CPU_COUNT(&set) > vsize) {
+        mine = SHIM_AUTO_MIN_BYTES;
+    }
+    PMPI_Allreduce(&mine, &all, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+    if (all == DPS_MIN_BYTES_AUTO && shim.world_rank == 0) {
+        dps_warn("DPUSHIM_MIN_BYTES=auto: the agents would share every "
+                 "core with computing ranks, where offload was measured "
+                 "to cost more than it saves at every size; running on "
+                 "stock MPI. Give the agents a core of their own "
+                 "(DPUSHIM_AGENT_CPUS) or set DPUSHIM_MIN_BYTES to offload "
+                 "anyway");
+    }
+    return all;
 }
 
 /* With Yama ptrace_scope 1, CMA reads by an agent need our permission. */
@@ -540,6 +585,8 @@ void shim_init(void)
 {
     char msgs[4096], who[32], *line, *save = NULL;
     int nbad, ok, node_rank = 0, node_size = 0, vrank = 0, rpd, node_id;
+    int vsize = 0;
+    cpu_set_t cpus;
     MPI_Comm node = MPI_COMM_NULL, vnode = MPI_COMM_NULL;
     void *addr = NULL;
     size_t addr_len = 0;
@@ -592,6 +639,15 @@ void shim_init(void)
     PMPI_Comm_split(node, node_rank / rpd, node_rank, &vnode);
     PMPI_Comm_rank(vnode, &vrank);
     shim.is_leader = (vrank == 0);
+    PMPI_Comm_size(vnode, &vsize);
+    ranks_cpus(vnode, &cpus);
+    shim.min_bytes = resolve_min_bytes(&cpus, vsize);
+    if (shim.min_bytes == DPS_MIN_BYTES_AUTO) {
+        /* Nothing would be offloaded: start no agent. */
+        PMPI_Comm_free(&vnode);
+        PMPI_Comm_free(&node);
+        return;
+    }
 
     if (shim.is_leader) {
         info.ok = (spawn_agent(&addr, &addr_len) == DPS_OK);
@@ -599,7 +655,7 @@ void shim_init(void)
         info.len = (uint32_t)addr_len;
     }
     PMPI_Bcast(&info, (int)sizeof(info), MPI_BYTE, 0, vnode);
-    agent_affinity(vnode);
+    agent_affinity(&cpus);
     if (!shim.is_leader && info.ok) {
         addr = malloc(info.len);
         if (addr == NULL) {

@@ -21,6 +21,8 @@ static size_t field_size(dps_cfg_type_t type)
     switch (type) {
     case DPS_CFG_BOOL:     return sizeof(int);
     case DPS_CFG_SIZE:     return sizeof(uint64_t);
+    case DPS_CFG_THRESHOLD: return sizeof(uint64_t);
+    case DPS_CFG_SCHED:    return sizeof(int);
     case DPS_CFG_UINT:     return sizeof(unsigned);
     case DPS_CFG_LOGLEVEL: return sizeof(int);
     case DPS_CFG_TRANSPORT: return sizeof(int);
@@ -196,7 +198,8 @@ START_TEST(def_literal)
     ck_assert_uint_eq(cfg.ranks_per_dpu, 0);
     ck_assert_int_eq(cfg.log_level, DPS_LOG_WARN);
     ck_assert_str_eq(cfg.agent, "");
-    ck_assert_uint_gt(cfg.min_bytes, 0);
+    ck_assert_uint_eq(cfg.min_bytes, DPS_MIN_BYTES_AUTO);
+    ck_assert_int_eq(cfg.agent_sched, DPS_SCHED_EAGER);
 }
 END_TEST
 
@@ -263,7 +266,7 @@ START_TEST(def_table_sane)
             ck_assert_uint_ne(o->offset, e->offset);
         }
     }
-    ck_assert_int_eq(n, 10);
+    ck_assert_int_eq(n, 11);
     (void)entry("OFFLOAD");
     (void)entry("IALLTOALL");
     (void)entry("IBCAST");
@@ -274,6 +277,7 @@ START_TEST(def_table_sane)
     (void)entry("AGENT");
     (void)entry("TRANSPORT");
     (void)entry("AGENT_CPUS");
+    (void)entry("AGENT_SCHED");
 }
 END_TEST
 
@@ -326,8 +330,12 @@ START_TEST(ok_size)
     ACCEPT_U64("MIN_BYTES", "2g", 2ull << 30);
     ACCEPT_U64("MIN_BYTES", "2G", 2ull << 30);
     ACCEPT_U64("MIN_BYTES", "5000g", 5000ull << 30);
-    /* The largest values that fit in 64 bits. */
-    ACCEPT_U64("MIN_BYTES", "18446744073709551615", UINT64_MAX);
+    /* The largest values that fit in 64 bits; 2^64-1 itself means auto
+     * and is refused as a number. */
+    ACCEPT_U64("MIN_BYTES", "18446744073709551614", UINT64_MAX - 1);
+    ACCEPT_U64("MIN_BYTES", "auto", DPS_MIN_BYTES_AUTO);
+    ACCEPT_U64("MIN_BYTES", "AUTO", DPS_MIN_BYTES_AUTO);
+    ACCEPT_U64("MIN_BYTES", "Auto", DPS_MIN_BYTES_AUTO);
     ACCEPT_U64("MIN_BYTES", "18014398509481983k",
                ((1ull << 54) - 1) << 10);
     ACCEPT_U64("MIN_BYTES", "17592186044415M", ((1ull << 44) - 1) << 20);
@@ -448,7 +456,10 @@ START_TEST(bad_size)
         /* Overflows: without and with suffix. */
         "18446744073709551616", "99999999999999999999k",
         "18014398509481984k", "17592186044416m", "17179869184g",
-        "17179869184G", "18446744073709551615k"
+        "17179869184G", "18446744073709551615k",
+        /* 2^64-1 is the auto marker, not a size; words near "auto". */
+        "18446744073709551615", "16777215t", "auto ", " auto", "autok",
+        "automatic", "off", "none"
     };
     size_t i;
 
@@ -499,6 +510,32 @@ START_TEST(bad_transport)
     }
     for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         REFUSE("TRANSPORT", bad[i]);
+    }
+}
+END_TEST
+
+START_TEST(ok_sched)
+{
+    ACCEPT_INT("AGENT_SCHED", "eager", DPS_SCHED_EAGER);
+    ACCEPT_INT("AGENT_SCHED", "EAGER", DPS_SCHED_EAGER);
+    ACCEPT_INT("AGENT_SCHED", "batch", DPS_SCHED_BATCH);
+    ACCEPT_INT("AGENT_SCHED", "Batch", DPS_SCHED_BATCH);
+}
+END_TEST
+
+START_TEST(bad_sched)
+{
+    static const char *const bad[] = {
+        "fifo", "rr", "idle", "eager ", " batch", "1", "0", "eager,batch",
+        "normal"
+    };
+    size_t i;
+
+    for (i = 0; i < NCOMMON; i++) {
+        REFUSE("AGENT_SCHED", bad_common[i]);
+    }
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        REFUSE("AGENT_SCHED", bad[i]);
     }
 }
 END_TEST
@@ -882,6 +919,7 @@ static Suite *config_suite(void)
     tcase_add_test(tc, ok_uint);
     tcase_add_test(tc, ok_log);
     tcase_add_test(tc, ok_transport);
+    tcase_add_test(tc, ok_sched);
     tcase_add_test(tc, ok_agent);
     tcase_add_test(tc, ok_several);
     suite_add_tcase(s, tc);
@@ -892,6 +930,7 @@ static Suite *config_suite(void)
     tcase_add_test(tc, bad_uint);
     tcase_add_test(tc, bad_log);
     tcase_add_test(tc, bad_transport);
+    tcase_add_test(tc, bad_sched);
     tcase_add_test(tc, cpulist);
     tcase_add_test(tc, bad_agent);
     tcase_add_test(tc, bad_several);
