@@ -13,7 +13,10 @@
 #   BENCH_MODE=time       compute for a fixed time (OMB) or a fixed amount
 #                         of work ("work": shows what the agents cost)
 #   BENCH_SHIM_VARS="DPUSHIM_MIN_BYTES=1"  variables for the shim runs
-#   BENCH_RANK_CPUS=      CPU list to bind the ranks to (one core each)
+#   BENCH_RANK_CPUS=      CPU list to bind the ranks to (one core each);
+#                         default 0,1,...,NP-1 when NP fits the CPUs (the
+#                         standard placement: one rank per core, agents
+#                         sharing those cores), else no binding
 #   BENCH_AGENT_CPUS=     CPU list for the agents (DPUSHIM_AGENT_CPUS)
 #   BENCH_RPD=0           ranks per agent (DPUSHIM_RANKS_PER_DPU)
 set -uo pipefail
@@ -29,6 +32,9 @@ MODE=${BENCH_MODE:-time}
 SHIM_VARS=${BENCH_SHIM_VARS:-DPUSHIM_MIN_BYTES=1}
 [ -n "${BENCH_AGENT_CPUS:-}" ] && SHIM_VARS="$SHIM_VARS DPUSHIM_AGENT_CPUS=$BENCH_AGENT_CPUS"
 SHIM_VARS="$SHIM_VARS DPUSHIM_RANKS_PER_DPU=${BENCH_RPD:-0}"
+if [ -z "${BENCH_RANK_CPUS+x}" ] && [ "$NP" -le "$(nproc)" ]; then
+    BENCH_RANK_CPUS=$(seq -s, 0 $((NP - 1)))
+fi
 export DPS_RANK_CPUS=${BENCH_RANK_CPUS:-}
 OUT=results
 RAW=$OUT/raw
@@ -79,5 +85,5 @@ printf '\r%60s\r' "" >&2
 max=${SIZES##*:}
 build/"$1"/tests/copylimit $((NP * NP * max)) >"$OUT/copylimit-ialltoall.txt"
 build/"$1"/tests/copylimit $(((NP - 1) * max)) >"$OUT/copylimit-ibcast.txt"
-/usr/bin/python3 scripts/bench_report.py "$RAW" "$OUT" "$MODE" "$NP" \
+BENCH_SHIM_DESC="$SHIM_VARS" /usr/bin/python3 scripts/bench_report.py "$RAW" "$OUT" "$MODE" "$NP" \
     "$TESTS" "$@"

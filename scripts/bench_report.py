@@ -52,6 +52,8 @@ def main():
                 sh = medians(glob.glob(f"{raw}/{mpi}-{coll}-shim-*.txt"))
                 print(f"\n== {mpi} {coll}: {np_} ranks, compute mode {mode},"
                       f" MPI_Test calls {tests}; medians, times in us")
+                print(f"   ranks on CPUs {os.environ.get('DPS_RANK_CPUS') or 'unbound'};"
+                      f" shim variables: {os.environ.get('BENCH_SHIM_DESC', '')}")
                 print(f"{'size':>9} | {'stock pure':>10} {'overall':>9} "
                       f"{'ovl%':>5} | {'shim pure':>10} {'overall':>9} "
                       f"{'ovl%':>5} | {'pure x':>6} {'overall x':>9} | "
