@@ -9,6 +9,10 @@ cd "$(dirname "$0")/.." || exit 2
 source scripts/lib.sh
 
 NP=${DPS_DEMO_NP:-2}
+# The standard placement: one rank per core (the agent shares the cores).
+if [ -z "${DPS_RANK_CPUS+x}" ] && [ "$NP" -le "$(nproc)" ]; then
+    export DPS_RANK_CPUS=$(seq -s, 0 $((NP - 1)))
+fi
 SIZE=$((1 << 20))
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
