@@ -38,9 +38,10 @@ run_job() {
         _ "$@" >"$log" 2>&1
 }
 
-# The stats lines must equal the program's own "expect:" lines.
+# The stats lines must equal the program's own "expect:" lines, and match
+# its "expect~: REGEX" lines (for counts it can only bound).
 stats_match() {
-    local log=$1 want
+    local log=$1 want re
     want=$(grep '^expect: ' "$log" | sed 's/^expect: /dpushim: /')
     [ -n "$want" ] || return 1
     while IFS= read -r line; do
@@ -49,6 +50,13 @@ stats_match() {
             return 1
         }
     done <<<"$want"
+    while IFS= read -r re; do
+        [ -n "$re" ] || continue
+        grep -Eqx "dpushim: $re" "$log" || {
+            echo "no statistics line matches: dpushim: $re" >>"$log"
+            return 1
+        }
+    done < <(grep '^expect~: ' "$log" | sed 's/^expect~: //')
 }
 
 unit_tests() {
