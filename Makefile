@@ -21,7 +21,7 @@ MPI        ?= $(FOUND_MPIS)
 COMMON_SRC := common/dps_log.c common/dps_config.c common/dps_proto.c \
               common/dps_ucx.c
 SHIM_SRC   := shim/shim_init.c shim/shim_op.c shim/shim_coll.c \
-              shim/shim_wait.c shim/shim_util.c
+              shim/shim_wait.c shim/shim_util.c shim/shim_reg.c
 AGENT_SRC  := dpu_agent/agent_main.c dpu_agent/agent_coll.c
 HDRS       := $(wildcard common/*.h shim/*.h dpu_agent/*.h)
 MPI_TESTS  := $(patsubst tests/mpi/%.c,%,$(wildcard tests/mpi/*.c))
@@ -40,7 +40,7 @@ $(ALL_MPIS): %: build/%/libdpushim.so build/%/dpu_agent build/%/tests
 build/%/libdpushim.so: $(COMMON_SRC) $(SHIM_SRC) $(HDRS) Makefile
 	@mkdir -p $(@D)
 	$(MPICC_$*) $(WARN) $(CFLAGS) -fPIC -shared -fvisibility=hidden \
-	    -o $@ $(COMMON_SRC) $(SHIM_SRC) $(UCX_LIBS) -ldl -lpthread
+	    -o $@ $(COMMON_SRC) $(SHIM_SRC) $(UCX_LIBS) -lucm -ldl -lpthread
 
 build/%/dpu_agent: $(COMMON_SRC) $(AGENT_SRC) $(HDRS) Makefile
 	@mkdir -p $(@D)

@@ -14,11 +14,11 @@
 const dps_cfg_entry_t dps_config_table[] = {
     {"OFFLOAD", DPS_CFG_BOOL, "1",
      "Master switch: 0 runs every call on stock MPI (no agent is started).",
-     CFG_OFF(offload)},
+     CFG_OFF(offload), 0, 0},
     {"IALLTOALL", DPS_CFG_BOOL, "1",
-     "Offload MPI_Ialltoall.", CFG_OFF(ialltoall)},
+     "Offload MPI_Ialltoall.", CFG_OFF(ialltoall), 0, 0},
     {"IBCAST", DPS_CFG_BOOL, "1",
-     "Offload MPI_Ibcast.", CFG_OFF(ibcast)},
+     "Offload MPI_Ibcast.", CFG_OFF(ibcast), 0, 0},
     {"MIN_BYTES", DPS_CFG_THRESHOLD, "auto",
      "Offload only messages of at least this many bytes (Ialltoall: one "
      "block, sendcount x type size; Ibcast: the whole message); smaller "
@@ -27,28 +27,28 @@ const dps_cfg_entry_t dps_config_table[] = {
      "ranks than CPUs), and no offload at all where they would share "
      "every core with computing ranks, where measurement found no size at "
      "which offload paid (README, measured results).",
-     CFG_OFF(min_bytes)},
+     CFG_OFF(min_bytes), 0, 0},
     {"RANKS_PER_DPU", DPS_CFG_UINT, "0",
      "Ranks served by one agent (emulated DPU); 0 means one agent per host.",
-     CFG_OFF(ranks_per_dpu)},
+     CFG_OFF(ranks_per_dpu), 0, 0},
     {"STATS", DPS_CFG_BOOL, "0",
      "Print job-wide offload statistics from rank 0 at MPI_Finalize.",
-     CFG_OFF(stats)},
+     CFG_OFF(stats), 0, 0},
     {"LOG", DPS_CFG_LOGLEVEL, "warn",
-     "Log level: error, warn, info or debug.", CFG_OFF(log_level)},
+     "Log level: error, warn, info or debug.", CFG_OFF(log_level), 0, 0},
     {"AGENT", DPS_CFG_PATH, "",
      "Path of the dpu_agent binary; default: dpu_agent beside "
-     "libdpushim.so.", CFG_OFF(agent)},
+     "libdpushim.so.", CFG_OFF(agent), 0, 0},
     {"TRANSPORT", DPS_CFG_TRANSPORT, "auto",
      "How agents move data: auto copies same-node ranks' data with CMA "
      "and uses UCX get/put for other nodes; ucx uses UCX get/put for "
      "every rank (a test mode here: UCX 1.13 emulates RMA over shared "
      "memory, which needs the ranks to call into MPI).",
-     CFG_OFF(transport)},
+     CFG_OFF(transport), 0, 0},
     {"AGENT_CPUS", DPS_CFG_CPULIST, "",
      "CPUs the agents run on, as a list like 0,2-3 (e.g. cores kept free "
      "of ranks to emulate a DPU); empty: the union of the CPUs their "
-     "ranks may use.", CFG_OFF(agent_cpus)},
+     "ranks may use.", CFG_OFF(agent_cpus), 0, 0},
     {"AGENT_SCHED", DPS_CFG_SCHED, "eager",
      "How a spawned agent shares cores with computing ranks: eager runs "
      "it at nice -10 (where the user may raise priority; else at 0) so "
@@ -56,8 +56,22 @@ const dps_cfg_entry_t dps_config_table[] = {
      "20 us after the last post so that the posting rank returns first; "
      "batch runs it as SCHED_BATCH, on idle cores and by fair share only, "
      "which costs the application least CPU but overlaps little when "
-     "every core runs a rank.", CFG_OFF(agent_sched)},
-    {NULL, DPS_CFG_BOOL, NULL, NULL, 0}
+     "every core runs a rank.", CFG_OFF(agent_sched), 0, 0},
+    {"REGCACHE_BYTES", DPS_CFG_SIZE, "1g",
+     "Registration cache of each rank: buffers are registered with UCX "
+     "once and their keys sent to the agent once, while they stay mapped; "
+     "least recently used registrations are dropped above this many "
+     "bytes. 0 registers every buffer for each call (no cache).",
+     CFG_OFF(regcache_bytes), 0, 0},
+    {"CHUNK_BYTES", DPS_CFG_SIZE, "256k",
+     "Size of the agent's staging chunks: a block larger than this moves "
+     "in pieces, read into a chunk and written out. 4k to 64m.",
+     CFG_OFF(chunk_bytes), 4096, 64ull << 20},
+    {"PIPELINE_DEPTH", DPS_CFG_UINT, "2",
+     "Chunks an agent moves at once: with CMA, copy threads, each reading "
+     "one chunk while another writes; with UCX, gets and puts in flight. "
+     "1 to 64.", CFG_OFF(pipeline_depth), 1, 64},
+    {NULL, DPS_CFG_BOOL, NULL, NULL, 0, 0, 0}
 };
 
 static int parse_bool(const char *v, int *out)
@@ -256,6 +270,27 @@ int dps_cpulist_parse(const char *list, unsigned long *out, int max_cpus)
     return (*p == '\0') ? n : -1;
 }
 
+/* Within the entry's range, if it has one. */
+static int in_range(const dps_cfg_entry_t *e, const void *field)
+{
+    uint64_t v;
+
+    if (e->max == 0) {
+        return 1;
+    }
+    if (e->type == DPS_CFG_SIZE) {
+        memcpy(&v, field, sizeof(v));
+    } else if (e->type == DPS_CFG_UINT) {
+        unsigned u;
+
+        memcpy(&u, field, sizeof(u));
+        v = u;
+    } else {
+        return 1;
+    }
+    return v >= e->min && v <= e->max;
+}
+
 int dps_config_load(dps_config_t *cfg, char *const *envp, char *msgs,
                     size_t msgs_len, int *nunknown)
 {
@@ -300,6 +335,18 @@ int dps_config_load(dps_config_t *cfg, char *const *envp, char *msgs,
             snprintf(what, sizeof(what), "%s='%.400s'", var, eq + 1);
             msg_append(msgs, msgs_len, "invalid value %s: expected %s\n",
                        what, type_hint(e->type));
+            nbad++;
+        } else if (!in_range(e, (char *)cfg + e->offset)) {
+            char what[600], range[128];
+
+            snprintf(what, sizeof(what), "%s='%.400s'", var, eq + 1);
+            snprintf(range, sizeof(range), "%s, from %llu to %llu",
+                     type_hint(e->type), (unsigned long long)e->min,
+                     (unsigned long long)e->max);
+            msg_append(msgs, msgs_len, "invalid value %s: expected %s\n",
+                       what, range);
+            dps_config_parse_value(e->type, e->deflt,
+                                   (char *)cfg + e->offset);
             nbad++;
         }
     }

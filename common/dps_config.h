@@ -24,6 +24,9 @@ typedef struct dps_config {
     int      transport;      /* dps_transport_t */
     char     agent_cpus[256]; /* CPU list for the agents; empty: ranks' */
     int      agent_sched;    /* dps_agent_sched_t */
+    uint64_t regcache_bytes; /* registration cache cap; 0: no cache */
+    uint64_t chunk_bytes;    /* agent staging chunk */
+    unsigned pipeline_depth; /* chunks in flight per agent */
 } dps_config_t;
 
 typedef enum {
@@ -54,6 +57,7 @@ typedef struct dps_cfg_entry {
     const char     *deflt;   /* default, parsed like a user value */
     const char     *help;    /* one sentence for --help and the README */
     size_t          offset;  /* of the field in dps_config_t */
+    uint64_t        min, max; /* SIZE and UINT: range when max != 0 */
 } dps_cfg_entry_t;
 
 /* The table; terminated by an entry with name == NULL. */

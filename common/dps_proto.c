@@ -13,7 +13,7 @@ const char *dps_msg_type_str(unsigned type)
     static const char *names[] = {
         "?", "hello", "job_info", "ready", "post", "complete", "comm_free",
         "peer_post", "read_done", "shutdown", "procs", "stats_req",
-        "stats"
+        "stats", "reg_free"
     };
 
     return (type < DPS_MSG_TYPE_MAX) ? names[type] : "?";
@@ -49,10 +49,12 @@ static int post_check(const dps_msg_post_t *f, char *err, size_t err_len)
         return fail(err, err_len, "post: %u members for size %u",
                     f->nmembers, f->comm_size);
     }
-    if (f->block_bytes == 0 || f->send_rkey_len == 0 ||
-        (f->coll == DPS_COLL_ALLTOALL && f->recv_rkey_len == 0)) {
-        return fail(err, err_len, "post: empty buffer or missing rkey");
+    if (f->block_bytes == 0 || f->send_reg == 0 ||
+        (f->coll == DPS_COLL_ALLTOALL && f->recv_reg == 0)) {
+        return fail(err, err_len, "post: empty buffer or missing "
+                    "registration id");
     }
+
     return DPS_OK;
 }
 
@@ -193,6 +195,24 @@ void *dps_msg_encode_post(dps_msg_type_t type, const dps_msg_post_t *fixed,
     p += fixed->recv_rkey_len;
     if (mlen) {
         memcpy(p, members, mlen);
+    }
+    return m;
+}
+
+void *dps_msg_encode_reg_free(uint32_t world_rank, uint32_t count,
+                              const uint64_t *ids, size_t *len)
+{
+    dps_msg_reg_free_t f = {world_rank, count};
+    char *m;
+
+    if (count == 0 || count > DPS_MAX_REG_FREE || ids == NULL) {
+        return NULL;
+    }
+    m = msg_alloc(DPS_MSG_REG_FREE, sizeof(f) + count * sizeof(*ids), len);
+    if (m != NULL) {
+        memcpy(m + sizeof(dps_msg_hdr_t), &f, sizeof(f));
+        memcpy(m + sizeof(dps_msg_hdr_t) + sizeof(f), ids,
+               count * sizeof(*ids));
     }
     return m;
 }
@@ -433,6 +453,19 @@ int dps_msg_decode(const void *buf, size_t len, dps_msg_t *msg,
     case DPS_MSG_POST:
     case DPS_MSG_PEER_POST:
         return decode_post(body, blen, msg, err, err_len);
+    case DPS_MSG_REG_FREE:
+        if (take_fixed(body, blen, &msg->u.reg_free.fixed,
+                       sizeof(dps_msg_reg_free_t), 0) ||
+            msg->u.reg_free.fixed.count == 0 ||
+            msg->u.reg_free.fixed.count > DPS_MAX_REG_FREE ||
+            blen != sizeof(dps_msg_reg_free_t) +
+                    8 * (size_t)msg->u.reg_free.fixed.count) {
+            return fail(err, err_len, "reg_free message of %zu bytes is "
+                        "inconsistent", blen);
+        }
+        msg->u.reg_free.ids = (const uint64_t *)(body +
+                                                 sizeof(dps_msg_reg_free_t));
+        return DPS_OK;
     default:
         break;
     }

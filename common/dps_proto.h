@@ -14,11 +14,12 @@
 #include <stdint.h>
 
 #define DPS_PROTO_MAGIC    0x48535044u /* "DPSH" */
-#define DPS_PROTO_VERSION  1
+#define DPS_PROTO_VERSION  2
 #define DPS_AM_ID          7           /* the one UCX active message id */
 #define DPS_MAX_RKEY       4096        /* bytes of one packed rkey */
 #define DPS_MAX_ADDR       8192        /* bytes of one worker address */
 #define DPS_MAX_RANKS      (1u << 20)
+#define DPS_MAX_REG_FREE   4096        /* ids in one REG_FREE */
 
 typedef enum {
     DPS_MSG_HELLO = 1,   /* rank -> its agent: I am world rank r */
@@ -33,6 +34,7 @@ typedef enum {
     DPS_MSG_PROCS,       /* vnode leader -> its agent: pid, node of ranks */
     DPS_MSG_STATS_REQ,   /* vnode leader -> its agent: send your counters */
     DPS_MSG_STATS,       /* agent -> vnode leader: the counters */
+    DPS_MSG_REG_FREE,    /* rank -> its agent, agent -> agent: drop keys */
     DPS_MSG_TYPE_MAX
 } dps_msg_type_t;
 
@@ -101,6 +103,12 @@ _Static_assert(sizeof(dps_msg_ready_t) == 8, "ready layout");
  * uint32_t members[nmembers]: world rank of each communicator rank, present
  * when the sender's agent may not know the communicator yet (nmembers is 0
  * or comm_size).
+ *
+ * Buffers are named by registration ids (send_reg, recv_reg: nonzero,
+ * unique per world rank, never reused). A packed key travels only the
+ * first time its id is sent to a given agent (rkey_len > 0); after that
+ * the agent has it cached and the post carries the id alone (rkey_len 0),
+ * until a REG_FREE says the id is gone.
  */
 typedef struct dps_msg_post {
     uint64_t comm_id;       /* job-wide communicator id */
@@ -108,18 +116,32 @@ typedef struct dps_msg_post {
     uint64_t block_bytes;   /* alltoall: one block; bcast: the message */
     uint64_t send_addr;     /* alltoall: send buffer; bcast: the buffer */
     uint64_t recv_addr;     /* alltoall: recv buffer; bcast: unused */
+    uint64_t send_reg;      /* registration id of the send (bcast) buffer */
+    uint64_t recv_reg;      /* alltoall: of the recv buffer; bcast: 0 */
     uint32_t seq;           /* collective instance on this communicator */
     uint32_t coll;          /* dps_coll_t */
     uint32_t comm_rank;     /* the poster's rank in the communicator */
     uint32_t comm_size;
     uint32_t root;          /* bcast root, else 0 */
     uint32_t world_rank;    /* the poster's world rank */
-    uint32_t send_rkey_len;
+    uint32_t send_rkey_len; /* 0: the receiving agent has send_reg's key */
     uint32_t recv_rkey_len;
     uint32_t nmembers;
     uint32_t pad;
 } dps_msg_post_t;
-_Static_assert(sizeof(dps_msg_post_t) == 80, "post layout");
+_Static_assert(sizeof(dps_msg_post_t) == 96, "post layout");
+
+/*
+ * REG_FREE body: this fixed part, then uint64_t id[count]: registrations of
+ * world_rank that are gone (memory unmapped, or evicted from the rank's
+ * cache). An agent drops their keys and forwards the ids to the agents it
+ * had sent them to.
+ */
+typedef struct dps_msg_reg_free {
+    uint32_t world_rank;
+    uint32_t count;         /* 1 .. DPS_MAX_REG_FREE */
+} dps_msg_reg_free_t;
+_Static_assert(sizeof(dps_msg_reg_free_t) == 8, "reg_free layout");
 
 typedef struct dps_msg_complete {
     uint64_t op_token;      /* from the POST */
@@ -166,6 +188,10 @@ typedef struct dps_msg {
             const uint32_t *node;
         } procs;
         struct {
+            dps_msg_reg_free_t fixed;
+            const uint64_t    *ids;       /* read with dps_msg_u64 */
+        } reg_free;
+        struct {
             dps_msg_post_t  fixed;
             const uint8_t  *send_rkey;
             const uint8_t  *recv_rkey;
@@ -203,6 +229,8 @@ void *dps_msg_encode_procs(uint32_t nranks, const uint32_t *pid,
 void *dps_msg_encode_post(dps_msg_type_t type, const dps_msg_post_t *fixed,
                           const void *send_rkey, const void *recv_rkey,
                           const uint32_t *members, size_t *len);
+void *dps_msg_encode_reg_free(uint32_t world_rank, uint32_t count,
+                              const uint64_t *ids, size_t *len);
 /* rank_addrs[i]/agent_addrs[i] point to addresses of the given lengths. */
 void *dps_msg_encode_job(const dps_msg_job_t *fixed,
                          const uint32_t *rank_agent,
@@ -219,6 +247,14 @@ void *dps_msg_encode_job(const dps_msg_job_t *fixed,
 static inline uint32_t dps_msg_u32(const uint32_t *table, size_t i)
 {
     uint32_t v;
+
+    __builtin_memcpy(&v, (const char *)table + i * sizeof(v), sizeof(v));
+    return v;
+}
+
+static inline uint64_t dps_msg_u64(const uint64_t *table, size_t i)
+{
+    uint64_t v;
 
     __builtin_memcpy(&v, (const char *)table + i * sizeof(v), sizeof(v));
     return v;

@@ -30,11 +30,25 @@ typedef struct agent_inst_key {
     uint64_t seq;
 } agent_inst_key_t;
 
+/* A rank's registration key, cached until REG_FREE names its id. */
+typedef struct agent_key {
+    struct {
+        uint32_t world;          /* owner rank */
+        uint32_t pad;
+        uint64_t id;             /* its registration id */
+    } k;
+    uint8_t        *packed;      /* as the rank packed it */
+    uint32_t        len;
+    ucp_rkey_h      rkey;        /* unpacked on first use (UCX path) */
+    uint8_t        *sent;        /* per agent: forwarded to it */
+    UT_hash_handle  hh;
+} agent_key_t;
+
 /* What one communicator rank posted, as seen by this agent. */
 typedef struct agent_rinfo {
     int        posted;
     uint64_t   send_addr, recv_addr, op_token;
-    ucp_rkey_h send_rkey, recv_rkey;
+    agent_key_t *send_key, *recv_key; /* borrowed from the key cache */
     /* For ranks served here: */
     uint32_t   in_left;      /* incoming moves not yet written */
     uint32_t   reads_left;   /* agents yet to finish reading our blocks */
@@ -103,6 +117,7 @@ typedef struct agent {
     int            ready;
     /* state */
     agent_comm_t  *comms;
+    agent_key_t   *keys;          /* registration keys of ranks */
     agent_inst_t  *insts;
     agent_move_t  *q_head, *q_tail;
     agent_slot_t   slots[AGENT_NSLOTS];
@@ -126,6 +141,9 @@ int agent_handle(agent_t *a, const dps_msg_t *msg);
 
 /* Issue staging reads/writes for queued moves; reap finished slots. */
 void agent_schedule(agent_t *a);
+
+/* Drop every cached registration key. */
+void agent_keys_fini(agent_t *a);
 
 /* Set up staging memory; DPS_OK or DPS_ERR_*. */
 int agent_coll_init(agent_t *a);

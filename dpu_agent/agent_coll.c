@@ -89,16 +89,6 @@ static void comm_release(agent_t *a, agent_comm_t *c)
 
 static void inst_destroy(agent_t *a, agent_inst_t *in)
 {
-    uint32_t r;
-
-    for (r = 0; r < in->comm->size; r++) {
-        if (in->ri[r].send_rkey != NULL) {
-            ucp_rkey_destroy(in->ri[r].send_rkey);
-        }
-        if (in->ri[r].recv_rkey != NULL) {
-            ucp_rkey_destroy(in->ri[r].recv_rkey);
-        }
-    }
     if (is_local(a, in->comm, 0)) {
         a->collectives++; /* exactly one agent counts each instance */
     }
@@ -135,6 +125,7 @@ void agent_coll_fini(agent_t *a)
         free(c->members);
         free(c);
     }
+    agent_keys_fini(a);
     if (a->staging_memh != NULL) {
         ucp_mem_unmap(a->ucx.context, a->staging_memh);
         a->staging_memh = NULL;
@@ -344,27 +335,141 @@ static void move_add(agent_t *a, agent_inst_t *in, uint32_t s, uint32_t d)
     a->q_tail = m;
 }
 
-static int unpack_rkey(agent_t *a, uint32_t world, const void *buf,
-                       uint32_t len, ucp_rkey_h *rkey)
+/* ---- registration keys ------------------------------------------------ */
+
+static agent_key_t *key_find(agent_t *a, uint32_t world, uint64_t id)
+{
+    agent_key_t probe, *k;
+
+    memset(&probe.k, 0, sizeof(probe.k));
+    probe.k.world = world;
+    probe.k.id = id;
+    HASH_FIND(hh, a->keys, &probe.k, sizeof(probe.k), k);
+    return k;
+}
+
+static void key_destroy(agent_t *a, agent_key_t *k)
+{
+    HASH_DEL(a->keys, k);
+    if (k->rkey != NULL) {
+        ucp_rkey_destroy(k->rkey);
+    }
+    free(k->packed);
+    free(k->sent);
+    free(k);
+}
+
+/*
+ * The key of registration id of rank world: cached, or taken from this
+ * message (buf, len > 0). A post naming an id this agent never received
+ * is a protocol error: the sender sends each key before relying on it.
+ */
+static agent_key_t *key_take(agent_t *a, uint32_t world, uint64_t id,
+                             const uint8_t *buf, uint32_t len)
+{
+    agent_key_t *k = key_find(a, world, id);
+
+    if (k != NULL || len == 0) {
+        if (k == NULL) {
+            dps_error("rank %u names registration %llu, whose key this "
+                      "agent never received", world,
+                      (unsigned long long)id);
+        }
+        return k;
+    }
+    k = calloc(1, sizeof(*k));
+    if (k == NULL || (k->packed = malloc(len)) == NULL ||
+        (k->sent = calloc(a->nagents, 1)) == NULL) {
+        if (k != NULL) {
+            free(k->packed);
+        }
+        free(k);
+        dps_error("out of memory for a registration key");
+        return NULL;
+    }
+    memcpy(k->packed, buf, len);
+    k->len = len;
+    k->k.world = world;
+    k->k.id = id;
+    HASH_ADD(hh, a->keys, k, sizeof(k->k), k);
+    return k;
+}
+
+/* The unpacked key for UCX get/put on the owner's memory. */
+static ucp_rkey_h key_rkey(agent_t *a, agent_key_t *k)
 {
     ucs_status_t st;
 
-    if (len == 0 || agent_rank_cma(a, world)) {
-        /* Same node: copied with CMA, the key is not needed. */
-        *rkey = NULL;
-        return DPS_OK;
+    if (k->rkey == NULL) {
+        st = ucp_ep_rkey_unpack(a->rank_ep[k->k.world], k->packed, &k->rkey);
+        if (st != UCS_OK) {
+            dps_error("cannot unpack the memory key of rank %u: %s",
+                      k->k.world, ucs_status_string(st));
+            k->rkey = NULL;
+        }
     }
-    st = ucp_ep_rkey_unpack(a->rank_ep[world], buf, rkey);
-    if (st != UCS_OK) {
-        dps_error("cannot unpack the memory key of rank %u: %s", world,
-                  ucs_status_string(st));
-        return DPS_ERR_UCX;
+    return k->rkey;
+}
+
+/* REG_FREE: from a rank of ours (forward to the agents we gave its keys),
+ * or from the agent of the owner. Unknown ids are ignored. */
+static int handle_reg_free(agent_t *a, const dps_msg_t *msg)
+{
+    const dps_msg_reg_free_t *f = &msg->u.reg_free.fixed;
+    uint8_t *peers = NULL;
+    int own;
+    uint32_t i, ag;
+
+    if (f->world_rank >= a->nranks) {
+        dps_error("reg_free for unknown rank %u", f->world_rank);
+        return DPS_ERR_PROTO;
     }
+    own = (a->rank_agent[f->world_rank] == a->self);
+    if (own) {
+        peers = calloc(a->nagents, 1);
+    }
+    for (i = 0; i < f->count; i++) {
+        agent_key_t *k = key_find(a, f->world_rank,
+                                  dps_msg_u64(msg->u.reg_free.ids, i));
+
+        if (k == NULL) {
+            continue;
+        }
+        for (ag = 0; peers != NULL && ag < a->nagents; ag++) {
+            peers[ag] |= k->sent[ag];
+        }
+        key_destroy(a, k);
+    }
+    for (ag = 0; peers != NULL && ag < a->nagents; ag++) {
+        size_t len;
+        void *out;
+
+        if (!peers[ag] || ag == a->self) {
+            continue;
+        }
+        out = dps_msg_encode_reg_free(f->world_rank, f->count,
+                                      msg->u.reg_free.ids, &len);
+        if (out == NULL || agent_send_agent(a, ag, out, len) != DPS_OK) {
+            dps_warn("cannot forward reg_free to agent %u", ag);
+        }
+    }
+    free(peers);
     return DPS_OK;
 }
 
-/* Tell the agents that read rank i's blocks about its post. */
-static void forward_post(agent_t *a, agent_comm_t *c, const dps_msg_t *msg)
+void agent_keys_fini(agent_t *a)
+{
+    agent_key_t *k, *tmp;
+
+    HASH_ITER(hh, a->keys, k, tmp) {
+        key_destroy(a, k);
+    }
+}
+
+/* Tell the agents that read rank i's blocks about its post. They need
+ * its send buffer's key, sent to each the first time only. */
+static void forward_post(agent_t *a, agent_comm_t *c, const dps_msg_t *msg,
+                         agent_key_t *send_key)
 {
     dps_msg_post_t f = msg->u.post.fixed;
     uint8_t *sent = calloc(a->nagents, 1);
@@ -374,9 +479,11 @@ static void forward_post(agent_t *a, agent_comm_t *c, const dps_msg_t *msg)
         return;
     }
     f.nmembers = c->size;
+    f.recv_rkey_len = 0; /* only the rank's own agent writes into it */
     sent[a->self] = 1;
     for (r = 0; r < c->size; r++) {
         uint32_t ag = agent_of(a, c, r);
+        int with_key;
         size_t len;
         void *out;
 
@@ -384,11 +491,15 @@ static void forward_post(agent_t *a, agent_comm_t *c, const dps_msg_t *msg)
             continue;
         }
         sent[ag] = 1;
+        with_key = !send_key->sent[ag];
+        f.send_rkey_len = with_key ? send_key->len : 0;
         out = dps_msg_encode_post(DPS_MSG_PEER_POST, &f,
-                                  msg->u.post.send_rkey,
-                                  msg->u.post.recv_rkey, c->members, &len);
+                                  with_key ? send_key->packed : NULL, NULL,
+                                  c->members, &len);
         if (out == NULL || agent_send_agent(a, ag, out, len) != DPS_OK) {
             dps_error("cannot forward a post to agent %u", ag);
+        } else if (with_key) {
+            send_key->sent[ag] = 1;
         }
     }
     free(sent);
@@ -400,12 +511,27 @@ static int handle_post(agent_t *a, const dps_msg_t *msg)
     agent_comm_t *c;
     agent_inst_t *in;
     agent_rinfo_t *ri;
+    agent_key_t *skey, *rkey = NULL;
     uint32_t i = f->comm_rank, r;
     int bad, local;
 
     if (f->world_rank >= a->nranks) {
         dps_error("post from unknown rank %u", f->world_rank);
         return DPS_ERR_PROTO;
+    }
+    /* Keys first: a post that must wait still delivered its keys, which
+     * later posts of the same buffers no longer carry. */
+    skey = key_take(a, f->world_rank, f->send_reg, msg->u.post.send_rkey,
+                    f->send_rkey_len);
+    if (skey == NULL) {
+        return DPS_ERR_PROTO;
+    }
+    if (msg->type == DPS_MSG_POST && f->coll == DPS_COLL_ALLTOALL) {
+        rkey = key_take(a, f->world_rank, f->recv_reg,
+                        msg->u.post.recv_rkey, f->recv_rkey_len);
+        if (rkey == NULL) {
+            return DPS_ERR_PROTO;
+        }
     }
     c = comm_get(a, f->comm_id, f->comm_size, msg->u.post.members, &bad);
     if (bad) {
@@ -438,19 +564,14 @@ static int handle_post(agent_t *a, const dps_msg_t *msg)
                   f->world_rank, f->seq, (unsigned long long)f->comm_id);
         return DPS_ERR_PROTO;
     }
-    if (unpack_rkey(a, f->world_rank, msg->u.post.send_rkey,
-                    f->send_rkey_len, &ri->send_rkey) != DPS_OK ||
-        (local && f->coll == DPS_COLL_ALLTOALL &&
-         unpack_rkey(a, f->world_rank, msg->u.post.recv_rkey,
-                     f->recv_rkey_len, &ri->recv_rkey) != DPS_OK)) {
-        return DPS_ERR_UCX;
-    }
+    ri->send_key = skey;
+    ri->recv_key = rkey;
     ri->posted = 1;
     ri->send_addr = f->send_addr;
     ri->recv_addr = f->recv_addr;
     ri->op_token = f->op_token;
     if (msg->type == DPS_MSG_POST) {
-        forward_post(a, c, msg);
+        forward_post(a, c, msg, skey);
     }
 
     /* Create every move that just became possible. */
@@ -551,6 +672,8 @@ int agent_handle_coll(agent_t *a, const dps_msg_t *msg)
         return handle_read_done(a, &msg->u.read_done);
     case DPS_MSG_COMM_FREE:
         return handle_comm_free(a, &msg->u.comm_free);
+    case DPS_MSG_REG_FREE:
+        return handle_reg_free(a, msg);
     default:
         return DPS_ERR_PROTO;
     }
@@ -634,16 +757,26 @@ static void slot_start(agent_t *a, agent_slot_t *s)
             return;
         }
     }
-    if (s->state == 1) {
-        req = ucp_get_nbx(a->rank_ep[in->comm->members[m->src]], s->data,
-                          s->len, m->src_addr + s->off,
-                          in->ri[m->src].send_rkey, &rp);
-    } else {
-        ucp_rkey_h rkey = (in->coll == DPS_COLL_ALLTOALL) ?
-                          in->ri[m->dst].recv_rkey : in->ri[m->dst].send_rkey;
+    {
+        agent_rinfo_t *ri = &in->ri[s->state == 1 ? m->src : m->dst];
+        agent_key_t *k = (s->state == 2 && in->coll == DPS_COLL_ALLTOALL) ?
+                         ri->recv_key : ri->send_key;
+        ucp_rkey_h rkey = k != NULL ? key_rkey(a, k) : NULL;
 
-        req = ucp_put_nbx(a->rank_ep[in->comm->members[m->dst]], s->data,
-                          s->len, m->dst_addr + s->off, rkey, &rp);
+        if (rkey == NULL) {
+            s->completed = 1;
+            s->status = UCS_ERR_INVALID_PARAM;
+            return;
+        }
+        if (s->state == 1) {
+            req = ucp_get_nbx(a->rank_ep[in->comm->members[m->src]],
+                              s->data, s->len, m->src_addr + s->off, rkey,
+                              &rp);
+        } else {
+            req = ucp_put_nbx(a->rank_ep[in->comm->members[m->dst]],
+                              s->data, s->len, m->dst_addr + s->off, rkey,
+                              &rp);
+        }
     }
     if (req == NULL) {
         s->completed = 1;

@@ -328,6 +328,7 @@ int agent_handle(agent_t *a, const dps_msg_t *msg)
     case DPS_MSG_PEER_POST:
     case DPS_MSG_READ_DONE:
     case DPS_MSG_COMM_FREE:
+    case DPS_MSG_REG_FREE:
         if (!a->ready) {
             dps_error("%s before the job is set up",
                       dps_msg_type_str(msg->type));

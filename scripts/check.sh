@@ -108,7 +108,8 @@ mpi_tests() {
     # The UCX get/put path that serves ranks of other nodes on a cluster.
     # Here UCX emulates RMA with messages the ranks progress in MPI calls,
     # so programs that block in MPI_Recv while data is due are left out.
-    for name in t_alltoall_sizes t_bcast_roots t_comms t_edge t_buffers; do
+    for name in t_alltoall_sizes t_bcast_roots t_comms t_edge t_buffers \
+                t_regcache t_regmem; do
         shim_case "$mpi" "build/$mpi/tests/$name" 4 \
             "$base DPUSHIM_RANKS_PER_DPU=2 DPUSHIM_TRANSPORT=ucx" \
             "4 ranks, 2 agents, UCX get/put for every rank"

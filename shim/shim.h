@@ -60,7 +60,7 @@ typedef struct shim_op {
     int            agent_done; /* COMPLETE received (or agent lost) */
     int            req_freed;  /* MPI called our free_fn */
     int            error;      /* MPI error class reported by query_fn */
-    ucp_mem_h      memh[2];    /* send and receive registrations */
+    struct shim_reg *reg[2];   /* send and receive registrations */
     void          *tmp;        /* copy of the data for MPI_IN_PLACE */
     UT_hash_handle hh_token;
     UT_hash_handle hh_req;     /* keyed on the bytes of req */
@@ -68,8 +68,6 @@ typedef struct shim_op {
     /* until the POST is sent: */
     shim_comm_t   *comm;
     shim_post_t    post;
-    void          *rkey[2];    /* packed keys (UCX buffers) */
-    size_t         rkey_len[2];
     struct shim_op *next_wait;
 } shim_op_t;
 

@@ -8,6 +8,7 @@
  */
 #define _GNU_SOURCE
 #include "shim.h"
+#include "shim_reg.h"
 #include "../common/dps_log.h"
 #include "../common/dps_proto.h"
 #include "../common/dps_status.h"
@@ -396,6 +397,8 @@ static int connect_job(MPI_Comm vnode, const void *agent_addr,
 
     if (dps_ucx_open(&shim.ucx) != DPS_OK) {
         ok = 0;
+    } else {
+        shim_reg_init();
     }
     if (!agree(ok)) {
         goto out;
@@ -577,6 +580,7 @@ static void teardown_ucx(void)
         dps_warn("leaving UCX context open: %u operations never ended",
                  shim.live);
     } else if (shim.ucx.worker != NULL) {
+        shim_reg_fini();
         dps_ucx_close(&shim.ucx);
     }
 }
@@ -724,12 +728,16 @@ static void print_stats(void)
 {
     static const char *names[SHIM_NCOLL] = {"ialltoall", "ibcast"};
     uint64_t tot[SHIM_NCOLL][SHIM_NSTAT], ag[3];
+    uint64_t reg[SHIM_REG_NSTAT], regtot[SHIM_REG_NSTAT];
     int c;
 
     fetch_agent_stats();
     PMPI_Reduce(shim.stats, tot, SHIM_NCOLL * SHIM_NSTAT, MPI_UINT64_T,
                 MPI_SUM, 0, MPI_COMM_WORLD);
     PMPI_Reduce(shim.agent_stats, ag, 3, MPI_UINT64_T, MPI_SUM, 0,
+                MPI_COMM_WORLD);
+    shim_reg_stats(reg);
+    PMPI_Reduce(reg, regtot, SHIM_REG_NSTAT, MPI_UINT64_T, MPI_SUM, 0,
                 MPI_COMM_WORLD);
     if (shim.world_rank != 0) {
         return;
@@ -741,6 +749,10 @@ static void print_stats(void)
                (unsigned long long)tot[c][SHIM_STAT_FALLBACK],
                (unsigned long long)tot[c][SHIM_STAT_BYTES]);
     }
+    printf("dpushim: regcache hits=%llu misses=%llu invalidations=%llu\n",
+           (unsigned long long)regtot[SHIM_REG_HITS],
+           (unsigned long long)regtot[SHIM_REG_MISSES],
+           (unsigned long long)regtot[SHIM_REG_INVALIDATIONS]);
     if (shim.active) {
         /* Every agent's CPU, user and system, from start to now. */
         printf("dpushim: agents cpu_ms=%.1f collectives=%llu "

@@ -7,6 +7,7 @@
  */
 #define _GNU_SOURCE
 #include "shim.h"
+#include "shim_reg.h"
 #include "../common/dps_log.h"
 #include "../common/dps_proto.h"
 #include "../common/dps_status.h"
@@ -28,15 +29,14 @@ int shim_send_agent(void *msg, size_t len)
     return rc;
 }
 
+/* Called with the lock held. */
 static void op_release_memory(shim_op_t *op)
 {
     int i;
 
     for (i = 0; i < 2; i++) {
-        if (op->memh[i] != NULL) {
-            ucp_mem_unmap(shim.ucx.context, op->memh[i]);
-            op->memh[i] = NULL;
-        }
+        shim_reg_put(op->reg[i]);
+        op->reg[i] = NULL;
     }
     free(op->tmp);
     op->tmp = NULL;
@@ -77,39 +77,14 @@ static int cancel_fn(void *extra, int complete)
     return MPI_SUCCESS; /* collectives cannot be cancelled: no effect */
 }
 
-static int mem_register(void *addr, size_t len, ucp_mem_h *memh,
-                        void **rkey, size_t *rkey_len)
-{
-    ucp_mem_map_params_t mp;
-    ucs_status_t st;
-
-    memset(&mp, 0, sizeof(mp));
-    mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS |
-                    UCP_MEM_MAP_PARAM_FIELD_LENGTH;
-    mp.address = addr;
-    mp.length = len;
-    st = ucp_mem_map(shim.ucx.context, &mp, memh);
-    if (st != UCS_OK) {
-        dps_error("cannot register %zu bytes at %p: %s", len, addr,
-                  ucs_status_string(st));
-        return DPS_ERR_UCX;
-    }
-    st = ucp_rkey_pack(shim.ucx.context, *memh, rkey, rkey_len);
-    if (st != UCS_OK) {
-        dps_error("ucp_rkey_pack: %s", ucs_status_string(st));
-        ucp_mem_unmap(shim.ucx.context, *memh);
-        *memh = NULL;
-        return DPS_ERR_UCX;
-    }
-    return DPS_OK;
-}
-
 /* Send op's POST (its communicator id is known). Called with the lock. */
 static void op_send(shim_op_t *op)
 {
     shim_comm_t *c = op->comm;
     const shim_post_t *p = &op->post;
     dps_msg_post_t f;
+    const void *key[2];
+    uint32_t key_len[2];
     size_t len = 0;
     void *msg;
     int i;
@@ -126,20 +101,29 @@ static void op_send(shim_op_t *op)
     f.comm_size = (uint32_t)c->size;
     f.root = (uint32_t)p->root;
     f.world_rank = (uint32_t)shim.world_rank;
-    f.send_rkey_len = (uint32_t)op->rkey_len[0];
-    f.recv_rkey_len = (uint32_t)op->rkey_len[1];
-    f.nmembers = c->agent_knows ? 0 : (uint32_t)c->size;
-    msg = dps_msg_encode_post(DPS_MSG_POST, &f, op->rkey[0], op->rkey[1],
-                              c->members, &len);
+    /* A key goes to the agent with the first post that uses it; later
+     * posts name the registration by its id alone. */
     for (i = 0; i < 2; i++) {
-        if (op->rkey[i] != NULL) {
-            ucp_rkey_buffer_release(op->rkey[i]);
-            op->rkey[i] = NULL;
-        }
+        shim_reg_t *r = op->reg[i];
+
+        key[i] = (r != NULL && !r->agent_has_key) ? r->rkey : NULL;
+        key_len[i] = key[i] != NULL ? (uint32_t)r->rkey_len : 0;
     }
+    f.send_reg = op->reg[0]->id;
+    f.recv_reg = op->reg[1] != NULL ? op->reg[1]->id : 0;
+    f.send_rkey_len = key_len[0];
+    f.recv_rkey_len = key_len[1];
+    f.nmembers = c->agent_knows ? 0 : (uint32_t)c->size;
+    msg = dps_msg_encode_post(DPS_MSG_POST, &f, key[0], key[1], c->members,
+                              &len);
     if (msg != NULL && !shim.agent_dead &&
         shim_send_agent(msg, len) == DPS_OK) {
         c->agent_knows = 1;
+        for (i = 0; i < 2; i++) {
+            if (key[i] != NULL) {
+                shim_reg_key_sent(op->reg[i]);
+            }
+        }
         return;
     }
     /* The request exists: finish it with an error, never hang. */
@@ -166,24 +150,17 @@ int shim_op_start(shim_comm_t *c, const shim_post_t *p, void *tmp,
     op->comm = c;
     op->post = *p;
     pthread_mutex_lock(&shim.lock);
-    rc = mem_register((void *)p->send, p->send_len, &op->memh[0],
-                      &op->rkey[0], &op->rkey_len[0]);
-    if (rc == DPS_OK && p->recv != NULL) {
-        rc = mem_register(p->recv, p->recv_len, &op->memh[1], &op->rkey[1],
-                          &op->rkey_len[1]);
+    rc = shim_reg_get(p->send, p->send_len, &op->reg[0]) == 0 ?
+         DPS_OK : DPS_ERR_UCX;
+    if (rc == DPS_OK && p->recv != NULL &&
+        shim_reg_get(p->recv, p->recv_len, &op->reg[1]) != 0) {
+        rc = DPS_ERR_UCX;
     }
     pthread_mutex_unlock(&shim.lock);
     if (rc != DPS_OK ||
         PMPI_Grequest_start(query_fn, free_fn, cancel_fn, op, &op->req) !=
         MPI_SUCCESS) {
-        int i;
-
         pthread_mutex_lock(&shim.lock);
-        for (i = 0; i < 2; i++) {
-            if (op->rkey[i] != NULL) {
-                ucp_rkey_buffer_release(op->rkey[i]);
-            }
-        }
         op_release_memory(op);
         pthread_mutex_unlock(&shim.lock);
         free(op);
@@ -353,6 +330,7 @@ int shim_progress(void)
         free(m);
     }
     check_agent();
+    shim_reg_send_frees();
     done = shim.done_list;
     shim.done_list = NULL;
     pthread_mutex_unlock(&shim.lock);
@@ -364,6 +342,7 @@ int shim_progress(void)
         done = op->next_done;
         pthread_mutex_lock(&shim.lock);
         op_release_memory(op);
+        shim_reg_send_frees();
         op->agent_done = 1;
         shim.live--;
         freed = op->req_freed;

@@ -266,7 +266,7 @@ START_TEST(def_table_sane)
             ck_assert_uint_ne(o->offset, e->offset);
         }
     }
-    ck_assert_int_eq(n, 11);
+    ck_assert_int_eq(n, 14);
     (void)entry("OFFLOAD");
     (void)entry("IALLTOALL");
     (void)entry("IBCAST");
@@ -278,6 +278,9 @@ START_TEST(def_table_sane)
     (void)entry("TRANSPORT");
     (void)entry("AGENT_CPUS");
     (void)entry("AGENT_SCHED");
+    (void)entry("REGCACHE_BYTES");
+    (void)entry("CHUNK_BYTES");
+    (void)entry("PIPELINE_DEPTH");
 }
 END_TEST
 
@@ -510,6 +513,54 @@ START_TEST(bad_transport)
     }
     for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         REFUSE("TRANSPORT", bad[i]);
+    }
+}
+END_TEST
+
+/* Sizes and counts with a range: the ends are accepted, one past them
+ * refused with the range in the message, and the default kept. */
+START_TEST(ok_ranges)
+{
+    ACCEPT_U64("REGCACHE_BYTES", "0", 0);
+    ACCEPT_U64("REGCACHE_BYTES", "64g", 64ull << 30);
+    ACCEPT_U64("CHUNK_BYTES", "4k", 4096);
+    ACCEPT_U64("CHUNK_BYTES", "4096", 4096);
+    ACCEPT_U64("CHUNK_BYTES", "1m", 1u << 20);
+    ACCEPT_U64("CHUNK_BYTES", "64m", 64u << 20);
+    ACCEPT_UINT("PIPELINE_DEPTH", "1", 1);
+    ACCEPT_UINT("PIPELINE_DEPTH", "8", 8);
+    ACCEPT_UINT("PIPELINE_DEPTH", "64", 64);
+}
+END_TEST
+
+START_TEST(bad_ranges)
+{
+    static const char *const chunk[] = {
+        "0", "1", "4095", "3k", "67108865", "65m", "1g"
+    };
+    static const char *const depth[] = {"0", "65", "1000", "1000000"};
+    size_t i;
+
+    for (i = 0; i < sizeof(chunk) / sizeof(chunk[0]); i++) {
+        REFUSE("CHUNK_BYTES", chunk[i]);
+    }
+    for (i = 0; i < sizeof(depth) / sizeof(depth[0]); i++) {
+        REFUSE("PIPELINE_DEPTH", depth[i]);
+    }
+    for (i = 0; i < NCOMMON; i++) {
+        REFUSE("CHUNK_BYTES", bad_common[i]);
+        REFUSE("PIPELINE_DEPTH", bad_common[i]);
+        REFUSE("REGCACHE_BYTES", bad_common[i]);
+    }
+    {
+        char *env[] = {"DPUSHIM_CHUNK_BYTES=65m", NULL};
+        char msgs[256];
+        dps_config_t cfg;
+
+        ck_assert_int_eq(dps_config_load(&cfg, env, msgs, sizeof(msgs),
+                                         NULL), 1);
+        ck_assert_ptr_nonnull(strstr(msgs, "from 4096 to 67108864"));
+        ck_assert_uint_eq(cfg.chunk_bytes, 256 * 1024);
     }
 }
 END_TEST
@@ -920,6 +971,7 @@ static Suite *config_suite(void)
     tcase_add_test(tc, ok_log);
     tcase_add_test(tc, ok_transport);
     tcase_add_test(tc, ok_sched);
+    tcase_add_test(tc, ok_ranges);
     tcase_add_test(tc, ok_agent);
     tcase_add_test(tc, ok_several);
     suite_add_tcase(s, tc);
@@ -931,6 +983,7 @@ static Suite *config_suite(void)
     tcase_add_test(tc, bad_log);
     tcase_add_test(tc, bad_transport);
     tcase_add_test(tc, bad_sched);
+    tcase_add_test(tc, bad_ranges);
     tcase_add_test(tc, cpulist);
     tcase_add_test(tc, bad_agent);
     tcase_add_test(tc, bad_several);

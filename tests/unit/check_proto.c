@@ -358,6 +358,7 @@ START_TEST(rt_type_str)
     ck_assert_str_eq(dps_msg_type_str(DPS_MSG_PEER_POST), "peer_post");
     ck_assert_str_eq(dps_msg_type_str(DPS_MSG_READ_DONE), "read_done");
     ck_assert_str_eq(dps_msg_type_str(DPS_MSG_SHUTDOWN), "shutdown");
+    ck_assert_str_eq(dps_msg_type_str(DPS_MSG_REG_FREE), "reg_free");
     ck_assert_str_eq(dps_msg_type_str(0), "?");
     ck_assert_str_eq(dps_msg_type_str(DPS_MSG_TYPE_MAX), "?");
     ck_assert_str_eq(dps_msg_type_str(0xffffu), "?");
@@ -382,6 +383,8 @@ static dps_msg_post_t post_fixed(uint32_t coll, uint32_t size,
     f.block_bytes = 0x100000001ull;
     f.send_addr = 0x00007f0012345678ull;
     f.recv_addr = 0x00007f00abcdef00ull;
+    f.send_reg = 0x1122334455667788ull;
+    f.recv_reg = 0x8877665544332211ull;
     f.seq = 0xdeadbeefu;
     f.coll = coll;
     f.comm_size = size;
@@ -471,6 +474,8 @@ static void roundtrip_post(dps_msg_type_t type, uint32_t coll,
         ck_assert_uint_eq(msg.u.post.fixed.block_bytes, f.block_bytes);
         ck_assert_uint_eq(msg.u.post.fixed.send_addr, f.send_addr);
         ck_assert_uint_eq(msg.u.post.fixed.recv_addr, f.recv_addr);
+        ck_assert_uint_eq(msg.u.post.fixed.send_reg, f.send_reg);
+        ck_assert_uint_eq(msg.u.post.fixed.recv_reg, f.recv_reg);
         ck_assert_uint_eq(msg.u.post.fixed.seq, f.seq);
         ck_assert_uint_eq(msg.u.post.fixed.coll, coll);
         ck_assert_uint_eq(msg.u.post.fixed.comm_rank, f.comm_rank);
@@ -562,6 +567,79 @@ START_TEST(rt_raw_post_sane)
 
     DECODE_OK(m, len, &msg);
     ck_assert_int_eq(msg.type, DPS_MSG_PEER_POST);
+    free(m);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* REG_FREE                                                           */
+/* ------------------------------------------------------------------ */
+
+START_TEST(rt_reg_free)
+{
+    static const uint32_t counts[] = {1, 2, 7, DPS_MAX_REG_FREE};
+    size_t c, len, i, off;
+
+    for (c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
+        uint64_t *ids = xmalloc(counts[c] * sizeof(uint64_t));
+        dps_msg_t msg;
+        char *m, *shifted;
+
+        for (i = 0; i < counts[c]; i++) {
+            ids[i] = 0x0102030405060708ull * (i + 1) ^ counts[c];
+        }
+        m = dps_msg_encode_reg_free(4242, counts[c], ids, &len);
+        ck_assert_ptr_nonnull(m);
+        check_hdr(m, len, DPS_MSG_REG_FREE);
+        ck_assert_uint_eq(len, HDR + 8 + 8 * counts[c]);
+        for (off = 0; off < 8; off += 3) { /* aligned and not */
+            shifted = xmalloc(len + off);
+            memcpy(shifted + off, m, len);
+            DECODE_OK(shifted + off, len, &msg);
+            ck_assert_int_eq(msg.type, DPS_MSG_REG_FREE);
+            ck_assert_uint_eq(msg.u.reg_free.fixed.world_rank, 4242);
+            ck_assert_uint_eq(msg.u.reg_free.fixed.count, counts[c]);
+            for (i = 0; i < counts[c]; i++) {
+                ck_assert_uint_eq(dps_msg_u64(msg.u.reg_free.ids, i),
+                                  ids[i]);
+            }
+            free(shifted);
+        }
+        free(m);
+        free(ids);
+    }
+}
+END_TEST
+
+START_TEST(bad_reg_free)
+{
+    uint64_t ids[3] = {1, 2, 3};
+    struct { uint32_t world, count; uint64_t id[3]; } b = {0, 0, {1, 2, 3}};
+    size_t len;
+    char *m;
+
+    ck_assert_ptr_null(dps_msg_encode_reg_free(0, 0, ids, &len));
+    ck_assert_ptr_null(dps_msg_encode_reg_free(0, DPS_MAX_REG_FREE + 1, ids,
+                                               &len));
+    ck_assert_ptr_null(dps_msg_encode_reg_free(0, 2, NULL, &len));
+    /* count 0; count larger than the body; smaller; over the maximum */
+    m = raw_msg(DPS_MSG_REG_FREE, &b, 8, &len);
+    REJECT(m, len, "reg_free with no ids");
+    free(m);
+    b.count = 3;
+    m = raw_msg(DPS_MSG_REG_FREE, &b, 8 + 16, &len);
+    REJECT(m, len, "reg_free shorter than its ids");
+    free(m);
+    b.count = 2;
+    m = raw_msg(DPS_MSG_REG_FREE, &b, 8 + 24, &len);
+    REJECT(m, len, "reg_free longer than its ids");
+    free(m);
+    b.count = DPS_MAX_REG_FREE + 1;
+    m = raw_msg(DPS_MSG_REG_FREE, &b, 8 + 24, &len);
+    REJECT(m, len, "reg_free with too many ids");
+    free(m);
+    m = raw_msg(DPS_MSG_REG_FREE, &b, 4, &len);
+    REJECT(m, len, "reg_free shorter than its fixed part");
     free(m);
 }
 END_TEST
@@ -1098,11 +1176,14 @@ START_TEST(post_bad_rkeys)
     REJECT_POST(&f, "recv rkey length UINT32_MAX");
 
     f = post_fixed(DPS_COLL_ALLTOALL, 2, 0, 5, 0);
-    REJECT_POST(&f, "alltoall without send rkey");
+    f.send_reg = 0;
+    REJECT_POST(&f, "alltoall without send registration");
     f = post_fixed(DPS_COLL_BCAST, 2, 0, 5, 2);
-    REJECT_POST(&f, "bcast without send rkey");
+    f.send_reg = 0;
+    REJECT_POST(&f, "bcast without send registration");
     f = post_fixed(DPS_COLL_ALLTOALL, 2, 5, 0, 0);
-    REJECT_POST(&f, "alltoall without recv rkey");
+    f.recv_reg = 0;
+    REJECT_POST(&f, "alltoall without recv registration");
 }
 END_TEST
 
@@ -1533,8 +1614,8 @@ START_TEST(enc_post_matches_decoder)
         case 2: f.comm_rank = 4; break;
         case 3: f.root = 4; break;
         case 4: f.block_bytes = 0; break;
-        case 5: f.send_rkey_len = 0; break;
-        case 6: f.recv_rkey_len = 0; break;
+        case 5: f.send_reg = 0; break;
+        case 6: f.recv_reg = 0; break;
         }
         ck_assert_msg(dps_msg_encode_post(DPS_MSG_POST, &f, key, key, NULL,
                                           &len) == NULL,
@@ -1546,8 +1627,18 @@ START_TEST(enc_post_matches_decoder)
                                            &len));
     ck_assert_ptr_null(dps_msg_encode_post(DPS_MSG_POST, &f, key, NULL, NULL,
                                            &len));
+    /* Keys the agent has cached are not sent: ids alone. */
+    f = post_fixed(DPS_COLL_ALLTOALL, 4, 0, 0, 0);
+    {
+        void *m = dps_msg_encode_post(DPS_MSG_POST, &f, NULL, NULL, NULL,
+                                      &len);
+
+        ck_assert_ptr_nonnull(m);
+        free(m);
+    }
     /* A bcast needs no receive key. */
     f = post_fixed(DPS_COLL_BCAST, 4, 3, 0, 0);
+    f.recv_reg = 0;
     {
         void *m = dps_msg_encode_post(DPS_MSG_POST, &f, key, NULL, NULL,
                                       &len);
@@ -1800,6 +1891,8 @@ static Suite *proto_suite(void)
     tcase_add_test(tc, rt_type_str);
     tcase_add_test(tc, rt_post);
     tcase_add_test(tc, rt_post_edges);
+    tcase_add_test(tc, rt_reg_free);
+    tcase_add_test(tc, bad_reg_free);
     tcase_add_test(tc, rt_raw_post_sane);
     tcase_add_test(tc, rt_job);
     tcase_add_test(tc, rt_procs);
