@@ -44,7 +44,7 @@ build/%/libdpushim.so: $(COMMON_SRC) $(SHIM_SRC) $(HDRS) Makefile
 
 build/%/dpu_agent: $(COMMON_SRC) $(AGENT_SRC) $(HDRS) Makefile
 	@mkdir -p $(@D)
-	$(CC) $(WARN) $(CFLAGS) -o $@ $(COMMON_SRC) $(AGENT_SRC) $(UCX_LIBS)
+	$(CC) $(WARN) $(CFLAGS) -o $@ $(COMMON_SRC) $(AGENT_SRC) $(UCX_LIBS) -lpthread
 
 build/%/tests: $(wildcard tests/mpi/*.c tests/mpi/*.h) $(BENCH_SRC) Makefile
 	@mkdir -p $@

@@ -67,7 +67,7 @@ const dps_cfg_entry_t dps_config_table[] = {
      "Size of the agent's staging chunks: a block larger than this moves "
      "in pieces, read into a chunk and written out. 4k to 64m.",
      CFG_OFF(chunk_bytes), 4096, 64ull << 20},
-    {"PIPELINE_DEPTH", DPS_CFG_UINT, "2",
+    {"PIPELINE_DEPTH", DPS_CFG_UINT, "4",
      "Chunks an agent moves at once: with CMA, copy threads, each reading "
      "one chunk while another writes; with UCX, gets and puts in flight. "
      "1 to 64.", CFG_OFF(pipeline_depth), 1, 64},

@@ -9,9 +9,7 @@
 #include <stdint.h>
 #include <uthash.h>
 
-#define AGENT_CHUNK  (256u * 1024)  /* staging slot size */
 #define AGENT_ALIGN  64u            /* headroom to match remote alignment */
-#define AGENT_NSLOTS 8              /* staging slots in flight */
 
 typedef struct agent_comm {
     uint64_t        id;
@@ -84,8 +82,11 @@ typedef struct agent_slot {
     agent_move_t      *move;
     uint64_t           off, len;
     int                state;         /* 0 free, 1 reading, 2 writing */
-    int                completed;     /* set by the UCX callback */
+    int                completed;     /* set by the UCX callback or a copy
+                                       * thread (atomic) */
     ucs_status_t       status;
+    int                threaded;      /* a copy thread reads and writes */
+    ucs_status_t       wstatus;       /* its write's status */
     char              *buf;           /* slot start (AGENT_ALIGN-aligned) */
     char              *data;          /* where this chunk is staged */
 } agent_slot_t;
@@ -120,7 +121,11 @@ typedef struct agent {
     agent_key_t   *keys;          /* registration keys of ranks */
     agent_inst_t  *insts;
     agent_move_t  *q_head, *q_tail;
-    agent_slot_t   slots[AGENT_NSLOTS];
+    agent_slot_t  *slots;
+    unsigned       nslots;        /* DPUSHIM_PIPELINE_DEPTH */
+    size_t         chunk;         /* DPUSHIM_CHUNK_BYTES */
+    struct agent_copiers *copiers; /* CMA copy threads (depth > 1) */
+    unsigned       copy_jobs;     /* slots out with copy threads */
     void          *staging;
     ucp_mem_h      staging_memh;
     unsigned       inflight;      /* slots busy + flushes pending */
@@ -145,7 +150,16 @@ void agent_schedule(agent_t *a);
 /* Drop every cached registration key. */
 void agent_keys_fini(agent_t *a);
 
-/* Set up staging memory; DPS_OK or DPS_ERR_*. */
+/* Nothing to do but wait for UCX or copy threads: may sleep. */
+int agent_may_sleep(const agent_t *a);
+
+/* eventfd the copy threads signal, or -1 (none yet). */
+int agent_copy_fd(const agent_t *a);
+
+/* The copy threads exist now: watch agent_copy_fd (agent_main.c). */
+void agent_copiers_started(agent_t *a);
+
+/* Set up staging memory (a->chunk, a->nslots set); DPS_OK or DPS_ERR_*. */
 int agent_coll_init(agent_t *a);
 
 /* Release every instance, communicator and staging buffer. */

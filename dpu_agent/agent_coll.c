@@ -17,9 +17,12 @@
 #include "../common/dps_status.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 typedef struct agent_flush {
     struct agent_flush *next;
@@ -39,23 +42,73 @@ static uint32_t agent_of(const agent_t *a, const agent_comm_t *c, uint32_t r)
     return a->rank_agent[c->members[r]];
 }
 
+/*
+ * CMA copy threads. process_vm_readv/writev are synchronous, so with one
+ * thread the agent reads a chunk, then writes it, then reads the next: two
+ * copies' time per byte. With DPUSHIM_PIPELINE_DEPTH = n > 1, n threads
+ * each take a chunk (read into its own staging slot, write out), so reads
+ * and writes of different chunks run at once on the cores the agent may
+ * use. The main thread keeps all the bookkeeping; a thread touches only
+ * its slot and reads the move's addresses, which stay put while the slot
+ * is out.
+ */
+static void copiers_stop(agent_t *a);
+
+typedef struct agent_copiers {
+    agent_t         *a;
+    pthread_t       *thr;
+    unsigned         nthr;
+    pthread_mutex_t  lock;
+    pthread_cond_t   cond;
+    agent_slot_t   **ring;        /* jobs, nslots entries */
+    unsigned         head, n;
+    int              stop;
+    int              done_fd;     /* eventfd: a slot finished */
+} agent_copiers_t;
+
 int agent_busy(const agent_t *a)
 {
     return a->q_head != NULL || a->inflight > 0;
+}
+
+int agent_may_sleep(const agent_t *a)
+{
+    unsigned i, free_slot = 0;
+
+    for (i = 0; i < a->nslots; i++) {
+        agent_slot_t *s = &a->slots[i];
+
+        if (s->state == 0) {
+            free_slot = 1;
+        } else if (__atomic_load_n(&s->completed, __ATOMIC_ACQUIRE)) {
+            return 0;
+        }
+    }
+    /* Work we could start, or UCX operations and flushes to progress. */
+    return !(a->q_head != NULL && free_slot) && a->inflight == a->copy_jobs;
+}
+
+int agent_copy_fd(const agent_t *a)
+{
+    return a->copiers != NULL ? a->copiers->done_fd : -1;
 }
 
 int agent_coll_init(agent_t *a)
 {
     ucp_mem_map_params_t mp;
     ucs_status_t st;
-    int i;
+    unsigned i;
 
+    a->slots = calloc(a->nslots, sizeof(*a->slots));
+    if (a->slots == NULL) {
+        return DPS_ERR_NOMEM;
+    }
     memset(&mp, 0, sizeof(mp));
     mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS |
                     UCP_MEM_MAP_PARAM_FIELD_LENGTH |
                     UCP_MEM_MAP_PARAM_FIELD_FLAGS;
     mp.address = NULL;
-    mp.length = (size_t)(AGENT_CHUNK + AGENT_ALIGN) * AGENT_NSLOTS;
+    mp.length = (a->chunk + AGENT_ALIGN) * a->nslots;
     mp.flags = UCP_MEM_MAP_ALLOCATE;
     st = ucp_mem_map(a->ucx.context, &mp, &a->staging_memh);
     if (st != UCS_OK) {
@@ -70,10 +123,9 @@ int agent_coll_init(agent_t *a)
         ucp_mem_query(a->staging_memh, &attr);
         a->staging = attr.address;
     }
-    for (i = 0; i < AGENT_NSLOTS; i++) {
-        memset(&a->slots[i], 0, sizeof(a->slots[i]));
+    for (i = 0; i < a->nslots; i++) {
         a->slots[i].buf = (char *)a->staging +
-                          (size_t)i * (AGENT_CHUNK + AGENT_ALIGN);
+                          (size_t)i * (a->chunk + AGENT_ALIGN);
     }
     return DPS_OK;
 }
@@ -126,6 +178,9 @@ void agent_coll_fini(agent_t *a)
         free(c);
     }
     agent_keys_fini(a);
+    copiers_stop(a);
+    free(a->slots);
+    a->slots = NULL;
     if (a->staging_memh != NULL) {
         ucp_mem_unmap(a->ucx.context, a->staging_memh);
         a->staging_memh = NULL;
@@ -705,16 +760,18 @@ static void flush_cb(void *request, ucs_status_t status, void *user_data)
  * over CMA: ucp_get/put on such memory is emulated with messages that the
  * target rank must progress, which is exactly what offload must avoid).
  */
-static void cma_copy(agent_t *a, agent_slot_t *s, uint32_t world)
+/* One CMA stage of slot s (1 read, 2 write) with rank world's memory. */
+static ucs_status_t cma_stage(agent_t *a, agent_slot_t *s, int stage,
+                              uint32_t world)
 {
     agent_move_t *m = s->move;
-    uint64_t raddr = (s->state == 1 ? m->src_addr : m->dst_addr) + s->off;
+    uint64_t raddr = (stage == 1 ? m->src_addr : m->dst_addr) + s->off;
     size_t done = 0;
 
     while (done < s->len) {
         struct iovec l = {s->data + done, s->len - done};
         struct iovec r = {(void *)(uintptr_t)(raddr + done), s->len - done};
-        ssize_t n = (s->state == 1)
+        ssize_t n = (stage == 1)
             ? process_vm_readv((pid_t)a->rank_pid[world], &l, 1, &r, 1, 0)
             : process_vm_writev((pid_t)a->rank_pid[world], &l, 1, &r, 1, 0);
 
@@ -723,17 +780,135 @@ static void cma_copy(agent_t *a, agent_slot_t *s, uint32_t world)
         }
         if (n <= 0) {
             dps_error("%s %zu bytes at %#llx of rank %u (pid %u): %s",
-                      s->state == 1 ? "reading" : "writing", s->len - done,
+                      stage == 1 ? "reading" : "writing", s->len - done,
                       (unsigned long long)(raddr + done), world,
                       a->rank_pid[world], n < 0 ? strerror(errno) : "eof");
-            s->status = UCS_ERR_IO_ERROR;
-            s->completed = 1;
-            return;
+            return UCS_ERR_IO_ERROR;
         }
         done += (size_t)n;
     }
-    s->status = UCS_OK;
+    return UCS_OK;
+}
+
+static void cma_copy(agent_t *a, agent_slot_t *s, uint32_t world)
+{
+    s->status = cma_stage(a, s, s->state, world);
     s->completed = 1;
+}
+
+static void *copier_main(void *arg)
+{
+    agent_copiers_t *cp = arg;
+    agent_t *a = cp->a;
+
+    for (;;) {
+        agent_slot_t *s;
+        agent_inst_t *in;
+        uint64_t one = 1;
+
+        pthread_mutex_lock(&cp->lock);
+        while (cp->n == 0 && !cp->stop) {
+            pthread_cond_wait(&cp->cond, &cp->lock);
+        }
+        if (cp->n == 0) {
+            pthread_mutex_unlock(&cp->lock);
+            return NULL;
+        }
+        s = cp->ring[cp->head];
+        cp->head = (cp->head + 1) % a->nslots;
+        cp->n--;
+        pthread_mutex_unlock(&cp->lock);
+
+        in = s->move->inst;
+        s->status = cma_stage(a, s, 1, in->comm->members[s->move->src]);
+        s->wstatus = s->status != UCS_OK ? s->status :
+                     cma_stage(a, s, 2, in->comm->members[s->move->dst]);
+        __atomic_store_n(&s->completed, 1, __ATOMIC_RELEASE);
+        if (write(cp->done_fd, &one, sizeof(one)) != sizeof(one)) {
+            /* the main thread also polls the flags */
+        }
+    }
+}
+
+static void copiers_stop(agent_t *a)
+{
+    agent_copiers_t *cp = a->copiers;
+    unsigned i;
+
+    if (cp == NULL) {
+        return;
+    }
+    pthread_mutex_lock(&cp->lock);
+    cp->stop = 1;
+    pthread_cond_broadcast(&cp->cond);
+    pthread_mutex_unlock(&cp->lock);
+    for (i = 0; i < cp->nthr; i++) {
+        pthread_join(cp->thr[i], NULL);
+    }
+    if (cp->done_fd >= 0) {
+        close(cp->done_fd);
+    }
+    pthread_mutex_destroy(&cp->lock);
+    pthread_cond_destroy(&cp->cond);
+    free(cp->thr);
+    free(cp->ring);
+    free(cp);
+    a->copiers = NULL;
+}
+
+/* Started at the first job, after the spawning rank set our CPU mask and
+ * scheduling: threads inherit both from the main thread. */
+static int copiers_start(agent_t *a)
+{
+    agent_copiers_t *cp = calloc(1, sizeof(*cp));
+    unsigned i;
+
+    if (cp == NULL) {
+        return -1;
+    }
+    cp->a = a;
+    cp->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    cp->thr = calloc(a->nslots, sizeof(*cp->thr));
+    cp->ring = calloc(a->nslots, sizeof(*cp->ring));
+    pthread_mutex_init(&cp->lock, NULL);
+    pthread_cond_init(&cp->cond, NULL);
+    a->copiers = cp;
+    if (cp->done_fd < 0 || cp->thr == NULL || cp->ring == NULL) {
+        copiers_stop(a);
+        return -1;
+    }
+    for (i = 0; i < a->nslots; i++) {
+        if (pthread_create(&cp->thr[i], NULL, copier_main, cp) != 0) {
+            break;
+        }
+        cp->nthr++;
+    }
+    if (cp->nthr == 0) {
+        copiers_stop(a);
+        return -1;
+    }
+    agent_copiers_started(a);
+    return 0;
+}
+
+/* Hand slot s (both sides copied with CMA) to a copy thread. */
+static int copiers_submit(agent_t *a, agent_slot_t *s)
+{
+    agent_copiers_t *cp;
+
+    if (a->copiers == NULL && copiers_start(a) != 0) {
+        return -1;
+    }
+    cp = a->copiers;
+    s->threaded = 1;
+    __atomic_store_n(&s->completed, 0, __ATOMIC_RELAXED);
+    pthread_mutex_lock(&cp->lock);
+    cp->ring[(cp->head + cp->n) % a->nslots] = s;
+    cp->n++;
+    pthread_cond_signal(&cp->cond);
+    pthread_mutex_unlock(&cp->lock);
+    a->copy_jobs++;
+    return 0;
 }
 
 static void slot_start(agent_t *a, agent_slot_t *s)
@@ -748,11 +923,23 @@ static void slot_start(agent_t *a, agent_slot_t *s)
                       UCP_OP_ATTR_FIELD_USER_DATA;
     rp.cb.send = slot_cb;
     rp.user_data = s;
+    if (s->state == 2 && s->threaded) {
+        /* The copy thread wrote the chunk right after reading it. */
+        s->threaded = 0;
+        s->status = s->wstatus;
+        s->completed = 1;
+        return;
+    }
     s->completed = 0;
     {
         uint32_t w = in->comm->members[s->state == 1 ? m->src : m->dst];
 
         if (agent_rank_cma(a, w)) {
+            if (s->state == 1 && a->nslots > 1 &&
+                agent_rank_cma(a, in->comm->members[m->dst]) &&
+                copiers_submit(a, s) == 0) {
+                return;
+            }
             cma_copy(a, s, w);
             return;
         }
@@ -837,6 +1024,9 @@ static int slot_advance(agent_t *a, agent_slot_t *s)
         in->error = DPS_ERR_UCX;
     }
     if (s->state == 1) {
+        if (s->threaded) {
+            a->copy_jobs--;
+        }
         m->read += s->len;
         if (m->read == m->len && --in->src_left[m->src] == 0) {
             source_read(a, in, m->src);
@@ -867,14 +1057,15 @@ void agent_schedule(agent_t *a)
 
     while (progress) {
         progress = 0;
-        for (i = 0; i < AGENT_NSLOTS; i++) {
+        for (i = 0; i < (int)a->nslots; i++) {
             agent_slot_t *s = &a->slots[i];
 
             /* Keep this slot busy while its stages complete at once (CMA
              * copies are synchronous): one staging buffer, hot in cache,
              * instead of a walk over all of them. */
             for (;;) {
-            if (s->state != 0 && s->completed) {
+            if (s->state != 0 &&
+                __atomic_load_n(&s->completed, __ATOMIC_ACQUIRE)) {
                 slot_advance(a, s);
                 progress = 1;
                 continue;
@@ -885,8 +1076,8 @@ void agent_schedule(agent_t *a)
                 s->move = m;
                 s->off = m->issued;
                 s->len = m->len - m->issued;
-                if (s->len > AGENT_CHUNK) {
-                    s->len = AGENT_CHUNK;
+                if (s->len > a->chunk) {
+                    s->len = a->chunk;
                 }
                 /* Stage the chunk at the destination's offset modulo
                  * 64: the kernel's copy (rep movsb) runs 2-6x slower

@@ -449,6 +449,18 @@ static void set_sched(agent_t *a, int mode)
     }
 }
 
+void agent_copiers_started(agent_t *a)
+{
+    struct epoll_event ev;
+
+    memset(&ev, 0, sizeof(ev));
+    ev.events = EPOLLIN;
+    ev.data.fd = agent_copy_fd(a);
+    if (epoll_ctl(a->epfd, EPOLL_CTL_ADD, ev.data.fd, &ev) != 0) {
+        dps_error("epoll_ctl(copy threads): %m");
+    }
+}
+
 static int run(agent_t *a)
 {
     struct epoll_event ev, evs[8];
@@ -499,7 +511,7 @@ static int run(agent_t *a)
             dps_info("spawning rank is gone: exiting");
             break;
         }
-        if (work || agent_busy(a) || a->ucx.inbox.rndv_pending) {
+        if (work || !agent_may_sleep(a) || a->ucx.inbox.rndv_pending) {
             last_work = dps_now();
             continue;
         }
@@ -526,6 +538,12 @@ static int run(agent_t *a)
                 a->quit = 1;
             } else if (fd == a->kick_fd[0] || fd == a->kick_fd[1]) {
                 dps_kick_drain(fd);
+            } else if (fd == agent_copy_fd(a)) {
+                uint64_t v;
+
+                if (read(fd, &v, sizeof(v)) < 0) {
+                    /* EAGAIN: another wake-up took it */
+                }
             }
         }
         last_work = dps_now(); /* woken: poll a little before sleeping */
@@ -599,6 +617,8 @@ int main(int argc, char **argv)
     if (dps_ucx_open(&a.ucx) != DPS_OK) {
         goto out;
     }
+    a.chunk = cfg.chunk_bytes;
+    a.nslots = cfg.pipeline_depth;
     if (agent_coll_init(&a) != DPS_OK) {
         goto out_ucx;
     }

@@ -87,3 +87,64 @@ build/"$1"/tests/copylimit $((NP * NP * max)) >"$OUT/copylimit-ialltoall.txt"
 build/"$1"/tests/copylimit $(((NP - 1) * max)) >"$OUT/copylimit-ibcast.txt"
 BENCH_SHIM_DESC="$SHIM_VARS" /usr/bin/python3 scripts/bench_report.py "$RAW" "$OUT" "$MODE" "$NP" \
     "$TESTS" "$@"
+
+# What caching and pipelining buy, each against the shim without it, in
+# alternating runs (medians of REPS):
+#  - a repeated small offloaded Ialltoall (1 KiB blocks, same buffers):
+#    post and whole-call time with DPUSHIM_REGCACHE_BYTES=0 (every call
+#    registers its buffers and sends their keys) and with the cache;
+#  - the pure-comm time of the largest Ialltoall with
+#    DPUSHIM_PIPELINE_DEPTH=1 (one thread reads a chunk, then writes it)
+#    and with the default depth, beside one direct copy of the same bytes.
+[ "${BENCH_EXTRA:-1}" = 1 ] || exit 0
+median() {
+    sort -n | awk '{v[NR] = $1}
+        END {if (NR % 2) m = v[(NR + 1) / 2]; else m = (v[NR / 2] + v[NR / 2 + 1]) / 2
+             printf "%.1f", m}'
+}
+for mpi in "$@"; do
+    for kind in nocache cache; do : >"$RAW/$mpi-postcost-$kind.txt"; done
+    for kind in depth1 default; do : >"$RAW/$mpi-pipe-$kind.txt"; done
+    for rep in $(seq "$REPS"); do
+        for kind in nocache cache; do
+            printf '\r%s regcache rep %d %s            ' "$mpi" "$rep" \
+                "$kind" >&2
+            v=$SHIM_VARS
+            [ $kind = nocache ] && v="$v DPUSHIM_REGCACHE_BYTES=0"
+            dps_launch "$mpi" "$NP" 1 "$v" "build/$mpi/tests/postcost" \
+                -m 1024 -i 1000 >>"$RAW/$mpi-postcost-$kind.txt" 2>&1
+        done
+        for kind in depth1 default; do
+            printf '\r%s pipeline rep %d %s            ' "$mpi" "$rep" \
+                "$kind" >&2
+            v=$SHIM_VARS
+            [ $kind = depth1 ] && v="$v DPUSHIM_PIPELINE_DEPTH=1"
+            dps_launch "$mpi" "$NP" 1 "$v" "build/$mpi/tests/overlap" \
+                -c ialltoall -m "$max:$max" -i "$ITERS" \
+                >>"$RAW/$mpi-pipe-$kind.txt" 2>&1
+        done
+    done
+    printf '\r%60s\r' "" >&2
+    echo
+    echo "== $mpi: repeated 1 KiB Ialltoall on the same buffers ($NP ranks," \
+         "medians of $REPS runs, us)"
+    for kind in nocache cache; do
+        f="$RAW/$mpi-postcost-$kind.txt"
+        printf '  %-28s post %6s   whole call %7s\n' \
+            "$([ $kind = nocache ] && echo "no cache (REGCACHE_BYTES=0)" ||
+               echo "registration cache")" \
+            "$(sed -n 's/.*post_us=\([0-9.]*\).*/\1/p' "$f" | median)" \
+            "$(sed -n 's/.*call_us=\([0-9.]*\).*/\1/p' "$f" | median)"
+    done
+    echo "== $mpi: Ialltoall of $max B blocks, pure comm (medians of $REPS" \
+         "runs, us)"
+    for kind in depth1 default; do
+        printf '  %-28s %8s\n' \
+            "$([ $kind = depth1 ] && echo "PIPELINE_DEPTH=1" ||
+               echo "default depth")" \
+            "$(awk '$1 ~ /^[0-9]+$/ && NF == 5 {print $2}' \
+               "$RAW/$mpi-pipe-$kind.txt" | median)"
+    done
+    sed -n 's/.*bytes=\([0-9]*\) agent_path_us=\([0-9.]*\) single_copy_us=\([0-9.]*\).*/  copies of the same bytes alone: two (read, write) \2, one direct \3/p' \
+        "$OUT/copylimit-ialltoall.txt"
+done
