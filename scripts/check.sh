@@ -109,7 +109,7 @@ mpi_tests() {
     # Here UCX emulates RMA with messages the ranks progress in MPI calls,
     # so programs that block in MPI_Recv while data is due are left out.
     for name in t_alltoall_sizes t_bcast_roots t_comms t_edge t_buffers \
-                t_regcache t_regmem; do
+                t_regcache t_regmem t_reglru; do
         shim_case "$mpi" "build/$mpi/tests/$name" 4 \
             "$base DPUSHIM_RANKS_PER_DPU=2 DPUSHIM_TRANSPORT=ucx" \
             "4 ranks, 2 agents, UCX get/put for every rank"
@@ -125,6 +125,22 @@ shim_case() {
     [ $ok = 0 ] && grep -q '^result: ok' "$log" && stats_match "$log" &&
         ok=1 || ok=0
     report "$mpi $(basename "$t") $title" "$ok" "$log"
+}
+
+# Without the cache every lookup of t_regcache's 300 per rank misses, and
+# the data is still right.
+regcache_off_case() {
+    local mpi=$1 log ok
+    log="$LOGS/$mpi-t_regcache-nocache.log"
+    run_job "$log" "$mpi" 2 1 \
+        "DPUSHIM_STATS=1 DPUSHIM_MIN_BYTES=1 DPUSHIM_REGCACHE_BYTES=0" \
+        "build/$mpi/tests/t_regcache"
+    ok=$?
+    [ $ok = 0 ] && grep -q '^result: ok' "$log" &&
+        grep -qx 'dpushim: regcache hits=0 misses=600 invalidations=0' \
+            "$log" && ok=1 || ok=0
+    report "$mpi t_regcache with REGCACHE_BYTES=0: every call registers" \
+        "$ok" "$log"
 }
 
 # cfg_case MPI NAME "VARS" CHECK...: run cfg_probe with VARS; each CHECK is
@@ -164,6 +180,16 @@ config_tests() {
     cfg_case "$mpi" "AGENT_SCHED=batch" \
         "DPUSHIM_AGENT_SCHED=batch DPUSHIM_MIN_BYTES=1" "+ialltoall $on" \
         "+ibcast $on"
+    cfg_case "$mpi" "PIPELINE_DEPTH=1 and CHUNK_BYTES=4k" \
+        "DPUSHIM_PIPELINE_DEPTH=1 DPUSHIM_CHUNK_BYTES=4k DPUSHIM_MIN_BYTES=1" \
+        "+ialltoall $on" "+ibcast $on"
+    cfg_case "$mpi" "CHUNK_BYTES out of range" \
+        "DPUSHIM_CHUNK_BYTES=1k DPUSHIM_MIN_BYTES=1" \
+        "+invalid value DPUSHIM_CHUNK_BYTES='1k': expected .*from 4096 to 67108864" \
+        "+ialltoall $off"
+    cfg_case "$mpi" "PIPELINE_DEPTH out of range" \
+        "DPUSHIM_PIPELINE_DEPTH=0 DPUSHIM_MIN_BYTES=1" \
+        "+invalid value DPUSHIM_PIPELINE_DEPTH='0'" "+ialltoall $off"
     cfg_case "$mpi" "bad AGENT_SCHED" "DPUSHIM_AGENT_SCHED=fifo DPUSHIM_MIN_BYTES=1" \
         "+error: invalid value DPUSHIM_AGENT_SCHED='fifo'" "+ialltoall $off"
     cfg_case "$mpi" "MIN_BYTES below the size; agents count 2 collectives" \
@@ -305,6 +331,7 @@ readme_check
 for mpi in "$@"; do
     mpi_tests "$mpi"
     config_tests "$mpi"
+    regcache_off_case "$mpi"
     kill_case "$mpi" all-ranks
     kill_case "$mpi" leader
     kill_case "$mpi" agent
