@@ -19,6 +19,8 @@
 #                         sharing those cores), else no binding
 #   BENCH_AGENT_CPUS=     CPU list for the agents (DPUSHIM_AGENT_CPUS)
 #   BENCH_RPD=0           ranks per agent (DPUSHIM_RANKS_PER_DPU)
+#   BENCH_EXTRA=1         0 skips the closing comparisons (registration
+#                         cache on/off, copy threads 1 vs default)
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 source scripts/lib.sh
