@@ -71,6 +71,12 @@ const dps_cfg_entry_t dps_config_table[] = {
      "Chunks an agent moves at once: with CMA, copy threads, each reading "
      "one chunk while another writes; with UCX, gets and puts in flight. "
      "1 to 64.", CFG_OFF(pipeline_depth), 1, 64},
+    {"REQUIRE", DPS_CFG_BOOL, "0",
+     "1: if offload cannot be set up at MPI_Init (a bad DPUSHIM_* value, "
+     "no agent, offload switched off or not worth it by "
+     "DPUSHIM_MIN_BYTES=auto), abort the job with the reason instead of "
+     "running it on stock MPI. A value that is not a boolean counts as 1.",
+     CFG_OFF(require), 0, 0},
     {NULL, DPS_CFG_BOOL, NULL, NULL, 0, 0, 0}
 };
 

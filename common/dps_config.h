@@ -27,6 +27,7 @@ typedef struct dps_config {
     uint64_t regcache_bytes; /* registration cache cap; 0: no cache */
     uint64_t chunk_bytes;    /* agent staging chunk */
     unsigned pipeline_depth; /* chunks in flight per agent */
+    int      require;        /* abort at MPI_Init rather than run stock */
 } dps_config_t;
 
 typedef enum {

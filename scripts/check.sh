@@ -143,6 +143,21 @@ regcache_off_case() {
         "$ok" "$log"
 }
 
+# require_case MPI NAME "VARS" REGEX: with DPUSHIM_REQUIRE the job must
+# abort in MPI_Init (non-zero exit, no "result: ok"), saying REGEX once,
+# and leave no agent behind.
+require_case() {
+    local mpi=$1 name=$2 vars=$3 re=$4 log ok=1
+    log="$LOGS/$mpi-require-${name//[^a-zA-Z0-9]/_}.log"
+    run_job "$log" "$mpi" 2 1 "DPUSHIM_STATS=1 $vars" \
+        "build/$mpi/tests/cfg_probe" && ok=0
+    ! grep -q '^result: ok' "$log" || ok=0
+    [ "$(grep -Ec -- "$re" "$log")" = 1 ] || {
+        echo "expected /$re/ once in the output" >>"$log"; ok=0; }
+    [ -z "$(dps_agents_left)" ] || { echo "agent left" >>"$log"; ok=0; }
+    report "$mpi DPUSHIM_REQUIRE: $name aborts" "$ok" "$log"
+}
+
 # cfg_case MPI NAME "VARS" CHECK...: run cfg_probe with VARS; each CHECK is
 # "+regex" (must appear in the output) or "-regex" (must not).
 cfg_case() {
@@ -190,6 +205,26 @@ config_tests() {
     cfg_case "$mpi" "PIPELINE_DEPTH out of range" \
         "DPUSHIM_PIPELINE_DEPTH=0 DPUSHIM_MIN_BYTES=1" \
         "+invalid value DPUSHIM_PIPELINE_DEPTH='0'" "+ialltoall $off"
+    cfg_case "$mpi" "REQUIRE=1 with offload working" \
+        "DPUSHIM_REQUIRE=1 DPUSHIM_MIN_BYTES=1" "+ialltoall $on" "+ibcast $on"
+    cfg_case "$mpi" "REQUIRE=0 with a missing agent runs on stock MPI" \
+        "DPUSHIM_REQUIRE=0 DPUSHIM_AGENT=/nonexistent/a DPUSHIM_MIN_BYTES=1" \
+        "+no agent available: running on stock MPI" "+ialltoall $off"
+    require_case "$mpi" "missing agent binary" \
+        "DPUSHIM_REQUIRE=1 DPUSHIM_AGENT=/nonexistent/a DPUSHIM_MIN_BYTES=1" \
+        "no agent available, and DPUSHIM_REQUIRE is set: aborting"
+    require_case "$mpi" "agent binary not executable" \
+        "DPUSHIM_REQUIRE=yes DPUSHIM_AGENT=$PWD/README.md DPUSHIM_MIN_BYTES=1" \
+        "no agent available, and DPUSHIM_REQUIRE is set: aborting"
+    require_case "$mpi" "invalid value" \
+        "DPUSHIM_REQUIRE=1 DPUSHIM_CHUNK_BYTES=12x" \
+        "invalid DPUSHIM_\\* values, and DPUSHIM_REQUIRE is set: aborting"
+    require_case "$mpi" "unparsable REQUIRE with OFFLOAD=0" \
+        "DPUSHIM_REQUIRE=please DPUSHIM_OFFLOAD=0" \
+        "DPUSHIM_REQUIRE is set: aborting"
+    require_case "$mpi" "MIN_BYTES=auto offloading nothing" \
+        "DPUSHIM_REQUIRE=1" \
+        "MIN_BYTES=auto offloads nothing .*DPUSHIM_REQUIRE is set: aborting"
     cfg_case "$mpi" "bad AGENT_SCHED" "DPUSHIM_AGENT_SCHED=fifo DPUSHIM_MIN_BYTES=1" \
         "+error: invalid value DPUSHIM_AGENT_SCHED='fifo'" "+ialltoall $off"
     cfg_case "$mpi" "MIN_BYTES below the size; agents count 2 collectives" \

@@ -285,6 +285,8 @@ static void agent_affinity(const cpu_set_t *ranks)
  * job takes the largest threshold of its virtual nodes, so that ranks
  * agree on every call.
  */
+static int require_strict(void);
+
 static uint64_t resolve_min_bytes(const cpu_set_t *ranks, int vsize)
 {
     uint64_t mine = shim.cfg.min_bytes, all = 0;
@@ -300,7 +302,8 @@ static uint64_t resolve_min_bytes(const cpu_set_t *ranks, int vsize)
         mine = SHIM_AUTO_MIN_BYTES;
     }
     PMPI_Allreduce(&mine, &all, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
-    if (all == DPS_MIN_BYTES_AUTO && shim.world_rank == 0) {
+    if (all == DPS_MIN_BYTES_AUTO && shim.world_rank == 0 &&
+        !require_strict()) {
         dps_warn("DPUSHIM_MIN_BYTES=auto: the agents would share every "
                  "core with computing ranks, where offload was measured "
                  "to cost more than it saves at every size; running on "
@@ -332,6 +335,38 @@ static void allow_agent_access(void)
                      "to slower transports");
         }
     }
+}
+
+/*
+ * Offload cannot be set up, for a reason every rank shares. Unless
+ * DPUSHIM_REQUIRE asks otherwise the job goes on with stock MPI.
+ */
+static int require_strict(void)
+{
+    const char *req = getenv("DPUSHIM_REQUIRE");
+    int strict = shim.cfg.require;
+
+    /* An unparsable DPUSHIM_REQUIRE is read as a request for strictness. */
+    if (req != NULL && dps_config_parse_value(DPS_CFG_BOOL, req, &strict)) {
+        strict = 1;
+    }
+    return strict;
+}
+
+static void cannot_offload(const char *why)
+{
+    if (!require_strict()) {
+        if (shim.world_rank == 0) {
+            dps_error("%s: running on stock MPI", why);
+        }
+        return;
+    }
+    if (shim.world_rank == 0) {
+        dps_error("%s, and DPUSHIM_REQUIRE is set: aborting", why);
+        fflush(stderr);
+    }
+    PMPI_Barrier(MPI_COMM_WORLD); /* let rank 0 say why first */
+    PMPI_Abort(MPI_COMM_WORLD, 1);
 }
 
 static int agree(int ok)
@@ -618,11 +653,10 @@ void shim_init(void)
             }
         }
     }
-    if (nbad > 0 && shim.world_rank == 0) {
-        dps_error("offload disabled: running on stock MPI");
-    }
     ok = shim.cfg.offload && nbad == 0;
     if (!agree(ok)) {
+        cannot_offload(nbad > 0 ? "invalid DPUSHIM_* values" :
+                       "offload switched off (DPUSHIM_OFFLOAD=0)");
         return;
     }
     if (PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, shim_comm_delete,
@@ -650,6 +684,10 @@ void shim_init(void)
         /* Nothing would be offloaded: start no agent. */
         PMPI_Comm_free(&vnode);
         PMPI_Comm_free(&node);
+        if (require_strict()) {
+            cannot_offload("DPUSHIM_MIN_BYTES=auto offloads nothing with "
+                           "agents on the ranks' cores");
+        }
         return;
     }
 
@@ -667,19 +705,15 @@ void shim_init(void)
         }
     }
     if (!agree(info.ok)) {
-        if (shim.world_rank == 0) {
-            dps_error("no agent available: running on stock MPI");
-        }
+        cannot_offload("no agent available");
         goto err_agent;
     }
     PMPI_Bcast(addr, (int)info.len, MPI_BYTE, 0, vnode);
     shim.agent_pid = (pid_t)info.pid;
     if (!connect_job(vnode, addr, info.len, node_id)) {
-        if (shim.world_rank == 0) {
-            dps_error("connecting ranks and agents failed: running on "
-                      "stock MPI");
-        }
         teardown_ucx();
+        stop_agent();
+        cannot_offload("connecting ranks and agents failed");
         goto err_agent;
     }
     shim.active = 1;

@@ -266,7 +266,7 @@ START_TEST(def_table_sane)
             ck_assert_uint_ne(o->offset, e->offset);
         }
     }
-    ck_assert_int_eq(n, 14);
+    ck_assert_int_eq(n, 15);
     (void)entry("OFFLOAD");
     (void)entry("IALLTOALL");
     (void)entry("IBCAST");
@@ -281,6 +281,7 @@ START_TEST(def_table_sane)
     (void)entry("REGCACHE_BYTES");
     (void)entry("CHUNK_BYTES");
     (void)entry("PIPELINE_DEPTH");
+    (void)entry("REQUIRE");
 }
 END_TEST
 
@@ -314,7 +315,7 @@ START_TEST(ok_bool)
             ACCEPT_INT(e->name, no[i], 0);
         }
     }
-    ck_assert_int_eq(nbool, 4);
+    ck_assert_int_eq(nbool, 5);
 }
 END_TEST
 
