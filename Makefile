@@ -22,7 +22,8 @@ COMMON_SRC := common/dps_log.c common/dps_config.c common/dps_proto.c \
               common/dps_ucx.c
 SHIM_SRC   := shim/shim_init.c shim/shim_op.c shim/shim_coll.c \
               shim/shim_wait.c shim/shim_util.c shim/shim_reg.c
-AGENT_SRC  := dpu_agent/agent_main.c dpu_agent/agent_coll.c
+AGENT_SRC  := dpu_agent/agent_main.c dpu_agent/agent_coll.c \
+              dpu_agent/agent_probe.c
 HDRS       := $(wildcard common/*.h shim/*.h dpu_agent/*.h)
 MPI_TESTS  := $(patsubst tests/mpi/%.c,%,$(wildcard tests/mpi/*.c))
 BENCH_SRC  := $(wildcard tests/bench/*.c)
@@ -44,7 +45,7 @@ build/%/libdpushim.so: $(COMMON_SRC) $(SHIM_SRC) $(HDRS) Makefile
 
 build/%/dpu_agent: $(COMMON_SRC) $(AGENT_SRC) $(HDRS) Makefile
 	@mkdir -p $(@D)
-	$(CC) $(WARN) $(CFLAGS) -o $@ $(COMMON_SRC) $(AGENT_SRC) $(UCX_LIBS) -lpthread
+	$(CC) $(WARN) $(CFLAGS) -o $@ $(COMMON_SRC) $(AGENT_SRC) $(UCX_LIBS) -libverbs -lpthread
 
 build/%/tests: $(wildcard tests/mpi/*.c tests/mpi/*.h) $(BENCH_SRC) Makefile
 	@mkdir -p $@

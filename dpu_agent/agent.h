@@ -7,6 +7,7 @@
 #include "../common/dps_ucx.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <uthash.h>
 
 #define AGENT_ALIGN  64u            /* headroom to match remote alignment */
@@ -146,6 +147,13 @@ int agent_handle(agent_t *a, const dps_msg_t *msg);
 
 /* Issue staging reads/writes for queued moves; reap finished slots. */
 void agent_schedule(agent_t *a);
+
+/* --probe: print the RDMA devices and whether a BlueField is among them.
+ * Returns 0 if one is, 1 if none, 2 if the devices cannot be listed. */
+int agent_probe(FILE *out);
+
+/* "BlueField-2" etc. for a verbs vendor OUI and part id, else NULL. */
+const char *agent_bluefield_name(uint32_t vendor_id, uint32_t part_id);
 
 /* Drop every cached registration key. */
 void agent_keys_fini(agent_t *a);

@@ -41,6 +41,7 @@ static void usage(FILE *out)
 {
     fprintf(out,
 "usage: dpu_agent --addr-fd N --parent-fd M\n"
+"       dpu_agent --probe | --help | --config-markdown\n"
 "\n"
 "Carries out MPI_Ialltoall and MPI_Ibcast for the ranks of one node (or\n"
 "emulated DPU) on their behalf. libdpushim.so starts it during MPI_Init;\n"
@@ -50,6 +51,9 @@ static void usage(FILE *out)
 "                 followed by a newline, to file descriptor N, then close it\n"
 "  --parent-fd M  file descriptor whose end of file means the spawning\n"
 "                 rank is gone: the agent then exits at once\n"
+"  --probe        list the RDMA devices rdma-core sees and say whether an\n"
+"                 NVIDIA BlueField DPU is among them; exit status 0 if one\n"
+"                 is, 1 if none, 2 if the devices cannot be listed\n"
 "  --help         this text\n"
 "  --config-markdown  print the DPUSHIM_* table as Markdown (for the README)\n"
 "\n"
@@ -564,6 +568,7 @@ int main(int argc, char **argv)
         {"parent-fd", required_argument, NULL, 'p'},
         {"help",      no_argument,       NULL, 'h'},
         {"config-markdown", no_argument, NULL, 'M'},
+        {"probe",     no_argument,       NULL, 'P'},
         {NULL, 0, NULL, 0}
     };
     extern char **environ;
@@ -590,6 +595,8 @@ int main(int argc, char **argv)
         case 'M':
             dps_config_print(stdout, 1);
             return 0;
+        case 'P':
+            return agent_probe(stdout);
         default:
             usage(stderr);
             return 2;

@@ -143,6 +143,31 @@ regcache_off_case() {
         "$ok" "$log"
 }
 
+# dpu_agent --probe: a plain answer about BlueField, exit status to match;
+# --help names every option the agent accepts.
+agent_cli_tests() {
+    local mpi=$1 log="$LOGS/$mpi-agent-probe.log" rc ok=0 o
+    "build/$mpi/dpu_agent" --probe >"$log" 2>&1
+    rc=$?
+    if [ $rc = 0 ]; then
+        grep -q '^BlueField DPU: present' "$log" && ok=1
+    elif [ $rc = 1 ]; then
+        grep -q '^BlueField DPU: none found' "$log" && ok=1
+    fi
+    echo "exit status $rc" >>"$log"
+    report "$mpi dpu_agent --probe says whether a BlueField is present" \
+        "$ok" "$log"
+    log="$LOGS/$mpi-agent-help.log"
+    "build/$mpi/dpu_agent" --help >"$log" 2>&1 && ok=1 || ok=0
+    for o in --addr-fd --parent-fd --probe --help --config-markdown; do
+        grep -q -- "^ *$o" "$log" || {
+            echo "option $o not documented" >>"$log"; ok=0; }
+    done
+    "build/$mpi/dpu_agent" --bogus >>"$log" 2>&1
+    [ $? = 2 ] || { echo "unknown option not refused with 2" >>"$log"; ok=0; }
+    report "$mpi dpu_agent --help documents every option" "$ok" "$log"
+}
+
 # require_case MPI NAME "VARS" REGEX: with DPUSHIM_REQUIRE the job must
 # abort in MPI_Init (non-zero exit, no "result: ok"), saying REGEX once,
 # and leave no agent behind.
@@ -367,6 +392,7 @@ for mpi in "$@"; do
     mpi_tests "$mpi"
     config_tests "$mpi"
     regcache_off_case "$mpi"
+    agent_cli_tests "$mpi"
     kill_case "$mpi" all-ranks
     kill_case "$mpi" leader
     kill_case "$mpi" agent
