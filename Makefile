@@ -29,7 +29,7 @@ MPI_TESTS  := $(patsubst tests/mpi/%.c,%,$(wildcard tests/mpi/*.c))
 BENCH_SRC  := $(wildcard tests/bench/*.c)
 UNIT_TESTS := check_proto check_config check_shim_util
 
-.PHONY: all build deps check demo bench clean unit $(ALL_MPIS)
+.PHONY: all build deps check demo bench clean unit fuzz $(ALL_MPIS)
 
 all: build
 
@@ -65,11 +65,24 @@ build/unit/%: tests/unit/%.c $(COMMON_SRC) shim/shim_util.c $(HDRS) Makefile
 
 unit: $(addprefix build/unit/,$(UNIT_TESTS))
 
+# libFuzzer harness for the wire decoder (clang), and its seed writer.
+FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer,address,undefined \
+              -fno-sanitize-recover=all
+fuzz: build/fuzz/fuzz_decode build/fuzz/mkseeds
+
+build/fuzz/fuzz_decode: tests/fuzz/fuzz_decode.c common/dps_proto.c $(HDRS) Makefile
+	@mkdir -p $(@D)
+	clang $(FUZZ_FLAGS) -o $@ tests/fuzz/fuzz_decode.c common/dps_proto.c
+
+build/fuzz/mkseeds: tests/fuzz/mkseeds.c common/dps_proto.c $(HDRS) Makefile
+	@mkdir -p $(@D)
+	$(CC) $(WARN) $(CFLAGS) -o $@ tests/fuzz/mkseeds.c common/dps_proto.c
+
 deps:
 	@scripts/deps.sh
 
 check: deps
-	@$(MAKE) --no-print-directory build unit
+	@$(MAKE) --no-print-directory build unit fuzz
 	@scripts/check.sh $(MPI)
 
 demo: deps

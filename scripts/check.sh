@@ -373,6 +373,24 @@ thirdparty_mpi4py() {
     done
 }
 
+# The decoder under libFuzzer with AddressSanitizer, briefly (longer by
+# hand: build/fuzz/fuzz_decode -max_total_time=600 build/fuzz/corpus).
+fuzz_decoder() {
+    local log="$LOGS/fuzz-decode.log" ok=0 seeds=build/fuzz/seeds
+    if [ ! -x build/fuzz/fuzz_decode ]; then
+        echo "build/fuzz/fuzz_decode not built (make fuzz, needs clang)" >"$log"
+    else
+        rm -rf "$seeds" && mkdir -p "$seeds" build/fuzz/corpus &&
+            build/fuzz/mkseeds "$seeds" &&
+            timeout 120 build/fuzz/fuzz_decode -max_total_time=${DPS_FUZZ_SECONDS:-15} \
+                -seed=1 -artifact_prefix=build/fuzz/ build/fuzz/corpus "$seeds" \
+                >"$log" 2>&1 &&
+            grep -q '^Done [0-9]* runs' "$log" && ok=1
+    fi
+    report "wire decoder fuzzed (libFuzzer, ASan, UBSan) without a fault" \
+        "$ok" "$log"
+}
+
 no_agents_left() {
     local log="$LOGS/agents-left.log" left
     left=$(dps_agents_left)
@@ -388,6 +406,7 @@ if [ -n "$(dps_agents_left)" ]; then
 fi
 unit_tests
 readme_check
+fuzz_decoder
 for mpi in "$@"; do
     mpi_tests "$mpi"
     config_tests "$mpi"

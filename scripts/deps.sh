@@ -5,7 +5,7 @@ set -euo pipefail
 
 PKGS=(build-essential pkg-config libucx-dev ucx-utils uthash-dev check
       libibverbs-dev openmpi-bin libopenmpi-dev mpich libmpich-dev
-      gnuplot-nox procps python3-mpi4py python3-numpy)
+      gnuplot-nox procps python3-mpi4py python3-numpy clang libclang-rt-14-dev)
 
 missing=()
 for p in "${PKGS[@]}"; do
