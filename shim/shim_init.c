@@ -365,7 +365,10 @@ static void cannot_offload(const char *why)
         dps_error("%s, and DPUSHIM_REQUIRE is set: aborting", why);
         fflush(stderr);
     }
-    PMPI_Barrier(MPI_COMM_WORLD); /* let rank 0 say why first */
+    /* Let rank 0 say why first, and the launcher forward it: Hydra drops
+     * output still in its pipes when it tears an aborted job down. */
+    PMPI_Barrier(MPI_COMM_WORLD);
+    usleep(300000);
     PMPI_Abort(MPI_COMM_WORLD, 1);
 }
 
