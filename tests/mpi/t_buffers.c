@@ -31,56 +31,6 @@ static void note_addr(const void *p)
     }
 }
 
-/* Ialltoall of block bytes per rank from sbuf into rbuf, with fresh
- * contents, checked against the pattern and against PMPI_Alltoall. */
-static void a2a(void *sbuf, void *rbuf, size_t block, const char *what)
-{
-    size_t len = block * (size_t)t.size;
-    uint32_t seed = t_seed();
-    MPI_Request q = MPI_REQUEST_NULL;
-    MPI_Datatype type = (block % 4 == 0) ? MPI_INT : MPI_BYTE;
-    int count = (int)(block / (type == MPI_INT ? 4 : 1));
-    void *ref = t_xmalloc(len);
-    char w[200];
-
-    t_a2a_fill(sbuf, block, t.size, seed, t.rank);
-    memset(rbuf, T_POISON, len);
-    memset(ref, T_POISON, len);
-    T_MPI(PMPI_Alltoall(sbuf, count, type, ref, count, type,
-                        MPI_COMM_WORLD));
-    t_ialltoall(sbuf, count, type, rbuf, count, type, MPI_COMM_WORLD, &q,
-                1);
-    T_MPI(MPI_Wait(&q, MPI_STATUS_IGNORE));
-    snprintf(w, sizeof(w), "%s: Ialltoall %zu-byte blocks", what, block);
-    t_a2a_check(w, rbuf, block, t.size, seed, t.rank);
-    t_same(w, rbuf, ref, len);
-    free(ref);
-}
-
-/* Ibcast of bytes from root in buf, with fresh contents. */
-static void bcast(void *buf, size_t bytes, int root, const char *what)
-{
-    uint32_t seed = t_seed();
-    MPI_Request q = MPI_REQUEST_NULL;
-    void *ref = t_xmalloc(bytes);
-    char w[200];
-
-    if (t.rank == root) {
-        t_pat_fill(buf, bytes, seed, root, 0);
-    } else {
-        memset(buf, T_POISON, bytes);
-    }
-    memcpy(ref, buf, bytes);
-    T_MPI(PMPI_Bcast(ref, (int)bytes, MPI_BYTE, root, MPI_COMM_WORLD));
-    t_ibcast(buf, (int)bytes, MPI_BYTE, root, MPI_COMM_WORLD, &q, 1);
-    T_MPI(MPI_Wait(&q, MPI_STATUS_IGNORE));
-    snprintf(w, sizeof(w), "%s: Ibcast %zu bytes root %d", what, bytes,
-             root);
-    t_pat_check(w, buf, bytes, seed, root, 0);
-    t_same(w, buf, ref, bytes);
-    free(ref);
-}
-
 /* The same buffers used again and again with new contents. */
 static void same_buffers(void)
 {
@@ -91,8 +41,9 @@ static void same_buffers(void)
     for (i = 0; i < 6; i++) {
         t_case("same buffers, call %d", i);
         /* Odd calls swap send and receive buffers. */
-        a2a(i % 2 ? b : a, i % 2 ? a : b, block, "same buffers");
-        bcast(a, len, i % t.size, "same buffer");
+        t_checked_alltoall(i % 2 ? b : a, i % 2 ? a : b, block,
+                           "same buffers");
+        t_checked_bcast(a, len, i % t.size, "same buffer");
     }
     free(a);
     free(b);
@@ -117,12 +68,13 @@ static void malloc_free(void)
         r = t_xmalloc(len);
         note_addr(s);
         note_addr(r);
-        a2a(s, r, block, "malloc/free");
+        t_checked_alltoall(s, r, block, "malloc/free");
         /* And the other way round, then a broadcast in each. */
-        a2a(r, s, block, "malloc/free, swapped");
-        bcast(s, len, (int)(i % (unsigned)t.size), "malloc/free send");
-        bcast(r, len - 1, (int)((i + 1) % (unsigned)t.size),
-              "malloc/free receive");
+        t_checked_alltoall(r, s, block, "malloc/free, swapped");
+        t_checked_bcast(s, len, (int)(i % (unsigned)t.size),
+                        "malloc/free send");
+        t_checked_bcast(r, len - 1, (int)((i + 1) % (unsigned)t.size),
+                        "malloc/free receive");
         free(s);
         free(r);
     }
@@ -150,8 +102,8 @@ static void realloc_grow(void)
         r = nr;
         note_addr(s);
         note_addr(r);
-        a2a(s, r, block, "realloc");
-        bcast(r, len, step % t.size, "realloc");
+        t_checked_alltoall(s, r, block, "realloc");
+        t_checked_bcast(r, len, step % t.size, "realloc");
         /* Shrink the receive buffer a little and use it again: it moves
          * or keeps its place with stale contents beyond the new end. */
         nr = realloc(r, len - 7);
@@ -160,7 +112,7 @@ static void realloc_grow(void)
             MPI_Abort(MPI_COMM_WORLD, 2);
         }
         r = nr;
-        bcast(r, len - 7, (step + 1) % t.size, "realloc shrunk");
+        t_checked_bcast(r, len - 7, (step + 1) % t.size, "realloc shrunk");
     }
     free(s);
     free(r);
@@ -212,9 +164,10 @@ static void mmap_remap(void)
             r = map(len, round == 2 ? os : orr);
             note_addr(s);
             note_addr(r);
-            a2a(s, r, block, "mmap");
-            bcast(s, len, (int)((i + (unsigned)round) % (unsigned)t.size),
-                  "mmap");
+            t_checked_alltoall(s, r, block, "mmap");
+            t_checked_bcast(s, len,
+                            (int)((i + (unsigned)round) % (unsigned)t.size),
+                            "mmap");
             munmap(s, len);
             munmap(r, len);
         }

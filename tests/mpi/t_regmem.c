@@ -14,60 +14,6 @@
 
 static int same_addr, remaps;  /* remaps that got the old address back */
 
-/* Ialltoall of block bytes per rank from sbuf into rbuf, with fresh
- * contents, checked against the pattern and against PMPI_Alltoall. */
-static void a2a(char *sbuf, char *rbuf, size_t block, const char *what)
-{
-    size_t len = block * (size_t)t.size;
-    uint32_t seed = t_seed();
-    MPI_Request q = MPI_REQUEST_NULL;
-    MPI_Datatype type = (block % 4 == 0) ? MPI_INT : MPI_BYTE;
-    int count = (int)(block / (type == MPI_INT ? 4 : 1)), j;
-    char *ref = t_xmalloc(len);
-    char w[200];
-
-    t_a2a_fill(sbuf, block, t.size, seed, t.rank);
-    memset(rbuf, T_POISON, len);
-    memset(ref, T_POISON, len);
-    T_MPI(PMPI_Alltoall(sbuf, count, type, ref, count, type,
-                        MPI_COMM_WORLD));
-    t_ialltoall(sbuf, count, type, rbuf, count, type, MPI_COMM_WORLD, &q,
-                1);
-    T_MPI(MPI_Wait(&q, MPI_STATUS_IGNORE));
-    snprintf(w, sizeof(w), "%s: Ialltoall %zu-byte blocks", what, block);
-    t_a2a_check(w, rbuf, block, t.size, seed, t.rank);
-    t_same(w, rbuf, ref, len);
-    snprintf(w, sizeof(w), "%s: Ialltoall send buffer unchanged", what);
-    for (j = 0; j < t.size; j++) {
-        t_pat_check(w, sbuf + (size_t)j * block, block, seed, t.rank, j);
-    }
-    free(ref);
-}
-
-/* Ibcast of bytes from root in buf, with fresh contents. */
-static void bcast(char *buf, size_t bytes, int root, const char *what)
-{
-    uint32_t seed = t_seed();
-    MPI_Request q = MPI_REQUEST_NULL;
-    char *ref = t_xmalloc(bytes);
-    char w[200];
-
-    if (t.rank == root) {
-        t_pat_fill(buf, bytes, seed, root, 0);
-    } else {
-        memset(buf, T_POISON, bytes);
-    }
-    memcpy(ref, buf, bytes);
-    T_MPI(PMPI_Bcast(ref, (int)bytes, MPI_BYTE, root, MPI_COMM_WORLD));
-    t_ibcast(buf, (int)bytes, MPI_BYTE, root, MPI_COMM_WORLD, &q, 1);
-    T_MPI(MPI_Wait(&q, MPI_STATUS_IGNORE));
-    snprintf(w, sizeof(w), "%s: Ibcast %zu bytes from root %d", what,
-             bytes, root);
-    t_pat_check(w, buf, bytes, seed, root, 0);
-    t_same(w, buf, ref, bytes);
-    free(ref);
-}
-
 static void *xmalloc_big(size_t n)
 {
     void *p = malloc(n);
@@ -96,8 +42,9 @@ static void malloc_again(void)
             remaps += 2;
             same_addr += (s == olds) + (r == oldr);
         }
-        a2a(s, r, block, "malloc again");
-        bcast(r, len, round % t.size, "malloc again, receive buffer");
+        t_checked_alltoall(s, r, block, "malloc again");
+        t_checked_bcast(r, len, round % t.size,
+                        "malloc again, receive buffer");
         olds = s;
         oldr = r;
         free(s);
@@ -154,18 +101,18 @@ static void mmap_again(void)
     for (round = 0; round < 4; round++) {
         t_case("mmap 2 MiB, round %d: send buffer", round);
         m = map(len, m);
-        a2a(m, other, block, "mmap send buffer");
+        t_checked_alltoall(m, other, block, "mmap send buffer");
         t_case("mmap 2 MiB, round %d: receive buffer", round);
-        a2a(other, m, block, "mmap receive buffer");
+        t_checked_alltoall(other, m, block, "mmap receive buffer");
         munmap(m, len);
 
         t_case("mmap 2 MiB, round %d: broadcast buffer", round);
         m = map(len, m);
-        bcast(m, len, round % t.size, "mmap broadcast buffer");
+        t_checked_bcast(m, len, round % t.size, "mmap broadcast buffer");
         /* Odd rounds: a part of it, from another root. */
         if (round % 2) {
-            bcast(m + 4096, len / 2 + 3, (round + 1) % t.size,
-                  "mmap broadcast buffer, part");
+            t_checked_bcast(m + 4096, len / 2 + 3, (round + 1) % t.size,
+                            "mmap broadcast buffer, part");
         }
         munmap(m, len);
     }
@@ -200,9 +147,9 @@ static void realloc_grow(void)
             r = xrealloc(r, len);
         }
         t_case("realloc step %d: %zu-byte blocks", step, block);
-        a2a(s, r, block, "realloc");
-        a2a(r, s, block, "realloc, swapped");
-        bcast(s, len, step % t.size, "realloc");
+        t_checked_alltoall(s, r, block, "realloc");
+        t_checked_alltoall(r, s, block, "realloc, swapped");
+        t_checked_bcast(s, len, step % t.size, "realloc");
     }
     free(s);
     free(r);
@@ -239,9 +186,10 @@ static void sub_ranges(void)
             /* More ranks than this layout was made for: skip. */
             continue;
         }
-        a2a(m + c[i].soff, m + c[i].roff, c[i].block, "one mapping");
-        bcast(m + c[i].roff + 3, span - 3, (int)(i % (unsigned)t.size),
-              "one mapping");
+        t_checked_alltoall(m + c[i].soff, m + c[i].roff, c[i].block,
+                           "one mapping");
+        t_checked_bcast(m + c[i].roff + 3, span - 3,
+                        (int)(i % (unsigned)t.size), "one mapping");
     }
     munmap(m, len);
 }

@@ -631,6 +631,65 @@ static inline int t_skip_new_comm(void)
     return 0;
 }
 
+/* Ialltoall of block bytes per rank from sbuf into rbuf, with fresh
+ * contents, checked against the pattern and against PMPI_Alltoall, and
+ * the send buffer checked unchanged. */
+static inline void t_checked_alltoall(void *sbuf, void *rbuf, size_t block,
+                                      const char *what)
+{
+    size_t len = block * (size_t)t.size;
+    uint32_t seed = t_seed();
+    MPI_Request q = MPI_REQUEST_NULL;
+    MPI_Datatype type = (block % 4 == 0) ? MPI_INT : MPI_BYTE;
+    int count = (int)(block / (type == MPI_INT ? 4 : 1)), j;
+    void *ref = t_xmalloc(len);
+    char w[200];
+
+    t_a2a_fill(sbuf, block, t.size, seed, t.rank);
+    memset(rbuf, T_POISON, len);
+    memset(ref, T_POISON, len);
+    T_MPI(PMPI_Alltoall(sbuf, count, type, ref, count, type,
+                        MPI_COMM_WORLD));
+    t_ialltoall(sbuf, count, type, rbuf, count, type, MPI_COMM_WORLD, &q,
+                1);
+    T_MPI(MPI_Wait(&q, MPI_STATUS_IGNORE));
+    snprintf(w, sizeof(w), "%s: Ialltoall %zu-byte blocks", what, block);
+    t_a2a_check(w, rbuf, block, t.size, seed, t.rank);
+    t_same(w, rbuf, ref, len);
+    snprintf(w, sizeof(w), "%s: Ialltoall send buffer unchanged", what);
+    for (j = 0; j < t.size; j++) {
+        t_pat_check(w, (char *)sbuf + (size_t)j * block, block, seed,
+                    t.rank, j);
+    }
+    free(ref);
+}
+
+/* Ibcast of bytes from root in buf, with fresh contents, checked against
+ * the pattern and against PMPI_Bcast. */
+static inline void t_checked_bcast(void *buf, size_t bytes, int root,
+                                   const char *what)
+{
+    uint32_t seed = t_seed();
+    MPI_Request q = MPI_REQUEST_NULL;
+    void *ref = t_xmalloc(bytes);
+    char w[200];
+
+    if (t.rank == root) {
+        t_pat_fill(buf, bytes, seed, root, 0);
+    } else {
+        memset(buf, T_POISON, bytes);
+    }
+    memcpy(ref, buf, bytes);
+    T_MPI(PMPI_Bcast(ref, (int)bytes, MPI_BYTE, root, MPI_COMM_WORLD));
+    t_ibcast(buf, (int)bytes, MPI_BYTE, root, MPI_COMM_WORLD, &q, 1);
+    T_MPI(MPI_Wait(&q, MPI_STATUS_IGNORE));
+    snprintf(w, sizeof(w), "%s: Ibcast %zu bytes from root %d", what, bytes,
+             root);
+    t_pat_check(w, buf, bytes, seed, root, 0);
+    t_same(w, buf, ref, bytes);
+    free(ref);
+}
+
 /* Is libdpushim preloaded (offloaded requests are generalized ones)? */
 static inline int t_shim_loaded(void)
 {
