@@ -173,7 +173,4 @@ int agent_coll_init(agent_t *a);
 /* Release every instance, communicator and staging buffer. */
 void agent_coll_fini(agent_t *a);
 
-/* Nonzero while data movement or flushes are in flight or queued. */
-int agent_busy(const agent_t *a);
-
 #endif

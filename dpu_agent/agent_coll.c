@@ -66,11 +66,6 @@ typedef struct agent_copiers {
     int              done_fd;     /* eventfd: a slot finished */
 } agent_copiers_t;
 
-int agent_busy(const agent_t *a)
-{
-    return a->q_head != NULL || a->inflight > 0;
-}
-
 int agent_may_sleep(const agent_t *a)
 {
     unsigned i, free_slot = 0;
