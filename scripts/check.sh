@@ -318,6 +318,11 @@ kill_case() {
     agent)     # one of two agents: every rank must notice, none hang
                sleep 0.5
                dps_agents_left | tail -n 1 | xargs -r kill -9 ;;
+    launcher)  # mpirun / mpiexec itself (Debian's names included)
+               for _ in mpirun mpirun.openmpi orterun mpiexec \
+                        mpiexec.mpich mpiexec.hydra; do
+                   pgrep -x "$_"
+               done | xargs -r kill -9 ;;
     esac
     if [ "$what" = agent ]; then
         for _ in $(seq 150); do
@@ -415,6 +420,7 @@ for mpi in "$@"; do
     kill_case "$mpi" all-ranks
     kill_case "$mpi" leader
     kill_case "$mpi" agent
+    kill_case "$mpi" launcher
     [ "$mpi" = openmpi ] && thirdparty_mpi4py
 done
 no_agents_left
