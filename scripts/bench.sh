@@ -104,45 +104,45 @@ median() {
         END {if (NR % 2) m = v[(NR + 1) / 2]; else m = (v[NR / 2] + v[NR / 2 + 1]) / 2
              printf "%.1f", m}'
 }
+# pair MPI STEM REP "VARS for run a" PROGRAM ARGS...: run a (the shim
+# without the feature) and b (the default) once each, appending to
+# $RAW/MPI-STEM-{a,b}.txt.
+pair() {
+    local mpi=$1 stem=$2 rep=$3 avars=$4 kind v
+    shift 4
+    for kind in a b; do
+        printf '\r%s %s rep %d %s            ' "$mpi" "$stem" "$rep" \
+            "$kind" >&2
+        v=$SHIM_VARS
+        [ $kind = a ] && v="$v $avars"
+        dps_launch "$mpi" "$NP" 1 "$v" "$@" >>"$RAW/$mpi-$stem-$kind.txt" 2>&1
+    done
+}
 for mpi in "$@"; do
-    for kind in nocache cache; do : >"$RAW/$mpi-postcost-$kind.txt"; done
-    for kind in depth1 default; do : >"$RAW/$mpi-pipe-$kind.txt"; done
+    rm -f "$RAW/$mpi"-postcost-?.txt "$RAW/$mpi"-pipe-?.txt
     for rep in $(seq "$REPS"); do
-        for kind in nocache cache; do
-            printf '\r%s regcache rep %d %s            ' "$mpi" "$rep" \
-                "$kind" >&2
-            v=$SHIM_VARS
-            [ $kind = nocache ] && v="$v DPUSHIM_REGCACHE_BYTES=0"
-            dps_launch "$mpi" "$NP" 1 "$v" "build/$mpi/tests/postcost" \
-                -m 1024 -i 1000 >>"$RAW/$mpi-postcost-$kind.txt" 2>&1
-        done
-        for kind in depth1 default; do
-            printf '\r%s pipeline rep %d %s            ' "$mpi" "$rep" \
-                "$kind" >&2
-            v=$SHIM_VARS
-            [ $kind = depth1 ] && v="$v DPUSHIM_PIPELINE_DEPTH=1"
-            dps_launch "$mpi" "$NP" 1 "$v" "build/$mpi/tests/overlap" \
-                -c ialltoall -m "$max:$max" -i "$ITERS" \
-                >>"$RAW/$mpi-pipe-$kind.txt" 2>&1
-        done
+        pair "$mpi" postcost "$rep" DPUSHIM_REGCACHE_BYTES=0 \
+            "build/$mpi/tests/postcost" -m 1024 -i 1000
+        pair "$mpi" pipe "$rep" DPUSHIM_PIPELINE_DEPTH=1 \
+            "build/$mpi/tests/overlap" -c ialltoall -m "$max:$max" -i "$ITERS"
     done
     printf '\r%60s\r' "" >&2
     echo
     echo "== $mpi: repeated 1 KiB Ialltoall on the same buffers ($NP ranks," \
          "medians of $REPS runs, us)"
-    for kind in nocache cache; do
+    for kind in a b; do
         f="$RAW/$mpi-postcost-$kind.txt"
         printf '  %-28s post %6s   whole call %7s\n' \
-            "$([ $kind = nocache ] && echo "no cache (REGCACHE_BYTES=0)" ||
+            "$([ $kind = a ] && echo "no cache (REGCACHE_BYTES=0)" ||
                echo "registration cache")" \
             "$(sed -n 's/.*post_us=\([0-9.]*\).*/\1/p' "$f" | median)" \
             "$(sed -n 's/.*call_us=\([0-9.]*\).*/\1/p' "$f" | median)"
     done
     echo "== $mpi: Ialltoall of $max B blocks, pure comm (medians of $REPS" \
          "runs, us)"
-    for kind in depth1 default; do
+    for kind in a b; do
         printf '  %-28s %8s\n' \
-            "$([ $kind = depth1 ] && echo "PIPELINE_DEPTH=1" ||
+            "$([ $kind = a ] && echo "PIPELINE_DEPTH=1" ||
                echo "default depth")" \
             "$(awk '$1 ~ /^[0-9]+$/ && NF == 5 {print $2}' \
                "$RAW/$mpi-pipe-$kind.txt" | median)"

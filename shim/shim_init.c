@@ -285,8 +285,6 @@ static void agent_affinity(const cpu_set_t *ranks)
  * job takes the largest threshold of its virtual nodes, so that ranks
  * agree on every call.
  */
-static int require_strict(void);
-
 static uint64_t resolve_min_bytes(const cpu_set_t *ranks, int vsize)
 {
     uint64_t mine = shim.cfg.min_bytes, all = 0;
@@ -303,7 +301,7 @@ static uint64_t resolve_min_bytes(const cpu_set_t *ranks, int vsize)
     }
     PMPI_Allreduce(&mine, &all, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
     if (all == DPS_MIN_BYTES_AUTO && shim.world_rank == 0 &&
-        !require_strict()) {
+        !shim.cfg.require) {
         dps_warn("DPUSHIM_MIN_BYTES=auto: the agents would share every "
                  "core with computing ranks, where offload was measured "
                  "to cost more than it saves at every size; running on "
@@ -341,21 +339,9 @@ static void allow_agent_access(void)
  * Offload cannot be set up, for a reason every rank shares. Unless
  * DPUSHIM_REQUIRE asks otherwise the job goes on with stock MPI.
  */
-static int require_strict(void)
-{
-    const char *req = getenv("DPUSHIM_REQUIRE");
-    int strict = shim.cfg.require;
-
-    /* An unparsable DPUSHIM_REQUIRE is read as a request for strictness. */
-    if (req != NULL && dps_config_parse_value(DPS_CFG_BOOL, req, &strict)) {
-        strict = 1;
-    }
-    return strict;
-}
-
 static void cannot_offload(const char *why)
 {
-    if (!require_strict()) {
+    if (!shim.cfg.require) {
         if (shim.world_rank == 0) {
             dps_error("%s: running on stock MPI", why);
         }
@@ -643,6 +629,15 @@ void shim_init(void)
     snprintf(who, sizeof(who), "%d", shim.world_rank);
     dps_log_set_who(who);
     nbad = dps_config_load(&shim.cfg, environ, msgs, sizeof(msgs), NULL);
+    {
+        /* A DPUSHIM_REQUIRE that is not a boolean asks for strictness. */
+        const char *req = getenv("DPUSHIM_REQUIRE");
+        int v;
+
+        if (req != NULL && dps_config_parse_value(DPS_CFG_BOOL, req, &v)) {
+            shim.cfg.require = 1;
+        }
+    }
     dps_log_level = shim.cfg.log_level;
     shim.initialized = 1;
     /* Same environment everywhere: report once, from rank 0. */
@@ -687,7 +682,7 @@ void shim_init(void)
         /* Nothing would be offloaded: start no agent. */
         PMPI_Comm_free(&vnode);
         PMPI_Comm_free(&node);
-        if (require_strict()) {
+        if (shim.cfg.require) {
             cannot_offload("DPUSHIM_MIN_BYTES=auto offloads nothing with "
                            "agents on the ranks' cores");
         }

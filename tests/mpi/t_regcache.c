@@ -9,21 +9,6 @@
 #define BLOCK  (64 * KI)   /* alltoall bytes per rank pair */
 #define BCAST  (256 * KI)  /* broadcast message */
 
-/* Page-aligned buffer of n bytes (a multiple of the page size), so that
- * two buffers never share a page and one registration cannot cover
- * another buffer. */
-static void *page_alloc(size_t n)
-{
-    void *p = NULL;
-
-    if (posix_memalign(&p, 4096, n) != 0) {
-        fprintf(stderr, "rank %d: out of memory (%zu bytes)\n", t.rank, n);
-        MPI_Abort(MPI_COMM_WORLD, 2);
-    }
-    memset(p, T_POISON, n);
-    return p;
-}
-
 /* NCALLS Ialltoall from sbuf into rbuf with fresh contents each time;
  * the first and the last are also compared with PMPI_Alltoall. */
 static void alltoall_loop(char *sbuf, char *rbuf, char *ref)
@@ -101,11 +86,11 @@ int main(int argc, char **argv)
 
     t_init(&argc, &argv, "t_regcache");
     len = (size_t)BLOCK * (size_t)t.size;
-    sbuf = page_alloc(len);
-    rbuf = page_alloc(len);
-    bbuf = page_alloc(BCAST);
+    sbuf = t_palloc(len);
+    rbuf = t_palloc(len);
+    bbuf = t_palloc(BCAST);
     /* Never registered: PMPI calls only. */
-    ref = page_alloc(len > BCAST ? len : BCAST);
+    ref = t_palloc(len > BCAST ? len : BCAST);
 
     alltoall_loop(sbuf, rbuf, ref);
     bcast_loop(bbuf, ref);

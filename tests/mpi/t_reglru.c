@@ -55,10 +55,7 @@ int main(int argc, char **argv)
     setenv("DPUSHIM_REGCACHE_BYTES", CAP, 1);
     t_init(&argc, &argv, "t_reglru");
     for (i = 0; i < NBUF; i++) {
-        if (posix_memalign((void **)&buf[i], 4096, BYTES) != 0) {
-            t_fail("out of memory");
-            MPI_Abort(MPI_COMM_WORLD, 2);
-        }
+        buf[i] = t_palloc(BYTES);
     }
     ref = t_xmalloc(BYTES);
     for (i = 0; i < NCALLS; i++) {

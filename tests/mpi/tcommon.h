@@ -332,6 +332,21 @@ static inline void *t_xmalloc(size_t n)
     return p;
 }
 
+/* n bytes (a multiple of the page size) on pages of their own, poisoned:
+ * two such buffers never share a page, so one registration of the shim's
+ * cache can never cover another buffer. */
+static inline void *t_palloc(size_t n)
+{
+    void *p = NULL;
+
+    if (posix_memalign(&p, 4096, n) != 0) {
+        fprintf(stderr, "rank %d: out of memory (%zu bytes)\n", t.rank, n);
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    memset(p, T_POISON, n);
+    return p;
+}
+
 /* Record the expected fate of one call (see the header comment). */
 static inline void t_expect(int coll, MPI_Comm comm, int count,
                             MPI_Datatype type, int contig)
