@@ -77,6 +77,12 @@ const dps_cfg_entry_t dps_config_table[] = {
      "DPUSHIM_MIN_BYTES=auto), abort the job with the reason instead of "
      "running it on stock MPI. A value that is not a boolean counts as 1.",
      CFG_OFF(require), 0, 0},
+    {"AGENT_TIMEOUT", DPS_CFG_UINT, "10",
+     "Seconds within which a failed agent is noticed: one that died at once "
+     "(checked every 0.1 s), one that stopped answering after this long. "
+     "Its pending collectives are then redone by stock MPI or fail with an "
+     "error, and later ones run on stock MPI. 1 to 3600.",
+     CFG_OFF(agent_timeout), 1, 3600},
     {NULL, DPS_CFG_BOOL, NULL, NULL, 0, 0, 0}
 };
 

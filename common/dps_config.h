@@ -28,6 +28,7 @@ typedef struct dps_config {
     uint64_t chunk_bytes;    /* agent staging chunk */
     unsigned pipeline_depth; /* chunks in flight per agent */
     int      require;        /* abort at MPI_Init rather than run stock */
+    unsigned agent_timeout;  /* s: an agent silent this long has failed */
 } dps_config_t;
 
 typedef enum {

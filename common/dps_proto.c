@@ -13,7 +13,7 @@ const char *dps_msg_type_str(unsigned type)
     static const char *names[] = {
         "?", "hello", "job_info", "ready", "post", "complete", "comm_free",
         "peer_post", "read_done", "shutdown", "procs", "stats_req",
-        "stats", "reg_free"
+        "stats", "reg_free", "ping", "pong"
     };
 
     return (type < DPS_MSG_TYPE_MAX) ? names[type] : "?";
@@ -134,6 +134,18 @@ void *dps_msg_encode_shutdown(size_t *len)
 void *dps_msg_encode_stats_req(size_t *len)
 {
     return msg_alloc(DPS_MSG_STATS_REQ, 0, len);
+}
+
+void *dps_msg_encode_ping(uint32_t world_rank, uint32_t pid, size_t *len)
+{
+    dps_msg_hello_t b = {world_rank, pid};
+
+    return msg_fixed(DPS_MSG_PING, &b, sizeof(b), len);
+}
+
+void *dps_msg_encode_pong(size_t *len)
+{
+    return msg_alloc(DPS_MSG_PONG, 0, len);
 }
 
 void *dps_msg_encode_stats(const dps_msg_stats_t *stats, size_t *len)
@@ -408,6 +420,7 @@ int dps_msg_decode(const void *buf, size_t len, dps_msg_t *msg,
     blen = len - sizeof(h);
     switch (msg->type) {
     case DPS_MSG_HELLO:
+    case DPS_MSG_PING:
         bad = take_fixed(body, blen, &msg->u.hello, sizeof(dps_msg_hello_t),
                          1);
         break;
@@ -429,6 +442,7 @@ int dps_msg_decode(const void *buf, size_t len, dps_msg_t *msg,
         break;
     case DPS_MSG_SHUTDOWN:
     case DPS_MSG_STATS_REQ:
+    case DPS_MSG_PONG:
         bad = (blen != 0);
         break;
     case DPS_MSG_STATS:

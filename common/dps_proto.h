@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #define DPS_PROTO_MAGIC    0x48535044u /* "DPSH" */
-#define DPS_PROTO_VERSION  2
+#define DPS_PROTO_VERSION  3
 #define DPS_AM_ID          7           /* the one UCX active message id */
 #define DPS_MAX_RKEY       4096        /* bytes of one packed rkey */
 #define DPS_MAX_ADDR       8192        /* bytes of one worker address */
@@ -35,6 +35,8 @@ typedef enum {
     DPS_MSG_STATS_REQ,   /* vnode leader -> its agent: send your counters */
     DPS_MSG_STATS,       /* agent -> vnode leader: the counters */
     DPS_MSG_REG_FREE,    /* rank -> its agent, agent -> agent: drop keys */
+    DPS_MSG_PING,        /* rank -> its agent: still there? (hello body) */
+    DPS_MSG_PONG,        /* agent -> rank: yes */
     DPS_MSG_TYPE_MAX
 } dps_msg_type_t;
 
@@ -222,6 +224,9 @@ void *dps_msg_encode_read_done(uint64_t comm_id, uint32_t seq,
                                uint32_t src_comm_rank, size_t *len);
 void *dps_msg_encode_shutdown(size_t *len);
 void *dps_msg_encode_stats_req(size_t *len);
+/* PING carries the sender's world rank and pid, like HELLO. */
+void *dps_msg_encode_ping(uint32_t world_rank, uint32_t pid, size_t *len);
+void *dps_msg_encode_pong(size_t *len);
 void *dps_msg_encode_stats(const dps_msg_stats_t *stats, size_t *len);
 void *dps_msg_encode_procs(uint32_t nranks, const uint32_t *pid,
                            const uint32_t *node, size_t *len);

@@ -141,6 +141,24 @@ static int send_stats(agent_t *a)
     return DPS_OK;
 }
 
+/* A rank asks whether we are alive (it heard nothing for a while). */
+static int send_pong(agent_t *a, uint32_t rank)
+{
+    size_t len;
+    void *msg;
+
+    if (!a->ready || rank >= a->nranks || a->rank_agent[rank] != a->self) {
+        dps_error("ping from rank %u, not served here", rank);
+        return DPS_ERR_PROTO;
+    }
+    msg = dps_msg_encode_pong(&len);
+    if (msg == NULL || dps_ucx_send(a->rank_ep[rank], msg, len) != DPS_OK) {
+        return DPS_ERR_UCX;
+    }
+    dps_kick((int)a->rank_pid[rank], DPS_KICK_RANK);
+    return DPS_OK;
+}
+
 static void send_ready(agent_t *a, uint32_t rank)
 {
     size_t len;
@@ -328,6 +346,8 @@ int agent_handle(agent_t *a, const dps_msg_t *msg)
         return DPS_OK;
     case DPS_MSG_STATS_REQ:
         return send_stats(a);
+    case DPS_MSG_PING:
+        return send_pong(a, msg->u.hello.world_rank);
     case DPS_MSG_POST:
     case DPS_MSG_PEER_POST:
     case DPS_MSG_READ_DONE:

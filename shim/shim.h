@@ -17,7 +17,16 @@
 
 enum { SHIM_COLL_IALLTOALL, SHIM_COLL_IBCAST, SHIM_NCOLL };
 enum { SHIM_STAT_OFFLOADED, SHIM_STAT_FALLBACK, SHIM_STAT_BYTES,
+       SHIM_STAT_REDONE,     /* pending when an agent failed: stock MPI */
+       SHIM_STAT_FAILED,     /* pending when an agent failed: error */
+       SHIM_STAT_AFTER,      /* posted after an agent failed: stock MPI */
        SHIM_NSTAT };
+
+/* Taking over from failed agents (shim_failover.c). */
+enum { SHIM_FO_NONE,       /* agents serve */
+       SHIM_FO_COUNTS,     /* agents stopped; agreeing: how many entries */
+       SHIM_FO_ENTRIES,    /* agreeing: which instances ranks finished */
+       SHIM_FO_DECIDED };  /* every collective runs on stock MPI */
 
 struct shim_op;
 
@@ -36,9 +45,17 @@ typedef struct shim_comm {
     int             rank, size;
     uint32_t       *members;      /* world rank of each rank */
     int             agent_knows;  /* members sent to our agent */
-    int             freed;        /* MPI freed it while agreeing */
+    int             freed;        /* MPI freed it */
+    unsigned        refs;         /* MPI's, until freed, + live ops */
     struct shim_op *wait_head, *wait_tail; /* posts waiting for the id */
     struct shim_comm *next_agreeing;
+    /* For taking over from a failed agent with stock MPI: */
+    MPI_Comm        shadow;       /* PMPI twin (Comm_idup at creation) */
+    MPI_Request     shadow_req;   /* that idup, until it completes */
+    uint32_t       *fin;          /* seqs our agent finished, at least */
+    unsigned        nfin, fin_cap; /* those above the lowest unfinished */
+    struct shim_op *ops_head, *ops_tail; /* live ops, in seq order */
+    struct shim_comm *next_all, *prev_all; /* shim.comms */
 } shim_comm_t;
 
 /* Parameters of one collective, as handed to the agent. */
@@ -65,10 +82,15 @@ typedef struct shim_op {
     UT_hash_handle hh_token;
     UT_hash_handle hh_req;     /* keyed on the bytes of req */
     struct shim_op *next_done;
-    /* until the POST is sent: */
     shim_comm_t   *comm;
     shim_post_t    post;
-    struct shim_op *next_wait;
+    struct shim_op *next_wait; /* until the POST is sent */
+    struct shim_op *next_in_comm;
+    int            sent;       /* POST went to the agent */
+    int            finishing;  /* on done_list */
+    int            taken;      /* stock MPI took it over (or failed it) */
+    int            after;      /* posted after an agent failure */
+    MPI_Request    pmpi_req;   /* the stock-MPI collective doing it */
 } shim_op_t;
 
 typedef struct shim_state {
@@ -98,6 +120,13 @@ typedef struct shim_state {
     shim_op_t     *done_list;     /* completed, MPI not told yet */
     pthread_mutex_t lock;
     double         last_liveness; /* time of the last agent check */
+    double         last_heard;    /* time of the agent's last message */
+    double         ping_sent;     /* outstanding PING, or 0 */
+    char           fo_why[160];   /* failure seen here, to act on */
+    int            fo_state;      /* SHIM_FO_* */
+    MPI_Comm       fo_ctrl;       /* notices and Finalize (p2p, barrier) */
+    MPI_Comm       fo_agree;      /* the agreement's collectives */
+    shim_comm_t   *comms;         /* every communicator state */
     uint64_t       stats[SHIM_NCOLL][SHIM_NSTAT];
     int            have_agent_stats; /* leader: STATS received */
     uint64_t       agent_stats[3];   /* cpu_ns, collectives, missed */
@@ -150,5 +179,37 @@ int shim_send_agent(void *msg, size_t len);
 
 /* Tell the agent a communicator it knows is freed. */
 void shim_comm_freed(uint64_t comm_id);
+
+/* Take in the agent's messages (lock held). */
+void shim_agent_msgs(void);
+
+/* Our agent finished instance seq of c (lock held). */
+void shim_comm_finished(shim_comm_t *c, uint32_t seq);
+
+/* Remember a freed communicator's finished instances (lock held). */
+void shim_fo_record_freed(const shim_comm_t *c);
+
+/* Drop a reference to c (lock not held); frees it at the last. */
+void shim_comm_unref(shim_comm_t *c);
+
+/* Is it PID's process alive (not a zombie)? */
+int shim_pid_alive(pid_t pid);
+
+/*
+ * Agent failure (shim_failover.c). Any rank that sees an agent fail tells
+ * every rank (PMPI messages on a private communicator); each then stops
+ * its own agent, and all agree, with nonblocking PMPI collectives, which
+ * offloaded instances some rank finished. Pending instances no rank
+ * finished are redone by stock MPI on a twin of their communicator; the
+ * others fail with an error. Later collectives go to stock MPI.
+ */
+int  shim_fo_init(void);              /* MPI_Init, once offload is on */
+void shim_fo_start(const char *why);  /* a failure seen here */
+void shim_fo_progress(void);          /* lock not held */
+void shim_fo_fini(void);              /* MPI_Finalize, before teardown */
+/* After a failure, a new instance seq on c: 1 to run it on stock MPI on
+ * c->shadow at once, 0 to queue it (shim_op_start), or an MPI error
+ * code (logged) when it cannot run. */
+int  shim_fo_direct(shim_comm_t *c, uint32_t seq, int coll);
 
 #endif

@@ -15,7 +15,45 @@
 
 #define SHIM_WORLD_ID 1 /* ids made by ranks are >= 2^32 */
 
-/* Attribute destructor: MPI_Comm_free (or MPI_Finalize for SELF). */
+void shim_comm_unref(shim_comm_t *c)
+{
+    int last;
+
+    pthread_mutex_lock(&shim.lock);
+    last = (--c->refs == 0);
+    if (last) {
+        shim_fo_record_freed(c);
+        if (c->prev_all != NULL) {
+            c->prev_all->next_all = c->next_all;
+        } else {
+            shim.comms = c->next_all;
+        }
+        if (c->next_all != NULL) {
+            c->next_all->prev_all = c->prev_all;
+        }
+    }
+    pthread_mutex_unlock(&shim.lock);
+    if (!last) {
+        return;
+    }
+    if (c->agent_knows) {
+        shim_comm_freed(c->id);
+    }
+    if (c->shadow_req != MPI_REQUEST_NULL) {
+        PMPI_Wait(&c->shadow_req, MPI_STATUS_IGNORE);
+    }
+    if (c->shadow != MPI_COMM_NULL) {
+        PMPI_Comm_free(&c->shadow);
+    }
+    free(c->members);
+    free(c->fin);
+    free(c);
+}
+
+/* Attribute destructor: MPI_Comm_free (or MPI_Finalize for SELF). Ops
+ * still running keep the state (MPI lets a communicator be freed with
+ * operations pending), and so does an id still being agreed:
+ * shim_comm_progress drops MPI's reference then. */
 int shim_comm_delete(MPI_Comm comm, int keyval, void *attr, void *extra)
 {
     shim_comm_t *c = attr;
@@ -23,17 +61,10 @@ int shim_comm_delete(MPI_Comm comm, int keyval, void *attr, void *extra)
     (void)comm;
     (void)keyval;
     (void)extra;
-    if (!c->id_known) {
-        /* Still agreeing (MPI lets a communicator be freed with
-         * operations pending): shim_comm_progress frees it later. */
-        c->freed = 1;
-        return MPI_SUCCESS;
+    c->freed = 1;
+    if (c->id_known) {
+        shim_comm_unref(c);
     }
-    if (c->agent_knows) {
-        shim_comm_freed(c->id);
-    }
-    free(c->members);
-    free(c);
     return MPI_SUCCESS;
 }
 
@@ -62,6 +93,9 @@ static shim_comm_t *comm_state(MPI_Comm comm)
     }
     PMPI_Comm_rank(comm, &c->rank);
     PMPI_Comm_size(comm, &c->size);
+    c->refs = 1;
+    c->shadow = MPI_COMM_NULL;
+    c->shadow_req = MPI_REQUEST_NULL;
     c->members = malloc(sizeof(uint32_t) * (size_t)c->size);
     in = malloc(sizeof(int) * (size_t)c->size);
     out = malloc(sizeof(int) * (size_t)c->size);
@@ -85,6 +119,9 @@ static shim_comm_t *comm_state(MPI_Comm comm)
     PMPI_Group_free(&world);
     free(in);
     free(out);
+    /* The twin stock MPI uses if an agent fails. Made now, at a point
+     * all members reach in the same order of collectives on comm. */
+    PMPI_Comm_idup(comm, &c->shadow, &c->shadow_req);
     PMPI_Comm_compare(comm, MPI_COMM_WORLD, &same);
     if (same == MPI_IDENT) {
         c->id = SHIM_WORLD_ID;
@@ -101,6 +138,13 @@ static shim_comm_t *comm_state(MPI_Comm comm)
         pthread_mutex_unlock(&shim.agree_lock);
     }
     PMPI_Comm_set_attr(comm, shim.keyval, c);
+    pthread_mutex_lock(&shim.lock);
+    c->next_all = shim.comms;
+    if (shim.comms != NULL) {
+        shim.comms->prev_all = c;
+    }
+    shim.comms = c;
+    pthread_mutex_unlock(&shim.lock);
     return c;
 }
 
@@ -168,6 +212,7 @@ SHIM_API int MPI_Ialltoall(const void *sendbuf, int sendcount,
                               recvcount, recvtype, comm, request);
     }
     shim_in_call++;
+    shim_fo_progress();   /* a failure notice changes the path */
     c = comm_state(comm);
     shim_in_call--;
     if (c == NULL) {
@@ -178,6 +223,18 @@ SHIM_API int MPI_Ialltoall(const void *sendbuf, int sendcount,
     memset(&p, 0, sizeof(p));
     p.coll = DPS_COLL_ALLTOALL;
     p.seq = c->seq++;
+    if (shim.fo_state != SHIM_FO_NONE) {
+        shim_in_call++;
+        rc = shim_fo_direct(c, p.seq, SHIM_COLL_IALLTOALL);
+        shim_in_call--;
+        if (rc == 1) {
+            return PMPI_Ialltoall(sendbuf, sendcount, sendtype, recvbuf,
+                                  recvcount, recvtype, c->shadow, request);
+        }
+        if (rc != 0) {
+            return rc;
+        }
+    }
     p.block_bytes = rbytes;
     p.recv = (char *)recvbuf + roff;
     p.recv_len = rbytes * (size_t)size;
@@ -197,7 +254,7 @@ SHIM_API int MPI_Ialltoall(const void *sendbuf, int sendcount,
     shim_in_call++;
     rc = shim_op_start(c, &p, tmp, request);
     shim_in_call--;
-    if (rc == MPI_SUCCESS) {
+    if (rc == MPI_SUCCESS && shim.fo_state == SHIM_FO_NONE) {
         count(SHIM_COLL_IALLTOALL, SHIM_STAT_OFFLOADED, 1);
         count(SHIM_COLL_IALLTOALL, SHIM_STAT_BYTES, p.send_len);
     }
@@ -224,6 +281,7 @@ SHIM_API int MPI_Ibcast(void *buffer, int count_, MPI_Datatype datatype,
         return PMPI_Ibcast(buffer, count_, datatype, root, comm, request);
     }
     shim_in_call++;
+    shim_fo_progress();
     c = comm_state(comm);
     shim_in_call--;
     if (c == NULL) {
@@ -237,6 +295,18 @@ SHIM_API int MPI_Ibcast(void *buffer, int count_, MPI_Datatype datatype,
     memset(&p, 0, sizeof(p));
     p.coll = DPS_COLL_BCAST;
     p.seq = c->seq++;
+    if (shim.fo_state != SHIM_FO_NONE) {
+        shim_in_call++;
+        rc = shim_fo_direct(c, p.seq, SHIM_COLL_IBCAST);
+        shim_in_call--;
+        if (rc == 1) {
+            return PMPI_Ibcast(buffer, count_, datatype, root, c->shadow,
+                               request);
+        }
+        if (rc != 0) {
+            return rc;
+        }
+    }
     p.root = root;
     p.block_bytes = bytes;
     p.send = (char *)buffer + off;
@@ -244,7 +314,7 @@ SHIM_API int MPI_Ibcast(void *buffer, int count_, MPI_Datatype datatype,
     shim_in_call++;
     rc = shim_op_start(c, &p, NULL, request);
     shim_in_call--;
-    if (rc == MPI_SUCCESS) {
+    if (rc == MPI_SUCCESS && shim.fo_state == SHIM_FO_NONE) {
         count(SHIM_COLL_IBCAST, SHIM_STAT_OFFLOADED, 1);
         count(SHIM_COLL_IBCAST, SHIM_STAT_BYTES, bytes);
     }

@@ -34,6 +34,8 @@ shim_state_t shim = {
     .parent_fd = -1,
     .kick_fd = -1,
     .keyval = MPI_KEYVAL_INVALID,
+    .fo_ctrl = MPI_COMM_NULL,
+    .fo_agree = MPI_COMM_NULL,
     .lock = PTHREAD_MUTEX_INITIALIZER,
     .agree_lock = PTHREAD_MUTEX_INITIALIZER,
 };
@@ -714,8 +716,12 @@ void shim_init(void)
         cannot_offload("connecting ranks and agents failed");
         goto err_agent;
     }
+    if (shim_fo_init() != DPS_OK) {
+        dps_error("cannot create the communicators for taking over from "
+                  "a failed agent");
+    }
     shim.active = 1;
-    shim.last_liveness = dps_now();
+    shim.last_liveness = shim.last_heard = dps_now();
     if (shim.world_rank == 0) {
         dps_info("offload active: %d ranks, %d per agent", shim.world_size,
                  rpd);
@@ -781,11 +787,24 @@ static void print_stats(void)
                (unsigned long long)tot[c][SHIM_STAT_FALLBACK],
                (unsigned long long)tot[c][SHIM_STAT_BYTES]);
     }
+    for (c = 0; c < SHIM_NCOLL; c++) {
+        /* Only after an agent failure: summed over ranks. */
+        if (tot[c][SHIM_STAT_REDONE] + tot[c][SHIM_STAT_FAILED] +
+            tot[c][SHIM_STAT_AFTER] > 0) {
+            printf("dpushim: %s after agent failure: redone=%llu "
+                   "failed=%llu stock=%llu\n", names[c],
+                   (unsigned long long)tot[c][SHIM_STAT_REDONE],
+                   (unsigned long long)tot[c][SHIM_STAT_FAILED],
+                   (unsigned long long)tot[c][SHIM_STAT_AFTER]);
+        }
+    }
     printf("dpushim: regcache hits=%llu misses=%llu invalidations=%llu\n",
            (unsigned long long)regtot[SHIM_REG_HITS],
            (unsigned long long)regtot[SHIM_REG_MISSES],
            (unsigned long long)regtot[SHIM_REG_INVALIDATIONS]);
-    if (shim.active) {
+    if (shim.active && shim.agent_dead) {
+        printf("dpushim: agents failed: no agent statistics\n");
+    } else if (shim.active) {
         /* Every agent's CPU, user and system, from start to now. */
         printf("dpushim: agents cpu_ms=%.1f collectives=%llu "
                "cpu_us_per_collective=%.1f missed_wakeups=%llu\n",
@@ -816,6 +835,7 @@ void shim_fini(void)
             dps_warn("%u offloaded collectives still running %d s into "
                      "MPI_Finalize", shim.live, SHIM_FINALIZE_DRAIN_SEC);
         }
+        shim_fo_fini();
     }
     if (shim.cfg.stats) {
         print_stats();
@@ -824,7 +844,7 @@ void shim_fini(void)
         shim.active = 0;
         /* Nobody of this node talks to the agent any more. */
         PMPI_Barrier(shim.vnode);
-        if (shim.is_leader) {
+        if (shim.is_leader && !shim.agent_dead) {
             size_t len;
             void *msg = dps_msg_encode_shutdown(&len);
 

@@ -118,6 +118,8 @@ static void op_send(shim_op_t *op)
                               &len);
     if (msg != NULL && !shim.agent_dead &&
         shim_send_agent(msg, len) == DPS_OK) {
+        msg = NULL;
+        op->sent = 1;
         c->agent_knows = 1;
         for (i = 0; i < 2; i++) {
             if (key[i] != NULL) {
@@ -126,20 +128,20 @@ static void op_send(shim_op_t *op)
         }
         return;
     }
-    /* The request exists: finish it with an error, never hang. */
-    dps_error("cannot hand a collective to the agent%s",
-              shim.agent_dead ? " (it died)" : "");
-    op->error = MPI_ERR_OTHER;
-    HASH_DELETE(hh_token, shim.by_token, op);
-    op->next_done = shim.done_list;
-    shim.done_list = op;
+    /* The agent is gone: stock MPI takes the op over (shim_failover.c). */
+    free(msg);
+    if (shim.fo_why[0] == '\0') {
+        snprintf(shim.fo_why, sizeof(shim.fo_why),
+                 "cannot hand a collective to the agent (pid %d)",
+                 (int)shim.agent_pid);
+    }
 }
 
 int shim_op_start(shim_comm_t *c, const shim_post_t *p, void *tmp,
                   MPI_Request *req)
 {
     shim_op_t *op;
-    int rc = DPS_ERR_NOMEM;
+    int rc = DPS_OK, stock = (shim.fo_state != SHIM_FO_NONE);
 
     op = calloc(1, sizeof(*op));
     if (op == NULL) {
@@ -149,12 +151,17 @@ int shim_op_start(shim_comm_t *c, const shim_post_t *p, void *tmp,
     op->tmp = tmp;
     op->comm = c;
     op->post = *p;
+    op->pmpi_req = MPI_REQUEST_NULL;
+    op->after = stock;
     pthread_mutex_lock(&shim.lock);
-    rc = shim_reg_get(p->send, p->send_len, &op->reg[0]) == 0 ?
-         DPS_OK : DPS_ERR_UCX;
-    if (rc == DPS_OK && p->recv != NULL &&
-        shim_reg_get(p->recv, p->recv_len, &op->reg[1]) != 0) {
-        rc = DPS_ERR_UCX;
+    /* After an agent failure nothing is registered: stock MPI does it. */
+    if (!stock) {
+        rc = shim_reg_get(p->send, p->send_len, &op->reg[0]) == 0 ?
+             DPS_OK : DPS_ERR_UCX;
+        if (rc == DPS_OK && p->recv != NULL &&
+            shim_reg_get(p->recv, p->recv_len, &op->reg[1]) != 0) {
+            rc = DPS_ERR_UCX;
+        }
     }
     pthread_mutex_unlock(&shim.lock);
     if (rc != DPS_OK ||
@@ -170,14 +177,24 @@ int shim_op_start(shim_comm_t *c, const shim_post_t *p, void *tmp,
     }
     pthread_mutex_lock(&shim.lock);
     op->token = ++shim.next_token;
-    HASH_ADD(hh_token, shim.by_token, token, sizeof(op->token), op);
     HASH_ADD(hh_req, shim.by_req, req, sizeof(MPI_Request), op);
     shim.live++;
+    c->refs++;
+    if (c->ops_tail != NULL) {
+        c->ops_tail->next_in_comm = op;
+    } else {
+        c->ops_head = op;
+    }
+    c->ops_tail = op;
     *req = op->req;
-    if (c->id_known) {
+    if (stock) {
+        /* Started by shim_fo_progress, after the agreement. */
+    } else if (c->id_known) {
+        HASH_ADD(hh_token, shim.by_token, token, sizeof(op->token), op);
         op_send(op);
     } else {
         /* Sent, in order, once the communicator's id is agreed. */
+        HASH_ADD(hh_token, shim.by_token, token, sizeof(op->token), op);
         if (c->wait_tail != NULL) {
             c->wait_tail->next_wait = op;
         } else {
@@ -217,20 +234,20 @@ void shim_comm_progress(void)
         c->id_known = 1;
         while ((op = c->wait_head) != NULL) {
             c->wait_head = op->next_wait;
-            op_send(op);
+            if (shim.fo_state == SHIM_FO_NONE) {
+                op_send(op);
+            }   /* else stock MPI takes it over */
         }
         c->wait_tail = NULL;
         pthread_mutex_unlock(&shim.lock);
         if (c->freed) {
             /* MPI freed the communicator while we agreed on its id. */
-            shim_comm_freed(c->id);
-            free(c->members);
-            free(c);
+            shim_comm_unref(c);
         }
     }
 }
 
-static int pid_alive(pid_t pid)
+int shim_pid_alive(pid_t pid)
 {
     char path[64], buf[512], *p;
     FILE *f;
@@ -249,56 +266,58 @@ static int pid_alive(pid_t pid)
     return p != NULL && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
 }
 
-/* Called with the lock held: everything pending fails if the agent died. */
+/*
+ * Called with the lock held, while agents serve: is our agent, or another
+ * on this node, dead, or has ours stopped answering? Sets shim.fo_why.
+ */
 static void check_agent(void)
 {
-    shim_op_t *op, *tmp;
-    double now = dps_now();
+    double now = dps_now(), half = shim.cfg.agent_timeout / 2.0;
     pid_t dead;
     int i;
 
-    if (shim.agent_dead || shim.live == 0 ||
+    if (shim.fo_why[0] != '\0' || shim.by_token == NULL ||
         now - shim.last_liveness < SHIM_LIVENESS_PERIOD) {
         return;
     }
     shim.last_liveness = now;
     dead = shim.agent_pid;
-    for (i = 0; pid_alive(dead) && i < shim.n_node_agents; i++) {
+    for (i = 0; shim_pid_alive(dead) && i < shim.n_node_agents; i++) {
         dead = shim.node_agents[i];
     }
-    if (pid_alive(dead)) {
+    if (!shim_pid_alive(dead)) {
+        snprintf(shim.fo_why, sizeof(shim.fo_why), "agent pid %d died",
+                 (int)dead);
         return;
     }
-    shim.agent_dead = 1;
-    dps_error("agent pid %d died: %u offloaded collectives fail",
-              (int)dead, shim.live);
-    HASH_ITER(hh_token, shim.by_token, op, tmp) {
-        HASH_DELETE(hh_token, shim.by_token, op);
-        op->error = MPI_ERR_OTHER;
-        op->next_done = shim.done_list;
-        shim.done_list = op;
+    /* Alive but silent: ping it; no answer within the timeout fails it. */
+    if (shim.ping_sent > 0 && now - shim.ping_sent > half) {
+        snprintf(shim.fo_why, sizeof(shim.fo_why),
+                 "agent pid %d has not answered for %u s "
+                 "(DPUSHIM_AGENT_TIMEOUT)", (int)shim.agent_pid,
+                 shim.cfg.agent_timeout);
+    } else if (shim.ping_sent == 0 && now - shim.last_heard > half) {
+        size_t len;
+        void *msg = dps_msg_encode_ping((uint32_t)shim.world_rank,
+                                        (uint32_t)getpid(), &len);
+
+        if (msg != NULL && shim_send_agent(msg, len) == DPS_OK) {
+            shim.ping_sent = now;
+        }
     }
 }
 
-int shim_progress(void)
+void shim_agent_msgs(void)
 {
-    shim_op_t *done, *op;
     dps_inmsg_t *m;
-    int n = 0;
+    shim_op_t *op;
 
-    if (!shim.active) {
-        return 0;
-    }
-    if (shim.agreeing != NULL) {
-        shim_comm_progress();
-    }
-    pthread_mutex_lock(&shim.lock);
-    while (ucp_worker_progress(shim.ucx.worker)) {
-    }
     while ((m = dps_inbox_pop(&shim.ucx.inbox)) != NULL) {
         char err[256];
         dps_msg_t msg;
 
+        shim.last_heard = dps_now();
+        shim.ping_sent = 0;
         if (dps_msg_decode(m->data, m->len, &msg, err, sizeof(err)) !=
             DPS_OK) {
             dps_error("malformed message from the agent: %s", err);
@@ -307,6 +326,8 @@ int shim_progress(void)
             shim.agent_stats[1] = msg.u.stats.collectives;
             shim.agent_stats[2] = msg.u.stats.missed_wakeups;
             shim.have_agent_stats = 1;
+        } else if (msg.type == DPS_MSG_PONG) {
+            /* alive */
         } else if (msg.type != DPS_MSG_COMPLETE) {
             dps_warn("unexpected %s message from the agent",
                      dps_msg_type_str(msg.type));
@@ -323,19 +344,63 @@ int shim_progress(void)
                               dps_status_str(msg.u.complete.status));
                     op->error = MPI_ERR_OTHER;
                 }
+                /* Finished here, well or not: never to be redone. */
+                shim_comm_finished(op->comm, op->post.seq);
+                op->finishing = 1;
                 op->next_done = shim.done_list;
                 shim.done_list = op;
             }
         }
         free(m);
     }
-    check_agent();
-    shim_reg_send_frees();
+}
+
+/* Unlink op from its communicator's list (lock held). */
+static void unlink_op(shim_op_t *op)
+{
+    shim_comm_t *c = op->comm;
+    shim_op_t **pp, *prev = NULL;
+
+    for (pp = &c->ops_head; *pp != NULL; pp = &(*pp)->next_in_comm) {
+        if (*pp == op) {
+            *pp = op->next_in_comm;
+            if (c->ops_tail == op) {
+                c->ops_tail = prev;
+            }
+            return;
+        }
+        prev = *pp;
+    }
+}
+
+int shim_progress(void)
+{
+    shim_op_t *done, *op;
+    int n = 0;
+
+    if (!shim.active) {
+        return 0;
+    }
+    if (shim.agreeing != NULL) {
+        shim_comm_progress();
+    }
+    pthread_mutex_lock(&shim.lock);
+    if (shim.fo_state == SHIM_FO_NONE) {
+        while (ucp_worker_progress(shim.ucx.worker)) {
+        }
+        shim_agent_msgs();
+        check_agent();
+        shim_reg_send_frees();
+    }
+    pthread_mutex_unlock(&shim.lock);
+    shim_fo_progress();
+    pthread_mutex_lock(&shim.lock);
     done = shim.done_list;
     shim.done_list = NULL;
     pthread_mutex_unlock(&shim.lock);
 
     while ((op = done) != NULL) {
+        shim_comm_t *c = op->comm;
         MPI_Request r;
         int freed;
 
@@ -343,6 +408,7 @@ int shim_progress(void)
         pthread_mutex_lock(&shim.lock);
         op_release_memory(op);
         shim_reg_send_frees();
+        unlink_op(op);
         op->agent_done = 1;
         shim.live--;
         freed = op->req_freed;
@@ -351,6 +417,7 @@ int shim_progress(void)
         if (freed) {
             free(op);  /* MPI already dropped the request */
         }
+        shim_comm_unref(c);
         PMPI_Grequest_complete(r);
         n++;
     }
@@ -374,7 +441,9 @@ int shim_req_pending(const MPI_Request *req)
 
 int shim_any_pending(void)
 {
-    return shim.active && (shim.live > 0 || shim.agreeing != NULL);
+    return shim.active && (shim.live > 0 || shim.agreeing != NULL ||
+                           shim.fo_state == SHIM_FO_COUNTS ||
+                           shim.fo_state == SHIM_FO_ENTRIES);
 }
 
 void shim_idle(int only_ours)
@@ -386,6 +455,9 @@ void shim_idle(int only_ours)
      * PMPI_Test calls to progress them, so sleep only briefly. */
     struct pollfd pfd = {shim.kick_fd, POLLIN, 0};
 
+    if (shim.fo_state != SHIM_FO_NONE) {
+        only_ours = 0;   /* stock MPI does the work: keep testing */
+    }
     if (shim.kick_fd < 0) {
         sched_yield();
         return;

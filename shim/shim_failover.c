@@ -1,0 +1,581 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Taking over from a failed agent with stock MPI (see shim.h).
+ *
+ * Every rank learns of the failure: from its own checks (the agent died,
+ * or stopped answering pings) or from a notice another rank sent it on
+ * fo_ctrl. It then sends its own notice to everyone (once), stops its
+ * agent and waits until the agent is gone, so no late write can land in
+ * a buffer stock MPI is about to fill. From then on it ignores agents.
+ *
+ * The ranks then agree, job-wide and with nonblocking collectives on
+ * fo_agree, on which instances (seq) of each communicator any rank's
+ * agent had finished: an Iallgather of entry counts, an Iallgatherv of
+ * entries. A rank's entries for a communicator say "every seq below L"
+ * (L: its lowest unfinished one) and "seq s" for each it finished above
+ * L (instances finish out of order: a small Ibcast overtakes a large
+ * Ialltoall). After it, a rank redoes each of its pending instances that
+ * no rank finished with the stock collective on the communicator's twin,
+ * in seq order, and fails the others (some rank finished them and will
+ * not take part again). A communicator that some rank freed has every
+ * instance finished there, so its pending instances elsewhere fail:
+ * freed communicators leave a record behind.
+ *
+ * Posts after the failure wait for the agreement and then go the same
+ * way. MPI_Finalize settles the notices: see shim_fo_fini.
+ */
+#define _GNU_SOURCE
+#include "shim.h"
+#include "../common/dps_log.h"
+#include "../common/dps_proto.h"
+#include "../common/dps_status.h"
+
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define FO_TAG 4242
+
+typedef struct fo_entry {
+    uint64_t id;
+    uint64_t below;     /* 1: every seq below seq finished; 0: seq did */
+    uint64_t seq;
+} fo_entry_t;
+
+static struct {
+    /* notices */
+    MPI_Request recv_req;
+    int         recv_buf;
+    int         received;       /* notices taken in */
+    int         sent;           /* we sent ours */
+    MPI_Request *send_reqs;     /* world_size - 1 */
+    int         *send_buf;
+    int         quiet;          /* Finalize: send no more notices */
+    /* agreement */
+    fo_entry_t *mine, *all;     /* local entries; everyone's, sorted */
+    int         nmine, nall;
+    int        *counts, *displs;
+    MPI_Request req;
+    /* communicators freed with finished instances */
+    fo_entry_t *freed;
+    int         nfreed, freed_cap;
+    int         busy;           /* re-entry guard */
+    double      started;
+} fo = {.recv_req = MPI_REQUEST_NULL, .req = MPI_REQUEST_NULL};
+
+int shim_fo_init(void)
+{
+    if (PMPI_Comm_dup(MPI_COMM_WORLD, &shim.fo_ctrl) != MPI_SUCCESS ||
+        PMPI_Comm_dup(MPI_COMM_WORLD, &shim.fo_agree) != MPI_SUCCESS) {
+        return DPS_ERR_INVALID;
+    }
+    PMPI_Irecv(&fo.recv_buf, 1, MPI_INT, MPI_ANY_SOURCE, FO_TAG,
+               shim.fo_ctrl, &fo.recv_req);
+    return DPS_OK;
+}
+
+/* Lowest seq of c not finished here (lock held). */
+static uint32_t lowest_unfinished(const shim_comm_t *c)
+{
+    const shim_op_t *op;
+
+    for (op = c->ops_head; op != NULL; op = op->next_in_comm) {
+        if (!op->finishing) {
+            return op->post.seq;
+        }
+    }
+    return c->seq;
+}
+
+void shim_comm_finished(shim_comm_t *c, uint32_t seq)
+{
+    if (c->nfin == c->fin_cap) {
+        uint32_t low = lowest_unfinished(c), *n;
+        unsigned i, k = 0;
+
+        for (i = 0; i < c->nfin; i++) {
+            if (c->fin[i] >= low) {
+                c->fin[k++] = c->fin[i];
+            }
+        }
+        c->nfin = k;
+        if (k == c->fin_cap) {
+            unsigned cap = c->fin_cap ? 2 * c->fin_cap : 8;
+
+            n = realloc(c->fin, sizeof(*n) * cap);
+            if (n == NULL) {
+                /* Unrecorded, the instance would look unfinished and
+                 * could be redone without this rank: stop now. */
+                dps_error("out of memory: aborting the job");
+                PMPI_Abort(MPI_COMM_WORLD, 1);
+            }
+            c->fin = n;
+            c->fin_cap = cap;
+        }
+    }
+    c->fin[c->nfin++] = seq;
+}
+
+static fo_entry_t *entry_add(fo_entry_t **v, int *n, int *cap)
+{
+    if (*n == *cap) {
+        int ncap = *cap ? 2 * *cap : 16;
+        fo_entry_t *nv = realloc(*v, sizeof(**v) * (size_t)ncap);
+
+        if (nv == NULL) {
+            dps_error("out of memory: aborting the job");
+            PMPI_Abort(MPI_COMM_WORLD, 1);
+        }
+        *v = nv;
+        *cap = ncap;
+    }
+    return &(*v)[(*n)++];
+}
+
+/* Entries for c's finished instances (lock held). */
+static void comm_entries(const shim_comm_t *c, fo_entry_t **v, int *n,
+                         int *cap)
+{
+    uint32_t low = lowest_unfinished(c);
+    fo_entry_t *e;
+    unsigned i;
+
+    if (!c->id_known) {
+        return;   /* nothing was sent to an agent */
+    }
+    if (low > 0) {
+        e = entry_add(v, n, cap);
+        e->id = c->id;
+        e->below = 1;
+        e->seq = low;
+    }
+    for (i = 0; i < c->nfin; i++) {
+        if (c->fin[i] >= low) {
+            e = entry_add(v, n, cap);
+            e->id = c->id;
+            e->below = 0;
+            e->seq = c->fin[i];
+        }
+    }
+}
+
+/* A freed communicator's finished instances (lock held). */
+void shim_fo_record_freed(const shim_comm_t *c)
+{
+    comm_entries(c, &fo.freed, &fo.nfreed, &fo.freed_cap);
+}
+
+static void send_notices(void)
+{
+    int i, n = shim.world_size - 1, k = 0;
+
+    if (fo.sent || fo.quiet || n == 0) {
+        return;
+    }
+    fo.send_reqs = malloc(sizeof(MPI_Request) * (size_t)n);
+    fo.send_buf = malloc(sizeof(int));
+    if (fo.send_reqs == NULL || fo.send_buf == NULL) {
+        dps_error("out of memory telling the other ranks of the failure");
+        return;
+    }
+    *fo.send_buf = shim.world_rank;
+    for (i = 0; i < shim.world_size; i++) {
+        if (i != shim.world_rank) {
+            PMPI_Isend(fo.send_buf, 1, MPI_INT, i, FO_TAG, shim.fo_ctrl,
+                       &fo.send_reqs[k++]);
+        }
+    }
+    fo.sent = 1;
+}
+
+/* Stop our agent and wait until it is gone (bounded). */
+static void stop_our_agent(void)
+{
+    double deadline = dps_now() + shim.cfg.agent_timeout;
+    int status;
+
+    if (shim.agent_pid <= 0) {
+        return;
+    }
+    kill(shim.agent_pid, SIGKILL);
+    while (shim_pid_alive(shim.agent_pid)) {
+        if (shim.is_leader) {
+            waitpid(shim.agent_pid, &status, WNOHANG);
+        }
+        if (dps_now() > deadline) {
+            dps_error("agent pid %d still running %u s after SIGKILL",
+                      (int)shim.agent_pid, shim.cfg.agent_timeout);
+            break;
+        }
+        usleep(1000);
+    }
+}
+
+static int entry_cmp(const void *a, const void *b)
+{
+    const fo_entry_t *x = a, *y = b;
+
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+void shim_fo_start(const char *why)
+{
+    shim_comm_t *c;
+    shim_op_t *op, *tmp;
+
+    if (shim.fo_state != SHIM_FO_NONE || !shim.active) {
+        return;
+    }
+    fo.started = dps_now();
+    send_notices();
+    stop_our_agent();
+
+    pthread_mutex_lock(&shim.lock);
+    /* Completions the agent sent before it stopped still count. */
+    while (ucp_worker_progress(shim.ucx.worker)) {
+    }
+    shim_agent_msgs();
+    shim.agent_dead = 1;
+    shim.fo_state = SHIM_FO_COUNTS;
+    /* No COMPLETE is taken from here on. */
+    HASH_ITER(hh_token, shim.by_token, op, tmp) {
+        HASH_DELETE(hh_token, shim.by_token, op);
+    }
+    /* Said once by each rank that saw it; the others follow quietly. */
+    if (strncmp(why, "rank ", 5) == 0) {
+        dps_info("%s: offload is off", why);
+    } else {
+        dps_error("%s: offload is off; pending collectives (%u) are "
+                  "redone by stock MPI or fail, later ones run on stock "
+                  "MPI", why, shim.live);
+    }
+    {
+        int cap = 0;
+
+        for (c = shim.comms; c != NULL; c = c->next_all) {
+            comm_entries(c, &fo.mine, &fo.nmine, &cap);
+        }
+        for (int i = 0; i < fo.nfreed; i++) {
+            *entry_add(&fo.mine, &fo.nmine, &cap) = fo.freed[i];
+        }
+    }
+    fo.counts = malloc(sizeof(int) * (size_t)shim.world_size);
+    fo.displs = malloc(sizeof(int) * (size_t)shim.world_size);
+    if (fo.counts == NULL || fo.displs == NULL) {
+        pthread_mutex_unlock(&shim.lock);
+        dps_error("out of memory: aborting the job");
+        PMPI_Abort(MPI_COMM_WORLD, 1);
+        return;
+    }
+    pthread_mutex_unlock(&shim.lock);
+    PMPI_Iallgather(&fo.nmine, 1, MPI_INT, fo.counts, 1, MPI_INT,
+                    shim.fo_agree, &fo.req);
+}
+
+/* Did any rank finish instance seq of communicator id? */
+static int finished_somewhere(uint64_t id, uint32_t seq)
+{
+    fo_entry_t key = {id, 0, 0}, *e;
+
+    e = bsearch(&key, fo.all, (size_t)fo.nall, sizeof(key), entry_cmp);
+    if (e == NULL) {
+        return 0;
+    }
+    /* Entries of one id sit together: look at all of them. */
+    while (e > fo.all && e[-1].id == id) {
+        e--;
+    }
+    for (; e < fo.all + fo.nall && e->id == id; e++) {
+        if (e->below ? seq < e->seq : seq == e->seq) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Is c ready for stock MPI: agreement done, twin made, id known? */
+static int comm_ready(shim_comm_t *c)
+{
+    int flag = 0;
+
+    if (shim.fo_state != SHIM_FO_DECIDED || !c->id_known) {
+        return 0;
+    }
+    if (c->shadow_req != MPI_REQUEST_NULL) {
+        PMPI_Test(&c->shadow_req, &flag, MPI_STATUS_IGNORE);
+        if (!flag) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static int count_of(const shim_op_t *op)
+{
+    return (int)op->post.block_bytes;
+}
+
+/* Start op on stock MPI (lock held); an MPI error code, or success. */
+static int take_one(shim_op_t *op)
+{
+    const shim_post_t *p = &op->post;
+    shim_comm_t *c = op->comm;
+    int coll = p->coll == DPS_COLL_ALLTOALL ? SHIM_COLL_IALLTOALL
+                                            : SHIM_COLL_IBCAST;
+    int rc;
+
+    op->taken = 1;
+    if (finished_somewhere(c->id, p->seq)) {
+        dps_error("collective %u on communicator %#llx: a rank finished it "
+                  "before the agent failed, so stock MPI cannot redo it: "
+                  "it fails", p->seq, (unsigned long long)c->id);
+        shim.stats[coll][SHIM_STAT_FAILED]++;
+        return MPI_ERR_OTHER;
+    }
+    if (p->block_bytes > (uint64_t)INT32_MAX) {
+        dps_error("collective %u: %llu bytes per block is too large to "
+                  "redo with stock MPI: it fails", p->seq,
+                  (unsigned long long)p->block_bytes);
+        shim.stats[coll][SHIM_STAT_FAILED]++;
+        return MPI_ERR_COUNT;
+    }
+    if (p->coll == DPS_COLL_ALLTOALL) {
+        rc = PMPI_Ialltoall(p->send, count_of(op), MPI_BYTE, p->recv,
+                            count_of(op), MPI_BYTE, c->shadow,
+                            &op->pmpi_req);
+    } else {
+        rc = PMPI_Ibcast((void *)p->send, count_of(op), MPI_BYTE, p->root,
+                         c->shadow, &op->pmpi_req);
+    }
+    if (rc == MPI_SUCCESS) {
+        shim.stats[coll][op->after ? SHIM_STAT_AFTER : SHIM_STAT_REDONE]++;
+    } else {
+        shim.stats[coll][SHIM_STAT_FAILED]++;
+    }
+    return rc;
+}
+
+int shim_fo_direct(shim_comm_t *c, uint32_t seq, int coll)
+{
+    shim_op_t *op;
+    int direct;
+
+    pthread_mutex_lock(&shim.lock);
+    direct = comm_ready(c);
+    for (op = c->ops_head; direct && op != NULL; op = op->next_in_comm) {
+        direct = op->taken;   /* nothing queued to overtake */
+    }
+    if (direct && finished_somewhere(c->id, seq)) {
+        shim.stats[coll][SHIM_STAT_FAILED]++;
+        pthread_mutex_unlock(&shim.lock);
+        dps_error("collective %u on communicator %#llx: a rank finished it "
+                  "on an agent before the agent failed: it fails", seq,
+                  (unsigned long long)c->id);
+        return MPI_ERR_OTHER;
+    }
+    if (direct) {
+        shim.stats[coll][SHIM_STAT_AFTER]++;
+    }
+    pthread_mutex_unlock(&shim.lock);
+    return direct;
+}
+
+/* Finish op with an MPI error code (lock held). */
+static void finish(shim_op_t *op, int error)
+{
+    if (op->finishing) {
+        return;
+    }
+    op->finishing = 1;
+    op->error = error;
+    op->next_done = shim.done_list;
+    shim.done_list = op;
+}
+
+/* Start what waits for stock MPI, reap what stock MPI finished. */
+static void drive_ops(void)
+{
+    shim_comm_t *c;
+    shim_op_t *op;
+
+    pthread_mutex_lock(&shim.lock);
+    for (c = shim.comms; c != NULL; c = c->next_all) {
+        int ready = -1;
+
+        for (op = c->ops_head; op != NULL; op = op->next_in_comm) {
+            if (op->finishing) {
+                continue;
+            }
+            if (!op->taken) {
+                int rc;
+
+                if (ready < 0) {
+                    ready = comm_ready(c);
+                }
+                if (!ready) {
+                    break;   /* in seq order: later ones wait too */
+                }
+                rc = take_one(op);
+                if (rc != MPI_SUCCESS) {
+                    finish(op, rc);
+                }
+                continue;
+            }
+            if (op->pmpi_req != MPI_REQUEST_NULL) {
+                MPI_Status st;
+                int flag = 0, rc;
+
+                rc = PMPI_Test(&op->pmpi_req, &flag, &st);
+                if (rc != MPI_SUCCESS || flag) {
+                    finish(op, rc);
+                }
+            }
+        }
+    }
+    pthread_mutex_unlock(&shim.lock);
+}
+
+static void agree_step(void)
+{
+    int flag = 0, i, total = 0;
+
+    if (fo.req == MPI_REQUEST_NULL) {
+        return;
+    }
+    PMPI_Test(&fo.req, &flag, MPI_STATUS_IGNORE);
+    if (!flag) {
+        return;
+    }
+    if (shim.fo_state == SHIM_FO_COUNTS) {
+        for (i = 0; i < shim.world_size; i++) {
+            fo.displs[i] = 3 * total;
+            total += fo.counts[i];
+            fo.counts[i] *= 3;
+        }
+        fo.all = malloc(sizeof(fo_entry_t) * (size_t)(total + 1));
+        if (fo.all == NULL) {
+            dps_error("out of memory: aborting the job");
+            PMPI_Abort(MPI_COMM_WORLD, 1);
+        }
+        fo.nall = total;
+        shim.fo_state = SHIM_FO_ENTRIES;
+        PMPI_Iallgatherv(fo.mine, 3 * fo.nmine, MPI_UINT64_T, fo.all,
+                         fo.counts, fo.displs, MPI_UINT64_T, shim.fo_agree,
+                         &fo.req);
+        return;
+    }
+    qsort(fo.all, (size_t)fo.nall, sizeof(fo_entry_t), entry_cmp);
+    shim.fo_state = SHIM_FO_DECIDED;
+    dps_info("stock MPI takes over, %.3f s after the failure was seen",
+             dps_now() - fo.started);
+}
+
+/* Take in notices; returns 1 if one came. */
+static int poll_notices(void)
+{
+    int flag = 0, got = 0;
+
+    while (fo.recv_req != MPI_REQUEST_NULL) {
+        PMPI_Test(&fo.recv_req, &flag, MPI_STATUS_IGNORE);
+        if (!flag) {
+            break;
+        }
+        got = 1;
+        fo.received++;
+        if (shim.fo_state == SHIM_FO_NONE && shim.fo_why[0] == '\0') {
+            snprintf(shim.fo_why, sizeof(shim.fo_why),
+                     "rank %d reports a failed agent", fo.recv_buf);
+        }
+        if (fo.received < shim.world_size - 1) {
+            PMPI_Irecv(&fo.recv_buf, 1, MPI_INT, MPI_ANY_SOURCE, FO_TAG,
+                       shim.fo_ctrl, &fo.recv_req);
+        }
+    }
+    return got;
+}
+
+void shim_fo_progress(void)
+{
+    if (fo.busy || shim.fo_ctrl == MPI_COMM_NULL) {
+        return;
+    }
+    fo.busy = 1;
+    poll_notices();
+    if (shim.fo_state == SHIM_FO_NONE && shim.fo_why[0] != '\0') {
+        shim_fo_start(shim.fo_why);
+    }
+    if (shim.fo_state == SHIM_FO_COUNTS || shim.fo_state == SHIM_FO_ENTRIES) {
+        agree_step();
+    }
+    if (shim.fo_state == SHIM_FO_DECIDED) {
+        drive_ops();
+    }
+    fo.busy = 0;
+}
+
+/*
+ * MPI_Finalize, after this rank's collectives are done. A notice may
+ * still be on its way to any rank, and each must be received. First an
+ * Ibarrier (taking notices meanwhile; failures seen before it are acted
+ * on); after it nobody sends a notice any more. Then the number of
+ * senders, summed: each rank receives that many notices minus its own,
+ * and finishes the agreement if a notice made it start one late.
+ */
+void shim_fo_fini(void)
+{
+    MPI_Request bar;
+    int flag = 0, senders = 0;
+
+    if (shim.fo_ctrl == MPI_COMM_NULL) {
+        return;
+    }
+    PMPI_Ibarrier(shim.fo_ctrl, &bar);
+    while (!flag) {
+        shim_fo_progress();
+        PMPI_Test(&bar, &flag, MPI_STATUS_IGNORE);
+        if (!flag) {
+            usleep(100);
+        }
+    }
+    fo.quiet = 1;
+    PMPI_Allreduce(&fo.sent, &senders, 1, MPI_INT, MPI_SUM, shim.fo_ctrl);
+    while (fo.received < senders - fo.sent) {
+        PMPI_Wait(&fo.recv_req, MPI_STATUS_IGNORE);
+        fo.recv_req = MPI_REQUEST_NULL;
+        fo.received++;
+        if (shim.fo_state == SHIM_FO_NONE && shim.fo_why[0] == '\0') {
+            snprintf(shim.fo_why, sizeof(shim.fo_why),
+                     "rank %d reports a failed agent", fo.recv_buf);
+        }
+        if (fo.received < senders - fo.sent) {
+            PMPI_Irecv(&fo.recv_buf, 1, MPI_INT, MPI_ANY_SOURCE, FO_TAG,
+                       shim.fo_ctrl, &fo.recv_req);
+        }
+    }
+    if (fo.recv_req != MPI_REQUEST_NULL) {
+        PMPI_Cancel(&fo.recv_req);
+        PMPI_Wait(&fo.recv_req, MPI_STATUS_IGNORE);
+    }
+    if (shim.fo_state == SHIM_FO_NONE && shim.fo_why[0] != '\0') {
+        shim_fo_start(shim.fo_why);
+    }
+    while (shim.fo_state == SHIM_FO_COUNTS ||
+           shim.fo_state == SHIM_FO_ENTRIES) {
+        agree_step();
+        usleep(100);
+    }
+    for (int i = 0; fo.sent && i < shim.world_size - 1; i++) {
+        PMPI_Wait(&fo.send_reqs[i], MPI_STATUS_IGNORE);
+    }
+    free(fo.send_reqs);
+    free(fo.send_buf);
+    free(fo.mine);
+    free(fo.all);
+    free(fo.counts);
+    free(fo.displs);
+    free(fo.freed);
+    PMPI_Comm_free(&shim.fo_ctrl);
+    PMPI_Comm_free(&shim.fo_agree);
+}

@@ -1,0 +1,271 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * An agent fails in the middle of an offloaded MPI_Ialltoall; the job must
+ * finish anyway. Run under the shim with DPUSHIM_MIN_BYTES=1.
+ *
+ *   FO_HOW=kill   the first rank of virtual node FO_NODE (default: the
+ *                 last) SIGKILLs its agent right after posting (default)
+ *   FO_HOW=stop   ... SIGSTOPs it instead: the agent no longer answers
+ *
+ * Phase 1: checked collectives with the agents. Phase 2: NCOLL Ialltoalls
+ * and Ibcasts posted at once, the agent failing after the first; every
+ * request must end (MPI_ERRORS_RETURN): successful ones with exactly the
+ * data stock MPI would deliver, failed ones with an error class. Phase 3:
+ * after the failure, more collectives of several sizes on MPI_COMM_WORLD
+ * and on a new communicator, all of which must succeed with exact data.
+ * Prints "result: ok" from rank 0 when all held, and per rank how many
+ * phase-2 requests ended well or with an error.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <mpi.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define NCOLL 6
+
+static int rank, size, errors;
+
+static unsigned char pat(unsigned seed, int src, int dst, size_t off)
+{
+    uint32_t h = seed * 2654435761u ^ (uint32_t)src * 40503u ^
+                 (uint32_t)dst * 9973u ^ (uint32_t)off * 2246822519u;
+
+    h ^= h >> 15;
+    return (unsigned char)(h * 2654435761u >> 24);
+}
+
+static void fill_a2a(unsigned char *s, size_t block, unsigned seed)
+{
+    for (int d = 0; d < size; d++) {
+        for (size_t i = 0; i < block; i++) {
+            s[(size_t)d * block + i] = pat(seed, rank, d, i);
+        }
+    }
+}
+
+static int check_a2a(const unsigned char *r, size_t block, unsigned seed,
+                     const char *what)
+{
+    for (int src = 0; src < size; src++) {
+        for (size_t i = 0; i < block; i++) {
+            if (r[(size_t)src * block + i] != pat(seed, src, rank, i)) {
+                fprintf(stderr, "rank %d: %s: byte %zu from rank %d "
+                        "wrong\n", rank, what, i, src);
+                errors++;
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
+static void fill_bcast(unsigned char *b, size_t n, unsigned seed, int root)
+{
+    for (size_t i = 0; i < n; i++) {
+        b[i] = pat(seed, root, -1, i);
+    }
+}
+
+static int check_bcast(const unsigned char *b, size_t n, unsigned seed,
+                       int root, const char *what)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (b[i] != pat(seed, root, -1, i)) {
+            fprintf(stderr, "rank %d: %s: byte %zu wrong\n", rank, what, i);
+            errors++;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* One checked Ialltoall + Ibcast on comm; all must succeed. */
+static void checked_pair(MPI_Comm comm, size_t block, unsigned seed,
+                         const char *what)
+{
+    int crank, csize, root;
+    unsigned char *s, *r, *b;
+    MPI_Request req[2];
+    MPI_Status st[2];
+    int rc;
+
+    MPI_Comm_rank(comm, &crank);
+    MPI_Comm_size(comm, &csize);
+    s = malloc(block * (size_t)csize);
+    r = malloc(block * (size_t)csize);
+    b = malloc(block);
+    for (int d = 0; d < csize; d++) {
+        for (size_t i = 0; i < block; i++) {
+            s[(size_t)d * block + i] = pat(seed, crank, d, i);
+        }
+    }
+    memset(r, 0x5a, block * (size_t)csize);
+    root = (int)(seed % (unsigned)csize);
+    if (crank == root) {
+        fill_bcast(b, block, seed, root);
+    } else {
+        memset(b, 0x5a, block);
+    }
+    MPI_Ialltoall(s, (int)block, MPI_BYTE, r, (int)block, MPI_BYTE, comm,
+                  &req[0]);
+    MPI_Ibcast(b, (int)block, MPI_BYTE, root, comm, &req[1]);
+    rc = MPI_Waitall(2, req, st);
+    if (rc != MPI_SUCCESS) {
+        fprintf(stderr, "rank %d: %s: Waitall failed (%d)\n", rank, what,
+                rc);
+        errors++;
+    } else {
+        for (int src = 0; src < csize; src++) {
+            for (size_t i = 0; i < block; i++) {
+                if (r[(size_t)src * block + i] != pat(seed, src, crank, i)) {
+                    fprintf(stderr, "rank %d: %s: alltoall wrong\n", rank,
+                            what);
+                    errors++;
+                    src = csize;
+                    break;
+                }
+            }
+        }
+        check_bcast(b, block, seed, root, what);
+    }
+    free(s);
+    free(r);
+    free(b);
+}
+
+/* Our agent: the dpu_agent child of this process. */
+static pid_t agent_child(void)
+{
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    pid_t found = 0;
+
+    while (d != NULL && (e = readdir(d)) != NULL) {
+        char path[300], buf[512], *p;
+        FILE *f;
+        int ppid;
+
+        snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
+        if ((f = fopen(path, "r")) == NULL) {
+            continue;
+        }
+        if (fgets(buf, sizeof(buf), f) != NULL &&
+            strstr(buf, "(dpu_agent)") != NULL &&
+            (p = strrchr(buf, ')')) != NULL &&
+            sscanf(p + 2, "%*c %d", &ppid) == 1 && ppid == getpid()) {
+            found = (pid_t)atoi(e->d_name);
+        }
+        fclose(f);
+    }
+    if (d != NULL) {
+        closedir(d);
+    }
+    return found;
+}
+
+int main(int argc, char **argv)
+{
+    const size_t big = 1 << 20, small = 1 << 12;
+    const char *how = getenv("FO_HOW") ? getenv("FO_HOW") : "kill";
+    unsigned char *s[NCOLL], *r[NCOLL];
+    MPI_Request req[NCOLL];
+    int rc[NCOLL], node, killer, ok = 0, failed = 0, all;
+    MPI_Comm half;
+
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
+    /* Virtual nodes are FO_RPD consecutive ranks; kill in the last one. */
+    {
+        int rpd = getenv("FO_RPD") ? atoi(getenv("FO_RPD")) : size;
+
+        node = getenv("FO_NODE") ? atoi(getenv("FO_NODE"))
+                                 : (size - 1) / rpd;
+        killer = node * rpd;
+    }
+
+    /* Phase 1: the agents work. */
+    checked_pair(MPI_COMM_WORLD, small, 1, "before");
+    checked_pair(MPI_COMM_WORLD, big, 2, "before, 1 MiB");
+
+    /* Phase 2: the agent fails while collectives are pending. */
+    for (int i = 0; i < NCOLL; i++) {
+        size_t block = (i % 2) ? big : small;
+
+        s[i] = malloc(block * (size_t)size);
+        r[i] = malloc(block * (size_t)size);
+        memset(r[i], 0x5a, block * (size_t)size);
+        if (i % 3 == 2) {
+            /* An Ibcast from rank i % size. */
+            if (rank == i % size) {
+                fill_bcast(r[i], block, 100 + i, i % size);
+            }
+            MPI_Ibcast(r[i], (int)block, MPI_BYTE, i % size, MPI_COMM_WORLD,
+                       &req[i]);
+        } else {
+            fill_a2a(s[i], block, 100 + i);
+            MPI_Ialltoall(s[i], (int)block, MPI_BYTE, r[i], (int)block,
+                          MPI_BYTE, MPI_COMM_WORLD, &req[i]);
+        }
+        if (i == 0 && rank == killer) {
+            pid_t a = agent_child();
+
+            if (a <= 0) {
+                fprintf(stderr, "rank %d: no agent child found\n", rank);
+                errors++;
+            } else {
+                printf("rank %d: %s agent pid %d\n", rank,
+                       strcmp(how, "stop") == 0 ? "stopping" : "killing",
+                       (int)a);
+                fflush(stdout);
+                kill(a, strcmp(how, "stop") == 0 ? SIGSTOP : SIGKILL);
+            }
+        }
+    }
+    for (int i = 0; i < NCOLL; i++) {
+        size_t block = (i % 2) ? big : small;
+        char what[64];
+
+        rc[i] = MPI_Wait(&req[i], MPI_STATUS_IGNORE);
+        snprintf(what, sizeof(what), "pending collective %d", i);
+        if (rc[i] != MPI_SUCCESS) {
+            failed++;
+            continue;
+        }
+        ok++;
+        if (i % 3 == 2) {
+            check_bcast(r[i], block, 100 + i, i % size, what);
+        } else {
+            check_a2a(r[i], block, 100 + i, what);
+        }
+    }
+    printf("rank %d: pending collectives: %d ended well, %d with an "
+           "error\n", rank, ok, failed);
+
+    /* Phase 3: stock MPI from now on; everything must work. */
+    for (unsigned k = 0; k < 3; k++) {
+        checked_pair(MPI_COMM_WORLD, k == 1 ? big : small, 10 + k, "after");
+    }
+    MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &half);
+    checked_pair(half, small, 20, "after, new communicator");
+    checked_pair(half, big, 21, "after, new communicator, 1 MiB");
+    MPI_Comm_free(&half);
+
+    MPI_Allreduce(&errors, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0) {
+        printf("result: %s\n", all == 0 ? "ok" : "FAILED");
+    }
+    for (int i = 0; i < NCOLL; i++) {
+        free(s[i]);
+        free(r[i]);
+    }
+    MPI_Finalize();
+    return all != 0;
+}
