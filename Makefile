@@ -19,7 +19,7 @@ FOUND_MPIS := $(foreach m,$(ALL_MPIS),$(if $(shell command -v $(MPICC_$(m)) 2>/d
 MPI        ?= $(FOUND_MPIS)
 
 COMMON_SRC := common/dps_log.c common/dps_config.c common/dps_proto.c \
-              common/dps_ucx.c
+              common/dps_ucx.c common/dps_listen.c
 SHIM_SRC   := shim/shim_init.c shim/shim_op.c shim/shim_coll.c \
               shim/shim_wait.c shim/shim_util.c shim/shim_reg.c \
               shim/shim_failover.c
@@ -28,7 +28,7 @@ AGENT_SRC  := dpu_agent/agent_main.c dpu_agent/agent_coll.c \
 HDRS       := $(wildcard common/*.h shim/*.h dpu_agent/*.h)
 MPI_TESTS  := $(patsubst tests/mpi/%.c,%,$(wildcard tests/mpi/*.c))
 BENCH_SRC  := $(wildcard tests/bench/*.c)
-UNIT_TESTS := check_proto check_config check_shim_util
+UNIT_TESTS := check_proto check_config check_shim_util check_listen
 
 .PHONY: all build deps check demo bench clean unit fuzz $(ALL_MPIS)
 
