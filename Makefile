@@ -24,7 +24,7 @@ SHIM_SRC   := shim/shim_init.c shim/shim_op.c shim/shim_coll.c \
               shim/shim_wait.c shim/shim_util.c shim/shim_reg.c \
               shim/shim_failover.c
 AGENT_SRC  := dpu_agent/agent_main.c dpu_agent/agent_coll.c \
-              dpu_agent/agent_probe.c
+              dpu_agent/agent_probe.c dpu_agent/agent_listen.c
 HDRS       := $(wildcard common/*.h shim/*.h dpu_agent/*.h)
 MPI_TESTS  := $(patsubst tests/mpi/%.c,%,$(wildcard tests/mpi/*.c))
 BENCH_SRC  := $(wildcard tests/bench/*.c)

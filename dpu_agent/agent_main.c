@@ -6,7 +6,9 @@
  */
 #define _GNU_SOURCE
 #include "agent.h"
+#include "agent_listen.h"
 #include "../common/dps_config.h"
+#include "../common/dps_listen.h"
 #include "../common/dps_log.h"
 #include "../common/dps_status.h"
 
@@ -41,16 +43,28 @@ static void usage(FILE *out)
 {
     fprintf(out,
 "usage: dpu_agent --addr-fd N --parent-fd M\n"
+"       dpu_agent --listen ADDR:PORT [--secret-dir DIR]\n"
 "       dpu_agent --probe | --help | --config-markdown\n"
 "\n"
 "Carries out MPI_Ialltoall and MPI_Ibcast for the ranks of one node (or\n"
-"emulated DPU) on their behalf. libdpushim.so starts it during MPI_Init;\n"
-"it is not meant to be started by hand in this version.\n"
+"emulated DPU) on their behalf. Either libdpushim.so starts it during\n"
+"MPI_Init (--addr-fd, --parent-fd), or it is started by hand, e.g. on a\n"
+"DPU's Arm cores, and listens for jobs (--listen).\n"
 "\n"
 "  --addr-fd N    write this agent's UCX worker address, in hex and\n"
 "                 followed by a newline, to file descriptor N, then close it\n"
 "  --parent-fd M  file descriptor whose end of file means the spawning\n"
 "                 rank is gone: the agent then exits at once\n"
+"  --listen ADDR:PORT  serve jobs that connect over TCP: ADDR is an IPv4\n"
+"                 address, [IPv6] address or host name, PORT 0 picks a\n"
+"                 free port; prints \"dpu_agent: listening on ADDR:PORT\"\n"
+"                 to stdout. Each job that proves its secret gets an agent\n"
+"                 process of its own, which ends when the job closes the\n"
+"                 connection. Runs until SIGTERM or SIGINT\n"
+"  --secret-dir DIR  with --listen: where a job's secret is, DIR/JOB.key\n"
+"                 (64 hex digits, mode 0600, owned by this user; DIR not\n"
+"                 writable by others, made 0700 if missing); default\n"
+"                 ${TMPDIR:-/tmp}/dpushim-UID\n"
 "  --probe        list the RDMA devices rdma-core sees and say whether an\n"
 "                 NVIDIA BlueField DPU is among them; exit status 0 if one\n"
 "                 is, 1 if none, 2 if the devices cannot be listed\n"
@@ -78,10 +92,16 @@ static int write_all(int fd, const char *buf, size_t len)
     return 0;
 }
 
-static int publish_address(agent_t *a, int fd)
+/* Our UCX worker address, in hex, on fd. A spawned agent writes it alone
+ * and closes the pipe; a listener's child (on_socket) writes
+ * "ok <pid> <hostname> <hex>" on the job's connection and keeps it: the
+ * connection's end is the job's end. */
+static int publish_address(agent_t *a, int fd, int on_socket)
 {
     ucp_worker_attr_t attr;
-    char *hex;
+    char head[320] = "", host[256];
+    size_t hl;
+    char *line;
     int rc;
 
     attr.field_mask = UCP_WORKER_ATTR_FIELD_ADDRESS;
@@ -89,17 +109,28 @@ static int publish_address(agent_t *a, int fd)
         dps_error("ucp_worker_query failed");
         return DPS_ERR_UCX;
     }
-    hex = malloc(2 * attr.address_length + 2);
-    if (hex == NULL) {
+    if (on_socket) {
+        if (gethostname(host, sizeof(host)) != 0) {
+            snprintf(host, sizeof(host), "unknown");
+        }
+        host[sizeof(host) - 1] = '\0';
+        snprintf(head, sizeof(head), "ok %d %s ", (int)getpid(), host);
+    }
+    hl = strlen(head);
+    line = malloc(hl + 2 * attr.address_length + 2);
+    if (line == NULL) {
         ucp_worker_release_address(a->ucx.worker, attr.address);
         return DPS_ERR_NOMEM;
     }
-    dps_hex_encode(attr.address, attr.address_length, hex);
-    strcat(hex, "\n");
-    rc = write_all(fd, hex, strlen(hex));
-    free(hex);
+    memcpy(line, head, hl);
+    dps_hex_encode(attr.address, attr.address_length, line + hl);
+    strcat(line, "\n");
+    rc = write_all(fd, line, strlen(line));
+    free(line);
     ucp_worker_release_address(a->ucx.worker, attr.address);
-    close(fd);
+    if (!on_socket) {
+        close(fd);
+    }
     if (rc) {
         dps_error("cannot write the agent address to fd %d: %m", fd);
         return DPS_ERR_IO;
@@ -581,60 +612,21 @@ static int run(agent_t *a)
     return 0;
 }
 
-int main(int argc, char **argv)
+/* Serve one job: the whole life of a spawned agent, or of a listener's
+ * child (addr_fd == parent_fd, the job's connection; on_socket). */
+static int serve(const dps_config_t *cfg, int addr_fd, int parent_fd,
+                 int on_socket)
 {
-    static const struct option opts[] = {
-        {"addr-fd",   required_argument, NULL, 'a'},
-        {"parent-fd", required_argument, NULL, 'p'},
-        {"help",      no_argument,       NULL, 'h'},
-        {"config-markdown", no_argument, NULL, 'M'},
-        {"probe",     no_argument,       NULL, 'P'},
-        {NULL, 0, NULL, 0}
-    };
-    extern char **environ;
-    dps_config_t cfg;
     agent_t a;
-    int c, addr_fd = -1, rc = 1;
+    int rc = 1;
     uint32_t i;
 
     memset(&a, 0, sizeof(a));
-    a.parent_fd = -1;
+    a.parent_fd = parent_fd;
     a.kick_fd[0] = a.kick_fd[1] = -1;
-    dps_log_set_who("agent");
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'a':
-            addr_fd = atoi(optarg);
-            break;
-        case 'p':
-            a.parent_fd = atoi(optarg);
-            break;
-        case 'h':
-            usage(stdout);
-            return 0;
-        case 'M':
-            dps_config_print(stdout, 1);
-            return 0;
-        case 'P':
-            return agent_probe(stdout);
-        default:
-            usage(stderr);
-            return 2;
-        }
-    }
-    if (addr_fd < 0 || a.parent_fd < 0 || optind != argc) {
-        fprintf(stderr, "dpu_agent: --addr-fd and --parent-fd are "
-                "required\n\n");
-        usage(stderr);
-        return 2;
-    }
-    /* The ranks check the configuration and report problems; the agent
-     * only takes its log level from it. */
-    dps_config_load(&cfg, environ, NULL, 0, NULL);
-    dps_log_level = cfg.log_level;
-    a.force_ucx = (cfg.transport == DPS_TRANSPORT_UCX);
+    a.force_ucx = (cfg->transport == DPS_TRANSPORT_UCX);
     signal(SIGPIPE, SIG_IGN);
-    set_sched(&a, cfg.agent_sched);
+    set_sched(&a, cfg->agent_sched);
     a.epfd = epoll_create1(EPOLL_CLOEXEC);
     if (a.epfd < 0) {
         dps_error("epoll_create1: %m");
@@ -644,12 +636,12 @@ int main(int argc, char **argv)
     if (dps_ucx_open(&a.ucx) != DPS_OK) {
         goto out;
     }
-    a.chunk = cfg.chunk_bytes;
-    a.nslots = cfg.pipeline_depth;
+    a.chunk = cfg->chunk_bytes;
+    a.nslots = cfg->pipeline_depth;
     if (agent_coll_init(&a) != DPS_OK) {
         goto out_ucx;
     }
-    if (publish_address(&a, addr_fd) != DPS_OK) {
+    if (publish_address(&a, addr_fd, on_socket) != DPS_OK) {
         goto out_coll;
     }
     rc = run(&a);
@@ -680,4 +672,98 @@ out:
     free(a.agent_ep);
     free(a.hello);
     return rc;
+}
+
+/* agent_listen_run's callback, in the child forked for a job. */
+static int serve_listened(int fd, const char *job, void *arg)
+{
+    dps_info("serving job '%s'", job);
+    return serve(arg, fd, fd, 1);
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"addr-fd",   required_argument, NULL, 'a'},
+        {"parent-fd", required_argument, NULL, 'p'},
+        {"listen",    required_argument, NULL, 'l'},
+        {"secret-dir", required_argument, NULL, 's'},
+        {"help",      no_argument,       NULL, 'h'},
+        {"config-markdown", no_argument, NULL, 'M'},
+        {"probe",     no_argument,       NULL, 'P'},
+        {NULL, 0, NULL, 0}
+    };
+    extern char **environ;
+    const char *listen_at = NULL, *secret_dir = NULL;
+    char dir[4096];
+    dps_config_t cfg;
+    int c, addr_fd = -1, parent_fd = -1;
+
+    dps_log_set_who("agent");
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'a':
+            addr_fd = atoi(optarg);
+            break;
+        case 'p':
+            parent_fd = atoi(optarg);
+            break;
+        case 'l':
+            listen_at = optarg;
+            break;
+        case 's':
+            secret_dir = optarg;
+            break;
+        case 'h':
+            usage(stdout);
+            return 0;
+        case 'M':
+            dps_config_print(stdout, 1);
+            return 0;
+        case 'P':
+            return agent_probe(stdout);
+        default:
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (optind != argc) {
+        fprintf(stderr, "dpu_agent: unexpected argument '%s'\n\n",
+                argv[optind]);
+        usage(stderr);
+        return 2;
+    }
+    if (listen_at != NULL && (addr_fd >= 0 || parent_fd >= 0)) {
+        fprintf(stderr, "dpu_agent: --listen does not go with --addr-fd "
+                "or --parent-fd\n\n");
+        usage(stderr);
+        return 2;
+    }
+    if (listen_at == NULL && secret_dir != NULL) {
+        fprintf(stderr, "dpu_agent: --secret-dir needs --listen\n\n");
+        usage(stderr);
+        return 2;
+    }
+    if (listen_at == NULL && (addr_fd < 0 || parent_fd < 0)) {
+        fprintf(stderr, "dpu_agent: --addr-fd and --parent-fd (or "
+                "--listen) are required\n\n");
+        usage(stderr);
+        return 2;
+    }
+    /* The ranks check the configuration and report problems; the agent
+     * only takes its log level and tuning from it. */
+    dps_config_load(&cfg, environ, NULL, 0, NULL);
+    dps_log_level = cfg.log_level;
+    if (listen_at == NULL) {
+        return serve(&cfg, addr_fd, parent_fd, 0);
+    }
+    if (secret_dir == NULL) {
+        secret_dir = dps_secret_dir_default(dir, sizeof(dir));
+        if (secret_dir == NULL) {
+            fprintf(stderr, "dpu_agent: $TMPDIR is too long\n");
+            return 2;
+        }
+    }
+    /* No UCX here: each job's child creates its own after the fork. */
+    return agent_listen_run(listen_at, secret_dir, serve_listened, &cfg);
 }

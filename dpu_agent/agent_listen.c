@@ -1,0 +1,535 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * dpu_agent --listen: a long-running supervisor on a TCP port. Each client
+ * sends a hello with its job name and secret (common/dps_listen.h); the
+ * listener checks the secret and forks a child that is an ordinary
+ * single-job agent on the accepted socket. One process per job, so a job
+ * (or a crash serving it) cannot touch another. The listener itself never
+ * creates UCX objects, never blocks on a client and never trusts one.
+ */
+#define _GNU_SOURCE
+#include "agent_listen.h"
+#include "../common/dps_listen.h"
+#include "../common/dps_log.h"
+#include "../common/dps_status.h"
+#include "../common/dps_ucx.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* Clients that have connected but not yet been judged, at most. A flood
+ * of idle connections then costs a bounded amount, and never a fork. */
+#define LISTEN_MAX_PENDING  64
+/* Time a client has for its whole hello. */
+#define LISTEN_HELLO_SEC    5.0
+/* Longest poll: reap children even if a SIGCHLD wake-up were lost. */
+#define LISTEN_BACKSTOP_MS  1000
+/* Out of descriptors: stop accepting this long rather than spin. */
+#define LISTEN_PAUSE_SEC    0.1
+#define PEER_MAX            (NI_MAXHOST + NI_MAXSERV + 4)
+
+typedef struct lconn {
+    int      fd;                 /* -1: closed, slot to be compacted */
+    double   deadline;           /* for the complete hello */
+    size_t   len;
+    /* One byte more than the longest hello, to see trailing bytes. */
+    uint8_t  buf[DPS_LISTEN_HELLO_MAX + 1];
+    char     peer[PEER_MAX];
+} lconn_t;
+
+typedef struct ljob {
+    pid_t    pid;
+    char     name[DPS_LISTEN_NAME_MAX + 1];
+} ljob_t;
+
+typedef struct listener {
+    int             lfd;
+    int             sig[2];      /* self-pipe written by signal handlers */
+    const char     *dir;
+    agent_serve_fn  serve;
+    void           *arg;
+    lconn_t         conns[LISTEN_MAX_PENDING];
+    int             nconns;
+    ljob_t         *jobs;        /* running children */
+    size_t          njobs, jobs_cap;
+    double          accept_after; /* accepting paused until then */
+} listener_t;
+
+static volatile sig_atomic_t stop_signal;
+static int sig_wfd = -1;
+
+static void on_signal(int sig)
+{
+    int saved = errno;
+
+    if (sig != SIGCHLD) {
+        stop_signal = sig;
+    }
+    if (write(sig_wfd, "", 1) < 0) {
+        /* pipe full: a wake-up is pending anyway */
+    }
+    errno = saved;
+}
+
+static void set_signals(void (*handler)(int))
+{
+    struct sigaction sa;
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = handler;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGCHLD, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+}
+
+/* "1.2.3.4:5" or "[::1]:5" for a socket address. */
+static void addr_str(const struct sockaddr *sa, socklen_t sl, char *out,
+                     size_t len)
+{
+    char h[NI_MAXHOST], s[NI_MAXSERV];
+
+    if (getnameinfo(sa, sl, h, sizeof(h), s, sizeof(s),
+                    NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
+        snprintf(out, len, "(unknown peer)");
+    } else if (sa->sa_family == AF_INET6) {
+        snprintf(out, len, "[%s]:%s", h, s);
+    } else {
+        snprintf(out, len, "%s:%s", h, s);
+    }
+}
+
+static int open_socket(const char *hostport)
+{
+    char host[DPS_LISTEN_HOSTPORT_MAX], port[8], err[256], where[PEER_MAX];
+    struct addrinfo hints, *res = NULL, *ai;
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof(ss);
+    int fd = -1, one = 1, r, e = 0;
+
+    if (dps_listen_split_hostport(hostport, 1, host, sizeof(host), port,
+                                  sizeof(port), err,
+                                  sizeof(err)) != DPS_OK) {
+        dps_error("--listen: %s", err);
+        return -1;
+    }
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE;
+    r = getaddrinfo(host, port, &hints, &res);
+    if (r != 0) {
+        dps_error("cannot listen on %s: %s", hostport,
+                  r == EAI_SYSTEM ? strerror(errno) : gai_strerror(r));
+        return -1;
+    }
+    for (ai = res; ai != NULL; ai = ai->ai_next) {
+        fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK |
+                    SOCK_CLOEXEC, ai->ai_protocol);
+        if (fd < 0) {
+            e = errno;
+            continue;
+        }
+        /* A restarted listener must not wait for old connections. */
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+        if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 &&
+            listen(fd, 128) == 0) {
+            break;
+        }
+        e = errno;
+        close(fd);
+        fd = -1;
+    }
+    freeaddrinfo(res);
+    if (fd < 0) {
+        dps_error("cannot listen on %s: %s", hostport, strerror(e));
+        return -1;
+    }
+    if (getsockname(fd, (struct sockaddr *)&ss, &sl) != 0) {
+        dps_error("getsockname: %m");
+        close(fd);
+        return -1;
+    }
+    addr_str((struct sockaddr *)&ss, sl, where, sizeof(where));
+    /* Scripts read the port chosen for ":0" from this line. */
+    printf("dpu_agent: listening on %s\n", where);
+    fflush(stdout);
+    return fd;
+}
+
+/* Send one line without ever blocking; the peer may be gone. */
+static void send_line(int fd, const char *what, const char *text)
+{
+    char line[512];
+    int n = snprintf(line, sizeof(line), "%s %s\n", what, text);
+
+    if (n >= (int)sizeof(line)) {
+        n = (int)sizeof(line) - 1;
+        line[n - 1] = '\n';
+    }
+    if (send(fd, line, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
+        /* best effort */
+    }
+}
+
+static void conn_close(lconn_t *c)
+{
+    close(c->fd);
+    c->fd = -1;
+}
+
+/* Log why, tell the client (best effort), close. job may be NULL. */
+static void refuse(lconn_t *c, const char *job, const char *why)
+{
+    if (job != NULL) {
+        dps_warn("refused %s job '%s': %s", c->peer, job, why);
+    } else {
+        dps_warn("refused %s: %s", c->peer, why);
+    }
+    send_line(c->fd, "refused", why);
+    conn_close(c);
+}
+
+static void job_add(listener_t *l, pid_t pid, const char *name)
+{
+    if (l->njobs == l->jobs_cap) {
+        size_t cap = l->jobs_cap ? 2 * l->jobs_cap : 16;
+        ljob_t *j = realloc(l->jobs, cap * sizeof(*j));
+
+        if (j == NULL) {
+            return; /* reaped all the same, logged without its name */
+        }
+        l->jobs = j;
+        l->jobs_cap = cap;
+    }
+    l->jobs[l->njobs].pid = pid;
+    snprintf(l->jobs[l->njobs].name, sizeof(l->jobs[0].name), "%s", name);
+    l->njobs++;
+}
+
+static void reap(listener_t *l)
+{
+    const char *name;
+    char how[96];
+    size_t i;
+    pid_t pid;
+    int st;
+
+    while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
+        for (i = 0; i < l->njobs && l->jobs[i].pid != pid; i++) {
+        }
+        name = i < l->njobs ? l->jobs[i].name : "?";
+        if (WIFEXITED(st)) {
+            snprintf(how, sizeof(how), "exit status %d", WEXITSTATUS(st));
+        } else if (WIFSIGNALED(st)) {
+            snprintf(how, sizeof(how), "killed by signal %d (%s)",
+                     WTERMSIG(st), strsignal(WTERMSIG(st)));
+        } else {
+            snprintf(how, sizeof(how), "wait status 0x%x", st);
+        }
+        if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
+            dps_info("job '%s' (pid %d) ended: %s", name, (int)pid, how);
+        } else {
+            dps_warn("job '%s' (pid %d) ended: %s", name, (int)pid, how);
+        }
+        if (i < l->njobs) {
+            l->jobs[i] = l->jobs[--l->njobs];
+        }
+    }
+}
+
+/* In the forked child: drop everything of the listener but the job's
+ * socket, which becomes an ordinary blocking descriptor. */
+static void child_enter(listener_t *l, int fd)
+{
+    sigset_t none;
+    int i;
+
+    set_signals(SIG_DFL);
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    close(l->lfd);
+    close(l->sig[0]);
+    close(l->sig[1]);
+    sig_wfd = -1;
+    for (i = 0; i < l->nconns; i++) {
+        if (l->conns[i].fd >= 0 && l->conns[i].fd != fd) {
+            close(l->conns[i].fd);
+        }
+    }
+    free(l->jobs);
+    l->jobs = NULL;
+    l->njobs = l->jobs_cap = 0;
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    dps_log_set_who("agent");
+}
+
+static void start_job(listener_t *l, lconn_t *c, const char *job)
+{
+    pid_t pid;
+    int fd = c->fd;
+
+    /* Nothing buffered may be written twice, by parent and child. */
+    fflush(NULL);
+    pid = fork();
+    if (pid < 0) {
+        char why[128];
+
+        snprintf(why, sizeof(why), "cannot start an agent: fork: %s",
+                 strerror(errno));
+        refuse(c, job, why);
+        return;
+    }
+    if (pid == 0) {
+        child_enter(l, fd);
+        exit(l->serve(fd, job, l->arg));
+    }
+    dps_info("job '%s' from %s: agent pid %d", job, c->peer, (int)pid);
+    job_add(l, pid, job);
+    conn_close(c);
+}
+
+/* Read what the client sent and judge the hello once it is complete. */
+static void conn_read(listener_t *l, lconn_t *c)
+{
+    uint8_t secret[DPS_SECRET_LEN];
+    char job[DPS_LISTEN_NAME_MAX + 1], err[512];
+    int eof = 0, rc;
+
+    while (c->len < sizeof(c->buf)) {
+        ssize_t n = recv(c->fd, c->buf + c->len, sizeof(c->buf) - c->len,
+                         0);
+
+        if (n > 0) {
+            c->len += (size_t)n;
+        } else if (n == 0) {
+            eof = 1;
+            break;
+        } else if (errno == EINTR) {
+            continue;
+        } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            break;
+        } else {
+            snprintf(err, sizeof(err), "receive error: %s",
+                     strerror(errno));
+            refuse(c, NULL, err);
+            return;
+        }
+    }
+    rc = dps_listen_decode_hello(c->buf, c->len, job, sizeof(job), secret,
+                                 err, sizeof(err));
+    if (rc == DPS_ERR_AGAIN) {
+        if (!eof) {
+            return;
+        }
+        if (c->len == 0) {
+            /* Port probes and health checks: not worth a warning. */
+            dps_info("%s closed the connection without a hello", c->peer);
+            conn_close(c);
+            return;
+        }
+        snprintf(err, sizeof(err), "malformed hello: connection closed "
+                 "after %zu bytes", c->len);
+        refuse(c, NULL, err);
+        return;
+    }
+    if (rc != DPS_OK) {
+        refuse(c, NULL, err);
+        return;
+    }
+    rc = dps_secret_check(l->dir, job, secret, err, sizeof(err));
+    memset(secret, 0, sizeof(secret));
+    if (rc != DPS_OK) {
+        refuse(c, job, err);
+        return;
+    }
+    start_job(l, c, job);
+}
+
+static void accept_all(listener_t *l)
+{
+    struct sockaddr_storage ss;
+    char peer[PEER_MAX];
+    lconn_t *c;
+    socklen_t sl;
+    int fd, on = 1, idle = 30, intvl = 10, cnt = 3;
+
+    for (;;) {
+        sl = sizeof(ss);
+        fd = accept4(l->lfd, (struct sockaddr *)&ss, &sl,
+                     SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED ||
+                errno == EPROTO) {
+                continue;
+            }
+            if (errno != EAGAIN && errno != EWOULDBLOCK) {
+                dps_warn("accept: %m: not accepting for %.0f ms",
+                         LISTEN_PAUSE_SEC * 1000);
+                l->accept_after = dps_now() + LISTEN_PAUSE_SEC;
+            }
+            return;
+        }
+        addr_str((struct sockaddr *)&ss, sl, peer, sizeof(peer));
+        if (l->nconns == LISTEN_MAX_PENDING) {
+            dps_warn("refused %s: %d connections already waiting for "
+                     "their hello", peer, LISTEN_MAX_PENDING);
+            send_line(fd, "refused", "busy: too many connections waiting "
+                      "for their hello");
+            close(fd);
+            continue;
+        }
+        /* The job's agent inherits the socket: if the host dies without
+         * a FIN, keep-alive probes still end the agent (~1 min). */
+        setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on));
+        setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+        setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+        setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+        c = &l->conns[l->nconns++];
+        c->fd = fd;
+        c->len = 0;
+        c->deadline = dps_now() + LISTEN_HELLO_SEC;
+        snprintf(c->peer, sizeof(c->peer), "%s", peer);
+    }
+}
+
+/* Refuse clients past their deadline, then drop closed slots. */
+static void sweep(listener_t *l)
+{
+    double now = dps_now();
+    char why[96];
+    int i, j;
+
+    for (i = 0; i < l->nconns; i++) {
+        lconn_t *c = &l->conns[i];
+
+        if (c->fd >= 0 && now >= c->deadline) {
+            snprintf(why, sizeof(why), "no complete hello within %.0f s "
+                     "(%zu bytes received)", LISTEN_HELLO_SEC, c->len);
+            refuse(c, NULL, why);
+        }
+    }
+    for (i = j = 0; i < l->nconns; i++) {
+        if (l->conns[i].fd >= 0) {
+            if (i != j) {
+                l->conns[j] = l->conns[i];
+            }
+            j++;
+        }
+    }
+    l->nconns = j;
+}
+
+static int poll_timeout(const listener_t *l)
+{
+    double now = dps_now(), t = LISTEN_BACKSTOP_MS / 1000.0;
+    int i;
+
+    for (i = 0; i < l->nconns; i++) {
+        if (l->conns[i].deadline - now < t) {
+            t = l->conns[i].deadline - now;
+        }
+    }
+    if (l->accept_after > now && l->accept_after - now < t) {
+        t = l->accept_after - now;
+    }
+    return t <= 0 ? 0 : (int)(t * 1000.0) + 1;
+}
+
+static void drain(int fd)
+{
+    char buf[64];
+
+    while (read(fd, buf, sizeof(buf)) > 0) {
+    }
+}
+
+int agent_listen_run(const char *hostport, const char *secret_dir,
+                     agent_serve_fn serve, void *arg)
+{
+    struct pollfd pfd[2 + LISTEN_MAX_PENDING];
+    listener_t l;
+    char err[512];
+    int i, n, np;
+
+    memset(&l, 0, sizeof(l));
+    l.dir = secret_dir;
+    l.serve = serve;
+    l.arg = arg;
+    l.sig[0] = l.sig[1] = -1;
+    dps_log_set_who("listener");
+    signal(SIGPIPE, SIG_IGN);
+    /* Made now, owned by us, before anyone else can squat the name. */
+    if (dps_secret_dir_prepare(secret_dir, 1, err, sizeof(err)) != DPS_OK) {
+        dps_error("%s", err);
+        return 1;
+    }
+    if (pipe2(l.sig, O_NONBLOCK | O_CLOEXEC) != 0) {
+        dps_error("pipe2: %m");
+        return 1;
+    }
+    sig_wfd = l.sig[1];
+    set_signals(on_signal);
+    l.lfd = open_socket(hostport);
+    if (l.lfd < 0) {
+        goto out;
+    }
+    dps_info("secrets in %s", secret_dir);
+    while (!stop_signal) {
+        double now = dps_now();
+
+        np = 0;
+        pfd[np++] = (struct pollfd){l.sig[0], POLLIN, 0};
+        pfd[np++] = (struct pollfd){l.lfd,
+                                    l.accept_after > now ? 0 : POLLIN, 0};
+        for (i = 0; i < l.nconns; i++) {
+            pfd[np++] = (struct pollfd){l.conns[i].fd, POLLIN, 0};
+        }
+        n = poll(pfd, (nfds_t)np, poll_timeout(&l));
+        if (n < 0 && errno != EINTR) {
+            dps_error("poll: %m");
+            break;
+        }
+        if (n > 0 && pfd[0].revents) {
+            drain(l.sig[0]);
+        }
+        reap(&l);
+        for (i = 0; n > 0 && i < l.nconns; i++) {
+            if (pfd[2 + i].revents) {
+                conn_read(&l, &l.conns[i]);
+            }
+        }
+        sweep(&l);
+        if (n > 0 && (pfd[1].revents & POLLIN)) {
+            accept_all(&l);
+        }
+    }
+    if (stop_signal) {
+        dps_info("stopping on signal %d; %zu running job(s) keep their "
+                 "agents", (int)stop_signal, l.njobs);
+    }
+    for (i = 0; i < l.nconns; i++) {
+        if (l.conns[i].fd >= 0) {
+            close(l.conns[i].fd);
+        }
+    }
+    close(l.lfd);
+out:
+    set_signals(SIG_DFL);
+    close(l.sig[0]);
+    close(l.sig[1]);
+    sig_wfd = -1;
+    free(l.jobs);
+    return stop_signal ? 0 : 1;
+}
