@@ -82,7 +82,8 @@ int dps_listen_name_ok(const char *name)
         return 0;
     }
     for (i = 0; name[i] != '\0'; i++) {
-        if (i >= DPS_LISTEN_NAME_MAX || !name_char_ok((unsigned char)name[i])) {
+        if (i >= DPS_LISTEN_NAME_MAX ||
+            !name_char_ok((unsigned char)name[i])) {
             return 0;
         }
     }

@@ -254,7 +254,7 @@ static void reap(listener_t *l)
 static void child_enter(listener_t *l, int fd)
 {
     sigset_t none;
-    int i;
+    int i, null;
 
     set_signals(SIG_DFL);
     sigemptyset(&none);
@@ -272,6 +272,13 @@ static void child_enter(listener_t *l, int fd)
     l->jobs = NULL;
     l->njobs = l->jobs_cap = 0;
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    /* Like a spawned agent: nothing to read but the job's socket. */
+    null = (fd == STDIN_FILENO) ? -1
+                                : open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (null >= 0 && null != STDIN_FILENO) {
+        dup2(null, STDIN_FILENO);
+        close(null);
+    }
     dps_log_set_who("agent");
 }
 

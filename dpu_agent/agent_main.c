@@ -695,7 +695,7 @@ int main(int argc, char **argv)
     };
     extern char **environ;
     const char *listen_at = NULL, *secret_dir = NULL;
-    char dir[4096];
+    char dir[4096], port[8], err[256];
     dps_config_t cfg;
     int c, addr_fd = -1, parent_fd = -1;
 
@@ -756,6 +756,12 @@ int main(int argc, char **argv)
     dps_log_level = cfg.log_level;
     if (listen_at == NULL) {
         return serve(&cfg, addr_fd, parent_fd, 0);
+    }
+    if (dps_listen_split_hostport(listen_at, 1, dir, sizeof(dir), port,
+                                  sizeof(port), err, sizeof(err)) != DPS_OK) {
+        fprintf(stderr, "dpu_agent: --listen: %s\n\n", err);
+        usage(stderr);
+        return 2;
     }
     if (secret_dir == NULL) {
         secret_dir = dps_secret_dir_default(dir, sizeof(dir));
