@@ -39,6 +39,17 @@ const dps_cfg_entry_t dps_config_table[] = {
     {"AGENT", DPS_CFG_PATH, "",
      "Path of the dpu_agent binary; default: dpu_agent beside "
      "libdpushim.so.", CFG_OFF(agent), 0, 0},
+    {"AGENT_MAP", DPS_CFG_PATH, "",
+     "Agent map file: each host's ranks connect to the listening agents "
+     "(dpu_agent --listen, e.g. on the host's DPU) its line names, instead "
+     "of starting agents. Format: lines HOST ADDR:PORT [ADDR:PORT...], "
+     "HOST a host name or *; see \"Running on BlueField DPUs\".",
+     CFG_OFF(agent_map), 0, 0},
+    {"SECRET_DIR", DPS_CFG_PATH, "",
+     "With DPUSHIM_AGENT_MAP: directory where rank 0 writes the job's "
+     "secret (JOB.key, mode 0600) for the agents to check, and removes it "
+     "once they are connected; it must be one the agents read too. "
+     "Default: ${TMPDIR:-/tmp}/dpushim-UID.", CFG_OFF(secret_dir), 0, 0},
     {"TRANSPORT", DPS_CFG_TRANSPORT, "auto",
      "How agents move data: auto copies same-node ranks' data with CMA "
      "and uses UCX get/put for other nodes; ucx uses UCX get/put for "

@@ -29,6 +29,8 @@ typedef struct dps_config {
     unsigned pipeline_depth; /* chunks in flight per agent */
     int      require;        /* abort at MPI_Init rather than run stock */
     unsigned agent_timeout;  /* s: an agent silent this long has failed */
+    char     agent_map[4096]; /* listening agents' map; empty: spawn */
+    char     secret_dir[4096]; /* job secrets; empty: the default */
 } dps_config_t;
 
 typedef enum {

@@ -9,6 +9,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 source scripts/lib.sh
+source scripts/listen_tests.sh
 
 PASS=0
 FAIL=0
@@ -375,6 +376,190 @@ failover_case() {
         "$ok" "$log"
 }
 
+# start_listener MPI DIR: a listening agent on 127.0.0.1 (any port) with
+# secrets in DIR/sec; sets LISTEN_PID and LISTEN_PORT, writes DIR/map.
+start_listener() {
+    local mpi=$1 dir=$2 _
+    mkdir -p "$dir/sec" && chmod 700 "$dir" "$dir/sec"
+    "build/$mpi/dpu_agent" --listen 127.0.0.1:0 --secret-dir "$dir/sec" \
+        >"$dir/listener.log" 2>&1 &
+    LISTEN_PID=$!
+    LISTEN_PORT=
+    for _ in $(seq 50); do
+        LISTEN_PORT=$(sed -n 's/^dpu_agent: listening on .*:\([0-9][0-9]*\)$/\1/p' \
+            "$dir/listener.log")
+        [ -n "$LISTEN_PORT" ] && break
+        sleep 0.1
+    done
+    echo "* 127.0.0.1:$LISTEN_PORT" >"$dir/map"
+    [ -n "$LISTEN_PORT" ]
+}
+
+stop_listener() {
+    kill "$LISTEN_PID" 2>/dev/null
+    wait "$LISTEN_PID" 2>/dev/null
+}
+
+# Jobs served by one listening agent (dpu_agent --listen): two at once,
+# one refused (its secret is not where the agent looks) while another
+# runs, a job whose ranks are killed, and the job after that.
+listen_job_tests() {
+    local mpi=$1 dir ok log logb vars pa pb
+    dir=$(mktemp -d /tmp/dpushim-listen.XXXXXX)
+    log="$LOGS/$mpi-listen-start.log"
+    if ! start_listener "$mpi" "$dir"; then
+        cp "$dir/listener.log" "$log"
+        report "$mpi listening agent starts" 0 "$log"
+        return
+    fi
+    vars="DPUSHIM_STATS=1 DPUSHIM_MIN_BYTES=1 DPUSHIM_AGENT_MAP=$dir/map DPUSHIM_SECRET_DIR=$dir/sec"
+
+    # Two jobs at once; each checks its data and its statistics.
+    log="$LOGS/$mpi-listen-two-a.log" logb="$LOGS/$mpi-listen-two-b.log"
+    run_job "$log" "$mpi" 2 1 "$vars" "build/$mpi/tests/t_alltoall_sizes" &
+    pa=$!
+    run_job "$logb" "$mpi" 4 1 "$vars DPUSHIM_RANKS_PER_DPU=2" \
+        "build/$mpi/tests/t_bcast_roots" &
+    pb=$!
+    ok=1
+    wait $pa || ok=0
+    wait $pb || ok=0
+    for l in "$log" "$logb"; do
+        grep -q '^result: ok' "$l" && stats_match "$l" &&
+            grep -Eq '^dpushim: (ialltoall|ibcast) offloaded=[1-9]' "$l" || ok=0
+    done
+    [ -z "$(ls -A "$dir/sec")" ] || { echo "secret files left: $(ls "$dir/sec")" >>"$log"; ok=0; }
+    cat "$logb" >>"$log"
+    report "$mpi two jobs at once on one listening agent (2 ranks; 4 ranks, 2 agent processes): results and statistics exact, secrets removed" \
+        "$ok" "$log"
+
+    # A job whose secret the agent cannot find is refused, with the
+    # reason, and runs on stock MPI, while a served job goes on.
+    log="$LOGS/$mpi-listen-refused.log" logb="$LOGS/$mpi-listen-served.log"
+    mkdir -p "$dir/other" && chmod 700 "$dir/other"
+    run_job "$logb" "$mpi" 2 1 "$vars" "build/$mpi/tests/t_regcache" &
+    pb=$!
+    sleep 0.5
+    run_job "$log" "$mpi" 2 1 "DPUSHIM_STATS=1 DPUSHIM_MIN_BYTES=1 DPUSHIM_AGENT_MAP=$dir/map DPUSHIM_SECRET_DIR=$dir/other" \
+        "build/$mpi/tests/cfg_probe"
+    ok=$?
+    [ $ok = 0 ] && ok=1 || ok=0
+    wait $pb || ok=0
+    grep -q '^result: ok' "$log" &&
+        [ "$(grep -c 'refused the job: .*no secret file' "$log")" = 1 ] &&
+        grep -q '^dpushim: ialltoall offloaded=0 fallback=2' "$log" &&
+        grep -q "refused .*no secret file" "$dir/listener.log" ||
+        { echo "refusal not reported (job, or listener log)" >>"$log"; ok=0; }
+    grep -q '^result: ok' "$logb" && stats_match "$logb" || ok=0
+    { echo "-- served job:"; cat "$logb"; echo "-- listener:"; cat "$dir/listener.log"; } >>"$log"
+    report "$mpi listening agent refuses a job with the wrong secret, logged, and it runs on stock MPI; a job served meanwhile is exact" \
+        "$ok" "$log"
+
+    # Malformed and random hellos sent to the port by a fuzzer while a
+    # job is served: the job is exact, the listener serves the next one.
+    log="$LOGS/$mpi-listen-fuzz-job.log" logb="$LOGS/$mpi-listen-fuzzer.log"
+    local ver
+    ver=$(sed -n 's/^#define DPS_PROTO_VERSION *\([0-9]*\).*/\1/p' common/dps_proto.h)
+    timeout -k 2 40 /usr/bin/python3 tests/tools/listen_probe.py 127.0.0.1 \
+        "$LISTEN_PORT" "$ver" fuzz 8 "$dir/sec" >"$logb" 2>&1 &
+    pb=$!
+    sleep 0.5
+    run_job "$log" "$mpi" 2 1 "$vars" "build/$mpi/tests/t_regcache"
+    ok=$?
+    [ $ok = 0 ] && ok=1 || ok=0
+    grep -q '^result: ok' "$log" && stats_match "$log" || ok=0
+    wait $pb || { echo "fuzzer failed" >>"$log"; ok=0; }
+    kill -0 "$LISTEN_PID" 2>/dev/null || { echo "listener died" >>"$log"; ok=0; }
+    run_job "$log.next" "$mpi" 2 1 "$vars" "build/$mpi/tests/cfg_probe" &&
+        grep -Eq '^dpushim: ialltoall offloaded=[1-9]' "$log.next" ||
+        { echo "the next job was not served" >>"$log"; ok=0; }
+    { echo "-- fuzzer:"; cat "$logb"; } >>"$log"
+    report "$mpi listening agent fuzzed (random, truncated, flipped, slow hellos) while serving a job: job exact, next job served" \
+        "$ok" "$log"
+
+    # Kill a served job's ranks: its agent process ends, the listener
+    # serves the next job.
+    log="$LOGS/$mpi-listen-jobkill.log" ok=1
+    ( dps_launch "$mpi" 2 1 "$vars" "build/$mpi/tests/kill_target" ) \
+        >"$log.job" 2>&1 &
+    pa=$!
+    for _ in $(seq 100); do
+        grep -q running "$log.job" && [ -n "$(pgrep -P "$LISTEN_PID")" ] && break
+        sleep 0.1
+    done
+    [ -n "$(pgrep -P "$LISTEN_PID")" ] || { echo "no agent process served the job" >"$log"; ok=0; }
+    pgrep -x kill_target | xargs -r kill -9
+    wait $pa 2>/dev/null
+    for _ in $(seq 100); do
+        [ -z "$(pgrep -P "$LISTEN_PID")" ] && break
+        sleep 0.1
+    done
+    [ -z "$(pgrep -P "$LISTEN_PID")" ] || { echo "agent processes left: $(pgrep -P "$LISTEN_PID")" >>"$log"; ok=0; }
+    kill -0 "$LISTEN_PID" 2>/dev/null || { echo "listener died" >>"$log"; ok=0; }
+    run_job "$log.next" "$mpi" 2 1 "$vars" "build/$mpi/tests/cfg_probe" &&
+        grep -q '^result: ok' "$log.next" &&
+        grep -Eq '^dpushim: ialltoall offloaded=[1-9]' "$log.next" ||
+        { echo "the next job was not served" >>"$log"; ok=0; }
+    cat "$log.job" "$log.next" "$dir/listener.log" >>"$log"
+    report "$mpi SIGKILL of a served job's ranks ends its agent process; the listener serves the next job" \
+        "$ok" "$log"
+
+    stop_listener
+    rm -rf "$dir"
+}
+
+# Bad input for listening agents: one line naming the cause at MPI_Init,
+# then stock MPI (or, with DPUSHIM_REQUIRE=1, an abort).
+listen_bad_input_tests() {
+    local mpi=$1 off="offloaded=0 fallback=2 bytes=0" dir full
+    dir=$(mktemp -d /tmp/dpushim-bad.XXXXXX)
+    chmod 700 "$dir"
+    cfg_case "$mpi" "unreadable agent map" \
+        "DPUSHIM_MIN_BYTES=1 DPUSHIM_AGENT_MAP=$dir/nonexistent DPUSHIM_SECRET_DIR=$dir/sec" \
+        "+cannot read agent map $dir/nonexistent: No such file or directory" \
+        "+ialltoall $off" "+ibcast $off"
+    require_case "$mpi" "unreadable agent map" \
+        "DPUSHIM_REQUIRE=1 DPUSHIM_MIN_BYTES=1 DPUSHIM_AGENT_MAP=$dir/nonexistent DPUSHIM_SECRET_DIR=$dir/sec" \
+        "cannot read agent map"
+    printf 'no-such-host 127.0.0.1:1\n' >"$dir/map"
+    cfg_case "$mpi" "agent map without a line for this host" \
+        "DPUSHIM_MIN_BYTES=1 DPUSHIM_AGENT_MAP=$dir/map DPUSHIM_SECRET_DIR=$dir/sec" \
+        "+agent map $dir/map has no line for host" "+ialltoall $off"
+    printf '* 127.0.0.1:1\n' >"$dir/map"
+    cfg_case "$mpi" "no agent listening at the mapped address" \
+        "DPUSHIM_MIN_BYTES=1 DPUSHIM_AGENT_MAP=$dir/map DPUSHIM_SECRET_DIR=$dir/sec" \
+        "+cannot connect to agent 127.0.0.1:1" "+ialltoall $off"
+    cfg_case "$mpi" "secret directory not writable (a file in the way)" \
+        "DPUSHIM_MIN_BYTES=1 DPUSHIM_AGENT_MAP=$dir/map DPUSHIM_SECRET_DIR=/etc/hostname/dpushim" \
+        "+/etc/hostname/dpushim.*Not a directory" "+ialltoall $off"
+    mkdir -p "$dir/open" && chmod 777 "$dir/open"
+    cfg_case "$mpi" "secret directory writable by others" \
+        "DPUSHIM_MIN_BYTES=1 DPUSHIM_AGENT_MAP=$dir/map DPUSHIM_SECRET_DIR=$dir/open" \
+        "+$dir/open.*writable by" "+ialltoall $off"
+    # A full file system: a small tmpfs where allowed, else a file size
+    # limit of 0 (the write fails the same way to the shim).
+    full="$dir/full"
+    mkdir -p "$full"
+    if mount -t tmpfs -o size=8k,mode=700 tmpfs "$full" 2>/dev/null; then
+        dd if=/dev/zero of="$full/fill" bs=1k count=64 2>/dev/null
+        cfg_case "$mpi" "secret directory on a full file system" \
+            "DPUSHIM_MIN_BYTES=1 DPUSHIM_AGENT_MAP=$dir/map DPUSHIM_SECRET_DIR=$full" \
+            "+cannot write $full/job-[0-9a-f]+\.key: No space left on device" \
+            "+ialltoall $off"
+        [ -z "$(ls "$full" | grep -v '^fill$')" ] ||
+            report "$mpi no partial secret file left on a full file system" 0
+        umount "$full"
+    else
+        ( ulimit -f 0; trap '' XFSZ
+          cfg_case "$mpi" "secret file cannot be written (file size limit 0; tmpfs not mountable here)" \
+              "DPUSHIM_MIN_BYTES=1 DPUSHIM_AGENT_MAP=$dir/map DPUSHIM_SECRET_DIR=$full" \
+              "+cannot write $full/job-[0-9a-f]+\.key" "+ialltoall $off"
+          echo "$PASS $FAIL" >"$dir/counts" )
+        read -r PASS FAIL <"$dir/counts"
+    fi
+    rm -rf "$dir"
+}
+
 # A third-party program: mpi4py (built by Debian for Open MPI only).
 thirdparty_mpi4py() {
     local np log ok vars
@@ -438,6 +623,9 @@ for mpi in "$@"; do
     agent_cli_tests "$mpi"
     kill_case "$mpi" all-ranks
     kill_case "$mpi" leader
+    listen_agent_tests "$mpi"
+    listen_job_tests "$mpi"
+    listen_bad_input_tests "$mpi"
     for np in 2 4; do
         failover_case "$mpi" "$np" kill
         failover_case "$mpi" "$np" stop

@@ -50,8 +50,10 @@ typedef struct shim_comm {
     struct shim_op *wait_head, *wait_tail; /* posts waiting for the id */
     struct shim_comm *next_agreeing;
     /* For taking over from a failed agent with stock MPI: */
-    MPI_Comm        shadow;       /* PMPI twin (Comm_idup at creation) */
-    MPI_Request     shadow_req;   /* that idup, until it completes */
+    MPI_Comm        comm;         /* the application's, until freed */
+    MPI_Comm        shadow;       /* PMPI twin made with comm, or NULL */
+    uint32_t        posted_before; /* seq at the failure: instances that
+                                    * may have gone to an agent */
     uint32_t       *fin;          /* seqs our agent finished, at least */
     unsigned        nfin, fin_cap; /* those above the lowest unfinished */
     struct shim_op *ops_head, *ops_tail; /* live ops, in seq order */
@@ -103,7 +105,9 @@ typedef struct shim_state {
     pid_t          agent_pid;     /* our agent */
     pid_t         *node_agents;   /* every agent on this node, for the */
     int            n_node_agents; /* liveness check: one dead stalls all */
-    int            parent_fd;     /* leader: write end the agent watches */
+    int            parent_fd;     /* leader: write end the agent watches,
+                                   * or the listening agent's connection */
+    int            listen_agent;  /* leader: agent from DPUSHIM_AGENT_MAP */
     int            agent_dead;
     int            kick_fd;       /* our wake-up socket, or -1 */
     dps_ucx_t      ucx;
@@ -208,8 +212,12 @@ void shim_fo_start(const char *why);  /* a failure seen here */
 void shim_fo_progress(void);          /* lock not held */
 void shim_fo_fini(void);              /* MPI_Finalize, before teardown */
 /* After a failure, a new instance seq on c: 1 to run it on stock MPI on
- * c->shadow at once, 0 to queue it (shim_op_start), or an MPI error
- * code (logged) when it cannot run. */
-int  shim_fo_direct(shim_comm_t *c, uint32_t seq, int coll);
+ * *use (c's twin, or c itself) at once, or 0 to queue it (shim_op_start)
+ * until it can run, or fail with an error. */
+int  shim_fo_direct(shim_comm_t *c, uint32_t seq, int coll, MPI_Comm *use);
+
+/* State for comm, made now; with a twin (shadow, may be MPI_COMM_NULL)
+ * when comm was just created by every member (shim_coll.c). */
+shim_comm_t *shim_comm_state_new(MPI_Comm comm, MPI_Comm shadow);
 
 #endif

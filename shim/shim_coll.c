@@ -39,9 +39,6 @@ void shim_comm_unref(shim_comm_t *c)
     if (c->agent_knows) {
         shim_comm_freed(c->id);
     }
-    if (c->shadow_req != MPI_REQUEST_NULL) {
-        PMPI_Wait(&c->shadow_req, MPI_STATUS_IGNORE);
-    }
     if (c->shadow != MPI_COMM_NULL) {
         PMPI_Comm_free(&c->shadow);
     }
@@ -62,6 +59,7 @@ int shim_comm_delete(MPI_Comm comm, int keyval, void *attr, void *extra)
     (void)keyval;
     (void)extra;
     c->freed = 1;
+    c->comm = MPI_COMM_NULL;
     if (c->id_known) {
         shim_comm_unref(c);
     }
@@ -78,15 +76,23 @@ int shim_comm_delete(MPI_Comm comm, int keyval, void *attr, void *extra)
  */
 static shim_comm_t *comm_state(MPI_Comm comm)
 {
-    MPI_Group group, world;
-    shim_comm_t *c;
-    int flag = 0, *in, *out, i, same = MPI_UNEQUAL;
+    int flag = 0;
     void *val;
 
     PMPI_Comm_get_attr(comm, shim.keyval, &val, &flag);
     if (flag) {
         return val;
     }
+    /* Not made by a call we saw: no twin, see shim_comm_state_new. */
+    return shim_comm_state_new(comm, MPI_COMM_NULL);
+}
+
+shim_comm_t *shim_comm_state_new(MPI_Comm comm, MPI_Comm shadow)
+{
+    MPI_Group group, world;
+    shim_comm_t *c;
+    int *in, *out, i, same = MPI_UNEQUAL;
+
     c = calloc(1, sizeof(*c));
     if (c == NULL) {
         return NULL;
@@ -94,12 +100,15 @@ static shim_comm_t *comm_state(MPI_Comm comm)
     PMPI_Comm_rank(comm, &c->rank);
     PMPI_Comm_size(comm, &c->size);
     c->refs = 1;
-    c->shadow = MPI_COMM_NULL;
-    c->shadow_req = MPI_REQUEST_NULL;
+    c->comm = comm;
+    c->shadow = shadow;
     c->members = malloc(sizeof(uint32_t) * (size_t)c->size);
     in = malloc(sizeof(int) * (size_t)c->size);
     out = malloc(sizeof(int) * (size_t)c->size);
     if (c->members == NULL || in == NULL || out == NULL) {
+        if (shadow != MPI_COMM_NULL) {
+            PMPI_Comm_free(&shadow);
+        }
         free(c->members);
         free(c);
         free(in);
@@ -119,12 +128,18 @@ static shim_comm_t *comm_state(MPI_Comm comm)
     PMPI_Group_free(&world);
     free(in);
     free(out);
-    /* The twin stock MPI uses if an agent fails. Made now, at a point
-     * all members reach in the same order of collectives on comm. */
-    PMPI_Comm_idup(comm, &c->shadow, &c->shadow_req);
     PMPI_Comm_compare(comm, MPI_COMM_WORLD, &same);
     if (same == MPI_IDENT) {
         c->id = SHIM_WORLD_ID;
+        c->id_known = 1;
+    } else if (shadow != MPI_COMM_NULL) {
+        /* Every member is here (the call that made comm): agree now. */
+        if (c->rank == 0) {
+            c->id_buf = ((uint64_t)(shim.world_rank + 1) << 32) |
+                        ++shim.next_comm;
+        }
+        PMPI_Bcast(&c->id_buf, 1, MPI_UINT64_T, 0, comm);
+        c->id = c->id_buf;
         c->id_known = 1;
     } else {
         if (c->rank == 0) {
@@ -193,6 +208,7 @@ SHIM_API int MPI_Ialltoall(const void *sendbuf, int sendcount,
     size_t sbytes = 0, rbytes = 0;
     MPI_Aint soff = 0, roff = 0;
     int in_place = (sendbuf == MPI_IN_PLACE), rc, size;
+    MPI_Comm use;
     shim_post_t p;
     shim_comm_t *c;
     void *tmp = NULL;
@@ -225,14 +241,11 @@ SHIM_API int MPI_Ialltoall(const void *sendbuf, int sendcount,
     p.seq = c->seq++;
     if (shim.fo_state != SHIM_FO_NONE) {
         shim_in_call++;
-        rc = shim_fo_direct(c, p.seq, SHIM_COLL_IALLTOALL);
+        rc = shim_fo_direct(c, p.seq, SHIM_COLL_IALLTOALL, &use);
         shim_in_call--;
         if (rc == 1) {
             return PMPI_Ialltoall(sendbuf, sendcount, sendtype, recvbuf,
-                                  recvcount, recvtype, c->shadow, request);
-        }
-        if (rc != 0) {
-            return rc;
+                                  recvcount, recvtype, use, request);
         }
     }
     p.block_bytes = rbytes;
@@ -268,6 +281,7 @@ SHIM_API int MPI_Ibcast(void *buffer, int count_, MPI_Datatype datatype,
     MPI_Aint off = 0;
     shim_post_t p;
     shim_comm_t *c;
+    MPI_Comm use;
     int rc;
 
     if (shim_in_call || !shim.initialized) {
@@ -297,14 +311,11 @@ SHIM_API int MPI_Ibcast(void *buffer, int count_, MPI_Datatype datatype,
     p.seq = c->seq++;
     if (shim.fo_state != SHIM_FO_NONE) {
         shim_in_call++;
-        rc = shim_fo_direct(c, p.seq, SHIM_COLL_IBCAST);
+        rc = shim_fo_direct(c, p.seq, SHIM_COLL_IBCAST, &use);
         shim_in_call--;
         if (rc == 1) {
-            return PMPI_Ibcast(buffer, count_, datatype, root, c->shadow,
+            return PMPI_Ibcast(buffer, count_, datatype, root, use,
                                request);
-        }
-        if (rc != 0) {
-            return rc;
         }
     }
     p.root = root;
@@ -319,4 +330,88 @@ SHIM_API int MPI_Ibcast(void *buffer, int count_, MPI_Datatype datatype,
         count(SHIM_COLL_IBCAST, SHIM_STAT_BYTES, bytes);
     }
     return rc;
+}
+
+/*
+ * Communicator creation: every member is inside the call, so a twin made
+ * here with a blocking PMPI_Comm_dup costs no new wait, and lets stock MPI
+ * redo this communicator's pending collectives if an agent fails
+ * (shim_failover.c). Communicators made otherwise (MPI_Comm_idup, graph
+ * topologies, intercommunicators merged) get no twin: their pending
+ * collectives fail then instead.
+ */
+static void twin(MPI_Comm *newcomm)
+{
+    MPI_Comm sh = MPI_COMM_NULL;
+    int inter = 0;
+
+    if (!shim.active || *newcomm == MPI_COMM_NULL) {
+        return;
+    }
+    shim_in_call++;
+    PMPI_Comm_test_inter(*newcomm, &inter);
+    if (!inter && PMPI_Comm_dup(*newcomm, &sh) == MPI_SUCCESS &&
+        shim_comm_state_new(*newcomm, sh) == NULL) {
+        dps_warn("out of memory: a communicator has no twin");
+    }
+    shim_in_call--;
+}
+
+#define SHIM_TWIN(call)                                                    \
+    do {                                                                   \
+        int rc_ = (call);                                                  \
+                                                                           \
+        if (rc_ == MPI_SUCCESS && !shim_in_call && shim.initialized) {     \
+            twin(newcomm);                                                 \
+        }                                                                  \
+        return rc_;                                                        \
+    } while (0)
+
+SHIM_API int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
+{
+    SHIM_TWIN(PMPI_Comm_dup(comm, newcomm));
+}
+
+SHIM_API int MPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info,
+                                    MPI_Comm *newcomm)
+{
+    SHIM_TWIN(PMPI_Comm_dup_with_info(comm, info, newcomm));
+}
+
+SHIM_API int MPI_Comm_split(MPI_Comm comm, int color, int key,
+                            MPI_Comm *newcomm)
+{
+    SHIM_TWIN(PMPI_Comm_split(comm, color, key, newcomm));
+}
+
+SHIM_API int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key,
+                                 MPI_Info info, MPI_Comm *newcomm)
+{
+    SHIM_TWIN(PMPI_Comm_split_type(comm, split_type, key, info, newcomm));
+}
+
+SHIM_API int MPI_Comm_create(MPI_Comm comm, MPI_Group group,
+                             MPI_Comm *newcomm)
+{
+    SHIM_TWIN(PMPI_Comm_create(comm, group, newcomm));
+}
+
+SHIM_API int MPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag,
+                                   MPI_Comm *newcomm)
+{
+    SHIM_TWIN(PMPI_Comm_create_group(comm, group, tag, newcomm));
+}
+
+SHIM_API int MPI_Cart_create(MPI_Comm comm, int ndims, const int dims[],
+                             const int periods[], int reorder,
+                             MPI_Comm *newcomm)
+{
+    SHIM_TWIN(PMPI_Cart_create(comm, ndims, dims, periods, reorder,
+                               newcomm));
+}
+
+SHIM_API int MPI_Cart_sub(MPI_Comm comm, const int remain_dims[],
+                          MPI_Comm *newcomm)
+{
+    SHIM_TWIN(PMPI_Cart_sub(comm, remain_dims, newcomm));
 }

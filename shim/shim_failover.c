@@ -14,10 +14,14 @@
  * entries. A rank's entries for a communicator say "every seq below L"
  * (L: its lowest unfinished one) and "seq s" for each it finished above
  * L (instances finish out of order: a small Ibcast overtakes a large
- * Ialltoall). After it, a rank redoes each of its pending instances that
- * no rank finished with the stock collective on the communicator's twin,
- * in seq order, and fails the others (some rank finished them and will
- * not take part again). A communicator that some rank freed has every
+ * Ialltoall), and "every seq below P may have gone to an agent" (P: its
+ * seq at the failure). After it, a rank redoes each of its pending
+ * instances that no rank finished with the stock collective on the
+ * communicator's twin, in seq order, and fails the others (some rank
+ * finished them and will not take part again). A communicator without a
+ * twin (made by a call the shim does not see) cannot redo anything: its
+ * instances that some rank may have offloaded fail, and later ones run
+ * on the communicator itself. A communicator that some rank freed has every
  * instance finished there, so its pending instances elsewhere fail:
  * freed communicators leave a record behind.
  *
@@ -38,9 +42,13 @@
 
 #define FO_TAG 4242
 
+enum { FO_FIN_ONE,        /* seq finished */
+       FO_FIN_BELOW,      /* every seq below seq finished */
+       FO_POSTED_BELOW }; /* every seq below seq may be on an agent */
+
 typedef struct fo_entry {
     uint64_t id;
-    uint64_t below;     /* 1: every seq below seq finished; 0: seq did */
+    uint64_t kind;      /* FO_* above */
     uint64_t seq;
 } fo_entry_t;
 
@@ -61,14 +69,22 @@ static struct {
     /* communicators freed with finished instances */
     fo_entry_t *freed;
     int         nfreed, freed_cap;
-    int         busy;           /* re-entry guard */
     double      started;
 } fo = {.recv_req = MPI_REQUEST_NULL, .req = MPI_REQUEST_NULL};
 
+/* One thread at a time drives the takeover; others go on. */
+static pthread_mutex_t fo_lock = PTHREAD_MUTEX_INITIALIZER;
+
 int shim_fo_init(void)
 {
+    MPI_Comm sh[2];
+
     if (PMPI_Comm_dup(MPI_COMM_WORLD, &shim.fo_ctrl) != MPI_SUCCESS ||
-        PMPI_Comm_dup(MPI_COMM_WORLD, &shim.fo_agree) != MPI_SUCCESS) {
+        PMPI_Comm_dup(MPI_COMM_WORLD, &shim.fo_agree) != MPI_SUCCESS ||
+        PMPI_Comm_dup(MPI_COMM_WORLD, &sh[0]) != MPI_SUCCESS ||
+        PMPI_Comm_dup(MPI_COMM_SELF, &sh[1]) != MPI_SUCCESS ||
+        shim_comm_state_new(MPI_COMM_WORLD, sh[0]) == NULL ||
+        shim_comm_state_new(MPI_COMM_SELF, sh[1]) == NULL) {
         return DPS_ERR_INVALID;
     }
     PMPI_Irecv(&fo.recv_buf, 1, MPI_INT, MPI_ANY_SOURCE, FO_TAG,
@@ -148,16 +164,22 @@ static void comm_entries(const shim_comm_t *c, fo_entry_t **v, int *n,
     if (low > 0) {
         e = entry_add(v, n, cap);
         e->id = c->id;
-        e->below = 1;
+        e->kind = FO_FIN_BELOW;
         e->seq = low;
     }
     for (i = 0; i < c->nfin; i++) {
         if (c->fin[i] >= low) {
             e = entry_add(v, n, cap);
             e->id = c->id;
-            e->below = 0;
+            e->kind = FO_FIN_ONE;
             e->seq = c->fin[i];
         }
+    }
+    if (c->posted_before > 0) {
+        e = entry_add(v, n, cap);
+        e->id = c->id;
+        e->kind = FO_POSTED_BELOW;
+        e->seq = c->posted_before;
     }
 }
 
@@ -196,12 +218,16 @@ static void stop_our_agent(void)
     double deadline = dps_now() + shim.cfg.agent_timeout;
     int status;
 
+    if (shim.listen_agent && shim.parent_fd >= 0) {
+        close(shim.parent_fd);   /* the agent exits when it sees EOF */
+        shim.parent_fd = -1;
+    }
     if (shim.agent_pid <= 0) {
-        return;
+        return;   /* on a DPU: it stops at the end of its connection */
     }
     kill(shim.agent_pid, SIGKILL);
     while (shim_pid_alive(shim.agent_pid)) {
-        if (shim.is_leader) {
+        if (shim.is_leader && !shim.listen_agent) {
             waitpid(shim.agent_pid, &status, WNOHANG);
         }
         if (dps_now() > deadline) {
@@ -243,6 +269,9 @@ void shim_fo_start(const char *why)
     HASH_ITER(hh_token, shim.by_token, op, tmp) {
         HASH_DELETE(hh_token, shim.by_token, op);
     }
+    for (c = shim.comms; c != NULL; c = c->next_all) {
+        c->posted_before = c->seq;
+    }
     /* Said once by each rank that saw it; the others follow quietly. */
     if (strncmp(why, "rank ", 5) == 0) {
         dps_info("%s: offload is off", why);
@@ -274,8 +303,9 @@ void shim_fo_start(const char *why)
                     shim.fo_agree, &fo.req);
 }
 
-/* Did any rank finish instance seq of communicator id? */
-static int finished_somewhere(uint64_t id, uint32_t seq)
+/* Does an entry of any rank about communicator id cover seq: finished
+ * it (fin), or may have offloaded it (!fin)? */
+static int agreed(uint64_t id, uint32_t seq, int fin)
 {
     fo_entry_t key = {id, 0, 0}, *e;
 
@@ -288,28 +318,51 @@ static int finished_somewhere(uint64_t id, uint32_t seq)
         e--;
     }
     for (; e < fo.all + fo.nall && e->id == id; e++) {
-        if (e->below ? seq < e->seq : seq == e->seq) {
+        if (fin ? (e->kind == FO_FIN_BELOW ? seq < e->seq
+                                          : e->kind == FO_FIN_ONE &&
+                                            seq == e->seq)
+                : e->kind == FO_POSTED_BELOW && seq < e->seq) {
             return 1;
         }
     }
     return 0;
 }
 
-/* Is c ready for stock MPI: agreement done, twin made, id known? */
-static int comm_ready(shim_comm_t *c)
+/* Where instance seq of c runs on stock MPI: *use, and 1; or 0 when it
+ * cannot (then logged and counted, unless quiet). Lock held. */
+static int stock_comm(shim_comm_t *c, uint32_t seq, int coll, MPI_Comm *use,
+                      int quiet)
 {
-    int flag = 0;
+    const char *why = NULL;
 
-    if (shim.fo_state != SHIM_FO_DECIDED || !c->id_known) {
+    if (agreed(c->id, seq, 1)) {
+        why = "a rank finished it on an agent before the failure, so "
+              "stock MPI cannot redo it";
+    } else if (c->shadow != MPI_COMM_NULL) {
+        *use = c->shadow;
+        return 1;
+    } else if (agreed(c->id, seq, 0)) {
+        why = "it may have gone to an agent, and the communicator was made "
+              "by a call the shim does not see (no twin to redo it on)";
+    } else if (c->comm != MPI_COMM_NULL) {
+        *use = c->comm;   /* no rank offloaded it: the communicator's own */
+        return 1;
+    } else {
+        why = "its communicator is freed";
+    }
+    if (quiet) {
         return 0;
     }
-    if (c->shadow_req != MPI_REQUEST_NULL) {
-        PMPI_Test(&c->shadow_req, &flag, MPI_STATUS_IGNORE);
-        if (!flag) {
-            return 0;
-        }
-    }
-    return 1;
+    dps_error("collective %u on communicator %#llx fails: %s", seq,
+              (unsigned long long)c->id, why);
+    shim.stats[coll][SHIM_STAT_FAILED]++;
+    return 0;
+}
+
+/* Is c ready for stock MPI: agreement done, id known? */
+static int comm_ready(const shim_comm_t *c)
+{
+    return shim.fo_state == SHIM_FO_DECIDED && c->id_known;
 }
 
 static int count_of(const shim_op_t *op)
@@ -324,14 +377,11 @@ static int take_one(shim_op_t *op)
     shim_comm_t *c = op->comm;
     int coll = p->coll == DPS_COLL_ALLTOALL ? SHIM_COLL_IALLTOALL
                                             : SHIM_COLL_IBCAST;
+    MPI_Comm use;
     int rc;
 
     op->taken = 1;
-    if (finished_somewhere(c->id, p->seq)) {
-        dps_error("collective %u on communicator %#llx: a rank finished it "
-                  "before the agent failed, so stock MPI cannot redo it: "
-                  "it fails", p->seq, (unsigned long long)c->id);
-        shim.stats[coll][SHIM_STAT_FAILED]++;
+    if (!stock_comm(c, p->seq, coll, &use, 0)) {
         return MPI_ERR_OTHER;
     }
     if (p->block_bytes > (uint64_t)INT32_MAX) {
@@ -343,11 +393,10 @@ static int take_one(shim_op_t *op)
     }
     if (p->coll == DPS_COLL_ALLTOALL) {
         rc = PMPI_Ialltoall(p->send, count_of(op), MPI_BYTE, p->recv,
-                            count_of(op), MPI_BYTE, c->shadow,
-                            &op->pmpi_req);
+                            count_of(op), MPI_BYTE, use, &op->pmpi_req);
     } else {
         rc = PMPI_Ibcast((void *)p->send, count_of(op), MPI_BYTE, p->root,
-                         c->shadow, &op->pmpi_req);
+                         use, &op->pmpi_req);
     }
     if (rc == MPI_SUCCESS) {
         shim.stats[coll][op->after ? SHIM_STAT_AFTER : SHIM_STAT_REDONE]++;
@@ -357,7 +406,7 @@ static int take_one(shim_op_t *op)
     return rc;
 }
 
-int shim_fo_direct(shim_comm_t *c, uint32_t seq, int coll)
+int shim_fo_direct(shim_comm_t *c, uint32_t seq, int coll, MPI_Comm *use)
 {
     shim_op_t *op;
     int direct;
@@ -367,16 +416,12 @@ int shim_fo_direct(shim_comm_t *c, uint32_t seq, int coll)
     for (op = c->ops_head; direct && op != NULL; op = op->next_in_comm) {
         direct = op->taken;   /* nothing queued to overtake */
     }
-    if (direct && finished_somewhere(c->id, seq)) {
-        shim.stats[coll][SHIM_STAT_FAILED]++;
-        pthread_mutex_unlock(&shim.lock);
-        dps_error("collective %u on communicator %#llx: a rank finished it "
-                  "on an agent before the agent failed: it fails", seq,
-                  (unsigned long long)c->id);
-        return MPI_ERR_OTHER;
-    }
-    if (direct) {
+    /* One that must fail gets a request all the same (shim_op_start),
+     * which ends with the error: callers rarely check MPI_I*'s result. */
+    if (direct && stock_comm(c, seq, coll, use, 1)) {
         shim.stats[coll][SHIM_STAT_AFTER]++;
+    } else {
+        direct = 0;
     }
     pthread_mutex_unlock(&shim.lock);
     return direct;
@@ -498,10 +543,9 @@ static int poll_notices(void)
 
 void shim_fo_progress(void)
 {
-    if (fo.busy || shim.fo_ctrl == MPI_COMM_NULL) {
+    if (shim.fo_ctrl == MPI_COMM_NULL || pthread_mutex_trylock(&fo_lock)) {
         return;
     }
-    fo.busy = 1;
     poll_notices();
     if (shim.fo_state == SHIM_FO_NONE && shim.fo_why[0] != '\0') {
         shim_fo_start(shim.fo_why);
@@ -512,7 +556,7 @@ void shim_fo_progress(void)
     if (shim.fo_state == SHIM_FO_DECIDED) {
         drive_ops();
     }
-    fo.busy = 0;
+    pthread_mutex_unlock(&fo_lock);
 }
 
 /*

@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #include "shim.h"
 #include "shim_reg.h"
+#include "../common/dps_listen.h"
 #include "../common/dps_log.h"
 #include "../common/dps_proto.h"
 #include "../common/dps_status.h"
@@ -26,6 +27,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -209,12 +211,21 @@ static void stop_agent(void)
     double deadline = dps_now() + 2.0;
     int status;
 
-    if (!shim.is_leader || shim.agent_pid <= 0) {
+    if (!shim.is_leader || (shim.agent_pid <= 0 && !shim.listen_agent)) {
         return;
     }
     if (shim.parent_fd >= 0) {
         close(shim.parent_fd);  /* EOF: the agent exits */
         shim.parent_fd = -1;
+    }
+    if (shim.listen_agent) {
+        /* Not our child: its listener reaps it. */
+        while (shim.agent_pid > 0 && shim_pid_alive(shim.agent_pid) &&
+               dps_now() < deadline) {
+            usleep(1000);
+        }
+        shim.agent_pid = 0;
+        return;
     }
     while (waitpid(shim.agent_pid, &status, WNOHANG) == 0) {
         if (dps_now() > deadline) {
@@ -476,7 +487,8 @@ static int connect_job(MPI_Comm vnode, const void *agent_addr,
         }
     }
     /* Agents name their wake-up sockets after agent 0's pid. */
-    job_key = (int)shim.agent_pid;
+    job_key = shim.agent_pid > 0 ? (int)shim.agent_pid
+                                 : (int)(getpid() | 0x40000000);
     PMPI_Bcast(&job_key, 1, MPI_INT, 0, MPI_COMM_WORLD);
     /* Worker addresses of every rank and of every agent. */
     i = (int)wattr.address_length;
@@ -611,11 +623,102 @@ static void teardown_ucx(void)
     }
 }
 
+/* The job's name and secret for listening agents (DPUSHIM_AGENT_MAP). */
+typedef struct {
+    int     ok;
+    char    job[DPS_LISTEN_NAME_MAX + 1];
+    uint8_t secret[DPS_SECRET_LEN];
+    char    why[200];            /* rank 0's error, when !ok */
+} job_secret_t;
+
+static const char *secret_dir(char *buf, size_t len)
+{
+    if (shim.cfg.secret_dir[0] != '\0') {
+        snprintf(buf, len, "%s", shim.cfg.secret_dir);
+        return buf;
+    }
+    return dps_secret_dir_default(buf, len);
+}
+
+/* Rank 0 writes a fresh secret file; every rank learns name and secret
+ * (in memory only). Returns 1 if the job has one. */
+static int make_job_secret(job_secret_t *js)
+{
+    char dir[4096];
+    uint64_t r = 0;
+
+    memset(js, 0, sizeof(*js));
+    if (shim.world_rank == 0) {
+        if (getentropy(&r, sizeof(r)) != 0) {
+            r = (uint64_t)getpid() * 2654435761u ^ (uint64_t)time(NULL);
+        }
+        snprintf(js->job, sizeof(js->job), "job-%016llx",
+                 (unsigned long long)r);
+        if (secret_dir(dir, sizeof(dir)) == NULL) {
+            snprintf(js->why, sizeof(js->why), "DPUSHIM_SECRET_DIR: path "
+                     "too long");
+        } else if (dps_secret_create(dir, js->job, js->secret, js->why,
+                                     sizeof(js->why)) == DPS_OK) {
+            js->ok = 1;
+        }
+    }
+    PMPI_Bcast(js, (int)sizeof(*js), MPI_BYTE, 0, MPI_COMM_WORLD);
+    return js->ok;
+}
+
+static void remove_job_secret(const job_secret_t *js)
+{
+    char dir[4096];
+
+    if (shim.world_rank == 0 && js->ok &&
+        secret_dir(dir, sizeof(dir)) != NULL) {
+        dps_secret_remove(dir, js->job);
+    }
+}
+
+/* Leader of virtual node vidx of this host: connect to the listening
+ * agent the map names; on success *addr holds its address. */
+static int connect_listener(const job_secret_t *js, unsigned vidx,
+                            void **addr, size_t *addr_len)
+{
+    char host[256], ahost[256], hostport[DPS_LISTEN_HOSTPORT_MAX];
+    char err[512];
+    uint32_t pid = 0;
+    int rc, fd = -1;
+
+    if (gethostname(host, sizeof(host)) != 0) {
+        snprintf(host, sizeof(host), "localhost");
+    }
+    host[sizeof(host) - 1] = '\0';
+    rc = dps_agent_map_lookup(shim.cfg.agent_map, host, vidx, hostport,
+                              sizeof(hostport), err, sizeof(err));
+    if (rc == DPS_OK) {
+        rc = dps_listen_connect(hostport, js->job, js->secret,
+                                SHIM_CONNECT_TIMEOUT_MS / 2, &fd, addr,
+                                addr_len, &pid, ahost, sizeof(ahost), err,
+                                sizeof(err));
+    }
+    if (rc != DPS_OK) {
+        dps_error("%s (DPUSHIM_AGENT_MAP=%s)", err, shim.cfg.agent_map);
+        return rc;
+    }
+    shim.parent_fd = fcntl(fd, F_DUPFD_CLOEXEC, 10);
+    close(fd);
+    shim.listen_agent = 1;
+    /* Same host (a test, or a host-side agent): pid checks and kicks
+     * work. On a DPU the connection's end and pings tell. */
+    shim.agent_pid = strcmp(ahost, host) == 0 ? (pid_t)pid : 0;
+    dps_info("connected to agent %s (pid %u on %s) for job %s", hostport,
+             pid, ahost, js->job);
+    return DPS_OK;
+}
+
 void shim_init(void)
 {
     char msgs[4096], who[32], *line, *save = NULL;
     int nbad, ok, node_rank = 0, node_size = 0, vrank = 0, rpd, node_id;
     int vsize = 0;
+    job_secret_t js = {0};
     cpu_set_t cpus;
     MPI_Comm node = MPI_COMM_NULL, vnode = MPI_COMM_NULL;
     void *addr = NULL;
@@ -691,8 +794,20 @@ void shim_init(void)
         return;
     }
 
+    if (shim.cfg.agent_map[0] != '\0' && !make_job_secret(&js)) {
+        if (shim.world_rank == 0) {
+            dps_error("%s", js.why);
+        }
+        PMPI_Comm_free(&vnode);
+        PMPI_Comm_free(&node);
+        cannot_offload("no job secret for the listening agents");
+        return;
+    }
     if (shim.is_leader) {
-        info.ok = (spawn_agent(&addr, &addr_len) == DPS_OK);
+        info.ok = (shim.cfg.agent_map[0] != '\0'
+                   ? connect_listener(&js, (unsigned)(node_rank / rpd),
+                                      &addr, &addr_len)
+                   : spawn_agent(&addr, &addr_len)) == DPS_OK;
         info.pid = (int)shim.agent_pid;
         info.len = (uint32_t)addr_len;
     }
@@ -705,9 +820,12 @@ void shim_init(void)
         }
     }
     if (!agree(info.ok)) {
+        remove_job_secret(&js);
         cannot_offload("no agent available");
         goto err_agent;
     }
+    /* Every agent has checked the secret: it has served its purpose. */
+    remove_job_secret(&js);
     PMPI_Bcast(addr, (int)info.len, MPI_BYTE, 0, vnode);
     shim.agent_pid = (pid_t)info.pid;
     if (!connect_job(vnode, addr, info.len, node_id)) {

@@ -281,14 +281,27 @@ static void check_agent(void)
         return;
     }
     shim.last_liveness = now;
+    /* Agents on this host: by pid (0: on a DPU, not ours to see). */
     dead = shim.agent_pid;
-    for (i = 0; shim_pid_alive(dead) && i < shim.n_node_agents; i++) {
+    for (i = 0; (dead <= 0 || shim_pid_alive(dead)) &&
+                i < shim.n_node_agents; i++) {
         dead = shim.node_agents[i];
     }
-    if (!shim_pid_alive(dead)) {
+    if (dead > 0 && !shim_pid_alive(dead)) {
         snprintf(shim.fo_why, sizeof(shim.fo_why), "agent pid %d died",
                  (int)dead);
         return;
+    }
+    /* A listening agent's connection ends when its process does. */
+    if (shim.listen_agent && shim.parent_fd >= 0) {
+        struct pollfd pfd = {shim.parent_fd, POLLIN, 0};
+
+        if (poll(&pfd, 1, 0) > 0) {
+            snprintf(shim.fo_why, sizeof(shim.fo_why),
+                     "the connection to our agent (pid %d) ended",
+                     (int)shim.agent_pid);
+            return;
+        }
     }
     /* Alive but silent: ping it; no answer within the timeout fails it. */
     if (shim.ping_sent > 0 && now - shim.ping_sent > half) {

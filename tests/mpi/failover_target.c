@@ -7,12 +7,15 @@
  *                 last) SIGKILLs its agent right after posting (default)
  *   FO_HOW=stop   ... SIGSTOPs it instead: the agent no longer answers
  *
- * Phase 1: checked collectives with the agents. Phase 2: NCOLL Ialltoalls
- * and Ibcasts posted at once, the agent failing after the first; every
+ * Phase 1: checked collectives with the agents, on MPI_COMM_WORLD and on
+ * a communicator made by MPI_Comm_idup (the shim gives it no twin to redo
+ * collectives on). Phase 2: NCOLL Ialltoalls and Ibcasts posted at once
+ * (the last on the idup one), the agent failing after the first; every
  * request must end (MPI_ERRORS_RETURN): successful ones with exactly the
  * data stock MPI would deliver, failed ones with an error class. Phase 3:
- * after the failure, more collectives of several sizes on MPI_COMM_WORLD
- * and on a new communicator, all of which must succeed with exact data.
+ * after the failure, more collectives of several sizes on MPI_COMM_WORLD,
+ * the idup communicator and a new one, which must succeed with exact
+ * data.
  * Prints "result: ok" from rank 0 when all held, and per rank how many
  * phase-2 requests ended well or with an error.
  */
@@ -26,7 +29,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define NCOLL 6
+#define NCOLL 7
 
 static int rank, size, errors;
 
@@ -175,7 +178,8 @@ int main(int argc, char **argv)
     unsigned char *s[NCOLL], *r[NCOLL];
     MPI_Request req[NCOLL];
     int rc[NCOLL], node, killer, ok = 0, failed = 0, all;
-    MPI_Comm half;
+    MPI_Comm half, nt;
+    MPI_Request dup;
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -192,17 +196,26 @@ int main(int argc, char **argv)
     }
 
     /* Phase 1: the agents work. */
+    MPI_Comm_idup(MPI_COMM_WORLD, &nt, &dup);
+    MPI_Wait(&dup, MPI_STATUS_IGNORE);
     checked_pair(MPI_COMM_WORLD, small, 1, "before");
     checked_pair(MPI_COMM_WORLD, big, 2, "before, 1 MiB");
+    checked_pair(nt, small, 3, "before, idup communicator");
 
-    /* Phase 2: the agent fails while collectives are pending. */
+    /* Phase 2: the agent fails while collectives are pending (after every
+     * rank is done with phase 1). */
+    MPI_Barrier(MPI_COMM_WORLD);
     for (int i = 0; i < NCOLL; i++) {
         size_t block = (i % 2) ? big : small;
 
         s[i] = malloc(block * (size_t)size);
         r[i] = malloc(block * (size_t)size);
         memset(r[i], 0x5a, block * (size_t)size);
-        if (i % 3 == 2) {
+        if (i == NCOLL - 1) {
+            fill_a2a(s[i], block, 100 + i);
+            MPI_Ialltoall(s[i], (int)block, MPI_BYTE, r[i], (int)block,
+                          MPI_BYTE, nt, &req[i]);
+        } else if (i % 3 == 2) {
             /* An Ibcast from rank i % size. */
             if (rank == i % size) {
                 fill_bcast(r[i], block, 100 + i, i % size);
@@ -240,7 +253,7 @@ int main(int argc, char **argv)
             continue;
         }
         ok++;
-        if (i % 3 == 2) {
+        if (i % 3 == 2 && i != NCOLL - 1) {
             check_bcast(r[i], block, 100 + i, i % size, what);
         } else {
             check_a2a(r[i], block, 100 + i, what);
@@ -253,6 +266,9 @@ int main(int argc, char **argv)
     for (unsigned k = 0; k < 3; k++) {
         checked_pair(MPI_COMM_WORLD, k == 1 ? big : small, 10 + k, "after");
     }
+    checked_pair(nt, small, 15, "after, idup communicator");
+    checked_pair(nt, big, 16, "after, idup communicator, 1 MiB");
+    MPI_Comm_free(&nt);
     MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &half);
     checked_pair(half, small, 20, "after, new communicator");
     checked_pair(half, big, 21, "after, new communicator, 1 MiB");

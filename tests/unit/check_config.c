@@ -266,7 +266,7 @@ START_TEST(def_table_sane)
             ck_assert_uint_ne(o->offset, e->offset);
         }
     }
-    ck_assert_int_eq(n, 15);
+    ck_assert_int_eq(n, 18);
     (void)entry("OFFLOAD");
     (void)entry("IALLTOALL");
     (void)entry("IBCAST");
@@ -282,6 +282,9 @@ START_TEST(def_table_sane)
     (void)entry("CHUNK_BYTES");
     (void)entry("PIPELINE_DEPTH");
     (void)entry("REQUIRE");
+    (void)entry("AGENT_TIMEOUT");
+    (void)entry("AGENT_MAP");
+    (void)entry("SECRET_DIR");
 }
 END_TEST
 
@@ -531,6 +534,8 @@ START_TEST(ok_ranges)
     ACCEPT_UINT("PIPELINE_DEPTH", "1", 1);
     ACCEPT_UINT("PIPELINE_DEPTH", "8", 8);
     ACCEPT_UINT("PIPELINE_DEPTH", "64", 64);
+    ACCEPT_UINT("AGENT_TIMEOUT", "1", 1);
+    ACCEPT_UINT("AGENT_TIMEOUT", "3600", 3600);
 }
 END_TEST
 
@@ -540,8 +545,12 @@ START_TEST(bad_ranges)
         "0", "1", "4095", "3k", "67108865", "65m", "1g"
     };
     static const char *const depth[] = {"0", "65", "1000", "1000000"};
+    static const char *const timeout[] = {"0", "3601", "-1", "10s"};
     size_t i;
 
+    for (i = 0; i < sizeof(timeout) / sizeof(timeout[0]); i++) {
+        REFUSE("AGENT_TIMEOUT", timeout[i]);
+    }
     for (i = 0; i < sizeof(chunk) / sizeof(chunk[0]); i++) {
         REFUSE("CHUNK_BYTES", chunk[i]);
     }
