@@ -504,6 +504,20 @@ listen_job_tests() {
     report "$mpi SIGKILL of a served job's ranks ends its agent process; the listener serves the next job" \
         "$ok" "$log"
 
+    # A job's listening agent killed mid-collective: the job finishes on
+    # stock MPI (its rank sees the connection end), the listener serves on.
+    log="$LOGS/$mpi-listen-failover.log"
+    run_job "$log" "$mpi" 2 1 "$vars FO_LISTENER=$LISTEN_PID FO_HOW=kill" \
+        "build/$mpi/tests/failover_target"
+    ok=$?
+    [ $ok = 0 ] && ok=1 || ok=0
+    grep -q '^result: ok' "$log" &&
+        grep -q '^rank 0: killing agent pid' "$log" &&
+        grep -Eq '^dpushim: ialltoall after agent failure: redone=[0-9]+ failed=[0-9]+ stock=[1-9]' "$log" || ok=0
+    kill -0 "$LISTEN_PID" 2>/dev/null || { echo "listener died" >>"$log"; ok=0; }
+    report "$mpi listening agent killed mid-collective: requests end, results exact, job finishes on stock MPI, listener serves on" \
+        "$ok" "$log"
+
     stop_listener
     rm -rf "$dir"
 }

@@ -6,6 +6,8 @@
  *   FO_HOW=kill   the first rank of virtual node FO_NODE (default: the
  *                 last) SIGKILLs its agent right after posting (default)
  *   FO_HOW=stop   ... SIGSTOPs it instead: the agent no longer answers
+ *   FO_LISTENER=PID  agents are children of this listening dpu_agent, not
+ *                 of ranks: the same rank kills (stops) every one of them
  *
  * Phase 1: checked collectives with the agents, on MPI_COMM_WORLD and on
  * a communicator made by MPI_Comm_idup (the shim gives it no twin to redo
@@ -141,12 +143,14 @@ static void checked_pair(MPI_Comm comm, size_t block, unsigned seed,
     free(b);
 }
 
-/* Our agent: the dpu_agent child of this process. */
-static pid_t agent_child(void)
+/* Our agent: the dpu_agent child of this process, or (FO_LISTENER)
+ * the children of the listener; acts on each with sig, returns how many. */
+static int signal_agents(int sig)
 {
     DIR *d = opendir("/proc");
     struct dirent *e;
-    pid_t found = 0;
+    int found = 0, parent = getenv("FO_LISTENER") ? atoi(getenv("FO_LISTENER"))
+                                                  : (int)getpid();
 
     while (d != NULL && (e = readdir(d)) != NULL) {
         char path[300], buf[512], *p;
@@ -160,8 +164,12 @@ static pid_t agent_child(void)
         if (fgets(buf, sizeof(buf), f) != NULL &&
             strstr(buf, "(dpu_agent)") != NULL &&
             (p = strrchr(buf, ')')) != NULL &&
-            sscanf(p + 2, "%*c %d", &ppid) == 1 && ppid == getpid()) {
-            found = (pid_t)atoi(e->d_name);
+            sscanf(p + 2, "%*c %d", &ppid) == 1 && ppid == parent) {
+            printf("rank %d: %s agent pid %s\n", rank,
+                   sig == SIGSTOP ? "stopping" : "killing", e->d_name);
+            fflush(stdout);
+            kill((pid_t)atoi(e->d_name), sig);
+            found++;
         }
         fclose(f);
     }
@@ -227,19 +235,11 @@ int main(int argc, char **argv)
             MPI_Ialltoall(s[i], (int)block, MPI_BYTE, r[i], (int)block,
                           MPI_BYTE, MPI_COMM_WORLD, &req[i]);
         }
-        if (i == 0 && rank == killer) {
-            pid_t a = agent_child();
-
-            if (a <= 0) {
-                fprintf(stderr, "rank %d: no agent child found\n", rank);
-                errors++;
-            } else {
-                printf("rank %d: %s agent pid %d\n", rank,
-                       strcmp(how, "stop") == 0 ? "stopping" : "killing",
-                       (int)a);
-                fflush(stdout);
-                kill(a, strcmp(how, "stop") == 0 ? SIGSTOP : SIGKILL);
-            }
+        if (i == 0 && rank == killer &&
+            signal_agents(strcmp(how, "stop") == 0 ? SIGSTOP : SIGKILL) ==
+            0) {
+            fprintf(stderr, "rank %d: no agent found\n", rank);
+            errors++;
         }
     }
     for (int i = 0; i < NCOLL; i++) {
