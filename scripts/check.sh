@@ -376,13 +376,21 @@ failover_case() {
         "$ok" "$log"
 }
 
-# start_listener MPI DIR: a listening agent on 127.0.0.1 (any port) with
-# secrets in DIR/sec; sets LISTEN_PID and LISTEN_PORT, writes DIR/map.
+# start_listener MPI DIR [HOSTNAME]: a listening agent on 127.0.0.1 (any
+# port) with secrets in DIR/sec; sets LISTEN_PID and LISTEN_PORT, writes
+# DIR/map. With HOSTNAME it runs in a UTS namespace of that host name, so
+# the ranks take it for an agent on another machine (a DPU): no pids, no
+# wake-up sockets, its death seen by the end of its connection.
 start_listener() {
-    local mpi=$1 dir=$2 _
+    local mpi=$1 dir=$2 name=${3:-} _
     mkdir -p "$dir/sec" && chmod 700 "$dir" "$dir/sec"
-    "build/$mpi/dpu_agent" --listen 127.0.0.1:0 --secret-dir "$dir/sec" \
-        >"$dir/listener.log" 2>&1 &
+    if [ -n "$name" ]; then
+        unshare -u sh -c 'hostname "$1" && exec "$2" --listen 127.0.0.1:0 --secret-dir "$3"' \
+            _ "$name" "build/$mpi/dpu_agent" "$dir/sec" >"$dir/listener.log" 2>&1 &
+    else
+        "build/$mpi/dpu_agent" --listen 127.0.0.1:0 --secret-dir "$dir/sec" \
+            >"$dir/listener.log" 2>&1 &
+    fi
     LISTEN_PID=$!
     LISTEN_PORT=
     for _ in $(seq 50); do
@@ -522,6 +530,40 @@ listen_job_tests() {
     rm -rf "$dir"
 }
 
+# A listening agent the ranks take for one on another machine (its host
+# name differs): jobs are exact without pids or wake-up sockets, and when
+# its processes are killed mid-collective the ranks see their connections
+# end, tell the others, and finish on stock MPI.
+listen_remote_tests() {
+    local mpi=$1 dir log ok vars
+    dir=$(mktemp -d /tmp/dpushim-remote.XXXXXX)
+    log="$LOGS/$mpi-remote-start.log"
+    if ! start_listener "$mpi" "$dir" dpu-emulated; then
+        cp "$dir/listener.log" "$log"
+        report "$mpi listening agent in its own UTS namespace starts (unshare -u)" 0 "$log"
+        rm -rf "$dir"
+        return
+    fi
+    vars="DPUSHIM_STATS=1 DPUSHIM_MIN_BYTES=1 DPUSHIM_LOG=info DPUSHIM_AGENT_MAP=$dir/map DPUSHIM_SECRET_DIR=$dir/sec DPUSHIM_RANKS_PER_DPU=2"
+    log="$LOGS/$mpi-remote-job.log"
+    run_job "$log" "$mpi" 4 1 "$vars" "build/$mpi/tests/t_alltoall_sizes" &&
+        grep -q '^result: ok' "$log" && stats_match "$log" &&
+        grep -q 'on dpu-emulated) for job' "$log" && ok=1 || ok=0
+    report "$mpi agents on another host (emulated: own host name), 4 ranks, 2 agents: results and statistics exact" \
+        "$ok" "$log"
+    log="$LOGS/$mpi-remote-failover.log"
+    run_job "$log" "$mpi" 4 1 "$vars FO_LISTENER=$LISTEN_PID FO_HOW=kill" \
+        "build/$mpi/tests/failover_target" &&
+        grep -q '^result: ok' "$log" &&
+        grep -Eq 'error: the connection to agent 127\.0\.0\.1:[0-9]+ \(pid [0-9]+ on dpu-emulated\) ended' "$log" &&
+        grep -Eq '^dpushim: ialltoall after agent failure: redone=[0-9]+ failed=[0-9]+ stock=[1-9]' "$log" &&
+        ok=1 || ok=0
+    report "$mpi agents on another host killed mid-collective: seen by their connections' end, job finishes on stock MPI" \
+        "$ok" "$log"
+    stop_listener
+    rm -rf "$dir"
+}
+
 # Bad input for listening agents: one line naming the cause at MPI_Init,
 # then stock MPI (or, with DPUSHIM_REQUIRE=1, an abort).
 listen_bad_input_tests() {
@@ -639,6 +681,7 @@ for mpi in "$@"; do
     kill_case "$mpi" leader
     listen_agent_tests "$mpi"
     listen_job_tests "$mpi"
+    listen_remote_tests "$mpi"
     listen_bad_input_tests "$mpi"
     for np in 2 4; do
         failover_case "$mpi" "$np" kill

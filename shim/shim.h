@@ -108,6 +108,7 @@ typedef struct shim_state {
     int            parent_fd;     /* leader: write end the agent watches,
                                    * or the listening agent's connection */
     int            listen_agent;  /* leader: agent from DPUSHIM_AGENT_MAP */
+    char           agent_desc[600]; /* "pid N" or "ADDR:PORT (pid N on H)" */
     int            agent_dead;
     int            kick_fd;       /* our wake-up socket, or -1 */
     dps_ucx_t      ucx;
@@ -126,7 +127,7 @@ typedef struct shim_state {
     double         last_liveness; /* time of the last agent check */
     double         last_heard;    /* time of the agent's last message */
     double         ping_sent;     /* outstanding PING, or 0 */
-    char           fo_why[160];   /* failure seen here, to act on */
+    char           fo_why[700];   /* failure seen here, to act on */
     int            fo_state;      /* SHIM_FO_* */
     MPI_Comm       fo_ctrl;       /* notices and Finalize (p2p, barrier) */
     MPI_Comm       fo_agree;      /* the agreement's collectives */

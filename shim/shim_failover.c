@@ -231,8 +231,8 @@ static void stop_our_agent(void)
             waitpid(shim.agent_pid, &status, WNOHANG);
         }
         if (dps_now() > deadline) {
-            dps_error("agent pid %d still running %u s after SIGKILL",
-                      (int)shim.agent_pid, shim.cfg.agent_timeout);
+            dps_error("agent %s still running %u s after SIGKILL",
+                      shim.agent_desc, shim.cfg.agent_timeout);
             break;
         }
         usleep(1000);

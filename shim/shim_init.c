@@ -708,6 +708,8 @@ static int connect_listener(const job_secret_t *js, unsigned vidx,
     /* Same host (a test, or a host-side agent): pid checks and kicks
      * work. On a DPU the connection's end and pings tell. */
     shim.agent_pid = strcmp(ahost, host) == 0 ? (pid_t)pid : 0;
+    snprintf(shim.agent_desc, sizeof(shim.agent_desc), "%s (pid %u on %s)",
+             hostport, pid, ahost);
     dps_info("connected to agent %s (pid %u on %s) for job %s", hostport,
              pid, ahost, js->job);
     return DPS_OK;
@@ -727,7 +729,8 @@ void shim_init(void)
         int      ok;
         int      pid;
         uint32_t len;
-    } info = {0, 0, 0};
+        char     desc[sizeof(shim.agent_desc)];
+    } info = {0, 0, 0, ""};
 
     PMPI_Comm_rank(MPI_COMM_WORLD, &shim.world_rank);
     PMPI_Comm_size(MPI_COMM_WORLD, &shim.world_size);
@@ -810,8 +813,14 @@ void shim_init(void)
                    : spawn_agent(&addr, &addr_len)) == DPS_OK;
         info.pid = (int)shim.agent_pid;
         info.len = (uint32_t)addr_len;
+        if (!shim.listen_agent) {
+            snprintf(shim.agent_desc, sizeof(shim.agent_desc), "pid %d",
+                     info.pid);
+        }
+        memcpy(info.desc, shim.agent_desc, sizeof(info.desc));
     }
     PMPI_Bcast(&info, (int)sizeof(info), MPI_BYTE, 0, vnode);
+    memcpy(shim.agent_desc, info.desc, sizeof(shim.agent_desc));
     agent_affinity(&cpus);
     if (!shim.is_leader && info.ok) {
         addr = malloc(info.len);
@@ -876,7 +885,7 @@ static void fetch_agent_stats(void)
         }
     }
     if (!shim.have_agent_stats) {
-        dps_warn("agent pid %d sent no statistics", (int)shim.agent_pid);
+        dps_warn("agent %s sent no statistics", shim.agent_desc);
     }
 }
 

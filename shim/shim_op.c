@@ -132,8 +132,7 @@ static void op_send(shim_op_t *op)
     free(msg);
     if (shim.fo_why[0] == '\0') {
         snprintf(shim.fo_why, sizeof(shim.fo_why),
-                 "cannot hand a collective to the agent (pid %d)",
-                 (int)shim.agent_pid);
+                 "cannot hand a collective to agent %s", shim.agent_desc);
     }
 }
 
@@ -282,15 +281,18 @@ static void check_agent(void)
     }
     shim.last_liveness = now;
     /* Agents on this host: by pid (0: on a DPU, not ours to see). */
-    dead = shim.agent_pid;
-    for (i = 0; (dead <= 0 || shim_pid_alive(dead)) &&
-                i < shim.n_node_agents; i++) {
-        dead = shim.node_agents[i];
-    }
-    if (dead > 0 && !shim_pid_alive(dead)) {
-        snprintf(shim.fo_why, sizeof(shim.fo_why), "agent pid %d died",
-                 (int)dead);
+    if (shim.agent_pid > 0 && !shim_pid_alive(shim.agent_pid)) {
+        snprintf(shim.fo_why, sizeof(shim.fo_why), "agent %s died",
+                 shim.agent_desc);
         return;
+    }
+    for (i = 0; i < shim.n_node_agents; i++) {
+        dead = shim.node_agents[i];
+        if (dead > 0 && !shim_pid_alive(dead)) {
+            snprintf(shim.fo_why, sizeof(shim.fo_why), "agent pid %d of "
+                     "this node died", (int)dead);
+            return;
+        }
     }
     /* A listening agent's connection ends when its process does. */
     if (shim.listen_agent && shim.parent_fd >= 0) {
@@ -298,16 +300,15 @@ static void check_agent(void)
 
         if (poll(&pfd, 1, 0) > 0) {
             snprintf(shim.fo_why, sizeof(shim.fo_why),
-                     "the connection to our agent (pid %d) ended",
-                     (int)shim.agent_pid);
+                     "the connection to agent %s ended", shim.agent_desc);
             return;
         }
     }
     /* Alive but silent: ping it; no answer within the timeout fails it. */
     if (shim.ping_sent > 0 && now - shim.ping_sent > half) {
         snprintf(shim.fo_why, sizeof(shim.fo_why),
-                 "agent pid %d has not answered for %u s "
-                 "(DPUSHIM_AGENT_TIMEOUT)", (int)shim.agent_pid,
+                 "agent %s has not answered for %u s "
+                 "(DPUSHIM_AGENT_TIMEOUT)", shim.agent_desc,
                  shim.cfg.agent_timeout);
     } else if (shim.ping_sent == 0 && now - shim.last_heard > half) {
         size_t len;
