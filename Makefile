@@ -69,15 +69,21 @@ unit: $(addprefix build/unit/,$(UNIT_TESTS))
 # libFuzzer harness for the wire decoder (clang), and its seed writer.
 FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer,address,undefined \
               -fno-sanitize-recover=all
-fuzz: build/fuzz/fuzz_decode build/fuzz/mkseeds
+fuzz: build/fuzz/fuzz_decode build/fuzz/fuzz_hello build/fuzz/mkseeds
 
 build/fuzz/fuzz_decode: tests/fuzz/fuzz_decode.c common/dps_proto.c $(HDRS) Makefile
 	@mkdir -p $(@D)
 	clang $(FUZZ_FLAGS) -o $@ tests/fuzz/fuzz_decode.c common/dps_proto.c
 
-build/fuzz/mkseeds: tests/fuzz/mkseeds.c common/dps_proto.c $(HDRS) Makefile
+build/fuzz/fuzz_hello: tests/fuzz/fuzz_hello.c common/dps_listen.c $(HDRS) Makefile
 	@mkdir -p $(@D)
-	$(CC) $(WARN) $(CFLAGS) -o $@ tests/fuzz/mkseeds.c common/dps_proto.c
+	clang $(FUZZ_FLAGS) -o $@ tests/fuzz/fuzz_hello.c common/dps_listen.c \
+	    common/dps_log.c common/dps_ucx.c $(UCX_LIBS)
+
+build/fuzz/mkseeds: tests/fuzz/mkseeds.c common/dps_proto.c common/dps_listen.c $(HDRS) Makefile
+	@mkdir -p $(@D)
+	$(CC) $(WARN) $(CFLAGS) -o $@ tests/fuzz/mkseeds.c common/dps_proto.c \
+	    common/dps_listen.c common/dps_log.c common/dps_ucx.c $(UCX_LIBS)
 
 deps:
 	@scripts/deps.sh

@@ -638,22 +638,37 @@ thirdparty_mpi4py() {
     done
 }
 
-# The decoder under libFuzzer with AddressSanitizer, briefly (longer by
-# hand: build/fuzz/fuzz_decode -max_total_time=600 build/fuzz/corpus).
+# The decoders under libFuzzer with AddressSanitizer, briefly (longer by
+# hand: build/fuzz/fuzz_decode -max_total_time=600 build/fuzz/corpus, and
+# build/fuzz/fuzz_hello -max_total_time=600 build/fuzz/hello-corpus): the
+# wire messages of ranks and agents, and the hello a listening agent takes
+# from anyone who connects.
 fuzz_decoder() {
-    local log="$LOGS/fuzz-decode.log" ok=0 seeds=build/fuzz/seeds
-    if [ ! -x build/fuzz/fuzz_decode ]; then
-        echo "build/fuzz/fuzz_decode not built (make fuzz, needs clang)" >"$log"
+    local log="$LOGS/fuzz-decode.log" logh="$LOGS/fuzz-hello.log" ok=0
+    local seeds=build/fuzz/seeds hseeds=build/fuzz/hello-seeds
+    local t=${DPS_FUZZ_SECONDS:-15}
+    if [ ! -x build/fuzz/fuzz_decode ] || [ ! -x build/fuzz/fuzz_hello ]; then
+        echo "build/fuzz/fuzz_decode or fuzz_hello not built (make fuzz, needs clang)" >"$log"
+        cp "$log" "$logh"
     else
-        rm -rf "$seeds" && mkdir -p "$seeds" build/fuzz/corpus &&
-            build/fuzz/mkseeds "$seeds" &&
-            timeout 120 build/fuzz/fuzz_decode -max_total_time=${DPS_FUZZ_SECONDS:-15} \
+        rm -rf "$seeds" "$hseeds" &&
+            mkdir -p "$seeds" "$hseeds" build/fuzz/corpus build/fuzz/hello-corpus &&
+            build/fuzz/mkseeds "$seeds" "$hseeds" &&
+            timeout 120 build/fuzz/fuzz_decode -max_total_time="$t" \
                 -seed=1 -artifact_prefix=build/fuzz/ build/fuzz/corpus "$seeds" \
                 >"$log" 2>&1 &&
             grep -q '^Done [0-9]* runs' "$log" && ok=1
     fi
     report "wire decoder fuzzed (libFuzzer, ASan, UBSan) without a fault" \
         "$ok" "$log"
+    ok=0
+    [ -x build/fuzz/fuzz_hello ] &&
+        timeout 120 build/fuzz/fuzz_hello -max_total_time="$t" -seed=1 \
+            -artifact_prefix=build/fuzz/hello- build/fuzz/hello-corpus "$hseeds" \
+            >"$logh" 2>&1 &&
+        grep -q '^Done [0-9]* runs' "$logh" && ok=1
+    report "listener hello decoder fuzzed (libFuzzer, ASan, UBSan): accepted hellos re-encode exactly" \
+        "$ok" "$logh"
 }
 
 no_agents_left() {

@@ -186,7 +186,11 @@ static void comm_entries(const shim_comm_t *c, fo_entry_t **v, int *n,
 /* A freed communicator's finished instances (lock held). */
 void shim_fo_record_freed(const shim_comm_t *c)
 {
-    comm_entries(c, &fo.freed, &fo.nfreed, &fo.freed_cap);
+    /* After shim_fo_fini (MPI_Finalize frees MPI_COMM_SELF's state):
+     * nothing can fail over any more. */
+    if (shim.fo_ctrl != MPI_COMM_NULL) {
+        comm_entries(c, &fo.freed, &fo.nfreed, &fo.freed_cap);
+    }
 }
 
 static void send_notices(void)
@@ -620,6 +624,8 @@ void shim_fo_fini(void)
     free(fo.counts);
     free(fo.displs);
     free(fo.freed);
+    fo.freed = NULL;
+    fo.nfreed = fo.freed_cap = 0;
     PMPI_Comm_free(&shim.fo_ctrl);
     PMPI_Comm_free(&shim.fo_agree);
 }

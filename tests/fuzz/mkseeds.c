@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Write one valid message of every type into DIR, as fuzzing seeds.
- * usage: mkseeds DIR */
+ * usage: mkseeds DIR [HELLO_DIR]: wire messages to DIR, listener hellos
+ * to HELLO_DIR */
+#include "../../common/dps_listen.h"
 #include "../../common/dps_proto.h"
 
 #include <stdio.h>
@@ -37,8 +39,8 @@ int main(int argc, char **argv)
     size_t len = 0;
     void *m;
 
-    if (argc != 2) {
-        fprintf(stderr, "usage: mkseeds DIR\n");
+    if (argc != 2 && argc != 3) {
+        fprintf(stderr, "usage: mkseeds DIR [HELLO_DIR]\n");
         return 2;
     }
     m = dps_msg_encode_hello(1, 4242, &len);
@@ -55,6 +57,10 @@ int main(int argc, char **argv)
     put(argv[1], "shutdown", m, len);
     m = dps_msg_encode_stats_req(&len);
     put(argv[1], "stats_req", m, len);
+    m = dps_msg_encode_ping(1, 4242, &len);
+    put(argv[1], "ping", m, len);
+    m = dps_msg_encode_pong(&len);
+    put(argv[1], "pong", m, len);
     m = dps_msg_encode_stats(&st, &len);
     put(argv[1], "stats", m, len);
     m = dps_msg_encode_procs(3, pid, node, &len);
@@ -89,5 +95,14 @@ int main(int argc, char **argv)
     m = dps_msg_encode_post(DPS_MSG_PEER_POST, &p,
                                                   NULL, NULL, NULL, &len);
     put(argv[1], "peer_post", m, len);
+    if (argc == 3) {
+        uint8_t secret[DPS_SECRET_LEN];
+
+        memset(secret, 0xa5, sizeof(secret));
+        m = dps_listen_encode_hello("job-0123456789abcdef", secret, &len);
+        put(argv[2], "hello", m, len);
+        m = dps_listen_encode_hello("x", secret, &len);
+        put(argv[2], "hello_short", m, len);
+    }
     return 0;
 }

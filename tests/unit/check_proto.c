@@ -145,16 +145,16 @@ static void *resized(const void *msg, size_t len, int delta, size_t *nlen)
 /* ------------------------------------------------------------------ */
 
 enum { FX_HELLO, FX_READY, FX_COMPLETE, FX_COMM_FREE, FX_READ_DONE,
-       FX_SHUTDOWN, FX_COUNT };
+       FX_SHUTDOWN, FX_PING, FX_PONG, FX_COUNT };
 
 static const unsigned fx_type[FX_COUNT] = {
     DPS_MSG_HELLO, DPS_MSG_READY, DPS_MSG_COMPLETE, DPS_MSG_COMM_FREE,
-    DPS_MSG_READ_DONE, DPS_MSG_SHUTDOWN
+    DPS_MSG_READ_DONE, DPS_MSG_SHUTDOWN, DPS_MSG_PING, DPS_MSG_PONG
 };
 static const size_t fx_body[FX_COUNT] = {
     sizeof(dps_msg_hello_t), sizeof(dps_msg_ready_t),
     sizeof(dps_msg_complete_t), sizeof(dps_msg_comm_free_t),
-    sizeof(dps_msg_read_done_t), 0
+    sizeof(dps_msg_read_done_t), 0, sizeof(dps_msg_hello_t), 0
 };
 
 /* A valid encoded message of a fixed-size type. */
@@ -180,6 +180,12 @@ static void *make_fixed(int which, size_t *len)
         break;
     case FX_SHUTDOWN:
         m = dps_msg_encode_shutdown(len);
+        break;
+    case FX_PING:
+        m = dps_msg_encode_ping(5, 777, len);
+        break;
+    case FX_PONG:
+        m = dps_msg_encode_pong(len);
         break;
     }
     ck_assert_ptr_nonnull(m);
@@ -330,6 +336,28 @@ START_TEST(rt_shutdown)
 END_TEST
 
 /* The header is little-endian on the wire: "DPSH", 1, type, length. */
+START_TEST(rt_ping_pong)
+{
+    dps_msg_t msg;
+    size_t len = 0;
+    char *m = dps_msg_encode_ping(12, 3456, &len);
+
+    check_hdr(m, len, DPS_MSG_PING);
+    ck_assert_uint_eq(len, HDR + sizeof(dps_msg_hello_t));
+    DECODE_OK(m, len, &msg);
+    ck_assert_int_eq(msg.type, DPS_MSG_PING);
+    ck_assert_uint_eq(msg.u.hello.world_rank, 12);
+    ck_assert_uint_eq(msg.u.hello.pid, 3456);
+    free(m);
+    m = dps_msg_encode_pong(&len);
+    check_hdr(m, len, DPS_MSG_PONG);
+    ck_assert_uint_eq(len, HDR);
+    DECODE_OK(m, len, &msg);
+    ck_assert_int_eq(msg.type, DPS_MSG_PONG);
+    free(m);
+}
+END_TEST
+
 START_TEST(rt_header_bytes)
 {
     static const uint8_t want[HDR] = {
@@ -359,6 +387,8 @@ START_TEST(rt_type_str)
     ck_assert_str_eq(dps_msg_type_str(DPS_MSG_READ_DONE), "read_done");
     ck_assert_str_eq(dps_msg_type_str(DPS_MSG_SHUTDOWN), "shutdown");
     ck_assert_str_eq(dps_msg_type_str(DPS_MSG_REG_FREE), "reg_free");
+    ck_assert_str_eq(dps_msg_type_str(DPS_MSG_PING), "ping");
+    ck_assert_str_eq(dps_msg_type_str(DPS_MSG_PONG), "pong");
     ck_assert_str_eq(dps_msg_type_str(0), "?");
     ck_assert_str_eq(dps_msg_type_str(DPS_MSG_TYPE_MAX), "?");
     ck_assert_str_eq(dps_msg_type_str(0xffffu), "?");
@@ -1904,6 +1934,7 @@ static Suite *proto_suite(void)
     tcase_add_test(tc, hdr_too_short);
     tcase_add_test(tc, hdr_bad_magic);
     tcase_add_test(tc, hdr_bad_version);
+    tcase_add_test(tc, rt_ping_pong);
     tcase_add_test(tc, hdr_bad_length);
     tcase_add_test(tc, hdr_bad_type);
     suite_add_tcase(s, tc);
