@@ -441,17 +441,28 @@ listen_job_tests() {
     report "$mpi two jobs at once on one listening agent (2 ranks; 4 ranks, 2 agent processes): results and statistics exact, secrets removed" \
         "$ok" "$log"
 
-    # A job whose secret the agent cannot find is refused, with the
-    # reason, and runs on stock MPI, while a served job goes on.
+    # While a served job runs: a client with a wrong secret is refused,
+    # and a job whose secret the agent cannot find is refused, with the
+    # reason, and runs on stock MPI.
     log="$LOGS/$mpi-listen-refused.log" logb="$LOGS/$mpi-listen-served.log"
+    local ver probe=tests/tools/listen_probe.py ans
+    ver=$(sed -n 's/^#define DPS_PROTO_VERSION *\([0-9]*\).*/\1/p' common/dps_proto.h)
     mkdir -p "$dir/other" && chmod 700 "$dir/other"
     run_job "$logb" "$mpi" 2 1 "$vars" "build/$mpi/tests/t_regcache" &
     pb=$!
     sleep 0.5
+    /usr/bin/python3 "$probe" 127.0.0.1 "$LISTEN_PORT" "$ver" writekey \
+        "$dir/sec" intruder 600 >/dev/null
+    ans=$(timeout 10 /usr/bin/python3 "$probe" 127.0.0.1 "$LISTEN_PORT" \
+        "$ver" hello intruder random 2>&1)
     run_job "$log" "$mpi" 2 1 "DPUSHIM_STATS=1 DPUSHIM_MIN_BYTES=1 DPUSHIM_AGENT_MAP=$dir/map DPUSHIM_SECRET_DIR=$dir/other" \
         "build/$mpi/tests/cfg_probe"
     ok=$?
     [ $ok = 0 ] && ok=1 || ok=0
+    { echo "-- client with a wrong secret got: $ans"; } >>"$log"
+    [[ $ans == "refused wrong secret"* ]] &&
+        grep -q "refused .* job 'intruder': wrong secret" "$dir/listener.log" ||
+        { echo "wrong secret not refused and logged" >>"$log"; ok=0; }
     wait $pb || ok=0
     grep -q '^result: ok' "$log" &&
         [ "$(grep -c 'refused the job: .*no secret file' "$log")" = 1 ] &&
@@ -460,14 +471,12 @@ listen_job_tests() {
         { echo "refusal not reported (job, or listener log)" >>"$log"; ok=0; }
     grep -q '^result: ok' "$logb" && stats_match "$logb" || ok=0
     { echo "-- served job:"; cat "$logb"; echo "-- listener:"; cat "$dir/listener.log"; } >>"$log"
-    report "$mpi listening agent refuses a job with the wrong secret, logged, and it runs on stock MPI; a job served meanwhile is exact" \
+    report "$mpi listening agent, while serving a job (exact): refuses a wrong secret and a job whose secret is elsewhere, logged; that job runs on stock MPI" \
         "$ok" "$log"
 
     # Malformed and random hellos sent to the port by a fuzzer while a
     # job is served: the job is exact, the listener serves the next one.
     log="$LOGS/$mpi-listen-fuzz-job.log" logb="$LOGS/$mpi-listen-fuzzer.log"
-    local ver
-    ver=$(sed -n 's/^#define DPS_PROTO_VERSION *\([0-9]*\).*/\1/p' common/dps_proto.h)
     timeout -k 2 40 /usr/bin/python3 tests/tools/listen_probe.py 127.0.0.1 \
         "$LISTEN_PORT" "$ver" fuzz 8 "$dir/sec" >"$logb" 2>&1 &
     pb=$!
