@@ -339,7 +339,9 @@ kill_case() {
 }
 
 # failover_case MPI NP HOW: an agent is SIGKILLed (HOW=kill) or SIGSTOPped
-# (stop: it stops answering) right after collectives were posted. Every
+# (stop: it stops answering) right after collectives were posted; recv:
+# killed, and all ranks but 0 wait in MPI_Recv for rank 0, which sends
+# once its collectives are done (the takeover must reach them there). Every
 # pending request must end, successful ones with exact data; later
 # collectives run on stock MPI, are counted, and are right; the job ends
 # through MPI_Finalize within the bound: DPUSHIM_AGENT_TIMEOUT (2 s for
@@ -347,8 +349,12 @@ kill_case() {
 failover_case() {
     local mpi=$1 np=$2 how=$3 ok=1 t0 t1 bound=40 r
     local log="$LOGS/$mpi-failover-np$np-$how.log"
-    local vars="DPUSHIM_MIN_BYTES=1 DPUSHIM_STATS=1 DPUSHIM_RANKS_PER_DPU=2 FO_RPD=2 FO_HOW=$how"
-    [ "$how" = stop ] && vars="$vars DPUSHIM_AGENT_TIMEOUT=2"
+    local vars="DPUSHIM_MIN_BYTES=1 DPUSHIM_STATS=1 DPUSHIM_RANKS_PER_DPU=2 FO_RPD=2"
+    case $how in
+    stop) vars="$vars FO_HOW=stop DPUSHIM_AGENT_TIMEOUT=2" ;;
+    recv) vars="$vars FO_HOW=kill FO_RECV=1" ;;
+    *)    vars="$vars FO_HOW=kill" ;;
+    esac
     t0=$(date +%s.%N)
     run_job "$log" "$mpi" "$np" 1 "$vars" "build/$mpi/tests/failover_target" ||
         ok=0
@@ -372,6 +378,7 @@ failover_case() {
     [ -z "$(dps_agents_left)" ] || { echo "agents left: $(dps_agents_left)" >>"$log"; ok=0; }
     local what="killed (SIGKILL)"
     [ "$how" = stop ] && what="stopped (SIGSTOP, silent)"
+    [ "$how" = recv ] && what="killed while ranks block in MPI_Recv,"
     report "$mpi agent $what mid-collective, $np ranks: requests end, results exact, job finishes on stock MPI" \
         "$ok" "$log"
 }
@@ -710,6 +717,7 @@ for mpi in "$@"; do
     for np in 2 4; do
         failover_case "$mpi" "$np" kill
         failover_case "$mpi" "$np" stop
+        failover_case "$mpi" "$np" recv
     done
     kill_case "$mpi" launcher
     [ "$mpi" = openmpi ] && thirdparty_mpi4py

@@ -209,6 +209,10 @@ int shim_pid_alive(pid_t pid);
  * others fail with an error. Later collectives go to stock MPI.
  */
 int  shim_fo_init(void);              /* MPI_Init, once offload is on */
+/* Blocking calls watch for failures while offload is on (shim_block.c):
+ * is that now, and wait for a request that is not ours doing so. */
+int  shim_watching(void);
+int  shim_watch_wait(MPI_Request *req, MPI_Status *status);
 void shim_fo_start(const char *why);  /* a failure seen here */
 void shim_fo_progress(void);          /* lock not held */
 void shim_fo_fini(void);              /* MPI_Finalize, before teardown */

@@ -39,11 +39,15 @@ int shim_need_pmpi(int n, const MPI_Request *reqs)
     return 0;
 }
 
-/* Let completions we already received reach MPI before a PMPI_Test*. */
+/* Let completions we already received reach MPI before a PMPI_Test*;
+ * while offload is on, take in failure notices too (a rank polling for a
+ * message may be what a takeover waits for). */
 static void poll_agent(void)
 {
     if (shim_any_pending()) {
         shim_progress();
+    } else if (shim_watching()) {
+        shim_fo_progress();
     }
 }
 
@@ -51,8 +55,11 @@ SHIM_API int MPI_Wait(MPI_Request *request, MPI_Status *status)
 {
     int flag = 0, rc;
 
-    if (shim_in_call || !any_pending(1, request)) {
+    if (shim_in_call) {
         return PMPI_Wait(request, status);
+    }
+    if (!any_pending(1, request)) {
+        return shim_watch_wait(request, status);
     }
     for (;;) {
         shim_progress();
@@ -69,8 +76,18 @@ SHIM_API int MPI_Waitall(int count, MPI_Request requests[],
 {
     int flag = 0, rc;
 
-    if (shim_in_call || !any_pending(count, requests)) {
+    if (shim_in_call) {
         return PMPI_Waitall(count, requests, statuses);
+    }
+    if (!any_pending(count, requests)) {
+        if (!shim_watching()) {
+            return PMPI_Waitall(count, requests, statuses);
+        }
+        do {
+            shim_fo_progress();
+            rc = PMPI_Testall(count, requests, &flag, statuses);
+        } while (rc == MPI_SUCCESS && !flag);
+        return rc;
     }
     for (;;) {
         shim_progress();
@@ -87,8 +104,18 @@ SHIM_API int MPI_Waitany(int count, MPI_Request requests[], int *index,
 {
     int flag = 0, rc;
 
-    if (shim_in_call || !any_pending(count, requests)) {
+    if (shim_in_call) {
         return PMPI_Waitany(count, requests, index, status);
+    }
+    if (!any_pending(count, requests)) {
+        if (!shim_watching()) {
+            return PMPI_Waitany(count, requests, index, status);
+        }
+        do {
+            shim_fo_progress();
+            rc = PMPI_Testany(count, requests, index, &flag, status);
+        } while (rc == MPI_SUCCESS && !flag);
+        return rc;
     }
     for (;;) {
         shim_progress();
@@ -106,9 +133,21 @@ SHIM_API int MPI_Waitsome(int incount, MPI_Request requests[],
 {
     int rc;
 
-    if (shim_in_call || !any_pending(incount, requests)) {
+    if (shim_in_call) {
         return PMPI_Waitsome(incount, requests, outcount, indices,
                              statuses);
+    }
+    if (!any_pending(incount, requests)) {
+        if (!shim_watching()) {
+            return PMPI_Waitsome(incount, requests, outcount, indices,
+                                 statuses);
+        }
+        do {
+            shim_fo_progress();
+            rc = PMPI_Testsome(incount, requests, outcount, indices,
+                               statuses);
+        } while (rc == MPI_SUCCESS && *outcount == 0);
+        return rc;
     }
     for (;;) {
         shim_progress();

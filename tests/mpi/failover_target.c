@@ -6,6 +6,10 @@
  *   FO_HOW=kill   the first rank of virtual node FO_NODE (default: the
  *                 last) SIGKILLs its agent right after posting (default)
  *   FO_HOW=stop   ... SIGSTOPs it instead: the agent no longer answers
+ *   FO_RECV=1     after posting, ranks other than 0 block in MPI_Recv for a
+ *                 token rank 0 sends only once its requests are done: the
+ *                 takeover must reach ranks blocked in a point-to-point
+ *                 call (stock MPI would progress the collectives there)
  *   FO_LISTENER=PID  agents are children of this listening dpu_agent, not
  *                 of ranks: the same rank kills (stops) every one of them
  *
@@ -242,6 +246,12 @@ int main(int argc, char **argv)
             errors++;
         }
     }
+    if (getenv("FO_RECV") && rank != 0) {
+        int token = 0;
+
+        MPI_Recv(&token, 1, MPI_INT, 0, 77, MPI_COMM_WORLD,
+                 MPI_STATUS_IGNORE);
+    }
     for (int i = 0; i < NCOLL; i++) {
         size_t block = (i % 2) ? big : small;
         char what[64];
@@ -257,6 +267,11 @@ int main(int argc, char **argv)
             check_bcast(r[i], block, 100 + i, i % size, what);
         } else {
             check_a2a(r[i], block, 100 + i, what);
+        }
+    }
+    if (getenv("FO_RECV") && rank == 0) {
+        for (int d = 1; d < size; d++) {
+            MPI_Send(&ok, 1, MPI_INT, d, 77, MPI_COMM_WORLD);
         }
     }
     printf("rank %d: pending collectives: %d ended well, %d with an "
