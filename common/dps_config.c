@@ -94,6 +94,15 @@ const dps_cfg_entry_t dps_config_table[] = {
      "Its pending collectives are then redone by stock MPI or fail with an "
      "error, and later ones run on stock MPI. 1 to 3600.",
      CFG_OFF(agent_timeout), 1, 3600},
+    {"WATCH_COLLECTIVES", DPS_CFG_BOOL, "1",
+     "While offload is on, blocking collectives (MPI_Barrier, _Bcast, "
+     "_Reduce, _Allreduce, _Gather, _Scatter, _Allgather, _Allgatherv, "
+     "_Alltoall, _Alltoallv) run as their nonblocking forms plus a test "
+     "loop, so that a rank waiting in one still takes part when stock MPI "
+     "takes over from a failed agent. 0 keeps them blocking (faster for "
+     "small messages) but a rank waiting in one for a rank that waits for "
+     "the takeover hangs the job. Must be the same on every rank.",
+     CFG_OFF(watch_collectives), 0, 0},
     {NULL, DPS_CFG_BOOL, NULL, NULL, 0, 0, 0}
 };
 

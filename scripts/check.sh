@@ -339,9 +339,10 @@ kill_case() {
 }
 
 # failover_case MPI NP HOW: an agent is SIGKILLed (HOW=kill) or SIGSTOPped
-# (stop: it stops answering) right after collectives were posted; recv:
-# killed, and all ranks but 0 wait in MPI_Recv for rank 0, which sends
-# once its collectives are done (the takeover must reach them there). Every
+# (stop: it stops answering) right after collectives were posted; recv,
+# bcast: killed, and all ranks but 0 wait in MPI_Recv (a blocking
+# MPI_Bcast) for rank 0, which sends once its collectives are done (the
+# takeover must reach them there). Every
 # pending request must end, successful ones with exact data; later
 # collectives run on stock MPI, are counted, and are right; the job ends
 # through MPI_Finalize within the bound: DPUSHIM_AGENT_TIMEOUT (2 s for
@@ -352,7 +353,7 @@ failover_case() {
     local vars="DPUSHIM_MIN_BYTES=1 DPUSHIM_STATS=1 DPUSHIM_RANKS_PER_DPU=2 FO_RPD=2"
     case $how in
     stop) vars="$vars FO_HOW=stop DPUSHIM_AGENT_TIMEOUT=2" ;;
-    recv) vars="$vars FO_HOW=kill FO_RECV=1" ;;
+    recv|bcast) vars="$vars FO_HOW=kill FO_BLOCK=$how" ;;
     *)    vars="$vars FO_HOW=kill" ;;
     esac
     t0=$(date +%s.%N)
@@ -379,6 +380,7 @@ failover_case() {
     local what="killed (SIGKILL)"
     [ "$how" = stop ] && what="stopped (SIGSTOP, silent)"
     [ "$how" = recv ] && what="killed while ranks block in MPI_Recv,"
+    [ "$how" = bcast ] && what="killed while ranks block in MPI_Bcast,"
     report "$mpi agent $what mid-collective, $np ranks: requests end, results exact, job finishes on stock MPI" \
         "$ok" "$log"
 }
@@ -718,6 +720,7 @@ for mpi in "$@"; do
         failover_case "$mpi" "$np" kill
         failover_case "$mpi" "$np" stop
         failover_case "$mpi" "$np" recv
+        failover_case "$mpi" "$np" bcast
     done
     kill_case "$mpi" launcher
     [ "$mpi" = openmpi ] && thirdparty_mpi4py

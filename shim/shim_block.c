@@ -1,20 +1,32 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Blocking point-to-point calls and MPI_Barrier, watched for agent
+ * Blocking point-to-point calls and collectives, watched for agent
  * failures. Taking over from a failed agent needs every rank to take part
  * (shim_failover.c): a rank blocked inside PMPI_Recv, say, waiting for a
  * rank that waits for the takeover, would never hear of it. While offload
  * is on, these calls therefore run as their nonblocking form plus a test
- * loop that also takes in failure notices and drives the takeover. MPI's
- * own blocking calls poll the same way, so a loop costs about what they
- * cost. Once stock MPI has taken over, they go straight to PMPI.
+ * loop that also takes in failure notices and drives the takeover.
+ *
+ * Point-to-point: MPI's own blocking calls poll the same way, so a loop
+ * costs about what they cost; once stock MPI has taken over they go
+ * straight to PMPI (blocking and nonblocking sends and receives match).
+ * Collectives: a blocking one never matches a nonblocking one, so the
+ * choice must be the same on every rank for the whole job: while offload
+ * is on and DPUSHIM_WATCH_COLLECTIVES (agreed at MPI_Init) says so. The
+ * nonblocking forms cost more for small messages (2-3x here).
  */
 #include "shim.h"
 
-/* Should a blocking call watch for failures? */
+/* Should a blocking point-to-point call watch for failures? */
 static int watching(void)
 {
     return !shim_in_call && shim.active && shim.fo_state != SHIM_FO_DECIDED;
+}
+
+/* Should a blocking collective (same answer on every rank)? */
+static int coll_watching(void)
+{
+    return !shim_in_call && shim.active && shim.cfg.watch_collectives;
 }
 
 /* Complete req, driving the takeover meanwhile. */
@@ -128,16 +140,109 @@ SHIM_API int MPI_Probe(int source, int tag, MPI_Comm comm,
     }
 }
 
+/* A blocking collective as its nonblocking form, watched. */
+#define SHIM_WATCHED_COLL(blocking, nonblocking)                            \
+    do {                                                                    \
+        MPI_Request req_;                                                   \
+        int rc_;                                                            \
+                                                                            \
+        if (!coll_watching()) {                                             \
+            return PMPI_##blocking;                                         \
+        }                                                                   \
+        rc_ = PMPI_##nonblocking;                                           \
+        return rc_ != MPI_SUCCESS ? rc_                                     \
+                                  : watch_wait(&req_, MPI_STATUS_IGNORE);   \
+    } while (0)
+
 SHIM_API int MPI_Barrier(MPI_Comm comm)
 {
-    MPI_Request req;
-    int rc;
+    SHIM_WATCHED_COLL(Barrier(comm), Ibarrier(comm, &req_));
+}
 
-    if (!watching()) {
-        return PMPI_Barrier(comm);
-    }
-    rc = PMPI_Ibarrier(comm, &req);
-    return rc != MPI_SUCCESS ? rc : watch_wait(&req, MPI_STATUS_IGNORE);
+SHIM_API int MPI_Bcast(void *buf, int count, MPI_Datatype type, int root,
+                       MPI_Comm comm)
+{
+    SHIM_WATCHED_COLL(Bcast(buf, count, type, root, comm),
+                      Ibcast(buf, count, type, root, comm, &req_));
+}
+
+SHIM_API int MPI_Reduce(const void *sbuf, void *rbuf, int count,
+                        MPI_Datatype type, MPI_Op op, int root,
+                        MPI_Comm comm)
+{
+    SHIM_WATCHED_COLL(Reduce(sbuf, rbuf, count, type, op, root, comm),
+                      Ireduce(sbuf, rbuf, count, type, op, root, comm,
+                              &req_));
+}
+
+SHIM_API int MPI_Allreduce(const void *sbuf, void *rbuf, int count,
+                           MPI_Datatype type, MPI_Op op, MPI_Comm comm)
+{
+    SHIM_WATCHED_COLL(Allreduce(sbuf, rbuf, count, type, op, comm),
+                      Iallreduce(sbuf, rbuf, count, type, op, comm, &req_));
+}
+
+SHIM_API int MPI_Gather(const void *sbuf, int scount, MPI_Datatype stype,
+                        void *rbuf, int rcount, MPI_Datatype rtype, int root,
+                        MPI_Comm comm)
+{
+    SHIM_WATCHED_COLL(Gather(sbuf, scount, stype, rbuf, rcount, rtype, root,
+                             comm),
+                      Igather(sbuf, scount, stype, rbuf, rcount, rtype, root,
+                              comm, &req_));
+}
+
+SHIM_API int MPI_Scatter(const void *sbuf, int scount, MPI_Datatype stype,
+                         void *rbuf, int rcount, MPI_Datatype rtype,
+                         int root, MPI_Comm comm)
+{
+    SHIM_WATCHED_COLL(Scatter(sbuf, scount, stype, rbuf, rcount, rtype, root,
+                              comm),
+                      Iscatter(sbuf, scount, stype, rbuf, rcount, rtype,
+                               root, comm, &req_));
+}
+
+SHIM_API int MPI_Allgather(const void *sbuf, int scount, MPI_Datatype stype,
+                           void *rbuf, int rcount, MPI_Datatype rtype,
+                           MPI_Comm comm)
+{
+    SHIM_WATCHED_COLL(Allgather(sbuf, scount, stype, rbuf, rcount, rtype,
+                                comm),
+                      Iallgather(sbuf, scount, stype, rbuf, rcount, rtype,
+                                 comm, &req_));
+}
+
+SHIM_API int MPI_Allgatherv(const void *sbuf, int scount, MPI_Datatype stype,
+                            void *rbuf, const int rcounts[],
+                            const int displs[], MPI_Datatype rtype,
+                            MPI_Comm comm)
+{
+    SHIM_WATCHED_COLL(Allgatherv(sbuf, scount, stype, rbuf, rcounts, displs,
+                                 rtype, comm),
+                      Iallgatherv(sbuf, scount, stype, rbuf, rcounts, displs,
+                                  rtype, comm, &req_));
+}
+
+SHIM_API int MPI_Alltoall(const void *sbuf, int scount, MPI_Datatype stype,
+                          void *rbuf, int rcount, MPI_Datatype rtype,
+                          MPI_Comm comm)
+{
+    SHIM_WATCHED_COLL(Alltoall(sbuf, scount, stype, rbuf, rcount, rtype,
+                               comm),
+                      Ialltoall(sbuf, scount, stype, rbuf, rcount, rtype,
+                                comm, &req_));
+}
+
+SHIM_API int MPI_Alltoallv(const void *sbuf, const int scounts[],
+                           const int sdispls[], MPI_Datatype stype,
+                           void *rbuf, const int rcounts[],
+                           const int rdispls[], MPI_Datatype rtype,
+                           MPI_Comm comm)
+{
+    SHIM_WATCHED_COLL(Alltoallv(sbuf, scounts, sdispls, stype, rbuf, rcounts,
+                                rdispls, rtype, comm),
+                      Ialltoallv(sbuf, scounts, sdispls, stype, rbuf,
+                                 rcounts, rdispls, rtype, comm, &req_));
 }
 
 /* MPI_Wait and friends on requests that are not ours (shim_wait.c). */

@@ -89,6 +89,13 @@ int shim_fo_init(void)
     }
     PMPI_Irecv(&fo.recv_buf, 1, MPI_INT, MPI_ANY_SOURCE, FO_TAG,
                shim.fo_ctrl, &fo.recv_req);
+    /* Blocking collectives must take the same form on every rank. */
+    {
+        int w = shim.cfg.watch_collectives, all = 0;
+
+        PMPI_Allreduce(&w, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+        shim.cfg.watch_collectives = all;
+    }
     return DPS_OK;
 }
 

@@ -6,10 +6,11 @@
  *   FO_HOW=kill   the first rank of virtual node FO_NODE (default: the
  *                 last) SIGKILLs its agent right after posting (default)
  *   FO_HOW=stop   ... SIGSTOPs it instead: the agent no longer answers
- *   FO_RECV=1     after posting, ranks other than 0 block in MPI_Recv for a
+ *   FO_BLOCK=recv after posting, ranks other than 0 block in MPI_Recv for a
  *                 token rank 0 sends only once its requests are done: the
  *                 takeover must reach ranks blocked in a point-to-point
  *                 call (stock MPI would progress the collectives there)
+ *   FO_BLOCK=bcast  the same with a blocking MPI_Bcast from rank 0
  *   FO_LISTENER=PID  agents are children of this listening dpu_agent, not
  *                 of ranks: the same rank kills (stops) every one of them
  *
@@ -187,6 +188,7 @@ int main(int argc, char **argv)
 {
     const size_t big = 1 << 20, small = 1 << 12;
     const char *how = getenv("FO_HOW") ? getenv("FO_HOW") : "kill";
+    const char *block;
     unsigned char *s[NCOLL], *r[NCOLL];
     MPI_Request req[NCOLL];
     int rc[NCOLL], node, killer, ok = 0, failed = 0, all;
@@ -246,11 +248,16 @@ int main(int argc, char **argv)
             errors++;
         }
     }
-    if (getenv("FO_RECV") && rank != 0) {
+    block = getenv("FO_BLOCK") ? getenv("FO_BLOCK") : "";
+    if (rank != 0 && strcmp(block, "recv") == 0) {
         int token = 0;
 
         MPI_Recv(&token, 1, MPI_INT, 0, 77, MPI_COMM_WORLD,
                  MPI_STATUS_IGNORE);
+    } else if (rank != 0 && strcmp(block, "bcast") == 0) {
+        int token = 0;
+
+        MPI_Bcast(&token, 1, MPI_INT, 0, MPI_COMM_WORLD);
     }
     for (int i = 0; i < NCOLL; i++) {
         size_t block = (i % 2) ? big : small;
@@ -269,10 +276,12 @@ int main(int argc, char **argv)
             check_a2a(r[i], block, 100 + i, what);
         }
     }
-    if (getenv("FO_RECV") && rank == 0) {
+    if (rank == 0 && strcmp(block, "recv") == 0) {
         for (int d = 1; d < size; d++) {
             MPI_Send(&ok, 1, MPI_INT, d, 77, MPI_COMM_WORLD);
         }
+    } else if (rank == 0 && strcmp(block, "bcast") == 0) {
+        MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
     }
     printf("rank %d: pending collectives: %d ended well, %d with an "
            "error\n", rank, ok, failed);

@@ -266,7 +266,7 @@ START_TEST(def_table_sane)
             ck_assert_uint_ne(o->offset, e->offset);
         }
     }
-    ck_assert_int_eq(n, 18);
+    ck_assert_int_eq(n, 19);
     (void)entry("OFFLOAD");
     (void)entry("IALLTOALL");
     (void)entry("IBCAST");
@@ -285,6 +285,7 @@ START_TEST(def_table_sane)
     (void)entry("AGENT_TIMEOUT");
     (void)entry("AGENT_MAP");
     (void)entry("SECRET_DIR");
+    (void)entry("WATCH_COLLECTIVES");
 }
 END_TEST
 
@@ -318,7 +319,7 @@ START_TEST(ok_bool)
             ACCEPT_INT(e->name, no[i], 0);
         }
     }
-    ck_assert_int_eq(nbool, 5);
+    ck_assert_int_eq(nbool, 6);
 }
 END_TEST
 
