@@ -95,9 +95,10 @@ const dps_cfg_entry_t dps_config_table[] = {
      "error, and later ones run on stock MPI. 1 to 3600.",
      CFG_OFF(agent_timeout), 1, 3600},
     {"WATCH_COLLECTIVES", DPS_CFG_BOOL, "1",
-     "While offload is on, blocking collectives (MPI_Barrier, _Bcast, "
-     "_Reduce, _Allreduce, _Gather, _Scatter, _Allgather, _Allgatherv, "
-     "_Alltoall, _Alltoallv) run as their nonblocking forms plus a test "
+     "While offload is on, the blocking collectives that have nonblocking "
+     "forms (MPI_Barrier, _Bcast, _Reduce, _Allreduce, _Gather(v), "
+     "_Scatter(v), _Allgather(v), _Alltoall(v,w), _Reduce_scatter(_block), "
+     "_Scan, _Exscan) run as those plus a test "
      "loop, so that a rank waiting in one still takes part when stock MPI "
      "takes over from a failed agent. 0 keeps them blocking (faster for "
      "small messages) but a rank waiting in one for a rank that waits for "

@@ -245,6 +245,117 @@ SHIM_API int MPI_Alltoallv(const void *sbuf, const int scounts[],
                                  rcounts, rdispls, rtype, comm, &req_));
 }
 
+SHIM_API int MPI_Gatherv(const void *sbuf, int scount, MPI_Datatype stype,
+                         void *rbuf, const int rcounts[], const int displs[],
+                         MPI_Datatype rtype, int root, MPI_Comm comm)
+{
+    SHIM_WATCHED_COLL(Gatherv(sbuf, scount, stype, rbuf, rcounts, displs,
+                              rtype, root, comm),
+                      Igatherv(sbuf, scount, stype, rbuf, rcounts, displs,
+                               rtype, root, comm, &req_));
+}
+
+SHIM_API int MPI_Scatterv(const void *sbuf, const int scounts[],
+                          const int displs[], MPI_Datatype stype, void *rbuf,
+                          int rcount, MPI_Datatype rtype, int root,
+                          MPI_Comm comm)
+{
+    SHIM_WATCHED_COLL(Scatterv(sbuf, scounts, displs, stype, rbuf, rcount,
+                               rtype, root, comm),
+                      Iscatterv(sbuf, scounts, displs, stype, rbuf, rcount,
+                                rtype, root, comm, &req_));
+}
+
+SHIM_API int MPI_Alltoallw(const void *sbuf, const int scounts[],
+                           const int sdispls[], const MPI_Datatype stypes[],
+                           void *rbuf, const int rcounts[],
+                           const int rdispls[], const MPI_Datatype rtypes[],
+                           MPI_Comm comm)
+{
+    SHIM_WATCHED_COLL(Alltoallw(sbuf, scounts, sdispls, stypes, rbuf,
+                                rcounts, rdispls, rtypes, comm),
+                      Ialltoallw(sbuf, scounts, sdispls, stypes, rbuf,
+                                 rcounts, rdispls, rtypes, comm, &req_));
+}
+
+SHIM_API int MPI_Reduce_scatter(const void *sbuf, void *rbuf,
+                                const int rcounts[], MPI_Datatype type,
+                                MPI_Op op, MPI_Comm comm)
+{
+    SHIM_WATCHED_COLL(Reduce_scatter(sbuf, rbuf, rcounts, type, op, comm),
+                      Ireduce_scatter(sbuf, rbuf, rcounts, type, op, comm,
+                                      &req_));
+}
+
+SHIM_API int MPI_Reduce_scatter_block(const void *sbuf, void *rbuf,
+                                      int rcount, MPI_Datatype type,
+                                      MPI_Op op, MPI_Comm comm)
+{
+    SHIM_WATCHED_COLL(Reduce_scatter_block(sbuf, rbuf, rcount, type, op,
+                                           comm),
+                      Ireduce_scatter_block(sbuf, rbuf, rcount, type, op,
+                                            comm, &req_));
+}
+
+SHIM_API int MPI_Scan(const void *sbuf, void *rbuf, int count,
+                      MPI_Datatype type, MPI_Op op, MPI_Comm comm)
+{
+    SHIM_WATCHED_COLL(Scan(sbuf, rbuf, count, type, op, comm),
+                      Iscan(sbuf, rbuf, count, type, op, comm, &req_));
+}
+
+SHIM_API int MPI_Exscan(const void *sbuf, void *rbuf, int count,
+                        MPI_Datatype type, MPI_Op op, MPI_Comm comm)
+{
+    SHIM_WATCHED_COLL(Exscan(sbuf, rbuf, count, type, op, comm),
+                      Iexscan(sbuf, rbuf, count, type, op, comm, &req_));
+}
+
+SHIM_API int MPI_Rsend(const void *buf, int count, MPI_Datatype datatype,
+                       int dest, int tag, MPI_Comm comm)
+{
+    MPI_Request req;
+    int rc;
+
+    if (!watching()) {
+        return PMPI_Rsend(buf, count, datatype, dest, tag, comm);
+    }
+    rc = PMPI_Irsend(buf, count, datatype, dest, tag, comm, &req);
+    return rc != MPI_SUCCESS ? rc : watch_wait(&req, MPI_STATUS_IGNORE);
+}
+
+SHIM_API int MPI_Mprobe(int source, int tag, MPI_Comm comm,
+                        MPI_Message *message, MPI_Status *status)
+{
+    int flag = 0, rc;
+
+    if (!watching()) {
+        return PMPI_Mprobe(source, tag, comm, message, status);
+    }
+    for (;;) {
+        shim_in_call++;
+        shim_fo_progress();
+        shim_in_call--;
+        rc = PMPI_Improbe(source, tag, comm, &flag, message, status);
+        if (rc != MPI_SUCCESS || flag) {
+            return rc;
+        }
+    }
+}
+
+SHIM_API int MPI_Mrecv(void *buf, int count, MPI_Datatype datatype,
+                       MPI_Message *message, MPI_Status *status)
+{
+    MPI_Request req;
+    int rc;
+
+    if (!watching()) {
+        return PMPI_Mrecv(buf, count, datatype, message, status);
+    }
+    rc = PMPI_Imrecv(buf, count, datatype, message, &req);
+    return rc != MPI_SUCCESS ? rc : watch_wait(&req, status);
+}
+
 /* MPI_Wait and friends on requests that are not ours (shim_wait.c). */
 int shim_watch_wait(MPI_Request *req, MPI_Status *status)
 {
