@@ -210,8 +210,10 @@ static void send_notices(void)
     fo.send_reqs = malloc(sizeof(MPI_Request) * (size_t)n);
     fo.send_buf = malloc(sizeof(int));
     if (fo.send_reqs == NULL || fo.send_buf == NULL) {
-        dps_error("out of memory telling the other ranks of the failure");
-        return;
+        /* Untold, the others would wait for us forever. */
+        dps_error("out of memory telling the other ranks of an agent "
+                  "failure: aborting the job");
+        PMPI_Abort(MPI_COMM_WORLD, 1);
     }
     *fo.send_buf = shim.world_rank;
     for (i = 0; i < shim.world_size; i++) {
@@ -222,6 +224,10 @@ static void send_notices(void)
     }
     fo.sent = 1;
 }
+
+/* A listening agent on another host (a DPU) exits when its connection
+ * ends; we cannot see it go. Writes it had issued land well within this. */
+#define FO_REMOTE_GRACE_US 200000
 
 /* Stop our agent and wait until it is gone (bounded). */
 static void stop_our_agent(void)
@@ -234,7 +240,8 @@ static void stop_our_agent(void)
         shim.parent_fd = -1;
     }
     if (shim.agent_pid <= 0) {
-        return;   /* on a DPU: it stops at the end of its connection */
+        usleep(FO_REMOTE_GRACE_US);
+        return;
     }
     kill(shim.agent_pid, SIGKILL);
     while (shim_pid_alive(shim.agent_pid)) {
