@@ -52,8 +52,6 @@ typedef struct shim_comm {
     /* For taking over from a failed agent with stock MPI: */
     MPI_Comm        comm;         /* the application's, until freed */
     MPI_Comm        shadow;       /* PMPI twin made with comm, or NULL */
-    uint32_t        posted_before; /* seq at the failure: instances that
-                                    * may have gone to an agent */
     uint32_t       *fin;          /* seqs our agent finished, at least */
     unsigned        nfin, fin_cap; /* those above the lowest unfinished */
     struct shim_op *ops_head, *ops_tail; /* live ops, in seq order */
@@ -88,7 +86,6 @@ typedef struct shim_op {
     shim_post_t    post;
     struct shim_op *next_wait; /* until the POST is sent */
     struct shim_op *next_in_comm;
-    int            sent;       /* POST went to the agent */
     int            finishing;  /* on done_list */
     int            taken;      /* stock MPI took it over (or failed it) */
     int            after;      /* posted after an agent failure */

@@ -45,43 +45,41 @@ static int watch_wait(MPI_Request *req, MPI_Status *status)
     }
 }
 
+/* A blocking point-to-point call as its nonblocking form, watched. */
+#define SHIM_WATCHED_P2P(blocking, nonblocking, status)                     \
+    do {                                                                    \
+        MPI_Request req_;                                                   \
+        int rc_;                                                            \
+                                                                            \
+        if (!watching()) {                                                  \
+            return PMPI_##blocking;                                         \
+        }                                                                   \
+        rc_ = PMPI_##nonblocking;                                           \
+        return rc_ != MPI_SUCCESS ? rc_ : watch_wait(&req_, status);        \
+    } while (0)
+
 SHIM_API int MPI_Send(const void *buf, int count, MPI_Datatype datatype,
                       int dest, int tag, MPI_Comm comm)
 {
-    MPI_Request req;
-    int rc;
-
-    if (!watching()) {
-        return PMPI_Send(buf, count, datatype, dest, tag, comm);
-    }
-    rc = PMPI_Isend(buf, count, datatype, dest, tag, comm, &req);
-    return rc != MPI_SUCCESS ? rc : watch_wait(&req, MPI_STATUS_IGNORE);
+    SHIM_WATCHED_P2P(Send(buf, count, datatype, dest, tag, comm),
+                     Isend(buf, count, datatype, dest, tag, comm, &req_),
+                     MPI_STATUS_IGNORE);
 }
 
 SHIM_API int MPI_Ssend(const void *buf, int count, MPI_Datatype datatype,
                        int dest, int tag, MPI_Comm comm)
 {
-    MPI_Request req;
-    int rc;
-
-    if (!watching()) {
-        return PMPI_Ssend(buf, count, datatype, dest, tag, comm);
-    }
-    rc = PMPI_Issend(buf, count, datatype, dest, tag, comm, &req);
-    return rc != MPI_SUCCESS ? rc : watch_wait(&req, MPI_STATUS_IGNORE);
+    SHIM_WATCHED_P2P(Ssend(buf, count, datatype, dest, tag, comm),
+                     Issend(buf, count, datatype, dest, tag, comm, &req_),
+                     MPI_STATUS_IGNORE);
 }
 
 SHIM_API int MPI_Recv(void *buf, int count, MPI_Datatype datatype,
                       int source, int tag, MPI_Comm comm, MPI_Status *status)
 {
-    MPI_Request req;
-    int rc;
-
-    if (!watching()) {
-        return PMPI_Recv(buf, count, datatype, source, tag, comm, status);
-    }
-    rc = PMPI_Irecv(buf, count, datatype, source, tag, comm, &req);
-    return rc != MPI_SUCCESS ? rc : watch_wait(&req, status);
+    SHIM_WATCHED_P2P(Recv(buf, count, datatype, source, tag, comm, status),
+                     Irecv(buf, count, datatype, source, tag, comm, &req_),
+                     status);
 }
 
 SHIM_API int MPI_Sendrecv(const void *sendbuf, int sendcount,
@@ -118,26 +116,30 @@ SHIM_API int MPI_Sendrecv(const void *sendbuf, int sendcount,
     return watch_wait(&req[1], status);
 }
 
+/* A blocking probe as its nonblocking form, watched: flag_ is set. */
+#define SHIM_WATCHED_PROBE(blocking, nonblocking)                           \
+    do {                                                                    \
+        int flag_ = 0, rc_;                                                 \
+                                                                            \
+        if (!watching()) {                                                  \
+            return PMPI_##blocking;                                         \
+        }                                                                   \
+        for (;;) {                                                          \
+            shim_in_call++;                                                 \
+            shim_fo_progress();                                             \
+            shim_in_call--;                                                 \
+            rc_ = PMPI_##nonblocking;                                       \
+            if (rc_ != MPI_SUCCESS || flag_) {                              \
+                return rc_;                                                 \
+            }                                                               \
+        }                                                                   \
+    } while (0)
+
 SHIM_API int MPI_Probe(int source, int tag, MPI_Comm comm,
                        MPI_Status *status)
 {
-    int flag = 0, rc;
-
-    if (!watching()) {
-        return PMPI_Probe(source, tag, comm, status);
-    }
-    for (;;) {
-        shim_in_call++;
-        shim_fo_progress();
-        shim_in_call--;
-        rc = PMPI_Iprobe(source, tag, comm, &flag, status);
-        if (rc != MPI_SUCCESS || flag) {
-            return rc;
-        }
-        if (!watching()) {
-            return PMPI_Probe(source, tag, comm, status);
-        }
-    }
+    SHIM_WATCHED_PROBE(Probe(source, tag, comm, status),
+                       Iprobe(source, tag, comm, &flag_, status));
 }
 
 /* A blocking collective as its nonblocking form, watched. */
@@ -314,46 +316,23 @@ SHIM_API int MPI_Exscan(const void *sbuf, void *rbuf, int count,
 SHIM_API int MPI_Rsend(const void *buf, int count, MPI_Datatype datatype,
                        int dest, int tag, MPI_Comm comm)
 {
-    MPI_Request req;
-    int rc;
-
-    if (!watching()) {
-        return PMPI_Rsend(buf, count, datatype, dest, tag, comm);
-    }
-    rc = PMPI_Irsend(buf, count, datatype, dest, tag, comm, &req);
-    return rc != MPI_SUCCESS ? rc : watch_wait(&req, MPI_STATUS_IGNORE);
+    SHIM_WATCHED_P2P(Rsend(buf, count, datatype, dest, tag, comm),
+                     Irsend(buf, count, datatype, dest, tag, comm, &req_),
+                     MPI_STATUS_IGNORE);
 }
 
 SHIM_API int MPI_Mprobe(int source, int tag, MPI_Comm comm,
                         MPI_Message *message, MPI_Status *status)
 {
-    int flag = 0, rc;
-
-    if (!watching()) {
-        return PMPI_Mprobe(source, tag, comm, message, status);
-    }
-    for (;;) {
-        shim_in_call++;
-        shim_fo_progress();
-        shim_in_call--;
-        rc = PMPI_Improbe(source, tag, comm, &flag, message, status);
-        if (rc != MPI_SUCCESS || flag) {
-            return rc;
-        }
-    }
+    SHIM_WATCHED_PROBE(Mprobe(source, tag, comm, message, status),
+                       Improbe(source, tag, comm, &flag_, message, status));
 }
 
 SHIM_API int MPI_Mrecv(void *buf, int count, MPI_Datatype datatype,
                        MPI_Message *message, MPI_Status *status)
 {
-    MPI_Request req;
-    int rc;
-
-    if (!watching()) {
-        return PMPI_Mrecv(buf, count, datatype, message, status);
-    }
-    rc = PMPI_Imrecv(buf, count, datatype, message, &req);
-    return rc != MPI_SUCCESS ? rc : watch_wait(&req, status);
+    SHIM_WATCHED_P2P(Mrecv(buf, count, datatype, message, status),
+                     Imrecv(buf, count, datatype, message, &req_), status);
 }
 
 /* MPI_Wait and friends on requests that are not ours (shim_wait.c). */

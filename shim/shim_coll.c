@@ -129,23 +129,19 @@ shim_comm_t *shim_comm_state_new(MPI_Comm comm, MPI_Comm shadow)
     free(in);
     free(out);
     PMPI_Comm_compare(comm, MPI_COMM_WORLD, &same);
+    if (same != MPI_IDENT && c->rank == 0) {
+        c->id_buf = ((uint64_t)(shim.world_rank + 1) << 32) |
+                    ++shim.next_comm;
+    }
     if (same == MPI_IDENT) {
         c->id = SHIM_WORLD_ID;
         c->id_known = 1;
     } else if (shadow != MPI_COMM_NULL) {
         /* Every member is here (the call that made comm): agree now. */
-        if (c->rank == 0) {
-            c->id_buf = ((uint64_t)(shim.world_rank + 1) << 32) |
-                        ++shim.next_comm;
-        }
         PMPI_Bcast(&c->id_buf, 1, MPI_UINT64_T, 0, comm);
         c->id = c->id_buf;
         c->id_known = 1;
     } else {
-        if (c->rank == 0) {
-            c->id_buf = ((uint64_t)(shim.world_rank + 1) << 32) |
-                        ++shim.next_comm;
-        }
         PMPI_Ibcast(&c->id_buf, 1, MPI_UINT64_T, 0, comm, &c->id_req);
         pthread_mutex_lock(&shim.agree_lock);
         c->next_agreeing = shim.agreeing;

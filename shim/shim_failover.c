@@ -41,6 +41,7 @@
 #include <unistd.h>
 
 #define FO_TAG 4242
+#define FO_POLL_SEC 50e-6   /* between looks for notices, all being well */
 
 enum { FO_FIN_ONE,        /* seq finished */
        FO_FIN_BELOW,      /* every seq below seq finished */
@@ -70,6 +71,7 @@ static struct {
     fo_entry_t *freed;
     int         nfreed, freed_cap;
     double      started;
+    double      next_poll;      /* see shim_fo_progress */
 } fo = {.recv_req = MPI_REQUEST_NULL, .req = MPI_REQUEST_NULL};
 
 /* One thread at a time drives the takeover; others go on. */
@@ -182,11 +184,13 @@ static void comm_entries(const shim_comm_t *c, fo_entry_t **v, int *n,
             e->seq = c->fin[i];
         }
     }
-    if (c->posted_before > 0) {
+    if (c->seq > 0) {
+        /* Called before any post goes to stock MPI: all seqs so far may
+         * be on an agent. */
         e = entry_add(v, n, cap);
         e->id = c->id;
         e->kind = FO_POSTED_BELOW;
-        e->seq = c->posted_before;
+        e->seq = c->seq;
     }
 }
 
@@ -286,9 +290,6 @@ void shim_fo_start(const char *why)
     /* No COMPLETE is taken from here on. */
     HASH_ITER(hh_token, shim.by_token, op, tmp) {
         HASH_DELETE(hh_token, shim.by_token, op);
-    }
-    for (c = shim.comms; c != NULL; c = c->next_all) {
-        c->posted_before = c->seq;
     }
     /* Said once by each rank that saw it; the others follow quietly. */
     if (strncmp(why, "rank ", 5) == 0) {
@@ -535,32 +536,47 @@ static void agree_step(void)
              dps_now() - fo.started);
 }
 
-/* Take in notices; returns 1 if one came. */
-static int poll_notices(void)
+/* A notice came in (fo.recv_buf: its sender); post the receive for the
+ * next of the expected ones. */
+static void notice_taken(int expected)
 {
-    int flag = 0, got = 0;
+    fo.received++;
+    if (shim.fo_state == SHIM_FO_NONE && shim.fo_why[0] == '\0') {
+        snprintf(shim.fo_why, sizeof(shim.fo_why),
+                 "rank %d reports a failed agent", fo.recv_buf);
+    }
+    fo.recv_req = MPI_REQUEST_NULL;
+    if (fo.received < expected) {
+        PMPI_Irecv(&fo.recv_buf, 1, MPI_INT, MPI_ANY_SOURCE, FO_TAG,
+                   shim.fo_ctrl, &fo.recv_req);
+    }
+}
+
+static void poll_notices(void)
+{
+    int flag = 0;
 
     while (fo.recv_req != MPI_REQUEST_NULL) {
         PMPI_Test(&fo.recv_req, &flag, MPI_STATUS_IGNORE);
         if (!flag) {
             break;
         }
-        got = 1;
-        fo.received++;
-        if (shim.fo_state == SHIM_FO_NONE && shim.fo_why[0] == '\0') {
-            snprintf(shim.fo_why, sizeof(shim.fo_why),
-                     "rank %d reports a failed agent", fo.recv_buf);
-        }
-        if (fo.received < shim.world_size - 1) {
-            PMPI_Irecv(&fo.recv_buf, 1, MPI_INT, MPI_ANY_SOURCE, FO_TAG,
-                       shim.fo_ctrl, &fo.recv_req);
-        }
+        notice_taken(shim.world_size - 1);
     }
-    return got;
 }
 
 void shim_fo_progress(void)
 {
+    /* Every watched MPI call comes here: while nothing has failed, look
+     * for notices only every FO_POLL_SEC, at the cost of a clock read. */
+    if (shim.fo_state == SHIM_FO_NONE && shim.fo_why[0] == '\0') {
+        double now = dps_now();
+
+        if (now < fo.next_poll) {
+            return;
+        }
+        fo.next_poll = now + FO_POLL_SEC;
+    }
     if (shim.fo_ctrl == MPI_COMM_NULL || pthread_mutex_trylock(&fo_lock)) {
         return;
     }
@@ -605,16 +621,7 @@ void shim_fo_fini(void)
     PMPI_Allreduce(&fo.sent, &senders, 1, MPI_INT, MPI_SUM, shim.fo_ctrl);
     while (fo.received < senders - fo.sent) {
         PMPI_Wait(&fo.recv_req, MPI_STATUS_IGNORE);
-        fo.recv_req = MPI_REQUEST_NULL;
-        fo.received++;
-        if (shim.fo_state == SHIM_FO_NONE && shim.fo_why[0] == '\0') {
-            snprintf(shim.fo_why, sizeof(shim.fo_why),
-                     "rank %d reports a failed agent", fo.recv_buf);
-        }
-        if (fo.received < senders - fo.sent) {
-            PMPI_Irecv(&fo.recv_buf, 1, MPI_INT, MPI_ANY_SOURCE, FO_TAG,
-                       shim.fo_ctrl, &fo.recv_req);
-        }
+        notice_taken(senders - fo.sent);
     }
     if (fo.recv_req != MPI_REQUEST_NULL) {
         PMPI_Cancel(&fo.recv_req);

@@ -119,7 +119,6 @@ static void op_send(shim_op_t *op)
     if (msg != NULL && !shim.agent_dead &&
         shim_send_agent(msg, len) == DPS_OK) {
         msg = NULL;
-        op->sent = 1;
         c->agent_knows = 1;
         for (i = 0; i < 2; i++) {
             if (key[i] != NULL) {
