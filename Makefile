@@ -2,9 +2,11 @@
 #   make                 every MPI found (Open MPI, MPICH)
 #   make MPI=openmpi     one of them; artefacts in build/<mpi>/
 #   make deps            install the Debian packages needed (as root)
-#   make check           unit and MPI tests for every built MPI
-#   make demo            a small program with and without the shim
+#   make check           install, build, run every test for both MPIs
+#   make demo            install, build, the demo for both MPIs
 #   make bench           side-by-side overlap benchmark (scripts/)
+# check, demo and bench run for both MPIs unless MPI=... names them: the
+# list is taken after `make deps` has installed them, never before.
 
 SHELL      := /bin/bash
 CC         ?= gcc
@@ -15,8 +17,12 @@ MPICC_openmpi := mpicc.openmpi
 MPICC_mpich   := mpicc.mpich
 
 ALL_MPIS   := openmpi mpich
-FOUND_MPIS := $(foreach m,$(ALL_MPIS),$(if $(shell command -v $(MPICC_$(m)) 2>/dev/null),$(m)))
+# Evaluated when used (=, not :=): after `deps` in the sub-make.
+FOUND_MPIS  = $(foreach m,$(ALL_MPIS),$(if $(shell command -v $(MPICC_$(m)) 2>/dev/null),$(m)))
 MPI        ?= $(FOUND_MPIS)
+# The MPIs check, demo and bench run for: as named, else all of them.
+RUN_MPIS    = $(if $(filter command line environment,$(origin MPI)),$(MPI),$(ALL_MPIS))
+BAD_MPIS    = $(filter-out $(ALL_MPIS),$(MPI))
 
 COMMON_SRC := common/dps_log.c common/dps_config.c common/dps_proto.c \
               common/dps_ucx.c common/dps_listen.c
@@ -30,12 +36,22 @@ MPI_TESTS  := $(patsubst tests/mpi/%.c,%,$(wildcard tests/mpi/*.c))
 BENCH_SRC  := $(wildcard tests/bench/*.c)
 UNIT_TESTS := check_proto check_config check_shim_util check_listen
 
-.PHONY: all build deps check demo bench clean unit fuzz $(ALL_MPIS)
+.PHONY: all build mpi-list deps check demo bench clean unit fuzz $(ALL_MPIS)
 
 all: build
 
-build: $(MPI)
+build: mpi-list $(MPI)
 	@true
+
+# An empty or unknown list is an error, never a build of nothing.
+mpi-list:
+	@if [ -n "$(strip $(BAD_MPIS))" ]; then \
+	    echo "dpushim: unknown MPI '$(strip $(BAD_MPIS))' (MPI=openmpi, mpich or both)" >&2; \
+	    exit 2; fi
+	@if [ -z "$(strip $(MPI))" ]; then \
+	    echo "dpushim: no MPI found (neither mpicc.openmpi nor mpicc.mpich):" \
+	         "run 'make deps' as root, or 'make check' / 'make demo', which do" >&2; \
+	    exit 2; fi
 
 $(ALL_MPIS): %: build/%/libdpushim.so build/%/dpu_agent build/%/tests
 
@@ -88,17 +104,18 @@ build/fuzz/mkseeds: tests/fuzz/mkseeds.c common/dps_proto.c common/dps_listen.c 
 deps:
 	@scripts/deps.sh
 
+# deps first, then a sub-make: it sees the MPIs deps just installed.
 check: deps
-	@$(MAKE) --no-print-directory build unit fuzz
-	@scripts/check.sh $(MPI)
+	@$(MAKE) --no-print-directory MPI="$(RUN_MPIS)" build unit fuzz
+	@scripts/check.sh $(RUN_MPIS)
 
 demo: deps
-	@$(MAKE) --no-print-directory build
-	@scripts/demo.sh $(MPI)
+	@$(MAKE) --no-print-directory MPI="$(RUN_MPIS)" build
+	@scripts/demo.sh $(RUN_MPIS)
 
 bench: deps
-	@$(MAKE) --no-print-directory build
-	@scripts/bench.sh $(MPI)
+	@$(MAKE) --no-print-directory MPI="$(RUN_MPIS)" build
+	@scripts/bench.sh $(RUN_MPIS)
 
 clean:
 	rm -rf build

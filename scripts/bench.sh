@@ -3,7 +3,7 @@
 # MPI and under the shim, alternating, repeated; medians per size in one
 # table per MPI and collective, plus CSV and PNG plots in results/.
 #
-# usage: scripts/bench.sh MPI...
+# usage: scripts/bench.sh [MPI...]   (MPI: openmpi, mpich; default both)
 # environment (all optional):
 #   BENCH_REPS=3          repetitions of each stock/shim pair (medians)
 #   BENCH_SIZES=1:4194304 message sizes, powers of two (bytes per block)
@@ -24,6 +24,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 source scripts/lib.sh
+dps_mpis_ready "$@" || exit 1
+set -- "${DPS_MPIS[@]}"
 
 REPS=${BENCH_REPS:-3}
 SIZES=${BENCH_SIZES:-1:4194304}
@@ -44,7 +46,6 @@ mkdir -p "$RAW"
 rm -f "$RAW"/*.txt "$OUT"/copylimit-*.txt # this run's medians only
 case $MODE in time) mflag=() ;; work) mflag=(-W) ;;
     *) echo "BENCH_MODE must be time or work" >&2; exit 2 ;; esac
-[ $# -gt 0 ] || { echo "usage: scripts/bench.sh MPI..." >&2; exit 2; }
 
 total=$(( $# * 2 * REPS * 2 ))
 n=0

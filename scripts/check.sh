@@ -5,11 +5,20 @@
 # configuration tests and the no-orphan-agent tests. Ends with one line
 # "N passed, M failed" and exits non-zero if anything failed.
 #
-# usage: scripts/check.sh MPI...      (MPI: openmpi, mpich)
+# usage: scripts/check.sh [MPI...]    (MPI: openmpi, mpich; default both)
+# An MPI that is not installed or not built, or missing unit or fuzz
+# programs, fail the run before anything else: skipping is never green.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 source scripts/lib.sh
 source scripts/listen_tests.sh
+
+dps_mpis_ready "$@" || {
+    echo "check.sh: cannot test the MPIs above; 'make check' installs and" \
+         "builds everything (as root)" >&2
+    exit 1
+}
+set -- "${DPS_MPIS[@]}"
 
 PASS=0
 FAIL=0
@@ -62,8 +71,13 @@ stats_match() {
 
 unit_tests() {
     local t log out n f e
-    for t in build/unit/check_*; do
-        [ -x "$t" ] || continue
+    for t in $(sed -n 's/^UNIT_TESTS *:= *//p' Makefile); do
+        t=build/unit/$t
+        if [ ! -x "$t" ]; then
+            echo "$t not built (make unit)" >"$LOGS/unit-missing.log"
+            report "unit $(basename "$t") built" 0 "$LOGS/unit-missing.log"
+            continue
+        fi
         log="$LOGS/unit-$(basename "$t").log"
         timeout -k 5 "$TIMEOUT" "$t" >"$log" 2>&1
         out=$(grep -Eo 'Checks: [0-9]+, Failures: [0-9]+, Errors: [0-9]+' \
@@ -92,9 +106,15 @@ readme_check() {
 mpi_tests() {
     local mpi=$1 t name log ok rc
     local base="DPUSHIM_STATS=1 DPUSHIM_MIN_BYTES=1"
-    for t in build/"$mpi"/tests/t_*; do
-        [ -x "$t" ] || continue
-        name=$(basename "$t")
+    for t in tests/mpi/t_*.c; do
+        name=$(basename "$t" .c)
+        t=build/$mpi/tests/$name
+        if [ ! -x "$t" ]; then
+            log="$LOGS/$mpi-$name-missing.log"
+            echo "$t not built (make MPI=$mpi)" >"$log"
+            report "$mpi $name built" 0 "$log"
+            continue
+        fi
         log="$LOGS/$mpi-$name-stock.log"
         run_job "$log" "$mpi" 2 0 "" "$t"
         rc=$?

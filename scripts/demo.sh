@@ -3,10 +3,12 @@
 # with computation the OSU way, on stock MPI and under the shim, for each
 # MPI given. Shows that the collectives were offloaded and what it bought.
 #
-# usage: scripts/demo.sh MPI...
+# usage: scripts/demo.sh [MPI...]   (MPI: openmpi, mpich; default both)
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 source scripts/lib.sh
+dps_mpis_ready "$@" || exit 1
+set -- "${DPS_MPIS[@]}"
 
 NP=${DPS_DEMO_NP:-2}
 # The standard placement: one rank per core (the agent shares the cores).
@@ -38,9 +40,15 @@ for mpi in "$@"; do
                     build/"$mpi"/tests/overlap -c $coll -m $SIZE:$SIZE \
                     -i 200 >"$f" 2>&1
             fi || { echo "run failed:"; cat "$f"; exit 1; }
-            printf "%-10s %-6s %s\n" $coll $mode "$(row "$f")"
+            r=$(row "$f")
+            [ -n "$r" ] || { echo "no result line from the $mode run:"; cat "$f"; exit 1; }
+            printf "%-10s %-6s %s\n" $coll $mode "$r"
         done
-        grep "^dpushim: $coll " "$out/$mpi-$coll-shim"
+        grep -E "^dpushim: $coll offloaded=[1-9]" "$out/$mpi-$coll-shim" || {
+            echo "the shim run did not offload $coll:"
+            cat "$out/$mpi-$coll-shim"
+            exit 1
+        }
         awk '$1 ~ /^[0-9]+$/ && NF == 5 {v[FILENAME] = $3}
              END {printf "           shim/stock overall time: %.2f\n",
                   v[ARGV[2]] / v[ARGV[1]]}' \

@@ -57,3 +57,36 @@ dps_launch() {
 dps_agents_left() {
     pgrep -x dpu_agent || true
 }
+
+# dps_mpis_ready [MPI...]: sets DPS_MPIS to the MPIs given (none given:
+# openmpi and mpich), after checking that each is installed and built.
+# Prints what is missing, naming it, and returns 1 when any is: a script
+# must never report success for an MPI it could not run.
+dps_mpis_ready() {
+    local mpi bad=0 launcher mpicc
+    DPS_MPIS=("$@")
+    [ ${#DPS_MPIS[@]} -gt 0 ] || DPS_MPIS=(openmpi mpich)
+    for mpi in "${DPS_MPIS[@]}"; do
+        case $mpi in
+        openmpi) launcher=mpirun.openmpi mpicc=mpicc.openmpi ;;
+        mpich) launcher=mpiexec.mpich mpicc=mpicc.mpich ;;
+        *)
+            echo "dpushim: unknown MPI '$mpi' (expected openmpi or mpich)" >&2
+            bad=1
+            continue
+            ;;
+        esac
+        if ! command -v "$launcher" >/dev/null || ! command -v "$mpicc" >/dev/null; then
+            echo "dpushim: $mpi is not installed ($launcher or $mpicc not" \
+                 "found): run 'make deps' as root" >&2
+            bad=1
+        elif [ ! -f "$DPS_ROOT/build/$mpi/libdpushim.so" ] ||
+             [ ! -x "$DPS_ROOT/build/$mpi/dpu_agent" ] ||
+             [ ! -d "$DPS_ROOT/build/$mpi/tests" ]; then
+            echo "dpushim: $mpi is not built (build/$mpi/libdpushim.so," \
+                 "dpu_agent or tests missing): run 'make MPI=$mpi'" >&2
+            bad=1
+        fi
+    done
+    return $bad
+}
