@@ -92,18 +92,11 @@ const dps_cfg_entry_t dps_config_table[] = {
      "Seconds within which a failed agent is noticed: one that died at once "
      "(checked every 0.1 s), one that stopped answering after this long. "
      "Its pending collectives are then redone by stock MPI or fail with an "
-     "error, and later ones run on stock MPI. 1 to 3600.",
+     "error, and later ones run on stock MPI; a rank whose takeover is not "
+     "done this long after it saw the failure (a rank it needs is blocked "
+     "in a blocking collective, say) aborts the job, naming the agent and "
+     "what is lost. 1 to 3600.",
      CFG_OFF(agent_timeout), 1, 3600},
-    {"WATCH_COLLECTIVES", DPS_CFG_BOOL, "1",
-     "While offload is on, the blocking collectives that have nonblocking "
-     "forms (MPI_Barrier, _Bcast, _Reduce, _Allreduce, _Gather(v), "
-     "_Scatter(v), _Allgather(v), _Alltoall(v,w), _Reduce_scatter(_block), "
-     "_Scan, _Exscan) run as those plus a test "
-     "loop, so that a rank waiting in one still takes part when stock MPI "
-     "takes over from a failed agent. 0 keeps them blocking (faster for "
-     "small messages) but a rank waiting in one for a rank that waits for "
-     "the takeover hangs the job. Must be the same on every rank.",
-     CFG_OFF(watch_collectives), 0, 0},
     {NULL, DPS_CFG_BOOL, NULL, NULL, 0, 0, 0}
 };
 

@@ -31,7 +31,6 @@ typedef struct dps_config {
     unsigned agent_timeout;  /* s: an agent silent this long has failed */
     char     agent_map[4096]; /* listening agents' map; empty: spawn */
     char     secret_dir[4096]; /* job secrets; empty: the default */
-    int      watch_collectives; /* blocking collectives hear of failures */
 } dps_config_t;
 
 typedef enum {

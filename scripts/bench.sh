@@ -19,6 +19,7 @@
 #                         sharing those cores), else no binding
 #   BENCH_AGENT_CPUS=     CPU list for the agents (DPUSHIM_AGENT_CPUS)
 #   BENCH_RPD=0           ranks per agent (DPUSHIM_RANKS_PER_DPU)
+#   BENCH_BLOCKING=1      0 skips the blocking-call costs (stock vs shim)
 #   BENCH_EXTRA=1         0 skips the closing comparisons (registration
 #                         cache on/off, copy threads 1 vs default)
 set -uo pipefail
@@ -91,6 +92,56 @@ build/"$1"/tests/copylimit $(((NP - 1) * max)) >"$OUT/copylimit-ibcast.txt"
 BENCH_SHIM_DESC="$SHIM_VARS" /usr/bin/python3 scripts/bench_report.py "$RAW" "$OUT" "$MODE" "$NP" \
     "$TESTS" "$@"
 
+# median [DIGITS]: the median of the numbers on stdin, DIGITS decimals (1).
+median() {
+    sort -n | awk -v d="${1:-1}" '{v[NR] = $1}
+        END {if (NR % 2) m = v[(NR + 1) / 2]; else m = (v[NR / 2] + v[NR / 2 + 1]) / 2
+             printf "%.*f", d, m}'
+}
+
+# Blocking calls the shim does not offload: MPI's own under the shim, with
+# offload on, against stock MPI, alternating runs (tests/bench/blockcost:
+# each value the best of five rounds of 20000 calls); medians.
+if [ "${BENCH_BLOCKING:-1}" = 1 ]; then
+    breps=$(( REPS > 5 ? REPS : 5 ))
+    for mpi in "$@"; do
+        rm -f "$RAW/$mpi"-blockcost-*.txt
+        for rep in $(seq "$breps"); do
+            order="stock shim"
+            [ $((rep % 2)) = 0 ] && order="shim stock"
+            for kind in $order; do
+                printf '\r%s blocking calls rep %d %s            ' "$mpi" \
+                    "$rep" "$kind" >&2
+                dps_launch "$mpi" "$NP" "$([ $kind = shim ] && echo 1 || echo 0)" \
+                    "$([ $kind = shim ] && echo "$SHIM_VARS")" \
+                    "build/$mpi/tests/blockcost" \
+                    >>"$RAW/$mpi-blockcost-$kind.txt" 2>&1 ||
+                    { echo; echo "blockcost failed ($mpi, $kind)" >&2; exit 1; }
+            done
+        done
+    done
+    printf '\r%60s\r' "" >&2
+    echo
+    echo "== blocking calls under the shim with offload on ($SHIM_VARS), $NP" \
+         "ranks, medians of $breps alternating runs, us per call"
+    printf '  %-8s %-24s %8s %8s %11s\n' MPI call stock shim shim/stock
+    echo "mpi,call,stock_us,shim_us,ratio" >"$OUT/blockcost.csv"
+    for mpi in "$@"; do
+        for c in allreduce8:"MPI_Allreduce, 8 B" barrier:MPI_Barrier \
+                 bcast8:"MPI_Bcast, 8 B" \
+                 pingpong_half_rtt:"MPI_Send/Recv, half RTT"; do
+            key=${c%%:*}
+            a=$(sed -n "s/.*$key""_us=\([0-9.]*\).*/\1/p" \
+                "$RAW/$mpi-blockcost-stock.txt" | median 3)
+            b=$(sed -n "s/.*$key""_us=\([0-9.]*\).*/\1/p" \
+                "$RAW/$mpi-blockcost-shim.txt" | median 3)
+            r=$(awk -v a="$a" -v b="$b" 'BEGIN {printf "%.2f", b / a}')
+            printf '  %-8s %-24s %8.3f %8.3f %11s\n' "$mpi" "${c#*:}" "$a" "$b" "$r"
+            echo "$mpi,${c#*:},$a,$b,$r" >>"$OUT/blockcost.csv"
+        done
+    done
+fi
+
 # What caching and pipelining buy, each against the shim without it, in
 # alternating runs (medians of REPS):
 #  - a repeated small offloaded Ialltoall (1 KiB blocks, same buffers):
@@ -100,11 +151,6 @@ BENCH_SHIM_DESC="$SHIM_VARS" /usr/bin/python3 scripts/bench_report.py "$RAW" "$O
 #    DPUSHIM_PIPELINE_DEPTH=1 (one thread reads a chunk, then writes it)
 #    and with the default depth, beside one direct copy of the same bytes.
 [ "${BENCH_EXTRA:-1}" = 1 ] || exit 0
-median() {
-    sort -n | awk '{v[NR] = $1}
-        END {if (NR % 2) m = v[(NR + 1) / 2]; else m = (v[NR / 2] + v[NR / 2 + 1]) / 2
-             printf "%.1f", m}'
-}
 # pair MPI STEM REP "VARS for run a" PROGRAM ARGS...: run a (the shim
 # without the feature) and b (the default) once each, appending to
 # $RAW/MPI-STEM-{a,b}.txt.

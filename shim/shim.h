@@ -30,6 +30,8 @@ enum { SHIM_FO_NONE,       /* agents serve */
 
 struct shim_op;
 
+#define SHIM_WORLD_ID 1 /* MPI_COMM_WORLD's; ids made by ranks are >= 2^32 */
+
 /* What the shim knows of a communicator it offloaded on (an attribute). */
 /* DPUSHIM_MIN_BYTES=auto where agents have CPUs of their own: below this
  * stock MPI's own time (62-81 us for a 256 KiB Ialltoall block here) is
@@ -211,6 +213,10 @@ int  shim_fo_init(void);              /* MPI_Init, once offload is on */
 int  shim_watching(void);
 int  shim_watch_wait(MPI_Request *req, MPI_Status *status);
 void shim_fo_start(const char *why);  /* a failure seen here */
+/* Before a blocking call the takeover cannot reach into: drive a known
+ * takeover until this rank's pending collectives run on stock MPI (or
+ * the takeover's deadline aborts the job). */
+void shim_fo_settle(void);
 void shim_fo_progress(void);          /* lock not held */
 void shim_fo_fini(void);              /* MPI_Finalize, before teardown */
 /* After a failure, a new instance seq on c: 1 to run it on stock MPI on

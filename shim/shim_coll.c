@@ -13,8 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SHIM_WORLD_ID 1 /* ids made by ranks are >= 2^32 */
-
 void shim_comm_unref(shim_comm_t *c)
 {
     int last;

@@ -27,6 +27,17 @@
  *
  * Posts after the failure wait for the agreement and then go the same
  * way. MPI_Finalize settles the notices: see shim_fo_fini.
+ *
+ * The takeover needs every rank, and a rank blocked inside the MPI
+ * library (a blocking collective, which stays MPI's own call) cannot take
+ * part. So it is bounded: a rank whose takeover (agreement, and its
+ * collectives pending at the failure ended on stock MPI) is not done
+ * DPUSHIM_AGENT_TIMEOUT seconds after it saw the failure aborts the job,
+ * naming the failed agent, the ranks that never joined and the
+ * collectives it could not recover, as MPI does when a process dies.
+ * Before entering a blocking collective a rank that knows of a failure
+ * first starts its pending collectives on stock MPI (shim_fo_settle), so
+ * ranks waiting for those are not left waiting for it.
  */
 #define _GNU_SOURCE
 #include "shim.h"
@@ -42,6 +53,7 @@
 
 #define FO_TAG 4242
 #define FO_POLL_SEC 50e-6   /* between looks for notices, all being well */
+#define FO_WHY_LEN 700      /* a notice: what its sender saw (fo_why) */
 
 enum { FO_FIN_ONE,        /* seq finished */
        FO_FIN_BELOW,      /* every seq below seq finished */
@@ -56,12 +68,16 @@ typedef struct fo_entry {
 static struct {
     /* notices */
     MPI_Request recv_req;
-    int         recv_buf;
+    char        recv_buf[FO_WHY_LEN];
+    MPI_Status  recv_st;
     int         received;       /* notices taken in */
+    unsigned char *heard;       /* world_size: a notice came from rank */
     int         sent;           /* we sent ours */
     MPI_Request *send_reqs;     /* world_size - 1 */
-    int         *send_buf;
+    char        *send_buf;      /* FO_WHY_LEN: what we saw */
     int         quiet;          /* Finalize: send no more notices */
+    int         settled;        /* ops pending at the failure all ended */
+    int         all_started;    /* ... all started on stock MPI or ended */
     /* agreement */
     fo_entry_t *mine, *all;     /* local entries; everyone's, sorted */
     int         nmine, nall;
@@ -89,15 +105,12 @@ int shim_fo_init(void)
         shim_comm_state_new(MPI_COMM_SELF, sh[1]) == NULL) {
         return DPS_ERR_INVALID;
     }
-    PMPI_Irecv(&fo.recv_buf, 1, MPI_INT, MPI_ANY_SOURCE, FO_TAG,
-               shim.fo_ctrl, &fo.recv_req);
-    /* Blocking collectives must take the same form on every rank. */
-    {
-        int w = shim.cfg.watch_collectives, all = 0;
-
-        PMPI_Allreduce(&w, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-        shim.cfg.watch_collectives = all;
+    fo.heard = calloc((size_t)shim.world_size, 1);
+    if (fo.heard == NULL) {
+        return DPS_ERR_NOMEM;
     }
+    PMPI_Irecv(fo.recv_buf, FO_WHY_LEN, MPI_CHAR, MPI_ANY_SOURCE, FO_TAG,
+               shim.fo_ctrl, &fo.recv_req);
     return DPS_OK;
 }
 
@@ -212,18 +225,20 @@ static void send_notices(void)
         return;
     }
     fo.send_reqs = malloc(sizeof(MPI_Request) * (size_t)n);
-    fo.send_buf = malloc(sizeof(int));
+    fo.send_buf = calloc(1, FO_WHY_LEN);
     if (fo.send_reqs == NULL || fo.send_buf == NULL) {
         /* Untold, the others would wait for us forever. */
         dps_error("out of memory telling the other ranks of an agent "
                   "failure: aborting the job");
         PMPI_Abort(MPI_COMM_WORLD, 1);
     }
-    *fo.send_buf = shim.world_rank;
+    /* What we saw, passed on as it came: "agent pid N died", or "rank R
+     * reports: agent pid N died" from the notice that told us. */
+    memcpy(fo.send_buf, shim.fo_why, FO_WHY_LEN - 1);
     for (i = 0; i < shim.world_size; i++) {
         if (i != shim.world_rank) {
-            PMPI_Isend(fo.send_buf, 1, MPI_INT, i, FO_TAG, shim.fo_ctrl,
-                       &fo.send_reqs[k++]);
+            PMPI_Isend(fo.send_buf, FO_WHY_LEN, MPI_CHAR, i, FO_TAG,
+                       shim.fo_ctrl, &fo.send_reqs[k++]);
         }
     }
     fo.sent = 1;
@@ -277,6 +292,9 @@ void shim_fo_start(const char *why)
         return;
     }
     fo.started = dps_now();
+    if (shim.fo_why[0] == '\0') {
+        snprintf(shim.fo_why, sizeof(shim.fo_why), "%s", why);
+    }
     send_notices();
     stop_our_agent();
 
@@ -292,7 +310,7 @@ void shim_fo_start(const char *why)
         HASH_DELETE(hh_token, shim.by_token, op);
     }
     /* Said once by each rank that saw it; the others follow quietly. */
-    if (strncmp(why, "rank ", 5) == 0) {
+    if (fo.received > 0) {
         dps_info("%s: offload is off", why);
     } else {
         dps_error("%s: offload is off; pending collectives (%u) are "
@@ -458,9 +476,11 @@ static void finish(shim_op_t *op, int error)
     shim.done_list = op;
 }
 
-/* Start what waits for stock MPI, reap what stock MPI finished. */
+/* Start what waits for stock MPI, reap what stock MPI finished; note
+ * whether the ops pending at the failure are all started, or all ended. */
 static void drive_ops(void)
 {
+    int unstarted = 0, unended = 0;
     shim_comm_t *c;
     shim_op_t *op;
 
@@ -497,8 +517,113 @@ static void drive_ops(void)
                 }
             }
         }
+        for (op = c->ops_head; op != NULL; op = op->next_in_comm) {
+            if (!op->after && !op->finishing) {
+                unended++;
+                unstarted += !op->taken;
+            }
+        }
     }
+    fo.all_started = (unstarted == 0);
+    fo.settled = (unended == 0);
     pthread_mutex_unlock(&shim.lock);
+}
+
+/* "ranks 1, 3" (at most a few named), for messages. */
+static void ranks_text(char *buf, size_t len, const unsigned char *in,
+                       int want)
+{
+    size_t o = 0;
+    int i, n = 0;
+
+    buf[0] = '\0';
+    for (i = 0; i < shim.world_size && o < len; i++) {
+        if (i == shim.world_rank || (in[i] != 0) != want) {
+            continue;
+        }
+        if (++n <= 8) {
+            o += (size_t)snprintf(buf + o, len - o, "%s%d",
+                                  n == 1 ? "" : ", ", i);
+        }
+    }
+    if (n > 8 && o < len) {
+        snprintf(buf + o, len - o, " and %d more", n - 8);
+    }
+}
+
+/* "ialltoall #3 on communicator 0x1 (1048576 bytes a block), ..." for
+ * the ops pending at the failure that have not ended here (lock held). */
+static void pending_text(char *buf, size_t len)
+{
+    size_t o = 0;
+    shim_comm_t *c;
+    shim_op_t *op;
+    int n = 0;
+
+    buf[0] = '\0';
+    for (c = shim.comms; c != NULL; c = c->next_all) {
+        for (op = c->ops_head; op != NULL; op = op->next_in_comm) {
+            if (op->after || op->finishing || o >= len) {
+                continue;
+            }
+            char cname[40];
+
+            if (c->id == SHIM_WORLD_ID) {
+                snprintf(cname, sizeof(cname), "MPI_COMM_WORLD");
+            } else {
+                snprintf(cname, sizeof(cname), "communicator %#llx",
+                         (unsigned long long)c->id);
+            }
+            n++;
+            o += (size_t)snprintf(buf + o, len - o,
+                                  "%s%s #%u on %s (%llu bytes%s)%s",
+                                  n == 1 ? "" : ", ",
+                                  op->post.coll == DPS_COLL_ALLTOALL ?
+                                  "ialltoall" : "ibcast", op->post.seq,
+                                  cname,
+                                  (unsigned long long)op->post.block_bytes,
+                                  op->post.coll == DPS_COLL_ALLTOALL ?
+                                  " a block" : "",
+                                  op->taken ? ", started on stock MPI"
+                                            : "");
+        }
+    }
+    if (n == 0) {
+        snprintf(buf, len, "none on this rank");
+    }
+}
+
+/*
+ * The takeover could not finish in time: some rank cannot take part
+ * (blocked in an MPI call the shim does not see into, or not calling
+ * MPI). Say what failed and what is lost, then abort the job, as MPI
+ * itself does when a process dies.
+ */
+static void give_up(void)
+{
+    char who[160], what[600], why[700];
+
+    ranks_text(who, sizeof(who), fo.heard, 0);
+    pthread_mutex_lock(&shim.lock);
+    pending_text(what, sizeof(what));
+    pthread_mutex_unlock(&shim.lock);
+    if (shim.fo_state != SHIM_FO_DECIDED) {
+        snprintf(why, sizeof(why), "rank%s %s never joined it (blocked in "
+                 "an MPI call such as a blocking collective, or not "
+                 "calling MPI)", strchr(who, ',') ? "s" : "", who);
+    } else {
+        snprintf(why, sizeof(why), "the collectives it redoes on stock "
+                 "MPI did not end: a rank they need has not started them "
+                 "(blocked in an MPI call such as a blocking collective, "
+                 "or not calling MPI)");
+    }
+    dps_error("%s; stock MPI could not take over within %u s "
+              "(DPUSHIM_AGENT_TIMEOUT): %s. Collectives that cannot be "
+              "recovered: %s. Aborting the job", shim.fo_why,
+              shim.cfg.agent_timeout, why, what);
+    fflush(stderr);
+    usleep(300000);   /* let the launcher forward it (Hydra drops it) */
+    PMPI_Abort(MPI_COMM_WORLD, 1);
 }
 
 static void agree_step(void)
@@ -536,19 +661,28 @@ static void agree_step(void)
              dps_now() - fo.started);
 }
 
-/* A notice came in (fo.recv_buf: its sender); post the receive for the
- * next of the expected ones. */
+/* A notice came in (fo.recv_st: its sender, fo.recv_buf: what it saw);
+ * post the receive for the next of the expected ones. */
 static void notice_taken(int expected)
 {
+    int from = fo.recv_st.MPI_SOURCE;
+
     fo.received++;
+    if (from >= 0 && from < shim.world_size) {
+        fo.heard[from] = 1;
+    }
+    fo.recv_buf[FO_WHY_LEN - 1] = '\0';
     if (shim.fo_state == SHIM_FO_NONE && shim.fo_why[0] == '\0') {
-        snprintf(shim.fo_why, sizeof(shim.fo_why),
-                 "rank %d reports a failed agent", fo.recv_buf);
+        snprintf(shim.fo_why, sizeof(shim.fo_why), "rank %d reports: %.600s",
+                 from, strncmp(fo.recv_buf, "rank ", 5) == 0 ?
+                 strstr(fo.recv_buf, ": ") ? strstr(fo.recv_buf, ": ") + 2
+                                           : fo.recv_buf
+                 : fo.recv_buf);
     }
     fo.recv_req = MPI_REQUEST_NULL;
     if (fo.received < expected) {
-        PMPI_Irecv(&fo.recv_buf, 1, MPI_INT, MPI_ANY_SOURCE, FO_TAG,
-                   shim.fo_ctrl, &fo.recv_req);
+        PMPI_Irecv(fo.recv_buf, FO_WHY_LEN, MPI_CHAR, MPI_ANY_SOURCE,
+                   FO_TAG, shim.fo_ctrl, &fo.recv_req);
     }
 }
 
@@ -557,7 +691,7 @@ static void poll_notices(void)
     int flag = 0;
 
     while (fo.recv_req != MPI_REQUEST_NULL) {
-        PMPI_Test(&fo.recv_req, &flag, MPI_STATUS_IGNORE);
+        PMPI_Test(&fo.recv_req, &flag, &fo.recv_st);
         if (!flag) {
             break;
         }
@@ -590,7 +724,33 @@ void shim_fo_progress(void)
     if (shim.fo_state == SHIM_FO_DECIDED) {
         drive_ops();
     }
+    if (shim.fo_state != SHIM_FO_NONE && !fo.settled &&
+        dps_now() > fo.started + shim.cfg.agent_timeout) {
+        give_up();
+    }
     pthread_mutex_unlock(&fo_lock);
+}
+
+void shim_fo_settle(void)
+{
+    if (shim_in_call || !shim.active) {
+        return;
+    }
+    shim_in_call++;
+    for (;;) {
+        if (shim.agreeing != NULL) {
+            shim_comm_progress();
+        }
+        shim_fo_progress();   /* gives up at the takeover's deadline */
+        if (shim.fo_state == SHIM_FO_DECIDED && fo.all_started) {
+            break;
+        }
+        if (shim.fo_state == SHIM_FO_NONE && shim.fo_why[0] == '\0') {
+            break;            /* nothing known here after all */
+        }
+        usleep(20);
+    }
+    shim_in_call--;
 }
 
 /*
@@ -620,7 +780,7 @@ void shim_fo_fini(void)
     fo.quiet = 1;
     PMPI_Allreduce(&fo.sent, &senders, 1, MPI_INT, MPI_SUM, shim.fo_ctrl);
     while (fo.received < senders - fo.sent) {
-        PMPI_Wait(&fo.recv_req, MPI_STATUS_IGNORE);
+        PMPI_Wait(&fo.recv_req, &fo.recv_st);
         notice_taken(senders - fo.sent);
     }
     if (fo.recv_req != MPI_REQUEST_NULL) {
@@ -640,6 +800,7 @@ void shim_fo_fini(void)
     }
     free(fo.send_reqs);
     free(fo.send_buf);
+    free(fo.heard);
     free(fo.mine);
     free(fo.all);
     free(fo.counts);

@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The blocking calls the shim runs as nonblocking ones plus a test loop
- * while offload is on (shim_block.c): every collective it watches, and
- * the point-to-point calls, each compared byte for byte with the same
- * call made through PMPI (stock MPI), on MPI_COMM_WORLD and on a split
- * communicator, with MPI_IN_PLACE where MPI allows it. An offloaded
- * Ialltoall stays pending across them, as in an application that
- * overlaps.
+ * The blocking calls the shim wraps (shim_block.c): every blocking
+ * collective that has a nonblocking form (MPI's own calls, after a check
+ * for a takeover to settle) and the point-to-point calls (run as their
+ * nonblocking forms plus a test loop while offload is on), each compared
+ * byte for byte with the same call made through PMPI (stock MPI), on
+ * MPI_COMM_WORLD and on a split communicator, with MPI_IN_PLACE where MPI
+ * allows it. An offloaded Ialltoall stays pending across them, as in an
+ * application that overlaps.
  */
 #include "tcommon.h"
 

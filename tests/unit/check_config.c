@@ -285,7 +285,6 @@ START_TEST(def_table_sane)
     (void)entry("AGENT_TIMEOUT");
     (void)entry("AGENT_MAP");
     (void)entry("SECRET_DIR");
-    (void)entry("WATCH_COLLECTIVES");
 }
 END_TEST
 
