@@ -28,10 +28,14 @@ def hello(version, name, secret, magic=MAGIC, name_len=None):
     return struct.pack('<IHHI', magic, version, 0, name_len) + secret + name
 
 
-def exchange(addr, port, data, timeout=3.0, chunks=None, pause=0.0):
+def exchange(addr, port, data, timeout=3.0, chunks=None, pause=0.0,
+             connected=None):
     """Send data (or chunks with a pause between them), return the answer
-    line, '<closed>' or '<timeout>'."""
+    line, '<closed>' or '<timeout>'. connected: an Event set once the
+    connection is made."""
     s = socket.create_connection((addr, port), timeout=timeout)
+    if connected is not None:
+        connected.set()
     try:
         s.settimeout(timeout)
         for c in (chunks if chunks is not None else [data]):
@@ -127,11 +131,17 @@ def fuzz(addr, port, version, seconds, d):
         except OSError as e:
             note(kind, '<error %s>' % e.__class__.__name__)
 
-    # A client that stops half-way is refused when its 5 s are up.
+    # A client that stops half-way is refused when its 5 s are up. It
+    # connects before the crowd below, so it is not the one refused busy.
     stall_answer = []
+    stall_connected = threading.Event()
 
     def stall():
-        stall_answer.append(exchange(addr, port, good[:20], timeout=8))
+        try:
+            stall_answer.append(exchange(addr, port, good[:20], timeout=8,
+                                         connected=stall_connected))
+        finally:
+            stall_connected.set()
 
     # More idle clients than the listener waits for at once: the excess
     # is refused as busy, the rest at their deadline or when closed.
@@ -158,6 +168,8 @@ def fuzz(addr, port, version, seconds, d):
 
     t_stall = threading.Thread(target=stall)
     t_stall.start()
+    stall_connected.wait(5)
+    time.sleep(0.2)   # let the listener take it in before the crowd
     crowd()
     end = time.time() + seconds
     n = 0
