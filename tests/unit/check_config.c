@@ -266,7 +266,7 @@ START_TEST(def_table_sane)
             ck_assert_uint_ne(o->offset, e->offset);
         }
     }
-    ck_assert_int_eq(n, 19);
+    ck_assert_int_eq(n, 18);
     (void)entry("OFFLOAD");
     (void)entry("IALLTOALL");
     (void)entry("IBCAST");
@@ -318,7 +318,7 @@ START_TEST(ok_bool)
             ACCEPT_INT(e->name, no[i], 0);
         }
     }
-    ck_assert_int_eq(nbool, 6);
+    ck_assert_int_eq(nbool, 5);
 }
 END_TEST
 
