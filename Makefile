@@ -25,7 +25,7 @@ RUN_MPIS    = $(if $(filter command line environment,$(origin MPI)),$(MPI),$(ALL
 BAD_MPIS    = $(filter-out $(ALL_MPIS),$(MPI))
 
 COMMON_SRC := common/dps_log.c common/dps_config.c common/dps_proto.c \
-              common/dps_ucx.c common/dps_listen.c
+              common/dps_ucx.c common/dps_listen.c common/dps_shm.c
 SHIM_SRC   := shim/shim_init.c shim/shim_op.c shim/shim_coll.c \
               shim/shim_wait.c shim/shim_util.c shim/shim_reg.c \
               shim/shim_failover.c shim/shim_block.c
@@ -34,7 +34,7 @@ AGENT_SRC  := dpu_agent/agent_main.c dpu_agent/agent_coll.c \
 HDRS       := $(wildcard common/*.h shim/*.h dpu_agent/*.h)
 MPI_TESTS  := $(patsubst tests/mpi/%.c,%,$(wildcard tests/mpi/*.c))
 BENCH_SRC  := $(wildcard tests/bench/*.c)
-UNIT_TESTS := check_proto check_config check_shim_util check_listen
+UNIT_TESTS := check_proto check_config check_shim_util check_listen check_shm
 
 .PHONY: all build mpi-list deps check demo bench clean unit fuzz $(ALL_MPIS)
 

@@ -13,7 +13,7 @@ const char *dps_msg_type_str(unsigned type)
     static const char *names[] = {
         "?", "hello", "job_info", "ready", "post", "complete", "comm_free",
         "peer_post", "read_done", "shutdown", "procs", "stats_req",
-        "stats", "reg_free", "ping", "pong"
+        "stats", "reg_free", "ping", "pong", "shm"
     };
 
     return (type < DPS_MSG_TYPE_MAX) ? names[type] : "?";
@@ -146,6 +146,14 @@ void *dps_msg_encode_ping(uint32_t world_rank, uint32_t pid, size_t *len)
 void *dps_msg_encode_pong(size_t *len)
 {
     return msg_alloc(DPS_MSG_PONG, 0, len);
+}
+
+void *dps_msg_encode_shm(uint32_t world_rank, uint32_t pid, int32_t fd,
+                         size_t *len)
+{
+    dps_msg_shm_t b = {world_rank, pid, fd, 0};
+
+    return msg_fixed(DPS_MSG_SHM, &b, sizeof(b), len);
 }
 
 void *dps_msg_encode_stats(const dps_msg_stats_t *stats, size_t *len)
@@ -427,6 +435,10 @@ int dps_msg_decode(const void *buf, size_t len, dps_msg_t *msg,
     case DPS_MSG_READY:
         bad = take_fixed(body, blen, &msg->u.ready, sizeof(dps_msg_ready_t),
                          1);
+        break;
+    case DPS_MSG_SHM:
+        bad = take_fixed(body, blen, &msg->u.shm, sizeof(dps_msg_shm_t), 1) ||
+              msg->u.shm.fd < 0;
         break;
     case DPS_MSG_COMPLETE:
         bad = take_fixed(body, blen, &msg->u.complete,

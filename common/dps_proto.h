@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #define DPS_PROTO_MAGIC    0x48535044u /* "DPSH" */
-#define DPS_PROTO_VERSION  3
+#define DPS_PROTO_VERSION  4
 #define DPS_AM_ID          7           /* the one UCX active message id */
 #define DPS_MAX_RKEY       4096        /* bytes of one packed rkey */
 #define DPS_MAX_ADDR       8192        /* bytes of one worker address */
@@ -37,6 +37,8 @@ typedef enum {
     DPS_MSG_REG_FREE,    /* rank -> its agent, agent -> agent: drop keys */
     DPS_MSG_PING,        /* rank -> its agent: still there? (hello body) */
     DPS_MSG_PONG,        /* agent -> rank: yes */
+    DPS_MSG_SHM,         /* rank -> its agent, before HELLO: map my
+                          * shared-memory channel (dps_shm.h) */
     DPS_MSG_TYPE_MAX
 } dps_msg_type_t;
 
@@ -92,6 +94,17 @@ typedef struct dps_msg_stats {
     uint64_t missed_wakeups; /* work found only by the sleep backstop */
 } dps_msg_stats_t;
 _Static_assert(sizeof(dps_msg_stats_t) == 24, "stats layout");
+
+/* SHM body: the agent maps /proc/<pid>/fd/<fd> (same host only) and, if
+ * that works, sets the segment's attached flag; the rank sees it there
+ * once READY has come, and otherwise keeps to UCX messages. */
+typedef struct dps_msg_shm {
+    uint32_t world_rank;
+    uint32_t pid;
+    int32_t  fd;
+    uint32_t pad;
+} dps_msg_shm_t;
+_Static_assert(sizeof(dps_msg_shm_t) == 16, "shm layout");
 
 typedef struct dps_msg_ready {
     int32_t  status;     /* dps_status_t of the agent's set-up */
@@ -171,6 +184,7 @@ typedef struct dps_msg {
     dps_msg_type_t type;
     union {
         dps_msg_hello_t     hello;
+        dps_msg_shm_t       shm;
         dps_msg_ready_t     ready;
         dps_msg_complete_t  complete;
         dps_msg_comm_free_t comm_free;
@@ -227,6 +241,8 @@ void *dps_msg_encode_stats_req(size_t *len);
 /* PING carries the sender's world rank and pid, like HELLO. */
 void *dps_msg_encode_ping(uint32_t world_rank, uint32_t pid, size_t *len);
 void *dps_msg_encode_pong(size_t *len);
+void *dps_msg_encode_shm(uint32_t world_rank, uint32_t pid, int32_t fd,
+                         size_t *len);
 void *dps_msg_encode_stats(const dps_msg_stats_t *stats, size_t *len);
 void *dps_msg_encode_procs(uint32_t nranks, const uint32_t *pid,
                            const uint32_t *node, size_t *len);

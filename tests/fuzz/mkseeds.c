@@ -61,6 +61,8 @@ int main(int argc, char **argv)
     put(argv[1], "ping", m, len);
     m = dps_msg_encode_pong(&len);
     put(argv[1], "pong", m, len);
+    m = dps_msg_encode_shm(1, 4242, 9, &len);
+    put(argv[1], "shm", m, len);
     m = dps_msg_encode_stats(&st, &len);
     put(argv[1], "stats", m, len);
     m = dps_msg_encode_procs(3, pid, node, &len);

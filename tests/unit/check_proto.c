@@ -145,16 +145,18 @@ static void *resized(const void *msg, size_t len, int delta, size_t *nlen)
 /* ------------------------------------------------------------------ */
 
 enum { FX_HELLO, FX_READY, FX_COMPLETE, FX_COMM_FREE, FX_READ_DONE,
-       FX_SHUTDOWN, FX_PING, FX_PONG, FX_COUNT };
+       FX_SHUTDOWN, FX_PING, FX_PONG, FX_SHM, FX_COUNT };
 
 static const unsigned fx_type[FX_COUNT] = {
     DPS_MSG_HELLO, DPS_MSG_READY, DPS_MSG_COMPLETE, DPS_MSG_COMM_FREE,
-    DPS_MSG_READ_DONE, DPS_MSG_SHUTDOWN, DPS_MSG_PING, DPS_MSG_PONG
+    DPS_MSG_READ_DONE, DPS_MSG_SHUTDOWN, DPS_MSG_PING, DPS_MSG_PONG,
+    DPS_MSG_SHM
 };
 static const size_t fx_body[FX_COUNT] = {
     sizeof(dps_msg_hello_t), sizeof(dps_msg_ready_t),
     sizeof(dps_msg_complete_t), sizeof(dps_msg_comm_free_t),
-    sizeof(dps_msg_read_done_t), 0, sizeof(dps_msg_hello_t), 0
+    sizeof(dps_msg_read_done_t), 0, sizeof(dps_msg_hello_t), 0,
+    sizeof(dps_msg_shm_t)
 };
 
 /* A valid encoded message of a fixed-size type. */
@@ -187,12 +189,45 @@ static void *make_fixed(int which, size_t *len)
     case FX_PONG:
         m = dps_msg_encode_pong(len);
         break;
+    case FX_SHM:
+        m = dps_msg_encode_shm(6, 888, 17, len);
+        break;
     }
     ck_assert_ptr_nonnull(m);
     check_hdr(m, *len, fx_type[which]);
     ck_assert_uint_eq(*len, HDR + fx_body[which]);
     return m;
 }
+
+START_TEST(rt_shm)
+{
+    static const int32_t fds[] = {0, 3, 17, INT32_MAX};
+    dps_msg_t msg;
+    size_t len, i;
+
+    for (i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
+        char *m = dps_msg_encode_shm(40 + (uint32_t)i, 9000, fds[i], &len);
+
+        ck_assert_ptr_nonnull(m);
+        ck_assert_int_eq(dps_msg_decode(m, len, &msg, NULL, 0), DPS_OK);
+        ck_assert_int_eq(msg.type, DPS_MSG_SHM);
+        ck_assert_uint_eq(msg.u.shm.world_rank, 40 + i);
+        ck_assert_uint_eq(msg.u.shm.pid, 9000);
+        ck_assert_int_eq(msg.u.shm.fd, fds[i]);
+        free(m);
+    }
+    /* A negative descriptor is refused. */
+    {
+        char *m = dps_msg_encode_shm(1, 2, -1, &len);
+        char err[128] = "";
+
+        ck_assert_int_eq(dps_msg_decode(m, len, &msg, err, sizeof(err)),
+                         DPS_ERR_PROTO);
+        ck_assert_str_ne(err, "");
+        free(m);
+    }
+}
+END_TEST
 
 START_TEST(rt_hello)
 {
@@ -389,6 +424,7 @@ START_TEST(rt_type_str)
     ck_assert_str_eq(dps_msg_type_str(DPS_MSG_REG_FREE), "reg_free");
     ck_assert_str_eq(dps_msg_type_str(DPS_MSG_PING), "ping");
     ck_assert_str_eq(dps_msg_type_str(DPS_MSG_PONG), "pong");
+    ck_assert_str_eq(dps_msg_type_str(DPS_MSG_SHM), "shm");
     ck_assert_str_eq(dps_msg_type_str(0), "?");
     ck_assert_str_eq(dps_msg_type_str(DPS_MSG_TYPE_MAX), "?");
     ck_assert_str_eq(dps_msg_type_str(0xffffu), "?");
@@ -1912,6 +1948,7 @@ static Suite *proto_suite(void)
 
     tc = tcase_create("roundtrip");
     tcase_add_test(tc, rt_hello);
+    tcase_add_test(tc, rt_shm);
     tcase_add_test(tc, rt_ready);
     tcase_add_test(tc, rt_complete);
     tcase_add_test(tc, rt_comm_free);
