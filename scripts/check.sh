@@ -385,6 +385,12 @@ failover_case() {
     run_job "$log" "$mpi" "$np" 1 "$vars" "build/$mpi/tests/failover_target"
     r=$?
     t1=$(date +%s.%N)
+    if [ "$how" = bcast ] && [ $r = 0 ]; then
+        # Every rank heard of the failure before it blocked (which ranks
+        # do is a race): then the takeover must have worked as usual.
+        echo "(the ranks joined the takeover before blocking)" >>"$log"
+        how=bcast-joined
+    fi
     if [ "$how" = bcast ]; then
         # Ranks blocked in MPI's own MPI_Bcast cannot join the takeover:
         # the job must abort once DPUSHIM_AGENT_TIMEOUT has passed, saying
@@ -419,9 +425,9 @@ failover_case() {
     local outcome="requests end, results exact, job finishes on stock MPI"
     [ "$how" = stop ] && what="stopped (SIGSTOP, silent)"
     [ "$how" = recv ] && what="killed while ranks block in MPI_Recv,"
-    if [ "$how" = bcast ]; then
+    if [ "${how#bcast}" != "$how" ]; then
         what="killed while ranks block in MPI's own MPI_Bcast,"
-        outcome="the job aborts after DPUSHIM_AGENT_TIMEOUT, naming the agent and what is lost"
+        outcome="the job aborts after DPUSHIM_AGENT_TIMEOUT, naming the agent and what is lost (or, ranks having heard of it first, finishes on stock MPI)"
     fi
     report "$mpi agent $what mid-collective, $np ranks: $outcome" "$ok" "$log"
 }
@@ -530,7 +536,10 @@ listen_job_tests() {
     timeout -k 2 40 /usr/bin/python3 tests/tools/listen_probe.py 127.0.0.1 \
         "$LISTEN_PORT" "$ver" fuzz 8 "$dir/sec" >"$logb" 2>&1 &
     pb=$!
-    sleep 0.5
+    for _ in $(seq 100); do
+        grep -q '^fuzz: crowd gone' "$logb" && break
+        sleep 0.1
+    done
     run_job "$log" "$mpi" 2 1 "$vars" "build/$mpi/tests/t_regcache"
     ok=$?
     [ $ok = 0 ] && ok=1 || ok=0

@@ -171,6 +171,9 @@ def fuzz(addr, port, version, seconds, d):
     stall_connected.wait(5)
     time.sleep(0.2)   # let the listener take it in before the crowd
     crowd()
+    # Tests that start a job meanwhile wait for this line: a job that
+    # came while the crowd held every slot would be refused busy.
+    print('fuzz: crowd gone', flush=True)
     end = time.time() + seconds
     n = 0
     threads = []
