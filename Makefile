@@ -26,10 +26,10 @@ BAD_MPIS    = $(filter-out $(ALL_MPIS),$(MPI))
 
 COMMON_SRC := common/dps_log.c common/dps_config.c common/dps_proto.c \
               common/dps_ucx.c common/dps_listen.c common/dps_shm.c
-SHIM_SRC   := shim/shim_init.c shim/shim_op.c shim/shim_coll.c \
+SHIM_SRC   := shim/shim_init.c shim/shim_op.c shim/shim_coll.c shim/shim_engine.c \
               shim/shim_wait.c shim/shim_util.c shim/shim_reg.c \
               shim/shim_failover.c shim/shim_block.c
-AGENT_SRC  := dpu_agent/agent_main.c dpu_agent/agent_coll.c \
+AGENT_SRC  := dpu_agent/agent_main.c dpu_agent/agent_coll.c dpu_agent/agent_shm.c \
               dpu_agent/agent_probe.c dpu_agent/agent_listen.c
 HDRS       := $(wildcard common/*.h shim/*.h dpu_agent/*.h)
 MPI_TESTS  := $(patsubst tests/mpi/%.c,%,$(wildcard tests/mpi/*.c))

@@ -56,18 +56,27 @@ const dps_cfg_entry_t dps_config_table[] = {
      "every rank (a test mode here: UCX 1.13 emulates RMA over shared "
      "memory, which needs the ranks to call into MPI).",
      CFG_OFF(transport), 0, 0},
+    {"DATA_PATH", DPS_CFG_DATAPATH, "direct",
+     "How the bytes of ranks on one host move: direct, once, by the "
+     "destination rank's emulated DMA engine (a thread of the rank that "
+     "reads the source rank's memory with process_vm_readv at its agent's "
+     "command, as a DPU's DMA engine would); staged, by the agent through "
+     "its staging buffers (two copies, as a DPU staging through its own "
+     "memory). Ranks on other hosts are always staged (UCX get/put).",
+     CFG_OFF(data_path), 0, 0},
     {"AGENT_CPUS", DPS_CFG_CPULIST, "",
      "CPUs the agents run on, as a list like 0,2-3 (e.g. cores kept free "
      "of ranks to emulate a DPU); empty: the union of the CPUs their "
      "ranks may use.", CFG_OFF(agent_cpus), 0, 0},
-    {"AGENT_SCHED", DPS_CFG_SCHED, "eager",
-     "How a spawned agent shares cores with computing ranks: eager runs "
-     "it at nice -10 (where the user may raise priority; else at 0) so "
-     "it preempts computation as soon as a collective can move, starting "
-     "20 us after the last post so that the posting rank returns first; "
-     "batch runs it as SCHED_BATCH, on idle cores and by fair share only, "
-     "which costs the application least CPU but overlaps little when "
-     "every core runs a rank.", CFG_OFF(agent_sched), 0, 0},
+    {"AGENT_SCHED", DPS_CFG_SCHED, "auto",
+     "How an agent waits for work: poll never sleeps (an agent with a "
+     "core of its own, as on a DPU); eager sleeps when idle and runs at "
+     "nice -10 (where the user may raise priority; else at 0) so that its "
+     "wake-up preempts computation; batch sleeps and runs as "
+     "SCHED_BATCH, on idle cores and by fair share only. auto: poll where "
+     "the agent has a CPU no rank is bound to (or its ranks fewer CPUs "
+     "than it may use) and for listening agents, eager where it shares "
+     "every core with ranks.", CFG_OFF(agent_sched), 0, 0},
     {"REGCACHE_BYTES", DPS_CFG_SIZE, "1g",
      "Registration cache of each rank: buffers are registered with UCX "
      "once and their keys sent to the agent once, while they stay mapped; "
@@ -200,6 +209,19 @@ int dps_config_parse_value(dps_cfg_type_t type, const char *v, void *out)
             *(int *)out = DPS_SCHED_EAGER;
         } else if (!strcasecmp(v, "batch")) {
             *(int *)out = DPS_SCHED_BATCH;
+        } else if (!strcasecmp(v, "poll")) {
+            *(int *)out = DPS_SCHED_POLL;
+        } else if (!strcasecmp(v, "auto")) {
+            *(int *)out = DPS_SCHED_AUTO;
+        } else {
+            return -1;
+        }
+        return 0;
+    case DPS_CFG_DATAPATH:
+        if (!strcasecmp(v, "direct")) {
+            *(int *)out = DPS_DATA_DIRECT;
+        } else if (!strcasecmp(v, "staged")) {
+            *(int *)out = DPS_DATA_STAGED;
         } else {
             return -1;
         }
@@ -249,7 +271,8 @@ static const char *type_hint(dps_cfg_type_t type)
     case DPS_CFG_LOGLEVEL: return "error, warn, info or debug";
     case DPS_CFG_PATH:     return "a path shorter than 4096 bytes";
     case DPS_CFG_TRANSPORT: return "auto or ucx";
-    case DPS_CFG_SCHED:    return "eager or batch";
+    case DPS_CFG_SCHED:    return "auto, poll, eager or batch";
+    case DPS_CFG_DATAPATH: return "direct or staged";
     case DPS_CFG_CPULIST:  return "a CPU list such as 0,2-3";
     }
     return "?";

@@ -22,6 +22,7 @@ typedef struct dps_config {
     int      log_level;      /* dps_log_level_t */
     char     agent[4096];    /* agent binary; empty: beside the library */
     int      transport;      /* dps_transport_t */
+    int      data_path;      /* dps_data_path_t */
     char     agent_cpus[256]; /* CPU list for the agents; empty: ranks' */
     int      agent_sched;    /* dps_agent_sched_t */
     uint64_t regcache_bytes; /* registration cache cap; 0: no cache */
@@ -39,14 +40,22 @@ typedef enum {
 } dps_transport_t;
 
 typedef enum {
+    DPS_DATA_DIRECT = 0,     /* same host: each rank's DMA engine, 1 copy */
+    DPS_DATA_STAGED = 1      /* through the agent's staging buffers */
+} dps_data_path_t;
+
+typedef enum {
     DPS_SCHED_EAGER = 0,     /* nice -10, may preempt computing ranks */
-    DPS_SCHED_BATCH = 1      /* SCHED_BATCH: idle cores and fair share only */
+    DPS_SCHED_BATCH = 1,     /* SCHED_BATCH: idle cores and fair share only */
+    DPS_SCHED_POLL  = 2,     /* never sleeps: an agent with a core of its own */
+    DPS_SCHED_AUTO  = 3      /* poll with a core of its own, else eager */
 } dps_agent_sched_t;
 
 typedef enum {
     DPS_CFG_BOOL,
     DPS_CFG_TRANSPORT,
     DPS_CFG_SCHED,
+    DPS_CFG_DATAPATH,
     DPS_CFG_CPULIST,
     DPS_CFG_SIZE,
     DPS_CFG_THRESHOLD,       /* "auto" or a size below DPS_MIN_BYTES_AUTO */

@@ -67,6 +67,8 @@ typedef struct dps_shm {
     uint64_t       size;              /* of the whole segment */
     uint32_t       rank;              /* world rank that made it */
     uint32_t       attached;          /* set by the agent once mapped */
+    uint32_t       engine_up;         /* the rank's engine takes commands */
+    uint32_t       pad;
     _Alignas(64) uint32_t agent_sleeping;  /* agent is (about to be) asleep */
     _Alignas(64) uint32_t rank_sleeping;   /* rank waits, asleep */
     _Alignas(64) uint32_t engine_sleeping; /* engine asleep on engine_wake */
@@ -117,6 +119,16 @@ int dps_shm_cmd_ready(const dps_shm_t *s);
 /* Sleeping and waking through a futex word in the segment. */
 void dps_shm_futex_wait(uint32_t *word, uint32_t val, long timeout_ns);
 void dps_shm_futex_wake(uint32_t *word);
+
+/* A polite spin-loop pause. */
+static inline void dps_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield" ::: "memory");
+#endif
+}
 
 /* Full barrier between publishing and looking at a sleeper's flag. */
 static inline void dps_shm_fence(void)

@@ -4,6 +4,7 @@
 #define AGENT_H
 
 #include "../common/dps_proto.h"
+#include "../common/dps_shm.h"
 #include "../common/dps_ucx.h"
 
 #include <stdint.h>
@@ -76,6 +77,8 @@ typedef struct agent_move {
     uint32_t           src, dst;      /* comm ranks */
     uint64_t           src_addr, dst_addr, len;
     uint64_t           issued, read, written;
+    void              *cmd_key;       /* itself: a DMA engine command's id */
+    UT_hash_handle     hh_cmd;        /* among its link's commands */
 } agent_move_t;
 
 typedef struct agent_slot {
@@ -91,6 +94,17 @@ typedef struct agent_slot {
     char              *buf;           /* slot start (AGENT_ALIGN-aligned) */
     char              *data;          /* where this chunk is staged */
 } agent_slot_t;
+
+/* A rank on this host reached through its shared-memory segment. */
+typedef struct agent_link {
+    uint32_t          world;
+    dps_shm_t        *shm;
+    unsigned          cmds_out;   /* engine commands not yet done */
+    agent_move_t     *cmds;       /* those commands' moves, by address */
+    int               woke_engine; /* commands queued since the last wake */
+    dps_inmsg_t      *outq_head, *outq_tail; /* waiting for ring room */
+    struct agent_link *next;
+} agent_link_t;
 
 typedef struct agent {
     dps_ucx_t      ucx;
@@ -131,7 +145,45 @@ typedef struct agent {
     ucp_mem_h      staging_memh;
     unsigned       inflight;      /* slots busy + flushes pending */
     struct agent_flush *flushes;  /* in flight, in no particular order */
+    /* shared-memory channels (dps_shm.h) */
+    agent_link_t  *links;         /* every rank that offered one */
+    agent_link_t **link_of;       /* by world rank, nlinks_cap entries */
+    uint32_t       nlinks_cap;
+    int            poll;          /* DPUSHIM_AGENT_SCHED=poll: never sleep */
+    uint64_t       engine_cmds;   /* commands given to DMA engines */
 } agent_t;
+
+/* The shared-memory link of world rank w, or NULL. */
+static inline agent_link_t *agent_link(const agent_t *a, uint32_t w)
+{
+    return w < a->nlinks_cap ? a->link_of[w] : NULL;
+}
+
+/* SHM: map a rank's segment (agent_shm.c). */
+int agent_shm_attach(agent_t *a, const dps_msg_shm_t *m);
+
+/* Send a message (ownership taken) to world rank w: through its segment
+ * (waking it if it sleeps) or by UCX. */
+void agent_send_rank(agent_t *a, uint32_t w, void *msg, size_t len);
+
+/* Take in every rank's messages and engine dones; the number handled.
+ * Messages whose communicator is not known yet go to *deferred. */
+int agent_shm_poll(agent_t *a, dps_inmsg_t **deferred);
+
+/* Before sleeping: set our flag in every segment; 0 if work came in
+ * meanwhile (flags cleared again). After waking: agent_shm_awake. */
+int agent_shm_may_sleep(agent_t *a);
+void agent_shm_awake(agent_t *a);
+
+/* Unmap every segment. */
+void agent_shm_fini(agent_t *a);
+
+/* Give queued moves whose destination has a DMA engine (and whose source
+ * is on this host) to that engine (agent_coll.c). */
+void agent_dispatch_engines(agent_t *a);
+
+/* An engine finished the move with id (agent_coll.c). */
+void agent_engine_done(agent_t *a, agent_link_t *l, const dps_done_t *d);
 
 /* Does the rank share this agent's memory system (copies use CMA)? */
 static inline int agent_rank_cma(const agent_t *a, uint32_t world)

@@ -321,17 +321,6 @@ static agent_inst_t *inst_get(agent_t *a, agent_comm_t *c,
     return in;
 }
 
-static void send_to_rank(agent_t *a, uint32_t world, void *msg, size_t len)
-{
-    if (msg == NULL) {
-        dps_error("out of memory encoding a message for rank %u", world);
-        return;
-    }
-    if (dps_ucx_send(a->rank_ep[world], msg, len) != DPS_OK) {
-        dps_warn("cannot send to rank %u (gone?)", world);
-    }
-}
-
 /* Complete local rank r if everything it waits for has happened. */
 static void check_done(agent_t *a, agent_inst_t *in, uint32_t r)
 {
@@ -344,9 +333,7 @@ static void check_done(agent_t *a, agent_inst_t *in, uint32_t r)
     }
     ri->done = 1;
     msg = dps_msg_encode_complete(ri->op_token, in->error, &len);
-    send_to_rank(a, in->comm->members[r], msg, len);
-    /* The rank may be asleep in MPI_Wait. */
-    dps_kick((int)a->rank_pid[in->comm->members[r]], DPS_KICK_RANK);
+    agent_send_rank(a, in->comm->members[r], msg, len);
     in->local_left--;
 }
 
@@ -727,6 +714,119 @@ int agent_handle_coll(agent_t *a, const dps_msg_t *msg)
     default:
         return DPS_ERR_PROTO;
     }
+}
+
+/* ---- DMA engines ------------------------------------------------------- */
+
+/*
+ * Direct path: a move whose destination rank has a DMA engine (its
+ * segment says engine_up) and whose source shares this host goes to that
+ * engine as one command: one copy, by the destination's own process,
+ * straight from the source's memory. The agent keeps the bookkeeping.
+ */
+static int engine_takes(agent_t *a, agent_move_t *m, agent_link_t **lp)
+{
+    agent_inst_t *in = m->inst;
+    uint32_t dw = in->comm->members[m->dst];
+    uint32_t sw = in->comm->members[m->src];
+    agent_link_t *l = agent_link(a, dw);
+
+    if (l == NULL || m->issued != 0 || !agent_rank_cma(a, sw) ||
+        !agent_rank_cma(a, dw) ||
+        !__atomic_load_n(&l->shm->engine_up, __ATOMIC_ACQUIRE) ||
+        l->cmds_out >= DPS_SHM_CMD_SLOTS) {
+        return 0;
+    }
+    *lp = l;
+    return 1;
+}
+
+void agent_dispatch_engines(agent_t *a)
+{
+    agent_move_t **mp = &a->q_head, *m, *prev = NULL;
+    agent_link_t *l;
+
+    while ((m = *mp) != NULL) {
+        agent_inst_t *in = m->inst;
+        dps_cmd_t c;
+
+        if (!engine_takes(a, m, &l)) {
+            prev = m;
+            mp = &m->next;
+            continue;
+        }
+        memset(&c, 0, sizeof(c));
+        c.id = (uint64_t)(uintptr_t)m;
+        c.op = DPS_CMD_READ;
+        c.src_pid = a->rank_pid[in->comm->members[m->src]];
+        c.src_addr = m->src_addr;
+        c.dst_addr = m->dst_addr;
+        c.len = m->len;
+        if (!dps_shm_cmd_put(l->shm, &c)) {
+            prev = m;
+            mp = &m->next;
+            continue;
+        }
+        l->cmds_out++;
+        m->cmd_key = m;
+        HASH_ADD(hh_cmd, l->cmds, cmd_key, sizeof(void *), m);
+        l->woke_engine = 1;
+        a->engine_cmds++;
+        m->issued = m->len;
+        *mp = m->next;   /* off the queue; the engine has it */
+        if (a->q_tail == m) {
+            a->q_tail = prev;
+        }
+    }
+    /* Wake the engines that sleep and were given work. */
+    for (l = a->links; l != NULL; l = l->next) {
+        if (!l->woke_engine) {
+            continue;
+        }
+        l->woke_engine = 0;
+        dps_shm_fence();
+        if (__atomic_load_n(&l->shm->engine_sleeping, __ATOMIC_RELAXED)) {
+            __atomic_add_fetch(&l->shm->engine_wake, 1, __ATOMIC_RELEASE);
+            dps_shm_futex_wake(&l->shm->engine_wake);
+        }
+    }
+}
+
+void agent_engine_done(agent_t *a, agent_link_t *l, const dps_done_t *d)
+{
+    void *key = (void *)(uintptr_t)d->id;
+    agent_move_t *m;
+    agent_inst_t *in;
+
+    /* The id comes back through memory the rank can write: only one of
+     * the commands given out is taken at its word. */
+    HASH_FIND(hh_cmd, l->cmds, &key, sizeof(void *), m);
+    if (m == NULL) {
+        dps_error("rank %u's engine reports a command it was not given",
+                  l->world);
+        return;
+    }
+    HASH_DELETE(hh_cmd, l->cmds, m);
+    l->cmds_out--;
+    in = m->inst;
+    if (d->status != DPS_OK) {
+        dps_error("rank %u's DMA engine failed to read %llu bytes from "
+                  "rank %u", l->world, (unsigned long long)m->len,
+                  in->comm->members[m->src]);
+        in->error = DPS_ERR_IO;
+    }
+    m->read = m->written = m->len;
+    if (--in->src_left[m->src] == 0) {
+        source_read(a, in, m->src);
+    }
+    in->moves_live--;
+    if (--in->ri[m->dst].in_left == 0) {
+        /* Written by the rank's own process, synchronously: in place. */
+        in->ri[m->dst].landed = 1;
+        check_done(a, in, m->dst);
+    }
+    free(m);
+    maybe_destroy(a, in);
 }
 
 /* ---- executor ---------------------------------------------------------- */

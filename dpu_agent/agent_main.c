@@ -164,11 +164,11 @@ static int send_stats(agent_t *a)
     for (i = 0; i < a->nranks && a->rank_agent[i] != a->self; i++) {
     }
     msg = dps_msg_encode_stats(&st, &len);
-    if (i == a->nranks || msg == NULL ||
-        dps_ucx_send(a->rank_ep[i], msg, len) != DPS_OK) {
-        return DPS_ERR_UCX;
+    if (i == a->nranks || msg == NULL) {
+        free(msg);
+        return DPS_ERR_NOMEM;
     }
-    dps_kick((int)a->rank_pid[i], DPS_KICK_RANK);
+    agent_send_rank(a, i, msg, len);
     return DPS_OK;
 }
 
@@ -183,10 +183,7 @@ static int send_pong(agent_t *a, uint32_t rank)
         return DPS_ERR_PROTO;
     }
     msg = dps_msg_encode_pong(&len);
-    if (msg == NULL || dps_ucx_send(a->rank_ep[rank], msg, len) != DPS_OK) {
-        return DPS_ERR_UCX;
-    }
-    dps_kick((int)a->rank_pid[rank], DPS_KICK_RANK);
+    agent_send_rank(a, rank, msg, len);
     return DPS_OK;
 }
 
@@ -375,6 +372,8 @@ int agent_handle(agent_t *a, const dps_msg_t *msg)
     case DPS_MSG_SHUTDOWN:
         a->quit = 1;
         return DPS_OK;
+    case DPS_MSG_SHM:
+        return agent_shm_attach(a, &msg->u.shm);
     case DPS_MSG_STATS_REQ:
         return send_stats(a);
     case DPS_MSG_PING:
@@ -485,6 +484,14 @@ static void set_sched(agent_t *a, int mode)
 {
     struct sched_param sp = {0};
 
+    if (mode == DPS_SCHED_POLL || mode == DPS_SCHED_AUTO) {
+        /* A core of its own (a DPU's, or one no rank uses); AUTO reaches
+         * an agent unresolved only where nobody placed it among ranks: a
+         * listening agent. It never sleeps, so it runs at normal
+         * priority: nothing waits for it to be scheduled. */
+        a->poll = 1;
+        return;
+    }
     if (mode == DPS_SCHED_BATCH) {
         if (sched_setscheduler(0, SCHED_BATCH, &sp) != 0) {
             dps_debug("sched_setscheduler(SCHED_BATCH): %m");
@@ -497,7 +504,7 @@ static void set_sched(agent_t *a, int mode)
     if (prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0) != 0) {
         dps_debug("prctl(PR_SET_TIMERSLACK): %m");
     }
-    if (setpriority(PRIO_PROCESS, 0, -10) != 0) {
+    if (getenv("DPS_EXP_NICE0") == NULL && setpriority(PRIO_PROCESS, 0, -10) != 0) {
         dps_info("cannot raise the agent's priority (setpriority: %m; needs "
                  "RLIMIT_NICE or CAP_SYS_NICE): it runs at nice 0 and "
                  "overlaps less while every core computes");
@@ -522,6 +529,7 @@ static int run(agent_t *a)
     dps_inmsg_t *deferred = NULL;
     double last_work = dps_now();
     double spin = a->eager ? 0 : AGENT_SPIN_SEC;
+    double spin_busy = getenv("DPS_EXP_SPIN") ? atof(getenv("DPS_EXP_SPIN")) : AGENT_SPIN_SEC;
     int n, i, timed_out = 0, woke = 0;
     unsigned spins = 0;
 
@@ -543,12 +551,15 @@ static int run(agent_t *a)
         while (ucp_worker_progress(a->ucx.worker)) {
             work = 1;
         }
-        if (drain_inbox(a, &deferred)) {
+        if (drain_inbox(a, &deferred) + agent_shm_poll(a, &deferred)) {
             work = 1;
             if (deferred != NULL) {
                 retry_deferred(a, &deferred);
             }
         }
+        /* Work for DMA engines goes out at once: the copy runs in the
+         * destination rank's process, not on the core we just took. */
+        agent_dispatch_engines(a);
         if (woke && a->eager && a->q_head != NULL && a->inflight == 0) {
             struct timespec ts = {0, AGENT_START_DELAY_NS};
 
@@ -570,7 +581,16 @@ static int run(agent_t *a)
             last_work = dps_now();
             continue;
         }
-        if (dps_now() - last_work < spin) {
+        if (a->poll) {
+            dps_cpu_relax();
+            continue;
+        }
+        /* Collectives under way: their next post or engine report is
+         * due soon. Poll a while, yielding the core to whoever shares it
+         * (a waiting rank, an engine): a wake-up of an idle core costs
+         * more here than the whole exchange. */
+        if (dps_now() - last_work < (a->insts != NULL ? spin_busy : spin)) {
+            sched_yield();
             continue;
         }
         /* Idle: sleep until UCX, a kick or the parent pipe says so. */
@@ -578,7 +598,11 @@ static int run(agent_t *a)
             ucp_worker_arm(a->ucx.worker) == UCS_ERR_BUSY) {
             continue;
         }
+        if (!agent_shm_may_sleep(a)) {
+            continue;
+        }
         n = epoll_wait(a->epfd, evs, 8, AGENT_BACKSTOP_MS);
+        agent_shm_awake(a);
         if (n < 0 && errno != EINTR) {
             dps_error("epoll_wait: %m");
             break;
@@ -648,6 +672,7 @@ static int serve(const dps_config_t *cfg, int addr_fd, int parent_fd,
 
 out_coll:
     agent_coll_fini(&a);
+    agent_shm_fini(&a);
     for (i = 0; a.rank_ep != NULL && i < a.nranks; i++) {
         dps_ucx_ep_close(a.ucx.worker, a.rank_ep[i], 100);
     }

@@ -17,29 +17,42 @@ DPS_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 dps_launch() {
     local mpi=$1 np=$2 shim=$3 vars=$4
     shift 4
-    local lib="$DPS_ROOT/build/$mpi/libdpushim.so" args=() kv
+    local lib="$DPS_ROOT/build/$mpi/libdpushim.so" args=() kv rf=""
+    local cpus=() per=() c i
+    # One CPU for every rank, round robin over the expanded list.
+    if [ -n "${DPS_RANK_CPUS:-}" ]; then
+        for c in ${DPS_RANK_CPUS//,/ }; do
+            if [[ $c == *-* ]]; then
+                for ((i = ${c%-*}; i <= ${c#*-}; i++)); do cpus+=("$i"); done
+            else
+                cpus+=("$c")
+            fi
+        done
+        for ((i = 0; i < np; i++)); do per+=("${cpus[i % ${#cpus[@]}]}"); done
+    fi
     case $mpi in
     openmpi)
         args=(mpirun.openmpi --oversubscribe -np "$np")
-        [ -n "${DPS_RANK_CPUS:-}" ] &&
-            args+=(--cpu-set "$DPS_RANK_CPUS" --bind-to core)
+        # A rank file: Open MPI 4.1 binds nothing with --cpu-set and
+        # --bind-to core under --oversubscribe.
+        # Named by its contents and kept, so that a launch killed by a
+        # time limit leaves nothing new behind.
+        if [ ${#per[@]} -gt 0 ]; then
+            rf="${TMPDIR:-/tmp}/dpushim-rankfile-$(id -u)-$(IFS=_; echo "${per[*]}")"
+            if [ ! -f "$rf" ]; then
+                for ((i = 0; i < np; i++)); do
+                    echo "rank $i=localhost slot=${per[i]}"
+                done >"$rf.$$" && mv -f "$rf.$$" "$rf"
+            fi
+            args+=(--rankfile "$rf")
+        fi
         [ "$shim" = 1 ] && args+=(-x "LD_PRELOAD=$lib")
         for kv in $vars; do args+=(-x "$kv"); done
         ;;
     mpich)
         args=(mpiexec.mpich -n "$np")
-        # Hydra binds only the ranks its list names and takes no ranges:
-        # name a CPU for every rank, round robin over the expanded list.
-        if [ -n "${DPS_RANK_CPUS:-}" ]; then
-            local cpus=() per=() c i
-            for c in ${DPS_RANK_CPUS//,/ }; do
-                if [[ $c == *-* ]]; then
-                    for ((i = ${c%-*}; i <= ${c#*-}; i++)); do cpus+=("$i"); done
-                else
-                    cpus+=("$c")
-                fi
-            done
-            for ((i = 0; i < np; i++)); do per+=("${cpus[i % ${#cpus[@]}]}"); done
+        # Hydra binds only the ranks its list names and takes no ranges.
+        if [ ${#per[@]} -gt 0 ]; then
             args+=(-bind-to "user:$(IFS=,; echo "${per[*]}")")
         fi
         [ "$shim" = 1 ] && args+=(-genv LD_PRELOAD "$lib")

@@ -4,6 +4,7 @@
 #define SHIM_H
 
 #include "../common/dps_config.h"
+#include "../common/dps_shm.h"
 #include "../common/dps_ucx.h"
 #include "shim_util.h"
 
@@ -112,6 +113,13 @@ typedef struct shim_state {
     int            kick_fd;       /* our wake-up socket, or -1 */
     dps_ucx_t      ucx;
     ucp_ep_h       agent_ep;
+    /* Shared-memory channel to an agent on this host (dps_shm.h): */
+    dps_shm_t     *shm;           /* our segment, or NULL */
+    int            shm_fd;
+    int            shm_on;        /* the agent mapped it: messages go there */
+    int            shm_tx_ucx;    /* one was too big for it: UCX from then */
+    pthread_mutex_t tx_lock;      /* producers of shm->to_agent */
+    double         next_ucx_poll; /* with shm_on, UCX is polled seldom */
     int            keyval;        /* communicator attribute */
     MPI_Comm       vnode;         /* ranks sharing this agent */
     uint64_t       next_comm;     /* ids handed out by this rank */

@@ -41,6 +41,7 @@
  */
 #define _GNU_SOURCE
 #include "shim.h"
+#include "shim_engine.h"
 #include "../common/dps_log.h"
 #include "../common/dps_proto.h"
 #include "../common/dps_status.h"
@@ -297,6 +298,9 @@ void shim_fo_start(const char *why)
     }
     send_notices();
     stop_our_agent();
+    /* The agent is gone: no command is left to give, and none must run
+     * once stock MPI starts writing into the same buffers. */
+    shim_engine_stop();
 
     pthread_mutex_lock(&shim.lock);
     /* Completions the agent sent before it stopped still count. */

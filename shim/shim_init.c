@@ -8,6 +8,7 @@
  */
 #define _GNU_SOURCE
 #include "shim.h"
+#include "shim_engine.h"
 #include "shim_reg.h"
 #include "../common/dps_listen.h"
 #include "../common/dps_log.h"
@@ -40,6 +41,8 @@ shim_state_t shim = {
     .fo_agree = MPI_COMM_NULL,
     .lock = PTHREAD_MUTEX_INITIALIZER,
     .agree_lock = PTHREAD_MUTEX_INITIALIZER,
+    .tx_lock = PTHREAD_MUTEX_INITIALIZER,
+    .shm_fd = -1,
 };
 __thread int shim_in_call;
 
@@ -118,8 +121,9 @@ static int read_line(int fd, char *buf, size_t len, int timeout_ms)
     return DPS_ERR_PROTO;
 }
 
-/* Start dpu_agent; on success *addr (malloc'ed) holds its address. */
-static int spawn_agent(void **addr, size_t *addr_len)
+/* Start dpu_agent; on success *addr (malloc'ed) holds its address.
+ * own_core: it has a CPU no rank uses (DPUSHIM_AGENT_SCHED=auto: poll). */
+static int spawn_agent(void **addr, size_t *addr_len, int own_core)
 {
     char path[4096], fd_a[] = "3", fd_p[] = "4";
     char *argv[] = {path, "--addr-fd", fd_a, "--parent-fd", fd_p, NULL};
@@ -143,7 +147,9 @@ static int spawn_agent(void **addr, size_t *addr_len)
     ap[1] = fd_high(ap[1]);
     pp[0] = fd_high(pp[0]);
     pp[1] = fd_high(pp[1]);
-    env = shim_agent_env(environ);
+    env = shim_agent_env(environ, shim.cfg.agent_sched != DPS_SCHED_AUTO ?
+                         NULL : own_core ? "DPUSHIM_AGENT_SCHED=poll"
+                                         : "DPUSHIM_AGENT_SCHED=eager");
     line = malloc(2 * DPS_MAX_ADDR + 2);
     if (ap[0] < 0 || ap[1] < 0 || pp[0] < 0 || pp[1] < 0 || env == NULL ||
         line == NULL) {
@@ -288,6 +294,18 @@ static void agent_affinity(const cpu_set_t *ranks)
     }
 }
 
+/* Has the agent of these ranks a CPU of its own: one no rank of its
+ * virtual node may use, or more CPUs than it has ranks? */
+static int agent_has_core(const cpu_set_t *ranks, int vsize)
+{
+    cpu_set_t set, spare;
+
+    agent_cpus(ranks, &set);
+    CPU_XOR(&spare, &set, ranks);
+    CPU_AND(&spare, &spare, &set);
+    return CPU_COUNT(&spare) > 0 || CPU_COUNT(&set) > vsize;
+}
+
 /*
  * DPUSHIM_MIN_BYTES=auto. Where an agent has a CPU of its own (one no rank
  * of its virtual node may use, or more CPUs than it has ranks), offload
@@ -301,15 +319,11 @@ static void agent_affinity(const cpu_set_t *ranks)
 static uint64_t resolve_min_bytes(const cpu_set_t *ranks, int vsize)
 {
     uint64_t mine = shim.cfg.min_bytes, all = 0;
-    cpu_set_t set, spare;
 
     if (shim.cfg.min_bytes != DPS_MIN_BYTES_AUTO) {
         return shim.cfg.min_bytes; /* same environment everywhere */
     }
-    agent_cpus(ranks, &set);
-    CPU_XOR(&spare, &set, ranks);
-    CPU_AND(&spare, &spare, &set);
-    if (CPU_COUNT(&spare) > 0 || CPU_COUNT(&set) > vsize) {
+    if (agent_has_core(ranks, vsize)) {
         mine = SHIM_AUTO_MIN_BYTES;
     }
     PMPI_Allreduce(&mine, &all, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
@@ -417,6 +431,63 @@ static void send_hello_wait_ready(int *ok)
                       (int)shim.agent_pid, SHIM_CONNECT_TIMEOUT_MS / 1000);
             *ok = 0;
         }
+    }
+}
+
+/*
+ * An agent on this host gets our shared-memory segment (before HELLO, so
+ * that it has mapped it when READY comes). Without one (an agent on a DPU,
+ * or no memfd) messages stay on UCX.
+ */
+static void shm_offer(void)
+{
+    size_t len;
+    void *msg;
+
+    if (shim.agent_pid <= 0) {
+        return;
+    }
+    shim.shm = dps_shm_create((uint32_t)shim.world_rank, &shim.shm_fd);
+    if (shim.shm == NULL) {
+        dps_info("no shared-memory channel to the agent (memfd: %m): "
+                 "messages go by UCX");
+        return;
+    }
+    msg = dps_msg_encode_shm((uint32_t)shim.world_rank, (uint32_t)getpid(),
+                             shim.shm_fd, &len);
+    if (msg == NULL || shim_send_agent(msg, len) != DPS_OK) {
+        dps_warn("cannot offer the shared-memory channel to the agent");
+    }
+}
+
+/* READY came: use the channel if the agent mapped it, and start the DMA
+ * engine where the data path is direct. */
+static void shm_accepted(void)
+{
+    if (shim.shm == NULL) {
+        return;
+    }
+    if (!__atomic_load_n(&shim.shm->attached, __ATOMIC_ACQUIRE)) {
+        dps_info("agent %s did not map the shared-memory channel: "
+                 "messages go by UCX", shim.agent_desc);
+        return;
+    }
+    shim.shm_on = 1;
+    if (shim.cfg.data_path == DPS_DATA_DIRECT &&
+        shim.cfg.transport != DPS_TRANSPORT_UCX) {
+        shim_engine_start(shim.shm, shim.agent_pid);
+    }
+}
+
+static void shm_close(void)
+{
+    shim_engine_stop();
+    shim.shm_on = 0;
+    dps_shm_detach(shim.shm);
+    shim.shm = NULL;
+    if (shim.shm_fd >= 0) {
+        close(shim.shm_fd);
+        shim.shm_fd = -1;
     }
 }
 
@@ -567,7 +638,11 @@ static int connect_job(MPI_Comm vnode, const void *agent_addr,
         free(ra);
     }
     if (ok) {
+        shm_offer();
         send_hello_wait_ready(&ok);
+    }
+    if (ok) {
+        shm_accepted();
     }
     /* Agents finish wire-up with every rank: keep UCX progressing until
      * all ranks have heard from their agent. */
@@ -604,6 +679,7 @@ out:
 
 static void teardown_ucx(void)
 {
+    shm_close();
     if (shim.kick_fd >= 0) {
         close(shim.kick_fd);
         shim.kick_fd = -1;
@@ -810,7 +886,8 @@ void shim_init(void)
         info.ok = (shim.cfg.agent_map[0] != '\0'
                    ? connect_listener(&js, (unsigned)(node_rank / rpd),
                                       &addr, &addr_len)
-                   : spawn_agent(&addr, &addr_len)) == DPS_OK;
+                   : spawn_agent(&addr, &addr_len,
+                                 agent_has_core(&cpus, vsize))) == DPS_OK;
         info.pid = (int)shim.agent_pid;
         info.len = (uint32_t)addr_len;
         if (!shim.listen_agent) {
@@ -894,6 +971,7 @@ static void print_stats(void)
     static const char *names[SHIM_NCOLL] = {"ialltoall", "ibcast"};
     uint64_t tot[SHIM_NCOLL][SHIM_NSTAT], ag[3];
     uint64_t reg[SHIM_REG_NSTAT], regtot[SHIM_REG_NSTAT];
+    uint64_t eng[2], engtot[2];
     int c;
 
     fetch_agent_stats();
@@ -904,6 +982,8 @@ static void print_stats(void)
     shim_reg_stats(reg);
     PMPI_Reduce(reg, regtot, SHIM_REG_NSTAT, MPI_UINT64_T, MPI_SUM, 0,
                 MPI_COMM_WORLD);
+    shim_engine_stats(&eng[0], &eng[1]);
+    PMPI_Reduce(eng, engtot, 2, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
     if (shim.world_rank != 0) {
         return;
     }
@@ -929,6 +1009,11 @@ static void print_stats(void)
            (unsigned long long)regtot[SHIM_REG_HITS],
            (unsigned long long)regtot[SHIM_REG_MISSES],
            (unsigned long long)regtot[SHIM_REG_INVALIDATIONS]);
+    if (shim.active) {
+        /* Blocks the ranks' DMA engines copied (direct data path). */
+        printf("dpushim: dma engines copies=%llu bytes=%llu\n",
+               (unsigned long long)engtot[0], (unsigned long long)engtot[1]);
+    }
     if (shim.active && shim.agent_dead) {
         printf("dpushim: agents failed: no agent statistics\n");
     } else if (shim.active) {
@@ -963,6 +1048,9 @@ void shim_fini(void)
                      "MPI_Finalize", shim.live, SHIM_FINALIZE_DRAIN_SEC);
         }
         shim_fo_fini();
+        /* Our collectives are over: nothing is due to our buffers, and no
+         * command is for the engine. No thread outlives MPI_Finalize. */
+        shim_engine_stop();
     }
     if (shim.cfg.stats) {
         print_stats();

@@ -7,6 +7,7 @@
  */
 #define _GNU_SOURCE
 #include "shim.h"
+#include "shim_engine.h"
 #include "shim_reg.h"
 #include "../common/dps_log.h"
 #include "../common/dps_proto.h"
@@ -20,11 +21,67 @@
 #include <unistd.h>
 
 #define SHIM_LIVENESS_PERIOD 0.1  /* s between agent liveness checks */
+#define SHIM_UCX_POLL_SEC 200e-6    /* UCX polling with the shm channel on */
+#define SHIM_WAIT_SPIN_SEC (getenv("DPS_EXP_RSPIN") ? atof(getenv("DPS_EXP_RSPIN")) : 50e-6)   /* a wait polls this long, then sleeps */
+
+/* Into the shared-memory ring (tx_lock held): DPS_OK, DPS_ERR_INVALID
+ * (too big: never fits), DPS_ERR_TIMEOUT (the agent takes nothing). */
+static int shm_put(const void *msg, size_t len)
+{
+    dps_shm_t *s = shim.shm;
+    double deadline = 0;
+    int rc;
+
+    for (;;) {
+        rc = dps_shm_msg_put(&s->to_agent, s->to_agent_buf, msg, len);
+        if (rc != DPS_ERR_AGAIN) {
+            break;
+        }
+        /* Full: the agent is behind (or gone; the liveness check says). */
+        if (deadline == 0) {
+            deadline = dps_now() + shim.cfg.agent_timeout;
+        } else if (dps_now() > deadline) {
+            return DPS_ERR_TIMEOUT;
+        }
+        dps_kick((int)shim.agent_pid, DPS_KICK_AGENT);
+        usleep(20);
+    }
+    if (rc == DPS_OK) {
+        dps_shm_fence();
+        if (__atomic_load_n(&s->agent_sleeping, __ATOMIC_RELAXED)) {
+            dps_kick((int)shim.agent_pid, DPS_KICK_AGENT);
+        }
+    }
+    return rc;
+}
 
 int shim_send_agent(void *msg, size_t len)
 {
-    int rc = dps_ucx_send(shim.agent_ep, msg, len);
+    int rc;
 
+    if (shim.shm_on) {
+        pthread_mutex_lock(&shim.tx_lock);
+        rc = shim.shm_tx_ucx ? DPS_ERR_INVALID : shm_put(msg, len);
+        if (rc == DPS_ERR_INVALID && !shim.shm_tx_ucx) {
+            /* Too big for the ring (a huge communicator's member list):
+             * once the agent has taken everything before it, this and
+             * every later message go by UCX, so none overtakes another. */
+            double deadline = dps_now() + shim.cfg.agent_timeout;
+
+            while (!dps_shm_msg_empty(&shim.shm->to_agent) &&
+                   dps_now() < deadline) {
+                dps_kick((int)shim.agent_pid, DPS_KICK_AGENT);
+                usleep(20);
+            }
+            shim.shm_tx_ucx = 1;
+        }
+        pthread_mutex_unlock(&shim.tx_lock);
+        if (rc != DPS_ERR_INVALID) {
+            free(msg);
+            return rc;
+        }
+    }
+    rc = dps_ucx_send(shim.agent_ep, msg, len);
     dps_kick((int)shim.agent_pid, DPS_KICK_AGENT);
     return rc;
 }
@@ -320,50 +377,74 @@ static void check_agent(void)
     }
 }
 
-void shim_agent_msgs(void)
+/* One message from the agent (lock held). */
+static void agent_msg(const void *data, size_t len)
 {
-    dps_inmsg_t *m;
+    char err[256];
+    dps_msg_t msg;
     shim_op_t *op;
 
-    while ((m = dps_inbox_pop(&shim.ucx.inbox)) != NULL) {
-        char err[256];
-        dps_msg_t msg;
-
-        shim.last_heard = dps_now();
-        shim.ping_sent = 0;
-        if (dps_msg_decode(m->data, m->len, &msg, err, sizeof(err)) !=
-            DPS_OK) {
-            dps_error("malformed message from the agent: %s", err);
-        } else if (msg.type == DPS_MSG_STATS) {
-            shim.agent_stats[0] = msg.u.stats.cpu_ns;
-            shim.agent_stats[1] = msg.u.stats.collectives;
-            shim.agent_stats[2] = msg.u.stats.missed_wakeups;
-            shim.have_agent_stats = 1;
-        } else if (msg.type == DPS_MSG_PONG) {
-            /* alive */
-        } else if (msg.type != DPS_MSG_COMPLETE) {
-            dps_warn("unexpected %s message from the agent",
-                     dps_msg_type_str(msg.type));
-        } else {
-            HASH_FIND(hh_token, shim.by_token, &msg.u.complete.op_token,
-                      sizeof(uint64_t), op);
-            if (op == NULL) {
-                dps_error("completion for unknown operation %llu",
-                          (unsigned long long)msg.u.complete.op_token);
-            } else {
-                HASH_DELETE(hh_token, shim.by_token, op);
-                if (msg.u.complete.status != DPS_OK) {
-                    dps_error("agent reports failure of a collective: %s",
-                              dps_status_str(msg.u.complete.status));
-                    op->error = MPI_ERR_OTHER;
-                }
-                /* Finished here, well or not: never to be redone. */
-                shim_comm_finished(op->comm, op->post.seq);
-                op->finishing = 1;
-                op->next_done = shim.done_list;
-                shim.done_list = op;
-            }
+    shim.last_heard = dps_now();
+    shim.ping_sent = 0;
+    if (dps_msg_decode(data, len, &msg, err, sizeof(err)) != DPS_OK) {
+        dps_error("malformed message from the agent: %s", err);
+    } else if (msg.type == DPS_MSG_STATS) {
+        shim.agent_stats[0] = msg.u.stats.cpu_ns;
+        shim.agent_stats[1] = msg.u.stats.collectives;
+        shim.agent_stats[2] = msg.u.stats.missed_wakeups;
+        shim.have_agent_stats = 1;
+    } else if (msg.type == DPS_MSG_PONG) {
+        /* alive */
+    } else if (msg.type != DPS_MSG_COMPLETE) {
+        dps_warn("unexpected %s message from the agent",
+                 dps_msg_type_str(msg.type));
+    } else {
+        HASH_FIND(hh_token, shim.by_token, &msg.u.complete.op_token,
+                  sizeof(uint64_t), op);
+        if (op == NULL) {
+            dps_error("completion for unknown operation %llu",
+                      (unsigned long long)msg.u.complete.op_token);
+            return;
         }
+        HASH_DELETE(hh_token, shim.by_token, op);
+        if (msg.u.complete.status != DPS_OK) {
+            dps_error("agent reports failure of a collective: %s",
+                      dps_status_str(msg.u.complete.status));
+            op->error = MPI_ERR_OTHER;
+        }
+        /* Finished here, well or not: never to be redone. */
+        shim_comm_finished(op->comm, op->post.seq);
+        op->finishing = 1;
+        op->next_done = shim.done_list;
+        shim.done_list = op;
+    }
+}
+
+void shim_agent_msgs(void)
+{
+    static uint64_t buf[DPS_SHM_MAX_MSG / sizeof(uint64_t)];
+    dps_inmsg_t *m;
+
+    while (shim.shm_on) {
+        long n = dps_shm_msg_get(&shim.shm->to_rank, shim.shm->to_rank_buf,
+                                 buf, sizeof(buf));
+
+        if (n == 0) {
+            break;
+        }
+        if (n < 0) {
+            dps_error("the shared-memory channel from agent %s is corrupt",
+                      shim.agent_desc);
+            if (shim.fo_why[0] == '\0') {
+                snprintf(shim.fo_why, sizeof(shim.fo_why), "agent %s wrote "
+                         "a corrupt message ring", shim.agent_desc);
+            }
+            break;
+        }
+        agent_msg(buf, (size_t)n);
+    }
+    while ((m = dps_inbox_pop(&shim.ucx.inbox)) != NULL) {
+        agent_msg(m->data, m->len);
         free(m);
     }
 }
@@ -399,7 +480,13 @@ int shim_progress(void)
     }
     pthread_mutex_lock(&shim.lock);
     if (shim.fo_state == SHIM_FO_NONE) {
-        while (ucp_worker_progress(shim.ucx.worker)) {
+        /* With the shm channel, UCX carries only what did not fit. */
+        double now = shim.shm_on ? dps_now() : 0;
+
+        if (!shim.shm_on || shim.shm_tx_ucx || now >= shim.next_ucx_poll) {
+            while (ucp_worker_progress(shim.ucx.worker)) {
+            }
+            shim.next_ucx_poll = now + SHIM_UCX_POLL_SEC;
         }
         shim_agent_msgs();
         check_agent();
@@ -461,21 +548,52 @@ int shim_any_pending(void)
 
 void shim_idle(int only_ours)
 {
-    /* The agent usually shares our cores: sleep instead of spinning, so
-     * it runs at once. Only our requests pending: nothing but the agent's
-     * kick can finish them (the timeout is a backstop that also lets the
-     * liveness check run). Mixed with MPI's own requests: MPI needs
-     * PMPI_Test calls to progress them, so sleep only briefly. */
+    /* A wait first polls (SHIM_WAIT_SPIN_SEC), running its own DMA
+     * engine's commands meanwhile: completions then cost no wake-up.
+     * Then it sleeps, so that an agent or engine sharing the core runs at
+     * once. Only our requests pending: nothing but the agent can finish
+     * them, and it kicks us when it sees rank_sleeping (the timeout is a
+     * backstop that also lets the liveness check run). Mixed with MPI's
+     * own requests: MPI needs PMPI_Test calls to progress them, so sleep
+     * only briefly. */
+    static __thread double since, last;
     struct pollfd pfd = {shim.kick_fd, POLLIN, 0};
+    double now = dps_now();
+    dps_shm_t *s = shim.shm_on ? shim.shm : NULL;
+    int n;
 
+    if (shim_engine_help() > 0) {
+        last = now;
+        return;
+    }
+    if (now - last > 1e-3) {
+        since = now;     /* a new wait */
+    }
+    last = now;
     if (shim.fo_state != SHIM_FO_NONE) {
         only_ours = 0;   /* stock MPI does the work: keep testing */
+    }
+    if (now - since < SHIM_WAIT_SPIN_SEC) {
+        sched_yield();   /* an agent or engine on this core runs now */
+        return;
     }
     if (shim.kick_fd < 0) {
         sched_yield();
         return;
     }
-    if (poll(&pfd, 1, only_ours ? 1 : 0) > 0) {
+    if (s != NULL) {
+        __atomic_store_n(&s->rank_sleeping, 1, __ATOMIC_RELAXED);
+        dps_shm_fence();
+        if (dps_shm_msg_ready(&s->to_rank) || dps_shm_cmd_ready(s)) {
+            __atomic_store_n(&s->rank_sleeping, 0, __ATOMIC_RELAXED);
+            return;
+        }
+    }
+    n = poll(&pfd, 1, only_ours ? 1 : 0);
+    if (s != NULL) {
+        __atomic_store_n(&s->rank_sleeping, 0, __ATOMIC_RELAXED);
+    }
+    if (n > 0) {
         dps_kick_drain(shim.kick_fd);
     } else if (!only_ours) {
         usleep(50);

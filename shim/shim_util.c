@@ -29,22 +29,29 @@ int shim_env_stripped(const char *e)
     return 0;
 }
 
-char **shim_agent_env(char *const *envp)
+char **shim_agent_env(char *const *envp, const char *set)
 {
-    size_t n = 0, k = 0;
+    size_t n = 0, k = 0, name = 0;
     char **out;
 
     while (envp != NULL && envp[n] != NULL) {
         n++;
     }
-    out = calloc(n + 1, sizeof(char *));
+    if (set != NULL && strchr(set, '=') != NULL) {
+        name = (size_t)(strchr(set, '=') - set) + 1;   /* "NAME=" */
+    }
+    out = calloc(n + 2, sizeof(char *));
     if (out == NULL) {
         return NULL;
     }
     for (size_t i = 0; i < n; i++) {
-        if (!shim_env_stripped(envp[i])) {
+        if (!shim_env_stripped(envp[i]) &&
+            (name == 0 || strncmp(envp[i], set, name) != 0)) {
             out[k++] = envp[i];
         }
+    }
+    if (name != 0) {
+        out[k++] = (char *)set;
     }
     out[k] = NULL;
     return out;

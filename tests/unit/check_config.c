@@ -23,6 +23,7 @@ static size_t field_size(dps_cfg_type_t type)
     case DPS_CFG_SIZE:     return sizeof(uint64_t);
     case DPS_CFG_THRESHOLD: return sizeof(uint64_t);
     case DPS_CFG_SCHED:    return sizeof(int);
+    case DPS_CFG_DATAPATH: return sizeof(int);
     case DPS_CFG_UINT:     return sizeof(unsigned);
     case DPS_CFG_LOGLEVEL: return sizeof(int);
     case DPS_CFG_TRANSPORT: return sizeof(int);
@@ -199,7 +200,8 @@ START_TEST(def_literal)
     ck_assert_int_eq(cfg.log_level, DPS_LOG_WARN);
     ck_assert_str_eq(cfg.agent, "");
     ck_assert_uint_eq(cfg.min_bytes, DPS_MIN_BYTES_AUTO);
-    ck_assert_int_eq(cfg.agent_sched, DPS_SCHED_EAGER);
+    ck_assert_int_eq(cfg.agent_sched, DPS_SCHED_AUTO);
+    ck_assert_int_eq(cfg.data_path, DPS_DATA_DIRECT);
 }
 END_TEST
 
@@ -266,7 +268,7 @@ START_TEST(def_table_sane)
             ck_assert_uint_ne(o->offset, e->offset);
         }
     }
-    ck_assert_int_eq(n, 18);
+    ck_assert_int_eq(n, 19);
     (void)entry("OFFLOAD");
     (void)entry("IALLTOALL");
     (void)entry("IBCAST");
@@ -276,6 +278,7 @@ START_TEST(def_table_sane)
     (void)entry("LOG");
     (void)entry("AGENT");
     (void)entry("TRANSPORT");
+    (void)entry("DATA_PATH");
     (void)entry("AGENT_CPUS");
     (void)entry("AGENT_SCHED");
     (void)entry("REGCACHE_BYTES");
@@ -581,6 +584,36 @@ START_TEST(ok_sched)
     ACCEPT_INT("AGENT_SCHED", "EAGER", DPS_SCHED_EAGER);
     ACCEPT_INT("AGENT_SCHED", "batch", DPS_SCHED_BATCH);
     ACCEPT_INT("AGENT_SCHED", "Batch", DPS_SCHED_BATCH);
+    ACCEPT_INT("AGENT_SCHED", "poll", DPS_SCHED_POLL);
+    ACCEPT_INT("AGENT_SCHED", "POLL", DPS_SCHED_POLL);
+    ACCEPT_INT("AGENT_SCHED", "auto", DPS_SCHED_AUTO);
+    ACCEPT_INT("AGENT_SCHED", "Auto", DPS_SCHED_AUTO);
+}
+END_TEST
+
+START_TEST(ok_data_path)
+{
+    ACCEPT_INT("DATA_PATH", "direct", DPS_DATA_DIRECT);
+    ACCEPT_INT("DATA_PATH", "Direct", DPS_DATA_DIRECT);
+    ACCEPT_INT("DATA_PATH", "staged", DPS_DATA_STAGED);
+    ACCEPT_INT("DATA_PATH", "STAGED", DPS_DATA_STAGED);
+}
+END_TEST
+
+START_TEST(bad_data_path)
+{
+    static const char *const bad[] = {
+        "cma", "ucx", "1", "0", "direct ", " staged", "direct,staged",
+        "stage", "auto"
+    };
+    size_t i;
+
+    for (i = 0; i < NCOMMON; i++) {
+        REFUSE("DATA_PATH", bad_common[i]);
+    }
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        REFUSE("DATA_PATH", bad[i]);
+    }
 }
 END_TEST
 
@@ -588,7 +621,7 @@ START_TEST(bad_sched)
 {
     static const char *const bad[] = {
         "fifo", "rr", "idle", "eager ", " batch", "1", "0", "eager,batch",
-        "normal"
+        "normal", "polling", "spin"
     };
     size_t i;
 
@@ -981,6 +1014,7 @@ static Suite *config_suite(void)
     tcase_add_test(tc, ok_log);
     tcase_add_test(tc, ok_transport);
     tcase_add_test(tc, ok_sched);
+    tcase_add_test(tc, ok_data_path);
     tcase_add_test(tc, ok_ranges);
     tcase_add_test(tc, ok_agent);
     tcase_add_test(tc, ok_several);
@@ -993,6 +1027,7 @@ static Suite *config_suite(void)
     tcase_add_test(tc, bad_log);
     tcase_add_test(tc, bad_transport);
     tcase_add_test(tc, bad_sched);
+    tcase_add_test(tc, bad_data_path);
     tcase_add_test(tc, bad_ranges);
     tcase_add_test(tc, cpulist);
     tcase_add_test(tc, bad_agent);

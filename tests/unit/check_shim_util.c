@@ -101,12 +101,12 @@ START_TEST(env_null_and_empty)
     char *empty[] = {NULL};
     char **out;
 
-    out = shim_agent_env(NULL);
+    out = shim_agent_env(NULL, NULL);
     ck_assert_ptr_nonnull(out);
     ck_assert_ptr_null(out[0]);
     free(out);
 
-    out = shim_agent_env(empty);
+    out = shim_agent_env(empty, NULL);
     ck_assert_ptr_nonnull(out);
     ck_assert_ptr_null(out[0]);
     ck_assert_ptr_ne(out, empty);
@@ -124,7 +124,7 @@ START_TEST(env_all_stripped)
         env[i] = (char *)stripped[i];
     }
     env[NSTRIPPED] = NULL;
-    out = shim_agent_env(env);
+    out = shim_agent_env(env, NULL);
     ck_assert_ptr_nonnull(out);
     ck_assert_ptr_null(out[0]);
     free(out);
@@ -141,7 +141,7 @@ START_TEST(env_all_kept)
         env[i] = (char *)kept[i];
     }
     env[NKEPT] = NULL;
-    out = shim_agent_env(env);
+    out = shim_agent_env(env, NULL);
     ck_assert_ptr_nonnull(out);
     ck_assert_uint_eq(count(out), NKEPT);
     for (i = 0; i < NKEPT; i++) {
@@ -169,7 +169,7 @@ START_TEST(env_mixed_order)
     }
     env[N] = NULL;
     memcpy(save, env, sizeof(env));
-    out = shim_agent_env(env);
+    out = shim_agent_env(env, NULL);
     ck_assert_ptr_nonnull(out);
     ck_assert_uint_eq(count(out), NKEPT);
     for (i = 0; i < N; i++) {
@@ -201,7 +201,7 @@ START_TEST(env_typical_launch)
         "PATH=/usr/bin", "HOME=/home/u", "DPUSHIM_RANKS_PER_DPU=2",
         "UCX_TLS=tcp", "MY_OMPI_X=1", "DPUSHIM_STATS=1"
     };
-    char **out = shim_agent_env(env);
+    char **out = shim_agent_env(env, NULL);
     size_t i;
 
     ck_assert_ptr_nonnull(out);
@@ -230,7 +230,7 @@ START_TEST(env_large)
                  i, i);
         env[i] = text[i];
     }
-    out = shim_agent_env(env);
+    out = shim_agent_env(env, NULL);
     ck_assert_ptr_nonnull(out);
     for (i = 0; i < N; i += 2) {
         ck_assert_ptr_eq(out[n], env[i]);
@@ -246,7 +246,7 @@ END_TEST
 /* The process's own environment: exactly its non-stripped entries. */
 START_TEST(env_real)
 {
-    char **out = shim_agent_env(environ);
+    char **out = shim_agent_env(environ, NULL);
     size_t i, n = 0;
 
     ck_assert_ptr_nonnull(out);
@@ -257,6 +257,34 @@ START_TEST(env_real)
         }
     }
     ck_assert_ptr_null(out[n]);
+    free(out);
+}
+END_TEST
+
+/* A set entry replaces the variable of the same name, wherever it was,
+ * and is added when it was absent. */
+START_TEST(env_set)
+{
+    char *env[] = {"PATH=/bin", "DPUSHIM_AGENT_SCHED=auto", "LD_PRELOAD=x",
+                   "DPUSHIM_AGENT_SCHED_X=1", "HOME=/root", NULL};
+    char *none[] = {"PATH=/bin", NULL};
+    char **out = shim_agent_env(env, "DPUSHIM_AGENT_SCHED=poll");
+    size_t n = 0, seen = 0;
+
+    ck_assert_ptr_nonnull(out);
+    for (; out[n] != NULL; n++) {
+        if (strncmp(out[n], "DPUSHIM_AGENT_SCHED=", 20) == 0) {
+            ck_assert_str_eq(out[n], "DPUSHIM_AGENT_SCHED=poll");
+            seen++;
+        }
+    }
+    ck_assert_uint_eq(seen, 1);
+    ck_assert_uint_eq(n, 4);   /* PATH, ..._X, HOME and the set one */
+    free(out);
+    out = shim_agent_env(none, "DPUSHIM_AGENT_SCHED=eager");
+    ck_assert_str_eq(out[0], "PATH=/bin");
+    ck_assert_str_eq(out[1], "DPUSHIM_AGENT_SCHED=eager");
+    ck_assert_ptr_null(out[2]);
     free(out);
 }
 END_TEST
@@ -282,6 +310,7 @@ static Suite *shim_util_suite(void)
     tcase_add_test(tc, env_typical_launch);
     tcase_add_test(tc, env_large);
     tcase_add_test(tc, env_real);
+    tcase_add_test(tc, env_set);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,0 +1,229 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The emulated DMA engine of a rank (DESIGN, decision 9). On a BlueField
+ * the NIC's DMA engine moves each byte once, host to host, at the DPU's
+ * command. Here a thread of the rank's own process stands in for it: it
+ * takes copy commands from its agent (the shared-memory cmd ring), reads
+ * each block with process_vm_readv from the source rank straight into
+ * this process's buffer, one copy per byte, and reports it done. It never
+ * calls MPI and never touches UCX; it blocks every signal; it spins a
+ * little after work and then sleeps on a futex in the segment, which the
+ * agent bumps when it sees the engine asleep.
+ *
+ * A rank that waits in MPI for offloaded requests runs queued commands
+ * itself (shim_engine_help) rather than waking the thread: the same
+ * engine, without a context switch. One executor at a time holds
+ * eng.lock, so commands finish in order and the done ring has one
+ * producer.
+ */
+#define _GNU_SOURCE
+#include "shim.h"
+#include "shim_engine.h"
+#include "../common/dps_log.h"
+#include "../common/dps_status.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#define ENGINE_SPIN_SEC    30e-6 /* keep polling this long after work */
+#define ENGINE_BACKSTOP_NS 100000000L /* longest sleep: 100 ms */
+
+static struct {
+    dps_shm_t      *shm;
+    pid_t           agent_pid;    /* kicked when a done lands and it sleeps */
+    pid_t           self;
+    pthread_t       thr;
+    int             running;      /* the thread exists */
+    int             stop;         /* asked to stop (atomic) */
+    pthread_mutex_t lock;         /* one executor at a time */
+    uint64_t        copies, bytes;
+} eng = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* Copy one command's bytes into our memory. */
+static int copy_in(const dps_cmd_t *c)
+{
+    char *dst = (char *)(uintptr_t)c->dst_addr;
+    uint64_t done = 0;
+
+    if ((pid_t)c->src_pid == eng.self) {
+        memmove(dst, (const void *)(uintptr_t)c->src_addr, c->len);
+        return DPS_OK;
+    }
+    while (done < c->len) {
+        struct iovec l = {dst + done, c->len - done};
+        struct iovec r = {(void *)(uintptr_t)(c->src_addr + done),
+                          c->len - done};
+        ssize_t n = process_vm_readv((pid_t)c->src_pid, &l, 1, &r, 1, 0);
+
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            dps_error("engine: reading %llu bytes at %#llx of pid %u: %s",
+                      (unsigned long long)(c->len - done),
+                      (unsigned long long)(c->src_addr + done), c->src_pid,
+                      n < 0 ? strerror(errno) : "nothing read");
+            return DPS_ERR_IO;
+        }
+        done += (uint64_t)n;
+    }
+    return DPS_OK;
+}
+
+/* Run every queued command (lock held); the number run. */
+static int run_queued(void)
+{
+    dps_shm_t *s = eng.shm;
+    dps_cmd_t c;
+    int n = 0;
+
+    while (!__atomic_load_n(&eng.stop, __ATOMIC_ACQUIRE) &&
+           dps_shm_cmd_get(s, &c)) {
+        dps_done_t d = {c.id, DPS_OK, 0};
+
+        if (c.op == DPS_CMD_READ) {
+            d.status = copy_in(&c);
+            eng.copies++;
+            eng.bytes += c.len;
+        } else {
+            d.status = DPS_ERR_PROTO;
+        }
+        /* The agent keeps no more commands out than the ring holds, so
+         * there is always room for the done entry. */
+        while (!dps_shm_done_put(s, &d)) {
+            if (__atomic_load_n(&eng.stop, __ATOMIC_ACQUIRE)) {
+                return n;
+            }
+        }
+        n++;
+    }
+    if (n > 0) {
+        dps_shm_fence();
+        if (__atomic_load_n(&s->agent_sleeping, __ATOMIC_RELAXED)) {
+            dps_kick((int)eng.agent_pid, DPS_KICK_AGENT);
+        }
+    }
+    return n;
+}
+
+int shim_engine_help(void)
+{
+    int n;
+
+    if (eng.shm == NULL || !dps_shm_cmd_ready(eng.shm) ||
+        pthread_mutex_trylock(&eng.lock) != 0) {
+        return 0;
+    }
+    n = eng.shm != NULL ? run_queued() : 0;   /* stopped meanwhile? */
+    pthread_mutex_unlock(&eng.lock);
+    return n;
+}
+
+static void *engine_main(void *arg)
+{
+    dps_shm_t *s = eng.shm;
+    double spin_until = dps_now() + ENGINE_SPIN_SEC;
+
+    (void)arg;
+    while (!__atomic_load_n(&eng.stop, __ATOMIC_ACQUIRE)) {
+        uint32_t v;
+        int n = 0;
+
+        if (dps_shm_cmd_ready(s)) {
+            pthread_mutex_lock(&eng.lock);
+            n = run_queued();
+            pthread_mutex_unlock(&eng.lock);
+        }
+        if (n > 0) {
+            spin_until = dps_now() + ENGINE_SPIN_SEC;
+            continue;
+        }
+        if (dps_now() < spin_until) {
+            sched_yield();
+            continue;
+        }
+        /* Sleep until the agent bumps engine_wake (it looks at
+         * engine_sleeping after queueing a command). */
+        v = __atomic_load_n(&s->engine_wake, __ATOMIC_ACQUIRE);
+        __atomic_store_n(&s->engine_sleeping, 1, __ATOMIC_RELAXED);
+        dps_shm_fence();
+        if (!dps_shm_cmd_ready(s) &&
+            !__atomic_load_n(&eng.stop, __ATOMIC_ACQUIRE)) {
+            dps_shm_futex_wait(&s->engine_wake, v, ENGINE_BACKSTOP_NS);
+        }
+        __atomic_store_n(&s->engine_sleeping, 0, __ATOMIC_RELAXED);
+        spin_until = dps_now() + ENGINE_SPIN_SEC;
+    }
+    return NULL;
+}
+
+/* fork(): the child has no engine thread and takes no part in offload. */
+static void engine_atfork_child(void)
+{
+    eng.running = 0;
+    eng.shm = NULL;
+    pthread_mutex_init(&eng.lock, NULL);
+    shim.active = 0;
+}
+
+int shim_engine_start(dps_shm_t *shm, pid_t agent_pid)
+{
+    static int atfork_done;
+    sigset_t all, old;
+    int rc;
+
+    if (!atfork_done) {
+        pthread_atfork(NULL, NULL, engine_atfork_child);
+        atfork_done = 1;
+    }
+    eng.shm = shm;
+    eng.agent_pid = agent_pid;
+    eng.self = getpid();
+    eng.stop = 0;
+    /* The thread starts with every signal blocked: the application's
+     * handlers run on its own threads only. */
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    rc = pthread_create(&eng.thr, NULL, engine_main, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) {
+        dps_warn("cannot start the DMA engine thread: %s; the agent copies "
+                 "through its staging buffers instead", strerror(rc));
+        eng.shm = NULL;
+        return DPS_ERR_NOMEM;
+    }
+    pthread_setname_np(eng.thr, "dpushim-dma");
+    eng.running = 1;
+    __atomic_store_n(&shm->engine_up, 1, __ATOMIC_RELEASE);
+    return DPS_OK;
+}
+
+void shim_engine_stop(void)
+{
+    dps_shm_t *s = eng.shm;
+
+    if (!eng.running) {
+        return;
+    }
+    __atomic_store_n(&s->engine_up, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&eng.stop, 1, __ATOMIC_RELEASE);
+    __atomic_add_fetch(&s->engine_wake, 1, __ATOMIC_RELEASE);
+    dps_shm_futex_wake(&s->engine_wake);
+    pthread_join(eng.thr, NULL);
+    /* A rank thread may be running a command: wait until it is out. */
+    pthread_mutex_lock(&eng.lock);
+    eng.running = 0;
+    eng.shm = NULL;
+    pthread_mutex_unlock(&eng.lock);
+}
+
+void shim_engine_stats(uint64_t *copies, uint64_t *bytes)
+{
+    *copies = eng.copies;
+    *bytes = eng.bytes;
+}
