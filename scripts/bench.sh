@@ -191,7 +191,7 @@ for mpi in "$@"; do
         printf '  %-28s %8s\n' \
             "$([ $kind = a ] && echo "PIPELINE_DEPTH=1" ||
                echo "default depth")" \
-            "$(awk '$1 ~ /^[0-9]+$/ && NF == 5 {print $2}' \
+            "$(awk '$1 ~ /^[0-9]+$/ && NF >= 5 {print $2}' \
                "$RAW/$mpi-pipe-$kind.txt" | median)"
     done
     sed -n 's/.*bytes=\([0-9]*\) agent_path_us=\([0-9.]*\) single_copy_us=\([0-9.]*\).*/  copies of the same bytes alone: two (read, write) \2, one direct \3/p' \

@@ -16,9 +16,9 @@ def parse(path):
     with open(path) as f:
         for line in f:
             p = line.split()
-            if len(p) == 5 and p[0].isdigit():
+            if len(p) >= 5 and p[0].isdigit():
                 last = int(p[0])
-                rows[last] = [float(x) for x in p[1:]] + [float("nan")]
+                rows[last] = [float(x) for x in p[1:5]] + [float("nan")]
             elif line.startswith("dpushim: agents ") and last is not None:
                 for kv in p[2:]:
                     if kv.startswith("cpu_us_per_collective="):

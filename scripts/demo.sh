@@ -20,7 +20,7 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
 row() { # file -> "pure overall overlap" of the single size
-    awk '$1 ~ /^[0-9]+$/ && NF == 5 {printf "%9.1f %9.1f %7.1f%%", $2, $3, $5}' "$1"
+    awk '$1 ~ /^[0-9]+$/ && NF >= 5 {printf "%9.1f %9.1f %7.1f%%", $2, $3, $5}' "$1"
 }
 
 for mpi in "$@"; do
@@ -49,7 +49,7 @@ for mpi in "$@"; do
             cat "$out/$mpi-$coll-shim"
             exit 1
         }
-        awk '$1 ~ /^[0-9]+$/ && NF == 5 {v[FILENAME] = $3}
+        awk '$1 ~ /^[0-9]+$/ && NF >= 5 {v[FILENAME] = $3}
              END {printf "           shim/stock overall time: %.2f\n",
                   v[ARGV[2]] / v[ARGV[1]]}' \
             "$out/$mpi-$coll-stock" "$out/$mpi-$coll-shim"

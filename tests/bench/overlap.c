@@ -4,19 +4,46 @@
  * the OSU Micro-Benchmarks (osu_ialltoall, osu_ibcast) do, so the numbers
  * can be set beside OMB's:
  *   pure comm  = post + wait, averaged over iterations;
- *   overall    = post + busy compute for the pure-comm time + wait;
+ *   overall    = post + compute for the pure-comm time + wait;
  *   overlap %  = max(0, 100 - 100 * (overall - compute) / pure comm),
+ *   post       = time inside MPI_I* alone, in the pure-comm loop,
  * with each time averaged over ranks. Run it with and without the shim.
+ * The compute phase is busy (OMB), a fixed amount of work (-W), or a
+ * sleep (-S: a rank whose GPU kernel runs, or that waits for I/O: the
+ * idle host); -T sets its length per size instead of the pure-comm time,
+ * so that runs with and without the shim compute equally long.
  */
+#define _GNU_SOURCE
 #include <mpi.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <time.h>
 
 static const char *coll = "ialltoall";
 static double sink; /* keeps the compute loop from being optimised away */
 static double batches_per_sec; /* work mode: calibrated kernel speed */
+static int sleeping;           /* -S: the compute phase sleeps */
+
+/* -T: compute time per size, in us ("SIZE=US,..."); 0 if not given. */
+static double given_us(const char *list, long n)
+{
+    const char *p = list;
+
+    while (p != NULL && *p != '\0') {
+        long sz;
+        double us;
+
+        if (sscanf(p, "%ld=%lf", &sz, &us) == 2 && sz == n) {
+            return us;
+        }
+        p = strchr(p, ',');
+        p = p != NULL ? p + 1 : NULL;
+    }
+    return 0;
+}
 
 /* One batch of the compute kernel. */
 static double kernel(double x)
@@ -62,7 +89,13 @@ static void usage(void)
         "  -W  compute a fixed amount of work (calibrated to take the\n"
         "      pure-comm time on an idle rank) instead of a fixed time:\n"
         "      CPU taken from the ranks (e.g. by an agent) then shows\n"
-        "      in the overall time\n");
+        "      in the overall time\n"
+        "  -S  the compute phase sleeps (1 ns timer slack): the core is\n"
+        "      idle meanwhile, as while a GPU kernel runs\n"
+        "  -T SIZE=US,...  compute this long at these sizes instead of\n"
+        "      the pure-comm time (the same for stock MPI and the shim)\n"
+        "  -M  MPI_Init_thread(MPI_THREAD_MULTIPLE), e.g. for MPICH's\n"
+        "      progress thread (MPIR_CVAR_ASYNC_PROGRESS=1)\n");
 }
 
 static void post(void *s, void *r, int n, int size, MPI_Request *req)
@@ -86,7 +119,16 @@ static void compute(double secs, int tests, MPI_Request *req)
     for (k = 0; k <= tests; k++) {
         double end = t0 + slice * (k + 1);
 
-        if (batches_per_sec > 0) {
+        if (sleeping) {
+            double left = end - MPI_Wtime();
+
+            if (left > 0) {
+                struct timespec ts = {(time_t)left,
+                                      (long)((left - (time_t)left) * 1e9)};
+
+                clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, NULL);
+            }
+        } else if (batches_per_sec > 0) {
             for (b = 0; b < per; b++) {
                 x = kernel(x);
             }
@@ -106,12 +148,21 @@ int main(int argc, char **argv)
 {
     long min = 1, max = 4 << 20, n;
     int iters0 = 100, warm = 10, tests = 0, rank, size, c, work = 0;
+    int multiple = 0, provided;
+    const char *times = NULL;
     char *s, *r;
 
-    MPI_Init(&argc, &argv);
+    for (c = 1; c < argc; c++) {   /* before MPI_Init: how to start it */
+        multiple |= strcmp(argv[c], "-M") == 0;
+    }
+    if (multiple) {
+        MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    } else {
+        MPI_Init(&argc, &argv);
+    }
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    while ((c = getopt(argc, argv, "c:m:i:x:t:Wh")) != -1) {
+    while ((c = getopt(argc, argv, "c:m:i:x:t:WST:Mh")) != -1) {
         switch (c) {
         case 'c': coll = optarg; break;
         case 'm':
@@ -123,6 +174,9 @@ int main(int argc, char **argv)
         case 'x': warm = atoi(optarg); break;
         case 't': tests = atoi(optarg); break;
         case 'W': work = 1; break;
+        case 'S': sleeping = 1; break;
+        case 'T': times = optarg; break;
+        case 'M': break;
         default:
             if (rank == 0) {
                 usage();
@@ -148,32 +202,41 @@ int main(int argc, char **argv)
     if (work) {
         calibrate();
     }
+    if (sleeping) {
+        /* Wake when asked: the default 50 us slack would lengthen every
+         * compute phase unevenly. */
+        prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+    }
     memset(s, rank + 1, (size_t)max * size);
     memset(r, 0, (size_t)max * size);
     if (rank == 0) {
         printf("# %s, %d ranks, OMB method, times in us, MPI_Test calls "
-               "during compute: %d, compute: fixed %s\n", coll, size, tests,
-               work ? "work" : "time");
-        printf("# %10s %12s %12s %12s %9s\n", "size", "pure_comm",
-               "overall", "compute", "overlap%");
+               "during compute: %d, compute: %s%s\n", coll, size, tests,
+               sleeping ? "sleep" : work ? "fixed work" : "fixed time",
+               times != NULL ? " of given length" : "");
+        printf("# %10s %12s %12s %12s %9s %9s\n", "size", "pure_comm",
+               "overall", "compute", "overlap%", "post");
     }
     for (n = min; n <= max; n *= 2) {
         int iters = n > 65536 ? (iters0 / 10 > 10 ? iters0 / 10 : 10)
                               : iters0, i;
-        double t, pure = 0, overall = 0, comp = 0, v[3], sum[3];
+        double t, pure = 0, overall = 0, comp = 0, postt = 0, v[4], sum[4];
+        double ctime;
         MPI_Request req;
 
         for (i = 0; i < warm + iters; i++) {
             if (i == warm) {
                 MPI_Barrier(MPI_COMM_WORLD);
-                pure = 0;
+                pure = postt = 0;
             }
             t = MPI_Wtime();
             post(s, r, (int)n, size, &req);
+            postt += MPI_Wtime() - t;
             MPI_Wait(&req, MPI_STATUS_IGNORE);
             pure += MPI_Wtime() - t;
         }
         pure /= iters;
+        ctime = given_us(times, n) > 0 ? given_us(times, n) * 1e-6 : pure;
         for (i = 0; i < warm + iters; i++) {
             double tc;
 
@@ -184,7 +247,7 @@ int main(int argc, char **argv)
             t = MPI_Wtime();
             post(s, r, (int)n, size, &req);
             tc = MPI_Wtime();
-            compute(pure, tests, &req);
+            compute(ctime, tests, &req);
             comp += MPI_Wtime() - tc;
             MPI_Wait(&req, MPI_STATUS_IGNORE);
             overall += MPI_Wtime() - t;
@@ -192,13 +255,14 @@ int main(int argc, char **argv)
         v[0] = pure;
         v[1] = overall / iters;
         v[2] = comp / iters;
-        MPI_Reduce(v, sum, 3, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+        v[3] = postt / iters;
+        MPI_Reduce(v, sum, 4, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
         if (rank == 0) {
             double p = sum[0] / size, o = sum[1] / size, k = sum[2] / size;
             double ov = 100.0 - 100.0 * (o - k) / p;
 
-            printf("  %10ld %12.2f %12.2f %12.2f %9.1f\n", n, p * 1e6,
-                   o * 1e6, k * 1e6, ov < 0 ? 0 : ov);
+            printf("  %10ld %12.2f %12.2f %12.2f %9.1f %9.2f\n", n, p * 1e6,
+                   o * 1e6, k * 1e6, ov < 0 ? 0 : ov, sum[3] / size * 1e6);
             fflush(stdout);
         }
     }
