@@ -21,6 +21,10 @@ void shim_engine_stop(void);
  * it; the number run. For ranks waiting in MPI. */
 int shim_engine_help(void);
 
+/* A collective was posted: wake the engine thread if it sleeps, so that
+ * it polls for the commands that follow (cheap: same core, no IPI). */
+void shim_engine_poke(void);
+
 /* Commands run and bytes copied so far. */
 void shim_engine_stats(uint64_t *copies, uint64_t *bytes);
 

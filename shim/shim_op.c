@@ -22,7 +22,7 @@
 
 #define SHIM_LIVENESS_PERIOD 0.1  /* s between agent liveness checks */
 #define SHIM_UCX_POLL_SEC 200e-6    /* UCX polling with the shm channel on */
-#define SHIM_WAIT_SPIN_SEC (getenv("DPS_EXP_RSPIN") ? atof(getenv("DPS_EXP_RSPIN")) : 50e-6)   /* a wait polls this long, then sleeps */
+#define SHIM_WAIT_SPIN_SEC 50e-6   /* a wait polls this long, then sleeps */
 
 /* Into the shared-memory ring (tx_lock held): DPS_OK, DPS_ERR_INVALID
  * (too big: never fits), DPS_ERR_TIMEOUT (the agent takes nothing). */
@@ -176,6 +176,7 @@ static void op_send(shim_op_t *op)
     if (msg != NULL && !shim.agent_dead &&
         shim_send_agent(msg, len) == DPS_OK) {
         msg = NULL;
+        shim_engine_poke();   /* it polls for the commands to come */
         c->agent_knows = 1;
         for (i = 0; i < 2; i++) {
             if (key[i] != NULL) {
@@ -584,7 +585,10 @@ void shim_idle(int only_ours)
     if (s != NULL) {
         __atomic_store_n(&s->rank_sleeping, 1, __ATOMIC_RELAXED);
         dps_shm_fence();
-        if (dps_shm_msg_ready(&s->to_rank) || dps_shm_cmd_ready(s)) {
+        /* Queued engine commands are no reason to stay up: if we could
+         * not run them (shim_engine_help above), the engine thread has
+         * them, and on this core it runs only once we sleep. */
+        if (dps_shm_msg_ready(&s->to_rank)) {
             __atomic_store_n(&s->rank_sleeping, 0, __ATOMIC_RELAXED);
             return;
         }
