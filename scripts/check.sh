@@ -129,6 +129,13 @@ mpi_tests() {
     # Odd communicator sizes: 3 ranks, agents serving 2 and 1.
     shim_case "$mpi" "build/$mpi/tests/t_odd" 3 \
         "$base DPUSHIM_RANKS_PER_DPU=2" "3 ranks, 2 agents"
+    # The staged data path (the agent copies through its own buffers, as
+    # a DPU staging in its memory) beside the default direct one.
+    for name in t_alltoall_sizes t_bcast_roots t_chunks t_comms t_engine; do
+        shim_case "$mpi" "build/$mpi/tests/$name" 4 \
+            "$base DPUSHIM_RANKS_PER_DPU=2 DPUSHIM_DATA_PATH=staged" \
+            "4 ranks, 2 agents, staged data path"
+    done
     # The UCX get/put path that serves ranks of other nodes on a cluster.
     # Here UCX emulates RMA with messages the ranks progress in MPI calls,
     # so programs that block in MPI_Recv while data is due are left out.
