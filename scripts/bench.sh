@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Side-by-side overlap benchmark: tests/bench/overlap (OSU method) on stock
 # MPI and under the shim, alternating, repeated; medians per size in one
-# table per MPI and collective, plus CSV and PNG plots in results/.
+# table per MPI, collective and compute mode (OSU busy time, fixed work),
+# plus CSV and PNG plots in results/<mode>/; then the idle-host scenario
+# (scripts/bench_idle.sh: the compute phase sleeps; stock, shim and MPICH's
+# progress thread), the blocking-call costs and the closing comparisons.
 #
 # usage: scripts/bench.sh [MPI...]   (MPI: openmpi, mpich; default both)
 # environment (all optional):
@@ -10,8 +13,9 @@
 #   BENCH_NP=2            ranks
 #   BENCH_ITERS=100       timed iterations per size (a tenth above 64 KiB)
 #   BENCH_TESTS=0         MPI_Test calls during compute (OMB -t)
-#   BENCH_MODE=time       compute for a fixed time (OMB) or a fixed amount
-#                         of work ("work": shows what the agents cost)
+#   BENCH_MODES="time work"  busy compute modes: a fixed time (OMB) and a
+#                         fixed amount of work (shows what offload costs)
+#   BENCH_IDLE=1          0 skips the idle-host scenario (bench_idle.sh)
 #   BENCH_SHIM_VARS="DPUSHIM_MIN_BYTES=1"  variables for the shim runs
 #   BENCH_RANK_CPUS=      CPU list to bind the ranks to (one core each);
 #                         default 0,1,...,NP-1 when NP fits the CPUs (the
@@ -21,7 +25,8 @@
 #   BENCH_RPD=0           ranks per agent (DPUSHIM_RANKS_PER_DPU)
 #   BENCH_BLOCKING=1      0 skips the blocking-call costs (stock vs shim)
 #   BENCH_EXTRA=1         0 skips the closing comparisons (registration
-#                         cache on/off, copy threads 1 vs default)
+#                         cache on/off, copy threads 1 vs default, staged
+#                         against direct data path)
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 source scripts/lib.sh
@@ -33,7 +38,7 @@ SIZES=${BENCH_SIZES:-1:4194304}
 NP=${BENCH_NP:-2}
 ITERS=${BENCH_ITERS:-100}
 TESTS=${BENCH_TESTS:-0}
-MODE=${BENCH_MODE:-time}
+MODES=${BENCH_MODES:-${BENCH_MODE:-time work}}
 SHIM_VARS=${BENCH_SHIM_VARS:-DPUSHIM_MIN_BYTES=1}
 [ -n "${BENCH_AGENT_CPUS:-}" ] && SHIM_VARS="$SHIM_VARS DPUSHIM_AGENT_CPUS=$BENCH_AGENT_CPUS"
 SHIM_VARS="$SHIM_VARS DPUSHIM_RANKS_PER_DPU=${BENCH_RPD:-0}"
@@ -41,13 +46,21 @@ if [ -z "${BENCH_RANK_CPUS+x}" ] && [ "$NP" -le "$(nproc)" ]; then
     BENCH_RANK_CPUS=$(seq -s, 0 $((NP - 1)))
 fi
 export DPS_RANK_CPUS=${BENCH_RANK_CPUS:-}
-OUT=results
+for MODE in $MODES; do
+case $MODE in time) mflag=() ;; work) mflag=(-W) ;;
+    *) echo "BENCH_MODES: $MODE is not time or work" >&2; exit 2 ;; esac
+done
+TOP=results
+RAWTOP=$TOP/raw
+mkdir -p "$RAWTOP"
+rm -f "$RAWTOP"/*.txt # this run's medians only
+
+for MODE in $MODES; do
+case $MODE in time) mflag=() ;; work) mflag=(-W) ;; esac
+OUT=$TOP/$MODE
 RAW=$OUT/raw
 mkdir -p "$RAW"
-rm -f "$RAW"/*.txt "$OUT"/copylimit-*.txt # this run's medians only
-case $MODE in time) mflag=() ;; work) mflag=(-W) ;;
-    *) echo "BENCH_MODE must be time or work" >&2; exit 2 ;; esac
-
+rm -f "$RAW"/*.txt "$OUT"/copylimit-*.txt
 total=$(( $# * 2 * REPS * 2 ))
 n=0
 for mpi in "$@"; do
@@ -58,8 +71,8 @@ for mpi in "$@"; do
             [ $((rep % 2)) = 0 ] && order="shim stock"
             for kind in $order; do
                 n=$((n + 1))
-                printf '\r[%d/%d] %s %s rep %d %s            ' \
-                    "$n" "$total" "$mpi" "$coll" "$rep" "$kind" >&2
+                printf '\r[%s %d/%d] %s %s rep %d %s            ' \
+                    "$MODE" "$n" "$total" "$mpi" "$coll" "$rep" "$kind" >&2
                 f="$RAW/$mpi-$coll-$kind-$rep.txt"
                 if [ "$kind" = stock ]; then
                     dps_launch "$mpi" "$NP" 0 "" "build/$mpi/tests/overlap" \
@@ -91,6 +104,14 @@ build/"$1"/tests/copylimit $((NP * NP * max)) >"$OUT/copylimit-ialltoall.txt"
 build/"$1"/tests/copylimit $(((NP - 1) * max)) >"$OUT/copylimit-ibcast.txt"
 BENCH_SHIM_DESC="$SHIM_VARS" /usr/bin/python3 scripts/bench_report.py "$RAW" "$OUT" "$MODE" "$NP" \
     "$TESTS" "$@"
+done   # modes
+OUT=$TOP
+RAW=$RAWTOP
+
+if [ "${BENCH_IDLE:-1}" = 1 ]; then
+    BENCH_REPS=$REPS BENCH_SHIM_VARS="$SHIM_VARS" scripts/bench_idle.sh "$@" ||
+        exit 1
+fi
 
 # median [DIGITS]: the median of the numbers on stdin, DIGITS decimals (1).
 median() {
@@ -147,31 +168,51 @@ fi
 #  - a repeated small offloaded Ialltoall (1 KiB blocks, same buffers):
 #    post and whole-call time with DPUSHIM_REGCACHE_BYTES=0 (every call
 #    registers its buffers and sends their keys) and with the cache;
-#  - the pure-comm time of the largest Ialltoall with
-#    DPUSHIM_PIPELINE_DEPTH=1 (one thread reads a chunk, then writes it)
-#    and with the default depth, beside one direct copy of the same bytes.
+#  - on the staged data path, the pure-comm time of the largest Ialltoall
+#    with DPUSHIM_PIPELINE_DEPTH=1 (one thread reads a chunk, then writes
+#    it) and with the default depth, beside one direct copy of the bytes;
+#  - the staged path (the agent copies every byte twice, through its own
+#    buffers) against the direct one (the ranks' DMA engines, once): pure
+#    comm, and overall with the compute phase asleep (idle host).
 [ "${BENCH_EXTRA:-1}" = 1 ] || exit 0
-# pair MPI STEM REP "VARS for run a" PROGRAM ARGS...: run a (the shim
-# without the feature) and b (the default) once each, appending to
-# $RAW/MPI-STEM-{a,b}.txt.
+# pair MPI STEM REP "VARS for run a" "VARS for run b" PROGRAM ARGS...: run
+# a (the shim without the feature) and b (with it) once each, appending
+# to $RAW/MPI-STEM-{a,b}.txt.
 pair() {
-    local mpi=$1 stem=$2 rep=$3 avars=$4 kind v
-    shift 4
+    local mpi=$1 stem=$2 rep=$3 avars=$4 bvars=$5 kind v
+    shift 5
     for kind in a b; do
         printf '\r%s %s rep %d %s            ' "$mpi" "$stem" "$rep" \
             "$kind" >&2
-        v=$SHIM_VARS
-        [ $kind = a ] && v="$v $avars"
+        v="$SHIM_VARS $([ $kind = a ] && echo "$avars" || echo "$bvars")"
         dps_launch "$mpi" "$NP" 1 "$v" "$@" >>"$RAW/$mpi-$stem-$kind.txt" 2>&1
     done
 }
+# pure MPI STEM KIND: the median pure-comm time of a pair's runs.
+pure() {
+    awk '$1 ~ /^[0-9]+$/ && NF >= 5 {print $2}' "$RAW/$1-$2-$3.txt" | median
+}
+max=${SIZES##*:}
+# The idle-host compute time at the largest size (2 x stock pure), for
+# the staged/direct comparison with the compute phase asleep.
 for mpi in "$@"; do
-    rm -f "$RAW/$mpi"-postcost-?.txt "$RAW/$mpi"-pipe-?.txt
+    rm -f "$RAW/$mpi"-postcost-?.txt "$RAW/$mpi"-pipe-?.txt \
+          "$RAW/$mpi"-path-?.txt "$RAW/$mpi"-pathidle-?.txt
+    ctime=$(sed 's/,/\n/g' "$RAW/../raw-idle/$mpi-ialltoall-times.txt" 2>/dev/null |
+            sed -n "s/^$max=//p")
     for rep in $(seq "$REPS"); do
-        pair "$mpi" postcost "$rep" DPUSHIM_REGCACHE_BYTES=0 \
+        pair "$mpi" postcost "$rep" DPUSHIM_REGCACHE_BYTES=0 "" \
             "build/$mpi/tests/postcost" -m 1024 -i 1000
-        pair "$mpi" pipe "$rep" DPUSHIM_PIPELINE_DEPTH=1 \
+        pair "$mpi" pipe "$rep" \
+            "DPUSHIM_DATA_PATH=staged DPUSHIM_PIPELINE_DEPTH=1" \
+            "DPUSHIM_DATA_PATH=staged" \
             "build/$mpi/tests/overlap" -c ialltoall -m "$max:$max" -i "$ITERS"
+        pair "$mpi" path "$rep" DPUSHIM_DATA_PATH=staged "" \
+            "build/$mpi/tests/overlap" -c ialltoall -m "$max:$max" -i "$ITERS"
+        [ -z "$ctime" ] ||
+            pair "$mpi" pathidle "$rep" DPUSHIM_DATA_PATH=staged "" \
+                "build/$mpi/tests/overlap" -c ialltoall -m "$max:$max" \
+                -i "$ITERS" -S -T "$max=$ctime"
     done
     printf '\r%60s\r' "" >&2
     echo
@@ -185,15 +226,17 @@ for mpi in "$@"; do
             "$(sed -n 's/.*post_us=\([0-9.]*\).*/\1/p' "$f" | median)" \
             "$(sed -n 's/.*call_us=\([0-9.]*\).*/\1/p' "$f" | median)"
     done
-    echo "== $mpi: Ialltoall of $max B blocks, pure comm (medians of $REPS" \
-         "runs, us)"
-    for kind in a b; do
-        printf '  %-28s %8s\n' \
-            "$([ $kind = a ] && echo "PIPELINE_DEPTH=1" ||
-               echo "default depth")" \
-            "$(awk '$1 ~ /^[0-9]+$/ && NF >= 5 {print $2}' \
-               "$RAW/$mpi-pipe-$kind.txt" | median)"
-    done
+    echo "== $mpi: Ialltoall of $max B blocks (medians of $REPS runs, us)"
+    printf '  staged path, pure comm: PIPELINE_DEPTH=1 %s, default depth %s\n' \
+        "$(pure "$mpi" pipe a)" "$(pure "$mpi" pipe b)"
+    printf '  pure comm: staged (two copies, by the agent) %s, direct (one, by the DMA engines) %s\n' \
+        "$(pure "$mpi" path a)" "$(pure "$mpi" path b)"
+    if [ -n "$ctime" ]; then
+        printf '  idle host, compute %s us asleep, overall: staged %s, direct %s\n' \
+            "$ctime" \
+            "$(awk '$1 ~ /^[0-9]+$/ && NF >= 5 {print $3}' "$RAW/$mpi-pathidle-a.txt" | median)" \
+            "$(awk '$1 ~ /^[0-9]+$/ && NF >= 5 {print $3}' "$RAW/$mpi-pathidle-b.txt" | median)"
+    fi
     sed -n 's/.*bytes=\([0-9]*\) agent_path_us=\([0-9.]*\) single_copy_us=\([0-9.]*\).*/  copies of the same bytes alone: two (read, write) \2, one direct \3/p' \
-        "$OUT/copylimit-ialltoall.txt"
+        "$TOP/$(echo $MODES | cut -d' ' -f1)/copylimit-ialltoall.txt"
 done

@@ -79,7 +79,8 @@ def main():
 
 def model(out, mpis, np_):
     """The shim's pure-comm time at the largest size beside the time of
-    the bare copies its agent makes (copylimit, same bytes, same path)."""
+    the bare copies of the same bytes (copylimit): once (the direct data
+    path's work) and twice (the staged path's)."""
     print(f"\n== copy limit at the largest size ({np_} ranks, one agent)")
     for coll in ("ialltoall", "ibcast"):
         try:
@@ -100,11 +101,11 @@ def model(out, mpis, np_):
                 continue
             s = max(rows)
             pure, stock = float(rows[s][6]), float(rows[s][3])
-            print(f"{mpi} {coll} {s} B: agent moves {mib:.0f} MiB; its "
-                  f"copies alone {agent:.0f} us, shim pure comm {pure:.0f} us "
-                  f"({pure / agent:.2f}x the copy limit); one direct copy of "
-                  f"the same bytes {single:.0f} us; stock pure comm "
-                  f"{stock:.0f} us")
+            print(f"{mpi} {coll} {s} B: {mib:.0f} MiB to move; shim pure "
+                  f"comm {pure:.0f} us, stock {stock:.0f} us; one copy of "
+                  f"the bytes on one core {single:.0f} us (the direct "
+                  f"path's work, split over the ranks' engines), two "
+                  f"copies (the staged path's) {agent:.0f} us")
 
 
 def plot(out, mpi, coll, dat, mode):
