@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
-# The demo: one 1 MiB MPI_Ialltoall and one 1 MiB MPI_Ibcast, overlapped
-# with computation the OSU way, on stock MPI and under the shim, for each
-# MPI given. Shows that the collectives were offloaded and what it bought.
+# The demo: a 1 MiB MPI_Ialltoall and a 1 MiB MPI_Ibcast, overlapped with
+# computation the OSU way, on stock MPI and under the shim, for each MPI
+# given, in the two settings that matter:
+#   busy  the ranks compute on every core (OSU's busy loop): offload
+#         cannot win here without a DPU, it can only cost little;
+#   idle  the ranks' compute phase leaves the core idle (it sleeps, as
+#         while a GPU kernel runs or I/O is waited for): stock MPI makes
+#         no progress meanwhile, the agent and the DMA engines do.
+# Shows that the collectives were offloaded and what it bought.
 #
 # usage: scripts/demo.sh [MPI...]   (MPI: openmpi, mpich; default both)
 set -uo pipefail
@@ -19,46 +25,78 @@ SIZE=$((1 << 20))
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
-row() { # file -> "pure overall overlap" of the single size
-    awk '$1 ~ /^[0-9]+$/ && NF >= 5 {printf "%9.1f %9.1f %7.1f%%", $2, $3, $5}' "$1"
+field() { # file column -> that column of the single size's row
+    awk -v c="$2" '$1 ~ /^[0-9]+$/ && NF >= 5 {print $c}' "$1"
+}
+
+# job MPI SHIM(0|1) FILE overlap-args...: one run, or the reason it failed.
+job() {
+    local mpi=$1 shim=$2 f=$3 vars=""
+    shift 3
+    # Forced on: by default (MIN_BYTES=auto) agents that share every core
+    # with ranks offload nothing, since on a busy host it does not pay.
+    [ "$shim" = 1 ] && vars="DPUSHIM_STATS=1 DPUSHIM_MIN_BYTES=1"
+    dps_launch "$mpi" "$NP" "$shim" "$vars" build/"$mpi"/tests/overlap \
+        -c "$coll" -m $SIZE:$SIZE -i 200 "$@" >"$f" 2>&1 &&
+        [ -n "$(field "$f" 2)" ] || {
+        echo "run failed ($mpi $coll, shim=$shim):"
+        cat "$f"
+        exit 1
+    }
 }
 
 for mpi in "$@"; do
     echo
     echo "== $mpi, $NP ranks, 1 MiB per rank pair, OSU overlap method (times in us)"
-    printf "%-10s %-6s %9s %9s %8s\n" collective mode pure overall overlap
+    printf "%-8s %-10s %-6s %9s %9s %8s\n" host collective mode pure overall overlap
     for coll in ialltoall ibcast; do
+        # busy: OSU's busy compute for the pure-comm time
         for mode in stock shim; do
-            f="$out/$mpi-$coll-$mode"
-            if [ $mode = stock ]; then
-                dps_launch "$mpi" "$NP" 0 "" build/"$mpi"/tests/overlap \
-                    -c $coll -m $SIZE:$SIZE -i 200 >"$f" 2>&1
-            else
-                # Forced on: by default (MIN_BYTES=auto) agents that share
-                # every core with ranks offload nothing, as it does not pay.
-                dps_launch "$mpi" "$NP" 1 "DPUSHIM_STATS=1 DPUSHIM_MIN_BYTES=1" \
-                    build/"$mpi"/tests/overlap -c $coll -m $SIZE:$SIZE \
-                    -i 200 >"$f" 2>&1
-            fi || { echo "run failed:"; cat "$f"; exit 1; }
-            r=$(row "$f")
-            [ -n "$r" ] || { echo "no result line from the $mode run:"; cat "$f"; exit 1; }
-            printf "%-10s %-6s %s\n" $coll $mode "$r"
+            job "$mpi" "$([ $mode = shim ] && echo 1 || echo 0)" \
+                "$out/$mpi-$coll-busy-$mode"
+            printf "%-8s %-10s %-6s %9.1f %9.1f %7.1f%%\n" busy $coll $mode \
+                "$(field "$out/$mpi-$coll-busy-$mode" 2)" \
+                "$(field "$out/$mpi-$coll-busy-$mode" 3)" \
+                "$(field "$out/$mpi-$coll-busy-$mode" 5)"
         done
-        grep -E "^dpushim: $coll offloaded=[1-9]" "$out/$mpi-$coll-shim" || {
+        grep -E "^dpushim: $coll offloaded=[1-9]" "$out/$mpi-$coll-busy-shim" || {
             echo "the shim run did not offload $coll:"
-            cat "$out/$mpi-$coll-shim"
+            cat "$out/$mpi-$coll-busy-shim"
             exit 1
         }
-        awk '$1 ~ /^[0-9]+$/ && NF >= 5 {v[FILENAME] = $3}
-             END {printf "           shim/stock overall time: %.2f\n",
-                  v[ARGV[2]] / v[ARGV[1]]}' \
-            "$out/$mpi-$coll-stock" "$out/$mpi-$coll-shim"
+        # idle: the compute phase sleeps for 2 x stock's pure-comm time,
+        # the same for both
+        c=$(awk -v p="$(field "$out/$mpi-$coll-busy-stock" 2)" 'BEGIN {printf "%.1f", 2 * p}')
+        for mode in stock shim; do
+            job "$mpi" "$([ $mode = shim ] && echo 1 || echo 0)" \
+                "$out/$mpi-$coll-idle-$mode" -S -T "$SIZE=$c"
+            printf "%-8s %-10s %-6s %9.1f %9.1f %7.1f%%\n" idle $coll $mode \
+                "$(field "$out/$mpi-$coll-idle-$mode" 2)" \
+                "$(field "$out/$mpi-$coll-idle-$mode" 3)" \
+                "$(field "$out/$mpi-$coll-idle-$mode" 5)"
+        done
+        grep -E "^dpushim: $coll offloaded=[1-9]" "$out/$mpi-$coll-idle-shim" || {
+            echo "the shim run did not offload $coll:"
+            cat "$out/$mpi-$coll-idle-shim"
+            exit 1
+        }
+        awk -v bs="$(field "$out/$mpi-$coll-busy-stock" 3)" \
+            -v bh="$(field "$out/$mpi-$coll-busy-shim" 3)" \
+            -v is="$(field "$out/$mpi-$coll-idle-stock" 3)" \
+            -v ih="$(field "$out/$mpi-$coll-idle-shim" 3)" -v c="$c" \
+            'BEGIN {printf "         shim/stock overall time: busy %.2f, idle %.2f (compute %s us asleep)\n",
+                    bh / bs, ih / is, c}'
     done
 done
-echo
-echo "pure = post + wait; overall = post + compute(pure) + wait;"
-echo "overlap = 100 - 100 * (overall - compute) / pure (OSU Micro-Benchmarks)."
-echo "The shim runs set DPUSHIM_MIN_BYTES=1: by default (auto) agents that would"
-echo "share every core with computing ranks offload nothing, because on such a"
-echo "machine offload was measured to cost more than it saves. The agent then"
-echo "competes with the ranks for CPU; README.md, 'Measured results', explains."
+cat <<'EOF'
+
+pure = post + wait; overall = post + compute + wait; overlap = 100 - 100 *
+(overall - compute) / pure (OSU Micro-Benchmarks). busy: the ranks compute
+on every core for the pure-comm time (OSU); idle: they sleep for twice
+stock MPI's pure-comm time, as ranks do while their GPU kernels run or
+they wait for I/O. The shim runs set DPUSHIM_MIN_BYTES=1: by default
+(auto) nothing is offloaded where the agents share every core with ranks,
+because a busy host (no spare cycles, no DPU) pays for offload instead of
+gaining from it; an idle or DPU-equipped host gains. README.md, "Measured
+results", has the full tables (make bench).
+EOF

@@ -112,18 +112,20 @@ echo "== fresh.sh: make $TARGET exited $rc after $((t2 - t1)) s" \
 ok=1
 [ "$rc" = 0 ] || { echo "fresh.sh: make $TARGET failed (exit $rc)"; ok=0; }
 if [ "$TARGET" = demo ]; then
-    # Each MPI's section: its heading, four table rows with numbers, and a
-    # statistics line with offloaded > 0 for each collective.
+    # Each MPI's section: its heading, eight table rows with numbers (busy
+    # and idle host, two collectives, stock and shim), and statistics
+    # lines with offloaded > 0 for each collective.
     for mpi in openmpi mpich; do
         awk -v mpi="$mpi" '
             /^== / { on = ($2 == mpi ",") }
-            on && $1 ~ /^(ialltoall|ibcast)$/ && $2 ~ /^(stock|shim)$/ &&
-                $3 ~ /^[0-9.]+$/ && $4 ~ /^[0-9.]+$/ { rows[$1 " " $2] = 1 }
+            on && $1 ~ /^(busy|idle)$/ && $2 ~ /^(ialltoall|ibcast)$/ &&
+                $3 ~ /^(stock|shim)$/ && $4 ~ /^[0-9.]+$/ &&
+                $5 ~ /^[0-9.]+$/ { rows[$1 " " $2 " " $3] = 1 }
             on && /^dpushim: (ialltoall|ibcast) offloaded=[1-9]/ {
                 stats[$2] = 1 }
             END {
                 n = 0; for (r in rows) n++; m = 0; for (s in stats) m++
-                exit !(n == 4 && m == 2)
+                exit !(n == 8 && m == 2)
             }' "$LOG" || {
             echo "fresh.sh: no complete demo table and statistics for $mpi"
             ok=0
