@@ -24,9 +24,12 @@ const dps_cfg_entry_t dps_config_table[] = {
      "block, sendcount x type size; Ibcast: the whole message); smaller "
      "ones go to stock MPI. Suffixes k, m, g (powers of 1024). auto: "
      "256k where the agents have a CPU no rank is bound to (or fewer "
-     "ranks than CPUs), and no offload at all where they would share "
-     "every core with computing ranks, where measurement found no size at "
-     "which offload paid (README, measured results).",
+     "ranks than CPUs): from there on offload beat stock MPI when the "
+     "ranks' cores had spare cycles; and no offload at all where the "
+     "agents would share every core with ranks, since a host whose every "
+     "core computes pays for offload at every size (README, measured "
+     "results). Set 256k where the ranks leave their cores idle (GPU "
+     "kernels, I/O).",
      CFG_OFF(min_bytes), 0, 0},
     {"RANKS_PER_DPU", DPS_CFG_UINT, "0",
      "Ranks served by one agent (emulated DPU); 0 means one agent per host.",
