@@ -45,41 +45,35 @@ job() {
     }
 }
 
+# scenario MPI HOST(busy|idle) [overlap args...]: stock and shim rows for
+# $coll, and the shim's statistics line (it must show offloaded calls).
+scenario() {
+    local mpi=$1 host=$2 mode f
+    shift 2
+    for mode in stock shim; do
+        f="$out/$mpi-$coll-$host-$mode"
+        job "$mpi" "$([ $mode = shim ] && echo 1 || echo 0)" "$f" "$@"
+        printf "%-8s %-10s %-6s %9.1f %9.1f %7.1f%%\n" "$host" "$coll" \
+            $mode "$(field "$f" 2)" "$(field "$f" 3)" "$(field "$f" 5)"
+    done
+    grep -E "^dpushim: $coll offloaded=[1-9]" "$f" || {
+        echo "the shim run did not offload $coll:"
+        cat "$f"
+        exit 1
+    }
+}
+
 for mpi in "$@"; do
     echo
     echo "== $mpi, $NP ranks, 1 MiB per rank pair, OSU overlap method (times in us)"
     printf "%-8s %-10s %-6s %9s %9s %8s\n" host collective mode pure overall overlap
     for coll in ialltoall ibcast; do
         # busy: OSU's busy compute for the pure-comm time
-        for mode in stock shim; do
-            job "$mpi" "$([ $mode = shim ] && echo 1 || echo 0)" \
-                "$out/$mpi-$coll-busy-$mode"
-            printf "%-8s %-10s %-6s %9.1f %9.1f %7.1f%%\n" busy $coll $mode \
-                "$(field "$out/$mpi-$coll-busy-$mode" 2)" \
-                "$(field "$out/$mpi-$coll-busy-$mode" 3)" \
-                "$(field "$out/$mpi-$coll-busy-$mode" 5)"
-        done
-        grep -E "^dpushim: $coll offloaded=[1-9]" "$out/$mpi-$coll-busy-shim" || {
-            echo "the shim run did not offload $coll:"
-            cat "$out/$mpi-$coll-busy-shim"
-            exit 1
-        }
+        scenario "$mpi" busy
         # idle: the compute phase sleeps for 2 x stock's pure-comm time,
         # the same for both
         c=$(awk -v p="$(field "$out/$mpi-$coll-busy-stock" 2)" 'BEGIN {printf "%.1f", 2 * p}')
-        for mode in stock shim; do
-            job "$mpi" "$([ $mode = shim ] && echo 1 || echo 0)" \
-                "$out/$mpi-$coll-idle-$mode" -S -T "$SIZE=$c"
-            printf "%-8s %-10s %-6s %9.1f %9.1f %7.1f%%\n" idle $coll $mode \
-                "$(field "$out/$mpi-$coll-idle-$mode" 2)" \
-                "$(field "$out/$mpi-$coll-idle-$mode" 3)" \
-                "$(field "$out/$mpi-$coll-idle-$mode" 5)"
-        done
-        grep -E "^dpushim: $coll offloaded=[1-9]" "$out/$mpi-$coll-idle-shim" || {
-            echo "the shim run did not offload $coll:"
-            cat "$out/$mpi-$coll-idle-shim"
-            exit 1
-        }
+        scenario "$mpi" idle -S -T "$SIZE=$c"
         awk -v bs="$(field "$out/$mpi-$coll-busy-stock" 3)" \
             -v bh="$(field "$out/$mpi-$coll-busy-shim" 3)" \
             -v is="$(field "$out/$mpi-$coll-idle-stock" 3)" \
