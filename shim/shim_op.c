@@ -22,7 +22,8 @@
 
 #define SHIM_LIVENESS_PERIOD 0.1  /* s between agent liveness checks */
 #define SHIM_UCX_POLL_SEC 200e-6    /* UCX polling with the shm channel on */
-#define SHIM_WAIT_SPIN_SEC 50e-6   /* a wait polls this long, then sleeps */
+#define SHIM_WAIT_SPIN_SEC 50e-6    /* a wait polls this long, then sleeps */
+#define SHIM_POKE_MAX_BYTES (256u * 1024) /* see op_send */
 
 /* Into the shared-memory ring (tx_lock held): DPS_OK, DPS_ERR_INVALID
  * (too big: never fits), DPS_ERR_TIMEOUT (the agent takes nothing). */
@@ -176,7 +177,17 @@ static void op_send(shim_op_t *op)
     if (msg != NULL && !shim.agent_dead &&
         shim_send_agent(msg, len) == DPS_OK) {
         msg = NULL;
-        shim_engine_poke();   /* it polls for the commands to come */
+        /* Small transfers: wake our engine now, so that it polls for the
+         * commands to come (waking it later, on an idle core, costs more
+         * than the copy). Not for large ones: the woken engine may get
+         * the commands at once and copy for milliseconds on this core
+         * before the post returns (4 MiB, MPICH: posts of 28-238 us
+         * against 3.8 us), while its later wake-up is small beside the
+         * copy. */
+        if (p->block_bytes * (p->coll == DPS_COLL_ALLTOALL ? c->size : 1) <
+            SHIM_POKE_MAX_BYTES) {
+            shim_engine_poke();
+        }
         c->agent_knows = 1;
         for (i = 0; i < 2; i++) {
             if (key[i] != NULL) {
