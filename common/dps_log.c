@@ -50,6 +50,9 @@ const char *dps_status_str(int status)
     case DPS_ERR_DEAD:    return "peer is gone";
     case DPS_ERR_UNSUPP:  return "unsupported";
     case DPS_ERR_AGAIN:   return "try again";
+    case DPS_ERR_MISMATCH: return "ranks' arguments do not match";
+    case DPS_ERR_ARG:     return "erroneous arguments";
+    case DPS_ERR_BUFFER:  return "send and receive buffers alias";
     default:              return "unknown error";
     }
 }

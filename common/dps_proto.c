@@ -13,7 +13,7 @@ const char *dps_msg_type_str(unsigned type)
     static const char *names[] = {
         "?", "hello", "job_info", "ready", "post", "complete", "comm_free",
         "peer_post", "read_done", "shutdown", "procs", "stats_req",
-        "stats", "reg_free", "ping", "pong", "shm"
+        "stats", "reg_free", "ping", "pong", "shm", "inst_fail"
     };
 
     return (type < DPS_MSG_TYPE_MAX) ? names[type] : "?";
@@ -49,8 +49,8 @@ static int post_check(const dps_msg_post_t *f, char *err, size_t err_len)
         return fail(err, err_len, "post: %u members for size %u",
                     f->nmembers, f->comm_size);
     }
-    if (f->block_bytes == 0 || f->send_reg == 0 ||
-        (f->coll == DPS_COLL_ALLTOALL && f->recv_reg == 0)) {
+    if (f->error == 0 && (f->block_bytes == 0 || f->send_reg == 0 ||
+        (f->coll == DPS_COLL_ALLTOALL && f->recv_reg == 0))) {
         return fail(err, err_len, "post: empty buffer or missing "
                     "registration id");
     }
@@ -124,6 +124,14 @@ void *dps_msg_encode_read_done(uint64_t comm_id, uint32_t seq,
     dps_msg_read_done_t b = {comm_id, seq, src_comm_rank};
 
     return msg_fixed(DPS_MSG_READ_DONE, &b, sizeof(b), len);
+}
+
+void *dps_msg_encode_inst_fail(uint64_t comm_id, uint32_t seq,
+                               int32_t status, size_t *len)
+{
+    dps_msg_inst_fail_t b = {comm_id, seq, status};
+
+    return msg_fixed(DPS_MSG_INST_FAIL, &b, sizeof(b), len);
 }
 
 void *dps_msg_encode_shutdown(size_t *len)
@@ -451,6 +459,11 @@ int dps_msg_decode(const void *buf, size_t len, dps_msg_t *msg,
     case DPS_MSG_READ_DONE:
         bad = take_fixed(body, blen, &msg->u.read_done,
                          sizeof(dps_msg_read_done_t), 1);
+        break;
+    case DPS_MSG_INST_FAIL:
+        bad = take_fixed(body, blen, &msg->u.inst_fail,
+                         sizeof(dps_msg_inst_fail_t), 1) ||
+              msg->u.inst_fail.status >= 0;   /* a failure, never OK */
         break;
     case DPS_MSG_SHUTDOWN:
     case DPS_MSG_STATS_REQ:

@@ -39,6 +39,9 @@ typedef enum {
     DPS_MSG_PONG,        /* agent -> rank: yes */
     DPS_MSG_SHM,         /* rank -> its agent, before HELLO: map my
                           * shared-memory channel (dps_shm.h) */
+    DPS_MSG_INST_FAIL,   /* agent -> agent: a collective instance fails
+                          * on every rank (mismatched or erroneous
+                          * arguments): complete your ranks with it */
     DPS_MSG_TYPE_MAX
 } dps_msg_type_t;
 
@@ -142,7 +145,9 @@ typedef struct dps_msg_post {
     uint32_t send_rkey_len; /* 0: the receiving agent has send_reg's key */
     uint32_t recv_rkey_len;
     uint32_t nmembers;
-    uint32_t pad;
+    int32_t  error;         /* 0, or the dps_status_t of a poster's own
+                             * erroneous arguments: the instance fails on
+                             * every rank (never silently dropped) */
 } dps_msg_post_t;
 _Static_assert(sizeof(dps_msg_post_t) == 96, "post layout");
 
@@ -179,6 +184,13 @@ typedef struct dps_msg_read_done {
 } dps_msg_read_done_t;
 _Static_assert(sizeof(dps_msg_read_done_t) == 16, "read_done layout");
 
+typedef struct dps_msg_inst_fail {
+    uint64_t comm_id;
+    uint32_t seq;
+    int32_t  status;        /* dps_status_t: why */
+} dps_msg_inst_fail_t;
+_Static_assert(sizeof(dps_msg_inst_fail_t) == 16, "inst_fail layout");
+
 /* A decoded message: pointers into the received buffer, valid with it. */
 typedef struct dps_msg {
     dps_msg_type_t type;
@@ -189,6 +201,7 @@ typedef struct dps_msg {
         dps_msg_complete_t  complete;
         dps_msg_comm_free_t comm_free;
         dps_msg_read_done_t read_done;
+        dps_msg_inst_fail_t inst_fail;
         dps_msg_stats_t     stats;
         struct {
             dps_msg_job_t   fixed;
@@ -237,6 +250,8 @@ void *dps_msg_encode_comm_free(uint64_t comm_id, uint32_t world_rank,
 void *dps_msg_encode_read_done(uint64_t comm_id, uint32_t seq,
                                uint32_t src_comm_rank, size_t *len);
 void *dps_msg_encode_shutdown(size_t *len);
+void *dps_msg_encode_inst_fail(uint64_t comm_id, uint32_t seq,
+                               int32_t status, size_t *len);
 void *dps_msg_encode_stats_req(size_t *len);
 /* PING carries the sender's world rank and pid, like HELLO. */
 void *dps_msg_encode_ping(uint32_t world_rank, uint32_t pid, size_t *len);

@@ -13,7 +13,10 @@ typedef enum {
     DPS_ERR_PROTO    = -6,  /* malformed or unexpected wire message */
     DPS_ERR_DEAD     = -7,  /* the peer (agent or rank) is gone */
     DPS_ERR_UNSUPP   = -8,
-    DPS_ERR_AGAIN    = -9   /* not now: handle again later */
+    DPS_ERR_AGAIN    = -9,  /* not now: handle again later */
+    DPS_ERR_MISMATCH = -10, /* ranks' arguments to one collective differ */
+    DPS_ERR_ARG      = -11, /* a rank's own arguments are erroneous */
+    DPS_ERR_BUFFER   = -12  /* a rank's buffers alias (no MPI_IN_PLACE) */
 } dps_status_t;
 
 /* Short lower-case name of a status, for log messages. */

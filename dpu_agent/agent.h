@@ -50,6 +50,8 @@ typedef struct agent_rinfo {
     uint64_t   send_addr, recv_addr, op_token;
     agent_key_t *send_key, *recv_key; /* borrowed from the key cache */
     /* For ranks served here: */
+    uint32_t   in_total;     /* incoming moves in all */
+    uint32_t   in_created;   /* of those, created so far */
     uint32_t   in_left;      /* incoming moves not yet written */
     uint32_t   reads_left;   /* agents yet to finish reading our blocks */
     int        flushing;
@@ -67,8 +69,20 @@ typedef struct agent_inst {
     uint32_t         local_left;  /* local ranks not yet completed */
     uint32_t         moves_live;  /* moves created and not finished */
     int              error;       /* first failure: reported, never OK */
+    int              failed;      /* failed on every rank: no new moves,
+                                   * ranks complete once the writes into
+                                   * them in flight are done */
+    uint32_t         first_world; /* world rank of its first poster */
     UT_hash_handle   hh;
 } agent_inst_t;
+
+/* A failed instance that has ended here: late messages about it are
+ * expected (ignored), late posts of our ranks get its error. */
+typedef struct agent_tomb {
+    agent_inst_key_t key;
+    int              error;
+    UT_hash_handle   hh;
+} agent_tomb_t;
 
 /* One block to copy: source rank memory -> staging -> destination rank. */
 typedef struct agent_move {
@@ -135,6 +149,7 @@ typedef struct agent {
     agent_comm_t  *comms;
     agent_key_t   *keys;          /* registration keys of ranks */
     agent_inst_t  *insts;
+    agent_tomb_t  *tombs;         /* failed instances that ended */
     agent_move_t  *q_head, *q_tail;
     agent_slot_t  *slots;
     unsigned       nslots;        /* DPUSHIM_PIPELINE_DEPTH */

@@ -136,7 +136,16 @@ static void comm_release(agent_t *a, agent_comm_t *c)
 
 static void inst_destroy(agent_t *a, agent_inst_t *in)
 {
-    if (is_local(a, in->comm, 0)) {
+    if (in->failed) {
+        agent_tomb_t *t;
+
+        HASH_FIND(hh, a->tombs, &in->key, sizeof(in->key), t);
+        if (t == NULL && (t = calloc(1, sizeof(*t))) != NULL) {
+            t->key = in->key;
+            t->error = in->error;
+            HASH_ADD(hh, a->tombs, key, sizeof(t->key), t);
+        }
+    } else if (is_local(a, in->comm, 0)) {
         a->collectives++; /* exactly one agent counts each instance */
     }
     HASH_DEL(a->insts, in);
@@ -171,6 +180,14 @@ void agent_coll_fini(agent_t *a)
         HASH_DEL(a->comms, c);
         free(c->members);
         free(c);
+    }
+    {
+        agent_tomb_t *t, *ttmp;
+
+        HASH_ITER(hh, a->tombs, t, ttmp) {
+            HASH_DEL(a->tombs, t);
+            free(t);
+        }
     }
     agent_keys_fini(a);
     copiers_stop(a);
@@ -255,6 +272,50 @@ static uint32_t bcast_readers(const agent_t *a, const agent_comm_t *c,
     return n;
 }
 
+static const char *coll_name(uint32_t coll)
+{
+    return coll == DPS_COLL_BCAST ? "MPI_Ibcast" :
+           coll == DPS_COLL_ALLTOALL ? "MPI_Ialltoall" : "a collective";
+}
+
+static void inst_fail(agent_t *a, agent_inst_t *in, int status, int tell);
+
+static int tomb_has(const agent_t *a, const agent_inst_key_t *key)
+{
+    agent_tomb_t *t;
+
+    HASH_FIND(hh, a->tombs, key, sizeof(*key), t);
+    return t != NULL;
+}
+
+/* A failed instance without moves (told by another agent, or ended here
+ * before a late post): our ranks complete with its error as they post. */
+static agent_inst_t *inst_bare(agent_t *a, agent_comm_t *c,
+                               agent_inst_key_t key, int error)
+{
+    agent_inst_t *in = calloc(1, sizeof(*in));
+
+    if (in == NULL || (in->ri = calloc(c->size, sizeof(*in->ri))) == NULL ||
+        (in->src_left = calloc(c->size, sizeof(*in->src_left))) == NULL) {
+        if (in != NULL) {
+            free(in->ri);
+        }
+        free(in);
+        return NULL;
+    }
+    in->key = key;
+    in->comm = c;
+    in->local_left = c->nlocal;
+    in->failed = 1;
+    in->error = error;
+    for (uint32_t r = 0; r < c->size; r++) {
+        in->ri[r].landed = 1;
+    }
+    c->live++;
+    HASH_ADD(hh, a->insts, key, sizeof(key), in);
+    return in;
+}
+
 static agent_inst_t *inst_get(agent_t *a, agent_comm_t *c,
                               const dps_msg_post_t *f)
 {
@@ -264,18 +325,32 @@ static agent_inst_t *inst_get(agent_t *a, agent_comm_t *c,
 
     HASH_FIND(hh, a->insts, &key, sizeof(key), in);
     if (in != NULL) {
-        if (in->coll != f->coll || in->root != f->root ||
-            in->block_bytes != f->block_bytes) {
-            dps_error("rank %u posted %s of %llu bytes (root %u) where "
-                      "others posted %s of %llu bytes (root %u): "
-                      "mismatched collective calls", f->world_rank,
-                      f->coll == DPS_COLL_BCAST ? "ibcast" : "ialltoall",
-                      (unsigned long long)f->block_bytes, f->root,
-                      in->coll == DPS_COLL_BCAST ? "ibcast" : "ialltoall",
+        if (!in->failed && f->error == 0 &&
+            (in->coll != f->coll || in->root != f->root ||
+             in->block_bytes != f->block_bytes)) {
+            /* Never dropped: every rank's request ends with the error. */
+            dps_error("%s #%u on communicator %#llx: rank %u posted %s of "
+                      "%llu bytes (root %u) where rank %u posted %s of %llu "
+                      "bytes (root %u): the ranks' arguments do not match; "
+                      "it fails on every rank", coll_name(f->coll), f->seq,
+                      (unsigned long long)f->comm_id, f->world_rank,
+                      coll_name(f->coll), (unsigned long long)f->block_bytes,
+                      f->root, in->first_world, coll_name(in->coll),
                       (unsigned long long)in->block_bytes, in->root);
-            return NULL;
+            inst_fail(a, in, DPS_ERR_MISMATCH, 1);
         }
         return in;
+    }
+    {
+        agent_tomb_t *t;
+
+        HASH_FIND(hh, a->tombs, &key, sizeof(key), t);
+        if (t != NULL) {
+            return inst_bare(a, c, key, t->error);
+        }
+    }
+    if (f->error != 0) {
+        return inst_bare(a, c, key, f->error);
     }
     in = calloc(1, sizeof(*in));
     if (in == NULL) {
@@ -294,6 +369,7 @@ static agent_inst_t *inst_get(agent_t *a, agent_comm_t *c,
     in->coll = f->coll;
     in->root = f->root;
     in->block_bytes = f->block_bytes;
+    in->first_world = f->world_rank;
     in->local_left = c->nlocal;
     if (in->coll == DPS_COLL_BCAST) {
         readers = bcast_readers(a, c, in->root);
@@ -314,6 +390,7 @@ static agent_inst_t *inst_get(agent_t *a, agent_comm_t *c,
             in->ri[r].in_left = (r == in->root) ? 0 : 1;
             in->ri[r].reads_left = (r == in->root) ? readers : 0;
         }
+        in->ri[r].in_total = in->ri[r].in_left;
         in->ri[r].landed = (in->ri[r].in_left == 0);
     }
     c->live++;
@@ -344,6 +421,80 @@ static void maybe_destroy(agent_t *a, agent_inst_t *in)
     }
 }
 
+/*
+ * The instance fails on every rank (mismatched or erroneous arguments):
+ * no move starts any more; a rank of ours completes, with the error, once
+ * the writes into its buffers already under way are done (a move handed
+ * to an engine or a staging slot finishes; one still queued is dropped);
+ * nobody waits for reads of its blocks any more (a read of memory the
+ * application got back harms nothing, and the readers' own ranks fail
+ * too). tell: let every other agent of the communicator know.
+ */
+static void inst_fail(agent_t *a, agent_inst_t *in, int status, int tell)
+{
+    agent_comm_t *c = in->comm;
+    agent_move_t **mp = &a->q_head, *m, *prev = NULL;
+    uint32_t r;
+
+    if (in->failed) {
+        return;
+    }
+    in->failed = 1;
+    in->error = status;
+    while ((m = *mp) != NULL) {
+        if (m->inst != in || m->issued != 0) {
+            prev = m;
+            mp = &m->next;
+            continue;
+        }
+        *mp = m->next;
+        if (a->q_tail == m) {
+            a->q_tail = prev;
+        }
+        in->moves_live--;
+        in->ri[m->dst].in_left--;
+        free(m);
+    }
+    for (r = 0; r < c->size; r++) {
+        agent_rinfo_t *ri = &in->ri[r];
+
+        if (!is_local(a, c, r)) {
+            continue;
+        }
+        /* What remains to land: moves created and neither dropped nor
+         * finished, i.e. those under way. */
+        ri->in_left = ri->in_created - (ri->in_total - ri->in_left);
+        if (ri->in_left == 0 && !ri->flushing) {
+            ri->landed = 1;
+        }
+        ri->reads_left = 0;
+        check_done(a, in, r);
+    }
+    if (tell) {
+        uint8_t *told = calloc(a->nagents, 1);
+
+        for (r = 0; told != NULL && r < c->size; r++) {
+            uint32_t ag = agent_of(a, c, r);
+            size_t len;
+            void *msg;
+
+            if (ag == a->self || told[ag]) {
+                continue;
+            }
+            told[ag] = 1;
+            msg = dps_msg_encode_inst_fail(in->key.comm_id,
+                                           (uint32_t)in->key.seq, status,
+                                           &len);
+            if (msg == NULL || agent_send_agent(a, ag, msg, len) != DPS_OK) {
+                dps_error("cannot tell agent %u that collective %u fails",
+                          ag, (uint32_t)in->key.seq);
+            }
+        }
+        free(told);
+    }
+    maybe_destroy(a, in);
+}
+
 static void move_add(agent_t *a, agent_inst_t *in, uint32_t s, uint32_t d)
 {
     agent_move_t *m = calloc(1, sizeof(*m));
@@ -356,6 +507,7 @@ static void move_add(agent_t *a, agent_inst_t *in, uint32_t s, uint32_t d)
     m->src = s;
     m->dst = d;
     m->len = in->block_bytes;
+    in->ri[d].in_created++;
     if (in->coll == DPS_COLL_ALLTOALL) {
         m->src_addr = in->ri[s].send_addr + (uint64_t)d * in->block_bytes;
         m->dst_addr = in->ri[d].recv_addr + (uint64_t)s * in->block_bytes;
@@ -557,13 +709,16 @@ static int handle_post(agent_t *a, const dps_msg_t *msg)
         return DPS_ERR_PROTO;
     }
     /* Keys first: a post that must wait still delivered its keys, which
-     * later posts of the same buffers no longer carry. */
-    skey = key_take(a, f->world_rank, f->send_reg, msg->u.post.send_rkey,
+     * later posts of the same buffers no longer carry. A post carrying
+     * its rank's error has no buffers. */
+    skey = f->error != 0 ? NULL :
+           key_take(a, f->world_rank, f->send_reg, msg->u.post.send_rkey,
                     f->send_rkey_len);
-    if (skey == NULL) {
+    if (skey == NULL && f->error == 0) {
         return DPS_ERR_PROTO;
     }
-    if (msg->type == DPS_MSG_POST && f->coll == DPS_COLL_ALLTOALL) {
+    if (msg->type == DPS_MSG_POST && f->coll == DPS_COLL_ALLTOALL &&
+        f->error == 0) {
         rkey = key_take(a, f->world_rank, f->recv_reg,
                         msg->u.post.recv_rkey, f->recv_rkey_len);
         if (rkey == NULL) {
@@ -593,7 +748,7 @@ static int handle_post(agent_t *a, const dps_msg_t *msg)
     }
     in = inst_get(a, c, f);
     if (in == NULL) {
-        return DPS_ERR_PROTO;
+        return DPS_ERR_NOMEM;
     }
     ri = &in->ri[i];
     if (ri->posted) {
@@ -607,6 +762,24 @@ static int handle_post(agent_t *a, const dps_msg_t *msg)
     ri->send_addr = f->send_addr;
     ri->recv_addr = f->recv_addr;
     ri->op_token = f->op_token;
+    if (f->error != 0 && !in->failed) {
+        dps_error("%s #%u on communicator %#llx: rank %u's own arguments "
+                  "are erroneous (%s); it fails on every rank",
+                  coll_name(f->coll), f->seq, (unsigned long long)f->comm_id,
+                  f->world_rank, dps_status_str(f->error));
+        inst_fail(a, in, f->error, 1);
+    }
+    if (in->failed) {
+        /* Nothing to move: a rank of ours ends with the error now. */
+        if (local) {
+            ri->in_left = 0;
+            ri->landed = 1;
+            ri->reads_left = 0;
+            check_done(a, in, i);
+            maybe_destroy(a, in);
+        }
+        return DPS_OK;
+    }
     if (msg->type == DPS_MSG_POST) {
         forward_post(a, c, msg, skey);
     }
@@ -648,6 +821,9 @@ static void source_read(agent_t *a, agent_inst_t *in, uint32_t s)
     size_t len;
     void *msg;
 
+    if (in->failed) {
+        return;   /* nobody waits for reads of a failed instance */
+    }
     if (is_local(a, c, s)) {
         in->ri[s].reads_left--;
         check_done(a, in, s);
@@ -668,6 +844,10 @@ static int handle_read_done(agent_t *a, const dps_msg_read_done_t *rd)
     agent_inst_t *in;
 
     HASH_FIND(hh, a->insts, &key, sizeof(key), in);
+    if ((in != NULL && in->failed) ||
+        (in == NULL && HASH_CNT(hh, a->tombs) > 0 && tomb_has(a, &key))) {
+        return DPS_OK;   /* late news of a failed instance */
+    }
     if (in == NULL || rd->src_comm_rank >= in->comm->size ||
         !is_local(a, in->comm, rd->src_comm_rank) ||
         in->ri[rd->src_comm_rank].reads_left == 0) {
@@ -680,6 +860,30 @@ static int handle_read_done(agent_t *a, const dps_msg_read_done_t *rd)
     check_done(a, in, rd->src_comm_rank);
     maybe_destroy(a, in);
     return DPS_OK;
+}
+
+/* INST_FAIL from another agent: fail the instance here too, creating it
+ * failed if none of our ranks has posted it yet. */
+static int handle_inst_fail(agent_t *a, const dps_msg_inst_fail_t *m)
+{
+    agent_inst_key_t key = {m->comm_id, m->seq};
+    agent_inst_t *in;
+    agent_comm_t *c;
+
+    HASH_FIND(hh, a->insts, &key, sizeof(key), in);
+    if (in != NULL) {
+        inst_fail(a, in, m->status, 0);
+        return DPS_OK;
+    }
+    if (tomb_has(a, &key)) {
+        return DPS_OK;
+    }
+    HASH_FIND(hh, a->comms, &m->comm_id, sizeof(m->comm_id), c);
+    if (c == NULL) {
+        return DPS_ERR_AGAIN;   /* its members come with the first post */
+    }
+    return inst_bare(a, c, key, m->status) != NULL ? DPS_OK
+                                                  : DPS_ERR_NOMEM;
 }
 
 static int handle_comm_free(agent_t *a, const dps_msg_comm_free_t *cf)
@@ -707,6 +911,8 @@ int agent_handle_coll(agent_t *a, const dps_msg_t *msg)
         return handle_post(a, msg);
     case DPS_MSG_READ_DONE:
         return handle_read_done(a, &msg->u.read_done);
+    case DPS_MSG_INST_FAIL:
+        return handle_inst_fail(a, &msg->u.inst_fail);
     case DPS_MSG_COMM_FREE:
         return handle_comm_free(a, &msg->u.comm_free);
     case DPS_MSG_REG_FREE:
@@ -1089,6 +1295,7 @@ static void flush_rank(agent_t *a, agent_inst_t *in, uint32_t r)
     }
     f->inst = in;
     f->rank = r;
+    in->ri[r].flushing = 1;
     memset(&rp, 0, sizeof(rp));
     rp.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
                       UCP_OP_ATTR_FIELD_USER_DATA;
@@ -1211,6 +1418,7 @@ void agent_schedule(agent_t *a)
                           ucs_status_string(f->status));
                 f->inst->error = DPS_ERR_UCX;
             }
+            f->inst->ri[f->rank].flushing = 0;
             f->inst->ri[f->rank].landed = 1;
             check_done(a, f->inst, f->rank);
             maybe_destroy(a, f->inst);

@@ -381,6 +381,7 @@ int agent_handle(agent_t *a, const dps_msg_t *msg)
     case DPS_MSG_POST:
     case DPS_MSG_PEER_POST:
     case DPS_MSG_READ_DONE:
+    case DPS_MSG_INST_FAIL:
     case DPS_MSG_COMM_FREE:
     case DPS_MSG_REG_FREE:
         if (!a->ready) {

@@ -127,8 +127,10 @@ mpi_tests() {
             "4 ranks, 2 agents"
     done
     # Odd communicator sizes: 3 ranks, agents serving 2 and 1.
-    shim_case "$mpi" "build/$mpi/tests/t_odd" 3 \
-        "$base DPUSHIM_RANKS_PER_DPU=2" "3 ranks, 2 agents"
+    for name in t_odd t_mixed; do
+        shim_case "$mpi" "build/$mpi/tests/$name" 3 \
+            "$base DPUSHIM_RANKS_PER_DPU=2" "3 ranks, 2 agents"
+    done
     # The staged data path (the agent copies through its own buffers, as
     # a DPU staging in its memory) beside the default direct one.
     for name in t_alltoall_sizes t_bcast_roots t_chunks t_comms t_engine; do
@@ -156,6 +158,48 @@ shim_case() {
     [ $ok = 0 ] && grep -q '^result: ok' "$log" && stats_match "$log" &&
         ok=1 || ok=0
     report "$mpi $(basename "$t") $title" "$ok" "$log"
+}
+
+# err_case MPI NP CASE HANDLER: an erroneous call to an offloaded
+# collective (tests/mpi/err_target.c) ends within 30 s: with MPI's fatal
+# handler the job aborts with the shim's or the agent's message naming
+# what is wrong; with MPI_ERRORS_RETURN every rank returns from its calls,
+# an error reported (a rank whose own part had completed before the
+# mismatch was seen may keep its data). No agent may be left.
+err_case() {
+    local mpi=$1 np=$2 cas=$3 h=$4 ok=1 r t0 t1 n
+    local log="$LOGS/$mpi-err-$cas-$h-np$np.log"
+    local re='do not match|own arguments are erroneous|overlaps the receive buffer|differs from the receive block'
+    t0=$(date +%s)
+    run_job "$log" "$mpi" "$np" 1 \
+        "DPUSHIM_MIN_BYTES=1 DPUSHIM_RANKS_PER_DPU=2 ERR_CASE=$cas ERR_HANDLER=$h" \
+        "build/$mpi/tests/err_target"
+    r=$?
+    t1=$(date +%s)
+    [ $((t1 - t0)) -le 30 ] || { echo "took $((t1 - t0)) s" >>"$log"; ok=0; }
+    grep -Eq "$re" "$log" ||
+        { echo "no message saying what is wrong" >>"$log"; ok=0; }
+    if [ "$h" = fatal ]; then
+        [ $r != 0 ] && [ $r != 124 ] && [ $r != 137 ] ||
+            { echo "exit status $r: expected an abort" >>"$log"; ok=0; }
+        ! grep -q '^result: ended' "$log" ||
+            { echo "the fatal handler did not end the job" >>"$log"; ok=0; }
+    else
+        [ $r = 0 ] && grep -q '^result: ended' "$log" ||
+            { echo "exit status $r, or not every rank ended" >>"$log"; ok=0; }
+        n=$(grep -c '^rank [0-9]*: post class' "$log")
+        [ "$n" = "$np" ] || { echo "$n of $np ranks returned" >>"$log"; ok=0; }
+        grep -q 'error reported' "$log" ||
+            { echo "no rank got an error" >>"$log"; ok=0; }
+    fi
+    for _ in $(seq 50); do
+        [ -z "$(dps_agents_left)" ] && break
+        sleep 0.1
+    done
+    [ -z "$(dps_agents_left)" ] || { echo "agents left" >>"$log"; ok=0; }
+    report "$mpi erroneous call ($cas, $np ranks, $([ $h = fatal ] &&
+        echo "fatal handler: aborts" || echo "MPI_ERRORS_RETURN: errors returned")), no hang" \
+        "$ok" "$log"
 }
 
 # Without the cache every lookup of t_regcache's 300 per rank misses, and
@@ -766,6 +810,12 @@ for mpi in "$@"; do
     mpi_tests "$mpi"
     config_tests "$mpi"
     regcache_off_case "$mpi"
+    for np in 2 3 4; do
+        for cas in bcast_len bcast_len2 a2a_size alias; do
+            err_case "$mpi" "$np" "$cas" fatal
+            err_case "$mpi" "$np" "$cas" return
+        done
+    done
     agent_cli_tests "$mpi"
     kill_case "$mpi" all-ranks
     kill_case "$mpi" leader

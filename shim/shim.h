@@ -74,7 +74,26 @@ typedef struct shim_post {
     size_t      send_len;
     void       *recv;          /* alltoall receive buffer, else NULL */
     size_t      recv_len;
+    int         error;         /* nonzero: this rank's arguments are
+                                * wrong (dps_status_t): the agent fails the
+                                * instance on every rank */
 } shim_post_t;
+
+/*
+ * A receive through a contiguous staging buffer, for a datatype that is
+ * not contiguous (ranks may describe one message with different layouts
+ * of the same type signature, so every rank offloads alike and a
+ * non-contiguous one packs and unpacks): at completion, nblocks blocks of
+ * count elements of type are unpacked from `from` into to, to + stride, ...
+ */
+typedef struct shim_unpack {
+    void         *to;          /* NULL: nothing to unpack */
+    const void   *from;
+    size_t        block_bytes;
+    int           count, nblocks;
+    MPI_Aint      stride;
+    MPI_Datatype  type;        /* a duplicate, freed after unpacking */
+} shim_unpack_t;
 
 /* One offloaded collective as seen by its rank. */
 typedef struct shim_op {
@@ -83,8 +102,13 @@ typedef struct shim_op {
     int            agent_done; /* COMPLETE received (or agent lost) */
     int            req_freed;  /* MPI called our free_fn */
     int            error;      /* MPI error class reported by query_fn */
+    int            raise;      /* at completion, call the communicator's
+                                * error handler with it */
     struct shim_reg *reg[2];   /* send and receive registrations */
-    void          *tmp;        /* copy of the data for MPI_IN_PLACE */
+    void          *tmp;        /* copy of the data for MPI_IN_PLACE, or
+                                * packed send data */
+    void          *rtmp;       /* packed receive data (unpack.from) */
+    shim_unpack_t  unpack;
     UT_hash_handle hh_token;
     UT_hash_handle hh_req;     /* keyed on the bytes of req */
     struct shim_op *next_done;
@@ -179,12 +203,14 @@ int shim_need_pmpi(int n, const MPI_Request *reqs);
 /*
  * Start an op on communicator c: register the buffers, create the
  * generalized request, and send the POST now or, while c's id is being
- * agreed, as soon as it is known. Takes ownership of in_place_tmp.
- * Returns MPI_SUCCESS and *req, or an MPI error code when nothing could be
- * started (the caller must not fall back then: others may have posted).
+ * agreed, as soon as it is known. Takes ownership of in_place_tmp (a
+ * staging copy of the send data), and of unpack (may be NULL) and its
+ * staging buffer and datatype. Returns MPI_SUCCESS and *req, or an MPI
+ * error code when nothing could be started (the caller must not fall
+ * back then: others may have posted).
  */
 int shim_op_start(shim_comm_t *c, const shim_post_t *p, void *in_place_tmp,
-                  MPI_Request *req);
+                  const shim_unpack_t *unpack, MPI_Request *req);
 
 /* Progress communicator id agreements; post what waited for them. */
 void shim_comm_progress(void);

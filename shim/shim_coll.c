@@ -9,6 +9,7 @@
 #include "shim.h"
 #include "../common/dps_log.h"
 #include "../common/dps_proto.h"
+#include "../common/dps_status.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -157,26 +158,91 @@ shim_comm_t *shim_comm_state_new(MPI_Comm comm, MPI_Comm shadow)
     return c;
 }
 
-/* Contiguous layout: count elements back to back. Sets the byte size and
- * the offset of the first byte from the buffer address. */
-static int contiguous(MPI_Datatype dt, int count, size_t *bytes,
-                      MPI_Aint *offset)
+/* How count elements of a datatype lie in memory. */
+typedef struct layout {
+    size_t   bytes;        /* data bytes: type size x count */
+    int      contig;       /* back to back, no gaps */
+    MPI_Aint offset;       /* of the first byte from the buffer (true lb) */
+    MPI_Aint extent;       /* of one element */
+} layout_t;
+
+/* The layout of (dt, count): 1, or 0 when the arguments are such that the
+ * MPI library must judge them (a null or negative one): the call then
+ * goes to PMPI on this rank, and MPI reports the error class it chooses. */
+static int layout(MPI_Datatype dt, int count, layout_t *l)
 {
-    MPI_Aint lb, extent, tlb, textent;
+    MPI_Aint lb, tlb, textent;
     int size;
 
     if (dt == MPI_DATATYPE_NULL || count < 0 ||
         PMPI_Type_size(dt, &size) != MPI_SUCCESS ||
-        PMPI_Type_get_extent(dt, &lb, &extent) != MPI_SUCCESS ||
+        PMPI_Type_get_extent(dt, &lb, &l->extent) != MPI_SUCCESS ||
         PMPI_Type_get_true_extent(dt, &tlb, &textent) != MPI_SUCCESS) {
         return 0;
     }
-    if ((MPI_Aint)size != textent || (count > 1 && extent != textent)) {
+    l->bytes = (size_t)size * (size_t)count;
+    l->offset = tlb;
+    l->contig = (MPI_Aint)size == textent &&
+                (count <= 1 || l->extent == textent);
+    return 1;
+}
+
+/*
+ * Pack nblocks blocks of count elements of dt, the i-th at buf + i *
+ * stride, into a new contiguous buffer of nblocks x block_bytes. NULL when
+ * out of memory or MPI refuses (logged).
+ */
+static void *pack(const void *buf, int count, MPI_Datatype dt, int nblocks,
+                  MPI_Aint stride, size_t block_bytes)
+{
+    char *out = malloc(block_bytes * (size_t)nblocks + 1);
+    int i;
+
+    for (i = 0; out != NULL && i < nblocks; i++) {
+        int pos = 0;
+
+        if (PMPI_Pack((const char *)buf + (MPI_Aint)i * stride, count, dt,
+                      out + (size_t)i * block_bytes, (int)block_bytes, &pos,
+                      MPI_COMM_SELF) != MPI_SUCCESS ||
+            (size_t)pos != block_bytes) {
+            dps_error("cannot pack a non-contiguous datatype (%d of %zu "
+                      "bytes)", pos, block_bytes);
+            free(out);
+            return NULL;
+        }
+    }
+    return out;
+}
+
+/* Set u up to unpack, at completion, into nblocks blocks of count elements
+ * of dt at buf, buf + stride, ...; the staging buffer is allocated here.
+ * 0 when out of memory. */
+static int unpack_prepare(shim_unpack_t *u, void *buf, int count,
+                          MPI_Datatype dt, int nblocks, MPI_Aint stride,
+                          size_t block_bytes)
+{
+    void *from = malloc(block_bytes * (size_t)nblocks + 1);
+
+    if (from == NULL || PMPI_Type_dup(dt, &u->type) != MPI_SUCCESS) {
+        free(from);
         return 0;
     }
-    *bytes = (size_t)size * (size_t)count;
-    *offset = tlb;
+    u->to = buf;
+    u->from = from;
+    u->block_bytes = block_bytes;
+    u->count = count;
+    u->nblocks = nblocks;
+    u->stride = stride;
     return 1;
+}
+
+static void unpack_cancel(shim_unpack_t *u)
+{
+    if (u->to != NULL) {
+        free((void *)u->from);
+        PMPI_Type_free(&u->type);
+        u->to = NULL;
+    }
 }
 
 static int is_intercomm(MPI_Comm comm)
@@ -194,14 +260,49 @@ static void count(int coll, int stat, uint64_t n)
     pthread_mutex_unlock(&shim.lock);
 }
 
+/* Do [a, a + alen) and [b, b + blen) overlap? */
+static int overlap(const void *a, size_t alen, const void *b, size_t blen)
+{
+    uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
+
+    return alen > 0 && blen > 0 && x < y + blen && y < x + alen;
+}
+
+/*
+ * A rank whose own arguments are erroneous in a way only it can see
+ * (aliased buffers, a send size unlike its receive size) still posts, with
+ * the error: the agent fails the instance on every rank, so that nobody
+ * waits for this one. The caller gets the error class at once, through
+ * the communicator's error handler (fatal by default), as from MPI's own
+ * checks; the internal request goes.
+ */
+static int erroneous(shim_comm_t *c, shim_post_t *p, int status,
+                     int mpi_class, MPI_Comm comm, MPI_Request *request,
+                     const char *what)
+{
+    MPI_Request r = MPI_REQUEST_NULL;
+
+    dps_error("%s: %s", what, dps_status_str(status));
+    p->error = status;
+    p->send_len = p->recv_len = 0;
+    shim_in_call++;
+    if (shim_op_start(c, p, NULL, NULL, &r) == MPI_SUCCESS) {
+        PMPI_Request_free(&r);
+    }
+    shim_in_call--;
+    *request = MPI_REQUEST_NULL;
+    PMPI_Comm_call_errhandler(comm, mpi_class);
+    return mpi_class;
+}
+
 SHIM_API int MPI_Ialltoall(const void *sendbuf, int sendcount,
                            MPI_Datatype sendtype, void *recvbuf,
                            int recvcount, MPI_Datatype recvtype,
                            MPI_Comm comm, MPI_Request *request)
 {
-    size_t sbytes = 0, rbytes = 0;
-    MPI_Aint soff = 0, roff = 0;
+    layout_t sl = {0}, rl = {0};
     int in_place = (sendbuf == MPI_IN_PLACE), rc, size;
+    shim_unpack_t up = {0};
     MPI_Comm use;
     shim_post_t p;
     shim_comm_t *c;
@@ -211,12 +312,13 @@ SHIM_API int MPI_Ialltoall(const void *sendbuf, int sendcount,
         return PMPI_Ialltoall(sendbuf, sendcount, sendtype, recvbuf,
                               recvcount, recvtype, comm, request);
     }
+    /* Whether to offload depends on what MPI requires to be alike on
+     * every rank (the message size by the type signature, the
+     * communicator), never on a rank's own layout. */
     if (!shim.active || !shim.cfg.ialltoall || comm == MPI_COMM_NULL ||
-        is_intercomm(comm) ||
-        !contiguous(recvtype, recvcount, &rbytes, &roff) ||
-        (!in_place && !contiguous(sendtype, sendcount, &sbytes, &soff)) ||
-        (!in_place && sbytes != rbytes) || rbytes == 0 ||
-        rbytes < shim.min_bytes) {
+        is_intercomm(comm) || !layout(recvtype, recvcount, &rl) ||
+        (!in_place && !layout(sendtype, sendcount, &sl)) ||
+        rl.bytes == 0 || rl.bytes < shim.min_bytes) {
         count(SHIM_COLL_IALLTOALL, SHIM_STAT_FALLBACK, 1);
         return PMPI_Ialltoall(sendbuf, sendcount, sendtype, recvbuf,
                               recvcount, recvtype, comm, request);
@@ -242,24 +344,55 @@ SHIM_API int MPI_Ialltoall(const void *sendbuf, int sendcount,
                                   recvcount, recvtype, use, request);
         }
     }
-    p.block_bytes = rbytes;
-    p.recv = (char *)recvbuf + roff;
-    p.recv_len = rbytes * (size_t)size;
-    if (in_place) {
-        /* Blocks of our buffer are read and written by different agents
-         * in any order: send from a private copy. */
-        tmp = malloc(p.recv_len);
-        if (tmp == NULL) {
-            return MPI_ERR_NO_MEM;
-        }
-        memcpy(tmp, p.recv, p.recv_len);
-        p.send = tmp;
-    } else {
-        p.send = (const char *)sendbuf + soff;
-    }
+    p.block_bytes = rl.bytes;
+    p.recv_len = rl.bytes * (size_t)size;
     p.send_len = p.recv_len;
+    if (!in_place && sl.bytes != rl.bytes) {
+        return erroneous(c, &p, DPS_ERR_ARG, MPI_ERR_TRUNCATE, comm,
+                         request, "MPI_Ialltoall: the send block differs "
+                         "from the receive block in size");
+    }
+    if (!in_place &&
+        overlap((const char *)sendbuf + sl.offset,
+                (size_t)((MPI_Aint)sendcount * sl.extent) * (size_t)size,
+                (char *)recvbuf + rl.offset,
+                (size_t)((MPI_Aint)recvcount * rl.extent) *
+                (size_t)size)) {
+        return erroneous(c, &p, DPS_ERR_BUFFER, MPI_ERR_BUFFER, comm,
+                         request, "MPI_Ialltoall: the send buffer overlaps "
+                         "the receive buffer (MPI_IN_PLACE is the way)");
+    }
+    /* Receive: straight into the buffer, or staged and unpacked. */
+    if (rl.contig) {
+        p.recv = (char *)recvbuf + rl.offset;
+    } else if (unpack_prepare(&up, recvbuf, recvcount, recvtype, size,
+                              (MPI_Aint)recvcount * rl.extent, rl.bytes)) {
+        p.recv = (void *)up.from;
+    } else {
+        return MPI_ERR_NO_MEM;
+    }
+    /* Send: from the buffer, or from a contiguous copy (in place: blocks
+     * of our buffer are read and written by different engines and agents
+     * in any order, so always from a copy). */
+    if (in_place && rl.contig) {
+        tmp = malloc(p.recv_len);
+        if (tmp != NULL) {
+            memcpy(tmp, (char *)recvbuf + rl.offset, p.recv_len);
+        }
+    } else if (in_place) {
+        tmp = pack(recvbuf, recvcount, recvtype, size,
+                   (MPI_Aint)recvcount * rl.extent, rl.bytes);
+    } else if (!sl.contig) {
+        tmp = pack(sendbuf, sendcount, sendtype, size,
+                   (MPI_Aint)sendcount * sl.extent, sl.bytes);
+    }
+    if ((in_place || !sl.contig) && tmp == NULL) {
+        unpack_cancel(&up);
+        return MPI_ERR_NO_MEM;
+    }
+    p.send = tmp != NULL ? tmp : (const char *)sendbuf + sl.offset;
     shim_in_call++;
-    rc = shim_op_start(c, &p, tmp, request);
+    rc = shim_op_start(c, &p, tmp, &up, request);
     shim_in_call--;
     if (rc == MPI_SUCCESS && shim.fo_state == SHIM_FO_NONE) {
         count(SHIM_COLL_IALLTOALL, SHIM_STAT_OFFLOADED, 1);
@@ -271,20 +404,20 @@ SHIM_API int MPI_Ialltoall(const void *sendbuf, int sendcount,
 SHIM_API int MPI_Ibcast(void *buffer, int count_, MPI_Datatype datatype,
                         int root, MPI_Comm comm, MPI_Request *request)
 {
-    size_t bytes = 0;
-    MPI_Aint off = 0;
+    shim_unpack_t up = {0};
+    layout_t l = {0};
     shim_post_t p;
     shim_comm_t *c;
     MPI_Comm use;
+    void *tmp = NULL;
     int rc;
 
     if (shim_in_call || !shim.initialized) {
         return PMPI_Ibcast(buffer, count_, datatype, root, comm, request);
     }
     if (!shim.active || !shim.cfg.ibcast || comm == MPI_COMM_NULL ||
-        is_intercomm(comm) ||
-        !contiguous(datatype, count_, &bytes, &off) || bytes == 0 ||
-        bytes < shim.min_bytes) {
+        is_intercomm(comm) || !layout(datatype, count_, &l) ||
+        l.bytes == 0 || l.bytes < shim.min_bytes) {
         count(SHIM_COLL_IBCAST, SHIM_STAT_FALLBACK, 1);
         return PMPI_Ibcast(buffer, count_, datatype, root, comm, request);
     }
@@ -313,15 +446,28 @@ SHIM_API int MPI_Ibcast(void *buffer, int count_, MPI_Datatype datatype,
         }
     }
     p.root = root;
-    p.block_bytes = bytes;
-    p.send = (char *)buffer + off;
-    p.send_len = bytes;
+    p.block_bytes = l.bytes;
+    p.send_len = l.bytes;
+    if (l.contig) {
+        p.send = (char *)buffer + l.offset;
+    } else if (c->rank == root) {
+        /* The root's data, packed; the others receive into a staging
+         * buffer and unpack it into their own layout. */
+        tmp = pack(buffer, count_, datatype, 1, 0, l.bytes);
+        p.send = tmp;
+    } else if (unpack_prepare(&up, buffer, count_, datatype, 1, 0,
+                              l.bytes)) {
+        p.send = up.from;
+    }
+    if (p.send == NULL) {
+        return MPI_ERR_NO_MEM;
+    }
     shim_in_call++;
-    rc = shim_op_start(c, &p, NULL, request);
+    rc = shim_op_start(c, &p, tmp, &up, request);
     shim_in_call--;
     if (rc == MPI_SUCCESS && shim.fo_state == SHIM_FO_NONE) {
         count(SHIM_COLL_IBCAST, SHIM_STAT_OFFLOADED, 1);
-        count(SHIM_COLL_IBCAST, SHIM_STAT_BYTES, bytes);
+        count(SHIM_COLL_IBCAST, SHIM_STAT_BYTES, l.bytes);
     }
     return rc;
 }

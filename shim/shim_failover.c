@@ -422,6 +422,9 @@ static int take_one(shim_op_t *op)
     int rc;
 
     op->taken = 1;
+    if (p->error) {
+        return MPI_ERR_ARG;   /* this rank's own arguments were wrong */
+    }
     if (!stock_comm(c, p->seq, coll, &use, 0)) {
         return MPI_ERR_OTHER;
     }

@@ -98,6 +98,8 @@ static void op_release_memory(shim_op_t *op)
     }
     free(op->tmp);
     op->tmp = NULL;
+    free(op->rtmp);
+    op->rtmp = NULL;
 }
 
 static int query_fn(void *extra, MPI_Status *status)
@@ -167,8 +169,9 @@ static void op_send(shim_op_t *op)
         key[i] = (r != NULL && !r->agent_has_key) ? r->rkey : NULL;
         key_len[i] = key[i] != NULL ? (uint32_t)r->rkey_len : 0;
     }
-    f.send_reg = op->reg[0]->id;
+    f.send_reg = op->reg[0] != NULL ? op->reg[0]->id : 0;
     f.recv_reg = op->reg[1] != NULL ? op->reg[1]->id : 0;
+    f.error = p->error;
     f.send_rkey_len = key_len[0];
     f.recv_rkey_len = key_len[1];
     f.nmembers = c->agent_knows ? 0 : (uint32_t)c->size;
@@ -204,8 +207,18 @@ static void op_send(shim_op_t *op)
     }
 }
 
+/* Drop an unpack that will not happen. */
+static void unpack_drop(shim_unpack_t *u)
+{
+    if (u->to != NULL) {
+        free((void *)u->from);
+        PMPI_Type_free(&u->type);
+        u->to = NULL;
+    }
+}
+
 int shim_op_start(shim_comm_t *c, const shim_post_t *p, void *tmp,
-                  MPI_Request *req)
+                  const shim_unpack_t *unpack, MPI_Request *req)
 {
     shim_op_t *op;
     int rc = DPS_OK, stock = (shim.fo_state != SHIM_FO_NONE);
@@ -213,16 +226,26 @@ int shim_op_start(shim_comm_t *c, const shim_post_t *p, void *tmp,
     op = calloc(1, sizeof(*op));
     if (op == NULL) {
         free(tmp);
+        if (unpack != NULL) {
+            shim_unpack_t u = *unpack;
+
+            unpack_drop(&u);
+        }
         return MPI_ERR_NO_MEM;
     }
     op->tmp = tmp;
+    if (unpack != NULL && unpack->to != NULL) {
+        op->unpack = *unpack;
+        op->rtmp = (void *)unpack->from;
+    }
     op->comm = c;
     op->post = *p;
     op->pmpi_req = MPI_REQUEST_NULL;
     op->after = stock;
     pthread_mutex_lock(&shim.lock);
-    /* After an agent failure nothing is registered: stock MPI does it. */
-    if (!stock) {
+    /* After an agent failure nothing is registered: stock MPI does it.
+     * Nor for a post that only carries this rank's error. */
+    if (!stock && !p->error) {
         rc = shim_reg_get(p->send, p->send_len, &op->reg[0]) == 0 ?
              DPS_OK : DPS_ERR_UCX;
         if (rc == DPS_OK && p->recv != NULL &&
@@ -237,6 +260,9 @@ int shim_op_start(shim_comm_t *c, const shim_post_t *p, void *tmp,
         pthread_mutex_lock(&shim.lock);
         op_release_memory(op);
         pthread_mutex_unlock(&shim.lock);
+        if (op->unpack.to != NULL) {
+            PMPI_Type_free(&op->unpack.type);
+        }
         free(op);
         dps_error("cannot offload a collective: %s",
                   dps_status_str(rc == DPS_OK ? DPS_ERR_NOMEM : rc));
@@ -420,9 +446,24 @@ static void agent_msg(const void *data, size_t len)
         }
         HASH_DELETE(hh_token, shim.by_token, op);
         if (msg.u.complete.status != DPS_OK) {
-            dps_error("agent reports failure of a collective: %s",
-                      dps_status_str(msg.u.complete.status));
-            op->error = MPI_ERR_OTHER;
+            int st = msg.u.complete.status;
+
+            /* Arguments that do not match across ranks, or another
+             * rank's erroneous ones: the agent said which; the error goes
+             * to the communicator's handler at completion (shim_progress),
+             * as MPI would raise it. */
+            op->error = (st == DPS_ERR_MISMATCH || st == DPS_ERR_ARG)
+                        ? MPI_ERR_TRUNCATE : MPI_ERR_OTHER;
+            op->raise = (st == DPS_ERR_MISMATCH || st == DPS_ERR_ARG ||
+                         st == DPS_ERR_BUFFER) && !op->post.error;
+            if (!op->post.error) {
+                dps_error("%s #%u ends with an error: %s%s",
+                          op->post.coll == DPS_COLL_ALLTOALL ?
+                          "MPI_Ialltoall" : "MPI_Ibcast", op->post.seq,
+                          dps_status_str(st), op->raise ?
+                          " (the agent's message names the ranks and "
+                          "sizes)" : "");
+            }
         }
         /* Finished here, well or not: never to be redone. */
         shim_comm_finished(op->comm, op->post.seq);
@@ -459,6 +500,29 @@ void shim_agent_msgs(void)
         agent_msg(m->data, m->len);
         free(m);
     }
+}
+
+/* A finished op received through a staging buffer: the data into the
+ * user's layout (a local PMPI call). Then the datatype goes. */
+static void unpack_now(shim_op_t *op)
+{
+    shim_unpack_t *u = &op->unpack;
+    MPI_Comm self = MPI_COMM_SELF;
+    int i;
+
+    for (i = 0; op->error == MPI_SUCCESS && i < u->nblocks; i++) {
+        int pos = 0;
+
+        if (PMPI_Unpack((const char *)u->from + (size_t)i * u->block_bytes,
+                        (int)u->block_bytes, &pos,
+                        (char *)u->to + (MPI_Aint)i * u->stride, u->count,
+                        u->type, self) != MPI_SUCCESS) {
+            dps_error("cannot unpack a received block into its datatype");
+            op->error = MPI_ERR_INTERN;
+        }
+    }
+    PMPI_Type_free(&u->type);
+    u->to = NULL;
 }
 
 /* Unlink op from its communicator's list (lock held). */
@@ -517,6 +581,13 @@ int shim_progress(void)
         int freed;
 
         done = op->next_done;
+        if (op->unpack.to != NULL) {
+            unpack_now(op);
+        }
+        if (op->raise && c->comm != MPI_COMM_NULL) {
+            /* Fatal by default: the job ends here, as under MPI. */
+            PMPI_Comm_call_errhandler(c->comm, op->error);
+        }
         pthread_mutex_lock(&shim.lock);
         op_release_memory(op);
         shim_reg_send_frees();

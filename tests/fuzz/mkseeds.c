@@ -63,6 +63,8 @@ int main(int argc, char **argv)
     put(argv[1], "pong", m, len);
     m = dps_msg_encode_shm(1, 4242, 9, &len);
     put(argv[1], "shm", m, len);
+    m = dps_msg_encode_inst_fail(5, 3, -10, &len);
+    put(argv[1], "inst_fail", m, len);
     m = dps_msg_encode_stats(&st, &len);
     put(argv[1], "stats", m, len);
     m = dps_msg_encode_procs(3, pid, node, &len);

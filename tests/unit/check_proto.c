@@ -145,18 +145,18 @@ static void *resized(const void *msg, size_t len, int delta, size_t *nlen)
 /* ------------------------------------------------------------------ */
 
 enum { FX_HELLO, FX_READY, FX_COMPLETE, FX_COMM_FREE, FX_READ_DONE,
-       FX_SHUTDOWN, FX_PING, FX_PONG, FX_SHM, FX_COUNT };
+       FX_SHUTDOWN, FX_PING, FX_PONG, FX_SHM, FX_INST_FAIL, FX_COUNT };
 
 static const unsigned fx_type[FX_COUNT] = {
     DPS_MSG_HELLO, DPS_MSG_READY, DPS_MSG_COMPLETE, DPS_MSG_COMM_FREE,
     DPS_MSG_READ_DONE, DPS_MSG_SHUTDOWN, DPS_MSG_PING, DPS_MSG_PONG,
-    DPS_MSG_SHM
+    DPS_MSG_SHM, DPS_MSG_INST_FAIL
 };
 static const size_t fx_body[FX_COUNT] = {
     sizeof(dps_msg_hello_t), sizeof(dps_msg_ready_t),
     sizeof(dps_msg_complete_t), sizeof(dps_msg_comm_free_t),
     sizeof(dps_msg_read_done_t), 0, sizeof(dps_msg_hello_t), 0,
-    sizeof(dps_msg_shm_t)
+    sizeof(dps_msg_shm_t), sizeof(dps_msg_inst_fail_t)
 };
 
 /* A valid encoded message of a fixed-size type. */
@@ -192,12 +192,46 @@ static void *make_fixed(int which, size_t *len)
     case FX_SHM:
         m = dps_msg_encode_shm(6, 888, 17, len);
         break;
+    case FX_INST_FAIL:
+        m = dps_msg_encode_inst_fail(0x55, 9, DPS_ERR_MISMATCH, len);
+        break;
     }
     ck_assert_ptr_nonnull(m);
     check_hdr(m, *len, fx_type[which]);
     ck_assert_uint_eq(*len, HDR + fx_body[which]);
     return m;
 }
+
+START_TEST(rt_inst_fail)
+{
+    static const int32_t st[] = {DPS_ERR_MISMATCH, DPS_ERR_ARG,
+                                 DPS_ERR_BUFFER, INT32_MIN};
+    dps_msg_t msg;
+    size_t len, i;
+
+    for (i = 0; i < sizeof(st) / sizeof(st[0]); i++) {
+        char *m = dps_msg_encode_inst_fail(0x1122334455667788ull + i,
+                                           (uint32_t)i * 7, st[i], &len);
+
+        ck_assert_ptr_nonnull(m);
+        ck_assert_int_eq(dps_msg_decode(m, len, &msg, NULL, 0), DPS_OK);
+        ck_assert_int_eq(msg.type, DPS_MSG_INST_FAIL);
+        ck_assert_uint_eq(msg.u.inst_fail.comm_id,
+                          0x1122334455667788ull + i);
+        ck_assert_uint_eq(msg.u.inst_fail.seq, i * 7);
+        ck_assert_int_eq(msg.u.inst_fail.status, st[i]);
+        free(m);
+    }
+    /* A "failure" with success status is refused. */
+    {
+        char *m = dps_msg_encode_inst_fail(1, 2, DPS_OK, &len);
+
+        ck_assert_int_eq(dps_msg_decode(m, len, &msg, NULL, 0),
+                         DPS_ERR_PROTO);
+        free(m);
+    }
+}
+END_TEST
 
 START_TEST(rt_shm)
 {
@@ -425,6 +459,7 @@ START_TEST(rt_type_str)
     ck_assert_str_eq(dps_msg_type_str(DPS_MSG_PING), "ping");
     ck_assert_str_eq(dps_msg_type_str(DPS_MSG_PONG), "pong");
     ck_assert_str_eq(dps_msg_type_str(DPS_MSG_SHM), "shm");
+    ck_assert_str_eq(dps_msg_type_str(DPS_MSG_INST_FAIL), "inst_fail");
     ck_assert_str_eq(dps_msg_type_str(0), "?");
     ck_assert_str_eq(dps_msg_type_str(DPS_MSG_TYPE_MAX), "?");
     ck_assert_str_eq(dps_msg_type_str(0xffffu), "?");
@@ -493,6 +528,9 @@ static void roundtrip_post(dps_msg_type_t type, uint32_t coll,
 {
     uint32_t nm = with_members ? size : 0, i;
     dps_msg_post_t f = post_fixed(coll, size, slen, rlen, nm);
+
+    /* Every second size carries a poster's error, which must survive. */
+    f.error = (size % 2) ? DPS_ERR_BUFFER : 0;
     uint8_t *skey = xmalloc(slen), *rkey = xmalloc(rlen);
     uint32_t *members = xmalloc(size * sizeof(uint32_t));
     size_t len, off, k;
@@ -551,7 +589,7 @@ static void roundtrip_post(dps_msg_type_t type, uint32_t coll,
         ck_assert_uint_eq(msg.u.post.fixed.send_rkey_len, slen);
         ck_assert_uint_eq(msg.u.post.fixed.recv_rkey_len, rlen);
         ck_assert_uint_eq(msg.u.post.fixed.nmembers, nm);
-        ck_assert_uint_eq(msg.u.post.fixed.pad, 0);
+        ck_assert_int_eq(msg.u.post.fixed.error, f.error);
 
         ck_assert_ptr_eq(msg.u.post.send_rkey,
                          (const uint8_t *)buf + HDR + POSTF);
@@ -1949,6 +1987,7 @@ static Suite *proto_suite(void)
     tc = tcase_create("roundtrip");
     tcase_add_test(tc, rt_hello);
     tcase_add_test(tc, rt_shm);
+    tcase_add_test(tc, rt_inst_fail);
     tcase_add_test(tc, rt_ready);
     tcase_add_test(tc, rt_complete);
     tcase_add_test(tc, rt_comm_free);
