@@ -24,17 +24,19 @@ MPI        ?= $(FOUND_MPIS)
 RUN_MPIS    = $(if $(filter command line environment,$(origin MPI)),$(MPI),$(ALL_MPIS))
 BAD_MPIS    = $(filter-out $(ALL_MPIS),$(MPI))
 
-COMMON_SRC := common/dps_log.c common/dps_config.c common/dps_proto.c \
+COMMON_SRC := common/dps_log.c common/dps_config.c common/dps_proto.c common/dps_sched.c \
               common/dps_ucx.c common/dps_listen.c common/dps_shm.c
 SHIM_SRC   := shim/shim_init.c shim/shim_op.c shim/shim_coll.c shim/shim_engine.c \
               shim/shim_wait.c shim/shim_util.c shim/shim_reg.c \
               shim/shim_failover.c shim/shim_block.c
-AGENT_SRC  := dpu_agent/agent_main.c dpu_agent/agent_coll.c dpu_agent/agent_shm.c \
-              dpu_agent/agent_probe.c dpu_agent/agent_listen.c
+AGENT_SRC  := dpu_agent/agent_main.c dpu_agent/agent_sched.c dpu_agent/agent_exec.c \
+              dpu_agent/agent_keys.c dpu_agent/agent_shm.c dpu_agent/agent_probe.c \
+              dpu_agent/agent_listen.c
+BLD_SRC    := shim/build.c shim/build_move.c shim/build_reduce.c
 HDRS       := $(wildcard common/*.h shim/*.h dpu_agent/*.h)
 MPI_TESTS  := $(patsubst tests/mpi/%.c,%,$(wildcard tests/mpi/*.c))
 BENCH_SRC  := $(wildcard tests/bench/*.c)
-UNIT_TESTS := check_proto check_config check_shim_util check_listen check_shm
+UNIT_TESTS := check_proto check_config check_shim_util check_listen check_shm check_build
 
 .PHONY: all build mpi-list deps check demo bench clean unit fuzz $(ALL_MPIS)
 
@@ -75,9 +77,9 @@ build/%/tests: $(wildcard tests/mpi/*.c tests/mpi/*.h) $(BENCH_SRC) Makefile
 	done
 	@touch $@
 
-build/unit/%: tests/unit/%.c $(COMMON_SRC) shim/shim_util.c $(HDRS) Makefile
+build/unit/%: tests/unit/%.c $(COMMON_SRC) shim/shim_util.c $(BLD_SRC) $(HDRS) Makefile
 	@mkdir -p $(@D)
-	$(CC) $(WARN) $(CFLAGS) -o $@ $< $(COMMON_SRC) shim/shim_util.c \
+	$(CC) $(WARN) $(CFLAGS) -o $@ $< $(COMMON_SRC) shim/shim_util.c $(BLD_SRC) \
 	    $$(pkg-config --cflags --libs check) $(UCX_LIBS)
 
 unit: $(addprefix build/unit/,$(UNIT_TESTS))

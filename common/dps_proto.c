@@ -12,11 +12,25 @@ const char *dps_msg_type_str(unsigned type)
 {
     static const char *names[] = {
         "?", "hello", "job_info", "ready", "post", "complete", "comm_free",
-        "peer_post", "read_done", "shutdown", "procs", "stats_req",
-        "stats", "reg_free", "ping", "pong", "shm", "inst_fail"
+        "peer_post", "send_done", "shutdown", "procs", "stats_req",
+        "stats", "reg_free", "ping", "pong", "shm", "inst_fail", "round",
+        "sched_free"
     };
 
     return (type < DPS_MSG_TYPE_MAX) ? names[type] : "?";
+}
+
+const char *dps_coll_str(unsigned coll)
+{
+    static const char *names[] = {
+        "?", "MPI_Ialltoall", "MPI_Ibcast", "MPI_Ibarrier", "MPI_Igather",
+        "MPI_Igatherv", "MPI_Iscatter", "MPI_Iscatterv", "MPI_Iallgather",
+        "MPI_Iallgatherv", "MPI_Ialltoallv", "MPI_Ialltoallw", "MPI_Ireduce",
+        "MPI_Iallreduce", "MPI_Ireduce_scatter",
+        "MPI_Ireduce_scatter_block", "MPI_Iscan", "MPI_Iexscan"
+    };
+
+    return coll < DPS_COLL_MAX ? names[coll] : "?";
 }
 
 static int fail(char *err, size_t err_len, const char *fmt, ...)
@@ -34,28 +48,47 @@ static int fail(char *err, size_t err_len, const char *fmt, ...)
 /* The fixed part of a post, checked the same way by encoder and decoder. */
 static int post_check(const dps_msg_post_t *f, char *err, size_t err_len)
 {
-    if (f->coll != DPS_COLL_ALLTOALL && f->coll != DPS_COLL_BCAST) {
+    int b;
+
+    if (f->coll == 0 || f->coll >= DPS_COLL_MAX) {
         return fail(err, err_len, "post: unknown collective %u", f->coll);
     }
     if (f->comm_size == 0 || f->comm_size > DPS_MAX_RANKS ||
-        f->comm_rank >= f->comm_size || f->root >= f->comm_size) {
-        return fail(err, err_len, "post: rank %u root %u of size %u",
-                    f->comm_rank, f->root, f->comm_size);
+        f->comm_rank >= f->comm_size) {
+        return fail(err, err_len, "post: rank %u of size %u", f->comm_rank,
+                    f->comm_size);
     }
-    if (f->send_rkey_len > DPS_MAX_RKEY || f->recv_rkey_len > DPS_MAX_RKEY) {
-        return fail(err, err_len, "post: rkey too long");
+    for (b = 0; b < DPS_NBUF; b++) {
+        if (f->rkey_len[b] > DPS_MAX_RKEY) {
+            return fail(err, err_len, "post: rkey too long");
+        }
+        if (f->rkey_len[b] != 0 && f->buf_reg[b] == 0) {
+            return fail(err, err_len, "post: a key for no registration");
+        }
+    }
+    if (f->nsteps > DPS_MAX_STEPS) {
+        return fail(err, err_len, "post: %u steps", f->nsteps);
+    }
+    if ((f->flags & ~(uint32_t)DPS_POST_SCHED) != 0 ||
+        (f->nsteps != 0 && !(f->flags & DPS_POST_SCHED))) {
+        return fail(err, err_len, "post: flags %#x with %u steps", f->flags,
+                    f->nsteps);
     }
     if (f->nmembers != 0 && f->nmembers != f->comm_size) {
         return fail(err, err_len, "post: %u members for size %u",
                     f->nmembers, f->comm_size);
     }
-    if (f->error == 0 && (f->block_bytes == 0 || f->send_reg == 0 ||
-        (f->coll == DPS_COLL_ALLTOALL && f->recv_reg == 0))) {
-        return fail(err, err_len, "post: empty buffer or missing "
-                    "registration id");
+    if (f->error == 0 && f->sched_id == 0) {
+        return fail(err, err_len, "post: no schedule id");
     }
-
     return DPS_OK;
+}
+
+static size_t post_body(const dps_msg_post_t *f)
+{
+    return sizeof(*f) + (size_t)f->rkey_len[0] + f->rkey_len[1] +
+           f->rkey_len[2] + (size_t)f->nsteps * sizeof(dps_step_t) +
+           (size_t)f->nmembers * sizeof(uint32_t);
 }
 
 static void *msg_alloc(dps_msg_type_t type, size_t body, size_t *len)
@@ -118,12 +151,20 @@ void *dps_msg_encode_comm_free(uint64_t comm_id, uint32_t world_rank,
     return msg_fixed(DPS_MSG_COMM_FREE, &b, sizeof(b), len);
 }
 
-void *dps_msg_encode_read_done(uint64_t comm_id, uint32_t seq,
-                               uint32_t src_comm_rank, size_t *len)
+void *dps_msg_encode_send_done(uint64_t comm_id, uint32_t seq, uint32_t src,
+                               uint32_t dst, uint32_t k, size_t *len)
 {
-    dps_msg_read_done_t b = {comm_id, seq, src_comm_rank};
+    dps_msg_send_done_t b = {comm_id, seq, src, dst, k};
 
-    return msg_fixed(DPS_MSG_READ_DONE, &b, sizeof(b), len);
+    return msg_fixed(DPS_MSG_SEND_DONE, &b, sizeof(b), len);
+}
+
+void *dps_msg_encode_round(uint64_t comm_id, uint32_t seq, uint32_t rank,
+                           uint32_t round, size_t *len)
+{
+    dps_msg_round_t b = {comm_id, seq, rank, round, 0};
+
+    return msg_fixed(DPS_MSG_ROUND, &b, sizeof(b), len);
 }
 
 void *dps_msg_encode_inst_fail(uint64_t comm_id, uint32_t seq,
@@ -190,39 +231,57 @@ void *dps_msg_encode_procs(uint32_t nranks, const uint32_t *pid,
 }
 
 void *dps_msg_encode_post(dps_msg_type_t type, const dps_msg_post_t *fixed,
-                          const void *send_rkey, const void *recv_rkey,
-                          const uint32_t *members, size_t *len)
+                          const void *const rkey[DPS_NBUF],
+                          const dps_step_t *steps, const uint32_t *members,
+                          size_t *len)
 {
-    size_t body, mlen;
+    size_t mlen, slen;
     char *m, *p;
+    int b;
 
     if ((type != DPS_MSG_POST && type != DPS_MSG_PEER_POST) ||
         post_check(fixed, NULL, 0) != DPS_OK ||
         (fixed->nmembers != 0 && members == NULL) ||
-        (fixed->send_rkey_len != 0 && send_rkey == NULL) ||
-        (fixed->recv_rkey_len != 0 && recv_rkey == NULL)) {
+        (fixed->nsteps != 0 && steps == NULL)) {
         return NULL;
     }
+    for (b = 0; b < DPS_NBUF; b++) {
+        if (fixed->rkey_len[b] != 0 && (rkey == NULL || rkey[b] == NULL)) {
+            return NULL;
+        }
+    }
     mlen = (size_t)fixed->nmembers * sizeof(uint32_t);
-    body = sizeof(*fixed) + fixed->send_rkey_len + fixed->recv_rkey_len +
-           mlen;
-    m = msg_alloc(type, body, len);
+    slen = (size_t)fixed->nsteps * sizeof(dps_step_t);
+    m = msg_alloc(type, post_body(fixed), len);
     if (m == NULL) {
         return NULL;
     }
     p = m + sizeof(dps_msg_hdr_t);
     memcpy(p, fixed, sizeof(*fixed));
     p += sizeof(*fixed);
-    if (fixed->send_rkey_len) {
-        memcpy(p, send_rkey, fixed->send_rkey_len);
+    for (b = 0; b < DPS_NBUF; b++) {
+        if (fixed->rkey_len[b]) {
+            memcpy(p, rkey[b], fixed->rkey_len[b]);
+        }
+        p += fixed->rkey_len[b];
     }
-    p += fixed->send_rkey_len;
-    if (fixed->recv_rkey_len) {
-        memcpy(p, recv_rkey, fixed->recv_rkey_len);
+    if (slen) {
+        memcpy(p, steps, slen);
     }
-    p += fixed->recv_rkey_len;
+    p += slen;
     if (mlen) {
         memcpy(p, members, mlen);
+    }
+    return m;
+}
+
+void *dps_msg_encode_sched_free(uint32_t world_rank, uint32_t count,
+                                const uint64_t *ids, size_t *len)
+{
+    void *m = dps_msg_encode_reg_free(world_rank, count, ids, len);
+
+    if (m != NULL) {
+        ((dps_msg_hdr_t *)m)->type = DPS_MSG_SCHED_FREE;
     }
     return m;
 }
@@ -379,8 +438,8 @@ static int decode_post(const char *body, size_t blen, dps_msg_t *msg,
                        char *err, size_t err_len)
 {
     dps_msg_post_t *f = &msg->u.post.fixed;
-    size_t need;
     const char *p;
+    int b;
 
     if (take_fixed(body, blen, f, sizeof(*f), 0)) {
         return fail(err, err_len, "post shorter than its fixed part");
@@ -388,17 +447,17 @@ static int decode_post(const char *body, size_t blen, dps_msg_t *msg,
     if (post_check(f, err, err_len) != DPS_OK) {
         return DPS_ERR_PROTO;
     }
-    need = sizeof(*f) + (size_t)f->send_rkey_len + f->recv_rkey_len +
-           (size_t)f->nmembers * sizeof(uint32_t);
-    if (blen != need) {
+    if (blen != post_body(f)) {
         return fail(err, err_len, "post length %zu, expected %zu", blen,
-                    need);
+                    post_body(f));
     }
     p = body + sizeof(*f);
-    msg->u.post.send_rkey = (const uint8_t *)p;
-    p += f->send_rkey_len;
-    msg->u.post.recv_rkey = (const uint8_t *)p;
-    p += f->recv_rkey_len;
+    for (b = 0; b < DPS_NBUF; b++) {
+        msg->u.post.rkey[b] = (const uint8_t *)p;
+        p += f->rkey_len[b];
+    }
+    msg->u.post.steps = f->nsteps ? (const uint8_t *)p : NULL;
+    p += (size_t)f->nsteps * sizeof(dps_step_t);
     /* rkey lengths may be odd: members are read with dps_msg_u32. */
     msg->u.post.members = f->nmembers ? (const uint32_t *)p : NULL;
     return DPS_OK;
@@ -456,9 +515,15 @@ int dps_msg_decode(const void *buf, size_t len, dps_msg_t *msg,
         bad = take_fixed(body, blen, &msg->u.comm_free,
                          sizeof(dps_msg_comm_free_t), 1);
         break;
-    case DPS_MSG_READ_DONE:
-        bad = take_fixed(body, blen, &msg->u.read_done,
-                         sizeof(dps_msg_read_done_t), 1);
+    case DPS_MSG_SEND_DONE:
+        bad = take_fixed(body, blen, &msg->u.send_done,
+                         sizeof(dps_msg_send_done_t), 1) ||
+              msg->u.send_done.src >= DPS_MAX_RANKS ||
+              msg->u.send_done.dst >= DPS_MAX_RANKS;
+        break;
+    case DPS_MSG_ROUND:
+        bad = take_fixed(body, blen, &msg->u.round, sizeof(dps_msg_round_t),
+                         1) || msg->u.round.rank >= DPS_MAX_RANKS;
         break;
     case DPS_MSG_INST_FAIL:
         bad = take_fixed(body, blen, &msg->u.inst_fail,
@@ -493,6 +558,7 @@ int dps_msg_decode(const void *buf, size_t len, dps_msg_t *msg,
     case DPS_MSG_PEER_POST:
         return decode_post(body, blen, msg, err, err_len);
     case DPS_MSG_REG_FREE:
+    case DPS_MSG_SCHED_FREE:
         if (take_fixed(body, blen, &msg->u.reg_free.fixed,
                        sizeof(dps_msg_reg_free_t), 0) ||
             msg->u.reg_free.fixed.count == 0 ||

@@ -10,11 +10,13 @@
 #ifndef DPS_PROTO_H
 #define DPS_PROTO_H
 
+#include "dps_sched.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
 #define DPS_PROTO_MAGIC    0x48535044u /* "DPSH" */
-#define DPS_PROTO_VERSION  4
+#define DPS_PROTO_VERSION  5
 #define DPS_AM_ID          7           /* the one UCX active message id */
 #define DPS_MAX_RKEY       4096        /* bytes of one packed rkey */
 #define DPS_MAX_ADDR       8192        /* bytes of one worker address */
@@ -29,7 +31,7 @@ typedef enum {
     DPS_MSG_COMPLETE,    /* agent -> rank: an offloaded op finished */
     DPS_MSG_COMM_FREE,   /* rank -> its agent: communicator freed */
     DPS_MSG_PEER_POST,   /* agent -> agent: a rank of yours posted */
-    DPS_MSG_READ_DONE,   /* agent -> agent: all blocks of a source read */
+    DPS_MSG_SEND_DONE,   /* agent -> agent: a rank's SEND steps were read */
     DPS_MSG_SHUTDOWN,    /* vnode leader -> its agent: job ends */
     DPS_MSG_PROCS,       /* vnode leader -> its agent: pid, node of ranks */
     DPS_MSG_STATS_REQ,   /* vnode leader -> its agent: send your counters */
@@ -42,13 +44,25 @@ typedef enum {
     DPS_MSG_INST_FAIL,   /* agent -> agent: a collective instance fails
                           * on every rank (mismatched or erroneous
                           * arguments): complete your ranks with it */
+    DPS_MSG_ROUND,       /* agent -> agent: a rank reached a round */
+    DPS_MSG_SCHED_FREE,  /* rank -> its agent, agent -> agent: drop
+                          * schedules (body as REG_FREE's) */
     DPS_MSG_TYPE_MAX
 } dps_msg_type_t;
 
+/* Which MPI call a schedule came from: for messages only (agents execute
+ * schedules and know nothing of collectives). */
 typedef enum {
-    DPS_COLL_ALLTOALL = 1,
-    DPS_COLL_BCAST    = 2
+    DPS_COLL_ALLTOALL = 1, DPS_COLL_BCAST, DPS_COLL_BARRIER,
+    DPS_COLL_GATHER, DPS_COLL_GATHERV, DPS_COLL_SCATTER, DPS_COLL_SCATTERV,
+    DPS_COLL_ALLGATHER, DPS_COLL_ALLGATHERV, DPS_COLL_ALLTOALLV,
+    DPS_COLL_ALLTOALLW, DPS_COLL_REDUCE, DPS_COLL_ALLREDUCE,
+    DPS_COLL_REDUCE_SCATTER, DPS_COLL_REDUCE_SCATTER_BLOCK, DPS_COLL_SCAN,
+    DPS_COLL_EXSCAN, DPS_COLL_MAX
 } dps_coll_t;
+
+/* "MPI_Ialltoall" and so on; "?" when out of range. */
+const char *dps_coll_str(unsigned coll);
 
 typedef struct dps_msg_hdr {
     uint32_t magic;      /* DPS_PROTO_MAGIC */
@@ -116,40 +130,47 @@ typedef struct dps_msg_ready {
 _Static_assert(sizeof(dps_msg_ready_t) == 8, "ready layout");
 
 /*
- * POST and PEER_POST body: this fixed part, then the packed send rkey
- * (send_rkey_len bytes), the packed recv rkey (recv_rkey_len bytes), then
- * uint32_t members[nmembers]: world rank of each communicator rank, present
- * when the sender's agent may not know the communicator yet (nmembers is 0
- * or comm_size).
+ * POST and PEER_POST body: this fixed part, then the packed keys of the
+ * three buffers (rkey_len[b] bytes each, in buffer order), the schedule
+ * (nsteps dps_step_t), then uint32_t members[nmembers]: world rank of
+ * each communicator rank, present when the receiving agent may not know
+ * the communicator yet (nmembers is 0 or comm_size).
  *
- * Buffers are named by registration ids (send_reg, recv_reg: nonzero,
- * unique per world rank, never reused). A packed key travels only the
- * first time its id is sent to a given agent (rkey_len > 0); after that
- * the agent has it cached and the post carries the id alone (rkey_len 0),
- * until a REG_FREE says the id is gone.
+ * A rank's buffers of the instance are DPS_BUF_SEND, _RECV and _TMP, each
+ * at buf_addr[b] for buf_len[b] bytes, named by a registration id
+ * (buf_reg[b]: unique per world rank, never reused; 0 for an empty
+ * buffer). A packed key travels only the first time its id is sent to a
+ * given agent; after that the agent has it cached (rkey_len 0), until a
+ * REG_FREE says the id is gone. Likewise the schedule: it travels (flag
+ * DPS_POST_SCHED) with the first post of its id (sched_id, unique per
+ * world rank) to an agent, which keeps it until a SCHED_FREE names it;
+ * later posts carry no steps. An agent forwards to another only the
+ * SEND steps to that agent's ranks.
  */
 typedef struct dps_msg_post {
     uint64_t comm_id;       /* job-wide communicator id */
     uint64_t op_token;      /* rank-local id echoed in COMPLETE */
-    uint64_t block_bytes;   /* alltoall: one block; bcast: the message */
-    uint64_t send_addr;     /* alltoall: send buffer; bcast: the buffer */
-    uint64_t recv_addr;     /* alltoall: recv buffer; bcast: unused */
-    uint64_t send_reg;      /* registration id of the send (bcast) buffer */
-    uint64_t recv_reg;      /* alltoall: of the recv buffer; bcast: 0 */
+    uint64_t sched_id;      /* the poster's schedule */
+    uint64_t buf_addr[DPS_NBUF];
+    uint64_t buf_len[DPS_NBUF];
+    uint64_t buf_reg[DPS_NBUF];
     uint32_t seq;           /* collective instance on this communicator */
-    uint32_t coll;          /* dps_coll_t */
+    uint32_t coll;          /* dps_coll_t: for messages only */
     uint32_t comm_rank;     /* the poster's rank in the communicator */
     uint32_t comm_size;
-    uint32_t root;          /* bcast root, else 0 */
     uint32_t world_rank;    /* the poster's world rank */
-    uint32_t send_rkey_len; /* 0: the receiving agent has send_reg's key */
-    uint32_t recv_rkey_len;
+    uint32_t nsteps;        /* steps carried (0: the agent has sched_id) */
+    uint32_t rkey_len[DPS_NBUF]; /* 0: the agent has the id's key */
     uint32_t nmembers;
     int32_t  error;         /* 0, or the dps_status_t of a poster's own
                              * erroneous arguments: the instance fails on
                              * every rank (never silently dropped) */
+    uint32_t flags;         /* DPS_POST_SCHED: the schedule travels (its
+                             * nsteps steps, perhaps none) */
 } dps_msg_post_t;
-_Static_assert(sizeof(dps_msg_post_t) == 96, "post layout");
+_Static_assert(sizeof(dps_msg_post_t) == 144, "post layout");
+
+#define DPS_POST_SCHED 1u
 
 /*
  * REG_FREE body: this fixed part, then uint64_t id[count]: registrations of
@@ -177,12 +198,27 @@ typedef struct dps_msg_comm_free {
 } dps_msg_comm_free_t;
 _Static_assert(sizeof(dps_msg_comm_free_t) == 16, "comm_free layout");
 
-typedef struct dps_msg_read_done {
+/* SEND_DONE: of instance (comm_id, seq), the k-th SEND step of comm rank
+ * src to comm rank dst has been read (count of them, from k on). */
+typedef struct dps_msg_send_done {
     uint64_t comm_id;
     uint32_t seq;
-    uint32_t src_comm_rank; /* whose outgoing blocks have all been read */
-} dps_msg_read_done_t;
-_Static_assert(sizeof(dps_msg_read_done_t) == 16, "read_done layout");
+    uint32_t src;
+    uint32_t dst;
+    uint32_t k;
+} dps_msg_send_done_t;
+_Static_assert(sizeof(dps_msg_send_done_t) == 24, "send_done layout");
+
+/* ROUND: comm rank `rank` of instance (comm_id, seq) finished every step
+ * below `round`: its SEND steps of that round may be read. */
+typedef struct dps_msg_round {
+    uint64_t comm_id;
+    uint32_t seq;
+    uint32_t rank;
+    uint32_t round;
+    uint32_t pad;
+} dps_msg_round_t;
+_Static_assert(sizeof(dps_msg_round_t) == 24, "round layout");
 
 typedef struct dps_msg_inst_fail {
     uint64_t comm_id;
@@ -200,7 +236,8 @@ typedef struct dps_msg {
         dps_msg_ready_t     ready;
         dps_msg_complete_t  complete;
         dps_msg_comm_free_t comm_free;
-        dps_msg_read_done_t read_done;
+        dps_msg_send_done_t send_done;
+        dps_msg_round_t     round;
         dps_msg_inst_fail_t inst_fail;
         dps_msg_stats_t     stats;
         struct {
@@ -222,8 +259,9 @@ typedef struct dps_msg {
         } reg_free;
         struct {
             dps_msg_post_t  fixed;
-            const uint8_t  *send_rkey;
-            const uint8_t  *recv_rkey;
+            const uint8_t  *rkey[DPS_NBUF];
+            const uint8_t  *steps;        /* nsteps dps_step_t, unaligned:
+                                           * read with dps_msg_step */
             const uint32_t *members;      /* NULL when nmembers == 0 */
         } post;
     } u;
@@ -247,8 +285,10 @@ void *dps_msg_encode_complete(uint64_t op_token, int32_t status,
                               size_t *len);
 void *dps_msg_encode_comm_free(uint64_t comm_id, uint32_t world_rank,
                                size_t *len);
-void *dps_msg_encode_read_done(uint64_t comm_id, uint32_t seq,
-                               uint32_t src_comm_rank, size_t *len);
+void *dps_msg_encode_send_done(uint64_t comm_id, uint32_t seq, uint32_t src,
+                               uint32_t dst, uint32_t k, size_t *len);
+void *dps_msg_encode_round(uint64_t comm_id, uint32_t seq, uint32_t rank,
+                           uint32_t round, size_t *len);
 void *dps_msg_encode_shutdown(size_t *len);
 void *dps_msg_encode_inst_fail(uint64_t comm_id, uint32_t seq,
                                int32_t status, size_t *len);
@@ -261,12 +301,23 @@ void *dps_msg_encode_shm(uint32_t world_rank, uint32_t pid, int32_t fd,
 void *dps_msg_encode_stats(const dps_msg_stats_t *stats, size_t *len);
 void *dps_msg_encode_procs(uint32_t nranks, const uint32_t *pid,
                            const uint32_t *node, size_t *len);
-/* type is DPS_MSG_POST or DPS_MSG_PEER_POST; members may be NULL. */
+/* type is DPS_MSG_POST or DPS_MSG_PEER_POST; rkey[b] may be NULL when
+ * rkey_len[b] is 0, steps when nsteps is 0, members when nmembers is 0. */
 void *dps_msg_encode_post(dps_msg_type_t type, const dps_msg_post_t *fixed,
-                          const void *send_rkey, const void *recv_rkey,
-                          const uint32_t *members, size_t *len);
+                          const void *const rkey[DPS_NBUF],
+                          const dps_step_t *steps, const uint32_t *members,
+                          size_t *len);
+
+/* Step i of a decoded post's schedule. */
+static inline void dps_msg_step(const uint8_t *steps, size_t i,
+                                dps_step_t *out)
+{
+    __builtin_memcpy(out, steps + i * sizeof(*out), sizeof(*out));
+}
 void *dps_msg_encode_reg_free(uint32_t world_rank, uint32_t count,
                               const uint64_t *ids, size_t *len);
+void *dps_msg_encode_sched_free(uint32_t world_rank, uint32_t count,
+                                const uint64_t *ids, size_t *len);
 /* rank_addrs[i]/agent_addrs[i] point to addresses of the given lengths. */
 void *dps_msg_encode_job(const dps_msg_job_t *fixed,
                          const uint32_t *rank_agent,

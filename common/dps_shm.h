@@ -34,7 +34,9 @@
 /* Engine commands. */
 enum {
     DPS_CMD_READ = 1,   /* copy len bytes: src_pid's src_addr -> dst_addr */
-    DPS_CMD_STOP        /* agent going away: take no further command */
+    DPS_CMD_STOP,       /* agent going away: take no further command */
+    DPS_CMD_READ_REDUCE /* dst = src (rop) dst, elements of dtype
+                         * (dps_sched.h): read and reduce */
 };
 
 typedef struct dps_cmd {
@@ -44,7 +46,9 @@ typedef struct dps_cmd {
     uint64_t src_addr;
     uint64_t dst_addr;  /* in the rank's own memory */
     uint64_t len;
-    uint64_t pad;
+    uint16_t rop;       /* READ_REDUCE: DPS_OP_* */
+    uint16_t dtype;     /* READ_REDUCE: DPS_T_* */
+    uint32_t pad;
 } dps_cmd_t;
 _Static_assert(sizeof(dps_cmd_t) == 48, "cmd layout");
 

@@ -44,28 +44,54 @@ typedef struct agent_key {
     UT_hash_handle  hh;
 } agent_key_t;
 
-/* What one communicator rank posted, as seen by this agent. */
-typedef struct agent_rinfo {
-    int        posted;
-    uint64_t   send_addr, recv_addr, op_token;
-    agent_key_t *send_key, *recv_key; /* borrowed from the key cache */
+/*
+ * A rank's schedule (common/dps_sched.h), cached by (world rank, id): the
+ * rank posts it once, later instances name it. Indexed for matching:
+ * per peer, the steps that send to it and those that receive from it, in
+ * order (CSR arrays over comm ranks); per round, where its steps start.
+ */
+typedef struct agent_sched {
+    struct {
+        uint32_t world;
+        uint32_t pad;
+        uint64_t id;
+    } k;
+    dps_step_t     *steps;
+    uint32_t        nsteps;
+    uint32_t        size;         /* communicator size it was built for */
+    uint32_t        nrounds;
+    uint32_t       *round_start;  /* nrounds + 1 */
+    uint32_t       *send_start, *send_idx; /* size + 1, nsends */
+    uint32_t       *recv_start, *recv_idx; /* size + 1, nrecvs */
+    uint8_t        *sent;         /* per agent: forwarded to it */
+    uint32_t        refs;         /* instances using it */
+    int             dropped;      /* SCHED_FREE named it: free at refs 0 */
+    UT_hash_handle  hh;
+} agent_sched_t;
+
+/* One communicator rank of an instance, as this agent sees it. */
+typedef struct agent_rstate {
+    int            posted;
+    agent_sched_t *sched;
+    uint64_t       addr[DPS_NBUF];
+    agent_key_t   *key[DPS_NBUF]; /* borrowed from the key cache */
+    uint64_t       op_token;
+    uint32_t       round;         /* local: lowest unfinished round; peer:
+                                   * as its agent last said */
     /* For ranks served here: */
-    uint32_t   in_total;     /* incoming moves in all */
-    uint32_t   in_created;   /* of those, created so far */
-    uint32_t   in_left;      /* incoming moves not yet written */
-    uint32_t   reads_left;   /* agents yet to finish reading our blocks */
-    int        flushing;
-    int        landed;       /* incoming data written and flushed */
-    int        done;         /* COMPLETE sent */
-} agent_rinfo_t;
+    uint32_t       left;          /* steps of `round` not done */
+    uint8_t       *st;            /* per step: 0 waiting, 1 issued, 2 done */
+    uint32_t       moves_in;      /* moves writing into it, under way */
+    int            flushing;      /* UCX flush of puts into it */
+    int            needs_flush;   /* a UCX put wrote into it */
+    int            done;          /* COMPLETE sent */
+} agent_rstate_t;
 
 typedef struct agent_inst {
     agent_inst_key_t key;
     agent_comm_t    *comm;
-    uint32_t         coll, root;
-    uint64_t         block_bytes;
-    agent_rinfo_t   *ri;          /* comm->size entries */
-    uint32_t        *src_left;    /* moves left to read per source rank */
+    uint32_t         coll;        /* dps_coll_t of its first post */
+    agent_rstate_t  *rs;          /* comm->size entries */
     uint32_t         local_left;  /* local ranks not yet completed */
     uint32_t         moves_live;  /* moves created and not finished */
     int              error;       /* first failure: reported, never OK */
@@ -84,11 +110,21 @@ typedef struct agent_tomb {
     UT_hash_handle   hh;
 } agent_tomb_t;
 
-/* One block to copy: source rank memory -> staging -> destination rank. */
+/*
+ * One transfer or local step to carry out: len bytes from the source
+ * rank's memory to the destination rank's, plain or reduced into it
+ * (op, dtype). For a transfer, dst_step is the receiving step and
+ * src_step the matching SEND; for a local COPY or REDUCE both are the
+ * step itself (src == dst).
+ */
 typedef struct agent_move {
     struct agent_move *next;
     agent_inst_t      *inst;
     uint32_t           src, dst;      /* comm ranks */
+    uint32_t           src_step, dst_step;
+    uint32_t           k;             /* the k-th SEND of src to dst */
+    uint8_t            op, local;     /* local: a COPY or REDUCE step */
+    uint16_t           dtype;
     uint64_t           src_addr, dst_addr, len;
     uint64_t           issued, read, written;
     void              *cmd_key;       /* itself: a DMA engine command's id */
@@ -99,7 +135,9 @@ typedef struct agent_slot {
     struct agent_slot *next_done;
     agent_move_t      *move;
     uint64_t           off, len;
-    int                state;         /* 0 free, 1 reading, 2 writing */
+    int                state;         /* 0 free, 1 reading, 2 writing,
+                                       * 3 reading the destination (a
+                                       * reduction: into aux) */
     int                completed;     /* set by the UCX callback or a copy
                                        * thread (atomic) */
     ucs_status_t       status;
@@ -107,6 +145,8 @@ typedef struct agent_slot {
     ucs_status_t       wstatus;       /* its write's status */
     char              *buf;           /* slot start (AGENT_ALIGN-aligned) */
     char              *data;          /* where this chunk is staged */
+    char              *aux;           /* the destination's chunk, reduced
+                                       * into (a reduction only) */
 } agent_slot_t;
 
 /* A rank on this host reached through its shared-memory segment. */
@@ -148,6 +188,7 @@ typedef struct agent {
     /* state */
     agent_comm_t  *comms;
     agent_key_t   *keys;          /* registration keys of ranks */
+    agent_sched_t *scheds;        /* schedules of ranks */
     agent_inst_t  *insts;
     agent_tomb_t  *tombs;         /* failed instances that ended */
     agent_move_t  *q_head, *q_tail;
@@ -194,11 +235,35 @@ void agent_shm_awake(agent_t *a);
 void agent_shm_fini(agent_t *a);
 
 /* Give queued moves whose destination has a DMA engine (and whose source
- * is on this host) to that engine (agent_coll.c). */
+ * is on this host) to that engine (agent_exec.c). */
 void agent_dispatch_engines(agent_t *a);
 
-/* An engine finished the move with id (agent_coll.c). */
+/* An engine finished the move with id (agent_exec.c). */
 void agent_engine_done(agent_t *a, agent_link_t *l, const dps_done_t *d);
+
+/* Queue a move (agent_exec.c); the executor carries it out. */
+void agent_move_queue(agent_t *a, agent_move_t *m);
+
+/* Drop the queued, not yet started moves of an instance (agent_exec.c);
+ * each is passed to agent_move_dropped. */
+void agent_moves_drop(agent_t *a, agent_inst_t *in);
+
+/* A move is finished (status: DPS_OK or an error), or dropped unstarted
+ * (agent_sched.c): steps advance, ranks complete. Frees m. */
+void agent_move_done(agent_t *a, agent_move_t *m, int status);
+void agent_move_dropped(agent_t *a, agent_move_t *m);
+
+/* Flush UCX puts into comm rank r of in, then agent_flush_done. */
+void agent_flush_rank(agent_t *a, agent_inst_t *in, uint32_t r);
+void agent_flush_done(agent_t *a, agent_inst_t *in, uint32_t r, int status);
+
+/* Registration keys (agent_keys.c): the key of (world, id) cached, or
+ * taken from a message (buf, len > 0); NULL if unknown (logged). */
+agent_key_t *agent_key_take(agent_t *a, uint32_t world, uint64_t id,
+                            const uint8_t *buf, uint32_t len);
+/* The unpacked key, for UCX get/put on its owner's memory, or NULL. */
+ucp_rkey_h agent_key_rkey(agent_t *a, agent_key_t *k);
+int agent_handle_reg_free(agent_t *a, const dps_msg_t *msg);
 
 /* Does the rank share this agent's memory system (copies use CMA)? */
 static inline int agent_rank_cma(const agent_t *a, uint32_t world)
@@ -234,10 +299,18 @@ int agent_copy_fd(const agent_t *a);
 /* The copy threads exist now: watch agent_copy_fd (agent_main.c). */
 void agent_copiers_started(agent_t *a);
 
-/* Set up staging memory (a->chunk, a->nslots set); DPS_OK or DPS_ERR_*. */
-int agent_coll_init(agent_t *a);
+/* Set up staging memory (a->chunk, a->nslots set); DPS_OK or DPS_ERR_*
+ * (agent_exec.c). */
+int agent_exec_init(agent_t *a);
 
-/* Release every instance, communicator and staging buffer. */
-void agent_coll_fini(agent_t *a);
+/* Stop the copy threads and free the staging memory and queued moves. */
+void agent_exec_fini(agent_t *a);
+
+/* Collective messages: POST, PEER_POST, SEND_DONE, ROUND, INST_FAIL,
+ * COMM_FREE, REG_FREE, SCHED_FREE (agent_sched.c). */
+int agent_handle_coll(agent_t *a, const dps_msg_t *msg);
+
+/* Release every instance, communicator, schedule and key. */
+void agent_sched_fini(agent_t *a);
 
 #endif

@@ -26,7 +26,6 @@
 #include <time.h>
 #include <unistd.h>
 
-int agent_handle_coll(agent_t *a, const dps_msg_t *msg);
 
 /* CPU time of this process (user + system), in ns. */
 static uint64_t cpu_ns(void)
@@ -380,10 +379,12 @@ int agent_handle(agent_t *a, const dps_msg_t *msg)
         return send_pong(a, msg->u.hello.world_rank);
     case DPS_MSG_POST:
     case DPS_MSG_PEER_POST:
-    case DPS_MSG_READ_DONE:
+    case DPS_MSG_SEND_DONE:
+    case DPS_MSG_ROUND:
     case DPS_MSG_INST_FAIL:
     case DPS_MSG_COMM_FREE:
     case DPS_MSG_REG_FREE:
+    case DPS_MSG_SCHED_FREE:
         if (!a->ready) {
             dps_error("%s before the job is set up",
                       dps_msg_type_str(msg->type));
@@ -662,16 +663,17 @@ static int serve(const dps_config_t *cfg, int addr_fd, int parent_fd,
     }
     a.chunk = cfg->chunk_bytes;
     a.nslots = cfg->pipeline_depth;
-    if (agent_coll_init(&a) != DPS_OK) {
-        goto out_ucx;
+    if (agent_exec_init(&a) != DPS_OK) {
+        goto out_exec;
     }
     if (publish_address(&a, addr_fd, on_socket) != DPS_OK) {
-        goto out_coll;
+        goto out_exec;
     }
     rc = run(&a);
 
-out_coll:
-    agent_coll_fini(&a);
+out_exec:
+    agent_exec_fini(&a);
+    agent_sched_fini(&a);
     agent_shm_fini(&a);
     for (i = 0; a.rank_ep != NULL && i < a.nranks; i++) {
         dps_ucx_ep_close(a.ucx.worker, a.rank_ep[i], 100);
@@ -679,7 +681,6 @@ out_coll:
     for (i = 0; a.agent_ep != NULL && i < a.nagents; i++) {
         dps_ucx_ep_close(a.ucx.worker, a.agent_ep[i], 100);
     }
-out_ucx:
     dps_ucx_close(&a.ucx);
 out:
     for (i = 0; i < 2; i++) {

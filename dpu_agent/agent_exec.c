@@ -1,0 +1,684 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Where an agent's moves happen: the bytes of a transfer or local step
+ * (agent_sched.c decides which and when). Two data paths:
+ *
+ * - direct: the destination rank's DMA engine (shim/shim_engine.c) gets
+ *   a READ or READ_REDUCE command through its shared-memory segment and
+ *   copies once, from the source's memory into its own;
+ * - staged: the agent itself reads each chunk of DPUSHIM_CHUNK_BYTES
+ *   into a staging slot and writes it out (for a reduction it also reads
+ *   the destination's chunk, reduces, and writes that back): with CMA for
+ *   ranks of its own host, with UCX get/put and the ranks' keys for
+ *   others.
+ *
+ * Nothing here knows which collective a move belongs to.
+ */
+#define _GNU_SOURCE
+#include "agent.h"
+#include "../common/dps_log.h"
+#include "../common/dps_status.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+typedef struct agent_flush {
+    struct agent_flush *next;
+    agent_inst_t       *inst;
+    uint32_t            rank;
+    int                 completed;
+    ucs_status_t        status;
+} agent_flush_t;
+
+static uint32_t world_of(const agent_move_t *m, uint32_t r)
+{
+    return m->inst->comm->members[r];
+}
+
+/*
+ * CMA copy threads. process_vm_readv/writev are synchronous, so with one
+ * thread the agent reads a chunk, then writes it, then reads the next: two
+ * copies' time per byte. With DPUSHIM_PIPELINE_DEPTH = n > 1, n threads
+ * each take a chunk (read into its own staging slot, write out), so reads
+ * and writes of different chunks run at once on the cores the agent may
+ * use. The main thread keeps all the bookkeeping; a thread touches only
+ * its slot and reads the move's addresses, which stay put while the slot
+ * is out.
+ */
+typedef struct agent_copiers {
+    agent_t         *a;
+    pthread_t       *thr;
+    unsigned         nthr;
+    pthread_mutex_t  lock;
+    pthread_cond_t   cond;
+    agent_slot_t   **ring;        /* jobs, nslots entries */
+    unsigned         head, n;
+    int              stop;
+    int              done_fd;     /* eventfd: a slot finished */
+} agent_copiers_t;
+
+int agent_may_sleep(const agent_t *a)
+{
+    unsigned i, free_slot = 0;
+
+    for (i = 0; i < a->nslots; i++) {
+        agent_slot_t *s = &a->slots[i];
+
+        if (s->state == 0) {
+            free_slot = 1;
+        } else if (__atomic_load_n(&s->completed, __ATOMIC_ACQUIRE)) {
+            return 0;
+        }
+    }
+    /* Work we could start, or UCX operations and flushes to progress. */
+    return !(a->q_head != NULL && free_slot) && a->inflight == a->copy_jobs;
+}
+
+int agent_copy_fd(const agent_t *a)
+{
+    return a->copiers != NULL ? a->copiers->done_fd : -1;
+}
+
+int agent_exec_init(agent_t *a)
+{
+    ucp_mem_map_params_t mp;
+    ucp_mem_attr_t attr;
+    size_t per = 2 * (a->chunk + AGENT_ALIGN);   /* data and aux */
+    ucs_status_t st;
+    unsigned i;
+
+    a->slots = calloc(a->nslots, sizeof(*a->slots));
+    if (a->slots == NULL) {
+        return DPS_ERR_NOMEM;
+    }
+    memset(&mp, 0, sizeof(mp));
+    mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS |
+                    UCP_MEM_MAP_PARAM_FIELD_LENGTH |
+                    UCP_MEM_MAP_PARAM_FIELD_FLAGS;
+    mp.address = NULL;
+    mp.length = per * a->nslots;
+    mp.flags = UCP_MEM_MAP_ALLOCATE;
+    st = ucp_mem_map(a->ucx.context, &mp, &a->staging_memh);
+    if (st != UCS_OK) {
+        dps_error("cannot allocate %zu bytes of staging memory: %s",
+                  mp.length, ucs_status_string(st));
+        return DPS_ERR_NOMEM;
+    }
+    attr.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS;
+    ucp_mem_query(a->staging_memh, &attr);
+    a->staging = attr.address;
+    for (i = 0; i < a->nslots; i++) {
+        a->slots[i].buf = (char *)a->staging + (size_t)i * per;
+    }
+    return DPS_OK;
+}
+
+/* ---- DMA engines ------------------------------------------------------- */
+
+/*
+ * Direct path: a move whose destination rank has a DMA engine (its
+ * segment says engine_up) and whose source shares this host goes to that
+ * engine as one command: one copy, by the destination's own process,
+ * straight from the source's memory. The agent keeps the bookkeeping.
+ */
+static int engine_takes(agent_t *a, agent_move_t *m, agent_link_t **lp)
+{
+    agent_link_t *l = agent_link(a, world_of(m, m->dst));
+
+    if (l == NULL || m->issued != 0 ||
+        !agent_rank_cma(a, world_of(m, m->src)) ||
+        !agent_rank_cma(a, world_of(m, m->dst)) ||
+        !__atomic_load_n(&l->shm->engine_up, __ATOMIC_ACQUIRE) ||
+        l->cmds_out >= DPS_SHM_CMD_SLOTS) {
+        return 0;
+    }
+    *lp = l;
+    return 1;
+}
+
+void agent_dispatch_engines(agent_t *a)
+{
+    agent_move_t **mp = &a->q_head, *m, *prev = NULL;
+    agent_link_t *l;
+
+    while ((m = *mp) != NULL) {
+        dps_cmd_t c;
+
+        if (!engine_takes(a, m, &l)) {
+            prev = m;
+            mp = &m->next;
+            continue;
+        }
+        memset(&c, 0, sizeof(c));
+        c.id = (uint64_t)(uintptr_t)m;
+        c.op = m->op != DPS_OP_NONE ? DPS_CMD_READ_REDUCE : DPS_CMD_READ;
+        c.rop = m->op;
+        c.dtype = m->dtype;
+        c.src_pid = a->rank_pid[world_of(m, m->src)];
+        c.src_addr = m->src_addr;
+        c.dst_addr = m->dst_addr;
+        c.len = m->len;
+        if (!dps_shm_cmd_put(l->shm, &c)) {
+            prev = m;
+            mp = &m->next;
+            continue;
+        }
+        l->cmds_out++;
+        m->cmd_key = m;
+        HASH_ADD(hh_cmd, l->cmds, cmd_key, sizeof(void *), m);
+        l->woke_engine = 1;
+        a->engine_cmds++;
+        m->issued = m->len;
+        *mp = m->next;   /* off the queue; the engine has it */
+        if (a->q_tail == m) {
+            a->q_tail = prev;
+        }
+    }
+    /* Wake the engines that sleep and were given work. */
+    for (l = a->links; l != NULL; l = l->next) {
+        if (!l->woke_engine) {
+            continue;
+        }
+        l->woke_engine = 0;
+        dps_shm_fence();
+        if (__atomic_load_n(&l->shm->engine_sleeping, __ATOMIC_RELAXED)) {
+            __atomic_add_fetch(&l->shm->engine_wake, 1, __ATOMIC_RELEASE);
+            dps_shm_futex_wake(&l->shm->engine_wake);
+        }
+    }
+}
+
+void agent_engine_done(agent_t *a, agent_link_t *l, const dps_done_t *d)
+{
+    void *key = (void *)(uintptr_t)d->id;
+    agent_move_t *m;
+
+    /* The id comes back through memory the rank can write: only one of
+     * the commands given out is taken at its word. */
+    HASH_FIND(hh_cmd, l->cmds, &key, sizeof(void *), m);
+    if (m == NULL) {
+        dps_error("rank %u's engine reports a command it was not given",
+                  l->world);
+        return;
+    }
+    HASH_DELETE(hh_cmd, l->cmds, m);
+    l->cmds_out--;
+    if (d->status != DPS_OK) {
+        dps_error("rank %u's DMA engine failed to read %llu bytes from "
+                  "rank %u", l->world, (unsigned long long)m->len,
+                  world_of(m, m->src));
+    }
+    m->read = m->written = m->len;
+    agent_move_done(a, m, d->status);
+}
+
+void agent_move_queue(agent_t *a, agent_move_t *m)
+{
+    m->next = NULL;
+    if (a->q_tail != NULL) {
+        a->q_tail->next = m;
+    } else {
+        a->q_head = m;
+    }
+    a->q_tail = m;
+}
+
+void agent_moves_drop(agent_t *a, agent_inst_t *in)
+{
+    agent_move_t **mp = &a->q_head, *m, *prev = NULL;
+
+    while ((m = *mp) != NULL) {
+        if (m->inst != in || m->issued != 0) {
+            prev = m;
+            mp = &m->next;
+            continue;
+        }
+        *mp = m->next;
+        if (a->q_tail == m) {
+            a->q_tail = prev;
+        }
+        agent_move_dropped(a, m);
+    }
+}
+
+/* ---- staged path ------------------------------------------------------- */
+
+static void slot_cb(void *request, ucs_status_t status, void *user_data)
+{
+    agent_slot_t *s = user_data;
+
+    s->completed = 1;
+    s->status = status;
+    ucp_request_free(request);
+}
+
+static void flush_cb(void *request, ucs_status_t status, void *user_data)
+{
+    agent_flush_t *f = user_data;
+
+    f->completed = 1;
+    f->status = status;
+    ucp_request_free(request);
+}
+
+/* Stage `stage` of slot s (1: read the source, 3: read the destination,
+ * 2: write the destination) with CMA, synchronously, from/to world's
+ * memory. */
+static ucs_status_t cma_stage(agent_t *a, agent_slot_t *s, int stage,
+                              uint32_t world)
+{
+    agent_move_t *m = s->move;
+    uint64_t raddr = (stage == 1 ? m->src_addr : m->dst_addr) + s->off;
+    char *local = stage == 1 ? s->data :
+                  (m->op != DPS_OP_NONE ? s->aux : s->data);
+    size_t done = 0;
+
+    while (done < s->len) {
+        struct iovec l = {local + done, s->len - done};
+        struct iovec r = {(void *)(uintptr_t)(raddr + done), s->len - done};
+        ssize_t n = (stage != 2)
+            ? process_vm_readv((pid_t)a->rank_pid[world], &l, 1, &r, 1, 0)
+            : process_vm_writev((pid_t)a->rank_pid[world], &l, 1, &r, 1, 0);
+
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            dps_error("%s %zu bytes at %#llx of rank %u (pid %u): %s",
+                      stage != 2 ? "reading" : "writing", s->len - done,
+                      (unsigned long long)(raddr + done), world,
+                      a->rank_pid[world], n < 0 ? strerror(errno) : "eof");
+            return UCS_ERR_IO_ERROR;
+        }
+        done += (size_t)n;
+    }
+    return UCS_OK;
+}
+
+/* A reduction's chunk: aux (the destination's) = data (op) aux. */
+static ucs_status_t reduce_chunk(agent_slot_t *s)
+{
+    agent_move_t *m = s->move;
+
+    return dps_reduce(m->op, m->dtype, s->data, s->aux, s->len) == 0
+           ? UCS_OK : UCS_ERR_INVALID_PARAM;
+}
+
+/* A copy thread's whole chunk: read, (read and reduce,) write. */
+static void copier_job(agent_t *a, agent_slot_t *s)
+{
+    agent_move_t *m = s->move;
+    uint32_t src = world_of(m, m->src), dst = world_of(m, m->dst);
+
+    s->status = cma_stage(a, s, 1, src);
+    if (s->status == UCS_OK && m->op != DPS_OP_NONE) {
+        s->status = cma_stage(a, s, 3, dst);
+        if (s->status == UCS_OK) {
+            s->status = reduce_chunk(s);
+        }
+    }
+    s->wstatus = s->status != UCS_OK ? s->status : cma_stage(a, s, 2, dst);
+}
+
+static void *copier_main(void *arg)
+{
+    agent_copiers_t *cp = arg;
+    agent_t *a = cp->a;
+
+    for (;;) {
+        agent_slot_t *s;
+        uint64_t one = 1;
+
+        pthread_mutex_lock(&cp->lock);
+        while (cp->n == 0 && !cp->stop) {
+            pthread_cond_wait(&cp->cond, &cp->lock);
+        }
+        if (cp->n == 0) {
+            pthread_mutex_unlock(&cp->lock);
+            return NULL;
+        }
+        s = cp->ring[cp->head];
+        cp->head = (cp->head + 1) % a->nslots;
+        cp->n--;
+        pthread_mutex_unlock(&cp->lock);
+
+        copier_job(a, s);
+        __atomic_store_n(&s->completed, 1, __ATOMIC_RELEASE);
+        if (write(cp->done_fd, &one, sizeof(one)) != sizeof(one)) {
+            /* the main thread also polls the flags */
+        }
+    }
+}
+
+static void copiers_stop(agent_t *a)
+{
+    agent_copiers_t *cp = a->copiers;
+    unsigned i;
+
+    if (cp == NULL) {
+        return;
+    }
+    pthread_mutex_lock(&cp->lock);
+    cp->stop = 1;
+    pthread_cond_broadcast(&cp->cond);
+    pthread_mutex_unlock(&cp->lock);
+    for (i = 0; i < cp->nthr; i++) {
+        pthread_join(cp->thr[i], NULL);
+    }
+    if (cp->done_fd >= 0) {
+        close(cp->done_fd);
+    }
+    pthread_mutex_destroy(&cp->lock);
+    pthread_cond_destroy(&cp->cond);
+    free(cp->thr);
+    free(cp->ring);
+    free(cp);
+    a->copiers = NULL;
+}
+
+/* Started at the first job, after the spawning rank set our CPU mask and
+ * scheduling: threads inherit both from the main thread. */
+static int copiers_start(agent_t *a)
+{
+    agent_copiers_t *cp = calloc(1, sizeof(*cp));
+    unsigned i;
+
+    if (cp == NULL) {
+        return -1;
+    }
+    cp->a = a;
+    cp->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    cp->thr = calloc(a->nslots, sizeof(*cp->thr));
+    cp->ring = calloc(a->nslots, sizeof(*cp->ring));
+    pthread_mutex_init(&cp->lock, NULL);
+    pthread_cond_init(&cp->cond, NULL);
+    a->copiers = cp;
+    if (cp->done_fd < 0 || cp->thr == NULL || cp->ring == NULL) {
+        copiers_stop(a);
+        return -1;
+    }
+    for (i = 0; i < a->nslots; i++) {
+        if (pthread_create(&cp->thr[i], NULL, copier_main, cp) != 0) {
+            break;
+        }
+        cp->nthr++;
+    }
+    if (cp->nthr == 0) {
+        copiers_stop(a);
+        return -1;
+    }
+    agent_copiers_started(a);
+    return 0;
+}
+
+/* Hand slot s (both sides copied with CMA) to a copy thread. */
+static int copiers_submit(agent_t *a, agent_slot_t *s)
+{
+    agent_copiers_t *cp;
+
+    if (a->copiers == NULL && copiers_start(a) != 0) {
+        return -1;
+    }
+    cp = a->copiers;
+    s->threaded = 1;
+    __atomic_store_n(&s->completed, 0, __ATOMIC_RELAXED);
+    pthread_mutex_lock(&cp->lock);
+    cp->ring[(cp->head + cp->n) % a->nslots] = s;
+    cp->n++;
+    pthread_cond_signal(&cp->cond);
+    pthread_mutex_unlock(&cp->lock);
+    a->copy_jobs++;
+    return 0;
+}
+
+/* One UCX get (stages 1, 3) or put (stage 2) of slot s. */
+static void ucx_stage(agent_t *a, agent_slot_t *s, uint32_t r)
+{
+    agent_move_t *m = s->move;
+    agent_rstate_t *rs = &m->inst->rs[r];
+    uint32_t w = world_of(m, r);
+    const dps_step_t *st = &rs->sched->steps[r == m->src && s->state == 1
+                                             ? m->src_step : m->dst_step];
+    unsigned buf = (r == m->src && s->state == 1) ? st->src_buf
+                                                   : st->dst_buf;
+    ucp_rkey_h rkey = rs->key[buf] != NULL ? agent_key_rkey(a, rs->key[buf])
+                                           : NULL;
+    uint64_t raddr = (s->state == 1 ? m->src_addr : m->dst_addr) + s->off;
+    char *local = s->state == 1 ? s->data :
+                  (m->op != DPS_OP_NONE ? s->aux : s->data);
+    ucp_request_param_t rp;
+    ucs_status_ptr_t req;
+
+    if (rkey == NULL) {
+        s->completed = 1;
+        s->status = UCS_ERR_INVALID_PARAM;
+        return;
+    }
+    memset(&rp, 0, sizeof(rp));
+    rp.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+                      UCP_OP_ATTR_FIELD_USER_DATA;
+    rp.cb.send = slot_cb;
+    rp.user_data = s;
+    req = s->state != 2
+          ? ucp_get_nbx(a->rank_ep[w], local, s->len, raddr, rkey, &rp)
+          : ucp_put_nbx(a->rank_ep[w], local, s->len, raddr, rkey, &rp);
+    if (req == NULL) {
+        s->completed = 1;
+        s->status = UCS_OK;
+    } else if (UCS_PTR_IS_ERR(req)) {
+        s->completed = 1;
+        s->status = UCS_PTR_STATUS(req);
+    }
+    if (s->state == 2) {
+        rs = &m->inst->rs[m->dst];
+        rs->needs_flush = 1;
+    }
+}
+
+static void slot_start(agent_t *a, agent_slot_t *s)
+{
+    agent_move_t *m = s->move;
+    uint32_t r = (s->state == 1) ? m->src : m->dst;
+
+    if (s->state == 2 && s->threaded) {
+        /* The copy thread wrote the chunk right after reading it. */
+        s->threaded = 0;
+        s->status = s->wstatus;
+        s->completed = 1;
+        return;
+    }
+    s->completed = 0;
+    if (agent_rank_cma(a, world_of(m, r))) {
+        if (s->state == 1 && a->nslots > 1 &&
+            agent_rank_cma(a, world_of(m, m->dst)) &&
+            copiers_submit(a, s) == 0) {
+            return;
+        }
+        s->status = cma_stage(a, s, s->state, world_of(m, r));
+        s->completed = 1;
+        return;
+    }
+    ucx_stage(a, s, r);
+}
+
+void agent_flush_rank(agent_t *a, agent_inst_t *in, uint32_t r)
+{
+    agent_flush_t *f;
+    ucp_request_param_t rp;
+    ucs_status_ptr_t req;
+
+    f = calloc(1, sizeof(*f));
+    if (f == NULL) {
+        agent_flush_done(a, in, r, DPS_OK); /* UCX completion is local */
+        return;
+    }
+    f->inst = in;
+    f->rank = r;
+    in->rs[r].flushing = 1;
+    memset(&rp, 0, sizeof(rp));
+    rp.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+                      UCP_OP_ATTR_FIELD_USER_DATA;
+    rp.cb.send = flush_cb;
+    rp.user_data = f;
+    req = ucp_ep_flush_nbx(a->rank_ep[in->comm->members[r]], &rp);
+    if (req == NULL || UCS_PTR_IS_ERR(req)) {
+        f->completed = 1;
+        f->status = (req == NULL) ? UCS_OK : UCS_PTR_STATUS(req);
+    }
+    f->next = a->flushes;
+    a->flushes = f;
+    a->inflight++;
+}
+
+/* The next stage of a chunk: 1 read the source, then for a reduction 3
+ * read the destination and reduce, then 2 write. */
+static int next_stage(agent_slot_t *s)
+{
+    if (s->state == 1 && s->move->op != DPS_OP_NONE) {
+        return 3;
+    }
+    return 2;
+}
+
+/* A chunk finished its current stage; returns 1 if the slot is free. */
+static int slot_advance(agent_t *a, agent_slot_t *s)
+{
+    agent_move_t *m = s->move;
+
+    if (s->status != UCS_OK) {
+        dps_error("%s of %llu bytes for rank %u failed: %s",
+                  s->state == 2 ? "write" : "read",
+                  (unsigned long long)s->len,
+                  world_of(m, s->state == 1 ? m->src : m->dst),
+                  ucs_status_string(s->status));
+        m->inst->error = DPS_ERR_UCX;
+    }
+    if (s->state == 1 || s->state == 3) {
+        if (s->state == 1 && s->threaded) {
+            a->copy_jobs--;
+        }
+        if (s->state == 1) {
+            m->read += s->len;
+        }
+        s->state = s->threaded ? 2 : next_stage(s);
+        if (s->state == 2 && !s->threaded && m->op != DPS_OP_NONE &&
+            s->status == UCS_OK) {
+            s->status = reduce_chunk(s);
+        }
+        slot_start(a, s);
+        return 0;
+    }
+    m->written += s->len;
+    if (m->written == m->len) {
+        agent_move_done(a, m, m->inst->error ? m->inst->error : DPS_OK);
+    }
+    s->state = 0;
+    s->move = NULL;
+    a->inflight--;
+    return 1;
+}
+
+void agent_schedule(agent_t *a)
+{
+    agent_flush_t **fp;
+    int progress = 1, i;
+
+    while (progress) {
+        progress = 0;
+        for (i = 0; i < (int)a->nslots; i++) {
+            agent_slot_t *s = &a->slots[i];
+
+            /* Keep this slot busy while its stages complete at once (CMA
+             * copies are synchronous): one staging buffer, hot in cache,
+             * instead of a walk over all of them. */
+            for (;;) {
+                if (s->state != 0 &&
+                    __atomic_load_n(&s->completed, __ATOMIC_ACQUIRE)) {
+                    slot_advance(a, s);
+                    progress = 1;
+                    continue;
+                }
+                if (s->state == 0 && a->q_head != NULL) {
+                    agent_move_t *m = a->q_head;
+                    size_t half = a->chunk + AGENT_ALIGN;
+
+                    s->move = m;
+                    s->off = m->issued;
+                    s->len = m->len - m->issued;
+                    if (s->len > a->chunk) {
+                        s->len = a->chunk;
+                    }
+                    /* Stage the chunk at the destination's offset modulo
+                     * 64: the kernel's copy (rep movsb) runs 2-6x slower
+                     * between mutually misaligned buffers, and malloc'ed
+                     * user buffers start 16 bytes into a page. */
+                    s->data = s->buf +
+                              ((m->dst_addr + s->off) & (AGENT_ALIGN - 1));
+                    s->aux = s->data + half;
+                    m->issued += s->len;
+                    if (m->issued == m->len) {
+                        a->q_head = m->next;
+                        if (a->q_head == NULL) {
+                            a->q_tail = NULL;
+                        }
+                    }
+                    s->state = 1;
+                    a->inflight++;
+                    slot_start(a, s);
+                    progress = 1;
+                    continue;
+                }
+                break;
+            }
+        }
+        for (fp = &a->flushes; *fp != NULL;) {
+            agent_flush_t *f = *fp;
+
+            if (!f->completed) {
+                fp = &f->next;
+                continue;
+            }
+            *fp = f->next;
+            a->inflight--;
+            if (f->status != UCS_OK) {
+                dps_error("flush to rank %u failed: %s",
+                          f->inst->comm->members[f->rank],
+                          ucs_status_string(f->status));
+            }
+            f->inst->rs[f->rank].flushing = 0;
+            agent_flush_done(a, f->inst, f->rank,
+                             f->status == UCS_OK ? DPS_OK : DPS_ERR_UCX);
+            free(f);
+            progress = 1;
+        }
+    }
+}
+
+void agent_exec_fini(agent_t *a)
+{
+    agent_move_t *m;
+
+    while ((m = a->q_head) != NULL) {
+        a->q_head = m->next;
+        free(m);
+    }
+    a->q_tail = NULL;
+    while (a->flushes != NULL) {
+        agent_flush_t *f = a->flushes;
+
+        a->flushes = f->next;
+        free(f);
+    }
+    copiers_stop(a);
+    free(a->slots);
+    a->slots = NULL;
+    if (a->staging_memh != NULL) {
+        ucp_mem_unmap(a->ucx.context, a->staging_memh);
+        a->staging_memh = NULL;
+    }
+}
