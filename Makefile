@@ -26,13 +26,15 @@ BAD_MPIS    = $(filter-out $(ALL_MPIS),$(MPI))
 
 COMMON_SRC := common/dps_log.c common/dps_config.c common/dps_proto.c common/dps_sched.c \
               common/dps_ucx.c common/dps_listen.c common/dps_shm.c
-SHIM_SRC   := shim/shim_init.c shim/shim_op.c shim/shim_coll.c shim/shim_engine.c \
+BLD_SRC    := shim/build.c shim/build_move.c shim/build_reduce.c
+SHIM_SRC   := shim/shim_init.c shim/shim_op.c shim/shim_comm.c shim/shim_engine.c \
               shim/shim_wait.c shim/shim_util.c shim/shim_reg.c \
-              shim/shim_failover.c shim/shim_block.c
+              shim/shim_failover.c shim/shim_block.c shim/shim_sched.c \
+              shim/shim_types.c shim/shim_redo.c shim/coll_common.c \
+              shim/coll_move.c shim/coll_reduce.c $(BLD_SRC)
 AGENT_SRC  := dpu_agent/agent_main.c dpu_agent/agent_sched.c dpu_agent/agent_exec.c \
               dpu_agent/agent_keys.c dpu_agent/agent_shm.c dpu_agent/agent_probe.c \
               dpu_agent/agent_listen.c
-BLD_SRC    := shim/build.c shim/build_move.c shim/build_reduce.c
 HDRS       := $(wildcard common/*.h shim/*.h dpu_agent/*.h)
 MPI_TESTS  := $(patsubst tests/mpi/%.c,%,$(wildcard tests/mpi/*.c))
 BENCH_SRC  := $(wildcard tests/bench/*.c)

@@ -15,14 +15,35 @@ const dps_cfg_entry_t dps_config_table[] = {
     {"OFFLOAD", DPS_CFG_BOOL, "1",
      "Master switch: 0 runs every call on stock MPI (no agent is started).",
      CFG_OFF(offload), 0, 0},
-    {"IALLTOALL", DPS_CFG_BOOL, "1",
-     "Offload MPI_Ialltoall.", CFG_OFF(ialltoall), 0, 0},
-    {"IBCAST", DPS_CFG_BOOL, "1",
-     "Offload MPI_Ibcast.", CFG_OFF(ibcast), 0, 0},
+#define COLL_SWITCH(NAME, mpi, idx) \
+    {NAME, DPS_CFG_BOOL, "1", "Offload " mpi ".", CFG_OFF(coll[idx]), 0, 0}
+    COLL_SWITCH("IALLTOALL", "MPI_Ialltoall", 0),
+    COLL_SWITCH("IBCAST", "MPI_Ibcast", 1),
+    COLL_SWITCH("IBARRIER", "MPI_Ibarrier", 2),
+    COLL_SWITCH("IGATHER", "MPI_Igather", 3),
+    COLL_SWITCH("IGATHERV", "MPI_Igatherv", 4),
+    COLL_SWITCH("ISCATTER", "MPI_Iscatter", 5),
+    COLL_SWITCH("ISCATTERV", "MPI_Iscatterv", 6),
+    COLL_SWITCH("IALLGATHER", "MPI_Iallgather", 7),
+    COLL_SWITCH("IALLGATHERV", "MPI_Iallgatherv", 8),
+    COLL_SWITCH("IALLTOALLV", "MPI_Ialltoallv", 9),
+    COLL_SWITCH("IALLTOALLW", "MPI_Ialltoallw", 10),
+    COLL_SWITCH("IREDUCE", "MPI_Ireduce", 11),
+    COLL_SWITCH("IALLREDUCE", "MPI_Iallreduce", 12),
+    COLL_SWITCH("IREDUCE_SCATTER", "MPI_Ireduce_scatter", 13),
+    COLL_SWITCH("IREDUCE_SCATTER_BLOCK", "MPI_Ireduce_scatter_block", 14),
+    COLL_SWITCH("ISCAN", "MPI_Iscan", 15),
+    COLL_SWITCH("IEXSCAN", "MPI_Iexscan", 16),
     {"MIN_BYTES", DPS_CFG_THRESHOLD, "auto",
-     "Offload only messages of at least this many bytes (Ialltoall: one "
-     "block, sendcount x type size; Ibcast: the whole message); smaller "
-     "ones go to stock MPI. Suffixes k, m, g (powers of 1024). auto: "
+     "Offload only messages of at least this many bytes, measured where "
+     "every rank knows the size: one block for Igather, Iscatter, "
+     "Iallgather, Ialltoall and Ireduce_scatter_block, the mean block for "
+     "Iallgatherv and Ireduce_scatter, the whole message or vector for "
+     "Ibcast, Ireduce, Iallreduce, Iscan and Iexscan; smaller ones go to "
+     "stock MPI. Ibarrier, Igatherv, Iscatterv, Ialltoallv and Ialltoallw, "
+     "whose sizes differ by rank, are offloaded at any size unless the "
+     "value is auto resolved to no offload. Suffixes k, m, g (powers of "
+     "1024). auto: "
      "256k where the agents have a CPU no rank is bound to (or fewer "
      "ranks than CPUs): from there on offload beat stock MPI when the "
      "ranks' cores had spare cycles; and no offload at all where the "

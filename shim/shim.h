@@ -7,6 +7,8 @@
 #include "../common/dps_shm.h"
 #include "../common/dps_ucx.h"
 #include "shim_util.h"
+#include "build.h"
+#include "../common/dps_proto.h"
 
 #include <mpi.h>
 #include <pthread.h>
@@ -16,7 +18,6 @@
 
 #define SHIM_API __attribute__((visibility("default")))
 
-enum { SHIM_COLL_IALLTOALL, SHIM_COLL_IBCAST, SHIM_NCOLL };
 enum { SHIM_STAT_OFFLOADED, SHIM_STAT_FALLBACK, SHIM_STAT_BYTES,
        SHIM_STAT_REDONE,     /* pending when an agent failed: stock MPI */
        SHIM_STAT_FAILED,     /* pending when an agent failed: error */
@@ -50,6 +51,10 @@ typedef struct shim_comm {
     uint32_t        seq;          /* offloaded collectives so far */
     int             rank, size;
     uint32_t       *members;      /* world rank of each rank */
+    uint32_t       *agent;        /* agent index of each rank */
+    struct shim_sched *scheds;    /* compiled schedules, most recent
+                                   * first (shim_sched.c) */
+    unsigned        nscheds;
     int             agent_knows;  /* members sent to our agent */
     int             freed;        /* MPI freed it */
     unsigned        refs;         /* MPI's, until freed, + live ops */
@@ -64,36 +69,50 @@ typedef struct shim_comm {
     struct shim_comm *next_all, *prev_all; /* shim.comms */
 } shim_comm_t;
 
-/* Parameters of one collective, as handed to the agent. */
-typedef struct shim_post {
-    int         coll;          /* dps_coll_t */
-    uint32_t    seq;
-    int         root;
-    uint64_t    block_bytes;   /* per block (alltoall) or message */
-    const void *send;          /* alltoall send / bcast buffer */
-    size_t      send_len;
-    void       *recv;          /* alltoall receive buffer, else NULL */
-    size_t      recv_len;
-    int         error;         /* nonzero: this rank's arguments are
-                                * wrong (dps_status_t): the agent fails the
-                                * instance on every rank */
-} shim_post_t;
-
 /*
- * A receive through a contiguous staging buffer, for a datatype that is
+ * Data received through a contiguous staging buffer for datatypes that are
  * not contiguous (ranks may describe one message with different layouts
  * of the same type signature, so every rank offloads alike and a
- * non-contiguous one packs and unpacks): at completion, nblocks blocks of
- * count elements of type are unpacked from `from` into to, to + stride, ...
+ * non-contiguous one packs and unpacks): at completion, each block's
+ * bytes at from + off are unpacked as count elements of types[type] at to.
  */
+typedef struct shim_unpack_blk {
+    void   *to;
+    size_t  off;
+    int     count;
+    int     type;
+} shim_unpack_blk_t;
+
 typedef struct shim_unpack {
-    void         *to;          /* NULL: nothing to unpack */
-    const void   *from;
-    size_t        block_bytes;
-    int           count, nblocks;
-    MPI_Aint      stride;
-    MPI_Datatype  type;        /* a duplicate, freed after unpacking */
+    char              *from;    /* the staging buffer: NULL, none */
+    int                nblk;
+    shim_unpack_blk_t *blk;
+    int                ntypes;
+    MPI_Datatype      *types;   /* duplicates, freed after unpacking */
 } shim_unpack_t;
+
+/*
+ * One collective call as this rank offloads it: the builder's arguments
+ * and the buffers they refer to (the application's, or staging copies
+ * the shim owns). Filled by the MPI_I* wrappers (coll_*.c).
+ */
+typedef struct shim_call {
+    int           coll;         /* dps_coll_t */
+    uint32_t      seq;
+    bld_args_t    args;         /* rank, size and agent set at the post */
+    uint64_t     *arrays;       /* owned storage of args' arrays */
+    void         *buf[2];       /* SEND, RECV: where the regions start */
+    uint64_t      len[2];
+    void         *owned;        /* a staging copy of the send data */
+    shim_unpack_t unpack;       /* RECV staged, to unpack */
+    int           error;        /* nonzero: this rank's arguments are
+                                 * wrong (dps_status_t): the agent fails
+                                 * the instance on every rank */
+    uint64_t      bytes;        /* for the statistics */
+} shim_call_t;
+
+/* Release what a call owns (staging, arrays, datatype duplicates). */
+void shim_call_clear(shim_call_t *k);
 
 /* One offloaded collective as seen by its rank. */
 typedef struct shim_op {
@@ -104,22 +123,20 @@ typedef struct shim_op {
     int            error;      /* MPI error class reported by query_fn */
     int            raise;      /* at completion, call the communicator's
                                 * error handler with it */
-    struct shim_reg *reg[2];   /* send and receive registrations */
-    void          *tmp;        /* copy of the data for MPI_IN_PLACE, or
-                                * packed send data */
-    void          *rtmp;       /* packed receive data (unpack.from) */
-    shim_unpack_t  unpack;
+    shim_call_t    call;       /* what it does, with what */
+    struct shim_sched *sched;  /* its schedule (a reference) */
+    void          *tmp;        /* its TMP buffer */
+    struct shim_reg *reg[DPS_NBUF]; /* registrations of its buffers */
     UT_hash_handle hh_token;
     UT_hash_handle hh_req;     /* keyed on the bytes of req */
     struct shim_op *next_done;
     shim_comm_t   *comm;
-    shim_post_t    post;
     struct shim_op *next_wait; /* until the POST is sent */
     struct shim_op *next_in_comm;
     int            finishing;  /* on done_list */
     int            taken;      /* stock MPI took it over (or failed it) */
     int            after;      /* posted after an agent failure */
-    MPI_Request    pmpi_req;   /* the stock-MPI collective doing it */
+    struct shim_redo *redo;    /* stock MPI running its schedule */
 } shim_op_t;
 
 typedef struct shim_state {
@@ -166,7 +183,9 @@ typedef struct shim_state {
     MPI_Comm       fo_ctrl;       /* notices and Finalize (p2p, barrier) */
     MPI_Comm       fo_agree;      /* the agreement's collectives */
     shim_comm_t   *comms;         /* every communicator state */
-    uint64_t       stats[SHIM_NCOLL][SHIM_NSTAT];
+    uint64_t       stats[DPS_COLL_MAX][SHIM_NSTAT]; /* by dps_coll_t */
+    uint32_t      *rank_agent;    /* agent index of each world rank */
+    uint64_t       next_sched;    /* schedule ids handed out */
     int            have_agent_stats; /* leader: STATS received */
     uint64_t       agent_stats[3];   /* cpu_ns, collectives, missed */
 } shim_state_t;
@@ -201,16 +220,15 @@ void shim_idle(int only_ours);
 int shim_need_pmpi(int n, const MPI_Request *reqs);
 
 /*
- * Start an op on communicator c: register the buffers, create the
- * generalized request, and send the POST now or, while c's id is being
- * agreed, as soon as it is known. Takes ownership of in_place_tmp (a
- * staging copy of the send data), and of unpack (may be NULL) and its
- * staging buffer and datatype. Returns MPI_SUCCESS and *req, or an MPI
- * error code when nothing could be started (the caller must not fall
- * back then: others may have posted).
+ * Start an op on communicator c for call k with schedule sc (a reference
+ * passes to the op): allocate its TMP buffer, register the buffers,
+ * create the generalized request, and send the POST now or, while c's id
+ * is being agreed, as soon as it is known. Takes what k owns. Returns
+ * MPI_SUCCESS and *req, or an MPI error code when nothing could be
+ * started (the caller must not fall back then: others may have posted).
  */
-int shim_op_start(shim_comm_t *c, const shim_post_t *p, void *in_place_tmp,
-                  const shim_unpack_t *unpack, MPI_Request *req);
+int shim_op_start(shim_comm_t *c, shim_call_t *k, struct shim_sched *sc,
+                  MPI_Request *req);
 
 /* Progress communicator id agreements; post what waited for them. */
 void shim_comm_progress(void);
@@ -261,8 +279,15 @@ void shim_fo_fini(void);              /* MPI_Finalize, before teardown */
  * until it can run, or fail with an error. */
 int  shim_fo_direct(shim_comm_t *c, uint32_t seq, int coll, MPI_Comm *use);
 
+/* The lower-case name of a collective without "mpi_": "ialltoallw". */
+const char *shim_coll_name(int coll);
+
+/* The state of comm: found, or made now without a twin (shim_comm.c);
+ * NULL when out of memory. */
+shim_comm_t *shim_comm_get(MPI_Comm comm);
+
 /* State for comm, made now; with a twin (shadow, may be MPI_COMM_NULL)
- * when comm was just created by every member (shim_coll.c). */
+ * when comm was just created by every member (shim_comm.c). */
 shim_comm_t *shim_comm_state_new(MPI_Comm comm, MPI_Comm shadow);
 
 #endif

@@ -42,6 +42,7 @@
 #define _GNU_SOURCE
 #include "shim.h"
 #include "shim_engine.h"
+#include "shim_redo.h"
 #include "../common/dps_log.h"
 #include "../common/dps_proto.h"
 #include "../common/dps_status.h"
@@ -122,7 +123,7 @@ static uint32_t lowest_unfinished(const shim_comm_t *c)
 
     for (op = c->ops_head; op != NULL; op = op->next_in_comm) {
         if (!op->finishing) {
-            return op->post.seq;
+            return op->call.seq;
         }
     }
     return c->seq;
@@ -406,48 +407,39 @@ static int comm_ready(const shim_comm_t *c)
     return shim.fo_state == SHIM_FO_DECIDED && c->id_known;
 }
 
-static int count_of(const shim_op_t *op)
-{
-    return (int)op->post.block_bytes;
-}
-
-/* Start op on stock MPI (lock held); an MPI error code, or success. */
+/* Start op on stock MPI (lock held): its schedule, run with PMPI
+ * point-to-point on the twin of its communicator. An MPI error code, or
+ * success. */
 static int take_one(shim_op_t *op)
 {
-    const shim_post_t *p = &op->post;
     shim_comm_t *c = op->comm;
-    int coll = p->coll == DPS_COLL_ALLTOALL ? SHIM_COLL_IALLTOALL
-                                            : SHIM_COLL_IBCAST;
+    int coll = op->call.coll;
     MPI_Comm use;
-    int rc;
 
     op->taken = 1;
-    if (p->error) {
+    if (op->call.error) {
         return MPI_ERR_ARG;   /* this rank's own arguments were wrong */
     }
-    if (!stock_comm(c, p->seq, coll, &use, 0)) {
+    if (!stock_comm(c, op->call.seq, coll, &use, 0)) {
         return MPI_ERR_OTHER;
     }
-    if (p->block_bytes > (uint64_t)INT32_MAX) {
-        dps_error("collective %u: %llu bytes per block is too large to "
-                  "redo with stock MPI: it fails", p->seq,
-                  (unsigned long long)p->block_bytes);
+    if (use != c->shadow) {
+        /* Point-to-point on the application's communicator could meet
+         * its own receives: only a twin is safe. */
+        dps_error("%s #%u on communicator %#llx fails: the communicator "
+                  "was made by a call the shim does not see (no twin to "
+                  "redo it on)", shim_coll_name(coll), op->call.seq,
+                  (unsigned long long)c->id);
         shim.stats[coll][SHIM_STAT_FAILED]++;
-        return MPI_ERR_COUNT;
+        return MPI_ERR_OTHER;
     }
-    if (p->coll == DPS_COLL_ALLTOALL) {
-        rc = PMPI_Ialltoall(p->send, count_of(op), MPI_BYTE, p->recv,
-                            count_of(op), MPI_BYTE, use, &op->pmpi_req);
-    } else {
-        rc = PMPI_Ibcast((void *)p->send, count_of(op), MPI_BYTE, p->root,
-                         use, &op->pmpi_req);
-    }
-    if (rc == MPI_SUCCESS) {
-        shim.stats[coll][op->after ? SHIM_STAT_AFTER : SHIM_STAT_REDONE]++;
-    } else {
+    op->redo = shim_redo_start(op, use, (int)(op->call.seq % 32767u));
+    if (op->redo == NULL) {
         shim.stats[coll][SHIM_STAT_FAILED]++;
+        return MPI_ERR_OTHER;
     }
-    return rc;
+    shim.stats[coll][op->after ? SHIM_STAT_AFTER : SHIM_STAT_REDONE]++;
+    return MPI_SUCCESS;
 }
 
 int shim_fo_direct(shim_comm_t *c, uint32_t seq, int coll, MPI_Comm *use)
@@ -514,12 +506,11 @@ static void drive_ops(void)
                 }
                 continue;
             }
-            if (op->pmpi_req != MPI_REQUEST_NULL) {
-                MPI_Status st;
-                int flag = 0, rc;
+            if (op->redo != NULL) {
+                int done = 0, rc;
 
-                rc = PMPI_Test(&op->pmpi_req, &flag, &st);
-                if (rc != MPI_SUCCESS || flag) {
+                rc = shim_redo_test(op->redo, &done);
+                if (rc != MPI_SUCCESS || done) {
                     finish(op, rc);
                 }
             }
@@ -558,7 +549,7 @@ static void ranks_text(char *buf, size_t len, const unsigned char *in,
     }
 }
 
-/* "ialltoall #3 on communicator 0x1 (1048576 bytes a block), ..." for
+/* "ialltoall #3 on communicator 0x1 (4194304 bytes sent), ..." for
  * the ops pending at the failure that have not ended here (lock held). */
 static void pending_text(char *buf, size_t len)
 {
@@ -583,14 +574,11 @@ static void pending_text(char *buf, size_t len)
             }
             n++;
             o += (size_t)snprintf(buf + o, len - o,
-                                  "%s%s #%u on %s (%llu bytes%s)%s",
+                                  "%s%s #%u on %s (%llu bytes sent)%s",
                                   n == 1 ? "" : ", ",
-                                  op->post.coll == DPS_COLL_ALLTOALL ?
-                                  "ialltoall" : "ibcast", op->post.seq,
-                                  cname,
-                                  (unsigned long long)op->post.block_bytes,
-                                  op->post.coll == DPS_COLL_ALLTOALL ?
-                                  " a block" : "",
+                                  shim_coll_name(op->call.coll),
+                                  op->call.seq, cname,
+                                  (unsigned long long)op->call.len[0],
                                   op->taken ? ", started on stock MPI"
                                             : "");
         }

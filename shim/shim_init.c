@@ -528,8 +528,9 @@ static int connect_job(MPI_Comm vnode, const void *agent_addr,
     rnode = calloc(nr, sizeof(int));
     apid = calloc(nr, sizeof(int));
     shim.node_agents = calloc(nr, sizeof(pid_t));
+    shim.rank_agent = calloc(nr, sizeof(uint32_t));
     if (!alen || !adisp || !rlen || !rdisp || !leader || !ragent || !rpid ||
-        !rnode || !apid || !shim.node_agents) {
+        !rnode || !apid || !shim.node_agents || !shim.rank_agent) {
         ok = 0;
     }
     if (!agree(ok)) {
@@ -544,6 +545,9 @@ static int connect_job(MPI_Comm vnode, const void *agent_addr,
     PMPI_Bcast(&my_agent, 1, MPI_INT, 0, vnode);
     PMPI_Allgather(&my_agent, 1, MPI_INT, ragent, 1, MPI_INT,
                    MPI_COMM_WORLD);
+    for (i = 0; i < nr; i++) {
+        shim.rank_agent[i] = (uint32_t)ragent[i];   /* for the builders */
+    }
     /* Process ids and nodes: agents copy same-node data with CMA. */
     i = (int)getpid();
     PMPI_Allgather(&i, 1, MPI_INT, rpid, 1, MPI_INT, MPI_COMM_WORLD);
@@ -968,14 +972,13 @@ static void fetch_agent_stats(void)
 
 static void print_stats(void)
 {
-    static const char *names[SHIM_NCOLL] = {"ialltoall", "ibcast"};
-    uint64_t tot[SHIM_NCOLL][SHIM_NSTAT], ag[3];
+    uint64_t tot[DPS_COLL_MAX][SHIM_NSTAT], ag[3];
     uint64_t reg[SHIM_REG_NSTAT], regtot[SHIM_REG_NSTAT];
     uint64_t eng[2], engtot[2];
     int c;
 
     fetch_agent_stats();
-    PMPI_Reduce(shim.stats, tot, SHIM_NCOLL * SHIM_NSTAT, MPI_UINT64_T,
+    PMPI_Reduce(shim.stats, tot, DPS_COLL_MAX * SHIM_NSTAT, MPI_UINT64_T,
                 MPI_SUM, 0, MPI_COMM_WORLD);
     PMPI_Reduce(shim.agent_stats, ag, 3, MPI_UINT64_T, MPI_SUM, 0,
                 MPI_COMM_WORLD);
@@ -987,19 +990,25 @@ static void print_stats(void)
     if (shim.world_rank != 0) {
         return;
     }
-    for (c = 0; c < SHIM_NCOLL; c++) {
+    /* The two the shim always offered keep a line; the others have one
+     * when they were called. */
+    for (c = 1; c < DPS_COLL_MAX; c++) {
+        if (tot[c][SHIM_STAT_OFFLOADED] + tot[c][SHIM_STAT_FALLBACK] == 0 &&
+            c != DPS_COLL_ALLTOALL && c != DPS_COLL_BCAST) {
+            continue;
+        }
         printf("dpushim: %s offloaded=%llu fallback=%llu bytes=%llu\n",
-               names[c],
+               shim_coll_name(c),
                (unsigned long long)tot[c][SHIM_STAT_OFFLOADED],
                (unsigned long long)tot[c][SHIM_STAT_FALLBACK],
                (unsigned long long)tot[c][SHIM_STAT_BYTES]);
     }
-    for (c = 0; c < SHIM_NCOLL; c++) {
+    for (c = 1; c < DPS_COLL_MAX; c++) {
         /* Only after an agent failure: summed over ranks. */
         if (tot[c][SHIM_STAT_REDONE] + tot[c][SHIM_STAT_FAILED] +
             tot[c][SHIM_STAT_AFTER] > 0) {
             printf("dpushim: %s after agent failure: redone=%llu "
-                   "failed=%llu stock=%llu\n", names[c],
+                   "failed=%llu stock=%llu\n", shim_coll_name(c),
                    (unsigned long long)tot[c][SHIM_STAT_REDONE],
                    (unsigned long long)tot[c][SHIM_STAT_FAILED],
                    (unsigned long long)tot[c][SHIM_STAT_AFTER]);

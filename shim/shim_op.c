@@ -9,6 +9,9 @@
 #include "shim.h"
 #include "shim_engine.h"
 #include "shim_reg.h"
+#include "shim_redo.h"
+#include "shim_sched.h"
+#include "shim_types.h"
 #include "../common/dps_log.h"
 #include "../common/dps_proto.h"
 #include "../common/dps_status.h"
@@ -92,14 +95,18 @@ static void op_release_memory(shim_op_t *op)
 {
     int i;
 
-    for (i = 0; i < 2; i++) {
+    for (i = 0; i < DPS_NBUF; i++) {
         shim_reg_put(op->reg[i]);
         op->reg[i] = NULL;
     }
-    free(op->tmp);
-    op->tmp = NULL;
-    free(op->rtmp);
-    op->rtmp = NULL;
+    if (op->tmp != NULL) {
+        shim_sched_tmp_put(op->sched, op->tmp);
+        op->tmp = NULL;
+    }
+    shim_sched_put(op->sched);
+    op->sched = NULL;
+    shim_redo_free(op->redo);
+    op->redo = NULL;
 }
 
 static int query_fn(void *extra, MPI_Status *status)
@@ -141,42 +148,44 @@ static int cancel_fn(void *extra, int complete)
 static void op_send(shim_op_t *op)
 {
     shim_comm_t *c = op->comm;
-    const shim_post_t *p = &op->post;
+    shim_sched_t *sc = op->sched;
+    const shim_call_t *k = &op->call;
+    const void *key[DPS_NBUF];
+    void *base[DPS_NBUF] = {k->buf[0], k->buf[1], op->tmp};
     dps_msg_post_t f;
-    const void *key[2];
-    uint32_t key_len[2];
     size_t len = 0;
     void *msg;
-    int i;
+    int b;
 
     memset(&f, 0, sizeof(f));
     f.comm_id = c->id;
     f.op_token = op->token;
-    f.block_bytes = p->block_bytes;
-    f.send_addr = (uint64_t)(uintptr_t)p->send;
-    f.recv_addr = (uint64_t)(uintptr_t)p->recv;
-    f.seq = p->seq;
-    f.coll = (uint32_t)p->coll;
+    f.sched_id = sc != NULL ? sc->id : 0;
+    f.seq = k->seq;
+    f.coll = (uint32_t)k->coll;
     f.comm_rank = (uint32_t)c->rank;
     f.comm_size = (uint32_t)c->size;
-    f.root = (uint32_t)p->root;
     f.world_rank = (uint32_t)shim.world_rank;
+    f.error = k->error;
     /* A key goes to the agent with the first post that uses it; later
-     * posts name the registration by its id alone. */
-    for (i = 0; i < 2; i++) {
-        shim_reg_t *r = op->reg[i];
+     * posts name the registration by its id alone. Likewise the steps. */
+    for (b = 0; b < DPS_NBUF; b++) {
+        shim_reg_t *r = op->reg[b];
 
-        key[i] = (r != NULL && !r->agent_has_key) ? r->rkey : NULL;
-        key_len[i] = key[i] != NULL ? (uint32_t)r->rkey_len : 0;
+        f.buf_addr[b] = (uint64_t)(uintptr_t)base[b];
+        f.buf_len[b] = b < 2 ? k->len[b]
+                             : (sc != NULL ? sc->need[DPS_BUF_TMP] : 0);
+        f.buf_reg[b] = r != NULL ? r->id : 0;
+        key[b] = (r != NULL && !r->agent_has_key) ? r->rkey : NULL;
+        f.rkey_len[b] = key[b] != NULL ? (uint32_t)r->rkey_len : 0;
     }
-    f.send_reg = op->reg[0] != NULL ? op->reg[0]->id : 0;
-    f.recv_reg = op->reg[1] != NULL ? op->reg[1]->id : 0;
-    f.error = p->error;
-    f.send_rkey_len = key_len[0];
-    f.recv_rkey_len = key_len[1];
+    if (sc != NULL && !sc->agent_has) {
+        f.nsteps = sc->nsteps;
+        f.flags = DPS_POST_SCHED;
+    }
     f.nmembers = c->agent_knows ? 0 : (uint32_t)c->size;
-    msg = dps_msg_encode_post(DPS_MSG_POST, &f, key[0], key[1], c->members,
-                              &len);
+    msg = dps_msg_encode_post(DPS_MSG_POST, &f, key,
+                              f.nsteps ? sc->steps : NULL, c->members, &len);
     if (msg != NULL && !shim.agent_dead &&
         shim_send_agent(msg, len) == DPS_OK) {
         msg = NULL;
@@ -187,14 +196,16 @@ static void op_send(shim_op_t *op)
          * before the post returns (4 MiB, MPICH: posts of 28-238 us
          * against 3.8 us), while its later wake-up is small beside the
          * copy. */
-        if (p->block_bytes * (p->coll == DPS_COLL_ALLTOALL ? c->size : 1) <
-            SHIM_POKE_MAX_BYTES) {
+        if (k->len[1] < SHIM_POKE_MAX_BYTES) {
             shim_engine_poke();
         }
         c->agent_knows = 1;
-        for (i = 0; i < 2; i++) {
-            if (key[i] != NULL) {
-                shim_reg_key_sent(op->reg[i]);
+        if (f.flags & DPS_POST_SCHED) {
+            sc->agent_has = 1;
+        }
+        for (b = 0; b < DPS_NBUF; b++) {
+            if (key[b] != NULL) {
+                shim_reg_key_sent(op->reg[b]);
             }
         }
         return;
@@ -207,49 +218,38 @@ static void op_send(shim_op_t *op)
     }
 }
 
-/* Drop an unpack that will not happen. */
-static void unpack_drop(shim_unpack_t *u)
-{
-    if (u->to != NULL) {
-        free((void *)u->from);
-        PMPI_Type_free(&u->type);
-        u->to = NULL;
-    }
-}
-
-int shim_op_start(shim_comm_t *c, const shim_post_t *p, void *tmp,
-                  const shim_unpack_t *unpack, MPI_Request *req)
+int shim_op_start(shim_comm_t *c, shim_call_t *k, shim_sched_t *sc,
+                  MPI_Request *req)
 {
     shim_op_t *op;
-    int rc = DPS_OK, stock = (shim.fo_state != SHIM_FO_NONE);
+    int rc = DPS_OK, stock = (shim.fo_state != SHIM_FO_NONE), b;
 
     op = calloc(1, sizeof(*op));
     if (op == NULL) {
-        free(tmp);
-        if (unpack != NULL) {
-            shim_unpack_t u = *unpack;
-
-            unpack_drop(&u);
-        }
+        pthread_mutex_lock(&shim.lock);
+        shim_sched_put(sc);
+        pthread_mutex_unlock(&shim.lock);
+        shim_call_clear(k);
         return MPI_ERR_NO_MEM;
     }
-    op->tmp = tmp;
-    if (unpack != NULL && unpack->to != NULL) {
-        op->unpack = *unpack;
-        op->rtmp = (void *)unpack->from;
-    }
+    op->call = *k;
+    memset(k, 0, sizeof(*k));   /* the op owns what the call owned */
     op->comm = c;
-    op->post = *p;
-    op->pmpi_req = MPI_REQUEST_NULL;
+    op->sched = sc;
     op->after = stock;
     pthread_mutex_lock(&shim.lock);
+    if (sc != NULL && sc->need[DPS_BUF_TMP] > 0 &&
+        (op->tmp = shim_sched_tmp(sc)) == NULL) {
+        rc = DPS_ERR_NOMEM;
+    }
     /* After an agent failure nothing is registered: stock MPI does it.
      * Nor for a post that only carries this rank's error. */
-    if (!stock && !p->error) {
-        rc = shim_reg_get(p->send, p->send_len, &op->reg[0]) == 0 ?
-             DPS_OK : DPS_ERR_UCX;
-        if (rc == DPS_OK && p->recv != NULL &&
-            shim_reg_get(p->recv, p->recv_len, &op->reg[1]) != 0) {
+    for (b = 0; rc == DPS_OK && !stock && !op->call.error && b < DPS_NBUF;
+         b++) {
+        const void *p = b < 2 ? op->call.buf[b] : op->tmp;
+        uint64_t n = b < 2 ? op->call.len[b] : sc->need[DPS_BUF_TMP];
+
+        if (p != NULL && n > 0 && shim_reg_get(p, n, &op->reg[b]) != 0) {
             rc = DPS_ERR_UCX;
         }
     }
@@ -260,9 +260,7 @@ int shim_op_start(shim_comm_t *c, const shim_post_t *p, void *tmp,
         pthread_mutex_lock(&shim.lock);
         op_release_memory(op);
         pthread_mutex_unlock(&shim.lock);
-        if (op->unpack.to != NULL) {
-            PMPI_Type_free(&op->unpack.type);
-        }
+        shim_call_clear(&op->call);
         free(op);
         dps_error("cannot offload a collective: %s",
                   dps_status_str(rc == DPS_OK ? DPS_ERR_NOMEM : rc));
@@ -455,18 +453,17 @@ static void agent_msg(const void *data, size_t len)
             op->error = (st == DPS_ERR_MISMATCH || st == DPS_ERR_ARG)
                         ? MPI_ERR_TRUNCATE : MPI_ERR_OTHER;
             op->raise = (st == DPS_ERR_MISMATCH || st == DPS_ERR_ARG ||
-                         st == DPS_ERR_BUFFER) && !op->post.error;
-            if (!op->post.error) {
+                         st == DPS_ERR_BUFFER) && !op->call.error;
+            if (!op->call.error) {
                 dps_error("%s #%u ends with an error: %s%s",
-                          op->post.coll == DPS_COLL_ALLTOALL ?
-                          "MPI_Ialltoall" : "MPI_Ibcast", op->post.seq,
-                          dps_status_str(st), op->raise ?
+                          dps_coll_str((unsigned)op->call.coll),
+                          op->call.seq, dps_status_str(st), op->raise ?
                           " (the agent's message names the ranks and "
                           "sizes)" : "");
             }
         }
         /* Finished here, well or not: never to be redone. */
-        shim_comm_finished(op->comm, op->post.seq);
+        shim_comm_finished(op->comm, op->call.seq);
         op->finishing = 1;
         op->next_done = shim.done_list;
         shim.done_list = op;
@@ -500,29 +497,6 @@ void shim_agent_msgs(void)
         agent_msg(m->data, m->len);
         free(m);
     }
-}
-
-/* A finished op received through a staging buffer: the data into the
- * user's layout (a local PMPI call). Then the datatype goes. */
-static void unpack_now(shim_op_t *op)
-{
-    shim_unpack_t *u = &op->unpack;
-    MPI_Comm self = MPI_COMM_SELF;
-    int i;
-
-    for (i = 0; op->error == MPI_SUCCESS && i < u->nblocks; i++) {
-        int pos = 0;
-
-        if (PMPI_Unpack((const char *)u->from + (size_t)i * u->block_bytes,
-                        (int)u->block_bytes, &pos,
-                        (char *)u->to + (MPI_Aint)i * u->stride, u->count,
-                        u->type, self) != MPI_SUCCESS) {
-            dps_error("cannot unpack a received block into its datatype");
-            op->error = MPI_ERR_INTERN;
-        }
-    }
-    PMPI_Type_free(&u->type);
-    u->to = NULL;
 }
 
 /* Unlink op from its communicator's list (lock held). */
@@ -581,9 +555,10 @@ int shim_progress(void)
         int freed;
 
         done = op->next_done;
-        if (op->unpack.to != NULL) {
-            unpack_now(op);
+        if (op->call.unpack.from != NULL && op->error == MPI_SUCCESS) {
+            op->error = shim_unpack_run(&op->call.unpack);
         }
+        shim_call_clear(&op->call);
         if (op->raise && c->comm != MPI_COMM_NULL) {
             /* Fatal by default: the job ends here, as under MPI. */
             PMPI_Comm_call_errhandler(c->comm, op->error);

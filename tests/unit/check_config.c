@@ -193,8 +193,8 @@ START_TEST(def_literal)
     ck_assert_int_eq(nunk, 0);
     ck_assert_str_eq(msgs, "");
     ck_assert_int_eq(cfg.offload, 1);
-    ck_assert_int_eq(cfg.ialltoall, 1);
-    ck_assert_int_eq(cfg.ibcast, 1);
+    ck_assert_int_eq(cfg.coll[0], 1);
+    ck_assert_int_eq(cfg.coll[1], 1);
     ck_assert_int_eq(cfg.stats, 0);
     ck_assert_uint_eq(cfg.ranks_per_dpu, 0);
     ck_assert_int_eq(cfg.log_level, DPS_LOG_WARN);
@@ -421,8 +421,8 @@ START_TEST(ok_several)
     ck_assert_int_eq(nunk, 0);
     ck_assert_str_eq(msgs, "");
     ck_assert_int_eq(cfg.offload, 0);
-    ck_assert_int_eq(cfg.ialltoall, 1);
-    ck_assert_int_eq(cfg.ibcast, 0);
+    ck_assert_int_eq(cfg.coll[0], 1);
+    ck_assert_int_eq(cfg.coll[1], 0);
     ck_assert_uint_eq(cfg.min_bytes, 65536);
     ck_assert_int_eq(cfg.stats, 1);
     ck_assert_uint_eq(cfg.ranks_per_dpu, 4);
@@ -739,8 +739,8 @@ START_TEST(bad_several)
     }
     ck_assert_int_eq(lines, 5);
     /* The valid one applies, the others keep their defaults. */
-    ck_assert_int_eq(cfg.ialltoall, 0);
-    cfg.ialltoall = d.ialltoall;
+    ck_assert_int_eq(cfg.coll[0], 0);
+    cfg.coll[0] = d.coll[0];
     ck_assert(memcmp(&cfg, &d, sizeof(d)) == 0);
 }
 END_TEST
@@ -858,7 +858,7 @@ START_TEST(msgs_null)
     ck_assert_int_eq(nunk, 1);
     ck_assert_int_eq(dps_config_load(&cfg, env, NULL, 100, &nunk), 1);
     ck_assert_int_eq(nunk, 1);
-    ck_assert_int_eq(cfg.ibcast, 0);
+    ck_assert_int_eq(cfg.coll[1], 0);
 }
 END_TEST
 

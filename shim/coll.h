@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * What the MPI_I* wrappers (coll_move.c, coll_reduce.c) share
+ * (coll_common.c). A wrapper decides between offload and stock MPI on
+ * values the standard requires to be alike on every rank (the
+ * communicator, root, operation, element type, the size where every rank
+ * knows it) and on the environment, never on a rank's own layout or
+ * counts: every rank takes the same path. It then describes where its
+ * data lies (shim_types.h) and posts.
+ */
+#ifndef COLL_H
+#define COLL_H
+
+#include "shim.h"
+#include "shim_types.h"
+
+/* Offload considered for coll on comm: the shim is on, coll's switch is
+ * on, comm an intracommunicator. */
+int shim_coll_wanted(int coll, MPI_Comm comm);
+
+/* Large enough to offload (DPUSHIM_MIN_BYTES), for a size every rank
+ * knows; collectives whose sizes differ by rank offload whenever any
+ * size would (shim_any_size). */
+int shim_big_enough(uint64_t bytes);
+int shim_any_size(void);
+
+/* Count a fallback to stock MPI; returns rc (the PMPI call's). */
+int shim_fallback(int coll, int rc);
+
+enum { SHIM_GO, SHIM_STOCK, SHIM_FAIL };
+
+/*
+ * Offload it is: the communicator's state and the instance's number,
+ * into *cp and k (zeroed here). SHIM_GO; SHIM_STOCK: after an agent
+ * failure, run stock MPI on *use at once; SHIM_FAIL: out of memory (the
+ * wrapper returns MPI_ERR_NO_MEM: other ranks may offload, so falling
+ * back could hang).
+ */
+int shim_coll_begin(int coll, MPI_Comm comm, shim_comm_t **cp,
+                    shim_call_t *k, MPI_Comm *use);
+
+#define SHIM_BEGIN(coll, comm, c, k, stock_call)                           \
+    do {                                                                   \
+        MPI_Comm use = (comm);                                             \
+        int go_ = shim_coll_begin((coll), (comm), &(c), &(k), &use);       \
+                                                                           \
+        if (go_ == SHIM_STOCK) {                                           \
+            return (stock_call);                                           \
+        }                                                                  \
+        if (go_ != SHIM_GO) {                                              \
+            return MPI_ERR_NO_MEM;                                         \
+        }                                                                  \
+    } while (0)
+
+/* Arrays of size entries for the builder's per-rank counts and offsets:
+ * k->arrays holds them. NULL when out of memory. */
+uint64_t *shim_call_arrays(shim_call_t *k, int size, int n);
+
+/* Post k: MPI_SUCCESS and *req, or an MPI error code. Counts it. */
+int shim_call_post(shim_comm_t *c, shim_call_t *k, MPI_Request *req);
+
+/*
+ * This rank's own arguments are erroneous in a way only it can see: post
+ * the error all the same (the agent fails the instance on every rank, so
+ * nobody waits for this one), and raise mpi_class on comm at once, as
+ * MPI's own checks would.
+ */
+int shim_call_erroneous(shim_comm_t *c, shim_call_t *k, int status,
+                        int mpi_class, MPI_Comm comm, MPI_Request *req,
+                        const char *what);
+
+/* A failed placement: MPI_ERR_TYPE becomes an erroneous post (a local
+ * datatype MPI would refuse), anything else is returned. */
+int shim_place_failed(shim_comm_t *c, shim_call_t *k, int rc, MPI_Comm comm,
+                      MPI_Request *req);
+
+/* Do [a, a + alen) and [b, b + blen) overlap? */
+int shim_overlap(const void *a, size_t alen, const void *b, size_t blen);
+
+/* The size of comm (0 for MPI_COMM_NULL). */
+int shim_comm_size(MPI_Comm comm);
+
+#endif

@@ -1,0 +1,187 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The MPI_I* wrappers' common path: decide, begin, post (coll.h). */
+#include "coll.h"
+#include "shim_sched.h"
+#include "../common/dps_log.h"
+#include "../common/dps_status.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+const char *shim_coll_name(int coll)
+{
+    static const char *names[DPS_COLL_MAX] = {
+        "?", "ialltoall", "ibcast", "ibarrier", "igather", "igatherv",
+        "iscatter", "iscatterv", "iallgather", "iallgatherv", "ialltoallv",
+        "ialltoallw", "ireduce", "iallreduce", "ireduce_scatter",
+        "ireduce_scatter_block", "iscan", "iexscan"
+    };
+
+    return coll > 0 && coll < DPS_COLL_MAX ? names[coll] : "?";
+}
+
+static void count(int coll, int stat, uint64_t n)
+{
+    pthread_mutex_lock(&shim.lock);
+    shim.stats[coll][stat] += n;
+    pthread_mutex_unlock(&shim.lock);
+}
+
+int shim_fallback(int coll, int rc)
+{
+    count(coll, SHIM_STAT_FALLBACK, 1);
+    return rc;
+}
+
+int shim_comm_size(MPI_Comm comm)
+{
+    int n = 0;
+
+    if (comm != MPI_COMM_NULL) {
+        PMPI_Comm_size(comm, &n);
+    }
+    return n;
+}
+
+int shim_coll_wanted(int coll, MPI_Comm comm)
+{
+    int inter = 0;
+
+    if (!shim.active || !shim.cfg.coll[coll - 1] || comm == MPI_COMM_NULL) {
+        return 0;
+    }
+    PMPI_Comm_test_inter(comm, &inter);
+    return !inter;
+}
+
+int shim_big_enough(uint64_t bytes)
+{
+    return bytes > 0 && bytes >= shim.min_bytes;
+}
+
+int shim_any_size(void)
+{
+    return shim.min_bytes != DPS_MIN_BYTES_AUTO;
+}
+
+int shim_coll_begin(int coll, MPI_Comm comm, shim_comm_t **cp,
+                    shim_call_t *k, MPI_Comm *use)
+{
+    shim_comm_t *c;
+    int rc;
+
+    memset(k, 0, sizeof(*k));
+    shim_in_call++;
+    shim_fo_progress();   /* a failure notice changes the path */
+    c = shim_comm_get(comm);
+    shim_in_call--;
+    if (c == NULL) {
+        return SHIM_FAIL;
+    }
+    *cp = c;
+    k->coll = coll;
+    k->seq = c->seq++;
+    if (shim.fo_state != SHIM_FO_NONE) {
+        shim_in_call++;
+        rc = shim_fo_direct(c, k->seq, coll, use);
+        shim_in_call--;
+        if (rc == 1) {
+            return SHIM_STOCK;
+        }
+    }
+    return SHIM_GO;
+}
+
+uint64_t *shim_call_arrays(shim_call_t *k, int size, int n)
+{
+    free(k->arrays);
+    k->arrays = calloc((size_t)size * (size_t)n + 1, sizeof(uint64_t));
+    return k->arrays;
+}
+
+int shim_call_post(shim_comm_t *c, shim_call_t *k, MPI_Request *req)
+{
+    shim_sched_t *s;
+    uint64_t bytes;
+    int rc, coll;
+
+    k->args.coll = k->coll;
+    k->args.size = (uint32_t)c->size;
+    k->args.rank = (uint32_t)c->rank;
+    k->args.agent = c->agent;
+    pthread_mutex_lock(&shim.lock);
+    s = shim_sched_get(c, &k->args);
+    pthread_mutex_unlock(&shim.lock);
+    if (s == NULL) {
+        shim_call_clear(k);
+        return MPI_ERR_NO_MEM;
+    }
+    if (s->need[DPS_BUF_SEND] > k->len[0] ||
+        s->need[DPS_BUF_RECV] > k->len[1]) {
+        /* Builder and wrapper disagree: a bug, never a silent overrun. */
+        dps_error("%s: the schedule needs %llu and %llu bytes, the buffers "
+                  "hold %llu and %llu", shim_coll_name(k->coll),
+                  (unsigned long long)s->need[DPS_BUF_SEND],
+                  (unsigned long long)s->need[DPS_BUF_RECV],
+                  (unsigned long long)k->len[0],
+                  (unsigned long long)k->len[1]);
+        pthread_mutex_lock(&shim.lock);
+        shim_sched_put(s);
+        pthread_mutex_unlock(&shim.lock);
+        shim_call_clear(k);
+        return MPI_ERR_INTERN;
+    }
+    coll = k->coll;
+    bytes = k->bytes;
+    shim_in_call++;
+    rc = shim_op_start(c, k, s, req);   /* takes k's contents */
+    shim_in_call--;
+    if (rc == MPI_SUCCESS && shim.fo_state == SHIM_FO_NONE) {
+        count(coll, SHIM_STAT_OFFLOADED, 1);
+        count(coll, SHIM_STAT_BYTES, bytes);
+    }
+    return rc;
+}
+
+int shim_call_erroneous(shim_comm_t *c, shim_call_t *k, int status,
+                        int mpi_class, MPI_Comm comm, MPI_Request *req,
+                        const char *what)
+{
+    MPI_Request r = MPI_REQUEST_NULL;
+
+    dps_error("%s: %s", what, dps_status_str(status));
+    shim_call_clear(k);
+    k->error = status;
+    k->buf[0] = k->buf[1] = NULL;
+    k->len[0] = k->len[1] = 0;
+    shim_in_call++;
+    if (shim_op_start(c, k, NULL, &r) == MPI_SUCCESS) {
+        PMPI_Request_free(&r);
+    }
+    shim_in_call--;
+    *req = MPI_REQUEST_NULL;
+    PMPI_Comm_call_errhandler(comm, mpi_class);
+    return mpi_class;
+}
+
+int shim_place_failed(shim_comm_t *c, shim_call_t *k, int rc, MPI_Comm comm,
+                      MPI_Request *req)
+{
+    if (rc == MPI_ERR_TYPE) {
+        return shim_call_erroneous(c, k, DPS_ERR_ARG, MPI_ERR_TYPE, comm,
+                                   req, "a count or datatype MPI would "
+                                   "refuse");
+    }
+    shim_call_clear(k);
+    /* Nothing posted: the other ranks' instance cannot end well. */
+    shim_call_erroneous(c, k, DPS_ERR_NOMEM, rc, comm, req,
+                        "cannot stage the data of a collective");
+    return rc;
+}
+
+int shim_overlap(const void *a, size_t alen, const void *b, size_t blen)
+{
+    uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
+
+    return alen > 0 && blen > 0 && x < y + blen && y < x + alen;
+}

@@ -1,0 +1,413 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Datatypes and operations, for the MPI_I* wrappers: how data of a
+ * datatype lies in memory, where a call's send and receive data go as
+ * byte regions (the application's memory when contiguous, else a packed
+ * staging copy, unpacked at completion), and which predefined reduction
+ * operation and element type an MPI_Op and MPI_Datatype are.
+ */
+#include "shim.h"
+#include "shim_types.h"
+#include "../common/dps_log.h"
+#include "../common/dps_proto.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int shim_layout(MPI_Datatype dt, int count, shim_layout_t *l)
+{
+    MPI_Aint lb, tlb, textent;
+    int size;
+
+    memset(l, 0, sizeof(*l));
+    if (dt == MPI_DATATYPE_NULL || count < 0 ||
+        PMPI_Type_size(dt, &size) != MPI_SUCCESS ||
+        PMPI_Type_get_extent(dt, &lb, &l->extent) != MPI_SUCCESS ||
+        PMPI_Type_get_true_extent(dt, &tlb, &textent) != MPI_SUCCESS) {
+        return 0;
+    }
+    l->size = (size_t)size;
+    l->bytes = (size_t)size * (size_t)count;
+    l->offset = tlb;
+    l->contig = (MPI_Aint)size == textent &&
+                (count <= 1 || l->extent == textent);
+    return 1;
+}
+
+/* ---- blocks to regions ------------------------------------------------ */
+
+/* Block i: its address, element count and type. */
+static void block(const shim_blocks_t *b, int i, const char **addr,
+                  int *count, MPI_Datatype *type)
+{
+    MPI_Aint disp;
+
+    *type = b->types != NULL ? b->types[i] : b->type;
+    *count = b->counts != NULL ? b->counts[i] : b->count;
+    if (b->displs == NULL) {
+        disp = 0;
+    } else if (b->types != NULL) {
+        disp = b->displs[i];                       /* bytes (w) */
+    } else {
+        MPI_Aint lb, ext;
+
+        PMPI_Type_get_extent(*type, &lb, &ext);
+        disp = (MPI_Aint)b->displs[i] * ext;       /* elements (v) */
+    }
+    *addr = (const char *)b->buf + disp;
+}
+
+/*
+ * Lay the blocks out as byte regions: contiguous blocks stay where they
+ * are (one region from the lowest to the highest byte), else every block
+ * is staged back to back. Fills cnt[i], off[i], *base, *len; *staged says
+ * which. Returns MPI_SUCCESS, or DPS-style -1 for a block MPI must judge
+ * (negative count, null type).
+ */
+static int regions(const shim_blocks_t *b, uint64_t *cnt, uint64_t *off,
+                   char **base, uint64_t *len, int *staged)
+{
+    uintptr_t lo = UINTPTR_MAX, hi = 0;
+    uint64_t total = 0;
+    int i, contig = 1;
+
+    for (i = 0; i < b->n; i++) {
+        shim_layout_t l;
+        const char *addr;
+        MPI_Datatype t;
+        int count;
+
+        block(b, i, &addr, &count, &t);
+        if (!shim_layout(t, count, &l)) {
+            return -1;
+        }
+        cnt[i] = l.bytes;
+        off[i] = total;
+        total += l.bytes;
+        if (l.bytes == 0) {
+            continue;
+        }
+        contig &= l.contig;
+        if ((uintptr_t)(addr + l.offset) < lo) {
+            lo = (uintptr_t)(addr + l.offset);
+        }
+        if ((uintptr_t)(addr + l.offset) + l.bytes > hi) {
+            hi = (uintptr_t)(addr + l.offset) + l.bytes;
+        }
+    }
+    *staged = !contig || b->copy;
+    if (*staged) {
+        *base = NULL;
+        *len = total;
+        return MPI_SUCCESS;
+    }
+    if (lo == UINTPTR_MAX) {   /* nothing at all */
+        *base = NULL;
+        *len = 0;
+        return MPI_SUCCESS;
+    }
+    for (i = 0; i < b->n; i++) {
+        shim_layout_t l;
+        const char *addr;
+        MPI_Datatype t;
+        int count;
+
+        block(b, i, &addr, &count, &t);
+        shim_layout(t, count, &l);
+        off[i] = l.bytes ? (uint64_t)((uintptr_t)(addr + l.offset) - lo) : 0;
+    }
+    *base = (char *)lo;
+    *len = hi - lo;
+    return MPI_SUCCESS;
+}
+
+int shim_place_send(shim_call_t *k, const shim_blocks_t *b, uint64_t *cnt,
+                    uint64_t *off)
+{
+    char *base, *out;
+    uint64_t len;
+    int staged, i;
+
+    if (regions(b, cnt, off, &base, &len, &staged) != MPI_SUCCESS) {
+        return MPI_ERR_TYPE;
+    }
+    if (!staged) {
+        k->buf[0] = base;
+        k->len[0] = len;
+        return MPI_SUCCESS;
+    }
+    out = malloc(len + 1);
+    if (out == NULL) {
+        return MPI_ERR_NO_MEM;
+    }
+    for (i = 0; i < b->n; i++) {
+        const char *addr;
+        MPI_Datatype t;
+        int count, pos = 0;
+
+        block(b, i, &addr, &count, &t);
+        if (cnt[i] == 0) {
+            continue;
+        }
+        if (cnt[i] > INT32_MAX ||
+            PMPI_Pack(addr, count, t, out + off[i], (int)cnt[i], &pos,
+                      MPI_COMM_SELF) != MPI_SUCCESS ||
+            (uint64_t)pos != cnt[i]) {
+            dps_error("cannot pack %llu bytes of a datatype",
+                      (unsigned long long)cnt[i]);
+            free(out);
+            return MPI_ERR_INTERN;
+        }
+    }
+    k->owned = out;
+    k->buf[0] = out;
+    k->len[0] = len;
+    return MPI_SUCCESS;
+}
+
+/* The index of t among u's types, added (duplicated) if new; -1 when MPI
+ * refuses. */
+static int type_index(shim_unpack_t *u, MPI_Datatype orig,
+                      MPI_Datatype *origs)
+{
+    int i;
+
+    for (i = 0; i < u->ntypes; i++) {
+        if (origs[i] == orig) {
+            return i;
+        }
+    }
+    if (PMPI_Type_dup(orig, &u->types[u->ntypes]) != MPI_SUCCESS) {
+        return -1;
+    }
+    origs[u->ntypes] = orig;
+    return u->ntypes++;
+}
+
+int shim_place_recv(shim_call_t *k, const shim_blocks_t *b, uint64_t *cnt,
+                    uint64_t *off)
+{
+    shim_unpack_t *u = &k->unpack;
+    MPI_Datatype *origs;
+    char *base;
+    uint64_t len;
+    int staged, i;
+
+    if (regions(b, cnt, off, &base, &len, &staged) != MPI_SUCCESS) {
+        return MPI_ERR_TYPE;
+    }
+    if (!staged) {
+        k->buf[1] = base;
+        k->len[1] = len;
+        return MPI_SUCCESS;
+    }
+    u->from = malloc(len + 1);
+    u->blk = calloc((size_t)b->n + 1, sizeof(*u->blk));
+    u->types = calloc((size_t)b->n + 1, sizeof(MPI_Datatype));
+    origs = calloc((size_t)b->n + 1, sizeof(MPI_Datatype));
+    if (u->from == NULL || u->blk == NULL || u->types == NULL ||
+        origs == NULL) {
+        free(origs);
+        return MPI_ERR_NO_MEM;
+    }
+    for (i = 0; i < b->n; i++) {
+        const char *addr;
+        MPI_Datatype t;
+        int count, ti;
+
+        block(b, i, &addr, &count, &t);
+        if (cnt[i] == 0) {
+            continue;
+        }
+        ti = type_index(u, t, origs);
+        if (ti < 0 || cnt[i] > INT32_MAX) {
+            free(origs);
+            return MPI_ERR_INTERN;
+        }
+        u->blk[u->nblk].to = (void *)addr;
+        u->blk[u->nblk].off = off[i];
+        u->blk[u->nblk].count = count;
+        u->blk[u->nblk].type = ti;
+        u->nblk++;
+    }
+    free(origs);
+    k->buf[1] = u->from;
+    k->len[1] = len;
+    return MPI_SUCCESS;
+}
+
+int shim_unpack_run(shim_unpack_t *u)
+{
+    int i, rc = MPI_SUCCESS;
+
+    for (i = 0; i < u->nblk && rc == MPI_SUCCESS; i++) {
+        const shim_unpack_blk_t *b = &u->blk[i];
+        int pos = 0, size;
+
+        PMPI_Type_size(u->types[b->type], &size);
+        rc = PMPI_Unpack(u->from + b->off, size * b->count, &pos, b->to,
+                         b->count, u->types[b->type], MPI_COMM_SELF);
+    }
+    if (rc != MPI_SUCCESS) {
+        dps_error("cannot unpack received data into its datatype");
+        rc = MPI_ERR_INTERN;
+    }
+    return rc;
+}
+
+void shim_unpack_free(shim_unpack_t *u)
+{
+    int i;
+
+    for (i = 0; i < u->ntypes; i++) {
+        PMPI_Type_free(&u->types[i]);
+    }
+    free(u->types);
+    free(u->blk);
+    free(u->from);
+    memset(u, 0, sizeof(*u));
+}
+
+void shim_call_clear(shim_call_t *k)
+{
+    shim_unpack_free(&k->unpack);
+    free(k->owned);
+    free(k->arrays);
+    k->owned = NULL;
+    k->arrays = NULL;
+}
+
+/* ---- reductions -------------------------------------------------------- */
+
+unsigned shim_op_of(MPI_Op op)
+{
+    static const struct { MPI_Op mpi; unsigned dps; } ops[] = {
+        {MPI_MAX, DPS_OP_MAX}, {MPI_MIN, DPS_OP_MIN}, {MPI_SUM, DPS_OP_SUM},
+        {MPI_PROD, DPS_OP_PROD}, {MPI_LAND, DPS_OP_LAND},
+        {MPI_BAND, DPS_OP_BAND}, {MPI_LOR, DPS_OP_LOR},
+        {MPI_BOR, DPS_OP_BOR}, {MPI_LXOR, DPS_OP_LXOR},
+        {MPI_BXOR, DPS_OP_BXOR}, {MPI_MAXLOC, DPS_OP_MAXLOC},
+        {MPI_MINLOC, DPS_OP_MINLOC},
+    };
+
+    for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+        if (ops[i].mpi == op) {
+            return ops[i].dps;
+        }
+    }
+    return DPS_OP_NONE;   /* user-defined, MPI_REPLACE, MPI_NO_OP */
+}
+
+/* Signed or unsigned integer of a size. */
+static unsigned int_of(int size, int is_signed)
+{
+    switch (size) {
+    case 1: return is_signed ? DPS_T_I8 : DPS_T_U8;
+    case 2: return is_signed ? DPS_T_I16 : DPS_T_U16;
+    case 4: return is_signed ? DPS_T_I32 : DPS_T_U32;
+    case 8: return is_signed ? DPS_T_I64 : DPS_T_U64;
+    default: return DPS_T_NONE;
+    }
+}
+
+/* A predefined datatype's element type, or DPS_T_NONE. */
+static unsigned named_of(MPI_Datatype dt)
+{
+    static const struct { MPI_Datatype mpi; int kind; } tab[] = {
+        /* kind: 1 signed, 2 unsigned (by size), else the DPS_T_ + 10 */
+        {MPI_SIGNED_CHAR, 1}, {MPI_SHORT, 1}, {MPI_INT, 1}, {MPI_LONG, 1},
+        {MPI_LONG_LONG, 1}, {MPI_LONG_LONG_INT, 1}, {MPI_INT8_T, 1},
+        {MPI_INT16_T, 1}, {MPI_INT32_T, 1}, {MPI_INT64_T, 1},
+        {MPI_AINT, 1}, {MPI_OFFSET, 1}, {MPI_COUNT, 1}, {MPI_INTEGER, 1},
+        {MPI_UNSIGNED_CHAR, 2}, {MPI_UNSIGNED_SHORT, 2}, {MPI_UNSIGNED, 2},
+        {MPI_UNSIGNED_LONG, 2}, {MPI_UNSIGNED_LONG_LONG, 2},
+        {MPI_UINT8_T, 2}, {MPI_UINT16_T, 2}, {MPI_UINT32_T, 2},
+        {MPI_UINT64_T, 2},
+        {MPI_FLOAT, 10 + DPS_T_FLOAT}, {MPI_DOUBLE, 10 + DPS_T_DOUBLE},
+        {MPI_REAL, 10 + DPS_T_FLOAT},
+        {MPI_DOUBLE_PRECISION, 10 + DPS_T_DOUBLE},
+        {MPI_LONG_DOUBLE, 10 + DPS_T_LDOUBLE},
+        {MPI_C_BOOL, 10 + DPS_T_BOOL}, {MPI_BYTE, 10 + DPS_T_BYTE},
+        {MPI_C_FLOAT_COMPLEX, 10 + DPS_T_CFLOAT},
+        {MPI_C_DOUBLE_COMPLEX, 10 + DPS_T_CDOUBLE},
+        {MPI_C_LONG_DOUBLE_COMPLEX, 10 + DPS_T_CLDOUBLE},
+        {MPI_COMPLEX, 10 + DPS_T_CFLOAT},
+        {MPI_DOUBLE_COMPLEX, 10 + DPS_T_CDOUBLE},
+        {MPI_FLOAT_INT, 10 + DPS_T_FLOAT_INT},
+        {MPI_DOUBLE_INT, 10 + DPS_T_DOUBLE_INT},
+        {MPI_LONG_INT, 10 + DPS_T_LONG_INT}, {MPI_2INT, 10 + DPS_T_2INT},
+        {MPI_2INTEGER, 10 + DPS_T_2INT},
+        {MPI_SHORT_INT, 10 + DPS_T_SHORT_INT},
+        {MPI_LONG_DOUBLE_INT, 10 + DPS_T_LDOUBLE_INT},
+    };
+    int size;
+
+    if (dt == MPI_DATATYPE_NULL) {
+        return DPS_T_NONE;
+    }
+    for (size_t i = 0; i < sizeof(tab) / sizeof(tab[0]); i++) {
+        if (tab[i].mpi != dt) {
+            continue;
+        }
+        if (tab[i].kind >= 10) {
+            unsigned t = (unsigned)tab[i].kind - 10;
+
+            /* The MPI library's size must be ours (packed pairs). */
+            PMPI_Type_size(dt, &size);
+            return (size_t)size == dps_dtype_size(t) ? t : DPS_T_NONE;
+        }
+        PMPI_Type_size(dt, &size);
+        return int_of(size, tab[i].kind == 1);
+    }
+    return DPS_T_NONE;
+}
+
+/* The element type every element of dt's signature has, or DPS_T_NONE
+ * (mixed, unknown, or too deep). */
+static unsigned basic_of(MPI_Datatype dt, int depth)
+{
+    int ni, na, nd, comb, i;
+    unsigned t = DPS_T_NONE;
+    MPI_Datatype *dts;
+    MPI_Aint *aints;
+    int *ints;
+
+    if (depth > 16 ||
+        PMPI_Type_get_envelope(dt, &ni, &na, &nd, &comb) != MPI_SUCCESS) {
+        return DPS_T_NONE;
+    }
+    if (comb == MPI_COMBINER_NAMED) {
+        return named_of(dt);
+    }
+    ints = malloc(sizeof(int) * ((size_t)ni + 1));
+    aints = malloc(sizeof(MPI_Aint) * ((size_t)na + 1));
+    dts = malloc(sizeof(MPI_Datatype) * ((size_t)nd + 1));
+    if (ints != NULL && aints != NULL && dts != NULL && nd > 0 &&
+        PMPI_Type_get_contents(dt, ni, na, nd, ints, aints, dts) ==
+        MPI_SUCCESS) {
+        for (i = 0; i < nd; i++) {
+            unsigned u = basic_of(dts[i], depth + 1);
+            int n2, a2, d2, c2;
+
+            /* A struct's members must all be of one element type. */
+            t = (i == 0 || u == t) ? u : DPS_T_NONE;
+            PMPI_Type_get_envelope(dts[i], &n2, &a2, &d2, &c2);
+            if (c2 != MPI_COMBINER_NAMED) {
+                PMPI_Type_free(&dts[i]);
+            }
+        }
+    }
+    free(ints);
+    free(aints);
+    free(dts);
+    return t;
+}
+
+unsigned shim_reduce_type(MPI_Datatype dt, int *named)
+{
+    int ni, na, nd, comb;
+
+    *named = PMPI_Type_get_envelope(dt, &ni, &na, &nd, &comb) ==
+             MPI_SUCCESS && comb == MPI_COMBINER_NAMED;
+    return basic_of(dt, 0);
+}

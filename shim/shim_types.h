@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Datatypes and operations for the MPI_I* wrappers (shim_types.c). */
+#ifndef SHIM_TYPES_H
+#define SHIM_TYPES_H
+
+#include "shim.h"
+
+/* How count elements of a datatype lie in memory. */
+typedef struct shim_layout {
+    size_t   bytes;        /* data bytes: type size x count */
+    size_t   size;         /* of one element */
+    int      contig;       /* back to back, no gaps */
+    MPI_Aint offset;       /* of the first byte from the buffer (true lb) */
+    MPI_Aint extent;       /* of one element */
+} shim_layout_t;
+
+/* The layout of (dt, count): 1, or 0 when the arguments are such that the
+ * MPI library must judge them (a null type or a negative count). */
+int shim_layout(MPI_Datatype dt, int count, shim_layout_t *l);
+
+/*
+ * A call's data on one side: n blocks, block i being counts[i] (or count)
+ * elements of types[i] (or type) at buf + displs[i] (bytes with types,
+ * else elements of type's extent; 0 without displs). copy: stage it even
+ * if contiguous (in place: the data is overwritten while it is read).
+ */
+typedef struct shim_blocks {
+    const void         *buf;
+    int                 n;
+    int                 count;
+    const int          *counts;
+    const int          *displs;
+    MPI_Datatype        type;
+    const MPI_Datatype *types;
+    int                 copy;
+} shim_blocks_t;
+
+/*
+ * Place a call's send (receive) data: k->buf[0] (k->buf[1]) and len
+ * become one byte region holding every block, cnt[i] and off[i] block i's
+ * bytes and place in it. Contiguous blocks stay in the application's
+ * memory; otherwise they are packed into a staging copy now (send, owned
+ * by k) or received into one and unpacked at completion (k->unpack).
+ * MPI_SUCCESS, MPI_ERR_TYPE (a block MPI must judge), or another error.
+ */
+int shim_place_send(shim_call_t *k, const shim_blocks_t *b, uint64_t *cnt,
+                    uint64_t *off);
+int shim_place_recv(shim_call_t *k, const shim_blocks_t *b, uint64_t *cnt,
+                    uint64_t *off);
+
+/* Unpack staged received data into the application's layout; an MPI
+ * error code. Then free what the unpack holds. */
+int  shim_unpack_run(shim_unpack_t *u);
+void shim_unpack_free(shim_unpack_t *u);
+
+/* DPS_OP_* of a predefined MPI_Op; DPS_OP_NONE for any other. */
+unsigned shim_op_of(MPI_Op op);
+
+/* The DPS_T_* every element of dt's signature has (dt predefined, or
+ * derived from one predefined type), or DPS_T_NONE; *named: predefined. */
+unsigned shim_reduce_type(MPI_Datatype dt, int *named);
+
+#endif
