@@ -361,12 +361,12 @@ static void inst_destroy(agent_t *a, agent_inst_t *in)
         a->collectives++; /* exactly one agent counts each instance */
     }
     HASH_DEL(a->insts, in);
-    in->comm->live--;
-    comm_release(a, in->comm);
     for (r = 0; r < in->comm->size; r++) {
         free(in->rs[r].st);
         sched_unref(a, in->rs[r].sched);
     }
+    in->comm->live--;
+    comm_release(a, in->comm);   /* perhaps freed now */
     free(in->rs);
     free(in);
 }

@@ -49,12 +49,12 @@ SHIM_API int MPI_Ibcast(void *buffer, int count, MPI_Datatype datatype,
                                           use, request));
     k.args.root = (uint32_t)root;
     k.args.bytes = l.bytes;
-    k.bytes = l.bytes;
     rc = c->rank == root ? shim_place_send(&k, &b, &cnt, &off)
                          : shim_place_recv(&k, &b, &cnt, &off);
     if (rc != MPI_SUCCESS) {
         return shim_place_failed(c, &k, rc, comm, request);
     }
+    k.bytes = l.bytes;   /* the message, on every rank */
     return shim_call_post(c, &k, request);
 }
 
@@ -156,7 +156,6 @@ static int rooted(shim_comm_t *c, shim_call_t *k, const void *sbuf,
     if (rc != MPI_SUCCESS) {
         return shim_place_failed(c, k, rc, comm, request);
     }
-    k->bytes = k->len[0];
     return shim_call_post(c, k, request);
 }
 
@@ -329,7 +328,6 @@ static int allgather(shim_comm_t *c, shim_call_t *k, const void *sbuf,
     if (rc != MPI_SUCCESS) {
         return shim_place_failed(c, k, rc, comm, request);
     }
-    k->bytes = blk;
     return shim_call_post(c, k, request);
 }
 
@@ -451,7 +449,6 @@ static int alltoall(shim_comm_t *c, shim_call_t *k, const void *sbuf,
                                        "buffer (MPI_IN_PLACE is the way)");
         }
     }
-    k->bytes = k->len[0];
     return shim_call_post(c, k, request);
 }
 

@@ -6,9 +6,10 @@
  * with common/dps_sched.c.
  *
  * Offloaded: the predefined operations on the predefined types they apply
- * to (MAXLOC and MINLOC on the pair types), and on derived types made of
- * one such type. The standard requires count, type and operation to be
- * alike on every rank, so the decision is too. User-defined operations go
+ * to (MAXLOC and MINLOC on the pair types, packed when their layout has
+ * padding). The standard requires count, type and operation to be alike
+ * on every rank, so the decision is too. User-defined operations, and
+ * derived types (which both MPIs refuse with predefined operations), go
  * to stock MPI, counted as fallbacks.
  */
 #include "coll.h"
@@ -26,13 +27,11 @@ typedef struct vec {
 static int reducible(int coll, MPI_Comm comm, int count, MPI_Datatype dt,
                      MPI_Op op, vec_t *v)
 {
-    int named;
-
     if (!shim_coll_wanted(coll, comm) || !shim_layout(dt, count, &v->l)) {
         return 0;
     }
     v->op = shim_op_of(op);
-    v->dtype = shim_reduce_type(dt, &named);
+    v->dtype = shim_reduce_type(dt);
     return v->op != DPS_OP_NONE && v->dtype != DPS_T_NONE &&
            dps_op_valid(v->op, v->dtype) &&
            v->l.size % dps_dtype_size(v->dtype) == 0;
@@ -64,7 +63,6 @@ static int vec_post(shim_comm_t *c, shim_call_t *k, const vec_t *v,
     if (rc != MPI_SUCCESS) {
         return shim_place_failed(c, k, rc, comm, request);
     }
-    k->bytes = k->len[0];
     return shim_call_post(c, k, request);
 }
 

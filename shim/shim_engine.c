@@ -20,6 +20,7 @@
 #include "shim.h"
 #include "shim_engine.h"
 #include "../common/dps_log.h"
+#include "../common/dps_sched.h"
 #include "../common/dps_status.h"
 
 #include <errno.h>
@@ -40,6 +41,7 @@
  * core to it for a whole slice). */
 #define ENGINE_SPIN_SEC 200e-6
 #define ENGINE_BACKSTOP_NS 100000000L /* longest sleep: 100 ms */
+#define ENGINE_SCRATCH (256u * 1024)  /* a reduction's source, in pieces */
 
 static struct {
     dps_shm_t      *shm;
@@ -83,6 +85,56 @@ static int copy_in(const dps_cmd_t *c)
     return DPS_OK;
 }
 
+/*
+ * Read and reduce: dst = src (op) dst, element-wise. From another process
+ * the source comes through a scratch buffer, a whole number of elements
+ * at a time; from our own memory it is reduced in place.
+ */
+static int reduce_in(const dps_cmd_t *c)
+{
+    static char scratch[ENGINE_SCRATCH];
+    size_t es = dps_dtype_size(c->dtype), step;
+    char *dst = (char *)(uintptr_t)c->dst_addr;
+    uint64_t done = 0;
+
+    if (es == 0 || c->len % es != 0 || !dps_op_valid(c->rop, c->dtype)) {
+        dps_error("engine: reduction %u on type %u of %llu bytes refused",
+                  c->rop, c->dtype, (unsigned long long)c->len);
+        return DPS_ERR_PROTO;
+    }
+    if ((pid_t)c->src_pid == eng.self) {
+        return dps_reduce(c->rop, c->dtype,
+                          (const void *)(uintptr_t)c->src_addr, dst,
+                          c->len) == 0 ? DPS_OK : DPS_ERR_PROTO;
+    }
+    step = (sizeof(scratch) / es) * es;
+    while (done < c->len) {
+        size_t n = c->len - done < step ? c->len - done : step, got = 0;
+
+        while (got < n) {
+            struct iovec l = {scratch + got, n - got};
+            struct iovec r = {(void *)(uintptr_t)(c->src_addr + done + got),
+                              n - got};
+            ssize_t k = process_vm_readv((pid_t)c->src_pid, &l, 1, &r, 1, 0);
+
+            if (k < 0 && errno == EINTR) {
+                continue;
+            }
+            if (k <= 0) {
+                dps_error("engine: reading %zu bytes at %#llx of pid %u: %s",
+                          n - got, (unsigned long long)(c->src_addr + done +
+                                                        got),
+                          c->src_pid, k < 0 ? strerror(errno) : "nothing");
+                return DPS_ERR_IO;
+            }
+            got += (size_t)k;
+        }
+        dps_reduce(c->rop, c->dtype, scratch, dst + done, n);
+        done += n;
+    }
+    return DPS_OK;
+}
+
 /* Run every queued command (lock held); the number run. */
 static int run_queued(void)
 {
@@ -96,6 +148,10 @@ static int run_queued(void)
 
         if (c.op == DPS_CMD_READ) {
             d.status = copy_in(&c);
+            eng.copies++;
+            eng.bytes += c.len;
+        } else if (c.op == DPS_CMD_READ_REDUCE) {
+            d.status = reduce_in(&c);   /* the lock: one scratch user */
             eng.copies++;
             eng.bytes += c.len;
         } else {

@@ -131,6 +131,9 @@ int shim_place_send(shim_call_t *k, const shim_blocks_t *b, uint64_t *cnt,
     if (regions(b, cnt, off, &base, &len, &staged) != MPI_SUCCESS) {
         return MPI_ERR_TYPE;
     }
+    for (i = 0; i < b->n; i++) {
+        k->bytes += cnt[i];   /* the statistics: data sent */
+    }
     if (!staged) {
         k->buf[0] = base;
         k->len[0] = len;
@@ -362,52 +365,16 @@ static unsigned named_of(MPI_Datatype dt)
     return DPS_T_NONE;
 }
 
-/* The element type every element of dt's signature has, or DPS_T_NONE
- * (mixed, unknown, or too deep). */
-static unsigned basic_of(MPI_Datatype dt, int depth)
-{
-    int ni, na, nd, comb, i;
-    unsigned t = DPS_T_NONE;
-    MPI_Datatype *dts;
-    MPI_Aint *aints;
-    int *ints;
-
-    if (depth > 16 ||
-        PMPI_Type_get_envelope(dt, &ni, &na, &nd, &comb) != MPI_SUCCESS) {
-        return DPS_T_NONE;
-    }
-    if (comb == MPI_COMBINER_NAMED) {
-        return named_of(dt);
-    }
-    ints = malloc(sizeof(int) * ((size_t)ni + 1));
-    aints = malloc(sizeof(MPI_Aint) * ((size_t)na + 1));
-    dts = malloc(sizeof(MPI_Datatype) * ((size_t)nd + 1));
-    if (ints != NULL && aints != NULL && dts != NULL && nd > 0 &&
-        PMPI_Type_get_contents(dt, ni, na, nd, ints, aints, dts) ==
-        MPI_SUCCESS) {
-        for (i = 0; i < nd; i++) {
-            unsigned u = basic_of(dts[i], depth + 1);
-            int n2, a2, d2, c2;
-
-            /* A struct's members must all be of one element type. */
-            t = (i == 0 || u == t) ? u : DPS_T_NONE;
-            PMPI_Type_get_envelope(dts[i], &n2, &a2, &d2, &c2);
-            if (c2 != MPI_COMBINER_NAMED) {
-                PMPI_Type_free(&dts[i]);
-            }
-        }
-    }
-    free(ints);
-    free(aints);
-    free(dts);
-    return t;
-}
-
-unsigned shim_reduce_type(MPI_Datatype dt, int *named)
+unsigned shim_reduce_type(MPI_Datatype dt)
 {
     int ni, na, nd, comb;
 
-    *named = PMPI_Type_get_envelope(dt, &ni, &na, &nd, &comb) ==
-             MPI_SUCCESS && comb == MPI_COMBINER_NAMED;
-    return basic_of(dt, 0);
+    /* Predefined types only: both MPIs refuse predefined operations on
+     * derived types (MPI_ERR_OP), and so the call goes to them. */
+    if (dt == MPI_DATATYPE_NULL ||
+        PMPI_Type_get_envelope(dt, &ni, &na, &nd, &comb) != MPI_SUCCESS ||
+        comb != MPI_COMBINER_NAMED) {
+        return DPS_T_NONE;
+    }
+    return named_of(dt);
 }

@@ -56,8 +56,7 @@ void shim_unpack_free(shim_unpack_t *u);
 /* DPS_OP_* of a predefined MPI_Op; DPS_OP_NONE for any other. */
 unsigned shim_op_of(MPI_Op op);
 
-/* The DPS_T_* every element of dt's signature has (dt predefined, or
- * derived from one predefined type), or DPS_T_NONE; *named: predefined. */
-unsigned shim_reduce_type(MPI_Datatype dt, int *named);
+/* The DPS_T_* of a predefined datatype, or DPS_T_NONE (any other). */
+unsigned shim_reduce_type(MPI_Datatype dt);
 
 #endif

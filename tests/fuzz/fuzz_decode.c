@@ -4,8 +4,8 @@
  * received bytes (dps_msg_decode). A decoded message is walked in full:
  * every table and byte string the decoder points into is read, so that
  * AddressSanitizer catches any length or count the decoder failed to
- * check against the buffer. Decoded posts are re-encoded and must decode
- * to the same fields.
+ * check against the buffer. Decoded posts are re-encoded and must give
+ * the same bytes and decode to the same fields.
  *
  * Built by `make fuzz` (clang); `make check` runs it briefly on the seeds
  * of tests/fuzz/mkseeds.c. By hand: build/fuzz/fuzz_decode -max_total_time=600
@@ -31,7 +31,7 @@ static void touch(const void *p, size_t n)
     sink += s;
 }
 
-static void walk(const dps_msg_t *m)
+static void walk(const dps_msg_t *m, const void *raw, size_t size)
 {
     uint32_t i;
     size_t off;
@@ -40,27 +40,48 @@ static void walk(const dps_msg_t *m)
     case DPS_MSG_POST:
     case DPS_MSG_PEER_POST: {
         const dps_msg_post_t *f = &m->u.post.fixed;
-        dps_msg_post_t again;
+        const void *keys[DPS_NBUF];
+        dps_step_t *steps = NULL;
         dps_msg_t m2;
         size_t len;
         void *enc;
+        int b;
 
-        touch(m->u.post.send_rkey, f->send_rkey_len);
-        touch(m->u.post.recv_rkey, f->recv_rkey_len);
+        for (b = 0; b < DPS_NBUF; b++) {
+            touch(m->u.post.rkey[b], f->rkey_len[b]);
+            keys[b] = m->u.post.rkey[b];
+        }
+        /* Steps are unaligned in the message: read into an aligned copy
+         * with dps_msg_step, as agents do. */
+        if (f->nsteps != 0) {
+            steps = malloc((size_t)f->nsteps * sizeof(*steps));
+            if (steps == NULL || m->u.post.steps == NULL) {
+                abort();
+            }
+            for (i = 0; i < f->nsteps; i++) {
+                dps_msg_step(m->u.post.steps, i, &steps[i]);
+                sink += steps[i].kind + steps[i].peer + steps[i].len;
+            }
+        } else if (m->u.post.steps != NULL) {
+            abort(); /* no steps, no pointer */
+        }
         for (i = 0; i < f->nmembers; i++) {
             sink += dps_msg_u32(m->u.post.members, i);
         }
-        enc = dps_msg_encode_post(m->type, f, m->u.post.send_rkey,
-                                  m->u.post.recv_rkey, m->u.post.members,
-                                  &len);
-        if (enc == NULL || dps_msg_decode(enc, len, &m2, NULL, 0) != DPS_OK) {
-            abort(); /* what decodes must encode and decode again */
-        }
-        again = m2.u.post.fixed;
-        if (memcmp(&again, f, sizeof(again)) != 0) {
+        /* What decodes must encode, byte for byte (but the header's
+         * reserved word, which the decoder ignores), and decode again. */
+        enc = dps_msg_encode_post(m->type, f, keys, steps,
+                                  m->u.post.members, &len);
+        if (enc == NULL || len != size ||
+            memcmp((const char *)enc + sizeof(dps_msg_hdr_t),
+                   (const char *)raw + sizeof(dps_msg_hdr_t),
+                   len - sizeof(dps_msg_hdr_t)) != 0 ||
+            dps_msg_decode(enc, len, &m2, NULL, 0) != DPS_OK ||
+            memcmp(&m2.u.post.fixed, f, sizeof(*f)) != 0) {
             abort();
         }
         free(enc);
+        free(steps);
         break;
     }
     case DPS_MSG_JOB_INFO: {
@@ -84,6 +105,7 @@ static void walk(const dps_msg_t *m)
         }
         break;
     case DPS_MSG_REG_FREE:
+    case DPS_MSG_SCHED_FREE:
         for (i = 0; i < m->u.reg_free.fixed.count; i++) {
             sink += dps_msg_u64(m->u.reg_free.ids, i);
         }
@@ -103,7 +125,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     memcpy(buf, data, size);
     if (dps_msg_decode(buf, size, &m, err, sizeof(err)) == DPS_OK) {
-        walk(&m);
+        walk(&m, buf, size);
     } else if (err[0] == '\0') {
         abort(); /* every refusal names its reason */
     }

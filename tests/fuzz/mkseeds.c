@@ -4,6 +4,7 @@
  * to HELLO_DIR */
 #include "../../common/dps_listen.h"
 #include "../../common/dps_proto.h"
+#include "../../common/dps_status.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +28,7 @@ static void put(const char *dir, const char *name, void *msg, size_t len)
 int main(int argc, char **argv)
 {
     static const uint8_t key[37] = {1, 2, 3, 4, 5};
+    const void *keys[DPS_NBUF] = {key, key, key};
     uint32_t members[4] = {0, 1, 2, 3}, pid[3] = {10, 11, 12};
     uint32_t node[3] = {0, 0, 1}, agent[3] = {0, 0, 1};
     uint32_t alen[3] = {5, 7, 9}, aglen[2] = {3, 4};
@@ -35,6 +37,8 @@ int main(int argc, char **argv)
     uint64_t ids[3] = {1, 2, 99};
     dps_msg_stats_t st = {123, 4, 0};
     dps_msg_job_t job = {3, 2, 1, 77};
+    /* Rank 1 of 4, ring allreduce-like: send to 2, reduce from 0, copy. */
+    dps_step_t steps[3];
     dps_msg_post_t p;
     size_t len = 0;
     void *m;
@@ -51,8 +55,10 @@ int main(int argc, char **argv)
     put(argv[1], "complete", m, len);
     m = dps_msg_encode_comm_free(5, 1, &len);
     put(argv[1], "comm_free", m, len);
-    m = dps_msg_encode_read_done(5, 2, 1, &len);
-    put(argv[1], "read_done", m, len);
+    m = dps_msg_encode_send_done(5, 2, 1, 2, 0, &len);
+    put(argv[1], "send_done", m, len);
+    m = dps_msg_encode_round(5, 2, 1, 1, &len);
+    put(argv[1], "round", m, len);
     m = dps_msg_encode_shutdown(&len);
     put(argv[1], "shutdown", m, len);
     m = dps_msg_encode_stats_req(&len);
@@ -63,7 +69,7 @@ int main(int argc, char **argv)
     put(argv[1], "pong", m, len);
     m = dps_msg_encode_shm(1, 4242, 9, &len);
     put(argv[1], "shm", m, len);
-    m = dps_msg_encode_inst_fail(5, 3, -10, &len);
+    m = dps_msg_encode_inst_fail(5, 3, DPS_ERR_MISMATCH, &len);
     put(argv[1], "inst_fail", m, len);
     m = dps_msg_encode_stats(&st, &len);
     put(argv[1], "stats", m, len);
@@ -71,34 +77,80 @@ int main(int argc, char **argv)
     put(argv[1], "procs", m, len);
     m = dps_msg_encode_reg_free(2, 3, ids, &len);
     put(argv[1], "reg_free", m, len);
-    m = dps_msg_encode_job(&job, agent, addrs, alen, agaddrs,
-                                           aglen, &len);
+    m = dps_msg_encode_sched_free(2, 3, ids, &len);
+    put(argv[1], "sched_free", m, len);
+    m = dps_msg_encode_job(&job, agent, addrs, alen, agaddrs, aglen, &len);
     put(argv[1], "job", m, len);
+
+    memset(steps, 0, sizeof(steps));
+    steps[0].kind = DPS_STEP_SEND;
+    steps[0].src_buf = DPS_BUF_SEND;
+    steps[0].peer = 2;
+    steps[0].len = 1024;
+    steps[1].kind = DPS_STEP_RECV_REDUCE;
+    steps[1].dst_buf = DPS_BUF_TMP;
+    steps[1].op = DPS_OP_SUM;
+    steps[1].dtype = DPS_T_DOUBLE;
+    steps[1].peer = 0;
+    steps[1].len = 1024;
+    steps[2].kind = DPS_STEP_COPY;
+    steps[2].round = 1;
+    steps[2].src_buf = DPS_BUF_TMP;
+    steps[2].dst_buf = DPS_BUF_RECV;
+    steps[2].len = 1024;
     memset(&p, 0, sizeof(p));
     p.comm_id = 1;
     p.op_token = 9;
-    p.block_bytes = 4096;
-    p.send_addr = 0x1000;
-    p.recv_addr = 0x2000;
-    p.send_reg = 1;
-    p.recv_reg = 2;
-    p.coll = DPS_COLL_ALLTOALL;
+    p.sched_id = 3;
+    p.buf_addr[DPS_BUF_SEND] = 0x1000;
+    p.buf_addr[DPS_BUF_RECV] = 0x2000;
+    p.buf_addr[DPS_BUF_TMP] = 0x3000;
+    p.buf_len[DPS_BUF_SEND] = p.buf_len[DPS_BUF_RECV] = 1024;
+    p.buf_len[DPS_BUF_TMP] = 1024;
+    p.buf_reg[DPS_BUF_SEND] = 1;
+    p.buf_reg[DPS_BUF_RECV] = 2;
+    p.buf_reg[DPS_BUF_TMP] = 3;
+    p.coll = DPS_COLL_ALLREDUCE;
     p.comm_size = 4;
     p.comm_rank = 1;
     p.world_rank = 1;
-    p.send_rkey_len = sizeof(key);
-    p.recv_rkey_len = 5;
+    p.nsteps = 3;
+    p.rkey_len[DPS_BUF_SEND] = sizeof(key);
+    p.rkey_len[DPS_BUF_RECV] = 5;
+    p.rkey_len[DPS_BUF_TMP] = 1;
     p.nmembers = 4;
-    m = dps_msg_encode_post(DPS_MSG_POST, &p, key, key,
-                                             members, &len);
+    p.flags = DPS_POST_SCHED;
+    m = dps_msg_encode_post(DPS_MSG_POST, &p, keys, steps, members, &len);
     put(argv[1], "post", m, len);
-    p.send_rkey_len = p.recv_rkey_len = 0;
+    /* An agent forwards only the SEND steps, keys it has not sent. */
+    p.nsteps = 1;
+    p.rkey_len[DPS_BUF_RECV] = p.rkey_len[DPS_BUF_TMP] = 0;
     p.nmembers = 0;
-    p.coll = DPS_COLL_BCAST;
-    p.recv_reg = 0;
-    m = dps_msg_encode_post(DPS_MSG_PEER_POST, &p,
-                                                  NULL, NULL, NULL, &len);
+    m = dps_msg_encode_post(DPS_MSG_PEER_POST, &p, keys, steps, NULL, &len);
     put(argv[1], "peer_post", m, len);
+    /* A later post: keys and schedule cached, an empty buffer. */
+    p.nsteps = 0;
+    p.flags = 0;
+    p.rkey_len[DPS_BUF_SEND] = 0;
+    p.coll = DPS_COLL_BCAST;
+    p.buf_addr[DPS_BUF_TMP] = p.buf_len[DPS_BUF_TMP] = 0;
+    p.buf_reg[DPS_BUF_TMP] = 0;
+    m = dps_msg_encode_post(DPS_MSG_POST, &p, NULL, NULL, NULL, &len);
+    put(argv[1], "post_cached", m, len);
+    /* An empty schedule (a barrier of one), and a poster's error. */
+    p.flags = DPS_POST_SCHED;
+    p.coll = DPS_COLL_BARRIER;
+    p.comm_size = 1;
+    p.comm_rank = 0;
+    p.nmembers = 1;
+    m = dps_msg_encode_post(DPS_MSG_PEER_POST, &p, NULL, NULL, members,
+                            &len);
+    put(argv[1], "peer_post_empty", m, len);
+    p.flags = 0;
+    p.sched_id = 0;
+    p.error = DPS_ERR_MISMATCH;
+    m = dps_msg_encode_post(DPS_MSG_POST, &p, NULL, NULL, members, &len);
+    put(argv[1], "post_error", m, len);
     if (argc == 3) {
         uint8_t secret[DPS_SECRET_LEN];
 

@@ -13,6 +13,7 @@
 
 #define HDR     sizeof(dps_msg_hdr_t)
 #define POSTF   sizeof(dps_msg_post_t)
+#define STEP    sizeof(dps_step_t)
 #define JOBF    sizeof(dps_msg_job_t)
 #define ERR_LEN 256
 
@@ -144,19 +145,21 @@ static void *resized(const void *msg, size_t len, int delta, size_t *nlen)
 /* Fixed-size messages                                                */
 /* ------------------------------------------------------------------ */
 
-enum { FX_HELLO, FX_READY, FX_COMPLETE, FX_COMM_FREE, FX_READ_DONE,
-       FX_SHUTDOWN, FX_PING, FX_PONG, FX_SHM, FX_INST_FAIL, FX_COUNT };
+enum { FX_HELLO, FX_READY, FX_COMPLETE, FX_COMM_FREE, FX_SEND_DONE,
+       FX_ROUND, FX_SHUTDOWN, FX_PING, FX_PONG, FX_SHM, FX_INST_FAIL,
+       FX_COUNT };
 
 static const unsigned fx_type[FX_COUNT] = {
     DPS_MSG_HELLO, DPS_MSG_READY, DPS_MSG_COMPLETE, DPS_MSG_COMM_FREE,
-    DPS_MSG_READ_DONE, DPS_MSG_SHUTDOWN, DPS_MSG_PING, DPS_MSG_PONG,
-    DPS_MSG_SHM, DPS_MSG_INST_FAIL
+    DPS_MSG_SEND_DONE, DPS_MSG_ROUND, DPS_MSG_SHUTDOWN, DPS_MSG_PING,
+    DPS_MSG_PONG, DPS_MSG_SHM, DPS_MSG_INST_FAIL
 };
 static const size_t fx_body[FX_COUNT] = {
     sizeof(dps_msg_hello_t), sizeof(dps_msg_ready_t),
     sizeof(dps_msg_complete_t), sizeof(dps_msg_comm_free_t),
-    sizeof(dps_msg_read_done_t), 0, sizeof(dps_msg_hello_t), 0,
-    sizeof(dps_msg_shm_t), sizeof(dps_msg_inst_fail_t)
+    sizeof(dps_msg_send_done_t), sizeof(dps_msg_round_t), 0,
+    sizeof(dps_msg_hello_t), 0, sizeof(dps_msg_shm_t),
+    sizeof(dps_msg_inst_fail_t)
 };
 
 /* A valid encoded message of a fixed-size type. */
@@ -177,8 +180,11 @@ static void *make_fixed(int which, size_t *len)
     case FX_COMM_FREE:
         m = dps_msg_encode_comm_free(0x1122334455667788ull, 5, len);
         break;
-    case FX_READ_DONE:
-        m = dps_msg_encode_read_done(7, 8, 9, len);
+    case FX_SEND_DONE:
+        m = dps_msg_encode_send_done(7, 8, 9, 10, 11, len);
+        break;
+    case FX_ROUND:
+        m = dps_msg_encode_round(7, 8, 9, 3, len);
         break;
     case FX_SHUTDOWN:
         m = dps_msg_encode_shutdown(len);
@@ -365,26 +371,98 @@ START_TEST(rt_comm_free)
 }
 END_TEST
 
-START_TEST(rt_read_done)
+START_TEST(rt_send_done)
 {
     static const uint64_t id[] = {0, 7, UINT64_MAX, 0x0102030405060708ull};
     static const uint32_t seq[] = {0, 1, UINT32_MAX, 0xdeadbeef};
-    static const uint32_t src[] = {0, 3, UINT32_MAX, 1048575};
+    static const uint32_t src[] = {0, 3, DPS_MAX_RANKS - 1, 12345};
+    static const uint32_t dst[] = {0, 4, 1, DPS_MAX_RANKS - 1};
+    static const uint32_t k[] = {0, 1, UINT32_MAX, 0x7fffffff};
     size_t i, len;
 
     for (i = 0; i < sizeof(id) / sizeof(id[0]); i++) {
-        dps_msg_read_done_t want = {id[i], seq[i], src[i]};
+        dps_msg_send_done_t want = {id[i], seq[i], src[i], dst[i], k[i]};
         dps_msg_t msg;
-        char *m = dps_msg_encode_read_done(id[i], seq[i], src[i], &len);
+        char *m = dps_msg_encode_send_done(id[i], seq[i], src[i], dst[i],
+                                           k[i], &len);
 
-        check_hdr(m, len, DPS_MSG_READ_DONE);
+        check_hdr(m, len, DPS_MSG_SEND_DONE);
         ck_assert_uint_eq(len, HDR + sizeof(want));
         ck_assert_mem_eq(m + HDR, &want, sizeof(want));
         DECODE_OK(m, len, &msg);
-        ck_assert_int_eq(msg.type, DPS_MSG_READ_DONE);
-        ck_assert_uint_eq(msg.u.read_done.comm_id, id[i]);
-        ck_assert_uint_eq(msg.u.read_done.seq, seq[i]);
-        ck_assert_uint_eq(msg.u.read_done.src_comm_rank, src[i]);
+        ck_assert_int_eq(msg.type, DPS_MSG_SEND_DONE);
+        ck_assert_uint_eq(msg.u.send_done.comm_id, id[i]);
+        ck_assert_uint_eq(msg.u.send_done.seq, seq[i]);
+        ck_assert_uint_eq(msg.u.send_done.src, src[i]);
+        ck_assert_uint_eq(msg.u.send_done.dst, dst[i]);
+        ck_assert_uint_eq(msg.u.send_done.k, k[i]);
+        free(m);
+    }
+}
+END_TEST
+
+/* SEND_DONE names communicator ranks: none at or above DPS_MAX_RANKS. */
+START_TEST(bad_send_done)
+{
+    static const uint32_t bad[] = {DPS_MAX_RANKS, DPS_MAX_RANKS + 1,
+                                   UINT32_MAX};
+    size_t i, len;
+
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char *m = dps_msg_encode_send_done(1, 2, bad[i], 0, 0, &len);
+
+        ck_assert_ptr_nonnull(m);
+        REJECT(m, len, "send_done src out of range");
+        free(m);
+        m = dps_msg_encode_send_done(1, 2, 0, bad[i], 0, &len);
+        ck_assert_ptr_nonnull(m);
+        REJECT(m, len, "send_done dst out of range");
+        free(m);
+    }
+}
+END_TEST
+
+START_TEST(rt_round)
+{
+    static const uint64_t id[] = {0, 7, UINT64_MAX, 0x0102030405060708ull};
+    static const uint32_t seq[] = {0, 1, UINT32_MAX, 0xdeadbeef};
+    static const uint32_t rank[] = {0, 3, DPS_MAX_RANKS - 1, 1048575};
+    static const uint32_t round[] = {0, 1, UINT32_MAX, 65535};
+    size_t i, len;
+
+    for (i = 0; i < sizeof(id) / sizeof(id[0]); i++) {
+        dps_msg_round_t want = {id[i], seq[i], rank[i], round[i], 0};
+        dps_msg_t msg;
+        char *m = dps_msg_encode_round(id[i], seq[i], rank[i], round[i],
+                                       &len);
+
+        check_hdr(m, len, DPS_MSG_ROUND);
+        ck_assert_uint_eq(len, HDR + sizeof(want));
+        ck_assert_mem_eq(m + HDR, &want, sizeof(want));
+        DECODE_OK(m, len, &msg);
+        ck_assert_int_eq(msg.type, DPS_MSG_ROUND);
+        ck_assert_uint_eq(msg.u.round.comm_id, id[i]);
+        ck_assert_uint_eq(msg.u.round.seq, seq[i]);
+        ck_assert_uint_eq(msg.u.round.rank, rank[i]);
+        ck_assert_uint_eq(msg.u.round.round, round[i]);
+        ck_assert_uint_eq(msg.u.round.pad, 0);
+        free(m);
+    }
+}
+END_TEST
+
+/* ROUND names a communicator rank: none at or above DPS_MAX_RANKS. */
+START_TEST(bad_round)
+{
+    static const uint32_t bad[] = {DPS_MAX_RANKS, DPS_MAX_RANKS + 1,
+                                   UINT32_MAX};
+    size_t i, len;
+
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char *m = dps_msg_encode_round(1, 2, bad[i], 0, &len);
+
+        ck_assert_ptr_nonnull(m);
+        REJECT(m, len, "round rank out of range");
         free(m);
     }
 }
@@ -453,13 +531,15 @@ START_TEST(rt_type_str)
     ck_assert_str_eq(dps_msg_type_str(DPS_MSG_COMPLETE), "complete");
     ck_assert_str_eq(dps_msg_type_str(DPS_MSG_COMM_FREE), "comm_free");
     ck_assert_str_eq(dps_msg_type_str(DPS_MSG_PEER_POST), "peer_post");
-    ck_assert_str_eq(dps_msg_type_str(DPS_MSG_READ_DONE), "read_done");
+    ck_assert_str_eq(dps_msg_type_str(DPS_MSG_SEND_DONE), "send_done");
     ck_assert_str_eq(dps_msg_type_str(DPS_MSG_SHUTDOWN), "shutdown");
     ck_assert_str_eq(dps_msg_type_str(DPS_MSG_REG_FREE), "reg_free");
     ck_assert_str_eq(dps_msg_type_str(DPS_MSG_PING), "ping");
     ck_assert_str_eq(dps_msg_type_str(DPS_MSG_PONG), "pong");
     ck_assert_str_eq(dps_msg_type_str(DPS_MSG_SHM), "shm");
     ck_assert_str_eq(dps_msg_type_str(DPS_MSG_INST_FAIL), "inst_fail");
+    ck_assert_str_eq(dps_msg_type_str(DPS_MSG_ROUND), "round");
+    ck_assert_str_eq(dps_msg_type_str(DPS_MSG_SCHED_FREE), "sched_free");
     ck_assert_str_eq(dps_msg_type_str(0), "?");
     ck_assert_str_eq(dps_msg_type_str(DPS_MSG_TYPE_MAX), "?");
     ck_assert_str_eq(dps_msg_type_str(0xffffu), "?");
@@ -467,41 +547,98 @@ START_TEST(rt_type_str)
 }
 END_TEST
 
+START_TEST(rt_coll_str)
+{
+    unsigned c;
+
+    ck_assert_str_eq(dps_coll_str(DPS_COLL_ALLTOALL), "MPI_Ialltoall");
+    ck_assert_str_eq(dps_coll_str(DPS_COLL_BCAST), "MPI_Ibcast");
+    ck_assert_str_eq(dps_coll_str(DPS_COLL_REDUCE_SCATTER_BLOCK),
+                     "MPI_Ireduce_scatter_block");
+    ck_assert_str_eq(dps_coll_str(DPS_COLL_EXSCAN), "MPI_Iexscan");
+    for (c = 1; c < DPS_COLL_MAX; c++) {
+        ck_assert_msg(strncmp(dps_coll_str(c), "MPI_I", 5) == 0,
+                      "collective %u is %s", c, dps_coll_str(c));
+    }
+    ck_assert_str_eq(dps_coll_str(0), "?");
+    ck_assert_str_eq(dps_coll_str(DPS_COLL_MAX), "?");
+    ck_assert_str_eq(dps_coll_str(UINT32_MAX), "?");
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 /* POST and PEER_POST                                                 */
 /* ------------------------------------------------------------------ */
 
-/* A fixed part with every field set to a distinct non-trivial value. */
-static dps_msg_post_t post_fixed(uint32_t coll, uint32_t size,
-                                 uint32_t slen, uint32_t rlen,
+/* A fixed part with every field set to a distinct non-trivial value:
+ * keys of k0, k1, k2 bytes for the three buffers, nsteps steps (the
+ * schedule travels, DPS_POST_SCHED, when there are any). */
+static dps_msg_post_t post_fixed(uint32_t coll, uint32_t size, uint32_t k0,
+                                 uint32_t k1, uint32_t k2, uint32_t nsteps,
                                  uint32_t nmembers)
 {
     dps_msg_post_t f;
+    int b;
 
     memset(&f, 0, sizeof(f));
     f.comm_id = 0x0123456789abcdefull;
     f.op_token = 0xfedcba9876543210ull;
-    f.block_bytes = 0x100000001ull;
-    f.send_addr = 0x00007f0012345678ull;
-    f.recv_addr = 0x00007f00abcdef00ull;
-    f.send_reg = 0x1122334455667788ull;
-    f.recv_reg = 0x8877665544332211ull;
+    f.sched_id = 0x5eed00000000002aull;
+    for (b = 0; b < DPS_NBUF; b++) {
+        f.buf_addr[b] = 0x00007f0012345678ull + 0x100000000ull * (unsigned)b;
+        f.buf_len[b] = 0x100000001ull + 4096u * (unsigned)b;
+        f.buf_reg[b] = 0x1122334455667788ull + 0x1111u * (unsigned)b;
+    }
     f.seq = 0xdeadbeefu;
     f.coll = coll;
     f.comm_size = size;
     f.comm_rank = size - 1;
-    f.root = size / 2;
     f.world_rank = 77777;
-    f.send_rkey_len = slen;
-    f.recv_rkey_len = rlen;
+    f.nsteps = nsteps;
+    f.rkey_len[0] = k0;
+    f.rkey_len[1] = k1;
+    f.rkey_len[2] = k2;
     f.nmembers = nmembers;
+    f.flags = nsteps ? DPS_POST_SCHED : 0;
     return f;
+}
+
+static size_t post_keys(const dps_msg_post_t *f)
+{
+    return (size_t)f->rkey_len[0] + f->rkey_len[1] + f->rkey_len[2];
 }
 
 static size_t post_tail(const dps_msg_post_t *f)
 {
-    return (size_t)f->send_rkey_len + f->recv_rkey_len +
+    return post_keys(f) + (size_t)f->nsteps * STEP +
            (size_t)f->nmembers * sizeof(uint32_t);
+}
+
+/* n steps of a plausible schedule of a rank of a communicator of size
+ * ranks; every byte, pad included, from a pattern of seed. */
+static dps_step_t *make_steps(uint32_t n, uint32_t size, unsigned seed)
+{
+    dps_step_t *s = xmalloc((size_t)n * STEP);
+    uint32_t i;
+    size_t k;
+
+    for (k = 0; k < (size_t)n * STEP; k++) {
+        ((uint8_t *)s)[k] = pat(seed, k);
+    }
+    for (i = 0; i < n; i++) {
+        s[i].kind = (uint8_t)(DPS_STEP_SEND + i % (DPS_STEP_MAX - 1));
+        s[i].src_buf = (uint8_t)(i % DPS_NBUF);
+        s[i].dst_buf = (uint8_t)((i + 1) % DPS_NBUF);
+        s[i].op = (uint8_t)(i % DPS_OP_COUNT);
+        s[i].round = (uint16_t)(i / 3);
+        s[i].dtype = (uint16_t)(i % DPS_T_COUNT);
+        s[i].peer = (i * 7 + seed) % size;
+        s[i].src_off = 0x100000000ull * i + seed;
+        s[i].dst_off = 8ull * i;
+        /* High bytes set: the last byte on the wire is never 0. */
+        s[i].len = 0xa500000000000001ull + i;
+    }
+    return s;
 }
 
 /* A post of the given type whose body is *f then tail pattern bytes,
@@ -521,45 +658,66 @@ static void *raw_post(unsigned type, const dps_msg_post_t *f, size_t tail,
     return m;
 }
 
-/* Encode, check the wire bytes, decode (aligned and not), check fields. */
+/* Encode, check the wire bytes, decode (aligned and not), check fields,
+ * keys, steps (byte for byte, and through dps_msg_step) and members. */
 static void roundtrip_post(dps_msg_type_t type, uint32_t coll,
-                           uint32_t size, uint32_t slen, uint32_t rlen,
+                           uint32_t size, const uint32_t klen[DPS_NBUF],
+                           uint32_t nsteps, uint32_t flags,
                            int with_members)
 {
     uint32_t nm = with_members ? size : 0, i;
-    dps_msg_post_t f = post_fixed(coll, size, slen, rlen, nm);
-
-    /* Every second size carries a poster's error, which must survive. */
-    f.error = (size % 2) ? DPS_ERR_BUFFER : 0;
-    uint8_t *skey = xmalloc(slen), *rkey = xmalloc(rlen);
+    dps_msg_post_t f = post_fixed(coll, size, klen[0], klen[1], klen[2],
+                                  nsteps, nm);
+    uint8_t *key[DPS_NBUF];
+    const void *keys[DPS_NBUF];
+    dps_step_t *steps = make_steps(nsteps, size, coll);
     uint32_t *members = xmalloc(size * sizeof(uint32_t));
-    size_t len, off, k;
+    size_t len, off, koff[DPS_NBUF], soff, moff, k;
     char *m, *shifted;
     dps_msg_t msg;
-    int pass;
+    int pass, b, nokeys = 1;
 
-    for (k = 0; k < slen; k++) {
-        skey[k] = pat(1, k);
+    f.flags = flags;
+    /* Every second size carries a poster's error, which must survive;
+     * such a post needs no schedule id. */
+    f.error = (size % 2) ? DPS_ERR_BUFFER : 0;
+    if (f.error != 0 && nsteps == 0) {
+        f.sched_id = 0;
     }
-    for (k = 0; k < rlen; k++) {
-        rkey[k] = pat(2, k);
+    for (b = 0; b < DPS_NBUF; b++) {
+        key[b] = xmalloc(klen[b]);
+        for (k = 0; k < klen[b]; k++) {
+            key[b][k] = pat(1 + (unsigned)b, k);
+        }
+        /* No key: none is needed (NULL), and some buffers are empty. */
+        keys[b] = klen[b] ? key[b] : NULL;
+        if (klen[b] == 0 && (size + (unsigned)b) % 2) {
+            f.buf_addr[b] = f.buf_len[b] = f.buf_reg[b] = 0;
+        }
+        nokeys &= klen[b] == 0;
     }
     for (i = 0; i < size; i++) {
         members[i] = 0x01000000u + i * 2654435761u % 1000003u;
     }
-    m = dps_msg_encode_post(type, &f, skey, rkey,
+    m = dps_msg_encode_post(type, &f, (nokeys && size % 2) ? NULL : keys,
+                            nsteps ? steps : NULL,
                             with_members ? members : NULL, &len);
     check_hdr(m, len, type);
     ck_assert_uint_eq(len, HDR + POSTF + post_tail(&f));
 
-    /* Wire layout: fixed part, send rkey, recv rkey, members. */
+    /* Wire layout: fixed part, the three keys, steps, members. */
     off = HDR;
     ck_assert_mem_eq(m + off, &f, POSTF);
     off += POSTF;
-    ck_assert(memcmp(m + off, skey, slen) == 0);
-    off += slen;
-    ck_assert(memcmp(m + off, rkey, rlen) == 0);
-    off += rlen;
+    for (b = 0; b < DPS_NBUF; b++) {
+        koff[b] = off;
+        ck_assert(memcmp(m + off, key[b], klen[b]) == 0);
+        off += klen[b];
+    }
+    soff = off;
+    ck_assert(memcmp(m + off, steps, nsteps * STEP) == 0);
+    off += nsteps * STEP;
+    moff = off;
     ck_assert(memcmp(m + off, members, nm * sizeof(uint32_t)) == 0);
     off += nm * sizeof(uint32_t);
     ck_assert_uint_eq(off, len);
@@ -569,42 +727,59 @@ static void roundtrip_post(dps_msg_type_t type, uint32_t coll,
     memcpy(shifted + 1, m, len);
     for (pass = 0; pass < 2; pass++) {
         const char *buf = pass ? shifted + 1 : m;
+        const dps_msg_post_t *g = &msg.u.post.fixed;
 
         memset(&msg, 0xa5, sizeof(msg));
         DECODE_OK(buf, len, &msg);
         ck_assert_int_eq(msg.type, type);
-        ck_assert_uint_eq(msg.u.post.fixed.comm_id, f.comm_id);
-        ck_assert_uint_eq(msg.u.post.fixed.op_token, f.op_token);
-        ck_assert_uint_eq(msg.u.post.fixed.block_bytes, f.block_bytes);
-        ck_assert_uint_eq(msg.u.post.fixed.send_addr, f.send_addr);
-        ck_assert_uint_eq(msg.u.post.fixed.recv_addr, f.recv_addr);
-        ck_assert_uint_eq(msg.u.post.fixed.send_reg, f.send_reg);
-        ck_assert_uint_eq(msg.u.post.fixed.recv_reg, f.recv_reg);
-        ck_assert_uint_eq(msg.u.post.fixed.seq, f.seq);
-        ck_assert_uint_eq(msg.u.post.fixed.coll, coll);
-        ck_assert_uint_eq(msg.u.post.fixed.comm_rank, f.comm_rank);
-        ck_assert_uint_eq(msg.u.post.fixed.comm_size, size);
-        ck_assert_uint_eq(msg.u.post.fixed.root, f.root);
-        ck_assert_uint_eq(msg.u.post.fixed.world_rank, f.world_rank);
-        ck_assert_uint_eq(msg.u.post.fixed.send_rkey_len, slen);
-        ck_assert_uint_eq(msg.u.post.fixed.recv_rkey_len, rlen);
-        ck_assert_uint_eq(msg.u.post.fixed.nmembers, nm);
-        ck_assert_int_eq(msg.u.post.fixed.error, f.error);
-
-        ck_assert_ptr_eq(msg.u.post.send_rkey,
-                         (const uint8_t *)buf + HDR + POSTF);
-        ck_assert_ptr_eq(msg.u.post.recv_rkey,
-                         (const uint8_t *)buf + HDR + POSTF + slen);
-        for (k = 0; k < slen; k++) {
-            ck_assert_uint_eq(msg.u.post.send_rkey[k], pat(1, k));
+        ck_assert_mem_eq(g, &f, POSTF);
+        ck_assert_uint_eq(g->comm_id, f.comm_id);
+        ck_assert_uint_eq(g->op_token, f.op_token);
+        ck_assert_uint_eq(g->sched_id, f.sched_id);
+        for (b = 0; b < DPS_NBUF; b++) {
+            ck_assert_uint_eq(g->buf_addr[b], f.buf_addr[b]);
+            ck_assert_uint_eq(g->buf_len[b], f.buf_len[b]);
+            ck_assert_uint_eq(g->buf_reg[b], f.buf_reg[b]);
+            ck_assert_uint_eq(g->rkey_len[b], klen[b]);
         }
-        for (k = 0; k < rlen; k++) {
-            ck_assert_uint_eq(msg.u.post.recv_rkey[k], pat(2, k));
+        ck_assert_uint_eq(g->seq, f.seq);
+        ck_assert_uint_eq(g->coll, coll);
+        ck_assert_uint_eq(g->comm_rank, f.comm_rank);
+        ck_assert_uint_eq(g->comm_size, size);
+        ck_assert_uint_eq(g->world_rank, f.world_rank);
+        ck_assert_uint_eq(g->nsteps, nsteps);
+        ck_assert_uint_eq(g->nmembers, nm);
+        ck_assert_int_eq(g->error, f.error);
+        ck_assert_uint_eq(g->flags, flags);
+
+        for (b = 0; b < DPS_NBUF; b++) {
+            ck_assert_ptr_eq(msg.u.post.rkey[b],
+                             (const uint8_t *)buf + koff[b]);
+            for (k = 0; k < klen[b]; k++) {
+                ck_assert_uint_eq(msg.u.post.rkey[b][k],
+                                  pat(1 + (unsigned)b, k));
+            }
+        }
+        if (nsteps) {
+            ck_assert_ptr_eq(msg.u.post.steps, (const uint8_t *)buf + soff);
+            ck_assert(memcmp(msg.u.post.steps, steps, nsteps * STEP) == 0);
+            for (i = 0; i < nsteps; i++) {
+                dps_step_t st;
+
+                memset(&st, 0xee, sizeof(st));
+                dps_msg_step(msg.u.post.steps, i, &st);
+                ck_assert_mem_eq(&st, &steps[i], STEP);
+                ck_assert_uint_eq(st.kind, steps[i].kind);
+                ck_assert_uint_eq(st.round, steps[i].round);
+                ck_assert_uint_eq(st.peer, steps[i].peer);
+                ck_assert_uint_eq(st.src_off, steps[i].src_off);
+                ck_assert_uint_eq(st.len, 0xa500000000000001ull + i);
+            }
+        } else {
+            ck_assert_ptr_null(msg.u.post.steps);
         }
         if (with_members) {
-            ck_assert_ptr_eq(msg.u.post.members,
-                             (const void *)(buf + HDR + POSTF + slen +
-                                            rlen));
+            ck_assert_ptr_eq(msg.u.post.members, (const void *)(buf + moff));
             for (i = 0; i < size; i++) {
                 ck_assert_uint_eq(dps_msg_u32(msg.u.post.members, i),
                                   members[i]);
@@ -615,28 +790,37 @@ static void roundtrip_post(dps_msg_type_t type, uint32_t coll,
     }
     free(shifted);
     free(m);
-    free(skey);
-    free(rkey);
+    for (b = 0; b < DPS_NBUF; b++) {
+        free(key[b]);
+    }
+    free(steps);
     free(members);
 }
 
 START_TEST(rt_post)
 {
-    static const uint32_t lens[] = {1, 3, 17};
+    static const uint32_t klens[][DPS_NBUF] = {
+        {1, 1, 1}, {3, 17, 0}, {0, 0, 0}, {17, 0, 3}, {0, 5, 1}
+    };
     static const uint32_t sizes[] = {1, 2, 5, 64};
+    /* nsteps, flags: schedule cached; an empty one; 1 step; 7 steps */
+    static const uint32_t sched[][2] = {
+        {0, 0}, {0, DPS_POST_SCHED}, {1, DPS_POST_SCHED}, {7, DPS_POST_SCHED}
+    };
     static const dps_msg_type_t types[] = {DPS_MSG_POST, DPS_MSG_PEER_POST};
-    size_t t, s, a, b;
+    uint32_t coll = 0;
+    size_t t, s, k, n;
     int mem;
 
     for (t = 0; t < 2; t++) {
         for (s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
-            for (a = 0; a < 3; a++) {
-                for (b = 0; b < 3; b++) {
+            for (k = 0; k < sizeof(klens) / sizeof(klens[0]); k++) {
+                for (n = 0; n < sizeof(sched) / sizeof(sched[0]); n++) {
                     for (mem = 0; mem < 2; mem++) {
-                        roundtrip_post(types[t], DPS_COLL_ALLTOALL,
-                                       sizes[s], lens[a], lens[b], mem);
-                        roundtrip_post(types[t], DPS_COLL_BCAST,
-                                       sizes[s], lens[a], lens[b], mem);
+                        /* Every collective in turn. */
+                        coll = coll % (DPS_COLL_MAX - 1) + 1;
+                        roundtrip_post(types[t], coll, sizes[s], klens[k],
+                                       sched[n][0], sched[n][1], mem);
                     }
                 }
             }
@@ -645,18 +829,27 @@ START_TEST(rt_post)
 }
 END_TEST
 
-/* Bcast needs no recv rkey; the largest rkeys are accepted. */
+/* The largest keys, long schedules, the first and last collectives. */
 START_TEST(rt_post_edges)
 {
+    static const uint32_t kmax[DPS_NBUF] = {
+        DPS_MAX_RKEY, DPS_MAX_RKEY, DPS_MAX_RKEY
+    };
+    static const uint32_t kodd[DPS_NBUF] = {
+        DPS_MAX_RKEY, 0, DPS_MAX_RKEY - 1
+    };
+    static const uint32_t kone[DPS_NBUF] = {1, 0, 0};
     int mem;
 
     for (mem = 0; mem < 2; mem++) {
-        roundtrip_post(DPS_MSG_POST, DPS_COLL_BCAST, 3, 5, 0, mem);
-        roundtrip_post(DPS_MSG_PEER_POST, DPS_COLL_BCAST, 4, 1, 0, mem);
-        roundtrip_post(DPS_MSG_POST, DPS_COLL_ALLTOALL, 7, DPS_MAX_RKEY,
-                       DPS_MAX_RKEY, mem);
-        roundtrip_post(DPS_MSG_PEER_POST, DPS_COLL_BCAST, 2, DPS_MAX_RKEY,
-                       DPS_MAX_RKEY - 1, mem);
+        roundtrip_post(DPS_MSG_POST, DPS_COLL_ALLTOALL, 7, kmax, 3,
+                       DPS_POST_SCHED, mem);
+        roundtrip_post(DPS_MSG_PEER_POST, DPS_COLL_MAX - 1, 2, kodd, 0,
+                       DPS_POST_SCHED, mem);
+        roundtrip_post(DPS_MSG_POST, DPS_COLL_BCAST, 3, kone, 4096,
+                       DPS_POST_SCHED, mem);
+        roundtrip_post(DPS_MSG_PEER_POST, DPS_COLL_MAX - 1, 33, kodd, 1000,
+                       DPS_POST_SCHED, mem);
     }
 }
 END_TEST
@@ -664,22 +857,29 @@ END_TEST
 /* The test's raw builder lays out posts exactly like the encoder. */
 START_TEST(rt_raw_post_sane)
 {
-    dps_msg_post_t f = post_fixed(DPS_COLL_ALLTOALL, 4, 3, 17, 4);
+    dps_msg_post_t f = post_fixed(DPS_COLL_ALLTOALL, 4, 3, 17, 5, 2, 4);
     dps_msg_t msg;
     size_t len;
     char *m = raw_post(DPS_MSG_PEER_POST, &f, post_tail(&f), &len);
 
     DECODE_OK(m, len, &msg);
     ck_assert_int_eq(msg.type, DPS_MSG_PEER_POST);
+    ck_assert_uint_eq(msg.u.post.fixed.nsteps, 2);
+    ck_assert_ptr_eq(msg.u.post.steps,
+                     (const uint8_t *)m + HDR + POSTF + 3 + 17 + 5);
+    ck_assert_ptr_eq(msg.u.post.members,
+                     (const void *)(m + HDR + POSTF + 25 + 2 * STEP));
     free(m);
 }
 END_TEST
 
 /* ------------------------------------------------------------------ */
-/* REG_FREE                                                           */
+/* REG_FREE and SCHED_FREE (the same body)                            */
 /* ------------------------------------------------------------------ */
 
-START_TEST(rt_reg_free)
+typedef void *(*free_enc_t)(uint32_t, uint32_t, const uint64_t *, size_t *);
+
+static void roundtrip_free(unsigned type, free_enc_t enc)
 {
     static const uint32_t counts[] = {1, 2, 7, DPS_MAX_REG_FREE};
     size_t c, len, i, off;
@@ -692,15 +892,15 @@ START_TEST(rt_reg_free)
         for (i = 0; i < counts[c]; i++) {
             ids[i] = 0x0102030405060708ull * (i + 1) ^ counts[c];
         }
-        m = dps_msg_encode_reg_free(4242, counts[c], ids, &len);
+        m = enc(4242, counts[c], ids, &len);
         ck_assert_ptr_nonnull(m);
-        check_hdr(m, len, DPS_MSG_REG_FREE);
+        check_hdr(m, len, type);
         ck_assert_uint_eq(len, HDR + 8 + 8 * counts[c]);
         for (off = 0; off < 8; off += 3) { /* aligned and not */
             shifted = xmalloc(len + off);
             memcpy(shifted + off, m, len);
             DECODE_OK(shifted + off, len, &msg);
-            ck_assert_int_eq(msg.type, DPS_MSG_REG_FREE);
+            ck_assert_int_eq(msg.type, type);
             ck_assert_uint_eq(msg.u.reg_free.fixed.world_rank, 4242);
             ck_assert_uint_eq(msg.u.reg_free.fixed.count, counts[c]);
             for (i = 0; i < counts[c]; i++) {
@@ -713,38 +913,70 @@ START_TEST(rt_reg_free)
         free(ids);
     }
 }
-END_TEST
 
-START_TEST(bad_reg_free)
+static void bad_free(unsigned type, free_enc_t enc)
 {
     uint64_t ids[3] = {1, 2, 3};
     struct { uint32_t world, count; uint64_t id[3]; } b = {0, 0, {1, 2, 3}};
     size_t len;
     char *m;
 
-    ck_assert_ptr_null(dps_msg_encode_reg_free(0, 0, ids, &len));
-    ck_assert_ptr_null(dps_msg_encode_reg_free(0, DPS_MAX_REG_FREE + 1, ids,
-                                               &len));
-    ck_assert_ptr_null(dps_msg_encode_reg_free(0, 2, NULL, &len));
+    ck_assert_ptr_null(enc(0, 0, ids, &len));
+    ck_assert_ptr_null(enc(0, DPS_MAX_REG_FREE + 1, ids, &len));
+    ck_assert_ptr_null(enc(0, 2, NULL, &len));
     /* count 0; count larger than the body; smaller; over the maximum */
-    m = raw_msg(DPS_MSG_REG_FREE, &b, 8, &len);
-    REJECT(m, len, "reg_free with no ids");
+    m = raw_msg(type, &b, 8, &len);
+    REJECT(m, len, "no ids");
     free(m);
     b.count = 3;
-    m = raw_msg(DPS_MSG_REG_FREE, &b, 8 + 16, &len);
-    REJECT(m, len, "reg_free shorter than its ids");
+    m = raw_msg(type, &b, 8 + 16, &len);
+    REJECT(m, len, "shorter than its ids");
     free(m);
     b.count = 2;
-    m = raw_msg(DPS_MSG_REG_FREE, &b, 8 + 24, &len);
-    REJECT(m, len, "reg_free longer than its ids");
+    m = raw_msg(type, &b, 8 + 24, &len);
+    REJECT(m, len, "longer than its ids");
     free(m);
     b.count = DPS_MAX_REG_FREE + 1;
-    m = raw_msg(DPS_MSG_REG_FREE, &b, 8 + 24, &len);
-    REJECT(m, len, "reg_free with too many ids");
+    m = raw_msg(type, &b, 8 + 24, &len);
+    REJECT(m, len, "too many ids");
     free(m);
-    m = raw_msg(DPS_MSG_REG_FREE, &b, 4, &len);
-    REJECT(m, len, "reg_free shorter than its fixed part");
+    m = raw_msg(type, &b, 4, &len);
+    REJECT(m, len, "shorter than its fixed part");
     free(m);
+    /* The raw layout is the encoder's. */
+    b.count = 3;
+    m = raw_msg(type, &b, 8 + 24, &len);
+    {
+        dps_msg_t msg;
+
+        DECODE_OK(m, len, &msg);
+        ck_assert_int_eq(msg.type, type);
+        ck_assert_uint_eq(dps_msg_u64(msg.u.reg_free.ids, 2), 3);
+    }
+    free(m);
+}
+
+START_TEST(rt_reg_free)
+{
+    roundtrip_free(DPS_MSG_REG_FREE, dps_msg_encode_reg_free);
+}
+END_TEST
+
+START_TEST(rt_sched_free)
+{
+    roundtrip_free(DPS_MSG_SCHED_FREE, dps_msg_encode_sched_free);
+}
+END_TEST
+
+START_TEST(bad_reg_free)
+{
+    bad_free(DPS_MSG_REG_FREE, dps_msg_encode_reg_free);
+}
+END_TEST
+
+START_TEST(bad_sched_free)
+{
+    bad_free(DPS_MSG_SCHED_FREE, dps_msg_encode_sched_free);
 }
 END_TEST
 
@@ -1075,10 +1307,12 @@ START_TEST(hdr_bad_length)
     }
     {
         /* A valid post received with one byte more or less. */
-        dps_msg_post_t f = post_fixed(DPS_COLL_BCAST, 4, 3, 0, 4);
+        dps_msg_post_t f = post_fixed(DPS_COLL_BCAST, 4, 3, 0, 2, 2, 4);
         uint32_t members[4] = {9, 8, 7, 6};
         uint8_t key[3] = {1, 2, 3};
-        char *m = dps_msg_encode_post(DPS_MSG_POST, &f, key, NULL, members,
+        const void *keys[DPS_NBUF] = {key, NULL, key};
+        dps_step_t *steps = make_steps(2, 4, 1);
+        char *m = dps_msg_encode_post(DPS_MSG_POST, &f, keys, steps, members,
                                       &len);
         char *big = xmalloc(len + 1);
 
@@ -1089,6 +1323,7 @@ START_TEST(hdr_bad_length)
         REJECT(m, len - 1, "one byte less than the length field");
         free(big);
         free(m);
+        free(steps);
     }
 }
 END_TEST
@@ -1199,50 +1434,88 @@ static void reject_post_at(const dps_msg_post_t *f, const char *what,
 }
 #define REJECT_POST(_f, _w) reject_post_at((_f), (_w), __LINE__)
 
+/* Accept *f as both post types, with a body length matching *f. */
+static void accept_post_at(const dps_msg_post_t *f, int line)
+{
+    size_t len, t;
+
+    for (t = 0; t < 2; t++) {
+        char *m = raw_post(post_types[t], f, post_tail(f), &len);
+        dps_msg_t msg;
+
+        decode_ok_at(m, len, &msg, line);
+        ck_assert_mem_eq(&msg.u.post.fixed, f, POSTF);
+        free(m);
+    }
+}
+#define ACCEPT_POST(_f) accept_post_at((_f), __LINE__)
+
+/* A valid encoded post (3 keys, nsteps steps, members) for patching. */
+static char *encoded_post(uint32_t nsteps, size_t *len)
+{
+    static const uint8_t key[17] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+    const void *keys[DPS_NBUF] = {key, key, key};
+    dps_msg_post_t f = post_fixed(DPS_COLL_ALLTOALL, 5, 3, 17, 1, nsteps,
+                                  5);
+    uint32_t members[5] = {10, 20, 30, 40, 50};
+    dps_step_t *steps = make_steps(nsteps, 5, 4);
+    char *m = dps_msg_encode_post(DPS_MSG_POST, &f, keys, steps, members,
+                                  len);
+
+    ck_assert_ptr_nonnull(m);
+    DECODE_OK(m, *len, &(dps_msg_t){0});
+    free(steps);
+    return m;
+}
+
 START_TEST(post_bad_ranks)
 {
     dps_msg_post_t f;
 
-    f = post_fixed(DPS_COLL_ALLTOALL, 4, 3, 17, 0);
+    f = post_fixed(DPS_COLL_ALLTOALL, 4, 3, 17, 0, 2, 0);
     f.comm_rank = 4;
     REJECT_POST(&f, "comm_rank == comm_size");
     f.comm_rank = UINT32_MAX;
     REJECT_POST(&f, "comm_rank huge");
-    f = post_fixed(DPS_COLL_BCAST, 4, 3, 17, 4);
+    f = post_fixed(DPS_COLL_BCAST, 4, 3, 17, 1, 0, 4);
     f.comm_rank = 5;
     REJECT_POST(&f, "comm_rank > comm_size, with members");
+    f = post_fixed(DPS_COLL_ALLTOALL, 1, 1, 1, 1, 1, 1);
+    f.comm_rank = 1;
+    REJECT_POST(&f, "rank 1 of size 1");
 
-    f = post_fixed(DPS_COLL_BCAST, 4, 1, 1, 0);
-    f.root = 4;
-    REJECT_POST(&f, "root == comm_size");
-    f.root = UINT32_MAX;
-    REJECT_POST(&f, "root huge");
-    f = post_fixed(DPS_COLL_ALLTOALL, 1, 1, 1, 1);
-    f.comm_rank = 0;
-    f.root = 1;
-    REJECT_POST(&f, "root 1 of size 1");
-
-    f = post_fixed(DPS_COLL_ALLTOALL, 1, 1, 1, 0);
+    f = post_fixed(DPS_COLL_ALLTOALL, 1, 1, 1, 0, 1, 0);
     f.comm_size = 0;
     f.comm_rank = 0;
-    f.root = 0;
     REJECT_POST(&f, "comm_size 0");
-    f = post_fixed(DPS_COLL_BCAST, DPS_MAX_RANKS + 1, 1, 1, 0);
+    f = post_fixed(DPS_COLL_BCAST, DPS_MAX_RANKS + 1, 1, 1, 0, 0, 0);
     REJECT_POST(&f, "comm_size above DPS_MAX_RANKS");
+    f.comm_rank = 0;
+    REJECT_POST(&f, "comm_size above DPS_MAX_RANKS, rank 0");
+    /* The largest communicator is fine. */
+    f = post_fixed(DPS_COLL_BCAST, DPS_MAX_RANKS, 1, 1, 0, 0, 0);
+    ACCEPT_POST(&f);
 }
 END_TEST
 
 START_TEST(post_bad_coll)
 {
-    static const uint32_t bad[] = {0, 3, 4, 0x100, UINT32_MAX};
+    static const uint32_t bad[] = {
+        0, DPS_COLL_MAX, DPS_COLL_MAX + 1, 0x100, UINT32_MAX
+    };
     dps_msg_post_t f;
     size_t i;
 
     for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        f = post_fixed(bad[i], 4, 3, 17, 0);
+        f = post_fixed(bad[i], 4, 3, 17, 0, 0, 0);
         REJECT_POST(&f, "unknown collective");
-        f = post_fixed(bad[i], 4, 3, 17, 4);
-        REJECT_POST(&f, "unknown collective, with members");
+        f = post_fixed(bad[i], 4, 3, 17, 5, 3, 4);
+        REJECT_POST(&f, "unknown collective, with steps and members");
+    }
+    /* Every known one is fine. */
+    for (i = 1; i < DPS_COLL_MAX; i++) {
+        f = post_fixed((uint32_t)i, 4, 3, 17, 5, 3, 4);
+        ACCEPT_POST(&f);
     }
 }
 END_TEST
@@ -1254,10 +1527,10 @@ START_TEST(post_bad_nmembers)
     size_t i;
 
     for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        f = post_fixed(DPS_COLL_ALLTOALL, 4, 3, 17, bad[i]);
+        f = post_fixed(DPS_COLL_ALLTOALL, 4, 3, 17, 0, 0, bad[i]);
         REJECT_POST(&f, "nmembers neither 0 nor comm_size");
-        f = post_fixed(DPS_COLL_BCAST, 4, 1, 0, bad[i]);
-        REJECT_POST(&f, "bcast nmembers neither 0 nor comm_size");
+        f = post_fixed(DPS_COLL_BCAST, 4, 1, 0, 2, 3, bad[i]);
+        REJECT_POST(&f, "nmembers neither 0 nor comm_size, with steps");
     }
 }
 END_TEST
@@ -1265,97 +1538,217 @@ END_TEST
 START_TEST(post_bad_rkeys)
 {
     dps_msg_post_t f;
+    int b;
 
-    f = post_fixed(DPS_COLL_ALLTOALL, 2, DPS_MAX_RKEY + 1, 1, 0);
-    REJECT_POST(&f, "send rkey too long");
-    f = post_fixed(DPS_COLL_ALLTOALL, 2, 1, DPS_MAX_RKEY + 1, 2);
-    REJECT_POST(&f, "recv rkey too long");
-    f = post_fixed(DPS_COLL_BCAST, 2, DPS_MAX_RKEY + 1, 0, 0);
-    REJECT_POST(&f, "bcast send rkey too long");
-    f = post_fixed(DPS_COLL_BCAST, 2, 1, DPS_MAX_RKEY + 1, 0);
-    REJECT_POST(&f, "bcast recv rkey too long");
-    f = post_fixed(DPS_COLL_ALLTOALL, 2, UINT32_MAX, UINT32_MAX, 0);
+    for (b = 0; b < DPS_NBUF; b++) {
+        f = post_fixed(DPS_COLL_ALLTOALL, 2, 3, 17, 5, 1, 0);
+        f.rkey_len[b] = DPS_MAX_RKEY + 1;
+        REJECT_POST(&f, "rkey too long");
+        f.rkey_len[b] = UINT32_MAX;
+        REJECT_POST(&f, "rkey length UINT32_MAX");
+        f = post_fixed(DPS_COLL_BCAST, 2, 1, 1, 1, 0, 2);
+        f.rkey_len[b] = DPS_MAX_RKEY + 1;
+        REJECT_POST(&f, "rkey too long, with members");
+
+        /* A key must name a registration; an empty buffer has none. */
+        f = post_fixed(DPS_COLL_ALLTOALL, 2, 3, 17, 5, 2, 0);
+        f.buf_reg[b] = 0;
+        REJECT_POST(&f, "a key for no registration");
+        f.rkey_len[b] = 0;
+        f.buf_len[b] = 0;
+        ACCEPT_POST(&f);
+    }
+    f = post_fixed(DPS_COLL_ALLTOALL, 2, UINT32_MAX, UINT32_MAX, UINT32_MAX,
+                   0, 0);
     REJECT_POST(&f, "rkey lengths that overflow 32 bits");
-    f = post_fixed(DPS_COLL_ALLTOALL, 2, 1, UINT32_MAX, 0);
-    REJECT_POST(&f, "recv rkey length UINT32_MAX");
-
-    f = post_fixed(DPS_COLL_ALLTOALL, 2, 0, 5, 0);
-    f.send_reg = 0;
-    REJECT_POST(&f, "alltoall without send registration");
-    f = post_fixed(DPS_COLL_BCAST, 2, 0, 5, 2);
-    f.send_reg = 0;
-    REJECT_POST(&f, "bcast without send registration");
-    f = post_fixed(DPS_COLL_ALLTOALL, 2, 5, 0, 0);
-    f.recv_reg = 0;
-    REJECT_POST(&f, "alltoall without recv registration");
+    f = post_fixed(DPS_COLL_ALLTOALL, 2, DPS_MAX_RKEY, DPS_MAX_RKEY,
+                   DPS_MAX_RKEY, 1, 2);
+    ACCEPT_POST(&f);
 }
 END_TEST
 
-START_TEST(post_zero_block)
+/* sched_id names the schedule: required unless the post is an error. */
+START_TEST(post_no_sched_id)
 {
     dps_msg_post_t f;
+    size_t len;
+    char *m;
 
-    f = post_fixed(DPS_COLL_ALLTOALL, 4, 3, 17, 0);
-    f.block_bytes = 0;
-    REJECT_POST(&f, "alltoall block_bytes 0");
-    f = post_fixed(DPS_COLL_BCAST, 4, 3, 0, 4);
-    f.block_bytes = 0;
-    REJECT_POST(&f, "bcast block_bytes 0");
-    {
-        /* Patched in place in an encoder's message. */
-        uint8_t key[3] = {1, 2, 3};
-        size_t len;
-        char *m;
+    f = post_fixed(DPS_COLL_ALLTOALL, 4, 3, 17, 0, 2, 0);
+    f.sched_id = 0;
+    REJECT_POST(&f, "no schedule id, with steps");
+    f = post_fixed(DPS_COLL_BCAST, 4, 0, 0, 0, 0, 4);
+    f.sched_id = 0;
+    REJECT_POST(&f, "no schedule id, schedule cached");
+    f.flags = DPS_POST_SCHED;
+    REJECT_POST(&f, "no schedule id, empty schedule");
+    /* A poster's error needs none: it fails the instance. */
+    f.error = DPS_ERR_ARG;
+    ACCEPT_POST(&f);
 
-        f = post_fixed(DPS_COLL_ALLTOALL, 4, 3, 3, 0);
-        m = dps_msg_encode_post(DPS_MSG_POST, &f, key, key, NULL, &len);
-        ck_assert_ptr_nonnull(m);
-        put64(m, HDR + offsetof(dps_msg_post_t, block_bytes), 0);
-        REJECT(m, len, "block_bytes patched to 0");
-        free(m);
-    }
+    /* Patched in place in an encoder's message. */
+    m = encoded_post(3, &len);
+    put64(m, HDR + offsetof(dps_msg_post_t, sched_id), 0);
+    REJECT(m, len, "sched_id patched to 0");
+    put32(m, HDR + offsetof(dps_msg_post_t, error), (uint32_t)DPS_ERR_ARG);
+    DECODE_OK(m, len, &(dps_msg_t){0});
+    free(m);
 }
 END_TEST
 
-/* The body must hold exactly the rkeys and members announced. */
+/* flags: DPS_POST_SCHED alone, and always with steps. */
+START_TEST(post_bad_flags)
+{
+    static const uint32_t bad[] = {
+        2, 4, 0x80000000u, DPS_POST_SCHED | 2, DPS_POST_SCHED | 0x100,
+        UINT32_MAX
+    };
+    static const uint32_t nsteps[] = {0, 1, 3};
+    dps_msg_post_t f;
+    size_t i, n, len;
+    char *m;
+
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        for (n = 0; n < sizeof(nsteps) / sizeof(nsteps[0]); n++) {
+            f = post_fixed(DPS_COLL_ALLTOALL, 4, 3, 17, 5, nsteps[n], 4);
+            f.flags = bad[i];
+            REJECT_POST(&f, "unknown flags");
+        }
+    }
+    /* Steps without DPS_POST_SCHED. */
+    for (n = 1; n < sizeof(nsteps) / sizeof(nsteps[0]); n++) {
+        f = post_fixed(DPS_COLL_ALLTOALL, 4, 3, 17, 5, nsteps[n], 0);
+        f.flags = 0;
+        REJECT_POST(&f, "steps without DPS_POST_SCHED");
+        f.flags = DPS_POST_SCHED;
+        ACCEPT_POST(&f);
+    }
+    /* No steps: with the flag (an empty schedule) or without (cached). */
+    f = post_fixed(DPS_COLL_ALLTOALL, 4, 3, 17, 5, 0, 4);
+    ACCEPT_POST(&f);
+    f.flags = DPS_POST_SCHED;
+    ACCEPT_POST(&f);
+
+    /* More steps than any schedule has. */
+    f = post_fixed(DPS_COLL_ALLTOALL, 4, 3, 17, 5, DPS_MAX_STEPS + 1, 0);
+    REJECT_POST(&f, "nsteps above DPS_MAX_STEPS");
+    f.nsteps = UINT32_MAX;
+    REJECT_POST(&f, "nsteps UINT32_MAX");
+
+    /* A body that really holds DPS_MAX_STEPS + 1 steps: refused for the
+     * count, not the length; one step fewer is accepted. */
+    f = post_fixed(DPS_COLL_ALLTOALL, 4, 0, 0, 0, DPS_MAX_STEPS + 1, 0);
+    m = raw_post(DPS_MSG_POST, &f, post_tail(&f), &len);
+    REJECT(m, len, "DPS_MAX_STEPS + 1 steps, all present");
+    put32(m, offsetof(dps_msg_hdr_t, length), (uint32_t)(len - STEP));
+    put32(m, HDR + offsetof(dps_msg_post_t, nsteps), DPS_MAX_STEPS);
+    DECODE_OK(m, len - STEP, &(dps_msg_t){0});
+    free(m);
+
+    /* Patched in place in an encoder's message. */
+    m = encoded_post(3, &len);
+    put32(m, HDR + offsetof(dps_msg_post_t, flags), 0);
+    REJECT(m, len, "flag cleared on a post with steps");
+    put32(m, HDR + offsetof(dps_msg_post_t, flags), DPS_POST_SCHED | 2);
+    REJECT(m, len, "unknown flag set on a post with steps");
+    put32(m, HDR + offsetof(dps_msg_post_t, flags), DPS_POST_SCHED);
+    DECODE_OK(m, len, &(dps_msg_t){0});
+    free(m);
+    m = encoded_post(0, &len);
+    put32(m, HDR + offsetof(dps_msg_post_t, flags), 2);
+    REJECT(m, len, "unknown flag set on a post without steps");
+    free(m);
+}
+END_TEST
+
+/* The body must hold exactly the keys, steps and members announced. */
 START_TEST(post_bad_body_length)
 {
-    static const long delta[] = {-5, -1, +1, +3, +4};
+    static const long delta[] = {-40, -5, -1, +1, +3, +4, +40};
+    static const uint32_t nsteps[] = {0, 3};
     dps_msg_post_t f;
-    size_t len, i, t;
+    size_t len, i, t, n, keys;
+    uint32_t v;
     int mem;
+    char *m;
 
     for (mem = 0; mem < 2; mem++) {
-        f = post_fixed(DPS_COLL_ALLTOALL, 5, 3, 17, mem ? 5 : 0);
-        for (i = 0; i < sizeof(delta) / sizeof(delta[0]); i++) {
-            for (t = 0; t < 2; t++) {
-                size_t tail = (size_t)((long)post_tail(&f) + delta[i]);
-                char *m = raw_post(post_types[t], &f, tail, &len);
+        for (n = 0; n < 2; n++) {
+            f = post_fixed(DPS_COLL_ALLTOALL, 5, 3, 17, 1, nsteps[n],
+                           mem ? 5 : 0);
+            for (i = 0; i < sizeof(delta) / sizeof(delta[0]); i++) {
+                long tl = (long)post_tail(&f) + delta[i];
 
-                REJECT(m, len, "body length not rkeys + members");
-                free(m);
+                if (tl < 0) {
+                    continue;
+                }
+                for (t = 0; t < 2; t++) {
+                    m = raw_post(post_types[t], &f, (size_t)tl, &len);
+                    REJECT(m, len, "body length not keys + steps + members");
+                    free(m);
+                }
             }
         }
     }
-    /* Members announced but absent, and present but not announced. */
-    f = post_fixed(DPS_COLL_ALLTOALL, 5, 3, 17, 5);
+    keys = 3 + 17 + 1;
     for (t = 0; t < 2; t++) {
-        char *m = raw_post(post_types[t], &f, 3 + 17, &len);
-
+        /* Members announced but absent, and present but not announced. */
+        f = post_fixed(DPS_COLL_ALLTOALL, 5, 3, 17, 1, 2, 5);
+        m = raw_post(post_types[t], &f, keys + 2 * STEP, &len);
         REJECT(m, len, "members missing");
         free(m);
-    }
-    f = post_fixed(DPS_COLL_ALLTOALL, 5, 3, 17, 0);
-    for (t = 0; t < 2; t++) {
-        char *m = raw_post(post_types[t], &f, 3 + 17 + 5 * 4, &len);
-
+        f = post_fixed(DPS_COLL_ALLTOALL, 5, 3, 17, 1, 2, 0);
+        m = raw_post(post_types[t], &f, keys + 2 * STEP + 5 * 4, &len);
         REJECT(m, len, "members not announced");
         free(m);
+        /* Steps announced but absent, and present but not announced. */
+        f = post_fixed(DPS_COLL_ALLTOALL, 5, 3, 17, 1, 4, 5);
+        m = raw_post(post_types[t], &f, keys + 5 * 4, &len);
+        REJECT(m, len, "steps missing");
+        free(m);
+        f = post_fixed(DPS_COLL_ALLTOALL, 5, 3, 17, 1, 0, 5);
+        f.flags = DPS_POST_SCHED;
+        m = raw_post(post_types[t], &f, keys + 4 * STEP + 5 * 4, &len);
+        REJECT(m, len, "steps not announced");
+        free(m);
+        /* Steps up to the limit announced, a few present. */
+        f = post_fixed(DPS_COLL_ALLTOALL, 5, 3, 17, 1, DPS_MAX_STEPS, 0);
+        m = raw_post(post_types[t], &f, keys + 4 * STEP, &len);
+        REJECT(m, len, "DPS_MAX_STEPS steps announced, 4 present");
+        free(m);
     }
+    /* nsteps and key lengths inconsistent with an encoded body. */
+    m = encoded_post(4, &len);
+    for (v = 0; v <= 8; v++) {
+        if (v == 4) {
+            continue;
+        }
+        put32(m, HDR + offsetof(dps_msg_post_t, nsteps), v);
+        REJECT(m, len, "nsteps inconsistent with the length");
+    }
+    put32(m, HDR + offsetof(dps_msg_post_t, nsteps), DPS_MAX_STEPS);
+    REJECT(m, len, "nsteps DPS_MAX_STEPS, 4 present");
+    put32(m, HDR + offsetof(dps_msg_post_t, nsteps), 4);
+    DECODE_OK(m, len, &(dps_msg_t){0});
+    for (i = 0; i < DPS_NBUF; i++) {
+        size_t at = HDR + offsetof(dps_msg_post_t, rkey_len) + 4 * i;
+        uint32_t was;
+
+        memcpy(&was, m + at, 4);
+        put32(m, at, was + 1);
+        REJECT(m, len, "key one byte longer than the body holds");
+        put32(m, at, was - 1);
+        REJECT(m, len, "key one byte shorter than the body holds");
+        put32(m, at, was + STEP);
+        REJECT(m, len, "key a step longer than the body holds");
+        put32(m, at, was);
+    }
+    DECODE_OK(m, len, &(dps_msg_t){0});
+    free(m);
     /* Shorter than the fixed part. */
+    f = post_fixed(DPS_COLL_ALLTOALL, 5, 3, 17, 1, 2, 0);
     for (i = 0; i < POSTF; i++) {
         char body[POSTF];
-        char *m;
 
         memset(body, 0, sizeof(body));
         memcpy(body, &f, sizeof(f));
@@ -1546,10 +1939,16 @@ static void reject_every_prefix(const char *m, size_t len, const char *what)
 
 START_TEST(trunc_post)
 {
-    static const uint32_t lens[][2] = {{1, 1}, {3, 17}, {17, 3}, {5, 0}};
+    /* key lengths of the three buffers, steps */
+    static const uint32_t cfg[][4] = {
+        {1, 1, 1, 1}, {3, 17, 0, 0}, {17, 3, 5, 2}, {5, 0, 0, 3},
+        {0, 0, 0, 0}
+    };
     static const dps_msg_type_t types[] = {DPS_MSG_POST, DPS_MSG_PEER_POST};
     uint32_t members[5] = {10, 20, 30, 40, 50};
+    dps_step_t *steps = make_steps(3, 5, 6);
     uint8_t key[17];
+    const void *keys[DPS_NBUF] = {key, key, key};
     size_t len, i, t;
     int mem;
 
@@ -1557,13 +1956,13 @@ START_TEST(trunc_post)
         key[i] = pat(3, i);
     }
     for (t = 0; t < 2; t++) {
-        for (i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+        for (i = 0; i < sizeof(cfg) / sizeof(cfg[0]); i++) {
             for (mem = 0; mem < 2; mem++) {
-                uint32_t coll = lens[i][1] ? DPS_COLL_ALLTOALL :
-                                             DPS_COLL_BCAST;
-                dps_msg_post_t f = post_fixed(coll, 5, lens[i][0],
-                                              lens[i][1], mem ? 5 : 0);
-                char *m = dps_msg_encode_post(types[t], &f, key, key,
+                uint32_t coll = (uint32_t)(1 + i);
+                dps_msg_post_t f = post_fixed(coll, 5, cfg[i][0], cfg[i][1],
+                                              cfg[i][2], cfg[i][3],
+                                              mem ? 5 : 0);
+                char *m = dps_msg_encode_post(types[t], &f, keys, steps,
                                               mem ? members : NULL, &len);
 
                 ck_assert_ptr_nonnull(m);
@@ -1572,6 +1971,7 @@ START_TEST(trunc_post)
             }
         }
     }
+    free(steps);
 }
 END_TEST
 
@@ -1615,8 +2015,6 @@ END_TEST
 /* Encoders refuse out-of-range input                                 */
 /* ------------------------------------------------------------------ */
 
-/* The encoder refuses every post the decoder would refuse, so a bad
- * post is caught where it is made, not by the agent. */
 /* PROCS: round trip, and every truncation or padding is refused. */
 START_TEST(rt_procs)
 {
@@ -1703,53 +2101,96 @@ START_TEST(rt_stats)
 }
 END_TEST
 
+/* The encoder refuses every post the decoder would refuse, so a bad
+ * post is caught where it is made, not by the agent. */
 START_TEST(enc_post_matches_decoder)
 {
     uint8_t key[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    const void *keys[DPS_NBUF] = {key, key, key};
+    const void *some[DPS_NBUF];
+    uint32_t members[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+    dps_step_t *steps = make_steps(2, 4, 5);
     dps_msg_post_t f;
+    dps_msg_t msg;
     size_t len;
-    int i;
+    void *m;
+    int i, b;
 
-    for (i = 0; i < 7; i++) {
-        f = post_fixed(DPS_COLL_ALLTOALL, 4, 3, 3, 0);
+    for (i = 0; i < 14; i++) {
+        f = post_fixed(DPS_COLL_ALLTOALL, 4, 3, 3, 3, 2, 0);
         switch (i) {
         case 0: f.coll = 99; break;
-        case 1: f.comm_size = 0; f.comm_rank = 0; f.root = 0; break;
-        case 2: f.comm_rank = 4; break;
-        case 3: f.root = 4; break;
-        case 4: f.block_bytes = 0; break;
-        case 5: f.send_reg = 0; break;
-        case 6: f.recv_reg = 0; break;
+        case 1: f.coll = 0; break;
+        case 2: f.coll = DPS_COLL_MAX; break;
+        case 3: f.comm_size = 0; f.comm_rank = 0; break;
+        case 4: f.comm_rank = 4; break;
+        case 5: f.sched_id = 0; break;
+        case 6: f.flags = 0; break;
+        case 7: f.flags = DPS_POST_SCHED | 2; break;
+        case 8: f.buf_reg[0] = 0; break;
+        case 9: f.buf_reg[2] = 0; break;
+        case 10: f.nsteps = DPS_MAX_STEPS + 1; break;
+        case 11: f.nmembers = 3; break;
+        case 12: f.rkey_len[1] = DPS_MAX_RKEY + 1; break;
+        case 13: f.nsteps = 0; f.flags = 4; break;
         }
-        ck_assert_msg(dps_msg_encode_post(DPS_MSG_POST, &f, key, key, NULL,
-                                          &len) == NULL,
+        ck_assert_msg(dps_msg_encode_post(DPS_MSG_POST, &f, keys, steps,
+                                          members, &len) == NULL,
                       "case %d encoded", i);
+        REJECT_POST(&f, "refused by the encoder");
     }
-    /* Non-zero rkey lengths with NULL rkeys. */
-    f = post_fixed(DPS_COLL_ALLTOALL, 4, 3, 3, 0);
-    ck_assert_ptr_null(dps_msg_encode_post(DPS_MSG_POST, &f, NULL, key, NULL,
-                                           &len));
-    ck_assert_ptr_null(dps_msg_encode_post(DPS_MSG_POST, &f, key, NULL, NULL,
-                                           &len));
-    /* Keys the agent has cached are not sent: ids alone. */
-    f = post_fixed(DPS_COLL_ALLTOALL, 4, 0, 0, 0);
-    {
-        void *m = dps_msg_encode_post(DPS_MSG_POST, &f, NULL, NULL, NULL,
-                                      &len);
-
-        ck_assert_ptr_nonnull(m);
-        free(m);
+    /* Non-zero key lengths with NULL keys. */
+    f = post_fixed(DPS_COLL_ALLTOALL, 4, 3, 3, 3, 2, 0);
+    ck_assert_ptr_null(dps_msg_encode_post(DPS_MSG_POST, &f, NULL, steps,
+                                           NULL, &len));
+    for (b = 0; b < DPS_NBUF; b++) {
+        memcpy(some, keys, sizeof(some));
+        some[b] = NULL;
+        ck_assert_ptr_null(dps_msg_encode_post(DPS_MSG_POST, &f, some, steps,
+                                               NULL, &len));
     }
-    /* A bcast needs no receive key. */
-    f = post_fixed(DPS_COLL_BCAST, 4, 3, 0, 0);
-    f.recv_reg = 0;
-    {
-        void *m = dps_msg_encode_post(DPS_MSG_POST, &f, key, NULL, NULL,
-                                      &len);
-
-        ck_assert_ptr_nonnull(m);
-        free(m);
+    /* Steps announced, none given. */
+    ck_assert_ptr_null(dps_msg_encode_post(DPS_MSG_POST, &f, keys, NULL,
+                                           NULL, &len));
+    /* Keys the agent has cached are not sent, nor a schedule it has: ids
+     * alone. */
+    f = post_fixed(DPS_COLL_ALLTOALL, 4, 0, 0, 0, 0, 0);
+    m = dps_msg_encode_post(DPS_MSG_POST, &f, NULL, NULL, NULL, &len);
+    ck_assert_ptr_nonnull(m);
+    ck_assert_uint_eq(len, HDR + POSTF);
+    DECODE_OK(m, len, &msg);
+    ck_assert_uint_eq(msg.u.post.fixed.flags, 0);
+    ck_assert_ptr_null(msg.u.post.steps);
+    free(m);
+    /* An empty schedule travels with the flag alone. */
+    f.flags = DPS_POST_SCHED;
+    m = dps_msg_encode_post(DPS_MSG_PEER_POST, &f, NULL, NULL, NULL, &len);
+    ck_assert_ptr_nonnull(m);
+    DECODE_OK(m, len, &msg);
+    ck_assert_uint_eq(msg.u.post.fixed.flags, DPS_POST_SCHED);
+    ck_assert_uint_eq(msg.u.post.fixed.nsteps, 0);
+    free(m);
+    /* Empty buffers have neither registration nor key. */
+    f = post_fixed(DPS_COLL_BCAST, 4, 3, 0, 0, 2, 0);
+    for (b = 1; b < DPS_NBUF; b++) {
+        f.buf_addr[b] = f.buf_len[b] = f.buf_reg[b] = 0;
+        some[b] = NULL;
     }
+    some[0] = key;
+    m = dps_msg_encode_post(DPS_MSG_POST, &f, some, steps, NULL, &len);
+    ck_assert_ptr_nonnull(m);
+    DECODE_OK(m, len, &msg);
+    free(m);
+    /* A poster's error needs no schedule id. */
+    f = post_fixed(DPS_COLL_BCAST, 4, 0, 0, 0, 0, 4);
+    f.sched_id = 0;
+    f.error = DPS_ERR_ARG;
+    m = dps_msg_encode_post(DPS_MSG_POST, &f, NULL, NULL, members, &len);
+    ck_assert_ptr_nonnull(m);
+    DECODE_OK(m, len, &msg);
+    ck_assert_int_eq(msg.u.post.fixed.error, DPS_ERR_ARG);
+    free(m);
+    free(steps);
 }
 END_TEST
 
@@ -1757,55 +2198,63 @@ START_TEST(enc_post_null)
 {
     static const unsigned bad_types[] = {
         0, DPS_MSG_HELLO, DPS_MSG_JOB_INFO, DPS_MSG_READY,
-        DPS_MSG_COMPLETE, DPS_MSG_COMM_FREE, DPS_MSG_READ_DONE,
-        DPS_MSG_SHUTDOWN, DPS_MSG_TYPE_MAX
+        DPS_MSG_COMPLETE, DPS_MSG_COMM_FREE, DPS_MSG_SEND_DONE,
+        DPS_MSG_SHUTDOWN, DPS_MSG_REG_FREE, DPS_MSG_ROUND,
+        DPS_MSG_SCHED_FREE, DPS_MSG_TYPE_MAX
     };
     uint32_t members[8] = {0, 1, 2, 3, 4, 5, 6, 7};
     uint8_t *key = xmalloc(DPS_MAX_RKEY + 1);
+    const void *keys[DPS_NBUF] = {key, key, key};
+    dps_step_t *steps = make_steps(3, 4, 7);
     dps_msg_post_t f;
     size_t len, i;
+    int b;
     void *m;
 
     memset(key, 0x3c, DPS_MAX_RKEY + 1);
     for (i = 0; i < sizeof(bad_types) / sizeof(bad_types[0]); i++) {
-        f = post_fixed(DPS_COLL_ALLTOALL, 4, 3, 3, 4);
+        f = post_fixed(DPS_COLL_ALLTOALL, 4, 3, 3, 3, 3, 4);
         ck_assert_ptr_null(dps_msg_encode_post((dps_msg_type_t)bad_types[i],
-                                               &f, key, key, members,
+                                               &f, keys, steps, members,
                                                &len));
     }
-    f = post_fixed(DPS_COLL_ALLTOALL, 4, 3, 3, 3);
-    ck_assert_ptr_null(dps_msg_encode_post(DPS_MSG_POST, &f, key, key,
+    f = post_fixed(DPS_COLL_ALLTOALL, 4, 3, 3, 3, 3, 3);
+    ck_assert_ptr_null(dps_msg_encode_post(DPS_MSG_POST, &f, keys, steps,
                                            members, &len));
-    f = post_fixed(DPS_COLL_ALLTOALL, 4, 3, 3, 5);
-    ck_assert_ptr_null(dps_msg_encode_post(DPS_MSG_POST, &f, key, key,
+    f = post_fixed(DPS_COLL_ALLTOALL, 4, 3, 3, 3, 3, 5);
+    ck_assert_ptr_null(dps_msg_encode_post(DPS_MSG_POST, &f, keys, steps,
                                            members, &len));
-    f = post_fixed(DPS_COLL_BCAST, 4, 3, 0, 1);
-    ck_assert_ptr_null(dps_msg_encode_post(DPS_MSG_PEER_POST, &f, key,
+    f = post_fixed(DPS_COLL_BCAST, 4, 3, 0, 0, 0, 1);
+    ck_assert_ptr_null(dps_msg_encode_post(DPS_MSG_PEER_POST, &f, keys,
                                            NULL, members, &len));
-    f = post_fixed(DPS_COLL_ALLTOALL, 4, 3, 3, 4);
-    ck_assert_ptr_null(dps_msg_encode_post(DPS_MSG_POST, &f, key, key,
+    /* Members announced, none given. */
+    f = post_fixed(DPS_COLL_ALLTOALL, 4, 3, 3, 3, 3, 4);
+    ck_assert_ptr_null(dps_msg_encode_post(DPS_MSG_POST, &f, keys, steps,
                                            NULL, &len));
-    ck_assert_ptr_null(dps_msg_encode_post(DPS_MSG_PEER_POST, &f, key, key,
-                                           NULL, &len));
-    f = post_fixed(DPS_COLL_ALLTOALL, 4, DPS_MAX_RKEY + 1, 3, 0);
-    ck_assert_ptr_null(dps_msg_encode_post(DPS_MSG_POST, &f, key, key,
-                                           NULL, &len));
-    f = post_fixed(DPS_COLL_ALLTOALL, 4, 3, DPS_MAX_RKEY + 1, 0);
-    ck_assert_ptr_null(dps_msg_encode_post(DPS_MSG_POST, &f, key, key,
-                                           NULL, &len));
-    f = post_fixed(DPS_COLL_ALLTOALL, DPS_MAX_RANKS + 1, 3, 3, 0);
-    ck_assert_ptr_null(dps_msg_encode_post(DPS_MSG_POST, &f, key, key,
+    ck_assert_ptr_null(dps_msg_encode_post(DPS_MSG_PEER_POST, &f, keys,
+                                           steps, NULL, &len));
+    for (b = 0; b < DPS_NBUF; b++) {
+        f = post_fixed(DPS_COLL_ALLTOALL, 4, 3, 3, 3, 3, 0);
+        f.rkey_len[b] = DPS_MAX_RKEY + 1;
+        ck_assert_ptr_null(dps_msg_encode_post(DPS_MSG_POST, &f, keys, steps,
+                                               NULL, &len));
+    }
+    f = post_fixed(DPS_COLL_ALLTOALL, DPS_MAX_RANKS + 1, 3, 3, 3, 3, 0);
+    ck_assert_ptr_null(dps_msg_encode_post(DPS_MSG_POST, &f, keys, steps,
                                            NULL, &len));
 
     /* The limits themselves are fine. */
-    f = post_fixed(DPS_COLL_ALLTOALL, 4, DPS_MAX_RKEY, DPS_MAX_RKEY, 0);
-    m = dps_msg_encode_post(DPS_MSG_POST, &f, key, key, NULL, &len);
+    f = post_fixed(DPS_COLL_ALLTOALL, 4, DPS_MAX_RKEY, DPS_MAX_RKEY,
+                   DPS_MAX_RKEY, 3, 0);
+    m = dps_msg_encode_post(DPS_MSG_POST, &f, keys, steps, NULL, &len);
     ck_assert_ptr_nonnull(m);
     free(m);
-    f = post_fixed(DPS_COLL_ALLTOALL, 4, 3, 3, 4);
-    m = dps_msg_encode_post(DPS_MSG_PEER_POST, &f, key, key, members, &len);
+    f = post_fixed(DPS_COLL_MAX - 1, 4, 3, 3, 3, 3, 4);
+    m = dps_msg_encode_post(DPS_MSG_PEER_POST, &f, keys, steps, members,
+                            &len);
     ck_assert_ptr_nonnull(m);
     free(m);
+    free(steps);
     free(key);
 }
 END_TEST
@@ -1991,14 +2440,20 @@ static Suite *proto_suite(void)
     tcase_add_test(tc, rt_ready);
     tcase_add_test(tc, rt_complete);
     tcase_add_test(tc, rt_comm_free);
-    tcase_add_test(tc, rt_read_done);
+    tcase_add_test(tc, rt_send_done);
+    tcase_add_test(tc, bad_send_done);
+    tcase_add_test(tc, rt_round);
+    tcase_add_test(tc, bad_round);
     tcase_add_test(tc, rt_shutdown);
     tcase_add_test(tc, rt_header_bytes);
     tcase_add_test(tc, rt_type_str);
+    tcase_add_test(tc, rt_coll_str);
     tcase_add_test(tc, rt_post);
     tcase_add_test(tc, rt_post_edges);
     tcase_add_test(tc, rt_reg_free);
     tcase_add_test(tc, bad_reg_free);
+    tcase_add_test(tc, rt_sched_free);
+    tcase_add_test(tc, bad_sched_free);
     tcase_add_test(tc, rt_raw_post_sane);
     tcase_add_test(tc, rt_job);
     tcase_add_test(tc, rt_procs);
@@ -2025,7 +2480,8 @@ static Suite *proto_suite(void)
     tcase_add_test(tc, post_bad_coll);
     tcase_add_test(tc, post_bad_nmembers);
     tcase_add_test(tc, post_bad_rkeys);
-    tcase_add_test(tc, post_zero_block);
+    tcase_add_test(tc, post_no_sched_id);
+    tcase_add_test(tc, post_bad_flags);
     tcase_add_test(tc, post_bad_body_length);
     suite_add_tcase(s, tc);
 
