@@ -310,6 +310,9 @@ void agent_exec_fini(agent_t *a);
  * COMM_FREE, REG_FREE, SCHED_FREE (agent_sched.c). */
 int agent_handle_coll(agent_t *a, const dps_msg_t *msg);
 
+/* Print every live instance: each rank's round and steps (SIGUSR1). */
+void agent_dump(agent_t *a, FILE *out);
+
 /* Release every instance, communicator, schedule and key. */
 void agent_sched_fini(agent_t *a);
 

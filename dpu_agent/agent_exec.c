@@ -611,7 +611,11 @@ void agent_schedule(agent_t *a)
                     s->off = m->issued;
                     s->len = m->len - m->issued;
                     if (s->len > a->chunk) {
-                        s->len = a->chunk;
+                        /* A reduction's chunks hold whole elements. */
+                        size_t es = m->op != DPS_OP_NONE
+                                    ? dps_dtype_size(m->dtype) : 1;
+
+                        s->len = a->chunk - a->chunk % es;
                     }
                     /* Stage the chunk at the destination's offset modulo
                      * 64: the kernel's copy (rep movsb) runs 2-6x slower

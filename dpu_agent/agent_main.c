@@ -527,6 +527,15 @@ void agent_copiers_started(agent_t *a)
     }
 }
 
+/* SIGUSR1: print what every live instance waits for (diagnostics). */
+static volatile sig_atomic_t agent_dump_asked;
+
+static void on_usr1(int sig)
+{
+    (void)sig;
+    agent_dump_asked = 1;
+}
+
 static int run(agent_t *a)
 {
     struct epoll_event ev, evs[8];
@@ -551,6 +560,10 @@ static int run(agent_t *a)
     while (!a->quit) {
         int work = 0;
 
+        if (agent_dump_asked) {
+            agent_dump_asked = 0;
+            agent_dump(a, stderr);
+        }
         while (ucp_worker_progress(a->ucx.worker)) {
             work = 1;
         }
@@ -651,6 +664,7 @@ static int serve(const dps_config_t *cfg, int addr_fd, int parent_fd,
     a.kick_fd[0] = a.kick_fd[1] = -1;
     a.force_ucx = (cfg->transport == DPS_TRANSPORT_UCX);
     signal(SIGPIPE, SIG_IGN);
+    signal(SIGUSR1, on_usr1);
     set_sched(&a, cfg->agent_sched);
     a.epfd = epoll_create1(EPOLL_CLOEXEC);
     if (a.epfd < 0) {

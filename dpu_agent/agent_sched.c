@@ -1125,6 +1125,49 @@ int agent_handle_coll(agent_t *a, const dps_msg_t *msg)
     }
 }
 
+void agent_dump(agent_t *a, FILE *out)
+{
+    agent_inst_t *in, *tmp;
+    agent_move_t *m;
+    unsigned queued = 0;
+
+    for (m = a->q_head; m != NULL; m = m->next) {
+        queued++;
+    }
+    fprintf(out, "dpushim[agent %u]: %u instances, %u moves queued, %u "
+            "slots busy\n", a->self, HASH_COUNT(a->insts), queued,
+            a->inflight);
+    HASH_ITER(hh, a->insts, in, tmp) {
+        fprintf(out, "  %s #%llu on %#llx: %u ranks, %u local left, %u "
+                "moves live%s\n", dps_coll_str(in->coll),
+                (unsigned long long)in->key.seq,
+                (unsigned long long)in->comm->id, in->comm->size,
+                in->local_left, in->moves_live, in->failed ? ", failed" : "");
+        for (uint32_t r = 0; r < in->comm->size; r++) {
+            agent_rstate_t *rs = &in->rs[r];
+
+            fprintf(out, "    rank %u (world %u)%s: %s round %u", r,
+                    in->comm->members[r], is_local(a, in->comm, r)
+                    ? " here" : "", rs->posted ? "posted," : "not posted,",
+                    rs->round);
+            if (rs->st != NULL && rs->sched != NULL) {
+                fprintf(out, " of %u, %u left, done %d:", rs->sched->nrounds,
+                        rs->left, rs->done);
+                for (uint32_t i = 0; i < rs->sched->nsteps; i++) {
+                    const dps_step_t *st = &rs->sched->steps[i];
+
+                    fprintf(out, " %s(r%u,p%u,%llu)=%u",
+                            dps_step_kind_str(st->kind), st->round,
+                            st->peer, (unsigned long long)st->len,
+                            rs->st[i]);
+                }
+            }
+            fprintf(out, "\n");
+        }
+    }
+    fflush(out);
+}
+
 void agent_sched_fini(agent_t *a)
 {
     agent_inst_t *in, *itmp;

@@ -121,6 +121,42 @@ static int regions(const shim_blocks_t *b, uint64_t *cnt, uint64_t *off,
     return MPI_SUCCESS;
 }
 
+/*
+ * PMPI_Pack / PMPI_Unpack of count elements of t at addr. MPICH 4.0
+ * refuses MPI_BOTTOM (a null buffer) with absolute addresses in the type,
+ * which the standard allows: then the data is described from its first
+ * byte instead, by a one-block type shifted back by that address.
+ */
+static int pack_at(int unpack, const void *addr, int count, MPI_Datatype t,
+                   void *packed, int size)
+{
+    MPI_Datatype sh = MPI_DATATYPE_NULL;
+    MPI_Aint tlb = 0, text;
+    int pos = 0, rc;
+
+    if (addr == NULL && count > 0) {
+        MPI_Aint disp;
+
+        PMPI_Type_get_true_extent(t, &tlb, &text);
+        disp = -tlb;
+        if (PMPI_Type_create_hindexed(1, &count, &disp, t, &sh) !=
+            MPI_SUCCESS || PMPI_Type_commit(&sh) != MPI_SUCCESS) {
+            return MPI_ERR_INTERN;
+        }
+        addr = (const char *)addr + tlb;
+        t = sh;
+        count = 1;
+    }
+    rc = unpack ? PMPI_Unpack(packed, size, &pos, (void *)addr, count, t,
+                              MPI_COMM_SELF)
+                : PMPI_Pack(addr, count, t, packed, size, &pos,
+                            MPI_COMM_SELF);
+    if (sh != MPI_DATATYPE_NULL) {
+        PMPI_Type_free(&sh);
+    }
+    return rc == MPI_SUCCESS && pos == size ? MPI_SUCCESS : MPI_ERR_INTERN;
+}
+
 int shim_place_send(shim_call_t *k, const shim_blocks_t *b, uint64_t *cnt,
                     uint64_t *off)
 {
@@ -146,16 +182,15 @@ int shim_place_send(shim_call_t *k, const shim_blocks_t *b, uint64_t *cnt,
     for (i = 0; i < b->n; i++) {
         const char *addr;
         MPI_Datatype t;
-        int count, pos = 0;
+        int count;
 
         block(b, i, &addr, &count, &t);
         if (cnt[i] == 0) {
             continue;
         }
         if (cnt[i] > INT32_MAX ||
-            PMPI_Pack(addr, count, t, out + off[i], (int)cnt[i], &pos,
-                      MPI_COMM_SELF) != MPI_SUCCESS ||
-            (uint64_t)pos != cnt[i]) {
+            pack_at(0, addr, count, t, out + off[i], (int)cnt[i]) !=
+            MPI_SUCCESS) {
             dps_error("cannot pack %llu bytes of a datatype",
                       (unsigned long long)cnt[i]);
             free(out);
@@ -245,11 +280,11 @@ int shim_unpack_run(shim_unpack_t *u)
 
     for (i = 0; i < u->nblk && rc == MPI_SUCCESS; i++) {
         const shim_unpack_blk_t *b = &u->blk[i];
-        int pos = 0, size;
+        int size;
 
         PMPI_Type_size(u->types[b->type], &size);
-        rc = PMPI_Unpack(u->from + b->off, size * b->count, &pos, b->to,
-                         b->count, u->types[b->type], MPI_COMM_SELF);
+        rc = pack_at(1, b->to, b->count, u->types[b->type], u->from + b->off,
+                     size * b->count);
     }
     if (rc != MPI_SUCCESS) {
         dps_error("cannot unpack received data into its datatype");

@@ -11,10 +11,11 @@
  * size the job splits into, and a batch of calls outstanding at once
  * while point-to-point messages flow.
  *
- * One deviation from comparing with stock MPI: Open MPI 4.1's own
- * MPI_Alltoallw delivers wrong data on a one-rank communicator when a
- * displacement is not zero and the type is wider than a byte; there the
- * reference is a PMPI_Sendrecv to self, which is right.
+ * Where the MPI library is wrong, the reference is computed otherwise,
+ * and the place says so: Open MPI 4.1's MPI_Alltoallw on a one-rank
+ * communicator with a displacement (wrong data), and MPICH 4.0's
+ * MPI_Reduce after an MPI_IN_PLACE call (crashes). MPICH 4.0's one-rank
+ * MPI_Allgatherv ignores the displacement: there it is 0.
  */
 #include "tcommon.h"
 
@@ -28,6 +29,12 @@ typedef struct tc {
     void       *ref[3];
     size_t      len[3];
     void       *own[6];     /* to free */
+    MPI_Datatype types[128]; /* to free after completion */
+    int         ntypes;
+    /* Array arguments: the standard wants them untouched until the call
+     * completes (Open MPI's libnbc reads Ialltoallw's types then). */
+    int         arr[4][64];
+    MPI_Datatype dts[4][64];
 } tc_t;
 
 static tc_t ops[MAXOPS];
@@ -85,22 +92,28 @@ static void tc_check(tc_t *o)
     for (int i = 0; o->own[i] != NULL; i++) {
         free(o->own[i]);
     }
+    for (int i = 0; i < o->ntypes; i++) {
+        MPI_Type_free(&o->types[i]);
+    }
 }
 
 /* Run what is queued: post order is set up order; wait for all, while
- * point-to-point messages go round the ring of world. */
-static void run_all(void)
+ * point-to-point messages go round the ring of comm (the one the batch
+ * is on: ranks of other communicators run other batches). */
+static void run_all(MPI_Comm comm)
 {
     MPI_Request *r = t_xmalloc(sizeof(MPI_Request) * (size_t)(nops + 2));
-    int right = (t.rank + 1) % t.size, left = (t.rank + t.size - 1) % t.size;
-    int out[64], in[64], i;
+    int me, p, right, left, out[64], in[64], i;
 
+    MPI_Comm_rank(comm, &me);
+    MPI_Comm_size(comm, &p);
+    right = (me + 1) % p;
+    left = (me + p - 1) % p;
     for (i = 0; i < 64; i++) {
-        out[i] = t.rank * 1000 + i;
+        out[i] = me * 1000 + i;
     }
-    T_MPI(MPI_Irecv(in, 64, MPI_INT, left, 77, MPI_COMM_WORLD, &r[nops]));
-    T_MPI(MPI_Isend(out, 64, MPI_INT, right, 77, MPI_COMM_WORLD,
-                    &r[nops + 1]));
+    T_MPI(MPI_Irecv(in, 64, MPI_INT, left, 77, comm, &r[nops]));
+    T_MPI(MPI_Isend(out, 64, MPI_INT, right, 77, comm, &r[nops + 1]));
     for (i = 0; i < nops; i++) {
         r[i] = ops[i].req;
     }
@@ -237,7 +250,7 @@ static int vlayout(int p, int n, int *cnt, int *dsp)
 static void c_rooted_v(int gather, MPI_Comm comm, const char *cn, int root,
                        int ti, int n, int in_place)
 {
-    int me, p, cnt[64], dsp[64], tot;
+    int me, p, *cnt, *dsp, tot;
     tc_t *o;
     uint32_t seed = t_seed();
     size_t one, many;
@@ -248,6 +261,8 @@ static void c_rooted_v(int gather, MPI_Comm comm, const char *cn, int root,
     in_place &= me == root;
     o = tc_new("%s %s root %d %s x%d%s", gather ? "igatherv" : "iscatterv",
                cn, root, ty_name[ti], n, in_place ? " in place" : "");
+    cnt = o->arr[0];
+    dsp = o->arr[1];
     tot = vlayout(p, n, cnt, dsp);
     one = span(ty[ti], cnt[me]);
     many = span(ty[ti], tot);
@@ -284,7 +299,7 @@ static void c_rooted_v(int gather, MPI_Comm comm, const char *cn, int root,
 static void c_allgather(int v, MPI_Comm comm, const char *cn, int ti, int n,
                         int in_place)
 {
-    int me, p, cnt[64], dsp[64], tot, i;
+    int me, p, *cnt, *dsp, tot, i;
     tc_t *o;
     uint32_t seed = t_seed();
     size_t one, many;
@@ -296,8 +311,15 @@ static void c_allgather(int v, MPI_Comm comm, const char *cn, int ti, int n,
     MPI_Type_get_extent(ty[ti], &lb, &ext);
     o = tc_new("%s %s %s x%d%s", v ? "iallgatherv" : "iallgather", cn,
                ty_name[ti], n, in_place ? " in place" : "");
+    cnt = o->arr[0];
+    dsp = o->arr[1];
     if (v) {
         tot = vlayout(p, n, cnt, dsp);
+        if (p == 1) {
+            /* MPICH 4.0's one-rank MPI_Allgatherv ignores the
+             * displacement (it writes the block at the start). */
+            dsp[0] = 0;
+        }
     } else {
         for (i = 0; i < p; i++) {
             cnt[i] = n;
@@ -373,7 +395,7 @@ static int a2a_count(int a, int b, int n)
 static void c_alltoallv(MPI_Comm comm, const char *cn, int ti, int n,
                         int in_place)
 {
-    int me, p, sc[64], sd[64], rc[64], rd[64], i, sat = 2, rat = 3;
+    int me, p, *sc, *sd, *rc, *rd, i, sat = 2, rat = 3;
     tc_t *o;
     uint32_t seed = t_seed();
     size_t slen, rlen;
@@ -383,6 +405,10 @@ static void c_alltoallv(MPI_Comm comm, const char *cn, int ti, int n,
     MPI_Comm_size(comm, &p);
     o = tc_new("ialltoallv %s %s x%d%s", cn, ty_name[ti], n,
                in_place ? " in place" : "");
+    sc = o->arr[0];
+    sd = o->arr[1];
+    rc = o->arr[2];
+    rd = o->arr[3];
     for (i = p - 1; i >= 0; i--) {
         sc[i] = a2a_count(me, i, n);
         rc[i] = a2a_count(i, me, n);
@@ -428,9 +454,9 @@ static void c_alltoallv(MPI_Comm comm, const char *cn, int ti, int n,
  * send side and ty[(i + me + 1) % 2]... with the same signature (ints). */
 static void c_alltoallw(MPI_Comm comm, const char *cn, int n, int bottom)
 {
-    int me, p, sc[64], sd[64], rc[64], rd[64], i;
-    MPI_Datatype st[64], rt[64];
-    MPI_Aint sat = 8, rat = 16, base_s, base_r;
+    int me, p, *sc, *sd, *rc, *rd, i;
+    MPI_Datatype *st, *rt;
+    MPI_Aint sat = 8, rat = 16;
     tc_t *o;
     uint32_t seed = t_seed();
     size_t slen, rlen;
@@ -439,6 +465,12 @@ static void c_alltoallw(MPI_Comm comm, const char *cn, int n, int bottom)
     MPI_Comm_rank(comm, &me);
     MPI_Comm_size(comm, &p);
     o = tc_new("ialltoallw %s x%d%s", cn, n, bottom ? " MPI_BOTTOM" : "");
+    sc = o->arr[0];
+    sd = o->arr[1];
+    rc = o->arr[2];
+    rd = o->arr[3];
+    st = o->dts[0];
+    rt = o->dts[1];
     for (i = 0; i < p; i++) {
         sc[i] = a2a_count(me, i, n) * 6;
         rc[i] = a2a_count(i, me, n) * 6;
@@ -465,7 +497,7 @@ static void c_alltoallw(MPI_Comm comm, const char *cn, int n, int bottom)
         /* Absolute addresses: ints fit them only near address 0, so the
          * displacements stay relative and MPI_BOTTOM is the base through
          * a struct type per block instead. */
-        MPI_Datatype sst[64], rst[64];
+        MPI_Datatype *sst = o->dts[2], *rst = o->dts[3];
 
         for (i = 0; i < p; i++) {
             int one = 1;
@@ -483,15 +515,13 @@ static void c_alltoallw(MPI_Comm comm, const char *cn, int n, int bottom)
         T_MPI(MPI_Ialltoallw(MPI_BOTTOM, sc, sd, sst, MPI_BOTTOM, rc, rd,
                              rst, comm, &o->req));
         for (i = 0; i < p; i++) {
-            MPI_Type_free(&sst[i]);   /* pending calls keep what they need */
-            MPI_Type_free(&rst[i]);
+            o->types[o->ntypes++] = sst[i];
+            o->types[o->ntypes++] = rst[i];
         }
     } else {
         T_MPI(MPI_Ialltoallw(sb, sc, sd, st, rb, rc, rd, rt, comm,
                              &o->req));
     }
-    (void)base_s;
-    (void)base_r;
     tc_expect(o, rb, ref, rlen);
     tc_expect(o, sb, sb, slen);
     t_count("ialltoallw", 1);
@@ -592,7 +622,7 @@ static const char *rname[] = {"ireduce", "iallreduce",
 static void c_reduce(int kind, MPI_Comm comm, const char *cn, const red_t *r,
                      int root, int n, int in_place)
 {
-    int me, p, rc[64], tot = n, rcount = n, i;
+    int me, p, *rc, tot = n, rcount = n, i;
     tc_t *o;
     size_t slen, rlen;
     void *sb, *rb, *ref;
@@ -605,6 +635,7 @@ static void c_reduce(int kind, MPI_Comm comm, const char *cn, const red_t *r,
     }
     o = tc_new("%s %s %s x%d root %d%s", rname[kind], cn, r->name, n, root,
                in_place ? " in place" : "");
+    rc = o->arr[0];
     if (kind == R_RSB) {
         tot = n * p;
     } else if (kind == R_RS) {
@@ -624,35 +655,40 @@ static void c_reduce(int kind, MPI_Comm comm, const char *cn, const red_t *r,
     }
     ref = tc_buf(o, rlen > slen ? rlen : slen, 0, 0, 0, 0);
     memcpy(ref, rb, rlen > slen ? rlen : slen);
+    t_case("%s", o->name);
     {
+        /* Stock MPI always from sb, never in place: MPICH 4.0's
+         * MPI_Reduce crashes rank 0 (a read at address -1) in the call
+         * after one with MPI_IN_PLACE at the root, for large counts. The
+         * inputs are the same. */
         const void *s = in_place ? MPI_IN_PLACE : sb;
         int rr, rg;
 
         switch (kind) {
         case R_REDUCE:
-            rr = PMPI_Reduce(s, ref, n, r->type, r->op, root, comm);
+            rr = PMPI_Reduce(sb, ref, n, r->type, r->op, root, comm);
             rg = MPI_Ireduce(s, rb, n, r->type, r->op, root, comm, &o->req);
             break;
         case R_ALLREDUCE:
-            rr = PMPI_Allreduce(s, ref, n, r->type, r->op, comm);
+            rr = PMPI_Allreduce(sb, ref, n, r->type, r->op, comm);
             rg = MPI_Iallreduce(s, rb, n, r->type, r->op, comm, &o->req);
             break;
         case R_RSB:
-            rr = PMPI_Reduce_scatter_block(s, ref, n, r->type, r->op, comm);
+            rr = PMPI_Reduce_scatter_block(sb, ref, n, r->type, r->op, comm);
             rg = MPI_Ireduce_scatter_block(s, rb, n, r->type, r->op, comm,
                                            &o->req);
             break;
         case R_RS:
-            rr = PMPI_Reduce_scatter(s, ref, rc, r->type, r->op, comm);
+            rr = PMPI_Reduce_scatter(sb, ref, rc, r->type, r->op, comm);
             rg = MPI_Ireduce_scatter(s, rb, rc, r->type, r->op, comm,
                                      &o->req);
             break;
         case R_SCAN:
-            rr = PMPI_Scan(s, ref, n, r->type, r->op, comm);
+            rr = PMPI_Scan(sb, ref, n, r->type, r->op, comm);
             rg = MPI_Iscan(s, rb, n, r->type, r->op, comm, &o->req);
             break;
         default:
-            rr = PMPI_Exscan(s, ref, n, r->type, r->op, comm);
+            rr = PMPI_Exscan(sb, ref, n, r->type, r->op, comm);
             rg = MPI_Iexscan(s, rb, n, r->type, r->op, comm, &o->req);
             break;
         }
@@ -715,7 +751,7 @@ static void movement(MPI_Comm comm, const char *cn, int n)
                 c_rooted_v(0, comm, cn, root, ti, n, ip);
             }
         }
-        run_all();
+        run_all(comm);
     }
     for (ti = 0; ti < TY_N; ti++) {
         for (ip = 0; ip < 2; ip++) {
@@ -729,7 +765,7 @@ static void movement(MPI_Comm comm, const char *cn, int n)
     }
     c_alltoallw(comm, cn, n, 0);
     c_alltoallw(comm, cn, n, 1);
-    run_all();
+    run_all(comm);
 }
 
 static void reductions(MPI_Comm comm, const char *cn, int n)
@@ -743,7 +779,7 @@ static void reductions(MPI_Comm comm, const char *cn, int n)
                 c_reduce(k, comm, cn, &reds[ri], (ri + k) % p, n, ip);
             }
         }
-        run_all();
+        run_all(comm);
     }
 }
 
