@@ -990,11 +990,9 @@ static void print_stats(void)
     if (shim.world_rank != 0) {
         return;
     }
-    /* The two the shim always offered keep a line; the others have one
-     * when they were called. */
+    /* A line for each collective the job called. */
     for (c = 1; c < DPS_COLL_MAX; c++) {
-        if (tot[c][SHIM_STAT_OFFLOADED] + tot[c][SHIM_STAT_FALLBACK] == 0 &&
-            c != DPS_COLL_ALLTOALL && c != DPS_COLL_BCAST) {
+        if (tot[c][SHIM_STAT_OFFLOADED] + tot[c][SHIM_STAT_FALLBACK] == 0) {
             continue;
         }
         printf("dpushim: %s offloaded=%llu fallback=%llu bytes=%llu\n",

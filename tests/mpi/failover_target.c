@@ -36,6 +36,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "tagent.h"
+
 #define NCOLL 7
 
 static int rank, size, errors;
@@ -148,42 +150,6 @@ static void checked_pair(MPI_Comm comm, size_t block, unsigned seed,
     free(b);
 }
 
-/* Our agent: the dpu_agent child of this process, or (FO_LISTENER)
- * the children of the listener; acts on each with sig, returns how many. */
-static int signal_agents(int sig)
-{
-    DIR *d = opendir("/proc");
-    struct dirent *e;
-    int found = 0, parent = getenv("FO_LISTENER") ? atoi(getenv("FO_LISTENER"))
-                                                  : (int)getpid();
-
-    while (d != NULL && (e = readdir(d)) != NULL) {
-        char path[300], buf[512], *p;
-        FILE *f;
-        int ppid;
-
-        snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
-        if ((f = fopen(path, "r")) == NULL) {
-            continue;
-        }
-        if (fgets(buf, sizeof(buf), f) != NULL &&
-            strstr(buf, "(dpu_agent)") != NULL &&
-            (p = strrchr(buf, ')')) != NULL &&
-            sscanf(p + 2, "%*c %d", &ppid) == 1 && ppid == parent) {
-            printf("rank %d: %s agent pid %s\n", rank,
-                   sig == SIGSTOP ? "stopping" : "killing", e->d_name);
-            fflush(stdout);
-            kill((pid_t)atoi(e->d_name), sig);
-            found++;
-        }
-        fclose(f);
-    }
-    if (d != NULL) {
-        closedir(d);
-    }
-    return found;
-}
-
 int main(int argc, char **argv)
 {
     const size_t big = 1 << 20, small = 1 << 12;
@@ -242,8 +208,8 @@ int main(int argc, char **argv)
                           MPI_BYTE, MPI_COMM_WORLD, &req[i]);
         }
         if (i == 0 && rank == killer &&
-            signal_agents(strcmp(how, "stop") == 0 ? SIGSTOP : SIGKILL) ==
-            0) {
+            signal_agents(rank, strcmp(how, "stop") == 0 ? SIGSTOP
+                                                         : SIGKILL) == 0) {
             fprintf(stderr, "rank %d: no agent found\n", rank);
             errors++;
         }

@@ -139,7 +139,8 @@ static int hazards(sim_t *s)
             }
             for (uint32_t j = 0; j < b->n; j++) {
                 const dps_step_t *o = &b->steps[j];
-                int rd = o->kind == DPS_STEP_SEND || o->kind == DPS_STEP_COPY ||
+                int rd = o->kind == DPS_STEP_SEND ||
+                         o->kind == DPS_STEP_COPY ||
                          o->kind == DPS_STEP_REDUCE;
                 int wr = o->kind != DPS_STEP_SEND;
 
