@@ -536,6 +536,7 @@ static void do_free(int late)
         }
         if (ready && !posted) {
             T_MPI(MPI_Ibarrier(MPI_COMM_WORLD, &bar));
+            t_count("ibarrier", 1);   /* offloaded too */
             posted = 1;
         }
         if (posted) {
