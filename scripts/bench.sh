@@ -13,6 +13,8 @@
 #   BENCH_NP=2            ranks
 #   BENCH_ITERS=100       timed iterations per size (a tenth above 64 KiB)
 #   BENCH_TESTS=0         MPI_Test calls during compute (OMB -t)
+#   BENCH_COLLS="ialltoall ibcast iallgather iallreduce"  collectives
+#                         (busy and idle tables)
 #   BENCH_MODES="time work"  busy compute modes: a fixed time (OMB) and a
 #                         fixed amount of work (shows what offload costs)
 #   BENCH_IDLE=1          0 skips the idle-host scenario (bench_idle.sh)
@@ -39,6 +41,12 @@ NP=${BENCH_NP:-2}
 ITERS=${BENCH_ITERS:-100}
 TESTS=${BENCH_TESTS:-0}
 MODES=${BENCH_MODES:-${BENCH_MODE:-time work}}
+export BENCH_COLLS=${BENCH_COLLS:-ialltoall ibcast iallgather iallreduce}
+for coll in $BENCH_COLLS; do
+    case $coll in ialltoall|ibcast|iallgather|iallreduce) ;;
+    *) echo "BENCH_COLLS: $coll is not ialltoall, ibcast, iallgather or iallreduce" >&2
+       exit 2 ;; esac
+done
 SHIM_VARS=${BENCH_SHIM_VARS:-DPUSHIM_MIN_BYTES=1}
 [ -n "${BENCH_AGENT_CPUS:-}" ] && SHIM_VARS="$SHIM_VARS DPUSHIM_AGENT_CPUS=$BENCH_AGENT_CPUS"
 SHIM_VARS="$SHIM_VARS DPUSHIM_RANKS_PER_DPU=${BENCH_RPD:-0}"
@@ -61,10 +69,10 @@ OUT=$TOP/$MODE
 RAW=$OUT/raw
 mkdir -p "$RAW"
 rm -f "$RAW"/*.txt "$OUT"/copylimit-*.txt
-total=$(( $# * 2 * REPS * 2 ))
+total=$(( $# * $(echo $BENCH_COLLS | wc -w) * REPS * 2 ))
 n=0
 for mpi in "$@"; do
-    for coll in ialltoall ibcast; do
+    for coll in $BENCH_COLLS; do
         for rep in $(seq "$REPS"); do
             # Alternate the order so drift on a shared machine hits both.
             order="stock shim"
@@ -98,10 +106,12 @@ done
 printf '\r%60s\r' "" >&2
 # The copy limit for the largest size: what one agent must move (every
 # block of every rank, twice, for Ialltoall; the message once per other
-# rank for Ibcast) through the same CMA path, timed alone.
+# rank for Ibcast, every block once per other rank for Iallgather)
+# through the same CMA path, timed alone.
 max=${SIZES##*:}
 build/"$1"/tests/copylimit $((NP * NP * max)) >"$OUT/copylimit-ialltoall.txt"
 build/"$1"/tests/copylimit $(((NP - 1) * max)) >"$OUT/copylimit-ibcast.txt"
+build/"$1"/tests/copylimit $((NP * (NP - 1) * max)) >"$OUT/copylimit-iallgather.txt"
 BENCH_SHIM_DESC="$SHIM_VARS" /usr/bin/python3 scripts/bench_report.py "$RAW" "$OUT" "$MODE" "$NP" \
     "$TESTS" "$@"
 done   # modes

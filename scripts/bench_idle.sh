@@ -15,7 +15,7 @@
 #   BENCH_NP=2              ranks, bound one per CPU (BENCH_RANK_CPUS)
 #   BENCH_ITERS=100         timed iterations per size (a tenth above 64 KiB)
 #   BENCH_SHIM_VARS="DPUSHIM_MIN_BYTES=1"  variables for the shim runs
-#   BENCH_COLLS="ialltoall ibcast"
+#   BENCH_COLLS="ialltoall ibcast iallgather iallreduce"
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 source scripts/lib.sh
@@ -28,7 +28,7 @@ SIZES=${BENCH_IDLE_SIZES:-1024:4194304}
 NP=${BENCH_NP:-2}
 ITERS=${BENCH_ITERS:-100}
 SHIM_VARS=${BENCH_SHIM_VARS:-DPUSHIM_MIN_BYTES=1}
-COLLS=${BENCH_COLLS:-ialltoall ibcast}
+COLLS=${BENCH_COLLS:-ialltoall ibcast iallgather iallreduce}
 if [ -z "${BENCH_RANK_CPUS+x}" ] && [ "$NP" -le "$(nproc)" ]; then
     BENCH_RANK_CPUS=$(seq -s, 0 $((NP - 1)))
 fi

@@ -37,6 +37,9 @@ def medians(files):
     return out
 
 
+COLLS = os.environ.get("BENCH_COLLS", "ialltoall ibcast").split()
+
+
 def main():
     raw, out, mode, np_, tests = sys.argv[1:6]
     mpis = sys.argv[6:]
@@ -47,7 +50,7 @@ def main():
                 "shim_overlap_pct,pure_ratio,overall_ratio,"
                 "agent_cpu_us_per_collective\n")
         for mpi in mpis:
-            for coll in ("ialltoall", "ibcast"):
+            for coll in COLLS:
                 st = medians(glob.glob(f"{raw}/{mpi}-{coll}-stock-*.txt"))
                 sh = medians(glob.glob(f"{raw}/{mpi}-{coll}-shim-*.txt"))
                 print(f"\n== {mpi} {coll}: {np_} ranks, compute mode {mode},"
@@ -82,7 +85,7 @@ def model(out, mpis, np_):
     the bare copies of the same bytes (copylimit): once (the direct data
     path's work) and twice (the staged path's)."""
     print(f"\n== copy limit at the largest size ({np_} ranks, one agent)")
-    for coll in ("ialltoall", "ibcast"):
+    for coll in COLLS:
         try:
             with open(os.path.join(out, f"copylimit-{coll}.txt")) as f:
                 kv = dict(x.split("=") for x in f.read().split()[1:])

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Overlap of MPI_Ialltoall / MPI_Ibcast with computation, measured the way
- * the OSU Micro-Benchmarks (osu_ialltoall, osu_ibcast) do, so the numbers
- * can be set beside OMB's:
+ * Overlap of MPI_Ialltoall / Ibcast / Iallgather / Iallreduce with
+ * computation, measured the way the OSU Micro-Benchmarks (osu_ialltoall,
+ * osu_ibcast, ...) do, so the numbers can be set beside OMB's:
  *   pure comm  = post + wait, averaged over iterations;
  *   overall    = post + compute for the pure-comm time + wait;
  *   overlap %  = max(0, 100 - 100 * (overall - compute) / pure comm),
@@ -77,11 +77,13 @@ static void calibrate(void)
 static void usage(void)
 {
     fprintf(stderr,
-        "usage: overlap [-c ialltoall|ibcast] [-m MIN:MAX] [-i ITERS]\n"
-        "               [-x WARMUP] [-t TESTS]\n"
+        "usage: overlap [-c ialltoall|ibcast|iallgather|iallreduce]\n"
+        "               [-m MIN:MAX] [-i ITERS] [-x WARMUP] [-t TESTS]\n"
         "  -c  collective (default ialltoall)\n"
         "  -m  message sizes in bytes, powers of two from MIN to MAX\n"
-        "      (default 1:4194304; Ialltoall: bytes per block)\n"
+        "      (default 1:4194304; Ialltoall, Iallgather: bytes per\n"
+        "      block; Iallreduce: MPI_DOUBLE sum of SIZE/8 elements,\n"
+        "      at least one)\n"
         "  -i  timed iterations per size (default 100; a tenth above\n"
         "      64 KiB, at least 10)\n"
         "  -x  warm-up iterations per size (default 10)\n"
@@ -98,13 +100,34 @@ static void usage(void)
         "      progress thread (MPIR_CVAR_ASYNC_PROGRESS=1)\n");
 }
 
-static void post(void *s, void *r, int n, int size, MPI_Request *req)
+static const char *const colls[] = {"ialltoall", "ibcast", "iallgather",
+                                    "iallreduce"};
+
+static int coll_known(void)
 {
-    if (coll[1] == 'a') {
-        MPI_Ialltoall(s, n, MPI_BYTE, r, n, MPI_BYTE, MPI_COMM_WORLD, req);
+    size_t i;
+
+    for (i = 0; i < sizeof colls / sizeof colls[0]; i++) {
+        if (strcmp(coll, colls[i]) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static void post(void *s, void *r, int n, MPI_Request *req)
+{
+    MPI_Comm w = MPI_COMM_WORLD;
+
+    if (strcmp(coll, "ialltoall") == 0) {
+        MPI_Ialltoall(s, n, MPI_BYTE, r, n, MPI_BYTE, w, req);
+    } else if (strcmp(coll, "iallgather") == 0) {
+        MPI_Iallgather(s, n, MPI_BYTE, r, n, MPI_BYTE, w, req);
+    } else if (strcmp(coll, "iallreduce") == 0) {
+        MPI_Iallreduce(s, r, n >= 8 ? n / 8 : 1, MPI_DOUBLE, MPI_SUM, w,
+                       req);
     } else {
-        (void)size;
-        MPI_Ibcast(s, n, MPI_BYTE, 0, MPI_COMM_WORLD, req);
+        MPI_Ibcast(s, n, MPI_BYTE, 0, w, req);
     }
 }
 
@@ -185,7 +208,7 @@ int main(int argc, char **argv)
             return c == 'h' ? 0 : 2;
         }
     }
-    if ((strcmp(coll, "ialltoall") && strcmp(coll, "ibcast")) || min < 1 ||
+    if (!coll_known() || min < 1 ||
         max < min || iters0 < 1 || warm < 0 || tests < 0) {
         if (rank == 0) {
             usage();
@@ -230,7 +253,7 @@ int main(int argc, char **argv)
                 pure = postt = 0;
             }
             t = MPI_Wtime();
-            post(s, r, (int)n, size, &req);
+            post(s, r, (int)n, &req);
             postt += MPI_Wtime() - t;
             MPI_Wait(&req, MPI_STATUS_IGNORE);
             pure += MPI_Wtime() - t;
@@ -245,7 +268,7 @@ int main(int argc, char **argv)
                 overall = comp = 0;
             }
             t = MPI_Wtime();
-            post(s, r, (int)n, size, &req);
+            post(s, r, (int)n, &req);
             tc = MPI_Wtime();
             compute(ctime, tests, &req);
             comp += MPI_Wtime() - tc;
