@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Listening agents, the parts both sides share: the hello, per-job secret
- * files, the client's connect, and the agent map (formats in
- * dps_listen.h).
+ * Listening agents, the parts both sides share: the hello, the client's
+ * connect, and the agent map (formats in dps_listen.h; the per-job secret
+ * files are in dps_secret.c).
  */
 #define _GNU_SOURCE
 #include "dps_listen.h"
@@ -26,14 +26,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define SECRET_FILE_LEN (2 * DPS_SECRET_LEN + 1)  /* hex digits + '\n' */
 /* "ok " pid ' ' host ' ' hex '\n', with room to spare. */
 #define REPLY_MAX       (64 + 256 + 2 * DPS_MAX_ADDR)
 
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
+void dps_seterr(char *err, size_t errlen, const char *fmt, ...)
 {
     va_list ap;
 
@@ -109,14 +105,14 @@ int dps_listen_split_hostport(const char *s, int allow_zero, char *host,
     size_t i, n;
 
     if (s == NULL || *s == '\0') {
-        seterr(err, errlen, "empty address (expected ADDR:PORT)");
+        dps_seterr(err, errlen, "empty address (expected ADDR:PORT)");
         return DPS_ERR_INVALID;
     }
     if (s[0] == '[') {
         h = s + 1;
         he = strchr(h, ']');
         if (he == NULL || he[1] != ':') {
-            seterr(err, errlen, "expected [IPv6]:PORT, not '%s'", s);
+            dps_seterr(err, errlen, "expected [IPv6]:PORT, not '%s'", s);
             return DPS_ERR_INVALID;
         }
         p = he + 2;
@@ -124,19 +120,19 @@ int dps_listen_split_hostport(const char *s, int allow_zero, char *host,
         h = s;
         he = strrchr(s, ':');
         if (he == NULL) {
-            seterr(err, errlen, "missing :PORT in '%s'", s);
+            dps_seterr(err, errlen, "missing :PORT in '%s'", s);
             return DPS_ERR_INVALID;
         }
         if (memchr(h, ':', (size_t)(he - h)) != NULL) {
-            seterr(err, errlen, "an IPv6 address goes in brackets, "
-                   "[ADDR]:PORT, not '%s'", s);
+            dps_seterr(err, errlen, "an IPv6 address goes in brackets, "
+                       "[ADDR]:PORT, not '%s'", s);
             return DPS_ERR_INVALID;
         }
         p = he + 1;
     }
     n = (size_t)(he - h);
     if (n == 0) {
-        seterr(err, errlen, "missing address in '%s'", s);
+        dps_seterr(err, errlen, "missing address in '%s'", s);
         return DPS_ERR_INVALID;
     }
     for (i = 0; p[i] != '\0'; i++) {
@@ -146,12 +142,12 @@ int dps_listen_split_hostport(const char *s, int allow_zero, char *host,
         v = v * 10 + (unsigned long)(p[i] - '0');
     }
     if (i == 0 || p[i] != '\0' || v > 65535 || (v == 0 && !allow_zero)) {
-        seterr(err, errlen, "bad port '%s' in '%s' (expected %d to 65535)",
-               p, s, allow_zero ? 0 : 1);
+        dps_seterr(err, errlen, "bad port '%s' in '%s' (expected %d to 65535)",
+                   p, s, allow_zero ? 0 : 1);
         return DPS_ERR_INVALID;
     }
     if (n >= hostlen || i >= portlen) {
-        seterr(err, errlen, "address too long: '%s'", s);
+        dps_seterr(err, errlen, "address too long: '%s'", s);
         return DPS_ERR_INVALID;
     }
     memcpy(host, h, n);
@@ -200,7 +196,7 @@ int dps_listen_decode_hello(const void *buf, size_t len, char *job,
     char c[16];
 
     if (joblen <= DPS_LISTEN_NAME_MAX) {
-        seterr(err, errlen, "job name buffer too small");
+        dps_seterr(err, errlen, "job name buffer too small");
         return DPS_ERR_INVALID;
     }
     /* Judge every byte as it arrives, so that garbage is refused at
@@ -208,19 +204,19 @@ int dps_listen_decode_hello(const void *buf, size_t len, char *job,
     put_le32(magic, DPS_LISTEN_MAGIC);
     for (i = 0; i < len && i < 4; i++) {
         if (p[i] != magic[i]) {
-            seterr(err, errlen, "malformed hello: bad magic (not a "
-                   "dpushim client)");
+            dps_seterr(err, errlen, "malformed hello: bad magic (not a "
+                       "dpushim client)");
             return DPS_ERR_PROTO;
         }
     }
     if (len >= 6 && get_le16(p + 4) != DPS_PROTO_VERSION) {
-        seterr(err, errlen, "protocol version %u, this agent speaks %u",
-               get_le16(p + 4), DPS_PROTO_VERSION);
+        dps_seterr(err, errlen, "protocol version %u, this agent speaks %u",
+                   get_le16(p + 4), DPS_PROTO_VERSION);
         return DPS_ERR_PROTO;
     }
     if (len >= 8 && get_le16(p + 6) != 0) {
-        seterr(err, errlen, "malformed hello: reserved field is %u, not 0",
-               get_le16(p + 6));
+        dps_seterr(err, errlen, "malformed hello: reserved field is %u, not 0",
+                   get_le16(p + 6));
         return DPS_ERR_PROTO;
     }
     if (len < 12) {
@@ -228,15 +224,15 @@ int dps_listen_decode_hello(const void *buf, size_t len, char *job,
     }
     name_len = get_le32(p + 8);
     if (name_len == 0 || name_len > DPS_LISTEN_NAME_MAX) {
-        seterr(err, errlen, "malformed hello: name length %u (expected 1 "
-               "to %d)", name_len, DPS_LISTEN_NAME_MAX);
+        dps_seterr(err, errlen, "malformed hello: name length %u (expected 1 "
+                   "to %d)", name_len, DPS_LISTEN_NAME_MAX);
         return DPS_ERR_PROTO;
     }
     have = len > DPS_LISTEN_HDR_LEN ? len - DPS_LISTEN_HDR_LEN : 0;
     for (i = 0; i < have && i < name_len; i++) {
         if (!name_char_ok(p[DPS_LISTEN_HDR_LEN + i])) {
             byte_str(p[DPS_LISTEN_HDR_LEN + i], c, sizeof(c));
-            seterr(err, errlen, "malformed hello: name has %s", c);
+            dps_seterr(err, errlen, "malformed hello: name has %s", c);
             return DPS_ERR_PROTO;
         }
     }
@@ -244,376 +240,14 @@ int dps_listen_decode_hello(const void *buf, size_t len, char *job,
         return DPS_ERR_AGAIN;
     }
     if (have > name_len) {
-        seterr(err, errlen, "malformed hello: %zu bytes after the name",
-               have - name_len);
+        dps_seterr(err, errlen, "malformed hello: %zu bytes after the name",
+                   have - name_len);
         return DPS_ERR_PROTO;
     }
     memcpy(job, p + DPS_LISTEN_HDR_LEN, name_len);
     job[name_len] = '\0';
     memcpy(secret, p + 12, DPS_SECRET_LEN);
     return DPS_OK;
-}
-
-/* ------------------------------------------------------------------ */
-/* Secret files                                                       */
-/* ------------------------------------------------------------------ */
-
-const char *dps_secret_dir_default(char *buf, size_t len)
-{
-    const char *tmp = getenv("TMPDIR");
-    size_t n;
-    int w;
-
-    if (tmp == NULL || *tmp == '\0') {
-        tmp = "/tmp";
-    }
-    n = strlen(tmp);
-    while (n > 1 && tmp[n - 1] == '/') {
-        n--;
-    }
-    w = snprintf(buf, len, "%.*s/dpushim-%u", (int)n, tmp,
-                 (unsigned)geteuid());
-    return (w < 0 || (size_t)w >= len) ? NULL : buf;
-}
-
-/* Open dir (no symlink) and check it is ours and not writable by others.
- * Returns the descriptor, or -1 with *rc and err set. */
-static int dir_open(const char *dir, int *rc, char *err, size_t errlen)
-{
-    struct stat st;
-    int fd;
-
-    fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) {
-        if (errno == ENOENT) {
-            seterr(err, errlen, "no secret directory %s", dir);
-            *rc = DPS_ERR_INVALID;
-        } else if (errno == ELOOP || errno == ENOTDIR) {
-            seterr(err, errlen, "secret directory %s is a symbolic link "
-                   "or not a directory", dir);
-            *rc = DPS_ERR_INVALID;
-        } else {
-            seterr(err, errlen, "cannot open secret directory %s: %s", dir,
-                   strerror(errno));
-            *rc = DPS_ERR_IO;
-        }
-        return -1;
-    }
-    if (fstat(fd, &st) != 0) {
-        seterr(err, errlen, "cannot stat %s: %s", dir, strerror(errno));
-        *rc = DPS_ERR_IO;
-        goto err_close;
-    }
-    if (st.st_uid != geteuid()) {
-        seterr(err, errlen, "secret directory %s is owned by uid %u, not "
-               "%u", dir, (unsigned)st.st_uid, (unsigned)geteuid());
-        *rc = DPS_ERR_INVALID;
-        goto err_close;
-    }
-    if (st.st_mode & (S_IWGRP | S_IWOTH)) {
-        seterr(err, errlen, "secret directory %s is writable by group or "
-               "others (mode %04o)", dir, (unsigned)(st.st_mode & 07777));
-        *rc = DPS_ERR_INVALID;
-        goto err_close;
-    }
-    return fd;
-
-err_close:
-    close(fd);
-    return -1;
-}
-
-int dps_secret_dir_prepare(const char *dir, int create, char *err,
-                           size_t errlen)
-{
-    int rc = DPS_OK, fd;
-
-    if (create) {
-        if (mkdir(dir, 0700) == 0) {
-            /* Exactly 0700 whatever the umask: the owner needs it all. */
-            if (chmod(dir, 0700) != 0) {
-                seterr(err, errlen, "cannot chmod %s: %s", dir,
-                       strerror(errno));
-                rmdir(dir);
-                return DPS_ERR_IO;
-            }
-        } else if (errno != EEXIST) {
-            seterr(err, errlen, "cannot create secret directory %s: %s",
-                   dir, strerror(errno));
-            return DPS_ERR_IO;
-        }
-    }
-    fd = dir_open(dir, &rc, err, errlen);
-    if (fd < 0) {
-        return rc;
-    }
-    close(fd);
-    return DPS_OK;
-}
-
-static int key_name(const char *job, char *name, size_t len, char *err,
-                    size_t errlen)
-{
-    if (!dps_listen_name_ok(job)) {
-        seterr(err, errlen, "invalid job name '%.80s' (1 to %d characters "
-               "of A-Z a-z 0-9 . _ -)", job ? job : "(null)",
-               DPS_LISTEN_NAME_MAX);
-        return DPS_ERR_INVALID;
-    }
-    snprintf(name, len, "%s.key", job);
-    return DPS_OK;
-}
-
-static void hex_lower(const uint8_t *in, size_t n, char *out)
-{
-    static const char digits[] = "0123456789abcdef";
-    size_t i;
-
-    for (i = 0; i < n; i++) {
-        out[2 * i] = digits[in[i] >> 4];
-        out[2 * i + 1] = digits[in[i] & 15];
-    }
-}
-
-/* Strictly lowercase hex, as written by dps_secret_create. */
-static int unhex_lower(const char *in, size_t n, uint8_t *out)
-{
-    size_t i;
-
-    for (i = 0; i < 2 * n; i++) {
-        int c = (unsigned char)in[i], v;
-
-        if (c >= '0' && c <= '9') {
-            v = c - '0';
-        } else if (c >= 'a' && c <= 'f') {
-            v = c - 'a' + 10;
-        } else {
-            return -1;
-        }
-        if (i % 2 == 0) {
-            out[i / 2] = (uint8_t)(v << 4);
-        } else {
-            out[i / 2] |= (uint8_t)v;
-        }
-    }
-    return 0;
-}
-
-int dps_secret_create(const char *dir, const char *job,
-                      uint8_t secret[DPS_SECRET_LEN], char *err,
-                      size_t errlen)
-{
-    uint8_t s[DPS_SECRET_LEN];
-    char name[DPS_LISTEN_NAME_MAX + 8], text[SECRET_FILE_LEN];
-    size_t got = 0, off = 0;
-    int rc, dfd, fd, created = 0;
-
-    rc = key_name(job, name, sizeof(name), err, errlen);
-    if (rc != DPS_OK) {
-        return rc;
-    }
-    if (mkdir(dir, 0700) == 0) {
-        created = 1;
-        chmod(dir, 0700);   /* whatever the umask; checked just below */
-    } else if (errno != EEXIST) {
-        seterr(err, errlen, "cannot create secret directory %s: %s", dir,
-               strerror(errno));
-        return DPS_ERR_IO;
-    }
-    rc = dps_secret_dir_prepare(dir, 0, err, errlen);
-    if (rc != DPS_OK) {
-        if (created) {
-            rmdir(dir);
-        }
-        return rc;
-    }
-    dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (dfd < 0) {
-        seterr(err, errlen, "cannot open %s: %s", dir, strerror(errno));
-        rc = DPS_ERR_IO;
-        goto err_dir;
-    }
-    while (got < sizeof(s)) {
-        ssize_t n = getrandom(s + got, sizeof(s) - got, 0);
-
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n < 0) {
-            seterr(err, errlen, "getrandom: %s", strerror(errno));
-            rc = DPS_ERR_IO;
-            goto err_dfd;
-        }
-        got += (size_t)n;
-    }
-    fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
-                O_CLOEXEC, 0600);
-    if (fd < 0) {
-        rc = (errno == EEXIST) ? DPS_ERR_INVALID : DPS_ERR_IO;
-        seterr(err, errlen, "cannot create %s/%s: %s", dir, name,
-               strerror(errno));
-        goto err_dfd;
-    }
-    hex_lower(s, sizeof(s), text);
-    text[SECRET_FILE_LEN - 1] = '\n';
-    /* 0600 whatever the umask: the listener refuses anything else. */
-    if (fchmod(fd, 0600) != 0) {
-        goto err_write;
-    }
-    while (off < sizeof(text)) {
-        ssize_t n = write(fd, text + off, sizeof(text) - off);
-
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n <= 0) {
-            if (n == 0) {
-                errno = ENOSPC;
-            }
-            goto err_write;
-        }
-        off += (size_t)n;
-    }
-    if (close(fd) != 0) {
-        fd = -1;
-        goto err_write;
-    }
-    close(dfd);
-    memset(text, 0, sizeof(text));
-    memcpy(secret, s, sizeof(s));
-    memset(s, 0, sizeof(s));
-    return DPS_OK;
-
-err_write:
-    seterr(err, errlen, "cannot write %s/%s: %s", dir, name,
-           strerror(errno));
-    rc = DPS_ERR_IO;
-    if (fd >= 0) {
-        close(fd);
-    }
-    unlinkat(dfd, name, 0);
-err_dfd:
-    close(dfd);
-err_dir:
-    if (created) {
-        rmdir(dir);
-    }
-    memset(text, 0, sizeof(text));
-    memset(s, 0, sizeof(s));
-    return rc;
-}
-
-int dps_secret_check(const char *dir, const char *job,
-                     const uint8_t secret[DPS_SECRET_LEN], char *err,
-                     size_t errlen)
-{
-    uint8_t want[DPS_SECRET_LEN];
-    char name[DPS_LISTEN_NAME_MAX + 8], text[SECRET_FILE_LEN + 1];
-    volatile uint8_t diff = 0;
-    size_t off = 0, i;
-    struct stat st;
-    int rc, dfd, fd;
-
-    rc = key_name(job, name, sizeof(name), err, errlen);
-    if (rc != DPS_OK) {
-        return rc;
-    }
-    dfd = dir_open(dir, &rc, err, errlen);
-    if (dfd < 0) {
-        return rc;
-    }
-    /* O_NONBLOCK: a FIFO planted under the name must not block us. */
-    fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-    close(dfd);
-    if (fd < 0) {
-        if (errno == ENOENT) {
-            seterr(err, errlen, "no secret file %s/%s", dir, name);
-            return DPS_ERR_INVALID;
-        }
-        if (errno == ELOOP) {
-            seterr(err, errlen, "secret file %s/%s is a symbolic link", dir,
-                   name);
-            return DPS_ERR_INVALID;
-        }
-        seterr(err, errlen, "cannot open secret file %s/%s: %s", dir, name,
-               strerror(errno));
-        return DPS_ERR_IO;
-    }
-    rc = DPS_ERR_INVALID;
-    if (fstat(fd, &st) != 0) {
-        seterr(err, errlen, "cannot stat %s/%s: %s", dir, name,
-               strerror(errno));
-        rc = DPS_ERR_IO;
-        goto out;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        seterr(err, errlen, "secret file %s/%s is not a regular file", dir,
-               name);
-        goto out;
-    }
-    if (st.st_uid != geteuid()) {
-        seterr(err, errlen, "secret file %s/%s is owned by uid %u, not %u",
-               dir, name, (unsigned)st.st_uid, (unsigned)geteuid());
-        goto out;
-    }
-    if (st.st_mode & 077) {
-        seterr(err, errlen, "secret file %s/%s is open to group or others "
-               "(mode %04o, expected 0600)", dir, name,
-               (unsigned)(st.st_mode & 07777));
-        goto out;
-    }
-    /* One byte more than a good file has, to see a longer one. */
-    while (off < sizeof(text)) {
-        ssize_t n = read(fd, text + off, sizeof(text) - off);
-
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n < 0) {
-            seterr(err, errlen, "cannot read %s/%s: %s", dir, name,
-                   strerror(errno));
-            rc = DPS_ERR_IO;
-            goto out;
-        }
-        if (n == 0) {
-            break;
-        }
-        off += (size_t)n;
-    }
-    if (off != SECRET_FILE_LEN || text[SECRET_FILE_LEN - 1] != '\n' ||
-        unhex_lower(text, DPS_SECRET_LEN, want) != 0) {
-        seterr(err, errlen, "secret file %s/%s is malformed (expected %d "
-               "lowercase hex digits and a newline)", dir, name,
-               2 * DPS_SECRET_LEN);
-        goto out;
-    }
-    /* Constant time: how much of the secret matched must not leak. */
-    for (i = 0; i < DPS_SECRET_LEN; i++) {
-        diff |= (uint8_t)(want[i] ^ secret[i]);
-    }
-    if (diff != 0) {
-        seterr(err, errlen, "wrong secret");
-        goto out;
-    }
-    rc = DPS_OK;
-out:
-    memset(text, 0, sizeof(text));
-    memset(want, 0, sizeof(want));
-    close(fd);
-    return rc;
-}
-
-void dps_secret_remove(const char *dir, const char *job)
-{
-    char path[PATH_MAX];
-
-    if (dir == NULL || !dps_listen_name_ok(job)) {
-        return;
-    }
-    if (snprintf(path, sizeof(path), "%s/%s.key", dir, job) <
-        (int)sizeof(path)) {
-        unlink(path);
-    }
 }
 
 /* ------------------------------------------------------------------ */
@@ -734,63 +368,52 @@ static int parse_ok(const char *line, void **addr, size_t *addr_len,
     return 0;
 }
 
-int dps_listen_connect(const char *hostport, const char *job,
-                       const uint8_t secret[DPS_SECRET_LEN], int timeout_ms,
-                       int *fd, void **addr, size_t *addr_len,
-                       uint32_t *pid, char *host, size_t hostlen,
-                       char *err, size_t errlen)
+/* A connected, nonblocking socket to hostport (*s), or an error. */
+static int connect_any(const char *hostport, const char *h, const char *port,
+                       int timeout_ms, double deadline, int *s, char *err,
+                       size_t errlen)
 {
     struct addrinfo hints, *res = NULL, *ai;
-    char h[DPS_LISTEN_HOSTPORT_MAX], port[8], *line = NULL, *nl = NULL;
-    char why[256];
-    double deadline = dps_now() + timeout_ms / 1000.0;
-    size_t hello_len = 0, off = 0, got = 0;
-    uint8_t *hello = NULL;
-    int s = -1, rc, e = 0, r;
+    int r, e = 0;
 
-    rc = dps_listen_split_hostport(hostport, 0, h, sizeof(h), port,
-                                   sizeof(port), why, sizeof(why));
-    if (rc != DPS_OK) {
-        seterr(err, errlen, "bad agent address: %s", why);
-        return rc;
-    }
-    hello = dps_listen_encode_hello(job, secret, &hello_len);
-    line = malloc(REPLY_MAX + 1);
-    if (hello == NULL || line == NULL) {
-        seterr(err, errlen, dps_listen_name_ok(job) ? "out of memory" :
-               "invalid job name");
-        rc = dps_listen_name_ok(job) ? DPS_ERR_NOMEM : DPS_ERR_INVALID;
-        goto out;
-    }
     memset(&hints, 0, sizeof(hints));
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
     hints.ai_flags = AI_ADDRCONFIG;
     r = getaddrinfo(h, port, &hints, &res);
     if (r != 0) {
-        seterr(err, errlen, "cannot resolve agent %s: %s", hostport,
-               r == EAI_SYSTEM ? strerror(errno) : gai_strerror(r));
-        rc = DPS_ERR_IO;
-        goto out;
+        dps_seterr(err, errlen, "cannot resolve agent %s: %s", hostport,
+                   r == EAI_SYSTEM ? strerror(errno) : gai_strerror(r));
+        return DPS_ERR_IO;
     }
-    for (ai = res; ai != NULL && s < 0; ai = ai->ai_next) {
-        s = connect_one(ai, deadline);
-        if (s < 0) {
+    *s = -1;
+    for (ai = res; ai != NULL && *s < 0; ai = ai->ai_next) {
+        *s = connect_one(ai, deadline);
+        if (*s < 0) {
             e = errno;
         }
     }
-    if (s < 0) {
-        if (e == ETIMEDOUT) {
-            seterr(err, errlen, "cannot connect to agent %s: no answer "
-                   "within %d ms", hostport, timeout_ms);
-            rc = DPS_ERR_TIMEOUT;
-        } else {
-            seterr(err, errlen, "cannot connect to agent %s: %s", hostport,
-                   strerror(e));
-            rc = DPS_ERR_IO;
-        }
-        goto out;
+    freeaddrinfo(res);
+    if (*s >= 0) {
+        return DPS_OK;
     }
+    if (e == ETIMEDOUT) {
+        dps_seterr(err, errlen, "cannot connect to agent %s: no answer "
+                   "within %d ms", hostport, timeout_ms);
+        return DPS_ERR_TIMEOUT;
+    }
+    dps_seterr(err, errlen, "cannot connect to agent %s: %s", hostport,
+               strerror(e));
+    return DPS_ERR_IO;
+}
+
+static int send_hello(int s, const uint8_t *hello, size_t hello_len,
+                      const char *hostport, double deadline, char *err,
+                      size_t errlen)
+{
+    size_t off = 0;
+    int r, e;
+
     while (off < hello_len) {
         ssize_t n = send(s, hello + off, hello_len - off, MSG_NOSIGNAL);
 
@@ -808,25 +431,34 @@ int dps_listen_connect(const char *hostport, const char *job,
             e = errno;
         }
         if (e == ETIMEDOUT) {
-            seterr(err, errlen, "agent %s: timed out sending the hello",
-                   hostport);
-            rc = DPS_ERR_TIMEOUT;
-        } else {
-            seterr(err, errlen, "agent %s: cannot send the hello: %s",
-                   hostport, strerror(e));
-            rc = DPS_ERR_IO;
+            dps_seterr(err, errlen, "agent %s: timed out sending the hello",
+                       hostport);
+            return DPS_ERR_TIMEOUT;
         }
-        goto out;
+        dps_seterr(err, errlen, "agent %s: cannot send the hello: %s",
+                   hostport, strerror(e));
+        return DPS_ERR_IO;
     }
-    /* The agent sends one line and then nothing until the job ends. */
+    return DPS_OK;
+}
+
+/* The agent sends one line and then nothing until the job ends: read it
+ * into line (REPLY_MAX + 1 bytes), without its newline. */
+static int read_answer(int s, char *line, const char *hostport,
+                       int timeout_ms, double deadline, char *err,
+                       size_t errlen)
+{
+    size_t got = 0;
+    char *nl = NULL;
+    int r;
+
     while (nl == NULL) {
         ssize_t n;
 
         if (got == REPLY_MAX) {
-            seterr(err, errlen, "agent %s sent an overlong answer",
-                   hostport);
-            rc = DPS_ERR_PROTO;
-            goto out;
+            dps_seterr(err, errlen, "agent %s sent an overlong answer",
+                       hostport);
+            return DPS_ERR_PROTO;
         }
         n = recv(s, line + got, REPLY_MAX - got, 0);
         if (n > 0) {
@@ -836,10 +468,9 @@ int dps_listen_connect(const char *hostport, const char *job,
             continue;
         }
         if (n == 0) {
-            seterr(err, errlen, "agent %s closed the connection without "
-                   "answering", hostport);
-            rc = DPS_ERR_DEAD;
-            goto out;
+            dps_seterr(err, errlen, "agent %s closed the connection "
+                       "without answering", hostport);
+            return DPS_ERR_DEAD;
         }
         if (errno == EAGAIN || errno == EINTR) {
             r = wait_fd(s, POLLIN, deadline);
@@ -847,43 +478,69 @@ int dps_listen_connect(const char *hostport, const char *job,
                 continue;
             }
             if (r == 0) {
-                seterr(err, errlen, "agent %s did not answer within %d ms",
-                       hostport, timeout_ms);
-                rc = DPS_ERR_TIMEOUT;
-                goto out;
+                dps_seterr(err, errlen, "agent %s did not answer within "
+                           "%d ms", hostport, timeout_ms);
+                return DPS_ERR_TIMEOUT;
             }
         }
-        seterr(err, errlen, "agent %s: cannot read the answer: %s",
-               hostport, strerror(errno));
-        rc = DPS_ERR_IO;
-        goto out;
+        dps_seterr(err, errlen, "agent %s: cannot read the answer: %s",
+                   hostport, strerror(errno));
+        return DPS_ERR_IO;
     }
     *nl = '\0';
-    if (strncmp(line, "refused ", 8) == 0) {
+    return DPS_OK;
+}
+
+int dps_listen_connect(const char *hostport, const char *job,
+                       const uint8_t secret[DPS_SECRET_LEN], int timeout_ms,
+                       int *fd, void **addr, size_t *addr_len,
+                       uint32_t *pid, char *host, size_t hostlen,
+                       char *err, size_t errlen)
+{
+    char h[DPS_LISTEN_HOSTPORT_MAX], port[8], *line = NULL, why[256];
+    double deadline = dps_now() + timeout_ms / 1000.0;
+    size_t hello_len = 0;
+    uint8_t *hello = NULL;
+    int s = -1, rc;
+
+    rc = dps_listen_split_hostport(hostport, 0, h, sizeof(h), port,
+                                   sizeof(port), why, sizeof(why));
+    if (rc != DPS_OK) {
+        dps_seterr(err, errlen, "bad agent address: %s", why);
+        return rc;
+    }
+    hello = dps_listen_encode_hello(job, secret, &hello_len);
+    line = malloc(REPLY_MAX + 1);
+    if (hello == NULL || line == NULL) {
+        dps_seterr(err, errlen, dps_listen_name_ok(job) ? "out of memory" :
+                   "invalid job name");
+        rc = dps_listen_name_ok(job) ? DPS_ERR_NOMEM : DPS_ERR_INVALID;
+    } else if ((rc = connect_any(hostport, h, port, timeout_ms, deadline, &s,
+                                 err, errlen)) != DPS_OK ||
+               (rc = send_hello(s, hello, hello_len, hostport, deadline,
+                                err, errlen)) != DPS_OK ||
+               (rc = read_answer(s, line, hostport, timeout_ms, deadline,
+                                 err, errlen)) != DPS_OK) {
+        /* err says why */
+    } else if (strncmp(line, "refused ", 8) == 0) {
         printable(line + 8, why, sizeof(why));
-        seterr(err, errlen, "agent %s refused the job: %s", hostport, why);
+        dps_seterr(err, errlen, "agent %s refused the job: %s", hostport,
+                   why);
         rc = DPS_ERR_INVALID;
-        goto out;
-    }
-    if (strncmp(line, "ok ", 3) != 0 ||
-        parse_ok(line, addr, addr_len, pid, host, hostlen) != 0) {
+    } else if (strncmp(line, "ok ", 3) != 0 ||
+               parse_ok(line, addr, addr_len, pid, host, hostlen) != 0) {
         printable(line, why, 60);
-        seterr(err, errlen, "agent %s sent a malformed answer: '%s'",
-               hostport, why);
+        dps_seterr(err, errlen, "agent %s sent a malformed answer: '%s'",
+                   hostport, why);
         rc = DPS_ERR_PROTO;
-        goto out;
+    } else {
+        /* An ordinary blocking descriptor for the caller. */
+        fcntl(s, F_SETFL, fcntl(s, F_GETFL) & ~O_NONBLOCK);
+        *fd = s;
+        s = -1;
     }
-    /* An ordinary blocking descriptor for the caller. */
-    fcntl(s, F_SETFL, fcntl(s, F_GETFL) & ~O_NONBLOCK);
-    *fd = s;
-    s = -1;
-    rc = DPS_OK;
-out:
     if (s >= 0) {
         close(s);
-    }
-    if (res != NULL) {
-        freeaddrinfo(res);
     }
     free(hello);
     free(line);
@@ -924,122 +581,133 @@ typedef struct map_host {
     unsigned  line;
 } map_host_t;
 
+/* What the lines read so far say. */
+typedef struct {
+    map_host_t *hosts;
+    size_t      nhosts;
+    char       *best;       /* the agent for us, from the best match */
+    int         best_level;
+} map_state_t;
+
+/* One line of the map (comments cut off): HOST ADDR:PORT [ADDR:PORT...]. */
+static int map_line(char *line, const char *where, unsigned lineno,
+                    const char *hostname, unsigned vnode_idx, map_state_t *m,
+                    char *err, size_t errlen)
+{
+    char h[DPS_LISTEN_HOSTPORT_MAX], port[8], why[512], *save, *agents[256];
+    char *tok = strtok_r(line, " \t", &save);
+    unsigned n = 0;
+    size_t i;
+    int level;
+
+    if (tok == NULL) {
+        return DPS_OK;
+    }
+    while ((agents[n] = strtok_r(NULL, " \t", &save)) != NULL) {
+        if (++n == sizeof(agents) / sizeof(agents[0])) {
+            dps_seterr(err, errlen, "%s: more than %u agents on a line",
+                       where, n - 1);
+            return DPS_ERR_INVALID;
+        }
+    }
+    if (n == 0) {
+        dps_seterr(err, errlen, "%s: expected HOST ADDR:PORT "
+                   "[ADDR:PORT...]", where);
+        return DPS_ERR_INVALID;
+    }
+    for (i = 0; i < n; i++) {
+        if (dps_listen_split_hostport(agents[i], 0, h, sizeof(h), port,
+                                      sizeof(port), why,
+                                      sizeof(why)) != DPS_OK) {
+            dps_seterr(err, errlen, "%s: %s", where, why);
+            return DPS_ERR_INVALID;
+        }
+    }
+    for (i = 0; i < m->nhosts; i++) {
+        if (strcasecmp(m->hosts[i].name, tok) == 0) {
+            dps_seterr(err, errlen, "%s: host %s already has line %u",
+                       where, tok, m->hosts[i].line);
+            return DPS_ERR_INVALID;
+        }
+    }
+    if (m->nhosts % 16 == 0) {
+        map_host_t *nh = realloc(m->hosts, (m->nhosts + 16) * sizeof(*nh));
+
+        if (nh == NULL) {
+            goto nomem;
+        }
+        m->hosts = nh;
+    }
+    m->hosts[m->nhosts].name = strdup(tok);
+    m->hosts[m->nhosts].line = lineno;
+    if (m->hosts[m->nhosts++].name == NULL) {
+        goto nomem;
+    }
+    level = host_match(tok, hostname);
+    if (level > m->best_level) {
+        free(m->best);
+        m->best = strdup(agents[vnode_idx % n]);
+        m->best_level = level;
+        if (m->best == NULL) {
+            goto nomem;
+        }
+    }
+    return DPS_OK;
+nomem:
+    dps_seterr(err, errlen, "out of memory");
+    return DPS_ERR_NOMEM;
+}
+
 int dps_agent_map_lookup(const char *path, const char *hostname,
                          unsigned vnode_idx, char *hostport, size_t len,
                          char *err, size_t errlen)
 {
-    char *line = NULL, *best = NULL, *save, *tok, *agents[256];
-    char h[DPS_LISTEN_HOSTPORT_MAX], port[8], why[512];
-    map_host_t *hosts = NULL;
-    size_t cap = 0, nhosts = 0, i;
-    unsigned lineno = 0, n;
-    int rc = DPS_OK, best_level = 0, level;
+    map_state_t m = {NULL, 0, NULL, 0};
+    char *line = NULL, where[4200];
+    unsigned lineno = 0;
+    size_t cap = 0, i;
+    int rc = DPS_OK;
     FILE *f;
 
     if (path == NULL || hostname == NULL || *hostname == '\0') {
-        seterr(err, errlen, "agent map lookup: no %s given",
-               path == NULL ? "file" : "host name");
+        dps_seterr(err, errlen, "agent map lookup: no %s given",
+                   path == NULL ? "file" : "host name");
         return DPS_ERR_INVALID;
     }
     f = fopen(path, "re");
     if (f == NULL) {
-        seterr(err, errlen, "cannot read agent map %s: %s", path,
-               strerror(errno));
+        dps_seterr(err, errlen, "cannot read agent map %s: %s", path,
+                   strerror(errno));
         return DPS_ERR_IO;
     }
-    while (getline(&line, &cap, f) >= 0) {
-        lineno++;
+    while (rc == DPS_OK && getline(&line, &cap, f) >= 0) {
         line[strcspn(line, "#\r\n")] = '\0';
-        tok = strtok_r(line, " \t", &save);
-        if (tok == NULL) {
-            continue;
-        }
-        n = 0;
-        while ((agents[n] = strtok_r(NULL, " \t", &save)) != NULL) {
-            if (++n == sizeof(agents) / sizeof(agents[0])) {
-                seterr(err, errlen, "%s:%u: more than %u agents on a line",
-                       path, lineno, n - 1);
-                rc = DPS_ERR_INVALID;
-                goto out;
-            }
-        }
-        if (n == 0) {
-            seterr(err, errlen, "%s:%u: expected HOST ADDR:PORT "
-                   "[ADDR:PORT...]", path, lineno);
-            rc = DPS_ERR_INVALID;
-            goto out;
-        }
-        for (i = 0; i < n; i++) {
-            if (dps_listen_split_hostport(agents[i], 0, h, sizeof(h), port,
-                                          sizeof(port), why,
-                                          sizeof(why)) != DPS_OK) {
-                seterr(err, errlen, "%s:%u: %s", path, lineno, why);
-                rc = DPS_ERR_INVALID;
-                goto out;
-            }
-        }
-        for (i = 0; i < nhosts; i++) {
-            if (strcasecmp(hosts[i].name, tok) == 0) {
-                seterr(err, errlen, "%s:%u: host %s already has line %u",
-                       path, lineno, tok, hosts[i].line);
-                rc = DPS_ERR_INVALID;
-                goto out;
-            }
-        }
-        if (nhosts % 16 == 0) {
-            map_host_t *nh = realloc(hosts, (nhosts + 16) * sizeof(*nh));
-
-            if (nh == NULL) {
-                rc = DPS_ERR_NOMEM;
-                seterr(err, errlen, "out of memory");
-                goto out;
-            }
-            hosts = nh;
-        }
-        hosts[nhosts].name = strdup(tok);
-        hosts[nhosts].line = lineno;
-        if (hosts[nhosts++].name == NULL) {
-            rc = DPS_ERR_NOMEM;
-            seterr(err, errlen, "out of memory");
-            goto out;
-        }
-        level = host_match(tok, hostname);
-        if (level > best_level) {
-            free(best);
-            best = strdup(agents[vnode_idx % n]);
-            best_level = level;
-            if (best == NULL) {
-                rc = DPS_ERR_NOMEM;
-                seterr(err, errlen, "out of memory");
-                goto out;
-            }
-        }
+        snprintf(where, sizeof(where), "%.4096s:%u", path, ++lineno);
+        rc = map_line(line, where, lineno, hostname, vnode_idx, &m, err,
+                      errlen);
     }
-    if (ferror(f)) {
-        seterr(err, errlen, "cannot read agent map %s: %s", path,
-               strerror(errno));
+    if (rc != DPS_OK) {
+        /* err says why */
+    } else if (ferror(f)) {
+        dps_seterr(err, errlen, "cannot read agent map %s: %s", path,
+                   strerror(errno));
         rc = DPS_ERR_IO;
-        goto out;
-    }
-    if (best == NULL) {
-        seterr(err, errlen, "agent map %s has no line for host %s", path,
-               hostname);
+    } else if (m.best == NULL) {
+        dps_seterr(err, errlen, "agent map %s has no line for host %s", path,
+                   hostname);
         rc = DPS_ERR_INVALID;
-        goto out;
-    }
-    if (strlen(best) >= len) {
-        seterr(err, errlen, "agent map %s: agent address %s too long",
-               path, best);
+    } else if (strlen(m.best) >= len) {
+        dps_seterr(err, errlen, "agent map %s: agent address %s too long",
+                   path, m.best);
         rc = DPS_ERR_INVALID;
-        goto out;
+    } else {
+        strcpy(hostport, m.best);
     }
-    strcpy(hostport, best);
-out:
-    for (i = 0; i < nhosts; i++) {
-        free(hosts[i].name);
+    for (i = 0; i < m.nhosts; i++) {
+        free(m.hosts[i].name);
     }
-    free(hosts);
-    free(best);
+    free(m.hosts);
+    free(m.best);
     free(line);
     fclose(f);
     return rc;

@@ -146,4 +146,9 @@ int dps_agent_map_lookup(const char *path, const char *hostname,
                          unsigned vnode_idx, char *hostport, size_t len,
                          char *err, size_t errlen);
 
+/* Writes a message to err (errlen bytes, may be NULL/0): the listen and
+ * secret functions' way of saying why they failed. */
+void dps_seterr(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 #endif

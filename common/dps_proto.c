@@ -463,118 +463,139 @@ static int decode_post(const char *body, size_t blen, dps_msg_t *msg,
     return DPS_OK;
 }
 
+static int check_header(const void *buf, size_t len, dps_msg_hdr_t *h,
+                        char *err, size_t err_len)
+{
+    if (len < sizeof(*h)) {
+        return fail(err, err_len, "message of %zu bytes is too short", len);
+    }
+    memcpy(h, buf, sizeof(*h));
+    if (h->magic != DPS_PROTO_MAGIC) {
+        return fail(err, err_len, "bad magic 0x%08x", h->magic);
+    }
+    if (h->version != DPS_PROTO_VERSION) {
+        return fail(err, err_len, "protocol version %u, expected %u",
+                    h->version, DPS_PROTO_VERSION);
+    }
+    if (h->length != len) {
+        return fail(err, err_len, "length field %u but %zu bytes received",
+                    h->length, len);
+    }
+    if (h->type == 0 || h->type >= DPS_MSG_TYPE_MAX) {
+        return fail(err, err_len, "unknown message type %u", h->type);
+    }
+    return DPS_OK;
+}
+
+/* Messages of one fixed size; 1 if the body is not one of them. */
+static int decode_fixed(const char *body, size_t blen, dps_msg_t *msg)
+{
+    switch (msg->type) {
+    case DPS_MSG_HELLO:
+    case DPS_MSG_PING:
+        return take_fixed(body, blen, &msg->u.hello,
+                          sizeof(dps_msg_hello_t), 1);
+    case DPS_MSG_READY:
+        return take_fixed(body, blen, &msg->u.ready,
+                          sizeof(dps_msg_ready_t), 1);
+    case DPS_MSG_SHM:
+        return take_fixed(body, blen, &msg->u.shm, sizeof(dps_msg_shm_t),
+                          1) || msg->u.shm.fd < 0;
+    case DPS_MSG_COMPLETE:
+        return take_fixed(body, blen, &msg->u.complete,
+                          sizeof(dps_msg_complete_t), 1);
+    case DPS_MSG_COMM_FREE:
+        return take_fixed(body, blen, &msg->u.comm_free,
+                          sizeof(dps_msg_comm_free_t), 1);
+    case DPS_MSG_SEND_DONE:
+        return take_fixed(body, blen, &msg->u.send_done,
+                          sizeof(dps_msg_send_done_t), 1) ||
+               msg->u.send_done.src >= DPS_MAX_RANKS ||
+               msg->u.send_done.dst >= DPS_MAX_RANKS;
+    case DPS_MSG_ROUND:
+        return take_fixed(body, blen, &msg->u.round,
+                          sizeof(dps_msg_round_t), 1) ||
+               msg->u.round.rank >= DPS_MAX_RANKS;
+    case DPS_MSG_INST_FAIL:
+        return take_fixed(body, blen, &msg->u.inst_fail,
+                          sizeof(dps_msg_inst_fail_t), 1) ||
+               msg->u.inst_fail.status >= 0;   /* a failure, never OK */
+    case DPS_MSG_SHUTDOWN:
+    case DPS_MSG_STATS_REQ:
+    case DPS_MSG_PONG:
+        return blen != 0;
+    case DPS_MSG_STATS:
+        return take_fixed(body, blen, &msg->u.stats,
+                          sizeof(dps_msg_stats_t), 1);
+    default:
+        return 1;
+    }
+}
+
+static int decode_procs(const char *body, size_t blen, dps_msg_t *msg,
+                        char *err, size_t err_len)
+{
+    if (take_fixed(body, blen, &msg->u.procs.fixed,
+                   sizeof(dps_msg_procs_t), 0) ||
+        msg->u.procs.fixed.nranks == 0 ||
+        msg->u.procs.fixed.nranks > DPS_MAX_RANKS ||
+        blen != sizeof(dps_msg_procs_t) +
+                8 * (size_t)msg->u.procs.fixed.nranks) {
+        return fail(err, err_len, "procs message of %zu bytes is "
+                    "inconsistent", blen);
+    }
+    msg->u.procs.pid = (const uint32_t *)(body + sizeof(dps_msg_procs_t));
+    msg->u.procs.node = msg->u.procs.pid + msg->u.procs.fixed.nranks;
+    return DPS_OK;
+}
+
+static int decode_id_list(const char *body, size_t blen, dps_msg_t *msg,
+                          char *err, size_t err_len)
+{
+    if (take_fixed(body, blen, &msg->u.reg_free.fixed,
+                   sizeof(dps_msg_reg_free_t), 0) ||
+        msg->u.reg_free.fixed.count == 0 ||
+        msg->u.reg_free.fixed.count > DPS_MAX_REG_FREE ||
+        blen != sizeof(dps_msg_reg_free_t) +
+                8 * (size_t)msg->u.reg_free.fixed.count) {
+        return fail(err, err_len, "reg_free message of %zu bytes is "
+                    "inconsistent", blen);
+    }
+    msg->u.reg_free.ids = (const uint64_t *)(body +
+                                             sizeof(dps_msg_reg_free_t));
+    return DPS_OK;
+}
+
 int dps_msg_decode(const void *buf, size_t len, dps_msg_t *msg,
                    char *err, size_t err_len)
 {
     dps_msg_hdr_t h;
     const char *body;
     size_t blen;
-    int bad = 0;
+    int rc = check_header(buf, len, &h, err, err_len);
 
-    if (len < sizeof(h)) {
-        return fail(err, err_len, "message of %zu bytes is too short", len);
-    }
-    memcpy(&h, buf, sizeof(h));
-    if (h.magic != DPS_PROTO_MAGIC) {
-        return fail(err, err_len, "bad magic 0x%08x", h.magic);
-    }
-    if (h.version != DPS_PROTO_VERSION) {
-        return fail(err, err_len, "protocol version %u, expected %u",
-                    h.version, DPS_PROTO_VERSION);
-    }
-    if (h.length != len) {
-        return fail(err, err_len, "length field %u but %zu bytes received",
-                    h.length, len);
-    }
-    if (h.type == 0 || h.type >= DPS_MSG_TYPE_MAX) {
-        return fail(err, err_len, "unknown message type %u", h.type);
+    if (rc != DPS_OK) {
+        return rc;
     }
     memset(msg, 0, sizeof(*msg));
     msg->type = (dps_msg_type_t)h.type;
     body = (const char *)buf + sizeof(h);
     blen = len - sizeof(h);
     switch (msg->type) {
-    case DPS_MSG_HELLO:
-    case DPS_MSG_PING:
-        bad = take_fixed(body, blen, &msg->u.hello, sizeof(dps_msg_hello_t),
-                         1);
-        break;
-    case DPS_MSG_READY:
-        bad = take_fixed(body, blen, &msg->u.ready, sizeof(dps_msg_ready_t),
-                         1);
-        break;
-    case DPS_MSG_SHM:
-        bad = take_fixed(body, blen, &msg->u.shm, sizeof(dps_msg_shm_t), 1) ||
-              msg->u.shm.fd < 0;
-        break;
-    case DPS_MSG_COMPLETE:
-        bad = take_fixed(body, blen, &msg->u.complete,
-                         sizeof(dps_msg_complete_t), 1);
-        break;
-    case DPS_MSG_COMM_FREE:
-        bad = take_fixed(body, blen, &msg->u.comm_free,
-                         sizeof(dps_msg_comm_free_t), 1);
-        break;
-    case DPS_MSG_SEND_DONE:
-        bad = take_fixed(body, blen, &msg->u.send_done,
-                         sizeof(dps_msg_send_done_t), 1) ||
-              msg->u.send_done.src >= DPS_MAX_RANKS ||
-              msg->u.send_done.dst >= DPS_MAX_RANKS;
-        break;
-    case DPS_MSG_ROUND:
-        bad = take_fixed(body, blen, &msg->u.round, sizeof(dps_msg_round_t),
-                         1) || msg->u.round.rank >= DPS_MAX_RANKS;
-        break;
-    case DPS_MSG_INST_FAIL:
-        bad = take_fixed(body, blen, &msg->u.inst_fail,
-                         sizeof(dps_msg_inst_fail_t), 1) ||
-              msg->u.inst_fail.status >= 0;   /* a failure, never OK */
-        break;
-    case DPS_MSG_SHUTDOWN:
-    case DPS_MSG_STATS_REQ:
-    case DPS_MSG_PONG:
-        bad = (blen != 0);
-        break;
-    case DPS_MSG_STATS:
-        bad = take_fixed(body, blen, &msg->u.stats, sizeof(dps_msg_stats_t),
-                         1);
-        break;
     case DPS_MSG_JOB_INFO:
         return decode_job(body, blen, msg, err, err_len);
     case DPS_MSG_PROCS:
-        if (take_fixed(body, blen, &msg->u.procs.fixed,
-                       sizeof(dps_msg_procs_t), 0) ||
-            msg->u.procs.fixed.nranks == 0 ||
-            msg->u.procs.fixed.nranks > DPS_MAX_RANKS ||
-            blen != sizeof(dps_msg_procs_t) +
-                    8 * (size_t)msg->u.procs.fixed.nranks) {
-            return fail(err, err_len, "procs message of %zu bytes is "
-                        "inconsistent", blen);
-        }
-        msg->u.procs.pid = (const uint32_t *)(body + sizeof(dps_msg_procs_t));
-        msg->u.procs.node = msg->u.procs.pid + msg->u.procs.fixed.nranks;
-        return DPS_OK;
+        return decode_procs(body, blen, msg, err, err_len);
     case DPS_MSG_POST:
     case DPS_MSG_PEER_POST:
         return decode_post(body, blen, msg, err, err_len);
     case DPS_MSG_REG_FREE:
     case DPS_MSG_SCHED_FREE:
-        if (take_fixed(body, blen, &msg->u.reg_free.fixed,
-                       sizeof(dps_msg_reg_free_t), 0) ||
-            msg->u.reg_free.fixed.count == 0 ||
-            msg->u.reg_free.fixed.count > DPS_MAX_REG_FREE ||
-            blen != sizeof(dps_msg_reg_free_t) +
-                    8 * (size_t)msg->u.reg_free.fixed.count) {
-            return fail(err, err_len, "reg_free message of %zu bytes is "
-                        "inconsistent", blen);
-        }
-        msg->u.reg_free.ids = (const uint64_t *)(body +
-                                                 sizeof(dps_msg_reg_free_t));
-        return DPS_OK;
+        return decode_id_list(body, blen, msg, err, err_len);
     default:
         break;
     }
-    if (bad) {
+    if (decode_fixed(body, blen, msg)) {
         return fail(err, err_len, "%s message with body of %zu bytes",
                     dps_msg_type_str(h.type), blen);
     }

@@ -249,7 +249,7 @@ void agent_move_queue(agent_t *a, agent_move_t *m);
 void agent_moves_drop(agent_t *a, agent_inst_t *in);
 
 /* A move is finished (status: DPS_OK or an error), or dropped unstarted
- * (agent_sched.c): steps advance, ranks complete. Frees m. */
+ * (agent_inst.c): steps advance, ranks complete. Frees m. */
 void agent_move_done(agent_t *a, agent_move_t *m, int status);
 void agent_move_dropped(agent_t *a, agent_move_t *m);
 
@@ -307,7 +307,7 @@ int agent_exec_init(agent_t *a);
 void agent_exec_fini(agent_t *a);
 
 /* Collective messages: POST, PEER_POST, SEND_DONE, ROUND, INST_FAIL,
- * COMM_FREE, REG_FREE, SCHED_FREE (agent_sched.c). */
+ * COMM_FREE, REG_FREE, SCHED_FREE (agent_post.c). */
 int agent_handle_coll(agent_t *a, const dps_msg_t *msg);
 
 /* Print every live instance: each rank's round and steps (SIGUSR1). */

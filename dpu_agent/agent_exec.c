@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Where an agent's moves happen: the bytes of a transfer or local step
- * (agent_sched.c decides which and when). Two data paths:
+ * (agent_inst.c decides which and when). Two data paths:
  *
  * - direct: the destination rank's DMA engine (shim/shim_engine.c) gets
  *   a READ or READ_REDUCE command through its shared-memory segment and

@@ -1,0 +1,481 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Instances of collectives, whatever collective they came from: each
+ * local rank's steps of its current round start as soon as they can, and
+ * become moves (agent_exec.c); rounds end, ranks complete, failures end
+ * every rank's part. See agent_sched.h.
+ */
+#define _GNU_SOURCE
+#include "agent_sched.h"
+#include "../common/dps_log.h"
+#include "../common/dps_status.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- instances --------------------------------------------------------- */
+
+int agent_tomb_has(const agent_t *a, const agent_inst_key_t *key)
+{
+    agent_tomb_t *t;
+
+    HASH_FIND(hh, a->tombs, key, sizeof(*key), t);
+    return t != NULL;
+}
+
+agent_inst_t *agent_inst_new(agent_t *a, agent_comm_t *c,
+                             agent_inst_key_t key, uint32_t coll)
+{
+    agent_inst_t *in = calloc(1, sizeof(*in));
+
+    if (in == NULL || (in->rs = calloc(c->size, sizeof(*in->rs))) == NULL) {
+        free(in);
+        return NULL;
+    }
+    in->key = key;
+    in->comm = c;
+    in->coll = coll;
+    in->local_left = c->nlocal;
+    c->live++;
+    HASH_ADD(hh, a->insts, key, sizeof(key), in);
+    return in;
+}
+
+void agent_inst_destroy(agent_t *a, agent_inst_t *in)
+{
+    uint32_t r;
+
+    if (in->failed) {
+        agent_tomb_t *t;
+
+        HASH_FIND(hh, a->tombs, &in->key, sizeof(in->key), t);
+        if (t == NULL && (t = calloc(1, sizeof(*t))) != NULL) {
+            t->key = in->key;
+            t->error = in->error;
+            HASH_ADD(hh, a->tombs, key, sizeof(t->key), t);
+        }
+    } else if (is_local(a, in->comm, 0)) {
+        a->collectives++; /* exactly one agent counts each instance */
+    }
+    HASH_DEL(a->insts, in);
+    for (r = 0; r < in->comm->size; r++) {
+        free(in->rs[r].st);
+        agent_sched_unref(a, in->rs[r].sched);
+    }
+    in->comm->live--;
+    agent_comm_release(a, in->comm);   /* perhaps freed now */
+    free(in->rs);
+    free(in);
+}
+
+void agent_inst_maybe_destroy(agent_t *a, agent_inst_t *in)
+{
+    if (in->local_left == 0 && in->moves_live == 0) {
+        agent_inst_destroy(a, in);
+    }
+}
+
+/* Steps of a rank's current round, all not done yet. */
+void agent_begin_round(agent_rstate_t *rs)
+{
+    const agent_sched_t *s = rs->sched;
+
+    rs->left = rs->round < s->nrounds
+               ? s->round_start[rs->round + 1] - s->round_start[rs->round]
+               : 0;
+}
+
+/* Local rank r: complete it if it can (done, or failed), flushing what
+ * UCX put into it first. */
+void agent_try_complete(agent_t *a, agent_inst_t *in, uint32_t r)
+{
+    agent_rstate_t *rs = &in->rs[r];
+    size_t len;
+    void *msg;
+
+    if (rs->done || !rs->posted || rs->moves_in > 0 || rs->flushing ||
+        (!in->failed && rs->round < rs->sched->nrounds)) {
+        return;
+    }
+    if (rs->needs_flush) {
+        rs->needs_flush = 0;
+        agent_flush_rank(a, in, r);
+        return;
+    }
+    rs->done = 1;
+    msg = dps_msg_encode_complete(rs->op_token, in->error, &len);
+    agent_send_rank(a, in->comm->members[r], msg, len);
+    in->local_left--;
+}
+
+void agent_flush_done(agent_t *a, agent_inst_t *in, uint32_t r, int status)
+{
+    if (status != DPS_OK && in->error == 0) {
+        in->error = status;
+    }
+    agent_try_complete(a, in, r);
+    agent_inst_maybe_destroy(a, in);
+}
+
+/* Tell the agents whose ranks read rank r's SENDs of its new round. */
+static void announce_round(agent_t *a, agent_inst_t *in, uint32_t r)
+{
+    agent_rstate_t *rs = &in->rs[r];
+    const agent_sched_t *s = rs->sched;
+    agent_comm_t *c = in->comm;
+    uint8_t *told = NULL;
+    uint32_t i;
+
+    if (rs->round >= s->nrounds) {
+        return;
+    }
+    for (i = s->round_start[rs->round]; i < s->round_start[rs->round + 1];
+         i++) {
+        const dps_step_t *st = &s->steps[i];
+        uint32_t ag;
+        size_t len;
+        void *msg;
+
+        if (st->kind != DPS_STEP_SEND || is_local(a, c, st->peer)) {
+            continue;
+        }
+        if (told == NULL && (told = calloc(a->nagents, 1)) == NULL) {
+            return;
+        }
+        ag = agent_of(a, c, st->peer);
+        if (told[ag]) {
+            continue;
+        }
+        told[ag] = 1;
+        msg = dps_msg_encode_round(c->id, (uint32_t)in->key.seq, r,
+                                   rs->round, &len);
+        if (msg == NULL || agent_send_agent(a, ag, msg, len) != DPS_OK) {
+            dps_error("cannot tell agent %u of rank %u's progress", ag,
+                      c->members[r]);
+        }
+    }
+    free(told);
+}
+
+/* A step of local rank r is done. */
+void agent_step_done(agent_inst_t *in, uint32_t r, uint32_t i)
+{
+    agent_rstate_t *rs = &in->rs[r];
+
+    if (rs->st[i] != 2) {
+        rs->st[i] = 2;
+        rs->left--;
+    }
+}
+
+/* Tell the source's agent (or ourselves) that its k-th SEND to dst was
+ * read. */
+static void send_read(agent_t *a, agent_inst_t *in, uint32_t src,
+                      uint32_t dst, uint32_t k, uint32_t src_step)
+{
+    agent_comm_t *c = in->comm;
+    size_t len;
+    void *msg;
+
+    if (is_local(a, c, src)) {
+        if (in->rs[src].st != NULL) {
+            agent_step_done(in, src, src_step);
+        }
+        return;
+    }
+    msg = dps_msg_encode_send_done(c->id, (uint32_t)in->key.seq, src, dst,
+                                   k, &len);
+    if (msg == NULL ||
+        agent_send_agent(a, agent_of(a, c, src), msg, len) != DPS_OK) {
+        dps_error("cannot report a finished read to agent %u",
+                  agent_of(a, c, src));
+    }
+}
+
+static agent_move_t *move_new(agent_inst_t *in, uint32_t src, uint32_t dst,
+                              uint32_t src_step, uint32_t dst_step)
+{
+    agent_move_t *m = calloc(1, sizeof(*m));
+
+    if (m == NULL) {
+        return NULL;
+    }
+    m->inst = in;
+    m->src = src;
+    m->dst = dst;
+    m->src_step = src_step;
+    m->dst_step = dst_step;
+    return m;
+}
+
+/* Start step i of local rank r if it can. Returns 1 if it started. */
+static int try_step(agent_t *a, agent_inst_t *in, uint32_t r, uint32_t i)
+{
+    agent_rstate_t *rs = &in->rs[r];
+    const dps_step_t *st = &rs->sched->steps[i];
+    agent_rstate_t *sr;
+    const dps_step_t *ss;
+    agent_move_t *m;
+    uint32_t s = st->peer, k, j, n;
+
+    switch (st->kind) {
+    case DPS_STEP_SEND:
+        return 0;   /* its reader's agent moves it */
+    case DPS_STEP_COPY:
+    case DPS_STEP_REDUCE:
+        if (st->len == 0) {
+            agent_step_done(in, r, i);
+            return 1;
+        }
+        m = move_new(in, r, r, i, i);
+        if (m == NULL) {
+            return 0;
+        }
+        m->local = 1;
+        m->op = st->kind == DPS_STEP_REDUCE ? st->op : DPS_OP_NONE;
+        m->dtype = st->dtype;
+        m->src_addr = rs->addr[st->src_buf] + st->src_off;
+        m->dst_addr = rs->addr[st->dst_buf] + st->dst_off;
+        m->len = st->len;
+        break;
+    default:   /* RECV, RECV_REDUCE */
+        sr = &in->rs[s];
+        if (!sr->posted) {
+            return 0;
+        }
+        k = agent_step_k(rs->sched, i);
+        n = sr->sched->send_start[r + 1] - sr->sched->send_start[r];
+        if (k >= n) {
+            dps_error("%s #%llu on communicator %#llx: rank %u receives %u "
+                      "transfers from rank %u, which sends it %u: the ranks' "
+                      "arguments do not match; it fails on every rank",
+                      dps_coll_str(in->coll),
+                      (unsigned long long)in->key.seq,
+                      (unsigned long long)in->comm->id, in->comm->members[r],
+                      k + 1, in->comm->members[s], n);
+            agent_inst_fail(a, in, DPS_ERR_MISMATCH, 1);
+            return 0;
+        }
+        j = sr->sched->send_idx[sr->sched->send_start[r] + k];
+        ss = &sr->sched->steps[j];
+        if (ss->len != st->len) {
+            dps_error("%s #%llu on communicator %#llx: rank %u sends %llu "
+                      "bytes where rank %u receives %llu: the ranks' "
+                      "arguments do not match; it fails on every rank",
+                      dps_coll_str(in->coll),
+                      (unsigned long long)in->key.seq,
+                      (unsigned long long)in->comm->id, in->comm->members[s],
+                      (unsigned long long)ss->len, in->comm->members[r],
+                      (unsigned long long)st->len);
+            agent_inst_fail(a, in, DPS_ERR_MISMATCH, 1);
+            return 0;
+        }
+        if (sr->round < ss->round) {
+            return 0;   /* the source is not there yet */
+        }
+        if (st->len == 0) {
+            agent_step_done(in, r, i);
+            send_read(a, in, s, r, k, j);
+            return 1;
+        }
+        m = move_new(in, s, r, j, i);
+        if (m == NULL) {
+            return 0;
+        }
+        m->k = k;
+        m->op = st->kind == DPS_STEP_RECV_REDUCE ? st->op : DPS_OP_NONE;
+        m->dtype = st->dtype;
+        m->src_addr = sr->addr[ss->src_buf] + ss->src_off;
+        m->dst_addr = rs->addr[st->dst_buf] + st->dst_off;
+        m->len = st->len;
+        break;
+    }
+    rs->st[i] = 1;
+    rs->moves_in++;
+    in->moves_live++;
+    agent_move_queue(a, m);
+    return 1;
+}
+
+/* Drive local rank r as far as it goes now. 1 if anything changed. */
+static int advance(agent_t *a, agent_inst_t *in, uint32_t r)
+{
+    agent_rstate_t *rs = &in->rs[r];
+    const agent_sched_t *s = rs->sched;
+    int changed = 0;
+    uint32_t i;
+
+    if (!rs->posted || rs->done || in->failed) {
+        return 0;
+    }
+    while (rs->round < s->nrounds) {
+        for (i = s->round_start[rs->round];
+             i < s->round_start[rs->round + 1] && !in->failed; i++) {
+            if (rs->st[i] == 0) {
+                changed |= try_step(a, in, r, i);
+            }
+        }
+        if (in->failed || rs->left > 0) {
+            break;
+        }
+        rs->round++;
+        agent_begin_round(rs);
+        announce_round(a, in, r);
+        changed = 1;
+    }
+    agent_try_complete(a, in, r);
+    return changed;
+}
+
+/* Drive every local rank of in until nothing moves; then perhaps free. */
+void agent_inst_progress(agent_t *a, agent_inst_t *in)
+{
+    int changed = 1;
+
+    while (changed && !in->failed) {
+        changed = 0;
+        for (uint32_t r = 0; r < in->comm->size; r++) {
+            if (is_local(a, in->comm, r)) {
+                changed |= advance(a, in, r);
+            }
+        }
+    }
+    agent_inst_maybe_destroy(a, in);
+}
+
+/*
+ * The instance fails on every rank (mismatched or erroneous arguments):
+ * no move starts any more; a rank of ours completes, with the error, once
+ * the moves writing into it are done (one handed to an engine or a
+ * staging slot finishes; one still queued is dropped); nobody waits for
+ * reads of its data any more (a read of memory the application got back
+ * harms nothing, and the readers' ranks fail too). tell: let every other
+ * agent of the communicator know.
+ */
+void agent_inst_fail(agent_t *a, agent_inst_t *in, int status, int tell)
+{
+    agent_comm_t *c = in->comm;
+    uint32_t r;
+
+    if (in->failed) {
+        return;
+    }
+    in->failed = 1;
+    in->error = status;
+    agent_moves_drop(a, in);
+    if (tell) {
+        uint8_t *told = calloc(a->nagents, 1);
+
+        for (r = 0; told != NULL && r < c->size; r++) {
+            uint32_t ag = agent_of(a, c, r);
+            size_t len;
+            void *msg;
+
+            if (ag == a->self || told[ag]) {
+                continue;
+            }
+            told[ag] = 1;
+            msg = dps_msg_encode_inst_fail(c->id, (uint32_t)in->key.seq,
+                                           status, &len);
+            if (msg == NULL || agent_send_agent(a, ag, msg, len) != DPS_OK) {
+                dps_error("cannot tell agent %u that a collective fails",
+                          ag);
+            }
+        }
+        free(told);
+    }
+    for (r = 0; r < c->size; r++) {
+        if (is_local(a, c, r)) {
+            agent_try_complete(a, in, r);
+        }
+    }
+}
+
+/* Has local rank r finished every step of its round (or must it
+ * complete)? */
+static int round_over(const agent_t *a, const agent_inst_t *in, uint32_t r)
+{
+    const agent_rstate_t *rs = &in->rs[r];
+
+    return is_local(a, in->comm, r) && rs->st != NULL && rs->left == 0;
+}
+
+void agent_move_dropped(agent_t *a, agent_move_t *m)
+{
+    (void)a;
+    m->inst->moves_live--;
+    m->inst->rs[m->dst].moves_in--;
+    free(m);
+}
+
+void agent_move_done(agent_t *a, agent_move_t *m, int status)
+{
+    agent_inst_t *in = m->inst;
+    agent_rstate_t *rs = &in->rs[m->dst];
+    uint32_t src = m->src, dst = m->dst;
+
+    in->moves_live--;
+    rs->moves_in--;
+    if (status != DPS_OK && in->error == 0) {
+        in->error = status;
+    }
+    if (!in->failed) {
+        agent_step_done(in, m->dst, m->dst_step);
+        if (!m->local) {
+            send_read(a, in, m->src, m->dst, m->k, m->src_step);
+        }
+    }
+    free(m);
+    if (in->failed) {
+        agent_try_complete(a, in, rs - in->rs);
+        agent_inst_maybe_destroy(a, in);
+        return;
+    }
+    /* Most moves end no round: then nothing else can start. */
+    if (round_over(a, in, dst) || (src != dst && round_over(a, in, src))) {
+        agent_inst_progress(a, in);
+    }
+}
+
+void agent_dump(agent_t *a, FILE *out)
+{
+    agent_inst_t *in, *tmp;
+    agent_move_t *m;
+    unsigned queued = 0;
+
+    for (m = a->q_head; m != NULL; m = m->next) {
+        queued++;
+    }
+    fprintf(out, "dpushim[agent %u]: %u instances, %u moves queued, %u "
+            "slots busy\n", a->self, HASH_COUNT(a->insts), queued,
+            a->inflight);
+    HASH_ITER(hh, a->insts, in, tmp) {
+        fprintf(out, "  %s #%llu on %#llx: %u ranks, %u local left, %u "
+                "moves live%s\n", dps_coll_str(in->coll),
+                (unsigned long long)in->key.seq,
+                (unsigned long long)in->comm->id, in->comm->size,
+                in->local_left, in->moves_live, in->failed ? ", failed" : "");
+        for (uint32_t r = 0; r < in->comm->size; r++) {
+            agent_rstate_t *rs = &in->rs[r];
+
+            fprintf(out, "    rank %u (world %u)%s: %s round %u", r,
+                    in->comm->members[r], is_local(a, in->comm, r)
+                    ? " here" : "", rs->posted ? "posted," : "not posted,",
+                    rs->round);
+            if (rs->st != NULL && rs->sched != NULL) {
+                fprintf(out, " of %u, %u left, done %d:", rs->sched->nrounds,
+                        rs->left, rs->done);
+                for (uint32_t i = 0; i < rs->sched->nsteps; i++) {
+                    const dps_step_t *st = &rs->sched->steps[i];
+
+                    fprintf(out, " %s(r%u,p%u,%llu)=%u",
+                            dps_step_kind_str(st->kind), st->round,
+                            st->peer, (unsigned long long)st->len,
+                            rs->st[i]);
+                }
+            }
+            fprintf(out, "\n");
+        }
+    }
+    fflush(out);
+}

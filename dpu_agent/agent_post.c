@@ -1,0 +1,471 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Posts and the messages between agents: a rank's POST (or a peer
+ * agent's PEER_POST) joins its instance, is checked against the ranks it
+ * exchanges with and forwarded to the agents that serve them; SEND_DONE,
+ * ROUND, INST_FAIL and COMM_FREE from other agents. See agent_sched.h.
+ */
+#define _GNU_SOURCE
+#include "agent_sched.h"
+#include "../common/dps_log.h"
+#include "../common/dps_status.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Ranks of ours receiving from x while x sends them nothing, or the other
+ * way round, would wait forever: a local rank d and a posted rank s must
+ * agree on how many transfers go from s to d. */
+static int pairs_agree(agent_t *a, agent_inst_t *in, uint32_t x)
+{
+    agent_comm_t *c = in->comm;
+    uint32_t d, s;
+
+    for (uint32_t p = 0; p < c->size; p++) {
+        for (int dir = 0; dir < 2; dir++) {
+            uint32_t ns, nr;
+
+            s = dir ? p : x;
+            d = dir ? x : p;
+            if (!is_local(a, c, d) || !in->rs[s].posted ||
+                !in->rs[d].posted || (dir && p == x)) {
+                continue;
+            }
+            ns = in->rs[s].sched->send_start[d + 1] -
+                 in->rs[s].sched->send_start[d];
+            nr = in->rs[d].sched->recv_start[s + 1] -
+                 in->rs[d].sched->recv_start[s];
+            if (ns != nr) {
+                dps_error("%s #%llu on communicator %#llx: rank %u sends "
+                          "%u transfers to rank %u, which receives %u: the "
+                          "ranks' arguments do not match; it fails on "
+                          "every rank", dps_coll_str(in->coll),
+                          (unsigned long long)in->key.seq,
+                          (unsigned long long)c->id, c->members[s], ns,
+                          c->members[d], nr);
+                agent_inst_fail(a, in, DPS_ERR_MISMATCH, 1);
+                return 0;
+            }
+        }
+    }
+    return 1;
+}
+
+/* The steps of s another agent ag needs: the SENDs to its ranks, in
+ * order (the k-th SEND to a rank stays the k-th). Their number. */
+static uint32_t sends_to(const agent_t *a, const agent_comm_t *c,
+                         const agent_sched_t *s, uint32_t ag,
+                         dps_step_t *out)
+{
+    uint32_t i, n = 0;
+
+    for (i = 0; i < s->nsteps; i++) {
+        if (s->steps[i].kind == DPS_STEP_SEND &&
+            agent_of(a, c, s->steps[i].peer) == ag) {
+            out[n++] = s->steps[i];
+        }
+    }
+    return n;
+}
+
+/* Tell the agents of every rank x's schedule names about x's post: they
+ * need its schedule (the first time), its buffers and their keys (the
+ * first time each). */
+static void forward_post(agent_t *a, agent_inst_t *in, const dps_msg_t *msg,
+                         uint32_t x)
+{
+    agent_rstate_t *rs = &in->rs[x];
+    agent_sched_t *s = rs->sched;
+    agent_comm_t *c = in->comm;
+    dps_msg_post_t f = msg->u.post.fixed;
+    uint8_t *want = calloc(a->nagents, 1);
+    dps_step_t *fwd = malloc(sizeof(dps_step_t) * (s->nsteps + 1));
+    uint32_t i, ag;
+
+    if (want == NULL || fwd == NULL) {
+        free(want);
+        free(fwd);
+        dps_error("out of memory forwarding a post");
+        return;
+    }
+    for (i = 0; i < s->nsteps; i++) {
+        const dps_step_t *st = &s->steps[i];
+
+        if (st->kind == DPS_STEP_SEND || st->kind == DPS_STEP_RECV ||
+            st->kind == DPS_STEP_RECV_REDUCE) {
+            want[agent_of(a, c, st->peer)] = 1;
+        }
+    }
+    want[a->self] = 0;
+    f.nmembers = c->size;
+    for (ag = 0; ag < a->nagents; ag++) {
+        const void *keys[DPS_NBUF] = {NULL, NULL, NULL};
+        size_t len;
+        void *out;
+        int b;
+
+        if (!want[ag]) {
+            continue;
+        }
+        for (b = 0; b < DPS_NBUF; b++) {
+            agent_key_t *k = rs->key[b];
+
+            f.rkey_len[b] = (k != NULL && !k->sent[ag]) ? k->len : 0;
+            keys[b] = f.rkey_len[b] ? k->packed : NULL;
+        }
+        f.nsteps = 0;
+        f.flags = 0;
+        if (!s->sent[ag]) {
+            f.nsteps = sends_to(a, c, s, ag, fwd);
+            f.flags = DPS_POST_SCHED;
+        }
+        out = dps_msg_encode_post(DPS_MSG_PEER_POST, &f, keys,
+                                  f.nsteps ? fwd : NULL, c->members, &len);
+        if (out == NULL || agent_send_agent(a, ag, out, len) != DPS_OK) {
+            dps_error("cannot forward a post to agent %u", ag);
+            continue;
+        }
+        s->sent[ag] = 1;
+        for (b = 0; b < DPS_NBUF; b++) {
+            if (f.rkey_len[b]) {
+                rs->key[b]->sent[ag] = 1;
+            }
+        }
+    }
+    free(want);
+    free(fwd);
+}
+
+/* A late post into a failed instance, or the first of one another agent
+ * failed: a local rank completes with the error at once. */
+static int post_failed(agent_t *a, agent_inst_t *in, uint32_t x, int local)
+{
+    if (local) {
+        agent_try_complete(a, in, x);
+        agent_inst_maybe_destroy(a, in);
+    }
+    return DPS_OK;
+}
+
+/* Keys and schedule first: a post that must wait still delivered them,
+ * which later posts no longer carry. A post carrying its rank's error has
+ * neither. */
+static int post_take(agent_t *a, const dps_msg_t *msg,
+                     agent_key_t *keys[DPS_NBUF], agent_sched_t **s)
+{
+    const dps_msg_post_t *f = &msg->u.post.fixed;
+
+    for (int b = 0; f->error == 0 && b < DPS_NBUF; b++) {
+        if (f->buf_reg[b] == 0) {
+            continue;
+        }
+        keys[b] = agent_key_take(a, f->world_rank, f->buf_reg[b],
+                                 msg->u.post.rkey[b], f->rkey_len[b]);
+        if (keys[b] == NULL) {
+            return DPS_ERR_PROTO;
+        }
+    }
+    if (f->error == 0 && (*s = agent_sched_take(a, msg)) == NULL) {
+        return DPS_ERR_PROTO;
+    }
+    return DPS_OK;
+}
+
+/* The post's communicator, checked against what its ranks said before;
+ * DPS_ERR_AGAIN while its members are not known yet. */
+static int post_comm(agent_t *a, const dps_msg_t *msg, agent_comm_t **cp)
+{
+    const dps_msg_post_t *f = &msg->u.post.fixed;
+    agent_comm_t *c;
+    int bad, local;
+
+    c = agent_comm_get(a, f->comm_id, f->comm_size, msg->u.post.members,
+                       &bad);
+    if (bad) {
+        dps_error("post for communicator %#llx with inconsistent members",
+                  (unsigned long long)f->comm_id);
+        return DPS_ERR_PROTO;
+    }
+    if (c == NULL) {
+        return DPS_ERR_AGAIN;
+    }
+    if (c->members[f->comm_rank] != f->world_rank) {
+        dps_error("rank %u claims to be rank %u of communicator %#llx",
+                  f->world_rank, f->comm_rank,
+                  (unsigned long long)f->comm_id);
+        return DPS_ERR_PROTO;
+    }
+    local = is_local(a, c, f->comm_rank);
+    if ((msg->type == DPS_MSG_POST) != local) {
+        dps_error("%s for rank %u which is %sserved here",
+                  dps_msg_type_str(msg->type), f->world_rank,
+                  local ? "" : "not ");
+        return DPS_ERR_PROTO;
+    }
+    *cp = c;
+    return DPS_OK;
+}
+
+/* The instance the post belongs to, new if it is the first post of it
+ * here (failed at once if another agent already failed it). */
+static agent_inst_t *post_inst(agent_t *a, agent_comm_t *c,
+                               const dps_msg_post_t *f)
+{
+    agent_inst_key_t key = {f->comm_id, f->seq};
+    agent_inst_t *in;
+    agent_tomb_t *t;
+
+    HASH_FIND(hh, a->insts, &key, sizeof(key), in);
+    if (in != NULL) {
+        return in;
+    }
+    HASH_FIND(hh, a->tombs, &key, sizeof(key), t);
+    in = agent_inst_new(a, c, key, f->coll);
+    if (in == NULL) {
+        return NULL;
+    }
+    in->first_world = f->world_rank;
+    if (t != NULL) {
+        in->failed = 1;
+        in->error = t->error;
+    }
+    return in;
+}
+
+/* A rank's own erroneous arguments, or calls that differ between ranks,
+ * fail the instance on every rank. */
+static void post_check(agent_t *a, agent_inst_t *in, const dps_msg_post_t *f)
+{
+    if (f->error != 0 && !in->failed) {
+        dps_error("%s #%u on communicator %#llx: rank %u's own arguments "
+                  "are erroneous (%s); it fails on every rank",
+                  dps_coll_str(f->coll), f->seq,
+                  (unsigned long long)f->comm_id, f->world_rank,
+                  dps_status_str(f->error));
+        agent_inst_fail(a, in, f->error, 1);
+    } else if (!in->failed && f->coll != in->coll) {
+        dps_error("%s #%u on communicator %#llx: rank %u posted it where "
+                  "rank %u posted %s: the ranks' calls do not match; it "
+                  "fails on every rank", dps_coll_str(f->coll), f->seq,
+                  (unsigned long long)f->comm_id, f->world_rank,
+                  in->first_world, dps_coll_str(in->coll));
+        agent_inst_fail(a, in, DPS_ERR_MISMATCH, 1);
+    }
+}
+
+static int handle_post(agent_t *a, const dps_msg_t *msg)
+{
+    const dps_msg_post_t *f = &msg->u.post.fixed;
+    agent_key_t *keys[DPS_NBUF] = {NULL, NULL, NULL};
+    agent_sched_t *s = NULL;
+    agent_comm_t *c = NULL;
+    agent_rstate_t *rs;
+    agent_inst_t *in;
+    uint32_t x = f->comm_rank;
+    int local, rc;
+
+    if (f->world_rank >= a->nranks) {
+        dps_error("post from unknown rank %u", f->world_rank);
+        return DPS_ERR_PROTO;
+    }
+    if ((rc = post_take(a, msg, keys, &s)) != DPS_OK ||
+        (rc = post_comm(a, msg, &c)) != DPS_OK) {
+        return rc;
+    }
+    local = is_local(a, c, x);
+    if ((in = post_inst(a, c, f)) == NULL) {
+        return DPS_ERR_NOMEM;
+    }
+    rs = &in->rs[x];
+    if (rs->posted) {
+        dps_error("rank %u posted instance %u of communicator %#llx twice",
+                  f->world_rank, f->seq, (unsigned long long)f->comm_id);
+        return DPS_ERR_PROTO;
+    }
+    rs->posted = 1;
+    rs->sched = s;
+    if (s != NULL) {
+        s->refs++;
+    }
+    rs->op_token = f->op_token;
+    for (int b = 0; b < DPS_NBUF; b++) {
+        rs->addr[b] = f->buf_addr[b];
+        rs->key[b] = keys[b];
+    }
+    if (local && s != NULL) {
+        rs->st = calloc(s->nsteps + 1, 1);
+        if (rs->st == NULL) {
+            return DPS_ERR_NOMEM;
+        }
+        agent_begin_round(rs);
+    }
+    post_check(a, in, f);
+    if (in->failed) {
+        return post_failed(a, in, x, local);
+    }
+    if (local) {
+        forward_post(a, in, msg, x);
+    }
+    if (pairs_agree(a, in, x)) {
+        agent_inst_progress(a, in);
+    }
+    return DPS_OK;
+}
+
+static agent_inst_t *inst_of(agent_t *a, uint64_t comm_id, uint32_t seq)
+{
+    agent_inst_key_t key = {comm_id, seq};
+    agent_inst_t *in;
+
+    HASH_FIND(hh, a->insts, &key, sizeof(key), in);
+    return in;
+}
+
+static int handle_send_done(agent_t *a, const dps_msg_send_done_t *m)
+{
+    agent_inst_key_t key = {m->comm_id, m->seq};
+    agent_inst_t *in = inst_of(a, m->comm_id, m->seq);
+    agent_rstate_t *rs;
+    const agent_sched_t *s;
+
+    if ((in != NULL && in->failed) || (in == NULL && agent_tomb_has(a, &key))) {
+        return DPS_OK;   /* late news of a failed instance */
+    }
+    if (in == NULL || m->src >= in->comm->size || m->dst >= in->comm->size ||
+        !is_local(a, in->comm, m->src) || !(rs = &in->rs[m->src])->posted ||
+        (s = rs->sched) == NULL ||
+        m->k >= s->send_start[m->dst + 1] - s->send_start[m->dst]) {
+        dps_error("unexpected send_done (%u -> %u, #%u) for instance %u of "
+                  "communicator %#llx", m->src, m->dst, m->k, m->seq,
+                  (unsigned long long)m->comm_id);
+        return DPS_ERR_PROTO;
+    }
+    agent_step_done(in, m->src, s->send_idx[s->send_start[m->dst] + m->k]);
+    if (rs->left == 0) {
+        agent_inst_progress(a, in);
+    }
+    return DPS_OK;
+}
+
+static int handle_round(agent_t *a, const dps_msg_round_t *m)
+{
+    agent_inst_key_t key = {m->comm_id, m->seq};
+    agent_inst_t *in = inst_of(a, m->comm_id, m->seq);
+
+    if (in == NULL && agent_tomb_has(a, &key)) {
+        return DPS_OK;
+    }
+    if (in == NULL) {
+        return DPS_ERR_AGAIN;   /* overtook the post it follows */
+    }
+    if (m->rank >= in->comm->size || is_local(a, in->comm, m->rank)) {
+        dps_error("unexpected round message for rank %u", m->rank);
+        return DPS_ERR_PROTO;
+    }
+    if (!in->rs[m->rank].posted) {
+        return DPS_ERR_AGAIN;
+    }
+    if (m->round > in->rs[m->rank].round) {
+        in->rs[m->rank].round = m->round;
+    }
+    if (!in->failed) {
+        agent_inst_progress(a, in);
+    }
+    return DPS_OK;
+}
+
+/* INST_FAIL from another agent: fail the instance here too, creating it
+ * failed if none of our ranks has posted it yet. */
+static int handle_inst_fail(agent_t *a, const dps_msg_inst_fail_t *m)
+{
+    agent_inst_key_t key = {m->comm_id, m->seq};
+    agent_inst_t *in = inst_of(a, m->comm_id, m->seq);
+    agent_comm_t *c;
+
+    if (in != NULL) {
+        agent_inst_fail(a, in, m->status, 0);
+        agent_inst_maybe_destroy(a, in);
+        return DPS_OK;
+    }
+    if (agent_tomb_has(a, &key)) {
+        return DPS_OK;
+    }
+    HASH_FIND(hh, a->comms, &m->comm_id, sizeof(m->comm_id), c);
+    if (c == NULL) {
+        return DPS_ERR_AGAIN;   /* its members come with the first post */
+    }
+    in = agent_inst_new(a, c, key, 0);
+    if (in == NULL) {
+        return DPS_ERR_NOMEM;
+    }
+    in->failed = 1;
+    in->error = m->status;
+    return DPS_OK;
+}
+
+static int handle_comm_free(agent_t *a, const dps_msg_comm_free_t *cf)
+{
+    agent_comm_t *c;
+
+    HASH_FIND(hh, a->comms, &cf->comm_id, sizeof(cf->comm_id), c);
+    if (c == NULL || c->refs == 0) {
+        dps_debug("free of unknown communicator %#llx ignored",
+                  (unsigned long long)cf->comm_id);
+        return DPS_OK;
+    }
+    if (--c->refs == 0) {
+        c->freed = 1;
+        agent_comm_release(a, c);
+    }
+    return DPS_OK;
+}
+
+int agent_handle_coll(agent_t *a, const dps_msg_t *msg)
+{
+    switch (msg->type) {
+    case DPS_MSG_POST:
+    case DPS_MSG_PEER_POST:
+        return handle_post(a, msg);
+    case DPS_MSG_SEND_DONE:
+        return handle_send_done(a, &msg->u.send_done);
+    case DPS_MSG_ROUND:
+        return handle_round(a, &msg->u.round);
+    case DPS_MSG_INST_FAIL:
+        return handle_inst_fail(a, &msg->u.inst_fail);
+    case DPS_MSG_COMM_FREE:
+        return handle_comm_free(a, &msg->u.comm_free);
+    case DPS_MSG_REG_FREE:
+        return agent_handle_reg_free(a, msg);
+    case DPS_MSG_SCHED_FREE:
+        return agent_handle_sched_free(a, msg);
+    default:
+        return DPS_ERR_PROTO;
+    }
+}
+
+void agent_sched_fini(agent_t *a)
+{
+    agent_inst_t *in, *itmp;
+    agent_comm_t *c, *ctmp;
+    agent_sched_t *s, *stmp;
+    agent_tomb_t *t, *ttmp;
+
+    HASH_ITER(hh, a->insts, in, itmp) {
+        in->comm->freed = 1;
+        agent_inst_destroy(a, in);
+    }
+    HASH_ITER(hh, a->comms, c, ctmp) {
+        HASH_DEL(a->comms, c);
+        free(c->members);
+        free(c);
+    }
+    HASH_ITER(hh, a->tombs, t, ttmp) {
+        HASH_DEL(a->tombs, t);
+        free(t);
+    }
+    HASH_ITER(hh, a->scheds, s, stmp) {
+        HASH_DEL(a->scheds, s);
+        agent_sched_free(s);
+    }
+    agent_keys_fini(a);
+}
