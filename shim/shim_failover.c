@@ -339,6 +339,15 @@ static void agree_step(void)
         return;
     }
     qsort(fo.all, (size_t)fo.nall, sizeof(fo_entry_t), fo_entry_cmp);
+    for (i = 0; i < fo.nall && dps_log_level >= DPS_LOG_DEBUG; i++) {
+        static const char *kind[] = {"finished", "finished below",
+                                     "posted below"};
+
+        dps_debug("agreed: communicator %#llx: %s %llu",
+                  (unsigned long long)fo.all[i].id,
+                  fo.all[i].kind < 3 ? kind[fo.all[i].kind] : "?",
+                  (unsigned long long)fo.all[i].seq);
+    }
     shim.fo_state = SHIM_FO_DECIDED;
     dps_info("stock MPI takes over, %.3f s after the failure was seen",
              dps_now() - fo.started);

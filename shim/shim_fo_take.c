@@ -7,6 +7,7 @@
  */
 #define _GNU_SOURCE
 #include "shim.h"
+#include "shim_engine.h"
 #include "shim_fo.h"
 #include "shim_redo.h"
 #include "../common/dps_log.h"
@@ -105,31 +106,78 @@ static int take_one(shim_op_t *op)
         shim.stats[coll][SHIM_STAT_FAILED]++;
         return MPI_ERR_OTHER;
     }
+    if (op->call.unpack.scat != NULL) {
+        /* The redo receives every byte into staging again: unpack all. */
+        shim_engine_scatter_remove(op->call.unpack.scat);
+        op->call.unpack.scat->ndone = 0;
+    }
     op->redo = shim_redo_start(op, use, (int)(op->call.seq % 32767u));
     if (op->redo == NULL) {
         shim.stats[coll][SHIM_STAT_FAILED]++;
         return MPI_ERR_OTHER;
     }
     shim.stats[coll][op->after ? SHIM_STAT_AFTER : SHIM_STAT_REDONE]++;
+    dps_debug("%s #%u on communicator %#llx: %s on stock MPI",
+              shim_coll_name(coll), op->call.seq, (unsigned long long)c->id,
+              op->after ? "run" : "redone");
     return MPI_SUCCESS;
 }
 
+/* The highest seq any rank had posted on communicator id when it saw the
+ * failure (agreed: the same on every rank); 0 if none. */
+static uint64_t posted_max(uint64_t id)
+{
+    fo_entry_t key = {id, 0, 0}, *e;
+    uint64_t m = 0;
+
+    e = bsearch(&key, fo.all, (size_t)fo.nall, sizeof(key), fo_entry_cmp);
+    if (e == NULL) {
+        return 0;
+    }
+    while (e > fo.all && e[-1].id == id) {
+        e--;
+    }
+    for (; e < fo.all + fo.nall && e->id == id; e++) {
+        if (e->kind == FO_POSTED_BELOW && e->seq > m) {
+            m = e->seq;
+        }
+    }
+    return m;
+}
+
+/* Wait until the takeover is agreed and c's id known (progressing both);
+ * bounded: shim_fo_progress gives up at the takeover's deadline. */
+static void wait_decided(shim_comm_t *c)
+{
+    while (!comm_ready(c)) {
+        if (shim.agreeing != NULL) {
+            shim_comm_progress();
+        }
+        shim_fo_progress();
+        if (!comm_ready(c)) {
+            usleep(20);
+        }
+    }
+}
+
+/*
+ * A collective posted after the failure. Every rank must take the same
+ * path for a given (communicator, seq), whatever it had pending: below
+ * the highest seq any rank had posted when it saw the failure, some rank
+ * may be redoing it from its schedule (or failing it), so it goes the
+ * same way here (0: queued, shim_op_start); from there on no rank gave
+ * it to an agent and every rank posts it after the agreement: stock
+ * MPI's own collective, on the twin (1, *use).
+ */
 int shim_fo_direct(shim_comm_t *c, uint32_t seq, int coll, MPI_Comm *use)
 {
-    shim_op_t *op;
     int direct;
 
+    wait_decided(c);
     pthread_mutex_lock(&shim.lock);
-    direct = comm_ready(c);
-    for (op = c->ops_head; direct && op != NULL; op = op->next_in_comm) {
-        direct = op->taken;   /* nothing queued to overtake */
-    }
-    /* One that must fail gets a request all the same (shim_op_start),
-     * which ends with the error: callers rarely check MPI_I*'s result. */
-    if (direct && stock_comm(c, seq, coll, use, 1)) {
+    direct = seq >= posted_max(c->id) && stock_comm(c, seq, coll, use, 1);
+    if (direct) {
         shim.stats[coll][SHIM_STAT_AFTER]++;
-    } else {
-        direct = 0;
     }
     pthread_mutex_unlock(&shim.lock);
     return direct;

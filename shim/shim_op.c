@@ -463,6 +463,9 @@ static void agent_msg(const void *data, size_t len)
             }
         }
         /* Finished here, well or not: never to be redone. */
+        dps_debug("%s #%u on communicator %#llx: completed by the agent",
+                  dps_coll_str((unsigned)op->call.coll), op->call.seq,
+                  (unsigned long long)op->comm->id);
         shim_comm_finished(op->comm, op->call.seq);
         op->finishing = 1;
         op->next_done = shim.done_list;
