@@ -33,8 +33,8 @@ SHIM_SRC   := shim/shim_init.c shim/boot_agent.c shim/boot_place.c \
               shim/shim_engine.c shim/shim_wait.c shim/shim_util.c \
               shim/shim_reg.c shim/shim_failover.c shim/shim_fo_take.c \
               shim/shim_block.c shim/shim_sched.c shim/shim_types.c \
-              shim/shim_redo.c \
-              shim/coll_common.c shim/coll_move.c shim/coll_reduce.c \
+              shim/shim_flat.c shim/shim_redo.c shim/coll_common.c \
+              shim/coll_move.c shim/coll_reduce.c \
               $(BLD_SRC)
 AGENT_SRC  := dpu_agent/agent_main.c dpu_agent/agent_job.c \
               dpu_agent/agent_sched.c dpu_agent/agent_inst.c \

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The MPI_I* wrappers' common path: decide, begin, post (coll.h). */
 #include "coll.h"
+#include "shim_engine.h"
 #include "shim_sched.h"
 #include "../common/dps_log.h"
 #include "../common/dps_status.h"
@@ -133,6 +134,11 @@ int shim_call_post(shim_comm_t *c, shim_call_t *k, MPI_Request *req)
     }
     coll = k->coll;
     bytes = k->bytes;
+    if (k->unpack.scat != NULL && !s->reads_recv) {
+        /* Received bytes go straight into place (the engine reads them
+         * there); the schedule never reads them back from RECV. */
+        shim_engine_scatter_add(k->unpack.scat);
+    }
     shim_in_call++;
     rc = shim_op_start(c, k, s, req);   /* takes k's contents */
     shim_in_call--;

@@ -83,8 +83,30 @@ typedef struct shim_unpack_blk {
     int     type;
 } shim_unpack_blk_t;
 
+/* A piece of a scatter map: len bytes at packed offset off go to addr. */
+typedef struct shim_seg {
+    uint64_t off;
+    char    *addr;
+    uint64_t len;
+} shim_seg_t;
+
+/* A received region's scatter map (shim_flat.c) and which of its byte
+ * ranges the DMA engine already read into place (the rest is unpacked at
+ * completion). */
+typedef struct shim_scatter {
+    char       *base;     /* the staging buffer the agent addresses */
+    uint64_t    len;
+    shim_seg_t *seg;      /* by packed offset, contiguous, covering len */
+    size_t      nseg, seg_cap;
+    uint64_t   *done;     /* (off, len) pairs read into place */
+    size_t      ndone, done_cap;
+    int         registered; /* in the engine's table */
+} shim_scatter_t;
+
 typedef struct shim_unpack {
     char              *from;    /* the staging buffer: NULL, none */
+    shim_scatter_t    *scat;    /* its map onto the application's memory
+                                 * (else blk, unpacked with MPI_Unpack) */
     int                nblk;
     shim_unpack_blk_t *blk;
     int                ntypes;

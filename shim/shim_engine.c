@@ -19,6 +19,7 @@
 #define _GNU_SOURCE
 #include "shim.h"
 #include "shim_engine.h"
+#include "shim_flat.h"
 #include "../common/dps_log.h"
 #include "../common/dps_sched.h"
 #include "../common/dps_status.h"
@@ -51,15 +52,180 @@ static struct {
     int             running;      /* the thread exists */
     int             stop;         /* asked to stop (atomic) */
     pthread_mutex_t lock;         /* one executor at a time */
-    uint64_t        copies, bytes;
+    uint64_t        copies, bytes, scattered;
 } eng = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* Received regions whose bytes go straight into the application's
+ * non-contiguous memory (shim_engine_scatter_add). */
+static struct {
+    pthread_mutex_t  lock;
+    shim_scatter_t **v;
+    size_t           n, cap;
+} scat = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+#define SCATTER_IOV 1024    /* iovecs per process_vm_readv (IOV_MAX) */
+
+/* The registered region holding [addr, addr + len), or NULL. */
+static shim_scatter_t *scatter_of(uint64_t addr, uint64_t len)
+{
+    shim_scatter_t *m = NULL;
+
+    pthread_mutex_lock(&scat.lock);
+    for (size_t i = 0; i < scat.n && m == NULL; i++) {
+        uint64_t b = (uintptr_t)scat.v[i]->base;
+
+        if (addr >= b && addr + len <= b + scat.v[i]->len) {
+            m = scat.v[i];
+        }
+    }
+    pthread_mutex_unlock(&scat.lock);
+    return m;
+}
+
+/* Bytes [off, off + len) of m are in place. */
+static int scatter_done(shim_scatter_t *m, uint64_t off, uint64_t len)
+{
+    int rc = DPS_OK;
+
+    pthread_mutex_lock(&scat.lock);
+    if (m->ndone == m->done_cap) {
+        size_t cap = m->done_cap ? 2 * m->done_cap : 16;
+        uint64_t *d = realloc(m->done, 2 * cap * sizeof(*d));
+
+        if (d == NULL) {
+            rc = DPS_ERR_NOMEM;
+        } else {
+            m->done = d;
+            m->done_cap = cap;
+        }
+    }
+    if (rc == DPS_OK) {
+        m->done[2 * m->ndone] = off;
+        m->done[2 * m->ndone + 1] = len;
+        m->ndone++;
+    }
+    pthread_mutex_unlock(&scat.lock);
+    return rc;
+}
+
+/* The iovecs of m's bytes [off, off + left), at most SCATTER_IOV of
+ * them; their total in *tot. */
+static int scatter_iov(const shim_scatter_t *m, uint64_t off, uint64_t left,
+                       struct iovec *l, uint64_t *tot)
+{
+    size_t i = shim_scatter_find(m, off);
+    int k = 0;
+
+    *tot = 0;
+    while (k < SCATTER_IOV && *tot < left && i < m->nseg) {
+        const shim_seg_t *sg = &m->seg[i++];
+        uint64_t in = off + *tot - sg->off, n = sg->len - in;
+
+        n = n < left - *tot ? n : left - *tot;
+        l[k].iov_base = sg->addr + in;
+        l[k++].iov_len = n;
+        *tot += n;
+    }
+    return k;
+}
+
+/*
+ * A command whose destination lies in a scatter region: the bytes go
+ * straight into the application's memory, as iovecs, one copy; the rest
+ * of the region is unpacked at completion as before.
+ */
+static int scatter_in(shim_scatter_t *m, const dps_cmd_t *c)
+{
+    static struct iovec l[SCATTER_IOV];   /* eng.lock held */
+    uint64_t off = c->dst_addr - (uintptr_t)m->base, start = off;
+    uint64_t src = c->src_addr, left = c->len, tot;
+
+    while (left > 0) {
+        int k = scatter_iov(m, off, left, l, &tot);
+        ssize_t n = (ssize_t)tot;
+
+        if ((pid_t)c->src_pid == eng.self) {
+            const char *from = (const char *)(uintptr_t)src;
+
+            for (int j = 0; j < k; j++) {
+                memmove(l[j].iov_base, from, l[j].iov_len);
+                from += l[j].iov_len;
+            }
+        } else {
+            struct iovec r = {(void *)(uintptr_t)src, tot};
+
+            n = process_vm_readv((pid_t)c->src_pid, l, (unsigned long)k,
+                                 &r, 1, 0);
+            if (n < 0 && errno == EINTR) {
+                continue;
+            }
+        }
+        if (k == 0 || n <= 0) {
+            dps_error("engine: reading %llu bytes at %#llx of pid %u into "
+                      "place: %s", (unsigned long long)left,
+                      (unsigned long long)src, c->src_pid,
+                      n < 0 ? strerror(errno) : "nothing read");
+            return DPS_ERR_IO;
+        }
+        off += (uint64_t)n;
+        src += (uint64_t)n;
+        left -= (uint64_t)n;
+    }
+    eng.scattered++;
+    return scatter_done(m, start, c->len);
+}
+
+int shim_engine_scatter_add(shim_scatter_t *m)
+{
+    int ok = 0;
+
+    pthread_mutex_lock(&scat.lock);
+    if (eng.running && m->len > 0) {
+        if (scat.n == scat.cap) {
+            size_t cap = scat.cap ? 2 * scat.cap : 16;
+            shim_scatter_t **v = realloc(scat.v, cap * sizeof(*v));
+
+            if (v != NULL) {
+                scat.v = v;
+                scat.cap = cap;
+            }
+        }
+        if (scat.n < scat.cap) {
+            scat.v[scat.n++] = m;
+            m->registered = ok = 1;
+        }
+    }
+    pthread_mutex_unlock(&scat.lock);
+    return ok;
+}
+
+void shim_engine_scatter_remove(shim_scatter_t *m)
+{
+    if (!m->registered) {
+        return;
+    }
+    pthread_mutex_lock(&scat.lock);
+    for (size_t i = 0; i < scat.n; i++) {
+        if (scat.v[i] == m) {
+            scat.v[i] = scat.v[--scat.n];
+            break;
+        }
+    }
+    m->registered = 0;
+    pthread_mutex_unlock(&scat.lock);
+}
 
 /* Copy one command's bytes into our memory. */
 static int copy_in(const dps_cmd_t *c)
 {
     char *dst = (char *)(uintptr_t)c->dst_addr;
+    shim_scatter_t *m = __atomic_load_n(&scat.n, __ATOMIC_RELAXED) > 0
+                        ? scatter_of(c->dst_addr, c->len) : NULL;
     uint64_t done = 0;
 
+    if (m != NULL) {
+        return scatter_in(m, c);
+    }
     if ((pid_t)c->src_pid == eng.self) {
         memmove(dst, (const void *)(uintptr_t)c->src_addr, c->len);
         return DPS_OK;
@@ -97,6 +263,12 @@ static int reduce_in(const dps_cmd_t *c)
     char *dst = (char *)(uintptr_t)c->dst_addr;
     uint64_t done = 0;
 
+    if (__atomic_load_n(&scat.n, __ATOMIC_RELAXED) > 0 &&
+        scatter_of(c->dst_addr, c->len) != NULL) {
+        /* Never scheduled (shim_sched.c, reads_recv): a bug. */
+        dps_error("engine: reduction into a region read into place");
+        return DPS_ERR_PROTO;
+    }
     if (es == 0 || c->len % es != 0 || !dps_op_valid(c->rop, c->dtype)) {
         dps_error("engine: reduction %u on type %u of %llu bytes refused",
                   c->rop, c->dtype, (unsigned long long)c->len);
@@ -296,8 +468,10 @@ void shim_engine_stop(void)
     pthread_mutex_unlock(&eng.lock);
 }
 
-void shim_engine_stats(uint64_t *copies, uint64_t *bytes)
+void shim_engine_stats(uint64_t *copies, uint64_t *bytes,
+                       uint64_t *scattered)
 {
     *copies = eng.copies;
     *bytes = eng.bytes;
+    *scattered = eng.scattered;
 }

@@ -25,7 +25,19 @@ int shim_engine_help(void);
  * it polls for the commands that follow (cheap: same core, no IPI). */
 void shim_engine_poke(void);
 
-/* Commands run and bytes copied so far. */
-void shim_engine_stats(uint64_t *copies, uint64_t *bytes);
+/* Commands run, bytes copied, and commands read straight into a
+ * non-contiguous datatype's memory (scatter regions) so far. */
+void shim_engine_stats(uint64_t *copies, uint64_t *bytes,
+                       uint64_t *scattered);
+
+struct shim_scatter;
+
+/* Received bytes of region m (a staging buffer mapped onto the
+ * application's non-contiguous memory, shim_flat.h) go straight into
+ * place, from now until shim_engine_scatter_remove; only for regions no
+ * step reads (shim_sched_t.reads_recv). 1 if registered (the engine
+ * runs), else 0: everything is unpacked at completion. */
+int shim_engine_scatter_add(struct shim_scatter *m);
+void shim_engine_scatter_remove(struct shim_scatter *m);
 
 #endif

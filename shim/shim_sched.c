@@ -97,6 +97,25 @@ static void trim(shim_comm_t *c)
     }
 }
 
+/* Does a step read the RECV region: a SEND, COPY or REDUCE from it, or a
+ * reduction into it? Then received bytes must land in it, not only in
+ * the application's memory (see shim_engine_scatter_add). */
+static int reads_recv(const shim_sched_t *s)
+{
+    for (uint32_t i = 0; i < s->nsteps; i++) {
+        const dps_step_t *st = &s->steps[i];
+        int reduce = st->kind == DPS_STEP_REDUCE ||
+                     st->kind == DPS_STEP_RECV_REDUCE;
+
+        if ((st->kind != DPS_STEP_RECV && st->kind != DPS_STEP_RECV_REDUCE &&
+             st->src_buf == DPS_BUF_RECV) ||
+            (reduce && st->dst_buf == DPS_BUF_RECV)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 shim_sched_t *shim_sched_get(shim_comm_t *c, const bld_args_t *a)
 {
     shim_sched_t **sp, *s;
@@ -133,6 +152,7 @@ shim_sched_t *shim_sched_get(shim_comm_t *c, const bld_args_t *a)
     s->steps = b.steps;
     s->nsteps = b.n;
     memcpy(s->need, b.need, sizeof(s->need));
+    s->reads_recv = reads_recv(s);
     s->refs = 2;   /* the cache's and the caller's */
     s->next = c->scheds;
     c->scheds = s;

@@ -14,6 +14,8 @@ typedef struct shim_sched {
     uint32_t    nsteps;
     uint64_t    need[DPS_NBUF];   /* bytes each buffer must hold */
     int         agent_has;        /* the steps went to our agent */
+    int         reads_recv;       /* a step reads RECV (sends or reduces
+                                   * from it): its bytes must be there */
     unsigned    refs;             /* the cache's, and each op's */
     void       *spare_tmp;        /* a TMP buffer no op uses */
 } shim_sched_t;

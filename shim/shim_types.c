@@ -8,6 +8,8 @@
  */
 #include "shim.h"
 #include "shim_types.h"
+#include "shim_engine.h"
+#include "shim_flat.h"
 #include "../common/dps_log.h"
 #include "../common/dps_proto.h"
 
@@ -222,29 +224,58 @@ static int type_index(shim_unpack_t *u, MPI_Datatype orig,
     return u->ntypes++;
 }
 
-int shim_place_recv(shim_call_t *k, const shim_blocks_t *b, uint64_t *cnt,
-                    uint64_t *off)
-{
-    shim_unpack_t *u = &k->unpack;
-    MPI_Datatype *origs;
-    char *base;
-    uint64_t len;
-    int staged, i;
+/*
+ * A scatter map of the staged region onto the blocks (shim_flat.h), so
+ * that the DMA engine can read transfers straight into place; NULL when a
+ * block's type cannot be flattened or the map would not pay (segments
+ * shorter than SCATTER_MIN_SEG bytes on average: MPI_Unpack is cheaper).
+ */
+#define SCATTER_MIN_SEG 16
 
-    if (regions(b, cnt, off, &base, &len, &staged) != MPI_SUCCESS) {
-        return MPI_ERR_TYPE;
+static shim_scatter_t *scatter_map(const shim_blocks_t *b,
+                                   const uint64_t *cnt, const uint64_t *off,
+                                   char *base, uint64_t len)
+{
+    shim_scatter_t *m = calloc(1, sizeof(*m));
+    size_t max = len / SCATTER_MIN_SEG + 64;
+
+    if (m == NULL) {
+        return NULL;
     }
-    if (!staged) {
-        k->buf[1] = base;
-        k->len[1] = len;
-        return MPI_SUCCESS;
+    max = max < SHIM_FLAT_MAX ? max : SHIM_FLAT_MAX;
+    for (int i = 0; i < b->n; i++) {
+        const char *addr;
+        MPI_Datatype t;
+        int count;
+        uint64_t at = off[i];
+
+        if (cnt[i] == 0) {
+            continue;
+        }
+        block(b, i, &addr, &count, &t);
+        if (shim_scatter_add(m, max, addr, count, t, &at) != 0 ||
+            at != off[i] + cnt[i]) {
+            shim_scatter_free(m);
+            free(m);
+            return NULL;
+        }
     }
-    u->from = malloc(len + 1);
+    m->base = base;
+    m->len = len;
+    return m;
+}
+
+/* Without a map: each block is unpacked with MPI_Unpack at completion. */
+static int unpack_blocks(shim_unpack_t *u, const shim_blocks_t *b,
+                         const uint64_t *cnt, const uint64_t *off)
+{
+    MPI_Datatype *origs;
+    int i;
+
     u->blk = calloc((size_t)b->n + 1, sizeof(*u->blk));
     u->types = calloc((size_t)b->n + 1, sizeof(MPI_Datatype));
     origs = calloc((size_t)b->n + 1, sizeof(MPI_Datatype));
-    if (u->from == NULL || u->blk == NULL || u->types == NULL ||
-        origs == NULL) {
+    if (u->blk == NULL || u->types == NULL || origs == NULL) {
         free(origs);
         return MPI_ERR_NO_MEM;
     }
@@ -269,6 +300,36 @@ int shim_place_recv(shim_call_t *k, const shim_blocks_t *b, uint64_t *cnt,
         u->nblk++;
     }
     free(origs);
+    return MPI_SUCCESS;
+}
+
+int shim_place_recv(shim_call_t *k, const shim_blocks_t *b, uint64_t *cnt,
+                    uint64_t *off)
+{
+    shim_unpack_t *u = &k->unpack;
+    char *base;
+    uint64_t len;
+    int staged, rc;
+
+    if (regions(b, cnt, off, &base, &len, &staged) != MPI_SUCCESS) {
+        return MPI_ERR_TYPE;
+    }
+    if (!staged) {
+        k->buf[1] = base;
+        k->len[1] = len;
+        return MPI_SUCCESS;
+    }
+    u->from = malloc(len + 1);
+    if (u->from == NULL) {
+        return MPI_ERR_NO_MEM;
+    }
+    if (len > 0) {
+        u->scat = scatter_map(b, cnt, off, u->from, len);
+    }
+    if (u->scat == NULL && (rc = unpack_blocks(u, b, cnt, off)) !=
+        MPI_SUCCESS) {
+        return rc;
+    }
     k->buf[1] = u->from;
     k->len[1] = len;
     return MPI_SUCCESS;
@@ -278,6 +339,11 @@ int shim_unpack_run(shim_unpack_t *u)
 {
     int i, rc = MPI_SUCCESS;
 
+    if (u->scat != NULL) {
+        shim_engine_scatter_remove(u->scat);
+        shim_scatter_finish(u->scat);
+        return MPI_SUCCESS;
+    }
     for (i = 0; i < u->nblk && rc == MPI_SUCCESS; i++) {
         const shim_unpack_blk_t *b = &u->blk[i];
         int size;
@@ -297,6 +363,11 @@ void shim_unpack_free(shim_unpack_t *u)
 {
     int i;
 
+    if (u->scat != NULL) {
+        shim_engine_scatter_remove(u->scat);
+        shim_scatter_free(u->scat);
+        free(u->scat);
+    }
     for (i = 0; i < u->ntypes; i++) {
         PMPI_Type_free(&u->types[i]);
     }

@@ -117,7 +117,8 @@ int main(int argc, char **argv)
         free(r);
     }
     if (t.rank == 0 && shim) {
-        printf("expect~: dma engines copies=%s bytes=[0-9]+\n",
+        printf("expect~: dma engines copies=%s bytes=[0-9]+ "
+               "scattered=[0-9]+\n",
                direct ? "[1-9][0-9]*" : "0");
     }
     rc = t_finish();
