@@ -28,7 +28,8 @@
 #   BENCH_BLOCKING=1      0 skips the blocking-call costs (stock vs shim)
 #   BENCH_EXTRA=1         0 skips the closing comparisons (registration
 #                         cache on/off, copy threads 1 vs default, staged
-#                         against direct data path)
+#                         against direct data path, a strided receive
+#                         type against stock MPI)
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 source scripts/lib.sh
@@ -207,7 +208,8 @@ max=${SIZES##*:}
 # the staged/direct comparison with the compute phase asleep.
 for mpi in "$@"; do
     rm -f "$RAW/$mpi"-postcost-?.txt "$RAW/$mpi"-pipe-?.txt \
-          "$RAW/$mpi"-path-?.txt "$RAW/$mpi"-pathidle-?.txt
+          "$RAW/$mpi"-path-?.txt "$RAW/$mpi"-pathidle-?.txt \
+          "$RAW/$mpi"-strided-*.txt
     ctime=$(sed 's/,/\n/g' "$RAW/../raw-idle/$mpi-ialltoall-times.txt" 2>/dev/null |
             sed -n "s/^$max=//p")
     for rep in $(seq "$REPS"); do
@@ -249,4 +251,30 @@ for mpi in "$@"; do
     fi
     sed -n 's/.*bytes=\([0-9]*\) agent_path_us=\([0-9.]*\) single_copy_us=\([0-9.]*\).*/  copies of the same bytes alone: two (read, write) \2, one direct \3/p' \
         "$TOP/$(echo $MODES | cut -d' ' -f1)/copylimit-ialltoall.txt"
+    # A strided receive type (an FFT transpose's: every other double):
+    # stock MPI against the shim, whose engines read each block into
+    # place through iovecs; pure comm, alternating runs.
+    for rep in $(seq "$REPS"); do
+        for kind in stock shim; do
+            printf '\r%s strided rep %d %s            ' "$mpi" "$rep" \
+                "$kind" >&2
+            dps_launch "$mpi" "$NP" "$([ $kind = shim ] && echo 1 || echo 0)" \
+                "$([ $kind = shim ] && echo "$SHIM_VARS DPUSHIM_STATS=1")" \
+                "build/$mpi/tests/overlap" -c ialltoall -V \
+                -m "$((max / 4)):$max" -i "$ITERS" \
+                >>"$RAW/$mpi-strided-$kind.txt" 2>&1
+        done
+    done
+    printf '\r%60s\r' "" >&2
+    echo "== $mpi: Ialltoall received into a strided type (every other" \
+         "double; medians of $REPS runs, pure comm, us)"
+    for ((sz = max / 4; sz <= max; sz *= 2)); do
+        printf '  %8d B blocks: stock %s, shim %s\n' "$sz" \
+            "$(awk -v s="$sz" '$1 == s && NF >= 5 {print $2}' \
+               "$RAW/$mpi-strided-stock.txt" | median)" \
+            "$(awk -v s="$sz" '$1 == s && NF >= 5 {print $2}' \
+               "$RAW/$mpi-strided-shim.txt" | median)"
+    done
+    sed -n 's/^dpushim: dma engines .*scattered=\([0-9]*\).*/  blocks read into place (last run): \1/p' \
+        "$RAW/$mpi-strided-shim.txt" | tail -1
 done

@@ -26,6 +26,7 @@ static const char *coll = "ialltoall";
 static double sink; /* keeps the compute loop from being optimised away */
 static double batches_per_sec; /* work mode: calibrated kernel speed */
 static int sleeping;           /* -S: the compute phase sleeps */
+static int strided;            /* -V: Ialltoall into every other double */
 
 /* -T: compute time per size, in us ("SIZE=US,..."); 0 if not given. */
 static double given_us(const char *list, long n)
@@ -97,7 +98,10 @@ static void usage(void)
         "  -T SIZE=US,...  compute this long at these sizes instead of\n"
         "      the pure-comm time (the same for stock MPI and the shim)\n"
         "  -M  MPI_Init_thread(MPI_THREAD_MULTIPLE), e.g. for MPICH's\n"
-        "      progress thread (MPIR_CVAR_ASYNC_PROGRESS=1)\n");
+        "      progress thread (MPIR_CVAR_ASYNC_PROGRESS=1)\n"
+        "  -V  Ialltoall only: each block is received into every other\n"
+        "      double of a buffer twice its size (a strided vector type,\n"
+        "      as an FFT transpose's); sizes from 8 bytes, whole doubles\n");
 }
 
 static const char *const colls[] = {"ialltoall", "ibcast", "iallgather",
@@ -119,7 +123,24 @@ static void post(void *s, void *r, int n, MPI_Request *req)
 {
     MPI_Comm w = MPI_COMM_WORLD;
 
-    if (strcmp(coll, "ialltoall") == 0) {
+    if (strcmp(coll, "ialltoall") == 0 && strided) {
+        static MPI_Datatype v = MPI_DATATYPE_NULL;
+        static int vn;
+
+        if (vn != n) {   /* one type per size, as a library keeps one */
+            MPI_Datatype t;
+
+            if (v != MPI_DATATYPE_NULL) {
+                MPI_Type_free(&v);
+            }
+            MPI_Type_vector(n / 8, 1, 2, MPI_DOUBLE, &t);
+            MPI_Type_create_resized(t, 0, (MPI_Aint)n * 2, &v);
+            MPI_Type_free(&t);
+            MPI_Type_commit(&v);
+            vn = n;
+        }
+        MPI_Ialltoall(s, n / 8, MPI_DOUBLE, r, 1, v, w, req);
+    } else if (strcmp(coll, "ialltoall") == 0) {
         MPI_Ialltoall(s, n, MPI_BYTE, r, n, MPI_BYTE, w, req);
     } else if (strcmp(coll, "iallgather") == 0) {
         MPI_Iallgather(s, n, MPI_BYTE, r, n, MPI_BYTE, w, req);
@@ -185,7 +206,7 @@ int main(int argc, char **argv)
     }
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    while ((c = getopt(argc, argv, "c:m:i:x:t:WST:Mh")) != -1) {
+    while ((c = getopt(argc, argv, "c:m:i:x:t:WST:MVh")) != -1) {
         switch (c) {
         case 'c': coll = optarg; break;
         case 'm':
@@ -200,6 +221,7 @@ int main(int argc, char **argv)
         case 'S': sleeping = 1; break;
         case 'T': times = optarg; break;
         case 'M': break;
+        case 'V': strided = 1; break;
         default:
             if (rank == 0) {
                 usage();
@@ -208,7 +230,8 @@ int main(int argc, char **argv)
             return c == 'h' ? 0 : 2;
         }
     }
-    if (!coll_known() || min < 1 ||
+    if (!coll_known() || min < 1 || (strided && (min < 8 ||
+        strcmp(coll, "ialltoall") != 0)) ||
         max < min || iters0 < 1 || warm < 0 || tests < 0) {
         if (rank == 0) {
             usage();
@@ -217,7 +240,7 @@ int main(int argc, char **argv)
         return 2;
     }
     s = malloc((size_t)max * size);
-    r = malloc((size_t)max * size);
+    r = malloc((size_t)max * size * (strided ? 2 : 1));
     if (s == NULL || r == NULL) {
         fprintf(stderr, "overlap: out of memory\n");
         MPI_Abort(MPI_COMM_WORLD, 1);
@@ -231,12 +254,15 @@ int main(int argc, char **argv)
         prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
     }
     memset(s, rank + 1, (size_t)max * size);
-    memset(r, 0, (size_t)max * size);
+    memset(r, 0, (size_t)max * size * (strided ? 2 : 1));
     if (rank == 0) {
         printf("# %s, %d ranks, OMB method, times in us, MPI_Test calls "
                "during compute: %d, compute: %s%s\n", coll, size, tests,
                sleeping ? "sleep" : work ? "fixed work" : "fixed time",
                times != NULL ? " of given length" : "");
+        if (strided) {
+            printf("# received into every other double (strided type)\n");
+        }
         printf("# %10s %12s %12s %12s %9s %9s\n", "size", "pure_comm",
                "overall", "compute", "overlap%", "post");
     }
