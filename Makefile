@@ -26,7 +26,7 @@ BAD_MPIS    = $(filter-out $(ALL_MPIS),$(MPI))
 
 COMMON_SRC := common/dps_log.c common/dps_config.c common/dps_proto.c common/dps_sched.c \
               common/dps_ucx.c common/dps_listen.c common/dps_secret.c \
-              common/dps_shm.c
+              common/dps_agentmap.c common/dps_shm.c
 BLD_SRC    := shim/build.c shim/build_move.c shim/build_reduce.c
 SHIM_SRC   := shim/shim_init.c shim/boot_agent.c shim/boot_place.c \
               shim/boot_connect.c shim/shim_op.c shim/shim_comm.c \

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Unit tests of the listening-agent library (dps_listen.c, dps_secret.c):
- * the hello, secret files, the client's connect and the agent map. */
+/* Unit tests of the listening-agent library (dps_listen.c, dps_secret.c,
+ * dps_agentmap.c): the hello, secret files, the client's connect and the
+ * agent map. */
 #define _GNU_SOURCE
 #include "../../common/dps_listen.h"
 #include "../../common/dps_proto.h"
