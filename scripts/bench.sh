@@ -251,30 +251,34 @@ for mpi in "$@"; do
     fi
     sed -n 's/.*bytes=\([0-9]*\) agent_path_us=\([0-9.]*\) single_copy_us=\([0-9.]*\).*/  copies of the same bytes alone: two (read, write) \2, one direct \3/p' \
         "$TOP/$(echo $MODES | cut -d' ' -f1)/copylimit-ialltoall.txt"
-    # A strided receive type (an FFT transpose's: every other double):
-    # stock MPI against the shim, whose engines read each block into
-    # place through iovecs; pure comm, alternating runs.
-    for rep in $(seq "$REPS"); do
-        for kind in stock shim; do
-            printf '\r%s strided rep %d %s            ' "$mpi" "$rep" \
-                "$kind" >&2
-            dps_launch "$mpi" "$NP" "$([ $kind = shim ] && echo 1 || echo 0)" \
-                "$([ $kind = shim ] && echo "$SHIM_VARS DPUSHIM_STATS=1")" \
-                "build/$mpi/tests/overlap" -c ialltoall -V \
-                -m "$((max / 4)):$max" -i "$ITERS" \
-                >>"$RAW/$mpi-strided-$kind.txt" 2>&1
+    # A strided receive type (an FFT transpose's): runs of one double and
+    # of 512 (4 KiB), as far apart; stock MPI against the shim, which
+    # reads runs of 2 KiB and more into place through iovecs and unpacks
+    # shorter ones (shim_types.c). Pure comm, alternating runs.
+    for run in 1 512; do
+        for rep in $(seq "$REPS"); do
+            for kind in stock shim; do
+                printf '\r%s strided %d rep %d %s            ' "$mpi" "$run" \
+                    "$rep" "$kind" >&2
+                dps_launch "$mpi" "$NP" \
+                    "$([ $kind = shim ] && echo 1 || echo 0)" \
+                    "$([ $kind = shim ] && echo "$SHIM_VARS DPUSHIM_STATS=1")" \
+                    "build/$mpi/tests/overlap" -c ialltoall -V "$run" \
+                    -m "$((max / 4)):$max" -i "$ITERS" \
+                    >>"$RAW/$mpi-strided$run-$kind.txt" 2>&1
+            done
         done
+        printf '\r%60s\r' "" >&2
+        echo "== $mpi: Ialltoall received into runs of $run double(s)," \
+             "as far apart (medians of $REPS runs, pure comm, us)"
+        for ((sz = max / 4; sz <= max; sz *= 2)); do
+            printf '  %8d B blocks: stock %s, shim %s\n' "$sz" \
+                "$(awk -v s="$sz" '$1 == s && NF >= 5 {print $2}' \
+                   "$RAW/$mpi-strided$run-stock.txt" | median)" \
+                "$(awk -v s="$sz" '$1 == s && NF >= 5 {print $2}' \
+                   "$RAW/$mpi-strided$run-shim.txt" | median)"
+        done
+        sed -n 's/^dpushim: dma engines .*scattered=\([0-9]*\).*/  blocks read into place (last run): \1/p' \
+            "$RAW/$mpi-strided$run-shim.txt" | tail -1
     done
-    printf '\r%60s\r' "" >&2
-    echo "== $mpi: Ialltoall received into a strided type (every other" \
-         "double; medians of $REPS runs, pure comm, us)"
-    for ((sz = max / 4; sz <= max; sz *= 2)); do
-        printf '  %8d B blocks: stock %s, shim %s\n' "$sz" \
-            "$(awk -v s="$sz" '$1 == s && NF >= 5 {print $2}' \
-               "$RAW/$mpi-strided-stock.txt" | median)" \
-            "$(awk -v s="$sz" '$1 == s && NF >= 5 {print $2}' \
-               "$RAW/$mpi-strided-shim.txt" | median)"
-    done
-    sed -n 's/^dpushim: dma engines .*scattered=\([0-9]*\).*/  blocks read into place (last run): \1/p' \
-        "$RAW/$mpi-strided-shim.txt" | tail -1
 done

@@ -26,7 +26,8 @@ static const char *coll = "ialltoall";
 static double sink; /* keeps the compute loop from being optimised away */
 static double batches_per_sec; /* work mode: calibrated kernel speed */
 static int sleeping;           /* -S: the compute phase sleeps */
-static int strided;            /* -V: Ialltoall into every other double */
+static int strided;            /* -V N: Ialltoall into runs of N doubles,
+                                * N apart */
 
 /* -T: compute time per size, in us ("SIZE=US,..."); 0 if not given. */
 static double given_us(const char *list, long n)
@@ -99,9 +100,10 @@ static void usage(void)
         "      the pure-comm time (the same for stock MPI and the shim)\n"
         "  -M  MPI_Init_thread(MPI_THREAD_MULTIPLE), e.g. for MPICH's\n"
         "      progress thread (MPIR_CVAR_ASYNC_PROGRESS=1)\n"
-        "  -V  Ialltoall only: each block is received into every other\n"
-        "      double of a buffer twice its size (a strided vector type,\n"
-        "      as an FFT transpose's); sizes from 8 bytes, whole doubles\n");
+        "  -V N  Ialltoall only: each block is received into runs of N\n"
+        "      doubles N doubles apart, in a buffer twice its size (a\n"
+        "      strided vector type, as an FFT transpose's); sizes from\n"
+        "      8 N bytes, whole runs\n");
 }
 
 static const char *const colls[] = {"ialltoall", "ibcast", "iallgather",
@@ -133,7 +135,8 @@ static void post(void *s, void *r, int n, MPI_Request *req)
             if (v != MPI_DATATYPE_NULL) {
                 MPI_Type_free(&v);
             }
-            MPI_Type_vector(n / 8, 1, 2, MPI_DOUBLE, &t);
+            MPI_Type_vector(n / 8 / strided, strided, 2 * strided,
+                            MPI_DOUBLE, &t);
             MPI_Type_create_resized(t, 0, (MPI_Aint)n * 2, &v);
             MPI_Type_free(&t);
             MPI_Type_commit(&v);
@@ -206,7 +209,7 @@ int main(int argc, char **argv)
     }
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    while ((c = getopt(argc, argv, "c:m:i:x:t:WST:MVh")) != -1) {
+    while ((c = getopt(argc, argv, "c:m:i:x:t:WST:MV:h")) != -1) {
         switch (c) {
         case 'c': coll = optarg; break;
         case 'm':
@@ -221,7 +224,7 @@ int main(int argc, char **argv)
         case 'S': sleeping = 1; break;
         case 'T': times = optarg; break;
         case 'M': break;
-        case 'V': strided = 1; break;
+        case 'V': strided = atoi(optarg); break;
         default:
             if (rank == 0) {
                 usage();
@@ -230,7 +233,8 @@ int main(int argc, char **argv)
             return c == 'h' ? 0 : 2;
         }
     }
-    if (!coll_known() || min < 1 || (strided && (min < 8 ||
+    if (!coll_known() || min < 1 || strided < 0 ||
+        (strided && (min < 8 * strided || min % (8 * strided) != 0 ||
         strcmp(coll, "ialltoall") != 0)) ||
         max < min || iters0 < 1 || warm < 0 || tests < 0) {
         if (rank == 0) {
@@ -261,7 +265,8 @@ int main(int argc, char **argv)
                sleeping ? "sleep" : work ? "fixed work" : "fixed time",
                times != NULL ? " of given length" : "");
         if (strided) {
-            printf("# received into every other double (strided type)\n");
+            printf("# received into runs of %d doubles, %d apart (strided "
+                   "type)\n", strided, strided);
         }
         printf("# %10s %12s %12s %12s %9s %9s\n", "size", "pure_comm",
                "overall", "compute", "overlap%", "post");

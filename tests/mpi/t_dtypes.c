@@ -8,24 +8,25 @@
  * order), hindexed_block backwards, subarrays in C and Fortran order,
  * resized with a negative lower bound, contiguous of a vector, dup, and
  * two the shim cannot flatten and packs with MPI_Pack instead: a struct of
- * MPI_SHORT_INT (a named type with a hole) and a darray. Each on the
+ * MPI_SHORT_INT (a named type with a hole) and a darray; and a vector
+ * of runs long enough to be read into place. Each on the
  * receive side alone, on both sides, and against another layout of the
  * same signature; in Ialltoall (and in place), Ialltoallv, Ialltoallw,
  * Igather, Iscatter, Iallgather and Ibcast, every root.
  *
- * Under the shim with the direct data path, the receives of types it can
- * flatten are read by the DMA engines straight into place (iovecs): the
- * statistics must show scattered > 0.
+ * Under the shim with the direct data path, receives into long enough
+ * runs of types it can flatten are read by the DMA engines straight into
+ * place (iovecs): the statistics must show scattered > 0.
  */
 #include "tcommon.h"
 
-enum { NT = 11 };
+enum { NT = 12 };
 
 static MPI_Datatype ty[NT], flat[NT];  /* flat: same signature, packed */
 static const char *tname[NT] = {
     "vector", "hvector of struct", "indexed", "hindexed_block",
     "subarray C", "subarray Fortran", "resized lb<0", "contiguous of vector",
-    "dup", "struct of MPI_SHORT_INT", "darray"
+    "dup", "struct of MPI_SHORT_INT", "darray", "vector of 2400 B runs"
 };
 #define PRE 64   /* room before a buffer, for the negative lower bound */
 
@@ -71,6 +72,8 @@ static void types_make(void)
     }
     ty[10] = commit((MPI_Type_create_darray(3, 1, 1, gs, distrib, dargs, ps,
                                             MPI_ORDER_C, MPI_INT, &v), v));
+    /* Runs long enough to be read into place even with few elements. */
+    ty[11] = commit((MPI_Type_vector(2, 600, 1000, MPI_INT, &v), v));
     MPI_Type_free(&st);
     for (int i = 0; i < NT; i++) {
         int size;
