@@ -73,7 +73,7 @@ _lt_handshake() {
 _lt_build_client() {
     local mpi=$1
     local log=$2 src=(tests/tools/listen_client.c common/dps_listen.c
-        common/dps_secret.c
+        common/dps_secret.c common/dps_agentmap.c
         common/dps_ucx.c common/dps_log.c common/dps_proto.c)
     _lt_client=build/$mpi/listen_client
     ${CC:-cc} -std=gnu11 -Wall -Wextra -Werror -O2 -g -o "$_lt_client" \
