@@ -129,3 +129,7 @@ bench: deps
 
 clean:
 	rm -rf build
+
+# make print-VAR: the value of a variable (scripts use the source lists).
+print-%:
+	@echo $($*)

@@ -72,9 +72,10 @@ _lt_handshake() {
 # of its own: it is a test tool).
 _lt_build_client() {
     local mpi=$1
-    local log=$2 src=(tests/tools/listen_client.c common/dps_listen.c
-        common/dps_secret.c common/dps_agentmap.c
-        common/dps_ucx.c common/dps_log.c common/dps_proto.c)
+    local log=$2 src
+    # The library's common sources, as the Makefile lists them.
+    src=(tests/tools/listen_client.c
+         $(make -s --no-print-directory print-COMMON_SRC))
     _lt_client=build/$mpi/listen_client
     ${CC:-cc} -std=gnu11 -Wall -Wextra -Werror -O2 -g -o "$_lt_client" \
         "${src[@]}" -lucp -lucs >>"$log" 2>&1
