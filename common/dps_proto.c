@@ -69,7 +69,11 @@ static int post_check(const dps_msg_post_t *f, char *err, size_t err_len)
     if (f->nsteps > DPS_MAX_STEPS) {
         return fail(err, err_len, "post: %u steps", f->nsteps);
     }
-    if ((f->flags & ~(uint32_t)DPS_POST_SCHED) != 0 ||
+    if ((f->flags & ~(uint32_t)(DPS_POST_SCHED | DPS_POST_GATHER)) != 0 ||
+        (!(f->flags & DPS_POST_GATHER) &&
+         (f->send_map != 0 || f->send_nmap != 0)) ||
+        ((f->flags & DPS_POST_GATHER) &&
+         (f->send_map == 0 || f->send_nmap == 0 || f->buf_reg[0] != 0)) ||
         (f->nsteps != 0 && !(f->flags & DPS_POST_SCHED))) {
         return fail(err, err_len, "post: flags %#x with %u steps", f->flags,
                     f->nsteps);

@@ -16,7 +16,7 @@
 #include <stdint.h>
 
 #define DPS_PROTO_MAGIC    0x48535044u /* "DPSH" */
-#define DPS_PROTO_VERSION  5
+#define DPS_PROTO_VERSION 6
 #define DPS_AM_ID          7           /* the one UCX active message id */
 #define DPS_MAX_RKEY       4096        /* bytes of one packed rkey */
 #define DPS_MAX_ADDR       8192        /* bytes of one worker address */
@@ -167,10 +167,25 @@ typedef struct dps_msg_post {
                              * every rank (never silently dropped) */
     uint32_t flags;         /* DPS_POST_SCHED: the schedule travels (its
                              * nsteps steps, perhaps none) */
+    uint64_t send_map;      /* DPS_POST_GATHER: the SEND region is not
+                             * packed; its bytes, at packed offsets, lie
+                             * where send_nmap segments (dps_seg_t, in the
+                             * poster's memory at send_map) say */
+    uint64_t send_nmap;
 } dps_msg_post_t;
-_Static_assert(sizeof(dps_msg_post_t) == 144, "post layout");
+_Static_assert(sizeof(dps_msg_post_t) == 160, "post layout");
 
-#define DPS_POST_SCHED 1u
+#define DPS_POST_SCHED  1u
+#define DPS_POST_GATHER 2u  /* read the SEND region through send_map: only
+                             * by a DMA engine on the poster's host */
+
+/* A piece of a gathered region: len bytes at packed offset off lie at
+ * addr in the poster's memory; sorted by off, contiguous in off. */
+typedef struct dps_seg {
+    uint64_t off;
+    uint64_t addr;
+    uint64_t len;
+} dps_seg_t;
 
 /*
  * REG_FREE body: this fixed part, then uint64_t id[count]: registrations of

@@ -35,8 +35,11 @@
 enum {
     DPS_CMD_READ = 1,   /* copy len bytes: src_pid's src_addr -> dst_addr */
     DPS_CMD_STOP,       /* agent going away: take no further command */
-    DPS_CMD_READ_REDUCE /* dst = src (rop) dst, elements of dtype
-                         * (dps_sched.h): read and reduce */
+    DPS_CMD_READ_REDUCE, /* dst = src (rop) dst, elements of dtype
+                          * (dps_sched.h): read and reduce */
+    DPS_CMD_READ_GATHER  /* as READ, from a gathered region: bytes
+                          * [src_addr, src_addr + len) of its packed
+                          * order, found through src_map */
 };
 
 typedef struct dps_cmd {
@@ -49,8 +52,11 @@ typedef struct dps_cmd {
     uint16_t rop;       /* READ_REDUCE: DPS_OP_* */
     uint16_t dtype;     /* READ_REDUCE: DPS_T_* */
     uint32_t pad;
+    uint64_t src_map;   /* READ_GATHER: the source's segments (dps_seg_t,
+                         * in its memory), src_addr being a packed offset */
+    uint64_t src_nmap;
 } dps_cmd_t;
-_Static_assert(sizeof(dps_cmd_t) == 48, "cmd layout");
+_Static_assert(sizeof(dps_cmd_t) == 64, "cmd layout");
 
 typedef struct dps_done {
     uint64_t id;

@@ -74,6 +74,7 @@ typedef struct agent_rstate {
     int            posted;
     agent_sched_t *sched;
     uint64_t       addr[DPS_NBUF];
+    uint64_t       send_map, send_nmap; /* DPS_POST_GATHER, else 0 */
     agent_key_t   *key[DPS_NBUF]; /* borrowed from the key cache */
     uint64_t       op_token;
     uint32_t       round;         /* local: lowest unfinished round; peer:
@@ -126,6 +127,9 @@ typedef struct agent_move {
     uint8_t            op, local;     /* local: a COPY or REDUCE step */
     uint16_t           dtype;
     uint64_t           src_addr, dst_addr, len;
+    uint64_t           src_map, src_nmap; /* gathered source: src_addr
+                                           * is a packed offset; only a
+                                           * DMA engine reads it */
     uint64_t           issued, read, written;
     void              *cmd_key;       /* itself: a DMA engine command's id */
     UT_hash_handle     hh_cmd;        /* among its link's commands */

@@ -141,6 +141,16 @@ static int engine_takes(agent_t *a, agent_move_t *m, agent_link_t **lp)
     return 1;
 }
 
+/* Could an engine ever take m (only its ring is full now)? */
+static int engine_could(agent_t *a, const agent_move_t *m)
+{
+    agent_link_t *l = agent_link(a, world_of(m, m->dst));
+
+    return l != NULL && agent_rank_cma(a, world_of(m, m->src)) &&
+           agent_rank_cma(a, world_of(m, m->dst)) &&
+           __atomic_load_n(&l->shm->engine_up, __ATOMIC_ACQUIRE);
+}
+
 void agent_dispatch_engines(agent_t *a)
 {
     agent_move_t **mp = &a->q_head, *m, *prev = NULL;
@@ -150,19 +160,35 @@ void agent_dispatch_engines(agent_t *a)
         dps_cmd_t c;
 
         if (!engine_takes(a, m, &l)) {
+            if (m->src_map != 0 && m->issued == 0 && !engine_could(a, m)) {
+                /* Unpacked send data has no other way to go. */
+                *mp = m->next;
+                if (a->q_tail == m) {
+                    a->q_tail = prev;
+                }
+                dps_error("rank %u's non-contiguous send data can only be "
+                          "read by a DMA engine on its host, and rank %u "
+                          "has none: the collective fails",
+                          world_of(m, m->src), world_of(m, m->dst));
+                agent_move_done(a, m, DPS_ERR_IO);
+                continue;
+            }
             prev = m;
             mp = &m->next;
             continue;
         }
         memset(&c, 0, sizeof(c));
         c.id = (uint64_t)(uintptr_t)m;
-        c.op = m->op != DPS_OP_NONE ? DPS_CMD_READ_REDUCE : DPS_CMD_READ;
+        c.op = m->op != DPS_OP_NONE ? DPS_CMD_READ_REDUCE
+             : m->src_map != 0      ? DPS_CMD_READ_GATHER : DPS_CMD_READ;
         c.rop = m->op;
         c.dtype = m->dtype;
         c.src_pid = a->rank_pid[world_of(m, m->src)];
         c.src_addr = m->src_addr;
         c.dst_addr = m->dst_addr;
         c.len = m->len;
+        c.src_map = m->src_map;
+        c.src_nmap = m->src_nmap;
         if (!dps_shm_cmd_put(l->shm, &c)) {
             prev = m;
             mp = &m->next;
@@ -603,7 +629,9 @@ void agent_schedule(agent_t *a)
                     progress = 1;
                     continue;
                 }
-                if (s->state == 0 && a->q_head != NULL) {
+                /* A gathered source waits for an engine's ring. */
+                if (s->state == 0 && a->q_head != NULL &&
+                    a->q_head->src_map == 0) {
                     agent_move_t *m = a->q_head;
                     size_t half = a->chunk + AGENT_ALIGN;
 

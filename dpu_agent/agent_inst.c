@@ -237,6 +237,11 @@ static int try_step(agent_t *a, agent_inst_t *in, uint32_t r, uint32_t i)
         m->src_addr = rs->addr[st->src_buf] + st->src_off;
         m->dst_addr = rs->addr[st->dst_buf] + st->dst_off;
         m->len = st->len;
+        if (st->src_buf == DPS_BUF_SEND && rs->send_map != 0) {
+            m->src_addr = st->src_off;   /* a packed offset */
+            m->src_map = rs->send_map;
+            m->src_nmap = rs->send_nmap;
+        }
         break;
     default:   /* RECV, RECV_REDUCE */
         sr = &in->rs[s];
@@ -288,6 +293,11 @@ static int try_step(agent_t *a, agent_inst_t *in, uint32_t r, uint32_t i)
         m->src_addr = sr->addr[ss->src_buf] + ss->src_off;
         m->dst_addr = rs->addr[st->dst_buf] + st->dst_off;
         m->len = st->len;
+        if (ss->src_buf == DPS_BUF_SEND && sr->send_map != 0) {
+            m->src_addr = ss->src_off;   /* a packed offset */
+            m->src_map = sr->send_map;
+            m->src_nmap = sr->send_nmap;
+        }
         break;
     }
     rs->st[i] = 1;

@@ -114,10 +114,10 @@ static void forward_post(agent_t *a, agent_inst_t *in, const dps_msg_t *msg,
             keys[b] = f.rkey_len[b] ? k->packed : NULL;
         }
         f.nsteps = 0;
-        f.flags = 0;
+        f.flags = msg->u.post.fixed.flags & DPS_POST_GATHER;
         if (!s->sent[ag]) {
             f.nsteps = sends_to(a, c, s, ag, fwd);
-            f.flags = DPS_POST_SCHED;
+            f.flags |= DPS_POST_SCHED;
         }
         out = dps_msg_encode_post(DPS_MSG_PEER_POST, &f, keys,
                                   f.nsteps ? fwd : NULL, c->members, &len);
@@ -290,6 +290,10 @@ static int handle_post(agent_t *a, const dps_msg_t *msg)
     rs->op_token = f->op_token;
     for (int b = 0; b < DPS_NBUF; b++) {
         rs->addr[b] = f->buf_addr[b];
+        if (b == DPS_BUF_SEND && (f->flags & DPS_POST_GATHER)) {
+            rs->send_map = f->send_map;
+            rs->send_nmap = f->send_nmap;
+        }
         rs->key[b] = keys[b];
     }
     if (local && s != NULL) {

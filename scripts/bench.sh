@@ -251,34 +251,41 @@ for mpi in "$@"; do
     fi
     sed -n 's/.*bytes=\([0-9]*\) agent_path_us=\([0-9.]*\) single_copy_us=\([0-9.]*\).*/  copies of the same bytes alone: two (read, write) \2, one direct \3/p' \
         "$TOP/$(echo $MODES | cut -d' ' -f1)/copylimit-ialltoall.txt"
-    # A strided receive type (an FFT transpose's): runs of one double and
-    # of 512 (4 KiB), as far apart; stock MPI against the shim, which
-    # reads runs of 2 KiB and more into place through iovecs and unpacks
-    # shorter ones (shim_types.c). Pure comm, alternating runs.
-    for run in 1 512; do
+    # Strided datatypes (an FFT transpose's): Ialltoall received into runs
+    # of one double and of 512 (4 KiB), as far apart, and sent from such
+    # runs too (-B); stock MPI against the shim, which reads runs of 2 KiB
+    # and more in place through iovecs (receive and send side) and
+    # unpacks or packs shorter ones (shim_types.c). Pure comm.
+    for spec in 1 512 "512 -B"; do
+        tag=${spec// /}
         for rep in $(seq "$REPS"); do
             for kind in stock shim; do
-                printf '\r%s strided %d rep %d %s            ' "$mpi" "$run" \
+                printf '\r%s strided %s rep %d %s            ' "$mpi" "$spec" \
                     "$rep" "$kind" >&2
+                # shellcheck disable=SC2086
                 dps_launch "$mpi" "$NP" \
                     "$([ $kind = shim ] && echo 1 || echo 0)" \
                     "$([ $kind = shim ] && echo "$SHIM_VARS DPUSHIM_STATS=1")" \
-                    "build/$mpi/tests/overlap" -c ialltoall -V "$run" \
+                    "build/$mpi/tests/overlap" -c ialltoall -V $spec \
                     -m "$((max / 4)):$max" -i "$ITERS" \
-                    >>"$RAW/$mpi-strided$run-$kind.txt" 2>&1
+                    >>"$RAW/$mpi-strided$tag-$kind.txt" 2>&1
             done
         done
         printf '\r%60s\r' "" >&2
-        echo "== $mpi: Ialltoall received into runs of $run double(s)," \
-             "as far apart (medians of $REPS runs, pure comm, us)"
+        echo "== $mpi: Ialltoall, runs of ${spec%% *} double(s) as far apart," \
+             "$([ "$spec" = "${spec% -B}" ] && echo "received" ||
+                echo "sent and received") (medians of $REPS runs, us)"
         for ((sz = max / 4; sz <= max; sz *= 2)); do
-            printf '  %8d B blocks: stock %s, shim %s\n' "$sz" \
+            printf '  %8d B blocks: pure comm stock %s, shim %s; shim post %s\n' \
+                "$sz" \
                 "$(awk -v s="$sz" '$1 == s && NF >= 5 {print $2}' \
-                   "$RAW/$mpi-strided$run-stock.txt" | median)" \
+                   "$RAW/$mpi-strided$tag-stock.txt" | median)" \
                 "$(awk -v s="$sz" '$1 == s && NF >= 5 {print $2}' \
-                   "$RAW/$mpi-strided$run-shim.txt" | median)"
+                   "$RAW/$mpi-strided$tag-shim.txt" | median)" \
+                "$(awk -v s="$sz" '$1 == s && NF >= 5 {print $6}' \
+                   "$RAW/$mpi-strided$tag-shim.txt" | median)"
         done
-        sed -n 's/^dpushim: dma engines .*scattered=\([0-9]*\).*/  blocks read into place (last run): \1/p' \
-            "$RAW/$mpi-strided$run-shim.txt" | tail -1
+        sed -n 's/^dpushim: dma engines .*\(scattered=[0-9]* gathered=[0-9]*\).*/  in place (last run): \1/p' \
+            "$RAW/$mpi-strided$tag-shim.txt" | tail -1
     done
 done

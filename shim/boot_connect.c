@@ -164,7 +164,9 @@ static int tables_alloc(job_tables_t *t, int nr)
     }
     shim.node_agents = calloc((size_t)nr, sizeof(pid_t));
     shim.rank_agent = calloc((size_t)nr, sizeof(uint32_t));
-    return shim.node_agents != NULL && shim.rank_agent != NULL;
+    shim.rank_node = calloc((size_t)nr, sizeof(int));
+    return shim.node_agents != NULL && shim.rank_agent != NULL &&
+           shim.rank_node != NULL;
 }
 
 /* Leaders, agent indices (the order of leaders), pids, nodes, and the
@@ -189,6 +191,7 @@ static void gather_ranks(job_tables_t *t, MPI_Comm vnode, int node_id)
     PMPI_Allgather(&v, 1, MPI_INT, t->pid, 1, MPI_INT, MPI_COMM_WORLD);
     PMPI_Allgather(&node_id, 1, MPI_INT, t->node, 1, MPI_INT,
                    MPI_COMM_WORLD);
+    memcpy(shim.rank_node, t->node, sizeof(int) * (size_t)nr);
     v = (int)shim.agent_pid;
     PMPI_Allgather(&v, 1, MPI_INT, t->apid, 1, MPI_INT, MPI_COMM_WORLD);
     for (i = 0; i < nr; i++) {

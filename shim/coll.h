@@ -77,6 +77,9 @@ int shim_place_failed(shim_comm_t *c, shim_call_t *k, int rc, MPI_Comm comm,
 /* Do [a, a + alen) and [b, b + blen) overlap? */
 int shim_overlap(const void *a, size_t alen, const void *b, size_t blen);
 
+/* Does k's send data (wherever it lies) overlap its receive region? */
+int shim_send_overlaps(const shim_call_t *k);
+
 /* The size of comm (0 for MPI_COMM_NULL). */
 int shim_comm_size(MPI_Comm comm);
 

@@ -65,6 +65,29 @@ int shim_any_size(void)
     return shim.min_bytes != DPS_MIN_BYTES_AUTO;
 }
 
+/* May this call's send data stay unpacked, read in place by the DMA
+ * engines? Only when every rank of c is on this node and the data path
+ * is direct (the staged path, to other hosts, needs packed data). */
+static int gather_ok(shim_comm_t *c)
+{
+    if (shim.fo_state != SHIM_FO_NONE || !shim_engine_running() ||
+        shim.cfg.data_path != DPS_DATA_DIRECT ||
+        shim.cfg.transport == DPS_TRANSPORT_UCX || shim.rank_node == NULL) {
+        return 0;
+    }
+    if (c->one_node == 0) {
+        int me = shim.rank_node[shim.world_rank];
+
+        c->one_node = 1;
+        for (int i = 0; i < c->size; i++) {
+            if (shim.rank_node[c->members[i]] != me) {
+                c->one_node = -1;
+            }
+        }
+    }
+    return c->one_node == 1;
+}
+
 int shim_coll_begin(int coll, MPI_Comm comm, shim_comm_t **cp,
                     shim_call_t *k, MPI_Comm *use)
 {
@@ -82,6 +105,7 @@ int shim_coll_begin(int coll, MPI_Comm comm, shim_comm_t **cp,
     *cp = c;
     k->coll = coll;
     k->seq = c->seq++;
+    k->gather_ok = gather_ok(c);
     if (shim.fo_state != SHIM_FO_NONE) {
         shim_in_call++;
         rc = shim_fo_direct(c, k->seq, coll, use);
@@ -183,6 +207,22 @@ int shim_place_failed(shim_comm_t *c, shim_call_t *k, int rc, MPI_Comm comm,
     shim_call_erroneous(c, k, DPS_ERR_NOMEM, rc, comm, req,
                         "cannot stage the data of a collective");
     return rc;
+}
+
+int shim_send_overlaps(const shim_call_t *k)
+{
+    const shim_scatter_t *g = k->gather;
+
+    if (g == NULL) {
+        return shim_overlap(k->buf[0], k->len[0], k->buf[1], k->len[1]);
+    }
+    for (size_t i = 0; i < g->nseg; i++) {   /* the data, where it is */
+        if (shim_overlap(g->seg[i].addr, g->seg[i].len, k->buf[1],
+                         k->len[1])) {
+            return 1;
+        }
+    }
+    return 0;
 }
 
 int shim_overlap(const void *a, size_t alen, const void *b, size_t blen)

@@ -442,7 +442,7 @@ static int alltoall(shim_comm_t *c, shim_call_t *k, const void *sbuf,
                                        "block in size");
         }
         if (k->owned == NULL && k->unpack.from == NULL &&
-            shim_overlap(k->buf[0], k->len[0], k->buf[1], k->len[1])) {
+            shim_send_overlaps(k)) {
             return shim_call_erroneous(c, k, DPS_ERR_BUFFER, MPI_ERR_BUFFER,
                                        comm, request, "MPI_Ialltoall: the "
                                        "send buffer overlaps the receive "

@@ -51,6 +51,7 @@ typedef struct shim_comm {
     uint32_t        seq;          /* offloaded collectives so far */
     int             rank, size;
     uint32_t       *members;      /* world rank of each rank */
+    int             one_node;     /* all on our node: 1, not: -1, 0: ? */
     uint32_t       *agent;        /* agent index of each rank */
     struct shim_sched *scheds;    /* compiled schedules, most recent
                                    * first (shim_sched.c) */
@@ -126,6 +127,10 @@ typedef struct shim_call {
     void         *buf[2];       /* SEND, RECV: where the regions start */
     uint64_t      len[2];
     void         *owned;        /* a staging copy of the send data */
+    int           gather_ok;    /* send data may stay unpacked (read in
+                                 * place by DMA engines on this node) */
+    shim_scatter_t *gather;     /* ... and does: its map (buf[0] is the
+                                 * map's segments, never data) */
     shim_unpack_t unpack;       /* RECV staged, to unpack */
     int           error;        /* nonzero: this rank's arguments are
                                  * wrong (dps_status_t): the agent fails
@@ -207,6 +212,7 @@ typedef struct shim_state {
     shim_comm_t   *comms;         /* every communicator state */
     uint64_t       stats[DPS_COLL_MAX][SHIM_NSTAT]; /* by dps_coll_t */
     uint32_t      *rank_agent;    /* agent index of each world rank */
+    int           *rank_node;     /* node of each world rank */
     uint64_t       next_sched;    /* schedule ids handed out */
     int            have_agent_stats; /* leader: STATS received */
     uint64_t       agent_stats[3];   /* cpu_ns, collectives, missed */

@@ -17,6 +17,9 @@ int shim_engine_start(dps_shm_t *shm, pid_t agent_pid);
  * Safe when it never started. */
 void shim_engine_stop(void);
 
+/* 1 while the engine thread runs (the direct data path). */
+int shim_engine_running(void);
+
 /* Run queued commands on the calling thread, if no other executor is at
  * it; the number run. For ranks waiting in MPI. */
 int shim_engine_help(void);
@@ -25,10 +28,11 @@ int shim_engine_help(void);
  * it polls for the commands that follow (cheap: same core, no IPI). */
 void shim_engine_poke(void);
 
-/* Commands run, bytes copied, and commands read straight into a
- * non-contiguous datatype's memory (scatter regions) so far. */
+/* Commands run, bytes copied, commands read straight into a
+ * non-contiguous datatype's memory (scatter regions) and straight from
+ * another rank's unpacked send data (gathered regions) so far. */
 void shim_engine_stats(uint64_t *copies, uint64_t *bytes,
-                       uint64_t *scattered);
+                       uint64_t *scattered, uint64_t *gathered);
 
 struct shim_scatter;
 

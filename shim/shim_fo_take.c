@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include "shim.h"
 #include "shim_engine.h"
+#include "shim_flat.h"
 #include "shim_fo.h"
 #include "shim_redo.h"
 #include "../common/dps_log.h"
@@ -80,6 +81,23 @@ static int comm_ready(const shim_comm_t *c)
     return shim.fo_state == SHIM_FO_DECIDED && c->id_known;
 }
 
+/* Send data left unpacked for the engines: stock MPI's redo sends from
+ * a packed copy. 0, or -1 when out of memory (logged). */
+static int pack_gathered(shim_call_t *k)
+{
+    char *out = malloc(k->len[0] + 1);
+
+    if (out == NULL) {
+        dps_error("out of memory packing send data for stock MPI");
+        return -1;
+    }
+    k->gather->base = out;
+    shim_scatter_copy(k->gather, 0, k->len[0], 0);
+    k->owned = out;
+    k->buf[0] = out;
+    return 0;
+}
+
 /* Start op on stock MPI (lock held): its schedule, run with PMPI
  * point-to-point on the twin of its communicator. An MPI error code, or
  * success. */
@@ -105,6 +123,10 @@ static int take_one(shim_op_t *op)
                   (unsigned long long)c->id);
         shim.stats[coll][SHIM_STAT_FAILED]++;
         return MPI_ERR_OTHER;
+    }
+    if (op->call.gather != NULL && pack_gathered(&op->call) != 0) {
+        shim.stats[coll][SHIM_STAT_FAILED]++;
+        return MPI_ERR_NO_MEM;
     }
     if (op->call.unpack.scat != NULL) {
         /* The redo receives every byte into staging again: unpack all. */

@@ -293,7 +293,7 @@ static void print_stats(void)
 {
     uint64_t tot[DPS_COLL_MAX][SHIM_NSTAT], ag[3];
     uint64_t reg[SHIM_REG_NSTAT], regtot[SHIM_REG_NSTAT];
-    uint64_t eng[3], engtot[3];
+    uint64_t eng[4], engtot[4];
     int c;
 
     fetch_agent_stats();
@@ -304,8 +304,8 @@ static void print_stats(void)
     shim_reg_stats(reg);
     PMPI_Reduce(reg, regtot, SHIM_REG_NSTAT, MPI_UINT64_T, MPI_SUM, 0,
                 MPI_COMM_WORLD);
-    shim_engine_stats(&eng[0], &eng[1], &eng[2]);
-    PMPI_Reduce(eng, engtot, 3, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
+    shim_engine_stats(&eng[0], &eng[1], &eng[2], &eng[3]);
+    PMPI_Reduce(eng, engtot, 4, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
     if (shim.world_rank != 0) {
         return;
     }
@@ -338,8 +338,9 @@ static void print_stats(void)
     if (shim.active) {
         /* Blocks the ranks' DMA engines copied (direct data path). */
         printf("dpushim: dma engines copies=%llu bytes=%llu "
-               "scattered=%llu\n", (unsigned long long)engtot[0],
-               (unsigned long long)engtot[1], (unsigned long long)engtot[2]);
+               "scattered=%llu gathered=%llu\n",
+               (unsigned long long)engtot[0], (unsigned long long)engtot[1],
+               (unsigned long long)engtot[2], (unsigned long long)engtot[3]);
     }
     if (shim.active && shim.agent_dead) {
         printf("dpushim: agents failed: no agent statistics\n");

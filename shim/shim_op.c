@@ -183,6 +183,11 @@ static void op_send(shim_op_t *op)
         f.nsteps = sc->nsteps;
         f.flags = DPS_POST_SCHED;
     }
+    if (k->gather != NULL) {
+        f.flags |= DPS_POST_GATHER;
+        f.send_map = (uint64_t)(uintptr_t)k->gather->seg;
+        f.send_nmap = k->gather->nseg;
+    }
     f.nmembers = c->agent_knows ? 0 : (uint32_t)c->size;
     msg = dps_msg_encode_post(DPS_MSG_POST, &f, key,
                               f.nsteps ? sc->steps : NULL, c->members, &len);
@@ -249,6 +254,9 @@ int shim_op_start(shim_comm_t *c, shim_call_t *k, shim_sched_t *sc,
         const void *p = b < 2 ? op->call.buf[b] : op->tmp;
         uint64_t n = b < 2 ? op->call.len[b] : sc->need[DPS_BUF_TMP];
 
+        if (b == DPS_BUF_SEND && op->call.gather != NULL) {
+            continue;   /* read in place through its map: no key */
+        }
         if (p != NULL && n > 0 && shim_reg_get(p, n, &op->reg[b]) != 0) {
             rc = DPS_ERR_UCX;
         }

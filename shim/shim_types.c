@@ -159,6 +159,10 @@ static int pack_at(int unpack, const void *addr, int count, MPI_Datatype t,
     return rc == MPI_SUCCESS && pos == size ? MPI_SUCCESS : MPI_ERR_INTERN;
 }
 
+static shim_scatter_t *scatter_map(const shim_blocks_t *b,
+                                   const uint64_t *cnt, const uint64_t *off,
+                                   char *base, uint64_t len);
+
 int shim_place_send(shim_call_t *k, const shim_blocks_t *b, uint64_t *cnt,
                     uint64_t *off)
 {
@@ -174,6 +178,14 @@ int shim_place_send(shim_call_t *k, const shim_blocks_t *b, uint64_t *cnt,
     }
     if (!staged) {
         k->buf[0] = base;
+        k->len[0] = len;
+        return MPI_SUCCESS;
+    }
+    if (k->gather_ok && !b->copy && len > 0 && k->owned == NULL &&
+        k->gather == NULL &&
+        (k->gather = scatter_map(b, cnt, off, NULL, len)) != NULL) {
+        /* Read in place by the engines: no copy here. */
+        k->buf[0] = k->gather->seg;
         k->len[0] = len;
         return MPI_SUCCESS;
     }
@@ -226,7 +238,8 @@ static int type_index(shim_unpack_t *u, MPI_Datatype orig,
 
 /*
  * A scatter map of the staged region onto the blocks (shim_flat.h), so
- * that the DMA engine can read transfers straight into place; NULL when a
+ * that the DMA engine can read transfers straight into place (or, for
+ * send data, straight from it); NULL when a
  * block's type cannot be flattened or the map would not pay. Measured
  * (make bench, Ialltoall into a strided type, Open MPI, 2 ranks): reading
  * into place through process_vm_readv iovecs beats one contiguous read
@@ -385,6 +398,11 @@ void shim_unpack_free(shim_unpack_t *u)
 void shim_call_clear(shim_call_t *k)
 {
     shim_unpack_free(&k->unpack);
+    if (k->gather != NULL) {
+        shim_scatter_free(k->gather);
+        free(k->gather);
+        k->gather = NULL;
+    }
     free(k->owned);
     free(k->arrays);
     k->owned = NULL;

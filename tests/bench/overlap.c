@@ -28,6 +28,7 @@ static double batches_per_sec; /* work mode: calibrated kernel speed */
 static int sleeping;           /* -S: the compute phase sleeps */
 static int strided;            /* -V N: Ialltoall into runs of N doubles,
                                 * N apart */
+static int both;               /* -B: and from such runs */
 
 /* -T: compute time per size, in us ("SIZE=US,..."); 0 if not given. */
 static double given_us(const char *list, long n)
@@ -103,7 +104,8 @@ static void usage(void)
         "  -V N  Ialltoall only: each block is received into runs of N\n"
         "      doubles N doubles apart, in a buffer twice its size (a\n"
         "      strided vector type, as an FFT transpose's); sizes from\n"
-        "      8 N bytes, whole runs\n");
+        "      8 N bytes, whole runs\n"
+        "  -B  with -V: the send side in the same strided type too\n");
 }
 
 static const char *const colls[] = {"ialltoall", "ibcast", "iallgather",
@@ -142,7 +144,11 @@ static void post(void *s, void *r, int n, MPI_Request *req)
             MPI_Type_commit(&v);
             vn = n;
         }
-        MPI_Ialltoall(s, n / 8, MPI_DOUBLE, r, 1, v, w, req);
+        if (both) {
+            MPI_Ialltoall(s, 1, v, r, 1, v, w, req);
+        } else {
+            MPI_Ialltoall(s, n / 8, MPI_DOUBLE, r, 1, v, w, req);
+        }
     } else if (strcmp(coll, "ialltoall") == 0) {
         MPI_Ialltoall(s, n, MPI_BYTE, r, n, MPI_BYTE, w, req);
     } else if (strcmp(coll, "iallgather") == 0) {
@@ -209,7 +215,7 @@ int main(int argc, char **argv)
     }
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    while ((c = getopt(argc, argv, "c:m:i:x:t:WST:MV:h")) != -1) {
+    while ((c = getopt(argc, argv, "c:m:i:x:t:WST:MV:Bh")) != -1) {
         switch (c) {
         case 'c': coll = optarg; break;
         case 'm':
@@ -225,6 +231,7 @@ int main(int argc, char **argv)
         case 'T': times = optarg; break;
         case 'M': break;
         case 'V': strided = atoi(optarg); break;
+        case 'B': both = 1; break;
         default:
             if (rank == 0) {
                 usage();
@@ -233,7 +240,7 @@ int main(int argc, char **argv)
             return c == 'h' ? 0 : 2;
         }
     }
-    if (!coll_known() || min < 1 || strided < 0 ||
+    if (!coll_known() || min < 1 || strided < 0 || (both && !strided) ||
         (strided && (min < 8 * strided || min % (8 * strided) != 0 ||
         strcmp(coll, "ialltoall") != 0)) ||
         max < min || iters0 < 1 || warm < 0 || tests < 0) {
@@ -243,7 +250,7 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return 2;
     }
-    s = malloc((size_t)max * size);
+    s = malloc((size_t)max * size * (strided ? 2 : 1));
     r = malloc((size_t)max * size * (strided ? 2 : 1));
     if (s == NULL || r == NULL) {
         fprintf(stderr, "overlap: out of memory\n");
@@ -257,7 +264,7 @@ int main(int argc, char **argv)
          * compute phase unevenly. */
         prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
     }
-    memset(s, rank + 1, (size_t)max * size);
+    memset(s, rank + 1, (size_t)max * size * (strided ? 2 : 1));
     memset(r, 0, (size_t)max * size * (strided ? 2 : 1));
     if (rank == 0) {
         printf("# %s, %d ranks, OMB method, times in us, MPI_Test calls "
@@ -266,7 +273,8 @@ int main(int argc, char **argv)
                times != NULL ? " of given length" : "");
         if (strided) {
             printf("# received into runs of %d doubles, %d apart (strided "
-                   "type)\n", strided, strided);
+                   "type)%s\n", strided, strided,
+                   both ? ", sent from the same" : "");
         }
         printf("# %10s %12s %12s %12s %9s %9s\n", "size", "pure_comm",
                "overall", "compute", "overlap%", "post");

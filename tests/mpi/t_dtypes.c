@@ -16,7 +16,8 @@
  *
  * Under the shim with the direct data path, receives into long enough
  * runs of types it can flatten are read by the DMA engines straight into
- * place (iovecs): the statistics must show scattered > 0.
+ * place (iovecs), and sends from such types are read in place from the
+ * sender's memory: the statistics must show scattered and gathered > 0.
  */
 #include "tcommon.h"
 
@@ -355,7 +356,8 @@ int main(int argc, char **argv)
     }
     if (t.rank == 0 && t_shim_loaded()) {
         printf("expect~: dma engines copies=[0-9]+ bytes=[0-9]+ "
-               "scattered=%s\n", direct ? "[1-9][0-9]*" : "0");
+               "scattered=%s gathered=%s\n", direct ? "[1-9][0-9]*" : "0",
+               direct ? "[1-9][0-9]*" : "0");
     }
     return t_finish();
 }

@@ -118,7 +118,7 @@ int main(int argc, char **argv)
     }
     if (t.rank == 0 && shim) {
         printf("expect~: dma engines copies=%s bytes=[0-9]+ "
-               "scattered=[0-9]+\n",
+               "scattered=[0-9]+ gathered=[0-9]+\n",
                direct ? "[1-9][0-9]*" : "0");
     }
     rc = t_finish();
