@@ -30,8 +30,9 @@ COMMON_SRC := common/dps_log.c common/dps_config.c common/dps_proto.c common/dps
 BLD_SRC    := shim/build.c shim/build_move.c shim/build_reduce.c
 SHIM_SRC   := shim/shim_init.c shim/boot_agent.c shim/boot_place.c \
               shim/boot_connect.c shim/shim_op.c shim/shim_comm.c \
-              shim/shim_engine.c shim/shim_wait.c shim/shim_util.c \
-              shim/shim_reg.c shim/shim_failover.c shim/shim_fo_take.c \
+              shim/shim_engine.c shim/shim_iov.c shim/shim_wait.c \
+              shim/shim_util.c shim/shim_reg.c shim/shim_failover.c \
+              shim/shim_fo_take.c \
               shim/shim_block.c shim/shim_sched.c shim/shim_types.c \
               shim/shim_flat.c shim/shim_redo.c shim/coll_common.c \
               shim/coll_move.c shim/coll_reduce.c \

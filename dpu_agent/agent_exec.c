@@ -131,6 +131,7 @@ static int engine_takes(agent_t *a, agent_move_t *m, agent_link_t **lp)
     agent_link_t *l = agent_link(a, world_of(m, m->dst));
 
     if (l == NULL || m->issued != 0 ||
+        (m->src_map != 0 && m->op != DPS_OP_NONE) ||
         !agent_rank_cma(a, world_of(m, m->src)) ||
         !agent_rank_cma(a, world_of(m, m->dst)) ||
         !__atomic_load_n(&l->shm->engine_up, __ATOMIC_ACQUIRE) ||
@@ -160,15 +161,17 @@ void agent_dispatch_engines(agent_t *a)
         dps_cmd_t c;
 
         if (!engine_takes(a, m, &l)) {
-            if (m->src_map != 0 && m->issued == 0 && !engine_could(a, m)) {
+            if (m->src_map != 0 && m->issued == 0 &&
+                (!engine_could(a, m) || m->op != DPS_OP_NONE)) {
                 /* Unpacked send data has no other way to go. */
                 *mp = m->next;
                 if (a->q_tail == m) {
                     a->q_tail = prev;
                 }
                 dps_error("rank %u's non-contiguous send data can only be "
-                          "read by a DMA engine on its host, and rank %u "
-                          "has none: the collective fails",
+                          "copied by a DMA engine on its host, and rank %u "
+                          "has none (or it was to be reduced): the "
+                          "collective fails",
                           world_of(m, m->src), world_of(m, m->dst));
                 agent_move_done(a, m, DPS_ERR_IO);
                 continue;

@@ -208,73 +208,84 @@ static agent_move_t *move_new(agent_inst_t *in, uint32_t src, uint32_t dst,
     return m;
 }
 
+/* Where a move reads: from rank x's region buf at off (its address, or,
+ * for unpacked send data, the packed offset and the segment map). */
+static void move_source(agent_move_t *m, const agent_rstate_t *x,
+                        unsigned buf, uint64_t off)
+{
+    m->src_addr = x->addr[buf] + off;
+    if (buf == DPS_BUF_SEND && x->send_map != 0) {
+        m->src_addr = off;
+        m->src_map = x->send_map;
+        m->src_nmap = x->send_nmap;
+    }
+}
+
+/* The SEND step of rank s that RECV step i of rank r pairs with (*j);
+ * 0 when the ranks disagree (the instance then fails). */
+static int recv_pair(agent_t *a, agent_inst_t *in, uint32_t r, uint32_t i,
+                     uint32_t *k, uint32_t *j)
+{
+    const agent_rstate_t *rs = &in->rs[r];
+    const dps_step_t *st = &rs->sched->steps[i];
+    uint32_t s = st->peer;
+    const agent_sched_t *ssc = in->rs[s].sched;
+    uint32_t n = ssc->send_start[r + 1] - ssc->send_start[r];
+
+    *k = agent_step_k(rs->sched, i);
+    if (*k >= n) {
+        dps_error("%s #%llu on communicator %#llx: rank %u receives %u "
+                  "transfers from rank %u, which sends it %u: the ranks' "
+                  "arguments do not match; it fails on every rank",
+                  dps_coll_str(in->coll), (unsigned long long)in->key.seq,
+                  (unsigned long long)in->comm->id, in->comm->members[r],
+                  *k + 1, in->comm->members[s], n);
+        agent_inst_fail(a, in, DPS_ERR_MISMATCH, 1);
+        return 0;
+    }
+    *j = ssc->send_idx[ssc->send_start[r] + *k];
+    if (ssc->steps[*j].len != st->len) {
+        dps_error("%s #%llu on communicator %#llx: rank %u sends %llu "
+                  "bytes where rank %u receives %llu: the ranks' arguments "
+                  "do not match; it fails on every rank",
+                  dps_coll_str(in->coll), (unsigned long long)in->key.seq,
+                  (unsigned long long)in->comm->id, in->comm->members[s],
+                  (unsigned long long)ssc->steps[*j].len,
+                  in->comm->members[r], (unsigned long long)st->len);
+        agent_inst_fail(a, in, DPS_ERR_MISMATCH, 1);
+        return 0;
+    }
+    return 1;
+}
+
 /* Start step i of local rank r if it can. Returns 1 if it started. */
 static int try_step(agent_t *a, agent_inst_t *in, uint32_t r, uint32_t i)
 {
-    agent_rstate_t *rs = &in->rs[r];
-    const dps_step_t *st = &rs->sched->steps[i];
-    agent_rstate_t *sr;
-    const dps_step_t *ss;
+    agent_rstate_t *rs = &in->rs[r], *sr;
+    const dps_step_t *st = &rs->sched->steps[i], *ss;
     agent_move_t *m;
-    uint32_t s = st->peer, k, j, n;
+    uint32_t s = st->peer, k, j;
 
-    switch (st->kind) {
-    case DPS_STEP_SEND:
+    if (st->kind == DPS_STEP_SEND) {
         return 0;   /* its reader's agent moves it */
-    case DPS_STEP_COPY:
-    case DPS_STEP_REDUCE:
+    }
+    if (st->kind == DPS_STEP_COPY || st->kind == DPS_STEP_REDUCE) {
         if (st->len == 0) {
             agent_step_done(in, r, i);
             return 1;
         }
-        m = move_new(in, r, r, i, i);
-        if (m == NULL) {
+        if ((m = move_new(in, r, r, i, i)) == NULL) {
             return 0;
         }
         m->local = 1;
         m->op = st->kind == DPS_STEP_REDUCE ? st->op : DPS_OP_NONE;
-        m->dtype = st->dtype;
-        m->src_addr = rs->addr[st->src_buf] + st->src_off;
-        m->dst_addr = rs->addr[st->dst_buf] + st->dst_off;
-        m->len = st->len;
-        if (st->src_buf == DPS_BUF_SEND && rs->send_map != 0) {
-            m->src_addr = st->src_off;   /* a packed offset */
-            m->src_map = rs->send_map;
-            m->src_nmap = rs->send_nmap;
-        }
-        break;
-    default:   /* RECV, RECV_REDUCE */
+        move_source(m, rs, st->src_buf, st->src_off);
+    } else {   /* RECV, RECV_REDUCE */
         sr = &in->rs[s];
-        if (!sr->posted) {
+        if (!sr->posted || !recv_pair(a, in, r, i, &k, &j)) {
             return 0;
         }
-        k = agent_step_k(rs->sched, i);
-        n = sr->sched->send_start[r + 1] - sr->sched->send_start[r];
-        if (k >= n) {
-            dps_error("%s #%llu on communicator %#llx: rank %u receives %u "
-                      "transfers from rank %u, which sends it %u: the ranks' "
-                      "arguments do not match; it fails on every rank",
-                      dps_coll_str(in->coll),
-                      (unsigned long long)in->key.seq,
-                      (unsigned long long)in->comm->id, in->comm->members[r],
-                      k + 1, in->comm->members[s], n);
-            agent_inst_fail(a, in, DPS_ERR_MISMATCH, 1);
-            return 0;
-        }
-        j = sr->sched->send_idx[sr->sched->send_start[r] + k];
         ss = &sr->sched->steps[j];
-        if (ss->len != st->len) {
-            dps_error("%s #%llu on communicator %#llx: rank %u sends %llu "
-                      "bytes where rank %u receives %llu: the ranks' "
-                      "arguments do not match; it fails on every rank",
-                      dps_coll_str(in->coll),
-                      (unsigned long long)in->key.seq,
-                      (unsigned long long)in->comm->id, in->comm->members[s],
-                      (unsigned long long)ss->len, in->comm->members[r],
-                      (unsigned long long)st->len);
-            agent_inst_fail(a, in, DPS_ERR_MISMATCH, 1);
-            return 0;
-        }
         if (sr->round < ss->round) {
             return 0;   /* the source is not there yet */
         }
@@ -283,23 +294,16 @@ static int try_step(agent_t *a, agent_inst_t *in, uint32_t r, uint32_t i)
             send_read(a, in, s, r, k, j);
             return 1;
         }
-        m = move_new(in, s, r, j, i);
-        if (m == NULL) {
+        if ((m = move_new(in, s, r, j, i)) == NULL) {
             return 0;
         }
         m->k = k;
         m->op = st->kind == DPS_STEP_RECV_REDUCE ? st->op : DPS_OP_NONE;
-        m->dtype = st->dtype;
-        m->src_addr = sr->addr[ss->src_buf] + ss->src_off;
-        m->dst_addr = rs->addr[st->dst_buf] + st->dst_off;
-        m->len = st->len;
-        if (ss->src_buf == DPS_BUF_SEND && sr->send_map != 0) {
-            m->src_addr = ss->src_off;   /* a packed offset */
-            m->src_map = sr->send_map;
-            m->src_nmap = sr->send_nmap;
-        }
-        break;
+        move_source(m, sr, ss->src_buf, ss->src_off);
     }
+    m->dtype = st->dtype;
+    m->dst_addr = rs->addr[st->dst_buf] + st->dst_off;
+    m->len = st->len;
     rs->st[i] = 1;
     rs->moves_in++;
     in->moves_live++;

@@ -67,10 +67,16 @@ int shim_any_size(void)
 
 /* May this call's send data stay unpacked, read in place by the DMA
  * engines? Only when every rank of c is on this node and the data path
- * is direct (the staged path, to other hosts, needs packed data). */
-static int gather_ok(shim_comm_t *c)
+ * is direct (the staged path, to other hosts, needs packed data), and
+ * not for reductions (their elements are combined as packed). */
+static int gather_ok(shim_comm_t *c, int coll)
 {
-    if (shim.fo_state != SHIM_FO_NONE || !shim_engine_running() ||
+    int reduction = coll == DPS_COLL_REDUCE || coll == DPS_COLL_ALLREDUCE ||
+                    coll == DPS_COLL_REDUCE_SCATTER ||
+                    coll == DPS_COLL_REDUCE_SCATTER_BLOCK ||
+                    coll == DPS_COLL_SCAN || coll == DPS_COLL_EXSCAN;
+
+    if (reduction || shim.fo_state != SHIM_FO_NONE || !shim_engine_running() ||
         shim.cfg.data_path != DPS_DATA_DIRECT ||
         shim.cfg.transport == DPS_TRANSPORT_UCX || shim.rank_node == NULL) {
         return 0;
@@ -105,7 +111,7 @@ int shim_coll_begin(int coll, MPI_Comm comm, shim_comm_t **cp,
     *cp = c;
     k->coll = coll;
     k->seq = c->seq++;
-    k->gather_ok = gather_ok(c);
+    k->gather_ok = gather_ok(c, coll);
     if (shim.fo_state != SHIM_FO_NONE) {
         shim_in_call++;
         rc = shim_fo_direct(c, k->seq, coll, use);
