@@ -29,19 +29,19 @@ COMMON_SRC := common/dps_log.c common/dps_config.c common/dps_proto.c common/dps
               common/dps_agentmap.c common/dps_shm.c
 BLD_SRC    := shim/build.c shim/build_move.c shim/build_reduce.c
 SHIM_SRC   := shim/shim_init.c shim/boot_agent.c shim/boot_place.c \
-              shim/boot_connect.c shim/shim_op.c shim/shim_comm.c \
-              shim/shim_engine.c shim/shim_iov.c shim/shim_wait.c \
-              shim/shim_util.c shim/shim_reg.c shim/shim_failover.c \
-              shim/shim_fo_take.c \
-              shim/shim_block.c shim/shim_sched.c shim/shim_types.c \
-              shim/shim_flat.c shim/shim_redo.c shim/coll_common.c \
-              shim/coll_move.c shim/coll_reduce.c \
-              $(BLD_SRC)
+              shim/boot_connect.c shim/shim_op.c shim/shim_agent.c \
+              shim/shim_comm.c shim/shim_engine.c shim/shim_iov.c \
+              shim/shim_wait.c shim/shim_util.c shim/shim_reg.c \
+              shim/shim_failover.c shim/shim_fo_take.c shim/shim_block.c \
+              shim/shim_sched.c shim/shim_types.c shim/shim_flat.c \
+              shim/shim_redo.c shim/coll_common.c shim/coll_move.c \
+              shim/coll_reduce.c $(BLD_SRC)
 AGENT_SRC  := dpu_agent/agent_main.c dpu_agent/agent_job.c \
               dpu_agent/agent_sched.c dpu_agent/agent_inst.c \
-              dpu_agent/agent_post.c dpu_agent/agent_exec.c \
-              dpu_agent/agent_keys.c dpu_agent/agent_shm.c \
-              dpu_agent/agent_probe.c dpu_agent/agent_listen.c
+              dpu_agent/agent_post.c dpu_agent/agent_engines.c \
+              dpu_agent/agent_exec.c dpu_agent/agent_keys.c \
+              dpu_agent/agent_shm.c dpu_agent/agent_probe.c \
+              dpu_agent/agent_listen.c
 HDRS       := $(wildcard common/*.h shim/*.h dpu_agent/*.h)
 MPI_TESTS  := $(patsubst tests/mpi/%.c,%,$(wildcard tests/mpi/*.c))
 BENCH_SRC  := $(wildcard tests/bench/*.c)

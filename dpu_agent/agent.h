@@ -135,6 +135,12 @@ typedef struct agent_move {
     UT_hash_handle     hh_cmd;        /* among its link's commands */
 } agent_move_t;
 
+/* The world rank of communicator rank r of m's instance. */
+static inline uint32_t agent_move_world(const agent_move_t *m, uint32_t r)
+{
+    return m->inst->comm->members[r];
+}
+
 typedef struct agent_slot {
     struct agent_slot *next_done;
     agent_move_t      *move;

@@ -261,8 +261,13 @@ int shim_op_start(shim_comm_t *c, shim_call_t *k, struct shim_sched *sc,
 /* Progress communicator id agreements; post what waited for them. */
 void shim_comm_progress(void);
 
-/* Send a message (ownership taken) to our agent and wake it up. */
+/* Send a message (ownership taken) to our agent and wake it up
+ * (shim_agent.c, as the three below). */
 int shim_send_agent(void *msg, size_t len);
+
+/* Is the agent alive (checked every 0.1 s at most)? On a failure, the
+ * takeover starts. Lock held. */
+void shim_agent_check(void);
 
 /* Tell the agent a communicator it knows is freed. */
 void shim_comm_freed(uint64_t comm_id);
