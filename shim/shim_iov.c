@@ -255,13 +255,12 @@ int shim_iov_gather_in(const dps_cmd_t *c)
     shim_scatter_t *m = shim_iov_region(c->dst_addr, c->len);
     uint64_t off = c->src_addr, done = 0, idx;
 
-    if (gw.pid != (pid_t)c->src_pid || gw.map != c->src_map ||
-        gw.nmap != c->src_nmap) {
-        gw.pid = (pid_t)c->src_pid;
-        gw.map = c->src_map;
-        gw.nmap = c->src_nmap;
-        gw.n = 0;
-    }
+    /* Read afresh for every command: a map freed by its op may be
+     * reallocated at the same address with other contents. */
+    gw.pid = (pid_t)c->src_pid;
+    gw.map = c->src_map;
+    gw.nmap = c->src_nmap;
+    gw.n = 0;
     if (gather_find(off, &idx) != DPS_OK) {
         goto io;
     }
