@@ -223,6 +223,23 @@ static void free_types(MPI_Datatype *types, int nd)
     }
 }
 
+/* A named type's one segment; -1 for one with holes (MPI_SHORT_INT,
+ * ...), which is packed with MPI_Pack. */
+static int named_seg(MPI_Datatype dt, int64_t *d, uint64_t *l)
+{
+    MPI_Aint tlb, text;
+    int size;
+
+    PMPI_Type_size(dt, &size);
+    PMPI_Type_get_true_extent(dt, &tlb, &text);
+    if ((MPI_Aint)size != text) {
+        return -1;
+    }
+    *d = tlb;
+    *l = (uint64_t)size;
+    return 0;
+}
+
 static int flatten(MPI_Datatype dt, segs_t *out, int depth)
 {
     int ni, na, nd, comb, rc = -1;
@@ -235,13 +252,10 @@ static int flatten(MPI_Datatype dt, segs_t *out, int depth)
         return -1;
     }
     if (comb == MPI_COMBINER_NAMED) {
-        MPI_Aint tlb, text;
-        int size;
+        int64_t d;
+        uint64_t l;
 
-        /* A named type with holes (MPI_SHORT_INT, ...): MPI_Pack. */
-        PMPI_Type_size(dt, &size);
-        PMPI_Type_get_true_extent(dt, &tlb, &text);
-        return (MPI_Aint)size == text ? push(out, tlb, (uint64_t)size) : -1;
+        return named_seg(dt, &d, &l) == 0 ? push(out, d, l) : -1;
     }
     ints = malloc(((size_t)ni + 1) * sizeof(*ints));
     aints = malloc(((size_t)na + 1) * sizeof(*aints));
@@ -363,8 +377,8 @@ const shim_flat_t *shim_flat_get(MPI_Datatype dt)
 static const shim_flat_t *flat_for(MPI_Datatype dt, shim_flat_t *one,
                                    int64_t *d, uint64_t *l)
 {
-    MPI_Aint lb, tlb, text;
-    int ni, na, nd, comb, size;
+    MPI_Aint lb;
+    int ni, na, nd, comb;
 
     if (PMPI_Type_get_envelope(dt, &ni, &na, &nd, &comb) != MPI_SUCCESS) {
         return NULL;
@@ -372,17 +386,13 @@ static const shim_flat_t *flat_for(MPI_Datatype dt, shim_flat_t *one,
     if (comb != MPI_COMBINER_NAMED) {
         return shim_flat_get(dt);
     }
-    PMPI_Type_size(dt, &size);
-    PMPI_Type_get_true_extent(dt, &tlb, &text);
-    if ((MPI_Aint)size != text) {
+    if (named_seg(dt, d, l) != 0) {
         return NULL;
     }
-    *d = tlb;
-    *l = (uint64_t)size;
     one->n = 1;
     one->disp = d;
     one->len = l;
-    one->size = (uint64_t)size;
+    one->size = *l;
     PMPI_Type_get_extent(dt, &lb, &one->extent);
     return one;
 }
