@@ -35,14 +35,15 @@ SHIM_SRC   := shim/shim_init.c shim/boot_agent.c shim/boot_place.c \
               shim/shim_failover.c shim/shim_fo_take.c shim/shim_block.c \
               shim/shim_sched.c shim/shim_types.c shim/shim_flat.c \
               shim/shim_redo.c shim/coll_common.c shim/coll_move.c \
-              shim/coll_reduce.c $(BLD_SRC)
+              shim/coll_reduce.c shim/coll_neigh.c shim/coll_pers.c \
+              shim/shim_pers.c shim/shim_group.c $(BLD_SRC)
 AGENT_SRC  := dpu_agent/agent_main.c dpu_agent/agent_job.c \
               dpu_agent/agent_sched.c dpu_agent/agent_inst.c \
               dpu_agent/agent_post.c dpu_agent/agent_engines.c \
               dpu_agent/agent_exec.c dpu_agent/agent_keys.c \
               dpu_agent/agent_shm.c dpu_agent/agent_probe.c \
               dpu_agent/agent_listen.c
-HDRS       := $(wildcard common/*.h shim/*.h dpu_agent/*.h)
+HDRS       := $(wildcard common/*.h shim/*.h dpu_agent/*.h include/*.h)
 MPI_TESTS  := $(patsubst tests/mpi/%.c,%,$(wildcard tests/mpi/*.c))
 BENCH_SRC  := $(wildcard tests/bench/*.c)
 UNIT_TESTS := check_proto check_config check_shim_util check_listen check_shm check_build

@@ -9,15 +9,16 @@
 
 #define DPS_ENV_PREFIX "DPUSHIM_"
 
-/* Switches DPUSHIM_IALLTOALL ... DPUSHIM_IEXSCAN, one per collective. */
-#define DPS_CFG_NCOLL 17
+/* Switches DPUSHIM_IALLTOALL ... DPUSHIM_GROUP_INIT, one per dps_coll_t
+ * (dps_proto.h) but the first. */
+#define DPS_CFG_NCOLL 46
 
 /* DPUSHIM_MIN_BYTES=auto: the shim chooses at MPI_Init by placement. */
 #define DPS_MIN_BYTES_AUTO UINT64_MAX
 
 typedef struct dps_config {
     int      offload;        /* master switch */
-    int      coll[DPS_CFG_NCOLL]; /* offload each nonblocking collective:
+    int      coll[DPS_CFG_NCOLL]; /* offload each collective:
                                    * index dps_coll_t - 1 (dps_proto.h) */
     uint64_t min_bytes;      /* smallest message offloaded, or AUTO */
     unsigned ranks_per_dpu;  /* 0: one agent per host */

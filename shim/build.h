@@ -49,6 +49,12 @@ typedef struct bld_args {
     int             in_place;   /* gather(v) root, scatter(v) root,
                                  * allgather(v): this rank's block is in
                                  * RECV already (SEND empty) */
+    /* Neighbourhood collectives and pattern groups: this rank's sends
+     * then receives, (peer, offset, bytes) each, offsets into SEND and
+     * RECV. The k-th send to a peer meets the peer's k-th receive from
+     * this rank, so the caller lists them in the order that pairs them. */
+    uint32_t        nsend, nrecv;
+    const uint64_t *pairs;
 } bld_args_t;
 
 /* A schedule under construction. */
@@ -110,6 +116,9 @@ int bld_build(const bld_args_t *args, bld_t *b);
 /* The families (build_move.c, build_reduce.c); b and topo set up. */
 int bld_move(const bld_args_t *a, const bld_topo_t *t, bld_t *b);
 int bld_reduction(const bld_args_t *a, const bld_topo_t *t, bld_t *b);
+
+/* Transfers listed by the caller (bld_args_t.pairs), all at once. */
+int bld_pairs(const bld_args_t *a, bld_t *b);
 
 /* ceil(log2(n)), 0 for n <= 1. */
 uint32_t bld_log2(uint32_t n);

@@ -14,6 +14,13 @@
 #include "shim.h"
 #include "shim_types.h"
 
+/* While a persistent collective starts (shim_pers.c): its dps_coll_t,
+ * whose switch and statistics line the nonblocking call it runs uses. */
+extern __thread int shim_as;
+
+/* ... and where it pins its schedule (shim_sched_pinned). */
+extern __thread struct shim_sched **shim_pin;
+
 /* Offload considered for coll on comm: the shim is on, coll's switch is
  * on, comm an intracommunicator. */
 int shim_coll_wanted(int coll, MPI_Comm comm);
@@ -73,6 +80,25 @@ int shim_call_erroneous(shim_comm_t *c, shim_call_t *k, int status,
  * datatype MPI would refuse), anything else is returned. */
 int shim_place_failed(shim_comm_t *c, shim_call_t *k, int rc, MPI_Comm comm,
                       MPI_Request *req);
+
+/*
+ * The neighbours of a communicator with a topology, in MPI's order
+ * (coll_neigh.c): *indeg sources and *outdeg destinations, arrays the
+ * caller frees; *cart set for a Cartesian one. 0, or -1 (no topology, or
+ * out of memory).
+ */
+int shim_neighbors(MPI_Comm comm, int *indeg, int **srcs, int *outdeg,
+                   int **dsts, int *cart);
+
+/*
+ * Post a list of transfers after shim_coll_begin: send i is block i of
+ * *sb to comm rank speer[i], receive j block j of *rb from rpeer[j]
+ * (MPI_PROC_NULL: none, its block empty). The k-th send to a peer meets
+ * the peer's k-th receive from this rank: lists in that order.
+ */
+int shim_pairs_post(shim_comm_t *c, shim_call_t *k, const shim_blocks_t *sb,
+                    const int *speer, const shim_blocks_t *rb,
+                    const int *rpeer, MPI_Comm comm, MPI_Request *req);
 
 /* Do [a, a + alen) and [b, b + blen) overlap? */
 int shim_overlap(const void *a, size_t alen, const void *b, size_t blen);

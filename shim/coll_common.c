@@ -15,14 +15,31 @@ const char *shim_coll_name(int coll)
         "?", "ialltoall", "ibcast", "ibarrier", "igather", "igatherv",
         "iscatter", "iscatterv", "iallgather", "iallgatherv", "ialltoallv",
         "ialltoallw", "ireduce", "iallreduce", "ireduce_scatter",
-        "ireduce_scatter_block", "iscan", "iexscan"
+        "ireduce_scatter_block", "iscan", "iexscan", "ineighbor_allgather",
+        "ineighbor_allgatherv", "ineighbor_alltoall", "ineighbor_alltoallv",
+        "ineighbor_alltoallw", "group", "alltoall_init", "bcast_init",
+        "barrier_init", "gather_init", "gatherv_init", "scatter_init",
+        "scatterv_init", "allgather_init", "allgatherv_init",
+        "alltoallv_init", "alltoallw_init", "reduce_init", "allreduce_init",
+        "reduce_scatter_init", "reduce_scatter_block_init", "scan_init",
+        "exscan_init", "neighbor_allgather_init", "neighbor_allgatherv_init",
+        "neighbor_alltoall_init", "neighbor_alltoallv_init",
+        "neighbor_alltoallw_init", "group_init"
     };
 
     return coll > 0 && coll < DPS_COLL_MAX ? names[coll] : "?";
 }
 
+__thread int shim_as;
+__thread struct shim_sched **shim_pin;
+
+/* The statistics line a call counts on: its persistent form's while that
+ * is being started. */
 static void count(int coll, int stat, uint64_t n)
 {
+    if (shim_as != 0) {
+        coll = shim_as;
+    }
     pthread_mutex_lock(&shim.lock);
     shim.stats[coll][stat] += n;
     pthread_mutex_unlock(&shim.lock);
@@ -48,6 +65,9 @@ int shim_coll_wanted(int coll, MPI_Comm comm)
 {
     int inter = 0;
 
+    if (shim_as != 0) {
+        coll = shim_as;   /* a persistent collective's own switch */
+    }
     if (!shim.active || !shim.cfg.coll[coll - 1] || comm == MPI_COMM_NULL) {
         return 0;
     }
@@ -141,7 +161,8 @@ int shim_call_post(shim_comm_t *c, shim_call_t *k, MPI_Request *req)
     k->args.rank = (uint32_t)c->rank;
     k->args.agent = c->agent;
     pthread_mutex_lock(&shim.lock);
-    s = shim_sched_get(c, &k->args);
+    s = shim_pin != NULL ? shim_sched_pinned(c, &k->args, shim_pin)
+                         : shim_sched_get(c, &k->args);
     pthread_mutex_unlock(&shim.lock);
     if (s == NULL) {
         shim_call_clear(k);

@@ -29,7 +29,7 @@ SHIM_API int MPI_Ibcast(void *buffer, int count, MPI_Datatype datatype,
                         int root, MPI_Comm comm, MPI_Request *request)
 {
     const int C = DPS_COLL_BCAST;
-    shim_blocks_t b = {buffer, 1, count, NULL, NULL, datatype, NULL, 0};
+    shim_blocks_t b = {buffer, 1, count, NULL, NULL, datatype, NULL, 0, NULL, 0};
     shim_layout_t l;
     shim_comm_t *c;
     shim_call_t k;
@@ -64,7 +64,7 @@ SHIM_API int MPI_Ibcast(void *buffer, int count, MPI_Datatype datatype,
 static int own_in_place(shim_call_t *k, const void *buf, int count,
                         MPI_Datatype type)
 {
-    shim_blocks_t own = {buf, 1, count, NULL, NULL, type, NULL, 1};
+    shim_blocks_t own = {buf, 1, count, NULL, NULL, type, NULL, 1, NULL, 0};
     uint64_t cnt, off;
 
     if (k->unpack.from == NULL) {
@@ -90,7 +90,7 @@ static const void *block_at(const void *buf, int i, int count,
 static int place_one(shim_call_t *k, int gather, const void *buf, int count,
                      MPI_Datatype type, uint64_t *bytes)
 {
-    shim_blocks_t one = {buf, 1, count, NULL, NULL, type, NULL, 0};
+    shim_blocks_t one = {buf, 1, count, NULL, NULL, type, NULL, 0, NULL, 0};
     uint64_t off;
 
     return gather ? shim_place_send(k, &one, bytes, &off)
@@ -121,7 +121,7 @@ static int rooted(shim_comm_t *c, shim_call_t *k, const void *sbuf,
                               v ? 0 : (gather ? rcount : scount) * size,
                               v ? (gather ? rcounts : scounts) : NULL,
                               v ? (gather ? rdispls : sdispls) : NULL,
-                              gather ? rtype : stype, NULL, 0};
+                              gather ? rtype : stype, NULL, 0, NULL, 0};
         int in_place = gather ? sbuf == MPI_IN_PLACE : rbuf == MPI_IN_PLACE;
 
         rc = gather ? shim_place_recv(k, &many, arr, arr + size)
@@ -300,7 +300,7 @@ static int allgather(shim_comm_t *c, shim_call_t *k, const void *sbuf,
 {
     int v = rcounts != NULL, size = c->size, me = c->rank, rc;
     shim_blocks_t many = {rbuf, v ? size : 1, v ? 0 : rcount * size, rcounts,
-                          rdispls, rtype, NULL, 0};
+                          rdispls, rtype, NULL, 0, NULL, 0};
     uint64_t *arr = shim_call_arrays(k, size, 2), blk, own = 0;
 
     if (arr == NULL) {
@@ -407,9 +407,9 @@ static int alltoall(shim_comm_t *c, shim_call_t *k, const void *sbuf,
     int v = rcounts != NULL, size = c->size, rc;
     int in_place = sbuf == MPI_IN_PLACE;
     shim_blocks_t rb = {rbuf, v ? size : 1, v ? 0 : rcount * size, rcounts,
-                        rdispls, rtype, rtypes, 0};
+                        rdispls, rtype, rtypes, 0, NULL, 0};
     shim_blocks_t sb = {sbuf, v ? size : 1, v ? 0 : scount * size, scounts,
-                        sdispls, stype, stypes, 0};
+                        sdispls, stype, stypes, 0, NULL, 0};
     uint64_t *arr = shim_call_arrays(k, size, 4);
 
     if (arr == NULL) {

@@ -49,8 +49,8 @@ static int vec_post(shim_comm_t *c, shim_call_t *k, const vec_t *v,
 {
     int in_place = sbuf == MPI_IN_PLACE;
     shim_blocks_t sb = {in_place ? rbuf : sbuf, 1, count_in, NULL, NULL, dt,
-                        NULL, in_place};
-    shim_blocks_t rb = {rbuf, 1, count_out, NULL, NULL, dt, NULL, 0};
+                        NULL, in_place, NULL, 0};
+    shim_blocks_t rb = {rbuf, 1, count_out, NULL, NULL, dt, NULL, 0, NULL, 0};
     uint64_t cnt, off;
     int rc;
 

@@ -22,14 +22,16 @@
 static uint8_t *key_of(const bld_args_t *a, size_t *len)
 {
     const uint64_t *arr[4] = {a->scount, a->soff, a->rcount, a->roff};
-    uint64_t head[8];
+    uint64_t head[10];
     size_t n = sizeof(head), o;
+    size_t npairs = 3 * ((size_t)a->nsend + a->nrecv);
     uint8_t *k;
     int i;
 
     for (i = 0; i < 4; i++) {
         n += arr[i] != NULL ? sizeof(uint64_t) * a->size : 0;
     }
+    n += a->pairs != NULL ? sizeof(uint64_t) * npairs : 0;
     k = malloc(n);
     if (k == NULL) {
         return NULL;
@@ -43,6 +45,8 @@ static uint8_t *key_of(const bld_args_t *a, size_t *len)
     head[6] = (arr[0] != NULL) | (arr[1] != NULL) << 1 |
               (arr[2] != NULL) << 2 | (arr[3] != NULL) << 3;
     head[7] = a->size;
+    head[8] = a->nsend;
+    head[9] = a->pairs != NULL ? a->nrecv : UINT64_MAX;
     memcpy(k, head, sizeof(head));
     o = sizeof(head);
     for (i = 0; i < 4; i++) {
@@ -50,6 +54,9 @@ static uint8_t *key_of(const bld_args_t *a, size_t *len)
             memcpy(k + o, arr[i], sizeof(uint64_t) * a->size);
             o += sizeof(uint64_t) * a->size;
         }
+    }
+    if (a->pairs != NULL) {
+        memcpy(k + o, a->pairs, sizeof(uint64_t) * npairs);
     }
     *len = n;
     return k;
@@ -147,6 +154,7 @@ shim_sched_t *shim_sched_get(shim_comm_t *c, const bld_args_t *a)
         return NULL;
     }
     s->id = ++shim.next_sched;
+    s->comm = c;
     s->key = key;
     s->key_len = klen;
     s->steps = b.steps;
@@ -158,6 +166,35 @@ shim_sched_t *shim_sched_get(shim_comm_t *c, const bld_args_t *a)
     c->scheds = s;
     c->nscheds++;
     trim(c);
+    return s;
+}
+
+shim_sched_t *shim_sched_pinned(shim_comm_t *c, const bld_args_t *a,
+                               shim_sched_t **pin)
+{
+    shim_sched_t *s = *pin;
+    size_t klen;
+    uint8_t *key;
+
+    if (s != NULL) {
+        key = key_of(a, &klen);
+        if (key == NULL) {
+            return NULL;
+        }
+        if (s->comm == c && s->key_len == klen &&
+            memcmp(s->key, key, klen) == 0) {
+            free(key);
+            s->refs++;
+            return s;
+        }
+        free(key);
+    }
+    s = shim_sched_get(c, a);
+    if (s != NULL) {
+        shim_sched_put(*pin);
+        s->refs++;   /* the pin's */
+        *pin = s;
+    }
     return s;
 }
 

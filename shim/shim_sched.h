@@ -8,6 +8,7 @@
 typedef struct shim_sched {
     struct shim_sched *next;      /* in its communicator's cache */
     uint64_t    id;               /* unique among this rank's */
+    const shim_comm_t *comm;      /* whose (never dereferenced) */
     uint8_t    *key;              /* the builder's arguments, as bytes */
     size_t      key_len;
     dps_step_t *steps;
@@ -24,6 +25,12 @@ typedef struct shim_sched {
  * a reference for the caller; NULL when out of memory (logged). Lock
  * held. */
 shim_sched_t *shim_sched_get(shim_comm_t *c, const bld_args_t *a);
+
+/* The same, for a persistent request that pins the schedule it last used
+ * in *pin (NULL at first): that one while the arguments are the same,
+ * whatever the cache evicted. Drop the pin with shim_sched_put. */
+shim_sched_t *shim_sched_pinned(shim_comm_t *c, const bld_args_t *a,
+                               shim_sched_t **pin);
 
 /* Drop a reference (lock held): at the last, the agent is told. */
 void shim_sched_put(shim_sched_t *s);

@@ -46,7 +46,9 @@ static void block(const shim_blocks_t *b, int i, const char **addr,
 
     *type = b->types != NULL ? b->types[i] : b->type;
     *count = b->counts != NULL ? b->counts[i] : b->count;
-    if (b->displs == NULL) {
+    if (b->adispls != NULL) {
+        disp = b->adispls[i];                      /* bytes */
+    } else if (b->displs == NULL) {
         disp = 0;
     } else if (b->types != NULL) {
         disp = b->displs[i];                       /* bytes (w) */
@@ -97,7 +99,10 @@ static int regions(const shim_blocks_t *b, uint64_t *cnt, uint64_t *off,
             hi = (uintptr_t)(addr + l.offset) + l.bytes;
         }
     }
-    *staged = !contig || b->copy;
+    /* Blocks from unrelated allocations, far apart: one region would span
+     * memory that is not theirs (maybe unmapped), so they go as a map. */
+    *staged = !contig || b->copy ||
+              (b->spread && lo != UINTPTR_MAX && hi - lo > 2 * total + 4096);
     if (*staged) {
         *base = NULL;
         *len = total;

@@ -21,8 +21,11 @@ int shim_layout(MPI_Datatype dt, int count, shim_layout_t *l);
 /*
  * A call's data on one side: n blocks, block i being counts[i] (or count)
  * elements of types[i] (or type) at buf + displs[i] (bytes with types,
- * else elements of type's extent; 0 without displs). copy: stage it even
- * if contiguous (in place: the data is overwritten while it is read).
+ * else elements of type's extent; 0 without displs), or at buf +
+ * adispls[i] bytes. copy: stage it even if contiguous (in place: the data
+ * is overwritten while it is read). spread: the blocks may lie in
+ * unrelated allocations, so they are one region only if that region is
+ * mostly theirs (else they go as a map, or staged).
  */
 typedef struct shim_blocks {
     const void         *buf;
@@ -33,6 +36,8 @@ typedef struct shim_blocks {
     MPI_Datatype        type;
     const MPI_Datatype *types;
     int                 copy;
+    const MPI_Aint     *adispls;
+    int                 spread;
 } shim_blocks_t;
 
 /*

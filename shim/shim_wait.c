@@ -9,6 +9,7 @@
  * carries them.
  */
 #include "shim.h"
+#include "shim_pers.h"
 
 static int any_pending(int n, const MPI_Request *reqs)
 {
@@ -51,13 +52,10 @@ static void poll_agent(void)
     }
 }
 
-SHIM_API int MPI_Wait(MPI_Request *request, MPI_Status *status)
+static int wait_one(MPI_Request *request, MPI_Status *status)
 {
     int flag = 0, rc;
 
-    if (shim_in_call) {
-        return PMPI_Wait(request, status);
-    }
     if (!any_pending(1, request)) {
         return shim_watch_wait(request, status);
     }
@@ -71,14 +69,11 @@ SHIM_API int MPI_Wait(MPI_Request *request, MPI_Status *status)
     }
 }
 
-SHIM_API int MPI_Waitall(int count, MPI_Request requests[],
-                         MPI_Status statuses[])
+static int wait_all(int count, MPI_Request requests[],
+                    MPI_Status statuses[])
 {
     int flag = 0, rc;
 
-    if (shim_in_call) {
-        return PMPI_Waitall(count, requests, statuses);
-    }
     if (!any_pending(count, requests)) {
         if (!shim_watching()) {
             return PMPI_Waitall(count, requests, statuses);
@@ -99,14 +94,11 @@ SHIM_API int MPI_Waitall(int count, MPI_Request requests[],
     }
 }
 
-SHIM_API int MPI_Waitany(int count, MPI_Request requests[], int *index,
-                         MPI_Status *status)
+static int wait_any(int count, MPI_Request requests[], int *index,
+                    MPI_Status *status)
 {
     int flag = 0, rc;
 
-    if (shim_in_call) {
-        return PMPI_Waitany(count, requests, index, status);
-    }
     if (!any_pending(count, requests)) {
         if (!shim_watching()) {
             return PMPI_Waitany(count, requests, index, status);
@@ -127,16 +119,11 @@ SHIM_API int MPI_Waitany(int count, MPI_Request requests[], int *index,
     }
 }
 
-SHIM_API int MPI_Waitsome(int incount, MPI_Request requests[],
-                          int *outcount, int indices[],
-                          MPI_Status statuses[])
+static int wait_some(int incount, MPI_Request requests[], int *outcount,
+                     int indices[], MPI_Status statuses[])
 {
     int rc;
 
-    if (shim_in_call) {
-        return PMPI_Waitsome(incount, requests, outcount, indices,
-                             statuses);
-    }
     if (!any_pending(incount, requests)) {
         if (!shim_watching()) {
             return PMPI_Waitsome(incount, requests, outcount, indices,
@@ -159,54 +146,108 @@ SHIM_API int MPI_Waitsome(int incount, MPI_Request requests[],
     }
 }
 
+/*
+ * The public calls: a started persistent request of the shim's (shim_pers.h)
+ * is replaced by the request doing its work for the length of the call.
+ */
+#define SWAPPED(n, reqs, call)                                             \
+    do {                                                                   \
+        shim_swap_t sw_;                                                   \
+        int rc_;                                                           \
+                                                                           \
+        shim_pers_swap(&sw_, (n), (reqs));                                 \
+        rc_ = (call);                                                      \
+        shim_pers_unswap(&sw_, (reqs));                                    \
+        return rc_;                                                        \
+    } while (0)
+
+SHIM_API int MPI_Wait(MPI_Request *request, MPI_Status *status)
+{
+    if (shim_in_call) {
+        return PMPI_Wait(request, status);
+    }
+    SWAPPED(1, request, wait_one(request, status));
+}
+
+SHIM_API int MPI_Waitall(int count, MPI_Request requests[],
+                         MPI_Status statuses[])
+{
+    if (shim_in_call) {
+        return PMPI_Waitall(count, requests, statuses);
+    }
+    SWAPPED(count, requests, wait_all(count, requests, statuses));
+}
+
+SHIM_API int MPI_Waitany(int count, MPI_Request requests[], int *index,
+                         MPI_Status *status)
+{
+    if (shim_in_call) {
+        return PMPI_Waitany(count, requests, index, status);
+    }
+    SWAPPED(count, requests, wait_any(count, requests, index, status));
+}
+
+SHIM_API int MPI_Waitsome(int incount, MPI_Request requests[],
+                          int *outcount, int indices[],
+                          MPI_Status statuses[])
+{
+    if (shim_in_call) {
+        return PMPI_Waitsome(incount, requests, outcount, indices,
+                             statuses);
+    }
+    SWAPPED(incount, requests,
+            wait_some(incount, requests, outcount, indices, statuses));
+}
+
 SHIM_API int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
 {
-    if (!shim_in_call) {
-        poll_agent();
+    if (shim_in_call) {
+        return PMPI_Test(request, flag, status);
     }
-    return PMPI_Test(request, flag, status);
+    poll_agent();
+    SWAPPED(1, request, PMPI_Test(request, flag, status));
 }
 
 SHIM_API int MPI_Testall(int count, MPI_Request requests[], int *flag,
                          MPI_Status statuses[])
 {
-    if (!shim_in_call) {
-        poll_agent();
+    if (shim_in_call) {
+        return PMPI_Testall(count, requests, flag, statuses);
     }
-    return PMPI_Testall(count, requests, flag, statuses);
+    poll_agent();
+    SWAPPED(count, requests, PMPI_Testall(count, requests, flag, statuses));
 }
 
 SHIM_API int MPI_Testany(int count, MPI_Request requests[], int *index,
                          int *flag, MPI_Status *status)
 {
-    if (!shim_in_call) {
-        poll_agent();
+    if (shim_in_call) {
+        return PMPI_Testany(count, requests, index, flag, status);
     }
-    return PMPI_Testany(count, requests, index, flag, status);
+    poll_agent();
+    SWAPPED(count, requests,
+            PMPI_Testany(count, requests, index, flag, status));
 }
 
 SHIM_API int MPI_Testsome(int incount, MPI_Request requests[],
                           int *outcount, int indices[],
                           MPI_Status statuses[])
 {
-    if (!shim_in_call) {
-        poll_agent();
+    if (shim_in_call) {
+        return PMPI_Testsome(incount, requests, outcount, indices,
+                             statuses);
     }
-    return PMPI_Testsome(incount, requests, outcount, indices, statuses);
+    poll_agent();
+    SWAPPED(incount, requests, PMPI_Testsome(incount, requests, outcount,
+                                             indices, statuses));
 }
 
 SHIM_API int MPI_Request_get_status(MPI_Request request, int *flag,
                                     MPI_Status *status)
 {
-    if (!shim_in_call) {
-        poll_agent();
+    if (shim_in_call) {
+        return PMPI_Request_get_status(request, flag, status);
     }
-    return PMPI_Request_get_status(request, flag, status);
-}
-
-SHIM_API int MPI_Request_free(MPI_Request *request)
-{
-    /* A pending offloaded op keeps running; its resources are released
-     * when the agent reports completion (see free_fn in shim_op.c). */
-    return PMPI_Request_free(request);
+    poll_agent();
+    SWAPPED(1, &request, PMPI_Request_get_status(request, flag, status));
 }

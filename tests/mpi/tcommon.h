@@ -724,7 +724,15 @@ static const char *t_other_names[] = {
     "ibarrier", "igather", "igatherv", "iscatter", "iscatterv",
     "iallgather", "iallgatherv", "ialltoallv", "ialltoallw", "ireduce",
     "iallreduce", "ireduce_scatter", "ireduce_scatter_block", "iscan",
-    "iexscan"
+    "iexscan", "ineighbor_allgather", "ineighbor_allgatherv",
+    "ineighbor_alltoall", "ineighbor_alltoallv", "ineighbor_alltoallw",
+    "group", "alltoall_init", "bcast_init", "barrier_init", "gather_init",
+    "gatherv_init", "scatter_init", "scatterv_init", "allgather_init",
+    "allgatherv_init", "alltoallv_init", "alltoallw_init", "reduce_init",
+    "allreduce_init", "reduce_scatter_init", "reduce_scatter_block_init",
+    "scan_init", "exscan_init", "neighbor_allgather_init",
+    "neighbor_allgatherv_init", "neighbor_alltoall_init",
+    "neighbor_alltoallv_init", "neighbor_alltoallw_init", "group_init"
 };
 #define T_NOTHER ((int)(sizeof(t_other_names) / sizeof(t_other_names[0])))
 static unsigned long long t_other[T_NOTHER][2];   /* offloaded, fallback */

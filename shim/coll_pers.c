@@ -1,0 +1,645 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Persistent collectives: MPI-4's MPI_<Coll>_init where the MPI has them
+ * (MPICH 4), Open MPI 4.1's MPIX_<Coll>_init from mpi-ext.h. The init
+ * call keeps its arguments (copies of the arrays, duplicates of derived
+ * datatypes, which the application may free) and hands out a persistent
+ * request (shim_pers.h). Each MPI_Start runs the nonblocking collective
+ * with them, counted on the persistent form's statistics line and
+ * switched by its own variable (shim_as): the schedule it compiled and
+ * pinned the first time is posted by id (shim_sched_pinned), the
+ * buffers' registrations come from the cache. With offload off or
+ * switched off for it, the init is stock MPI's own.
+ */
+#include "coll.h"
+#include "shim_pers.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(OPEN_MPI) && OPEN_MPI
+#include <mpi-ext.h>
+#endif
+
+#if defined(OMPI_HAVE_MPI_EXT_PCOLLREQ) && OMPI_HAVE_MPI_EXT_PCOLLREQ
+#define PERS(name) MPIX_##name##_init
+#define PPERS(name) PMPIX_##name##_init
+#define SHIM_PERSISTENT 1
+#elif MPI_VERSION >= 4
+#define PERS(name) MPI_##name##_init
+#define PPERS(name) PMPI_##name##_init
+#define SHIM_PERSISTENT 1
+#endif
+
+#ifdef SHIM_PERSISTENT
+
+/* A persistent collective's arguments. */
+typedef struct pargs {
+    int           coll;     /* the nonblocking call: dps_coll_t */
+    const void   *sbuf;
+    void         *rbuf;
+    int           scount, rcount, root;
+    int          *scounts, *sdispls, *rcounts, *rdispls;
+    MPI_Aint     *sad, *rad;
+    MPI_Datatype  stype, rtype;
+    MPI_Datatype *stypes, *rtypes;
+    MPI_Op        op;
+    MPI_Comm      comm;
+    MPI_Datatype *dups;     /* to free with it */
+    int           ndups;
+    int           oom;
+} pargs_t;
+
+static void pargs_free(void *arg)
+{
+    pargs_t *a = arg;
+
+    if (a == NULL) {
+        return;
+    }
+    shim_in_call++;
+    for (int i = 0; i < a->ndups; i++) {
+        PMPI_Type_free(&a->dups[i]);
+    }
+    shim_in_call--;
+    free(a->dups);
+    free(a->scounts);
+    free(a->sdispls);
+    free(a->rcounts);
+    free(a->rdispls);
+    free(a->sad);
+    free(a->rad);
+    free(a->stypes);
+    free(a->rtypes);
+    free(a);
+}
+
+/* A derived datatype, duplicated: the application may free its own. */
+static MPI_Datatype keep(pargs_t *a, MPI_Datatype t)
+{
+    int ni, na, nd, comb;
+    MPI_Datatype d, *v;
+
+    if (t == MPI_DATATYPE_NULL ||
+        PMPI_Type_get_envelope(t, &ni, &na, &nd, &comb) != MPI_SUCCESS ||
+        comb == MPI_COMBINER_NAMED) {
+        return t;
+    }
+    v = realloc(a->dups, sizeof(*v) * (size_t)(a->ndups + 1));
+    if (v == NULL) {
+        a->oom = 1;
+        return t;
+    }
+    a->dups = v;
+    if (PMPI_Type_dup(t, &d) != MPI_SUCCESS) {
+        return t;
+    }
+    a->dups[a->ndups++] = d;
+    return d;
+}
+
+static void *copy(pargs_t *a, const void *v, int n, size_t size)
+{
+    void *c;
+
+    if (v == NULL || n < 0) {
+        return NULL;
+    }
+    c = malloc(size * (size_t)n + 1);
+    if (c == NULL) {
+        a->oom = 1;
+        return NULL;
+    }
+    memcpy(c, v, size * (size_t)n);
+    return c;
+}
+
+static MPI_Datatype *keep_all(pargs_t *a, const MPI_Datatype *t, int n)
+{
+    MPI_Datatype *v = copy(a, t, n, sizeof(*t));
+
+    for (int i = 0; v != NULL && i < n; i++) {
+        v[i] = keep(a, t[i]);
+    }
+    return v;
+}
+
+static int start(shim_pers_t *p, MPI_Request *r)
+{
+    const pargs_t *a = p->args;
+
+    switch (a->coll) {
+    case DPS_COLL_ALLTOALL:
+        return MPI_Ialltoall(a->sbuf, a->scount, a->stype, a->rbuf,
+                             a->rcount, a->rtype, a->comm, r);
+    case DPS_COLL_BCAST:
+        return MPI_Ibcast(a->rbuf, a->rcount, a->rtype, a->root, a->comm, r);
+    case DPS_COLL_BARRIER:
+        return MPI_Ibarrier(a->comm, r);
+    case DPS_COLL_GATHER:
+        return MPI_Igather(a->sbuf, a->scount, a->stype, a->rbuf, a->rcount,
+                           a->rtype, a->root, a->comm, r);
+    case DPS_COLL_GATHERV:
+        return MPI_Igatherv(a->sbuf, a->scount, a->stype, a->rbuf,
+                            a->rcounts, a->rdispls, a->rtype, a->root,
+                            a->comm, r);
+    case DPS_COLL_SCATTER:
+        return MPI_Iscatter(a->sbuf, a->scount, a->stype, a->rbuf,
+                            a->rcount, a->rtype, a->root, a->comm, r);
+    case DPS_COLL_SCATTERV:
+        return MPI_Iscatterv(a->sbuf, a->scounts, a->sdispls, a->stype,
+                             a->rbuf, a->rcount, a->rtype, a->root, a->comm,
+                             r);
+    case DPS_COLL_ALLGATHER:
+        return MPI_Iallgather(a->sbuf, a->scount, a->stype, a->rbuf,
+                              a->rcount, a->rtype, a->comm, r);
+    case DPS_COLL_ALLGATHERV:
+        return MPI_Iallgatherv(a->sbuf, a->scount, a->stype, a->rbuf,
+                               a->rcounts, a->rdispls, a->rtype, a->comm, r);
+    case DPS_COLL_ALLTOALLV:
+        return MPI_Ialltoallv(a->sbuf, a->scounts, a->sdispls, a->stype,
+                              a->rbuf, a->rcounts, a->rdispls, a->rtype,
+                              a->comm, r);
+    case DPS_COLL_ALLTOALLW:
+        return MPI_Ialltoallw(a->sbuf, a->scounts, a->sdispls, a->stypes,
+                              a->rbuf, a->rcounts, a->rdispls, a->rtypes,
+                              a->comm, r);
+    case DPS_COLL_REDUCE:
+        return MPI_Ireduce(a->sbuf, a->rbuf, a->rcount, a->rtype, a->op,
+                           a->root, a->comm, r);
+    case DPS_COLL_ALLREDUCE:
+        return MPI_Iallreduce(a->sbuf, a->rbuf, a->rcount, a->rtype, a->op,
+                              a->comm, r);
+    case DPS_COLL_REDUCE_SCATTER:
+        return MPI_Ireduce_scatter(a->sbuf, a->rbuf, a->rcounts, a->rtype,
+                                   a->op, a->comm, r);
+    case DPS_COLL_REDUCE_SCATTER_BLOCK:
+        return MPI_Ireduce_scatter_block(a->sbuf, a->rbuf, a->rcount,
+                                         a->rtype, a->op, a->comm, r);
+    case DPS_COLL_SCAN:
+        return MPI_Iscan(a->sbuf, a->rbuf, a->rcount, a->rtype, a->op,
+                         a->comm, r);
+    case DPS_COLL_EXSCAN:
+        return MPI_Iexscan(a->sbuf, a->rbuf, a->rcount, a->rtype, a->op,
+                           a->comm, r);
+    case DPS_COLL_NEIGHBOR_ALLGATHER:
+        return MPI_Ineighbor_allgather(a->sbuf, a->scount, a->stype, a->rbuf,
+                                       a->rcount, a->rtype, a->comm, r);
+    case DPS_COLL_NEIGHBOR_ALLGATHERV:
+        return MPI_Ineighbor_allgatherv(a->sbuf, a->scount, a->stype,
+                                        a->rbuf, a->rcounts, a->rdispls,
+                                        a->rtype, a->comm, r);
+    case DPS_COLL_NEIGHBOR_ALLTOALL:
+        return MPI_Ineighbor_alltoall(a->sbuf, a->scount, a->stype, a->rbuf,
+                                      a->rcount, a->rtype, a->comm, r);
+    case DPS_COLL_NEIGHBOR_ALLTOALLV:
+        return MPI_Ineighbor_alltoallv(a->sbuf, a->scounts, a->sdispls,
+                                       a->stype, a->rbuf, a->rcounts,
+                                       a->rdispls, a->rtype, a->comm, r);
+    case DPS_COLL_NEIGHBOR_ALLTOALLW:
+        return MPI_Ineighbor_alltoallw(a->sbuf, a->scounts, a->sad,
+                                       a->stypes, a->rbuf, a->rcounts,
+                                       a->rad, a->rtypes, a->comm, r);
+    default:
+        return MPI_ERR_INTERN;
+    }
+}
+
+/*
+ * Offload the persistent form pcoll on comm? Then its arguments, to fill
+ * (with ns send-side and nr receive-side entries in its arrays: comm's
+ * size, or its neighbours' numbers). NULL: stock MPI's init.
+ */
+static pargs_t *wanted(int pcoll, MPI_Comm comm, int *ns, int *nr)
+{
+    int in = 0, out = 0, cart, *s = NULL, *d = NULL;
+    int base = dps_coll_base(pcoll);
+    pargs_t *a;
+
+    if (shim_in_call || !shim.initialized ||
+        !shim_coll_wanted(pcoll, comm)) {
+        return NULL;
+    }
+    if (base >= DPS_COLL_NEIGHBOR_ALLGATHER &&
+        base <= DPS_COLL_NEIGHBOR_ALLTOALLW) {
+        if (shim_neighbors(comm, &in, &s, &out, &d, &cart) != 0) {
+            return NULL;
+        }
+        free(s);
+        free(d);
+        *ns = out;
+        *nr = in;
+    } else {
+        *ns = *nr = shim_comm_size(comm);
+    }
+    a = calloc(1, sizeof(*a));
+    if (a != NULL) {
+        a->coll = base;
+        a->comm = comm;
+        a->op = MPI_OP_NULL;
+        a->stype = a->rtype = MPI_DATATYPE_NULL;
+    }
+    return a;
+}
+
+/* The request, or MPI_ERR_NO_MEM (every rank must take the same path:
+ * no falling back to stock MPI here). */
+static int made(pargs_t *a, int pcoll, MPI_Request *request)
+{
+    if (a->oom) {
+        pargs_free(a);
+        return MPI_ERR_NO_MEM;
+    }
+    return shim_pers_new(pcoll, start, pargs_free, a, request);
+}
+
+/* Is this rank the root of a rooted collective? */
+static int is_root(MPI_Comm comm, int root)
+{
+    int rank = -1;
+
+    PMPI_Comm_rank(comm, &rank);
+    return rank == root;
+}
+
+#define STOCK(pcoll, call)                                                 \
+    do {                                                                   \
+        if (shim_in_call || !shim.initialized) {                           \
+            return (call);                                                 \
+        }                                                                  \
+        return shim_fallback((pcoll), (call));                             \
+    } while (0)
+
+SHIM_API int PERS(Barrier)(MPI_Comm comm, MPI_Info info,
+                           MPI_Request *request)
+{
+    const int P = DPS_COLL_BARRIER_INIT;
+    int ns, nr;
+    pargs_t *a = wanted(P, comm, &ns, &nr);
+
+    if (a == NULL) {
+        STOCK(P, PPERS(Barrier)(comm, info, request));
+    }
+    return made(a, P, request);
+}
+
+SHIM_API int PERS(Bcast)(void *buffer, int count, MPI_Datatype datatype,
+                         int root, MPI_Comm comm, MPI_Info info,
+                         MPI_Request *request)
+{
+    const int P = DPS_COLL_BCAST_INIT;
+    int ns, nr;
+    pargs_t *a = wanted(P, comm, &ns, &nr);
+
+    if (a == NULL) {
+        STOCK(P, PPERS(Bcast)(buffer, count, datatype, root, comm, info,
+                              request));
+    }
+    a->rbuf = buffer;
+    a->rcount = count;
+    a->rtype = keep(a, datatype);
+    a->root = root;
+    return made(a, P, request);
+}
+
+/* Gather, scatter, allgather, alltoall: one count and type a side. */
+static int regular(int P, const void *sendbuf, int sendcount,
+                   MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                   MPI_Datatype recvtype, int root, MPI_Comm comm,
+                   pargs_t *a, MPI_Request *request)
+{
+    a->sbuf = sendbuf;
+    a->scount = sendcount;
+    a->stype = keep(a, sendtype);
+    a->rbuf = recvbuf;
+    a->rcount = recvcount;
+    a->rtype = keep(a, recvtype);
+    a->root = root;
+    (void)comm;
+    return made(a, P, request);
+}
+
+#define REGULAR(Name, P, rooted)                                           \
+    SHIM_API int PERS(Name)(const void *sendbuf, int sendcount,            \
+                            MPI_Datatype sendtype, void *recvbuf,          \
+                            int recvcount, MPI_Datatype recvtype,          \
+                            rooted MPI_Comm comm, MPI_Info info,           \
+                            MPI_Request *request)
+
+#define ROOT_ARG int root,
+#define NO_ROOT
+
+REGULAR(Gather, DPS_COLL_GATHER_INIT, ROOT_ARG)
+{
+    int ns, nr;
+    pargs_t *a = wanted(DPS_COLL_GATHER_INIT, comm, &ns, &nr);
+
+    if (a == NULL) {
+        STOCK(DPS_COLL_GATHER_INIT,
+              PPERS(Gather)(sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                            recvtype, root, comm, info, request));
+    }
+    return regular(DPS_COLL_GATHER_INIT, sendbuf, sendcount, sendtype,
+                   recvbuf, recvcount, recvtype, root, comm, a, request);
+}
+
+REGULAR(Scatter, DPS_COLL_SCATTER_INIT, ROOT_ARG)
+{
+    int ns, nr;
+    pargs_t *a = wanted(DPS_COLL_SCATTER_INIT, comm, &ns, &nr);
+
+    if (a == NULL) {
+        STOCK(DPS_COLL_SCATTER_INIT,
+              PPERS(Scatter)(sendbuf, sendcount, sendtype, recvbuf,
+                             recvcount, recvtype, root, comm, info,
+                             request));
+    }
+    return regular(DPS_COLL_SCATTER_INIT, sendbuf, sendcount, sendtype,
+                   recvbuf, recvcount, recvtype, root, comm, a, request);
+}
+
+REGULAR(Allgather, DPS_COLL_ALLGATHER_INIT, NO_ROOT)
+{
+    int ns, nr;
+    pargs_t *a = wanted(DPS_COLL_ALLGATHER_INIT, comm, &ns, &nr);
+
+    if (a == NULL) {
+        STOCK(DPS_COLL_ALLGATHER_INIT,
+              PPERS(Allgather)(sendbuf, sendcount, sendtype, recvbuf,
+                               recvcount, recvtype, comm, info, request));
+    }
+    return regular(DPS_COLL_ALLGATHER_INIT, sendbuf, sendcount, sendtype,
+                   recvbuf, recvcount, recvtype, 0, comm, a, request);
+}
+
+REGULAR(Alltoall, DPS_COLL_ALLTOALL_INIT, NO_ROOT)
+{
+    int ns, nr;
+    pargs_t *a = wanted(DPS_COLL_ALLTOALL_INIT, comm, &ns, &nr);
+
+    if (a == NULL) {
+        STOCK(DPS_COLL_ALLTOALL_INIT,
+              PPERS(Alltoall)(sendbuf, sendcount, sendtype, recvbuf,
+                              recvcount, recvtype, comm, info, request));
+    }
+    return regular(DPS_COLL_ALLTOALL_INIT, sendbuf, sendcount, sendtype,
+                   recvbuf, recvcount, recvtype, 0, comm, a, request);
+}
+
+REGULAR(Neighbor_allgather, DPS_COLL_NEIGHBOR_ALLGATHER_INIT, NO_ROOT)
+{
+    const int P = DPS_COLL_NEIGHBOR_ALLGATHER_INIT;
+    int ns, nr;
+    pargs_t *a = wanted(P, comm, &ns, &nr);
+
+    if (a == NULL) {
+        STOCK(P, PPERS(Neighbor_allgather)(sendbuf, sendcount, sendtype,
+                                           recvbuf, recvcount, recvtype,
+                                           comm, info, request));
+    }
+    return regular(P, sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                   recvtype, 0, comm, a, request);
+}
+
+REGULAR(Neighbor_alltoall, DPS_COLL_NEIGHBOR_ALLTOALL_INIT, NO_ROOT)
+{
+    const int P = DPS_COLL_NEIGHBOR_ALLTOALL_INIT;
+    int ns, nr;
+    pargs_t *a = wanted(P, comm, &ns, &nr);
+
+    if (a == NULL) {
+        STOCK(P, PPERS(Neighbor_alltoall)(sendbuf, sendcount, sendtype,
+                                          recvbuf, recvcount, recvtype,
+                                          comm, info, request));
+    }
+    return regular(P, sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                   recvtype, 0, comm, a, request);
+}
+
+SHIM_API int PERS(Gatherv)(const void *sendbuf, int sendcount,
+                           MPI_Datatype sendtype, void *recvbuf,
+                           const int recvcounts[], const int displs[],
+                           MPI_Datatype recvtype, int root, MPI_Comm comm,
+                           MPI_Info info, MPI_Request *request)
+{
+    const int P = DPS_COLL_GATHERV_INIT;
+    int ns, nr;
+    pargs_t *a = wanted(P, comm, &ns, &nr);
+
+    if (a == NULL) {
+        STOCK(P, PPERS(Gatherv)(sendbuf, sendcount, sendtype, recvbuf,
+                                recvcounts, displs, recvtype, root, comm,
+                                info, request));
+    }
+    if (is_root(comm, root)) {   /* significant there only */
+        a->rcounts = copy(a, recvcounts, nr, sizeof(int));
+        a->rdispls = copy(a, displs, nr, sizeof(int));
+    }
+    return regular(P, sendbuf, sendcount, sendtype, recvbuf, 0, recvtype,
+                   root, comm, a, request);
+}
+
+SHIM_API int PERS(Scatterv)(const void *sendbuf, const int sendcounts[],
+                            const int displs[], MPI_Datatype sendtype,
+                            void *recvbuf, int recvcount,
+                            MPI_Datatype recvtype, int root, MPI_Comm comm,
+                            MPI_Info info, MPI_Request *request)
+{
+    const int P = DPS_COLL_SCATTERV_INIT;
+    int ns, nr;
+    pargs_t *a = wanted(P, comm, &ns, &nr);
+
+    if (a == NULL) {
+        STOCK(P, PPERS(Scatterv)(sendbuf, sendcounts, displs, sendtype,
+                                 recvbuf, recvcount, recvtype, root, comm,
+                                 info, request));
+    }
+    if (is_root(comm, root)) {
+        a->scounts = copy(a, sendcounts, ns, sizeof(int));
+        a->sdispls = copy(a, displs, ns, sizeof(int));
+    }
+    return regular(P, sendbuf, 0, sendtype, recvbuf, recvcount, recvtype,
+                   root, comm, a, request);
+}
+
+/* Allgatherv, both kinds: v arrays on the receive side. */
+#define GATHERV_ALL(Name, P)                                               \
+    SHIM_API int PERS(Name)(const void *sendbuf, int sendcount,            \
+                            MPI_Datatype sendtype, void *recvbuf,          \
+                            const int recvcounts[], const int displs[],    \
+                            MPI_Datatype recvtype, MPI_Comm comm,          \
+                            MPI_Info info, MPI_Request *request)           \
+    {                                                                      \
+        int ns, nr;                                                        \
+        pargs_t *a = wanted(P, comm, &ns, &nr);                            \
+                                                                           \
+        if (a == NULL) {                                                   \
+            STOCK(P, PPERS(Name)(sendbuf, sendcount, sendtype, recvbuf,    \
+                                 recvcounts, displs, recvtype, comm, info, \
+                                 request));                                \
+        }                                                                  \
+        a->rcounts = copy(a, recvcounts, nr, sizeof(int));                 \
+        a->rdispls = copy(a, displs, nr, sizeof(int));                     \
+        return regular(P, sendbuf, sendcount, sendtype, recvbuf, 0,        \
+                       recvtype, 0, comm, a, request);                     \
+    }
+
+GATHERV_ALL(Allgatherv, DPS_COLL_ALLGATHERV_INIT)
+GATHERV_ALL(Neighbor_allgatherv, DPS_COLL_NEIGHBOR_ALLGATHERV_INIT)
+
+#define ALLTOALLV(Name, P)                                                 \
+    SHIM_API int PERS(Name)(const void *sendbuf, const int sendcounts[],   \
+                            const int sdispls[], MPI_Datatype sendtype,    \
+                            void *recvbuf, const int recvcounts[],         \
+                            const int rdispls[], MPI_Datatype recvtype,    \
+                            MPI_Comm comm, MPI_Info info,                  \
+                            MPI_Request *request)                          \
+    {                                                                      \
+        int ns, nr;                                                        \
+        pargs_t *a = wanted(P, comm, &ns, &nr);                            \
+                                                                           \
+        if (a == NULL) {                                                   \
+            STOCK(P, PPERS(Name)(sendbuf, sendcounts, sdispls, sendtype,   \
+                                 recvbuf, recvcounts, rdispls, recvtype,   \
+                                 comm, info, request));                    \
+        }                                                                  \
+        a->scounts = copy(a, sendcounts, ns, sizeof(int));                 \
+        a->sdispls = copy(a, sdispls, ns, sizeof(int));                    \
+        a->rcounts = copy(a, recvcounts, nr, sizeof(int));                 \
+        a->rdispls = copy(a, rdispls, nr, sizeof(int));                    \
+        return regular(P, sendbuf, 0, sendtype, recvbuf, 0, recvtype, 0,   \
+                       comm, a, request);                                  \
+    }
+
+ALLTOALLV(Alltoallv, DPS_COLL_ALLTOALLV_INIT)
+ALLTOALLV(Neighbor_alltoallv, DPS_COLL_NEIGHBOR_ALLTOALLV_INIT)
+
+SHIM_API int PERS(Alltoallw)(const void *sendbuf, const int sendcounts[],
+                             const int sdispls[],
+                             const MPI_Datatype sendtypes[], void *recvbuf,
+                             const int recvcounts[], const int rdispls[],
+                             const MPI_Datatype recvtypes[], MPI_Comm comm,
+                             MPI_Info info, MPI_Request *request)
+{
+    const int P = DPS_COLL_ALLTOALLW_INIT;
+    int ns, nr;
+    pargs_t *a = wanted(P, comm, &ns, &nr);
+
+    if (a == NULL) {
+        STOCK(P, PPERS(Alltoallw)(sendbuf, sendcounts, sdispls, sendtypes,
+                                  recvbuf, recvcounts, rdispls, recvtypes,
+                                  comm, info, request));
+    }
+    a->sbuf = sendbuf;
+    a->rbuf = recvbuf;
+    a->scounts = copy(a, sendcounts, ns, sizeof(int));
+    a->sdispls = copy(a, sdispls, ns, sizeof(int));
+    a->stypes = keep_all(a, sendtypes, ns);
+    a->rcounts = copy(a, recvcounts, nr, sizeof(int));
+    a->rdispls = copy(a, rdispls, nr, sizeof(int));
+    a->rtypes = keep_all(a, recvtypes, nr);
+    return made(a, P, request);
+}
+
+SHIM_API int PERS(Neighbor_alltoallw)(const void *sendbuf,
+                                      const int sendcounts[],
+                                      const MPI_Aint sdispls[],
+                                      const MPI_Datatype sendtypes[],
+                                      void *recvbuf, const int recvcounts[],
+                                      const MPI_Aint rdispls[],
+                                      const MPI_Datatype recvtypes[],
+                                      MPI_Comm comm, MPI_Info info,
+                                      MPI_Request *request)
+{
+    const int P = DPS_COLL_NEIGHBOR_ALLTOALLW_INIT;
+    int ns, nr;
+    pargs_t *a = wanted(P, comm, &ns, &nr);
+
+    if (a == NULL) {
+        STOCK(P, PPERS(Neighbor_alltoallw)(sendbuf, sendcounts, sdispls,
+                                           sendtypes, recvbuf, recvcounts,
+                                           rdispls, recvtypes, comm, info,
+                                           request));
+    }
+    a->sbuf = sendbuf;
+    a->rbuf = recvbuf;
+    a->scounts = copy(a, sendcounts, ns, sizeof(int));
+    a->sad = copy(a, sdispls, ns, sizeof(MPI_Aint));
+    a->stypes = keep_all(a, sendtypes, ns);
+    a->rcounts = copy(a, recvcounts, nr, sizeof(int));
+    a->rad = copy(a, rdispls, nr, sizeof(MPI_Aint));
+    a->rtypes = keep_all(a, recvtypes, nr);
+    return made(a, P, request);
+}
+
+/* Reductions: the element type and op; count or counts. */
+static int reduction(int P, const void *sendbuf, void *recvbuf, int count,
+                     MPI_Datatype datatype, MPI_Op op, int root, pargs_t *a,
+                     MPI_Request *request)
+{
+    a->sbuf = sendbuf;
+    a->rbuf = recvbuf;
+    a->rcount = count;
+    a->rtype = keep(a, datatype);
+    a->op = op;
+    a->root = root;
+    return made(a, P, request);
+}
+
+#define REDUCTION(Name, P)                                                 \
+    SHIM_API int PERS(Name)(const void *sendbuf, void *recvbuf, int count, \
+                            MPI_Datatype datatype, MPI_Op op,              \
+                            MPI_Comm comm, MPI_Info info,                  \
+                            MPI_Request *request)                          \
+    {                                                                      \
+        int ns, nr;                                                        \
+        pargs_t *a = wanted(P, comm, &ns, &nr);                            \
+                                                                           \
+        if (a == NULL) {                                                   \
+            STOCK(P, PPERS(Name)(sendbuf, recvbuf, count, datatype, op,    \
+                                 comm, info, request));                    \
+        }                                                                  \
+        return reduction(P, sendbuf, recvbuf, count, datatype, op, 0, a,   \
+                         request);                                         \
+    }
+
+REDUCTION(Allreduce, DPS_COLL_ALLREDUCE_INIT)
+REDUCTION(Reduce_scatter_block, DPS_COLL_REDUCE_SCATTER_BLOCK_INIT)
+REDUCTION(Scan, DPS_COLL_SCAN_INIT)
+REDUCTION(Exscan, DPS_COLL_EXSCAN_INIT)
+
+SHIM_API int PERS(Reduce)(const void *sendbuf, void *recvbuf, int count,
+                          MPI_Datatype datatype, MPI_Op op, int root,
+                          MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    const int P = DPS_COLL_REDUCE_INIT;
+    int ns, nr;
+    pargs_t *a = wanted(P, comm, &ns, &nr);
+
+    if (a == NULL) {
+        STOCK(P, PPERS(Reduce)(sendbuf, recvbuf, count, datatype, op, root,
+                               comm, info, request));
+    }
+    return reduction(P, sendbuf, recvbuf, count, datatype, op, root, a,
+                     request);
+}
+
+SHIM_API int PERS(Reduce_scatter)(const void *sendbuf, void *recvbuf,
+                                  const int recvcounts[],
+                                  MPI_Datatype datatype, MPI_Op op,
+                                  MPI_Comm comm, MPI_Info info,
+                                  MPI_Request *request)
+{
+    const int P = DPS_COLL_REDUCE_SCATTER_INIT;
+    int ns, nr;
+    pargs_t *a = wanted(P, comm, &ns, &nr);
+
+    if (a == NULL) {
+        STOCK(P, PPERS(Reduce_scatter)(sendbuf, recvbuf, recvcounts,
+                                       datatype, op, comm, info, request));
+    }
+    a->rcounts = copy(a, recvcounts, nr, sizeof(int));
+    return reduction(P, sendbuf, recvbuf, 0, datatype, op, 0, a, request);
+}
+
+#endif /* SHIM_PERSISTENT */
