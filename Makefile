@@ -5,6 +5,7 @@
 #   make check           install, build, run every test for both MPIs
 #   make demo            install, build, the demo for both MPIs
 #   make bench           side-by-side overlap benchmark (scripts/)
+#   make install PREFIX=/usr/local   header, libraries, agents, pkg-config
 # check, demo and bench run for both MPIs unless MPI=... names them: the
 # list is taken after `make deps` has installed them, never before.
 
@@ -48,7 +49,10 @@ MPI_TESTS  := $(patsubst tests/mpi/%.c,%,$(wildcard tests/mpi/*.c))
 BENCH_SRC  := $(wildcard tests/bench/*.c)
 UNIT_TESTS := check_proto check_config check_shim_util check_listen check_shm check_build
 
-.PHONY: all build mpi-list deps check demo bench clean unit fuzz $(ALL_MPIS)
+.PHONY: all build mpi-list deps check demo bench clean unit fuzz install \
+        $(ALL_MPIS)
+
+PREFIX     ?= /usr/local
 
 all: build
 
@@ -128,6 +132,10 @@ demo: deps
 bench: deps
 	@$(MAKE) --no-print-directory MPI="$(RUN_MPIS)" build
 	@scripts/bench.sh $(RUN_MPIS)
+
+# What was built, for every MPI found (scripts/install.sh).
+install: build
+	@scripts/install.sh "$(PREFIX)" $(MPI)
 
 clean:
 	rm -rf build

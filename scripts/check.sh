@@ -510,7 +510,7 @@ failover_kinds_case() {
     for name in ibarrier ibcast igather igatherv iscatter iscatterv \
                 iallgather iallgatherv ialltoall ialltoallv ialltoallw \
                 ireduce iallreduce ireduce_scatter ireduce_scatter_block \
-                iscan iexscan; do
+                iscan iexscan ineighbor_alltoall alltoall_init group_init; do
         grep -Eq "^dpushim: $name after agent failure: redone=[0-9]+ failed=[0-9]+ stock=[1-9]" "$log" ||
             { echo "no statistics of $name after the failure" >>"$log"; ok=0; }
     done

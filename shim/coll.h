@@ -46,6 +46,12 @@ enum { SHIM_GO, SHIM_STOCK, SHIM_FAIL };
 int shim_coll_begin(int coll, MPI_Comm comm, shim_comm_t **cp,
                     shim_call_t *k, MPI_Comm *use);
 
+/* The same for a call no MPI collective does (a pattern group): after an
+ * agent failure it is posted all the same, and stock MPI runs its
+ * schedule. SHIM_GO or SHIM_FAIL. */
+int shim_coll_begin_sched(int coll, MPI_Comm comm, shim_comm_t **cp,
+                          shim_call_t *k);
+
 #define SHIM_BEGIN(coll, comm, c, k, stock_call)                           \
     do {                                                                   \
         MPI_Comm use = (comm);                                             \

@@ -114,8 +114,8 @@ static int gather_ok(shim_comm_t *c, int coll)
     return c->one_node == 1;
 }
 
-int shim_coll_begin(int coll, MPI_Comm comm, shim_comm_t **cp,
-                    shim_call_t *k, MPI_Comm *use)
+static int begin(int coll, MPI_Comm comm, shim_comm_t **cp, shim_call_t *k,
+                 MPI_Comm *use, int direct_ok)
 {
     shim_comm_t *c;
     int rc;
@@ -130,17 +130,32 @@ int shim_coll_begin(int coll, MPI_Comm comm, shim_comm_t **cp,
     }
     *cp = c;
     k->coll = coll;
+    k->stat = shim_as != 0 ? shim_as : coll;
     k->seq = c->seq++;
     k->gather_ok = gather_ok(c, coll);
-    if (shim.fo_state != SHIM_FO_NONE) {
+    if (shim.fo_state != SHIM_FO_NONE && direct_ok) {
         shim_in_call++;
-        rc = shim_fo_direct(c, k->seq, coll, use);
+        rc = shim_fo_direct(c, k->seq, k->stat, use);
         shim_in_call--;
         if (rc == 1) {
             return SHIM_STOCK;
         }
     }
     return SHIM_GO;
+}
+
+int shim_coll_begin(int coll, MPI_Comm comm, shim_comm_t **cp,
+                    shim_call_t *k, MPI_Comm *use)
+{
+    return begin(coll, comm, cp, k, use, 1);
+}
+
+int shim_coll_begin_sched(int coll, MPI_Comm comm, shim_comm_t **cp,
+                          shim_call_t *k)
+{
+    MPI_Comm use = comm;
+
+    return begin(coll, comm, cp, k, &use, 0);
 }
 
 uint64_t *shim_call_arrays(shim_call_t *k, int size, int n)

@@ -121,6 +121,8 @@ typedef struct shim_unpack {
  */
 typedef struct shim_call {
     int           coll;         /* dps_coll_t */
+    int           stat;         /* dps_coll_t of its statistics line (a
+                                 * persistent form's, or coll) */
     uint32_t      seq;
     bld_args_t    args;         /* rank, size and agent set at the post */
     uint64_t     *arrays;       /* owned storage of args' arrays */

@@ -104,7 +104,7 @@ static int pack_gathered(shim_call_t *k)
 static int take_one(shim_op_t *op)
 {
     shim_comm_t *c = op->comm;
-    int coll = op->call.coll;
+    int coll = op->call.stat;
     MPI_Comm use;
 
     op->taken = 1;
@@ -318,7 +318,7 @@ static void pending_text(char *buf, size_t len)
             o += (size_t)snprintf(buf + o, len - o,
                                   "%s%s #%u on %s (%llu bytes sent)%s",
                                   n == 1 ? "" : ", ",
-                                  shim_coll_name(op->call.coll),
+                                  shim_coll_name(op->call.stat),
                                   op->call.seq, cname,
                                   (unsigned long long)op->call.len[0],
                                   op->taken ? ", started on stock MPI"

@@ -231,7 +231,6 @@ static int post(struct dpushim_group *g, MPI_Request *req)
 {
     shim_blocks_t sb, rb;
     int *sp = NULL, *rp = NULL, go, rc;
-    MPI_Comm use = g->comm;
     shim_comm_t *c;
     shim_call_t k;
 
@@ -244,7 +243,7 @@ static int post(struct dpushim_group *g, MPI_Request *req)
     }
     /* After an agent failure too: stock MPI runs the schedule (no MPI
      * call does what a group does). */
-    go = shim_coll_begin(DPS_COLL_GROUP, g->comm, &c, &k, &use);
+    go = shim_coll_begin_sched(DPS_COLL_GROUP, g->comm, &c, &k);
     rc = go == SHIM_FAIL ? MPI_ERR_NO_MEM
                          : shim_pairs_post(c, &k, &sb, sp, &rb, rp, g->comm,
                                            req);
