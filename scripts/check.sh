@@ -519,6 +519,45 @@ failover_kinds_case() {
     report "$mpi agent killed with one collective of every kind pending, $np ranks: each ends (exact, or an error), all run on stock MPI after" "$ok" "$log"
 }
 
+# install_check MPI...: `make install` into a scratch prefix; the API
+# example built with pkg-config runs under the shim through the linked
+# library alone (no LD_PRELOAD), and built with the header alone runs on
+# stock MPI, told that offload is not available.
+install_check() {
+    local prefix="$PWD/$LOGS/prefix" mpi log ok pc
+    rm -rf "$prefix"
+    log="$LOGS/install.log"
+    scripts/install.sh "$prefix" "$@" >"$log" 2>&1
+    ok=$?
+    [ $ok = 0 ] && [ -f "$prefix/include/dpushim.h" ] &&
+        [ -f "$prefix/lib/pkgconfig/dpushim.pc" ] && ok=1 || ok=0
+    report "make install PREFIX=...: header, libraries, agents, pkg-config" \
+        "$ok" "$log"
+    for mpi in "$@"; do
+        log="$LOGS/$mpi-install-linked.log"
+        pc="PKG_CONFIG_PATH=$prefix/lib/pkgconfig"
+        ok=0
+        env "$pc" bash -c "mpicc.$mpi -o $LOGS/$mpi-pattern examples/pattern.c \
+            \$(pkg-config --cflags --libs dpushim-$mpi)" >"$log" 2>&1 &&
+            run_job "$log.run" "$mpi" 2 0 \
+                "DPUSHIM_MIN_BYTES=1 DPUSHIM_STATS=1" "$LOGS/$mpi-pattern" &&
+            grep -q '^ok: 0 wrong values' "$log.run" &&
+            grep -Eq '^dpushim: group_init offloaded=20 fallback=0' \
+                "$log.run" && ok=1
+        cat "$log.run" >>"$log" 2>/dev/null
+        report "$mpi installed: examples/pattern.c linked with pkg-config dpushim-$mpi offloads its group, no LD_PRELOAD" "$ok" "$log"
+        log="$LOGS/$mpi-install-header.log"
+        ok=0
+        env "$pc" bash -c "mpicc.$mpi -o $LOGS/$mpi-pattern-h examples/pattern.c \
+            \$(pkg-config --cflags dpushim-$mpi)" >"$log" 2>&1 &&
+            run_job "$log.run" "$mpi" 2 0 "" "$LOGS/$mpi-pattern-h" &&
+            grep -q '^no offload (offload is not available' "$log.run" &&
+            grep -q '^ok: 0 wrong values' "$log.run" && ok=1
+        cat "$log.run" >>"$log" 2>/dev/null
+        report "$mpi installed: the header alone, without the library, falls back to MPI" "$ok" "$log"
+    done
+}
+
 # start_listener MPI DIR [HOSTNAME]: a listening agent on 127.0.0.1 (any
 # port) with secrets in DIR/sec; sets LISTEN_PID and LISTEN_PORT, writes
 # DIR/map. With HOSTNAME it runs in a UTS namespace of that host name, so
@@ -842,6 +881,7 @@ fi
 unit_tests
 readme_check
 fuzz_decoder
+install_check "$@"
 for mpi in "$@"; do
     mpi_tests "$mpi"
     config_tests "$mpi"
