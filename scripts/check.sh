@@ -110,6 +110,14 @@ readme_check() {
     scripts/readme_table.sh --check >"$log" 2>&1 || ok=0
     report "README's DPUSHIM_* table matches common/dps_config.c" "$ok" \
         "$log"
+    log="$LOGS/readme-example.log"
+    ok=1
+    diff <(sed -n '/^A complete program/,/^Build and run it/p' README.md |
+           sed -n '/^```c$/,/^```$/p' | sed '1d;$d') \
+         <(sed -n '/^#include <dpushim.h>/,$p' examples/pattern.c) \
+        >"$log" 2>&1 || ok=0
+    report "README's complete dpushim.h example is examples/pattern.c" \
+        "$ok" "$log"
 }
 
 mpi_tests() {
