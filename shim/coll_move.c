@@ -29,7 +29,8 @@ SHIM_API int MPI_Ibcast(void *buffer, int count, MPI_Datatype datatype,
                         int root, MPI_Comm comm, MPI_Request *request)
 {
     const int C = DPS_COLL_BCAST;
-    shim_blocks_t b = {buffer, 1, count, NULL, NULL, datatype, NULL, 0, NULL, 0};
+    shim_blocks_t b = {buffer, 1, count, NULL, NULL, datatype, NULL, 0,
+                       NULL, 0};
     shim_layout_t l;
     shim_comm_t *c;
     shim_call_t k;
