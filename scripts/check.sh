@@ -144,14 +144,14 @@ mpi_tests() {
             "4 ranks, 2 agents"
     done
     # Odd communicator sizes: 3 ranks, agents serving 2 and 1.
-    for name in t_odd t_mixed t_colls t_dtypes; do
+    for name in t_odd t_mixed t_colls t_dtypes t_persist t_neigh t_group; do
         shim_case "$mpi" "build/$mpi/tests/$name" 3 \
             "$base DPUSHIM_RANKS_PER_DPU=2" "3 ranks, 2 agents"
     done
     # The staged data path (the agent copies through its own buffers, as
     # a DPU staging in its memory) beside the default direct one.
     for name in t_alltoall_sizes t_bcast_roots t_chunks t_comms t_engine \
-                t_colls t_dtypes; do
+                t_colls t_dtypes t_persist t_neigh t_group; do
         shim_case "$mpi" "build/$mpi/tests/$name" 4 \
             "$base DPUSHIM_RANKS_PER_DPU=2 DPUSHIM_DATA_PATH=staged" \
             "4 ranks, 2 agents, staged data path"

@@ -524,7 +524,7 @@ static int check_reduce(sim_t *s, const call_t *c, uint8_t **first)
 
 static int is_reduction(int coll)
 {
-    return coll >= DPS_COLL_REDUCE;
+    return coll >= DPS_COLL_REDUCE && coll <= DPS_COLL_EXSCAN;
 }
 
 /* Build, run in several random orders, check. */
@@ -778,6 +778,104 @@ START_TEST(reductions)
 }
 END_TEST
 
+/*
+ * Neighbourhood collectives and pattern groups (bld_pairs): a random
+ * multigraph of edges (s, d, bytes), self edges and repeated pairs
+ * included. Every rank lists its sends and its receives in edge order, so
+ * the k-th edge from s to d is both s's k-th send to d and d's k-th
+ * receive from s; each receive block must hold its edge's send block.
+ */
+#define MAXE 64
+
+START_TEST(pairs)
+{
+    static uint64_t list[MAXP][6 * MAXE];
+    uint32_t es[MAXE], ed[MAXE];
+    uint64_t elen[MAXE], eso[MAXE], ero[MAXE];
+
+    for (uint32_t p = 1; p <= MAXP; p += (p < 9 ? 1 : 8)) {
+        for (int lay = 0; lay < 4; lay++) {
+            for (int rep = 0; rep < 4; rep++) {
+                uint32_t ne = rnd() % MAXE, ns[MAXP] = {0}, nr[MAXP] = {0};
+                uint64_t so[MAXP] = {0}, ro[MAXP] = {0};
+                sim_t s;
+                int rc = 0;
+
+                for (uint32_t e = 0; e < ne; e++) {
+                    es[e] = rnd() % p;
+                    ed[e] = rep == 0 ? es[e] : rnd() % p;  /* self only */
+                    elen[e] = rnd() % 3 == 0 ? 0 : 1 + rnd() % 300;
+                    eso[e] = so[es[e]];
+                    so[es[e]] += elen[e] + rnd() % 3;
+                    ns[es[e]]++;
+                }
+                for (uint32_t e = 0; e < ne; e++) {
+                    ero[e] = ro[ed[e]];
+                    ro[ed[e]] += elen[e] + 1 + rnd() % 3;
+                    nr[ed[e]]++;
+                }
+                memset(&s, 0, sizeof(s));
+                s.p = p;
+                layout(&s, lay);
+                for (uint32_t x = 0; x < p && rc == 0; x++) {
+                    uint64_t *l = list[x], *r = list[x] + 3 * ns[x];
+                    srank_t *sr = &s.r[x];
+                    bld_args_t a;
+
+                    for (uint32_t e = 0; e < ne; e++) {
+                        if (es[e] == x) {
+                            *l++ = ed[e];
+                            *l++ = eso[e];
+                            *l++ = elen[e];
+                        }
+                        if (ed[e] == x) {
+                            *r++ = es[e];
+                            *r++ = ero[e];
+                            *r++ = elen[e];
+                        }
+                    }
+                    memset(&a, 0, sizeof(a));
+                    a.coll = rep % 2 ? DPS_COLL_GROUP
+                                     : DPS_COLL_NEIGHBOR_ALLTOALLV;
+                    a.size = p;
+                    a.rank = x;
+                    a.agent = s.agent;
+                    a.nsend = ns[x];
+                    a.nrecv = nr[x];
+                    a.pairs = list[x];
+                    ck_assert_int_eq(bld_build(&a, &sr->b), 0);
+                    sr->len[DPS_BUF_SEND] = so[x];
+                    sr->len[DPS_BUF_RECV] = ro[x];
+                    for (int b = 0; b < DPS_NBUF; b++) {
+                        ck_assert_uint_le(sr->b.need[b], sr->len[b]);
+                        sr->buf[b] = malloc(sr->len[b] + 1);
+                        memset(sr->buf[b], 0xee, sr->len[b] + 1);
+                    }
+                }
+                rc = pair_up(&s) != 0 || hazards(&s) != 0;
+                if (rc == 0) {
+                    fill_send(&s);
+                    rc = run(&s);
+                }
+                for (uint32_t e = 0; rc == 0 && e < ne; e++) {
+                    const uint8_t *rb = s.r[ed[e]].buf[DPS_BUF_RECV];
+
+                    for (uint64_t i = 0; i < elen[e]; i++) {
+                        ck_assert_msg(rb[ero[e] + i] == pat(es[e], eso[e] + i),
+                                      "%u ranks, edge %u (%u -> %u), byte "
+                                      "%llu", p, e, es[e], ed[e],
+                                      (unsigned long long)i);
+                    }
+                }
+                ck_assert_msg(rc == 0, "%u ranks, layout %d: %s", p, lay,
+                              s.why);
+                sim_free(&s);
+            }
+        }
+    }
+}
+END_TEST
+
 START_TEST(topology)
 {
     uint32_t agent[7] = {4, 2, 4, 9, 2, 2, 4};
@@ -806,6 +904,7 @@ int main(void)
     int failed;
 
     tcase_add_test(tc, topology);
+    tcase_add_test(tc, pairs);
     tcase_add_loop_test(tc, movement, 0,
                         (int)(sizeof(move_colls) / sizeof(move_colls[0])));
     tcase_add_loop_test(tc, reductions, 0,
