@@ -208,6 +208,7 @@ max=${SIZES##*:}
 # the staged/direct comparison with the compute phase asleep.
 for mpi in "$@"; do
     rm -f "$RAW/$mpi"-postcost-?.txt "$RAW/$mpi"-pipe-?.txt \
+          "$RAW/$mpi"-perspost-*.txt \
           "$RAW/$mpi"-path-?.txt "$RAW/$mpi"-pathidle-?.txt \
           "$RAW/$mpi"-strided-*.txt
     ctime=$(sed 's/,/\n/g' "$RAW/../raw-idle/$mpi-ialltoall-times.txt" 2>/dev/null |
@@ -215,6 +216,13 @@ for mpi in "$@"; do
     for rep in $(seq "$REPS"); do
         pair "$mpi" postcost "$rep" DPUSHIM_REGCACHE_BYTES=0 "" \
             "build/$mpi/tests/postcost" -m 1024 -i 1000
+        # A persistent alltoall started the same way: stock MPI's own
+        # persistent collective against the shim's.
+        for kind in stock shim; do
+            dps_launch "$mpi" "$NP" "$([ $kind = shim ] && echo 1 || echo 0)" \
+                "$SHIM_VARS" "build/$mpi/tests/postcost" -m 1024 -i 1000 -p \
+                >>"$RAW/$mpi-perspost-$kind.txt" 2>&1
+        done
         pair "$mpi" pipe "$rep" \
             "DPUSHIM_DATA_PATH=staged DPUSHIM_PIPELINE_DEPTH=1" \
             "DPUSHIM_DATA_PATH=staged" \
@@ -235,6 +243,13 @@ for mpi in "$@"; do
         printf '  %-28s post %6s   whole call %7s\n' \
             "$([ $kind = a ] && echo "no cache (REGCACHE_BYTES=0)" ||
                echo "registration cache")" \
+            "$(sed -n 's/.*post_us=\([0-9.]*\).*/\1/p' "$f" | median)" \
+            "$(sed -n 's/.*call_us=\([0-9.]*\).*/\1/p' "$f" | median)"
+    done
+    for kind in stock shim; do
+        f="$RAW/$mpi-perspost-$kind.txt"
+        printf '  %-28s post %6s   whole call %7s\n' \
+            "persistent, MPI_Start, $kind" \
             "$(sed -n 's/.*post_us=\([0-9.]*\).*/\1/p' "$f" | median)" \
             "$(sed -n 's/.*call_us=\([0-9.]*\).*/\1/p' "$f" | median)"
     done
