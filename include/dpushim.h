@@ -31,8 +31,9 @@
  * - Sends and receives pair as MPI matches messages: among the sends from
  *   rank s to rank d with one tag, the k-th meets the k-th receive of d
  *   from s with that tag. A receive must be as large as the send it meets
- *   (MPI would let it be larger): otherwise the request completes with an
- *   error on every rank.
+ *   (MPI would let it be larger): otherwise every rank gets an error, from
+ *   its request (or, for a rank that can tell at once, a message to
+ *   itself, from the end call or MPI_Start).
  * - MPI_PROC_NULL peers are allowed and move nothing; MPI_ANY_SOURCE and
  *   MPI_ANY_TAG are not (DPUSHIM_ERR_ARG).
  * - Buffers belong to the group from the end (or each MPI_Start) until

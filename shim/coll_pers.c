@@ -250,7 +250,7 @@ static int made(pargs_t *a, int pcoll, MPI_Request *request)
         pargs_free(a);
         return MPI_ERR_NO_MEM;
     }
-    return shim_pers_new(pcoll, start, pargs_free, a, request);
+    return shim_pers_new(pcoll, a->comm, start, pargs_free, a, request);
 }
 
 /* Is this rank the root of a rooted collective? */

@@ -108,6 +108,10 @@ static int add(dpushim_group_t g, int s, const void *buf, int count,
         dps_error("%s: count %d or datatype MPI_DATATYPE_NULL", fn, count);
         return DPUSHIM_ERR_ARG;
     }
+    if (tag < 0) {
+        dps_error("%s: tag %d (MPI_ANY_TAG is not allowed)", fn, tag);
+        return DPUSHIM_ERR_ARG;
+    }
     if (peer == MPI_PROC_NULL) {
         return DPUSHIM_SUCCESS;   /* nothing moves */
     }
@@ -115,10 +119,6 @@ static int add(dpushim_group_t g, int s, const void *buf, int count,
         dps_error("%s: peer %d is not a rank of the group's communicator "
                   "(size %d; MPI_ANY_SOURCE is not allowed)", fn, peer,
                   g->size);
-        return DPUSHIM_ERR_ARG;
-    }
-    if (tag < 0) {
-        dps_error("%s: tag %d (MPI_ANY_TAG is not allowed)", fn, tag);
         return DPUSHIM_ERR_ARG;
     }
     sd = &g->side[s];
@@ -331,7 +331,8 @@ static int end_persistent(dpushim_group_t *group, MPI_Request *request)
         group_free(g);
         return DPUSHIM_ERR_NOMEM;
     }
-    return shim_pers_new(DPS_COLL_GROUP_INIT, start, group_free, g, request);
+    return shim_pers_new(DPS_COLL_GROUP_INIT, g->comm, start, group_free, g,
+                         request);
 }
 
 DPUSHIM_API int dpushim_impl_group_end(dpushim_group_t *group,

@@ -30,25 +30,29 @@ static shim_pers_t *find(MPI_Request req)
     return p;
 }
 
-int shim_pers_new(int coll, shim_pers_start_t start, void (*drop)(void *),
-                  void *args, MPI_Request *req)
+int shim_pers_new(int coll, MPI_Comm comm, shim_pers_start_t start,
+                  void (*drop)(void *), void *args, MPI_Request *req)
 {
     shim_pers_t *p = calloc(1, sizeof(*p));
-    int rc;
+    int rc = MPI_ERR_NO_MEM;
 
-    if (p == NULL) {
-        drop(args);
-        return MPI_ERR_NO_MEM;
+    if (p != NULL) {
+        shim_in_call++;
+        p->comm = shim_comm_get(comm);
+        if (p->comm != NULL) {
+            rc = PMPI_Recv_init(NULL, 0, MPI_BYTE, MPI_PROC_NULL, 0,
+                                MPI_COMM_SELF, &p->handle);
+        }
+        shim_in_call--;
     }
-    shim_in_call++;
-    rc = PMPI_Recv_init(NULL, 0, MPI_BYTE, MPI_PROC_NULL, 0, MPI_COMM_SELF,
-                        &p->handle);
-    shim_in_call--;
     if (rc != MPI_SUCCESS) {
         drop(args);
         free(p);
         return rc;
     }
+    pthread_mutex_lock(&shim.lock);
+    p->comm->refs++;   /* the state outlives MPI's handle, if need be */
+    pthread_mutex_unlock(&shim.lock);
     p->inner = MPI_REQUEST_NULL;
     p->coll = coll;
     p->start = start;
@@ -70,6 +74,12 @@ static int start_one(shim_pers_t *p)
         dps_error("MPI_Start: the persistent %s request is active (started "
                   "and not completed)", shim_coll_name(p->coll));
         return MPI_ERR_REQUEST;
+    }
+    if (p->comm->freed) {
+        /* Erroneous; stock MPI may or may not cope. Never a crash. */
+        dps_error("MPI_Start: the communicator of this persistent %s "
+                  "request was freed", shim_coll_name(p->coll));
+        return MPI_ERR_COMM;
     }
     shim_as = p->coll;
     shim_pin = &p->pin;
@@ -132,6 +142,7 @@ static void destroy(shim_pers_t *p)
     pthread_mutex_lock(&shim.lock);
     shim_sched_put(p->pin);
     pthread_mutex_unlock(&shim.lock);
+    shim_comm_unref(p->comm);
     p->drop(p->args);
     free(p);
 }

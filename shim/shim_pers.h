@@ -31,14 +31,16 @@ struct shim_pers {
     void            (*drop)(void *args);
     void             *args;     /* the start function's */
     struct shim_sched *pin;     /* the schedule it last used */
+    shim_comm_t      *comm;     /* its communicator's state (a reference:
+                                 * freed by MPI, it says so) */
     UT_hash_handle    hh;       /* keyed on the bytes of handle */
 };
 
-/* A new inactive persistent request into *req, owning args (freed by
- * drop with the request; also when this fails). MPI_SUCCESS, or an MPI
- * error code. */
-int shim_pers_new(int coll, shim_pers_start_t start, void (*drop)(void *),
-                  void *args, MPI_Request *req);
+/* A new inactive persistent request on comm into *req, owning args
+ * (freed by drop with the request; also when this fails). MPI_SUCCESS,
+ * or an MPI error code. */
+int shim_pers_new(int coll, MPI_Comm comm, shim_pers_start_t start,
+                  void (*drop)(void *), void *args, MPI_Request *req);
 
 /* Requests of the shim's in place of handles, for one completion call. */
 typedef struct shim_swap {
