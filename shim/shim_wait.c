@@ -94,6 +94,22 @@ static int wait_all(int count, MPI_Request requests[],
     }
 }
 
+/* No active request among them: an empty status, as MPI says (MPICH 4.0's
+ * PMPI_Testany leaves it unwritten). */
+static int empty_if_none(int rc, const int *index, const int *flag,
+                         MPI_Status *status)
+{
+    if (rc == MPI_SUCCESS && *flag && *index == MPI_UNDEFINED &&
+        status != MPI_STATUS_IGNORE) {
+        status->MPI_SOURCE = MPI_ANY_SOURCE;
+        status->MPI_TAG = MPI_ANY_TAG;
+        status->MPI_ERROR = MPI_SUCCESS;
+        PMPI_Status_set_elements(status, MPI_BYTE, 0);
+        PMPI_Status_set_cancelled(status, 0);
+    }
+    return rc;
+}
+
 static int wait_any(int count, MPI_Request requests[], int *index,
                     MPI_Status *status)
 {
@@ -107,13 +123,13 @@ static int wait_any(int count, MPI_Request requests[], int *index,
             shim_fo_progress();
             rc = PMPI_Testany(count, requests, index, &flag, status);
         } while (rc == MPI_SUCCESS && !flag);
-        return rc;
+        return empty_if_none(rc, index, &flag, status);
     }
     for (;;) {
         shim_progress();
         rc = PMPI_Testany(count, requests, index, &flag, status);
         if (rc != MPI_SUCCESS || flag) {
-            return rc;
+            return empty_if_none(rc, index, &flag, status);
         }
         shim_idle(!shim_need_pmpi(count, requests));
     }
@@ -226,7 +242,8 @@ SHIM_API int MPI_Testany(int count, MPI_Request requests[], int *index,
     }
     poll_agent();
     SWAPPED(count, requests,
-            PMPI_Testany(count, requests, index, flag, status));
+            empty_if_none(PMPI_Testany(count, requests, index, flag, status),
+                          index, flag, status));
 }
 
 SHIM_API int MPI_Testsome(int incount, MPI_Request requests[],
