@@ -10,6 +10,9 @@
  */
 #include "shim.h"
 #include "shim_pers.h"
+#include "shim_engine.h"
+
+#include <sched.h>
 
 static int any_pending(int n, const MPI_Request *reqs)
 {
@@ -163,6 +166,56 @@ static int wait_some(int incount, MPI_Request requests[], int *outcount,
 }
 
 /*
+ * A test that left one of ours among reqs unfinished: run the copies our
+ * DMA engine has queued here (its thread, on a core the application keeps
+ * busy, runs only when the rank stops), else yield the core to an agent
+ * or engine sharing it. A program that spins on MPI_Test otherwise waits
+ * for time slices: a 64 KiB Ialltoall at 2 ranks on this 2-core machine
+ * (busy with other jobs) took 5.4 ms spinning, 0.06-0.24 ms with this,
+ * 0.01 ms on stock MPI.
+ */
+static int assisted(int rc, int done, int n, const MPI_Request *reqs)
+{
+    if (rc == MPI_SUCCESS && !done && any_pending(n, reqs) &&
+        shim_engine_help() == 0) {
+        sched_yield();
+    }
+    return rc;
+}
+
+static int test_one(MPI_Request *request, int *flag, MPI_Status *status)
+{
+    int rc = PMPI_Test(request, flag, status);
+
+    return assisted(rc, *flag, 1, request);
+}
+
+static int test_all(int count, MPI_Request requests[], int *flag,
+                    MPI_Status statuses[])
+{
+    int rc = PMPI_Testall(count, requests, flag, statuses);
+
+    return assisted(rc, *flag, count, requests);
+}
+
+static int test_any(int count, MPI_Request requests[], int *index,
+                    int *flag, MPI_Status *status)
+{
+    int rc = PMPI_Testany(count, requests, index, flag, status);
+
+    return assisted(empty_if_none(rc, index, flag, status), *flag, count,
+                    requests);
+}
+
+static int test_some(int incount, MPI_Request requests[], int *outcount,
+                     int indices[], MPI_Status statuses[])
+{
+    int rc = PMPI_Testsome(incount, requests, outcount, indices, statuses);
+
+    return assisted(rc, *outcount != 0, incount, requests);
+}
+
+/*
  * The public calls: a started persistent request of the shim's (shim_pers.h)
  * is replaced by the request doing its work for the length of the call.
  */
@@ -221,7 +274,7 @@ SHIM_API int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
         return PMPI_Test(request, flag, status);
     }
     poll_agent();
-    SWAPPED(1, request, PMPI_Test(request, flag, status));
+    SWAPPED(1, request, test_one(request, flag, status));
 }
 
 SHIM_API int MPI_Testall(int count, MPI_Request requests[], int *flag,
@@ -231,7 +284,7 @@ SHIM_API int MPI_Testall(int count, MPI_Request requests[], int *flag,
         return PMPI_Testall(count, requests, flag, statuses);
     }
     poll_agent();
-    SWAPPED(count, requests, PMPI_Testall(count, requests, flag, statuses));
+    SWAPPED(count, requests, test_all(count, requests, flag, statuses));
 }
 
 SHIM_API int MPI_Testany(int count, MPI_Request requests[], int *index,
@@ -242,8 +295,7 @@ SHIM_API int MPI_Testany(int count, MPI_Request requests[], int *index,
     }
     poll_agent();
     SWAPPED(count, requests,
-            empty_if_none(PMPI_Testany(count, requests, index, flag, status),
-                          index, flag, status));
+            test_any(count, requests, index, flag, status));
 }
 
 SHIM_API int MPI_Testsome(int incount, MPI_Request requests[],
@@ -255,8 +307,8 @@ SHIM_API int MPI_Testsome(int incount, MPI_Request requests[],
                              statuses);
     }
     poll_agent();
-    SWAPPED(incount, requests, PMPI_Testsome(incount, requests, outcount,
-                                             indices, statuses));
+    SWAPPED(incount, requests,
+            test_some(incount, requests, outcount, indices, statuses));
 }
 
 SHIM_API int MPI_Request_get_status(MPI_Request request, int *flag,
