@@ -4,7 +4,8 @@
 #   make deps            install the Debian packages needed (as root)
 #   make check           install, build, run every test for both MPIs
 #   make demo            install, build, the demo for both MPIs
-#   make bench           side-by-side overlap benchmark (scripts/)
+#   make bench           side-by-side overlap benchmark and the examples
+#                        against plain MPI (scripts/)
 #   make install PREFIX=/usr/local   header, libraries, agents, pkg-config
 # check, demo and bench run for both MPIs unless MPI=... names them: the
 # list is taken after `make deps` has installed them, never before.
@@ -69,7 +70,19 @@ mpi-list:
 	         "run 'make deps' as root, or 'make check' / 'make demo', which do" >&2; \
 	    exit 2; fi
 
-$(ALL_MPIS): %: build/%/libdpushim.so build/%/dpu_agent build/%/tests
+$(ALL_MPIS): %: build/%/libdpushim.so build/%/dpu_agent build/%/tests \
+               build/%/examples
+
+# The programs using include/dpushim.h (examples/README.md).
+EXAMPLES   := pattern ring_bcast halo3d
+
+build/%/examples: $(addprefix examples/,$(addsuffix .c,$(EXAMPLES))) include/dpushim.h Makefile
+	@mkdir -p $@
+	@set -e; for e in $(EXAMPLES); do \
+	    echo "$(MPICC_$*) -o $@/$$e examples/$$e.c"; \
+	    $(MPICC_$*) $(WARN) $(CFLAGS) -Iinclude -o $@/$$e examples/$$e.c -lm; \
+	done
+	@touch $@
 
 build/%/libdpushim.so: $(COMMON_SRC) $(SHIM_SRC) $(HDRS) Makefile
 	@mkdir -p $(@D)

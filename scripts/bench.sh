@@ -26,6 +26,9 @@
 #   BENCH_AGENT_CPUS=     CPU list for the agents (DPUSHIM_AGENT_CPUS)
 #   BENCH_RPD=0           ranks per agent (DPUSHIM_RANKS_PER_DPU)
 #   BENCH_BLOCKING=1      0 skips the blocking-call costs (stock vs shim)
+#   BENCH_APPS=1          0 skips the examples (scripts/bench_examples.sh:
+#                         ring broadcast and 3-D halo, plain MPI against
+#                         dpushim groups and neighbourhood collectives)
 #   BENCH_EXTRA=1         0 skips the closing comparisons (registration
 #                         cache on/off, copy threads 1 vs default, staged
 #                         against direct data path, a strided receive
@@ -185,6 +188,13 @@ fi
 #  - the staged path (the agent copies every byte twice, through its own
 #    buffers) against the direct one (the ranks' DMA engines, once): pure
 #    comm, and overall with the compute phase asleep (idle host).
+# The examples using dpushim.h (HPL-like ring broadcast, 3-D halo)
+# against plain MPI point-to-point, their results checked.
+if [ "${BENCH_APPS:-1}" = 1 ]; then
+    BENCH_REPS=$REPS BENCH_NP=$NP BENCH_SHIM_VARS="$SHIM_VARS" \
+        scripts/bench_examples.sh "$@" || exit 1
+fi
+
 [ "${BENCH_EXTRA:-1}" = 1 ] || exit 0
 # pair MPI STEM REP "VARS for run a" "VARS for run b" PROGRAM ARGS...: run
 # a (the shim without the feature) and b (with it) once each, appending

@@ -566,6 +566,40 @@ install_check() {
     done
 }
 
+# example_case MPI NP SHIM STATLINE PROG ARGS...: an example (examples/,
+# small sizes) checks its own numerical result; under the shim the named
+# statistics line shows offloaded calls.
+example_case() {
+    local mpi=$1 np=$2 shim=$3 stat=$4 prog=$5 log ok=0
+    shift 5
+    log="$LOGS/$mpi-example-$prog-np$np-shim$shim-${*//[^a-z0-9]/}.log"
+    run_job "$log" "$mpi" "$np" "$shim" \
+        "DPUSHIM_MIN_BYTES=1 DPUSHIM_STATS=1 DPUSHIM_RANKS_PER_DPU=2" \
+        "build/$mpi/examples/$prog" "$@" &&
+        grep -q '^check: ok' "$log" && ok=1
+    if [ "$shim" = 1 ] && ! grep -Eq "^dpushim: $stat offloaded=[1-9]" \
+            "$log"; then
+        echo "no $stat calls offloaded" >>"$log"
+        ok=0
+    fi
+    report "$mpi example $prog $* ($np ranks, $([ "$shim" = 1 ] &&
+        echo "shim" || echo "stock MPI")): result checked" "$ok" "$log"
+}
+
+example_tests() {
+    local mpi=$1 np
+    for np in 2 4; do
+        example_case "$mpi" "$np" 1 group_init ring_bcast -m group \
+            -n 256 -b 16 -M 32 -i 20
+        example_case "$mpi" "$np" 1 group_init halo3d -m group -n 14,11,9 \
+            -i 20
+        example_case "$mpi" "$np" 1 neighbor_alltoallw_init halo3d \
+            -m neighbor -n 14,11,9 -i 20
+    done
+    example_case "$mpi" 2 0 - ring_bcast -m group -n 256 -b 16 -M 32 -i 20
+    example_case "$mpi" 2 0 - halo3d -m group -n 14,11,9 -i 20
+}
+
 # start_listener MPI DIR [HOSTNAME]: a listening agent on 127.0.0.1 (any
 # port) with secrets in DIR/sec; sets LISTEN_PID and LISTEN_PORT, writes
 # DIR/map. With HOSTNAME it runs in a UTS namespace of that host name, so
@@ -914,6 +948,7 @@ for mpi in "$@"; do
         failover_case "$mpi" "$np" bcast
     done
     failover_kinds_case "$mpi"
+    example_tests "$mpi"
     kill_case "$mpi" launcher
     [ "$mpi" = openmpi ] && thirdparty_mpi4py
 done
