@@ -231,6 +231,9 @@ static void side(shim_blocks_t *b, int *cnt, MPI_Aint *disp, int n,
     b->adispls = disp;
     b->type = type;
     b->types = types;
+    /* Byte displacements (w) may be absolute addresses from MPI_BOTTOM,
+     * the blocks in unrelated allocations: never one region over all. */
+    b->spread = ad != NULL;
 }
 
 static int offload(const nargs_t *a, shim_comm_t *c, shim_call_t *k,
