@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define HDR     sizeof(dps_msg_hdr_t)
 #define POSTF   sizeof(dps_msg_post_t)
@@ -556,10 +557,30 @@ START_TEST(rt_coll_str)
     ck_assert_str_eq(dps_coll_str(DPS_COLL_REDUCE_SCATTER_BLOCK),
                      "MPI_Ireduce_scatter_block");
     ck_assert_str_eq(dps_coll_str(DPS_COLL_EXSCAN), "MPI_Iexscan");
-    for (c = 1; c < DPS_COLL_MAX; c++) {
+    for (c = 1; c < DPS_COLL_GROUP; c++) {
         ck_assert_msg(strncmp(dps_coll_str(c), "MPI_I", 5) == 0,
                       "collective %u is %s", c, dps_coll_str(c));
     }
+    for (c = DPS_COLL_GROUP + 1; c < DPS_COLL_GROUP_INIT; c++) {
+        const char *n = dps_coll_str(c);
+
+        /* The persistent form of the call DPS_COLL_GROUP before. */
+        ck_assert_msg(strncmp(n, "MPI_", 4) == 0 &&
+                      strcmp(n + strlen(n) - 5, "_init") == 0 &&
+                      strncasecmp(n + 4, dps_coll_str(c - DPS_COLL_GROUP) +
+                                  5, strlen(n) - 9) == 0,
+                      "collective %u is %s", c, n);
+    }
+    ck_assert_str_eq(dps_coll_str(DPS_COLL_NEIGHBOR_ALLTOALLW),
+                     "MPI_Ineighbor_alltoallw");
+    ck_assert_str_eq(dps_coll_str(DPS_COLL_GROUP), "dpushim_group_end");
+    ck_assert_str_eq(dps_coll_str(DPS_COLL_ALLTOALL_INIT),
+                     "MPI_Alltoall_init");
+    ck_assert_str_eq(dps_coll_str(DPS_COLL_GROUP_INIT),
+                     "dpushim_group_end_persistent");
+    ck_assert_int_eq(dps_coll_base(DPS_COLL_NEIGHBOR_ALLTOALLV_INIT),
+                     DPS_COLL_NEIGHBOR_ALLTOALLV);
+    ck_assert_int_eq(dps_coll_base(DPS_COLL_BARRIER), DPS_COLL_BARRIER);
     ck_assert_str_eq(dps_coll_str(0), "?");
     ck_assert_str_eq(dps_coll_str(DPS_COLL_MAX), "?");
     ck_assert_str_eq(dps_coll_str(UINT32_MAX), "?");
