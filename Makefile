@@ -17,6 +17,8 @@ WARN       := -std=gnu11 -Wall -Wextra -Werror
 UCX_LIBS   := -lucp -lucs
 MPICC_openmpi := mpicc.openmpi
 MPICC_mpich   := mpicc.mpich
+MPIF90_openmpi := mpif90.openmpi
+MPIF90_mpich   := mpif90.mpich
 
 ALL_MPIS   := openmpi mpich
 # Evaluated when used (=, not :=): after `deps` in the sub-make.
@@ -38,7 +40,8 @@ SHIM_SRC   := shim/shim_init.c shim/boot_agent.c shim/boot_place.c \
               shim/shim_sched.c shim/shim_types.c shim/shim_flat.c \
               shim/shim_redo.c shim/coll_common.c shim/coll_move.c \
               shim/coll_reduce.c shim/coll_neigh.c shim/coll_pers.c \
-              shim/shim_pers.c shim/shim_group.c $(BLD_SRC)
+              shim/shim_pers.c shim/shim_group.c shim/shim_fortran.c \
+              $(BLD_SRC)
 AGENT_SRC  := dpu_agent/agent_main.c dpu_agent/agent_job.c \
               dpu_agent/agent_sched.c dpu_agent/agent_inst.c \
               dpu_agent/agent_post.c dpu_agent/agent_engines.c \
@@ -71,7 +74,22 @@ mpi-list:
 	    exit 2; fi
 
 $(ALL_MPIS): %: build/%/libdpushim.so build/%/dpu_agent build/%/tests \
-               build/%/examples
+               build/%/examples build/%/ftests
+
+# Fortran tests (tests/fortran/): one program in each binding style,
+# mpif.h, `use mpi` and `use mpi_f08`, with a C helper linked in.
+FTEST_SRC  := $(wildcard tests/fortran/*.F90 tests/fortran/*.f90 tests/fortran/*.c)
+
+build/%/ftests: $(FTEST_SRC) Makefile
+	@mkdir -p $@
+	$(MPICC_$*) $(WARN) $(CFLAGS) -c -o $@/fc_helper.o tests/fortran/fc_helper.c
+	$(MPIF90_$*) $(CFLAGS) -Wall -cpp -DSTYLE_MPIF -J $@ -o $@/f_colls_mpif \
+	    tests/fortran/f_colls.F90 $@/fc_helper.o
+	$(MPIF90_$*) $(CFLAGS) -Wall -cpp -J $@ -o $@/f_colls_mpi \
+	    tests/fortran/f_colls.F90 $@/fc_helper.o
+	$(MPIF90_$*) $(CFLAGS) -Wall -J $@ -o $@/f_colls_f08 \
+	    tests/fortran/f_colls08.f90 $@/fc_helper.o
+	@touch $@
 
 # The programs using include/dpushim.h (examples/README.md).
 EXAMPLES   := pattern ring_bcast halo3d

@@ -600,6 +600,28 @@ example_tests() {
     example_case "$mpi" 2 0 - halo3d -m group -n 14,11,9 -i 20
 }
 
+# fortran_tests MPI: the Fortran programs (tests/fortran/), one per
+# binding style, on stock MPI and under the shim (2 ranks with one agent,
+# 4 with two): every element checked, the collectives offloaded as the
+# program's "expect~:" lines say, requests started in one language and
+# completed in the other.
+fortran_tests() {
+    local mpi=$1 f t log ok
+    for f in f_colls_mpif f_colls_mpi f_colls_f08; do
+        t=build/$mpi/ftests/$f
+        log="$LOGS/$mpi-$f-stock.log"
+        run_job "$log" "$mpi" 2 0 "" "$t"
+        ok=$?
+        [ $ok = 0 ] && grep -q '^result: ok' "$log" && ok=1 || ok=0
+        report "$mpi Fortran $f stock MPI, 2 ranks" "$ok" "$log"
+        shim_case "$mpi" "$t" 2 "DPUSHIM_STATS=1 DPUSHIM_MIN_BYTES=1" \
+            "(Fortran) 2 ranks, 1 agent"
+        shim_case "$mpi" "$t" 4 \
+            "DPUSHIM_STATS=1 DPUSHIM_MIN_BYTES=1 DPUSHIM_RANKS_PER_DPU=2" \
+            "(Fortran) 4 ranks, 2 agents"
+    done
+}
+
 # start_listener MPI DIR [HOSTNAME]: a listening agent on 127.0.0.1 (any
 # port) with secrets in DIR/sec; sets LISTEN_PID and LISTEN_PORT, writes
 # DIR/map. With HOSTNAME it runs in a UTS namespace of that host name, so
@@ -949,6 +971,7 @@ for mpi in "$@"; do
     done
     failover_kinds_case "$mpi"
     example_tests "$mpi"
+    fortran_tests "$mpi"
     kill_case "$mpi" launcher
     [ "$mpi" = openmpi ] && thirdparty_mpi4py
 done

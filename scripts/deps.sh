@@ -3,7 +3,7 @@
 # As root it runs apt-get; otherwise it prints the command to run.
 set -euo pipefail
 
-PKGS=(build-essential pkg-config libucx-dev ucx-utils uthash-dev check
+PKGS=(build-essential gfortran pkg-config libucx-dev ucx-utils uthash-dev check
       libibverbs-dev openmpi-bin libopenmpi-dev mpich libmpich-dev
       gnuplot-nox procps python3-mpi4py python3-numpy clang libclang-rt-14-dev)
 

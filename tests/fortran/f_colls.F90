@@ -1,0 +1,175 @@
+! SPDX-License-Identifier: BSD-3-Clause
+! Offloaded collectives from Fortran, mpif.h (STYLE_MPIF) or `use mpi`:
+! MPI_IALLTOALL, MPI_IBCAST, MPI_IALLREDUCE (and in place), MPI_IGATHER,
+! MPI_IALLTOALLV, MPI_IBARRIER, completed by MPI_WAIT, MPI_WAITALL,
+! MPI_WAITANY, MPI_TESTALL; requests started in C and completed in
+! Fortran and the other way round. Every element is checked. Rank 0
+! prints the statistics lines the shim must print ("expect~:").
+program f_colls
+#ifdef STYLE_MPIF
+    implicit none
+    include 'mpif.h'
+#else
+    use mpi
+    implicit none
+#endif
+    integer, parameter :: n = 1000, nb = 5000
+    integer :: rank, size, ierr, i, p, k, idx, errs, total, it
+    integer, allocatable :: sbuf(:), rbuf(:), cnt(:), dsp(:), red(:)
+    integer, allocatable :: gat(:)
+    double precision, allocatable :: bb(:)
+    integer :: req(4), st(MPI_STATUS_SIZE), sts(MPI_STATUS_SIZE, 4)
+    integer :: calls(6), allc(6)
+    logical :: flag, mpich
+    character(len=MPI_MAX_LIBRARY_VERSION_STRING) :: lib
+    integer :: liblen
+
+    call MPI_INIT(ierr)
+    call MPI_COMM_RANK(MPI_COMM_WORLD, rank, ierr)
+    call MPI_COMM_SIZE(MPI_COMM_WORLD, size, ierr)
+    call MPI_GET_LIBRARY_VERSION(lib, liblen, ierr)
+    mpich = index(lib, 'MPICH') > 0
+    allocate(sbuf(n * size), rbuf(n * size), cnt(size), dsp(size))
+    allocate(red(n), gat(n * size), bb(nb))
+    errs = 0
+    calls = 0
+
+    do it = 1, 3
+        ! MPI_IALLTOALL, waited with MPI_WAIT
+        do p = 0, size - 1
+            do i = 1, n
+                sbuf(p * n + i) = it * 10000000 + rank * 100000 + p * 1000 + i
+            end do
+        end do
+        rbuf = -1
+        call MPI_IALLTOALL(sbuf, n, MPI_INTEGER, rbuf, n, MPI_INTEGER, &
+                           MPI_COMM_WORLD, req(1), ierr)
+        calls(1) = calls(1) + 1
+        call MPI_WAIT(req(1), st, ierr)
+        if (ierr /= MPI_SUCCESS .or. req(1) /= MPI_REQUEST_NULL) errs = errs + 1
+        call check_a2a()
+
+        ! MPI_IBCAST and MPI_IALLREDUCE together, MPI_WAITALL
+        if (rank == mod(it, size)) then
+            do i = 1, nb
+                bb(i) = it * 0.5d0 + i
+            end do
+        else
+            bb = -1d0
+        end if
+        do i = 1, n
+            red(i) = rank + i * it
+        end do
+        call MPI_IBCAST(bb, nb, MPI_DOUBLE_PRECISION, mod(it, size), &
+                        MPI_COMM_WORLD, req(1), ierr)
+        call MPI_IALLREDUCE(MPI_IN_PLACE, red, n, MPI_INTEGER, MPI_SUM, &
+                            MPI_COMM_WORLD, req(2), ierr)
+        calls(2) = calls(2) + 1
+        calls(3) = calls(3) + 1
+        call MPI_WAITALL(2, req, sts, ierr)
+        do i = 1, nb
+            if (bb(i) /= it * 0.5d0 + i) errs = errs + 1
+        end do
+        do i = 1, n
+            if (red(i) /= size * (size - 1) / 2 + size * i * it) errs = errs + 1
+        end do
+
+        ! MPI_IGATHER to the last rank and MPI_IALLTOALLV, MPI_WAITANY
+        gat = -1
+        call MPI_IGATHER(sbuf, n, MPI_INTEGER, gat, n, MPI_INTEGER, &
+                         size - 1, MPI_COMM_WORLD, req(1), ierr)
+        do p = 1, size
+            cnt(p) = n
+            dsp(p) = (size - p) * n   ! blocks in reverse order
+        end do
+        rbuf = -1
+        call MPI_IALLTOALLV(sbuf, cnt, dsp, MPI_INTEGER, rbuf, cnt, dsp, &
+                            MPI_INTEGER, MPI_COMM_WORLD, req(2), ierr)
+        calls(4) = calls(4) + 1
+        calls(5) = calls(5) + 1
+        do k = 1, 2
+            call MPI_WAITANY(2, req, idx, MPI_STATUS_IGNORE, ierr)
+            if (idx < 1 .or. idx > 2) errs = errs + 1
+        end do
+        call MPI_WAITANY(2, req, idx, st, ierr)
+        ! MPICH 4.0.2's mpif.h and `use mpi` bindings add 1 to it
+        if (idx /= MPI_UNDEFINED .and. &
+            .not. (mpich .and. idx == MPI_UNDEFINED + 1)) errs = errs + 1
+        if (rank == size - 1) then
+            do p = 0, size - 1
+                do i = 1, n
+                    if (gat(p * n + i) /= it * 10000000 + p * 100000 + i) &
+                        errs = errs + 1
+                end do
+            end do
+        end if
+        ! rank q's block for me lies at its (size - 1 - me) * n and lands
+        ! at (size - 1 - q) * n
+        do p = 0, size - 1
+            do i = 1, n
+                if (rbuf((size - 1 - p) * n + i) /= it * 10000000 + &
+                    p * 100000 + (size - 1 - rank) * 1000 + i) errs = errs + 1
+            end do
+        end do
+
+        ! MPI_IBARRIER, polled with MPI_TESTALL
+        call MPI_IBARRIER(MPI_COMM_WORLD, req(1), ierr)
+        calls(6) = calls(6) + 1
+        flag = .false.
+        do while (.not. flag)
+            call MPI_TESTALL(1, req, flag, MPI_STATUSES_IGNORE, ierr)
+        end do
+
+        ! Started in C, completed here; started here, completed in C.
+        rbuf = -1
+        call fc_ialltoall(sbuf, rbuf, n, MPI_COMM_WORLD, req(1))
+        calls(1) = calls(1) + 1
+        call MPI_WAIT(req(1), MPI_STATUS_IGNORE, ierr)
+        call check_a2a()
+        rbuf = -1
+        call MPI_IALLTOALL(sbuf, n, MPI_INTEGER, rbuf, n, MPI_INTEGER, &
+                           MPI_COMM_WORLD, req(1), ierr)
+        calls(1) = calls(1) + 1
+        call fc_wait(req(1))
+        call check_a2a()
+    end do
+
+    call MPI_REDUCE(calls, allc, 6, MPI_INTEGER, MPI_SUM, 0, &
+                    MPI_COMM_WORLD, ierr)
+    call MPI_ALLREDUCE(errs, total, 1, MPI_INTEGER, MPI_SUM, &
+                       MPI_COMM_WORLD, ierr)
+    if (rank == 0) then
+        write (*, '(a,i0,a)') 'expect~: ialltoall offloaded=', allc(1), &
+            ' fallback=0 bytes=[0-9]+'
+        write (*, '(a,i0,a)') 'expect~: ibcast offloaded=', allc(2), &
+            ' fallback=0 bytes=[0-9]+'
+        write (*, '(a,i0,a)') 'expect~: iallreduce offloaded=', allc(3), &
+            ' fallback=0 bytes=[0-9]+'
+        write (*, '(a,i0,a)') 'expect~: igather offloaded=', allc(4), &
+            ' fallback=0 bytes=[0-9]+'
+        write (*, '(a,i0,a)') 'expect~: ialltoallv offloaded=', allc(5), &
+            ' fallback=0 bytes=[0-9]+'
+        write (*, '(a,i0,a)') 'expect~: ibarrier offloaded=', allc(6), &
+            ' fallback=0 bytes=[0-9]+'
+        if (total == 0) then
+            write (*, '(a)') 'result: ok'
+        else
+            write (*, '(a,i0,a)') 'result: FAILED (', total, ' errors)'
+        end if
+    end if
+    call MPI_FINALIZE(ierr)
+
+contains
+
+    subroutine check_a2a()
+        integer :: q, j
+
+        do q = 0, size - 1
+            do j = 1, n
+                if (rbuf(q * n + j) /= it * 10000000 + q * 100000 + &
+                    rank * 1000 + j) errs = errs + 1
+            end do
+        end do
+    end subroutine check_a2a
+
+end program f_colls
