@@ -78,15 +78,17 @@ $(ALL_MPIS): %: build/%/libdpushim.so build/%/dpu_agent build/%/tests \
 
 # Fortran tests (tests/fortran/): one program in each binding style,
 # mpif.h, `use mpi` and `use mpi_f08`, with a C helper linked in.
+PCOLL_openmpi := -DPCOLL=MPIX_ALLTOALL_INIT
+PCOLL_mpich   := -DPCOLL=MPI_ALLTOALL_INIT
 FTEST_SRC  := $(wildcard tests/fortran/*.F90 tests/fortran/*.f90 tests/fortran/*.c)
 
 build/%/ftests: $(FTEST_SRC) Makefile
 	@mkdir -p $@
 	$(MPICC_$*) $(WARN) $(CFLAGS) -c -o $@/fc_helper.o tests/fortran/fc_helper.c
-	$(MPIF90_$*) $(CFLAGS) -Wall -cpp -DSTYLE_MPIF -J $@ -o $@/f_colls_mpif \
-	    tests/fortran/f_colls.F90 $@/fc_helper.o
-	$(MPIF90_$*) $(CFLAGS) -Wall -cpp -J $@ -o $@/f_colls_mpi \
-	    tests/fortran/f_colls.F90 $@/fc_helper.o
+	$(MPIF90_$*) $(CFLAGS) -Wall -cpp -DSTYLE_MPIF $(PCOLL_$*) -J $@ \
+	    -o $@/f_colls_mpif tests/fortran/f_colls.F90 $@/fc_helper.o
+	$(MPIF90_$*) $(CFLAGS) -Wall -cpp $(PCOLL_$*) -J $@ \
+	    -o $@/f_colls_mpi tests/fortran/f_colls.F90 $@/fc_helper.o
 	$(MPIF90_$*) $(CFLAGS) -Wall -J $@ -o $@/f_colls_f08 \
 	    tests/fortran/f_colls08.f90 $@/fc_helper.o
 	@touch $@

@@ -3,8 +3,10 @@
 ! MPI_IALLTOALL, MPI_IBCAST, MPI_IALLREDUCE (and in place), MPI_IGATHER,
 ! MPI_IALLTOALLV, MPI_IBARRIER, completed by MPI_WAIT, MPI_WAITALL,
 ! MPI_WAITANY, MPI_TESTALL; requests started in C and completed in
-! Fortran and the other way round. Every element is checked. Rank 0
-! prints the statistics lines the shim must print ("expect~:").
+! Fortran and the other way round; a persistent alltoall (PCOLL: MPI-4's
+! MPI_ALLTOALL_INIT, or Open MPI 4.1's MPIX_ALLTOALL_INIT) started with
+! MPI_START and MPI_STARTALL. Every element is checked. Rank 0 prints the
+! statistics lines the shim must print ("expect~:").
 program f_colls
 #ifdef STYLE_MPIF
     implicit none
@@ -19,7 +21,7 @@ program f_colls
     integer, allocatable :: gat(:)
     double precision, allocatable :: bb(:)
     integer :: req(4), st(MPI_STATUS_SIZE), sts(MPI_STATUS_SIZE, 4)
-    integer :: calls(6), allc(6)
+    integer :: calls(7), allc(7), preq
     logical :: flag, mpich
     character(len=MPI_MAX_LIBRARY_VERSION_STRING) :: lib
     integer :: liblen
@@ -134,7 +136,30 @@ program f_colls
         call check_a2a()
     end do
 
-    call MPI_REDUCE(calls, allc, 6, MPI_INTEGER, MPI_SUM, 0, &
+    ! A persistent alltoall, restarted with new contents.
+    call PCOLL(sbuf, n, MPI_INTEGER, rbuf, n, MPI_INTEGER, MPI_COMM_WORLD, &
+               MPI_INFO_NULL, preq, ierr)
+    do it = 4, 8
+        do p = 0, size - 1
+            do i = 1, n
+                sbuf(p * n + i) = it * 10000000 + rank * 100000 + p * 1000 + i
+            end do
+        end do
+        rbuf = -1
+        if (mod(it, 2) == 0) then
+            call MPI_START(preq, ierr)
+        else
+            call MPI_STARTALL(1, (/ preq /), ierr)
+        end if
+        calls(7) = calls(7) + 1
+        call MPI_WAIT(preq, st, ierr)
+        if (preq == MPI_REQUEST_NULL) errs = errs + 1   ! stays allocated
+        call check_a2a()
+    end do
+    call MPI_REQUEST_FREE(preq, ierr)
+    if (preq /= MPI_REQUEST_NULL) errs = errs + 1
+
+    call MPI_REDUCE(calls, allc, 7, MPI_INTEGER, MPI_SUM, 0, &
                     MPI_COMM_WORLD, ierr)
     call MPI_ALLREDUCE(errs, total, 1, MPI_INTEGER, MPI_SUM, &
                        MPI_COMM_WORLD, ierr)
@@ -150,6 +175,8 @@ program f_colls
         write (*, '(a,i0,a)') 'expect~: ialltoallv offloaded=', allc(5), &
             ' fallback=0 bytes=[0-9]+'
         write (*, '(a,i0,a)') 'expect~: ibarrier offloaded=', allc(6), &
+            ' fallback=0 bytes=[0-9]+'
+        write (*, '(a,i0,a)') 'expect~: alltoall_init offloaded=', allc(7), &
             ' fallback=0 bytes=[0-9]+'
         if (total == 0) then
             write (*, '(a)') 'result: ok'
