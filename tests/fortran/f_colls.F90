@@ -21,7 +21,9 @@ program f_colls
     integer, allocatable :: gat(:)
     double precision, allocatable :: bb(:)
     integer :: req(4), st(MPI_STATUS_SIZE), sts(MPI_STATUS_SIZE, 4)
-    integer :: calls(7), allc(7), preq
+    integer :: calls(14), allc(14), preq, pr(1), r7(7), outc, nd, idxs(7)
+    integer, allocatable :: ag(:), sc(:), rd(:), sn(:), ex(:), rsb(:)
+    integer, allocatable :: wcnt(:), wdsp(:), wty(:)
     logical :: flag, mpich
     character(len=MPI_MAX_LIBRARY_VERSION_STRING) :: lib
     integer :: liblen
@@ -33,6 +35,8 @@ program f_colls
     mpich = index(lib, 'MPICH') > 0
     allocate(sbuf(n * size), rbuf(n * size), cnt(size), dsp(size))
     allocate(red(n), gat(n * size), bb(nb))
+    allocate(ag(n * size), sc(n), rd(n), sn(n), ex(n), rsb(n))
+    allocate(wcnt(size), wdsp(size), wty(size))
     errs = 0
     calls = 0
 
@@ -122,6 +126,66 @@ program f_colls
             call MPI_TESTALL(1, req, flag, MPI_STATUSES_IGNORE, ierr)
         end do
 
+
+        ! MPI_IALLGATHER, MPI_ISCATTER, MPI_IREDUCE, MPI_ISCAN,
+        ! MPI_IEXSCAN, MPI_IREDUCE_SCATTER_BLOCK and MPI_IALLTOALLW at once,
+        ! completed by MPI_WAITSOME
+        do i = 1, n
+            red(i) = rank + i * it
+        end do
+        ag = -1
+        sc = -1
+        rd = -1
+        sn = -1
+        ex = -1
+        rsb = -1
+        rbuf = -1
+        do p = 1, size
+            wcnt(p) = n
+            wdsp(p) = (p - 1) * n * 4
+            wty(p) = MPI_INTEGER
+        end do
+        call MPI_IALLGATHER(sbuf, n, MPI_INTEGER, ag, n, MPI_INTEGER, &
+                            MPI_COMM_WORLD, r7(1), ierr)
+        call MPI_ISCATTER(sbuf, n, MPI_INTEGER, sc, n, MPI_INTEGER, 0, &
+                          MPI_COMM_WORLD, r7(2), ierr)
+        call MPI_IREDUCE(red, rd, n, MPI_INTEGER, MPI_SUM, size - 1, &
+                         MPI_COMM_WORLD, r7(3), ierr)
+        call MPI_ISCAN(red, sn, n, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, &
+                       r7(4), ierr)
+        call MPI_IEXSCAN(red, ex, n, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, &
+                         r7(5), ierr)
+        call MPI_IREDUCE_SCATTER_BLOCK(sbuf, rsb, n, MPI_INTEGER, MPI_SUM, &
+                                       MPI_COMM_WORLD, r7(6), ierr)
+        call MPI_IALLTOALLW(sbuf, wcnt, wdsp, wty, rbuf, wcnt, wdsp, wty, &
+                            MPI_COMM_WORLD, r7(7), ierr)
+        do k = 8, 14
+            calls(k) = calls(k) + 1
+        end do
+        nd = 0
+        do while (nd < 7)
+            call MPI_WAITSOME(7, r7, outc, idxs, MPI_STATUSES_IGNORE, ierr)
+            if (outc == MPI_UNDEFINED) exit
+            nd = nd + outc
+        end do
+        if (nd /= 7) errs = errs + 1
+        do i = 1, n
+            do p = 0, size - 1
+                if (ag(p * n + i) /= it * 10000000 + p * 100000 + i) &
+                    errs = errs + 1
+            end do
+            if (sc(i) /= it * 10000000 + rank * 1000 + i) errs = errs + 1
+            if (rank == size - 1 .and. rd(i) /= size * (size - 1) / 2 + &
+                size * i * it) errs = errs + 1
+            if (sn(i) /= rank * (rank + 1) / 2 + (rank + 1) * i * it) &
+                errs = errs + 1
+            if (rank > 0 .and. ex(i) /= rank * (rank - 1) / 2 + &
+                rank * i * it) errs = errs + 1
+            if (rsb(i) /= size * (it * 10000000 + rank * 1000 + i) + &
+                100000 * (size * (size - 1) / 2)) errs = errs + 1
+        end do
+        call check_a2a()
+
         ! Started in C, completed here; started here, completed in C.
         rbuf = -1
         call fc_ialltoall(sbuf, rbuf, n, MPI_COMM_WORLD, req(1))
@@ -149,7 +213,8 @@ program f_colls
         if (mod(it, 2) == 0) then
             call MPI_START(preq, ierr)
         else
-            call MPI_STARTALL(1, (/ preq /), ierr)
+            pr(1) = preq
+            call MPI_STARTALL(1, pr, ierr)
         end if
         calls(7) = calls(7) + 1
         call MPI_WAIT(preq, st, ierr)
@@ -159,7 +224,7 @@ program f_colls
     call MPI_REQUEST_FREE(preq, ierr)
     if (preq /= MPI_REQUEST_NULL) errs = errs + 1
 
-    call MPI_REDUCE(calls, allc, 7, MPI_INTEGER, MPI_SUM, 0, &
+    call MPI_REDUCE(calls, allc, 14, MPI_INTEGER, MPI_SUM, 0, &
                     MPI_COMM_WORLD, ierr)
     call MPI_ALLREDUCE(errs, total, 1, MPI_INTEGER, MPI_SUM, &
                        MPI_COMM_WORLD, ierr)
@@ -177,6 +242,20 @@ program f_colls
         write (*, '(a,i0,a)') 'expect~: ibarrier offloaded=', allc(6), &
             ' fallback=0 bytes=[0-9]+'
         write (*, '(a,i0,a)') 'expect~: alltoall_init offloaded=', allc(7), &
+            ' fallback=0 bytes=[0-9]+'
+        write (*, '(a,i0,a)') 'expect~: iallgather offloaded=', allc(8), &
+            ' fallback=0 bytes=[0-9]+'
+        write (*, '(a,i0,a)') 'expect~: iscatter offloaded=', allc(9), &
+            ' fallback=0 bytes=[0-9]+'
+        write (*, '(a,i0,a)') 'expect~: ireduce offloaded=', allc(10), &
+            ' fallback=0 bytes=[0-9]+'
+        write (*, '(a,i0,a)') 'expect~: iscan offloaded=', allc(11), &
+            ' fallback=0 bytes=[0-9]+'
+        write (*, '(a,i0,a)') 'expect~: iexscan offloaded=', allc(12), &
+            ' fallback=0 bytes=[0-9]+'
+        write (*, '(a,i0,a)') 'expect~: ireduce_scatter_block offloaded=', allc(13), &
+            ' fallback=0 bytes=[0-9]+'
+        write (*, '(a,i0,a)') 'expect~: ialltoallw offloaded=', allc(14), &
             ' fallback=0 bytes=[0-9]+'
         if (total == 0) then
             write (*, '(a)') 'result: ok'
