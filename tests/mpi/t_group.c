@@ -1472,7 +1472,9 @@ static void case_burst(MPI_Comm comm, const char *cn)
 
 /* The end of a group whose sizes do not match: an error now (an MPI
  * error code, no request) or when its request completes. */
-static void mismatch_end(dpushim_group_t *g, const char *what)
+/* may_pass: this rank's own transfers are right, and may complete
+ * before the failure reaches its agent (README, "Limits"). */
+static void mismatch_end(dpushim_group_t *g, const char *what, int may_pass)
 {
     MPI_Request q = MPI_REQUEST_NULL;
     int rc = dpushim_group_end(g, &q);
@@ -1480,7 +1482,7 @@ static void mismatch_end(dpushim_group_t *g, const char *what)
     if (rc == DPUSHIM_SUCCESS) {
         t_count("group", 1);
         rc = MPI_Wait(&q, MPI_STATUS_IGNORE);
-        if (rc == MPI_SUCCESS) {
+        if (rc == MPI_SUCCESS && !may_pass) {
             t_fail("%s: the group completed without an error", what);
         }
     } else if (rc < 0 || q != MPI_REQUEST_NULL) {
@@ -1544,7 +1546,7 @@ static void case_mismatch(void)
             break;
         }
         if (k < 3) {
-            mismatch_end(&g, what[k]);
+            mismatch_end(&g, what[k], k == 2 && t.rank != 0);
             continue;
         }
         rc = dpushim_group_end_persistent(&g, &q);
