@@ -40,8 +40,9 @@ SHIM_SRC   := shim/shim_init.c shim/boot_agent.c shim/boot_place.c \
               shim/shim_sched.c shim/shim_types.c shim/shim_flat.c \
               shim/shim_redo.c shim/coll_common.c shim/coll_move.c \
               shim/coll_reduce.c shim/coll_neigh.c shim/coll_pers.c \
-              shim/shim_pers.c shim/shim_group.c shim/shim_fortran.c \
-              $(BLD_SRC)
+              shim/shim_pers.c shim/shim_group.c shim/fortran_ompi.c \
+              shim/fortran_ompi_pers.c shim/fortran_ompi_wait.c \
+              shim/fortran_mpich.c $(BLD_SRC)
 AGENT_SRC  := dpu_agent/agent_main.c dpu_agent/agent_job.c \
               dpu_agent/agent_sched.c dpu_agent/agent_inst.c \
               dpu_agent/agent_post.c dpu_agent/agent_engines.c \
