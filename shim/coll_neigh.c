@@ -244,65 +244,47 @@ static int offload(const nargs_t *a, shim_comm_t *c, shim_call_t *k,
               a->coll == DPS_COLL_NEIGHBOR_ALLGATHERV;
     int *cnt = malloc(sizeof(int) * (size_t)(in + out + 1));
     MPI_Aint *disp = malloc(sizeof(MPI_Aint) * (size_t)(in + out + 1));
-    int *rpeer = malloc(sizeof(int) * (size_t)(in + 1));
+    MPI_Datatype *rty = a->rtypes == NULL
+                        ? NULL
+                        : malloc(sizeof(MPI_Datatype) * (size_t)(in + 1));
     shim_blocks_t sb, rb;
     int rc, i;
 
-    if (cnt == NULL || disp == NULL || rpeer == NULL) {
-        free(cnt);
-        free(disp);
-        free(rpeer);
-        return shim_place_failed(c, k, MPI_ERR_NO_MEM, comm, req);
+    if (cnt == NULL || disp == NULL || (a->rtypes != NULL && rty == NULL)) {
+        rc = shim_place_failed(c, k, MPI_ERR_NO_MEM, comm, req);
+        goto out;
+    }
+    for (i = 0; rty != NULL && i < in; i++) {
+        rty[i] = a->rtypes[i];
     }
     side(&sb, cnt, disp, out, dsts, a->sbuf, a->scount, a->scounts,
          all ? NULL : a->sdispls, a->sad, a->stype, a->stypes, all);
     side(&rb, cnt + out, disp + out, in, srcs, a->rbuf, a->rcount,
-         a->rcounts, a->rdispls, a->rad, a->rtype, a->rtypes, 0);
-    if (cart) {
-        /* Receives per dimension from the positive side first. */
-        int *c2 = cnt + out;
-        MPI_Aint *d2 = disp + out;
+         a->rcounts, a->rdispls, a->rad, a->rtype, rty, 0);
+    /* Cartesian: each dimension's receives from the positive side first,
+     * every per-block entry following its block. */
+    for (i = 0; cart && i + 1 < in; i += 2) {
+        int *c2 = cnt + out, tc = c2[i], tp = srcs[i];
+        MPI_Aint *d2 = disp + out, td = d2[i];
 
-        for (i = 0; i + 1 < in; i += 2) {
-            int tc = c2[i], tp = srcs[i];
-            MPI_Aint td = d2[i];
+        c2[i] = c2[i + 1];
+        d2[i] = d2[i + 1];
+        srcs[i] = srcs[i + 1];
+        c2[i + 1] = tc;
+        d2[i + 1] = td;
+        srcs[i + 1] = tp;
+        if (rty != NULL) {
+            MPI_Datatype tt = rty[i];
 
-            c2[i] = c2[i + 1];
-            d2[i] = d2[i + 1];
-            srcs[i] = srcs[i + 1];
-            c2[i + 1] = tc;
-            d2[i + 1] = td;
-            srcs[i + 1] = tp;
-        }
-        if (a->rtypes != NULL) {
-            /* w: the types follow their blocks. */
-            MPI_Datatype *t2 = malloc(sizeof(MPI_Datatype) *
-                                      (size_t)(in + 1));
-
-            if (t2 == NULL) {
-                free(cnt);
-                free(disp);
-                free(rpeer);
-                return shim_place_failed(c, k, MPI_ERR_NO_MEM, comm, req);
-            }
-            for (i = 0; i < in; i++) {
-                t2[i] = a->rtypes[i ^ 1];
-            }
-            rb.types = t2;
-            memcpy(rpeer, srcs, sizeof(int) * (size_t)in);
-            rc = shim_pairs_post(c, k, &sb, dsts, &rb, rpeer, comm, req);
-            free(t2);
-            free(cnt);
-            free(disp);
-            free(rpeer);
-            return rc;
+            rty[i] = rty[i + 1];
+            rty[i + 1] = tt;
         }
     }
-    memcpy(rpeer, srcs, sizeof(int) * (size_t)in);
-    rc = shim_pairs_post(c, k, &sb, dsts, &rb, rpeer, comm, req);
+    rc = shim_pairs_post(c, k, &sb, dsts, &rb, srcs, comm, req);
+out:
     free(cnt);
     free(disp);
-    free(rpeer);
+    free(rty);
     return rc;
 }
 
