@@ -144,14 +144,15 @@ mpi_tests() {
             "4 ranks, 2 agents"
     done
     # Odd communicator sizes: 3 ranks, agents serving 2 and 1.
-    for name in t_odd t_mixed t_colls t_dtypes t_persist t_neigh t_group; do
+    for name in t_odd t_mixed t_colls t_dtypes t_persist t_neigh t_group \
+                t_pers_order; do
         shim_case "$mpi" "build/$mpi/tests/$name" 3 \
             "$base DPUSHIM_RANKS_PER_DPU=2" "3 ranks, 2 agents"
     done
     # The staged data path (the agent copies through its own buffers, as
     # a DPU staging in its memory) beside the default direct one.
     for name in t_alltoall_sizes t_bcast_roots t_chunks t_comms t_engine \
-                t_colls t_dtypes t_persist t_neigh t_group; do
+                t_colls t_dtypes t_persist t_neigh t_group t_pers_order; do
         shim_case "$mpi" "build/$mpi/tests/$name" 4 \
             "$base DPUSHIM_RANKS_PER_DPU=2 DPUSHIM_DATA_PATH=staged" \
             "4 ranks, 2 agents, staged data path"
@@ -525,6 +526,23 @@ failover_kinds_case() {
     [ -z "$(dps_agents_left)" ] || sleep 2
     [ -z "$(dps_agents_left)" ] || { echo "agents left: $(dps_agents_left)" >>"$log"; ok=0; }
     report "$mpi agent killed with one collective of every kind pending, $np ranks: each ends (exact, or an error), all run on stock MPI after" "$ok" "$log"
+}
+
+# pers_order_failover_case MPI NP: t_pers_order with an agent killed in
+# round 5 (PO_KILL): the round's requests all end, and every later round,
+# started in rank-dependent orders, is exact on stock MPI.
+pers_order_failover_case() {
+    local mpi=$1 np=$2 ok=1 r
+    local log="$LOGS/$mpi-pers-order-failover-np$np.log"
+    run_job "$log" "$mpi" "$np" 1 \
+        "DPUSHIM_MIN_BYTES=1 DPUSHIM_RANKS_PER_DPU=2 FO_RPD=2 PO_KILL=5" \
+        "build/$mpi/tests/t_pers_order" || ok=0
+    grep -q '^result: ok' "$log" || ok=0
+    for ((r = 0; r < np; r++)); do
+        grep -q "^rank $r: round 5 ended after the agent failure" "$log" ||
+            { echo "rank $r did not end its round" >>"$log"; ok=0; }
+    done
+    report "$mpi persistent collectives in rank-dependent orders, agent killed, $np ranks: later rounds exact on stock MPI" "$ok" "$log"
 }
 
 # install_check MPI...: `make install` into a scratch prefix; the API
@@ -970,6 +988,8 @@ for mpi in "$@"; do
         failover_case "$mpi" "$np" bcast
     done
     failover_kinds_case "$mpi"
+    pers_order_failover_case "$mpi" 3
+    pers_order_failover_case "$mpi" 4
     example_tests "$mpi"
     fortran_tests "$mpi"
     kill_case "$mpi" launcher

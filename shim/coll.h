@@ -34,7 +34,30 @@ int shim_any_size(void);
 /* Count a fallback to stock MPI; returns rc (the PMPI call's). */
 int shim_fallback(int coll, int rc);
 
-enum { SHIM_GO, SHIM_STOCK, SHIM_FAIL };
+enum { SHIM_GO, SHIM_STOCK, SHIM_FAIL,
+       SHIM_PROBED };   /* shim_probing: the call would be offloaded */
+
+/* While MPI_Start runs a persistent request: its matching stream
+ * (shim_comm_stream_new), which the call uses in place of its
+ * communicator's state. */
+extern __thread shim_comm_t *shim_stream;
+
+/*
+ * While a persistent *_init asks whether its starts will be offloaded
+ * (the answer is the same at every start: it depends on the arguments,
+ * the switches and the sizes alone), a wrapper only decides: it returns
+ * SHIM_PROBE_STOCK where it would call stock MPI, SHIM_PROBE_GO where it
+ * would offload, and does nothing else. Stock MPI must then run every
+ * start from its own persistent request, matched in init order.
+ */
+extern __thread int shim_probing;
+#define SHIM_PROBE_STOCK (-1)
+#define SHIM_PROBE_GO    (-2)
+
+/* The fallback of a wrapper's decision: stock MPI's call, counted; only
+ * the answer while probing. */
+#define SHIM_FALLBACK(coll, call)                                          \
+    (shim_probing ? SHIM_PROBE_STOCK : shim_fallback((coll), (call)))
 
 /*
  * Offload it is: the communicator's state and the instance's number,
@@ -57,6 +80,9 @@ int shim_coll_begin_sched(int coll, MPI_Comm comm, shim_comm_t **cp,
         MPI_Comm use = (comm);                                             \
         int go_ = shim_coll_begin((coll), (comm), &(c), &(k), &use);       \
                                                                            \
+        if (go_ == SHIM_PROBED) {                                          \
+            return SHIM_PROBE_GO;                                          \
+        }                                                                  \
         if (go_ == SHIM_STOCK) {                                           \
             return (stock_call);                                           \
         }                                                                  \

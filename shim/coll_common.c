@@ -32,6 +32,8 @@ const char *shim_coll_name(int coll)
 
 __thread int shim_as;
 __thread struct shim_sched **shim_pin;
+__thread shim_comm_t *shim_stream;
+__thread int shim_probing;
 
 /* The statistics line a call counts on: its persistent form's while that
  * is being started. */
@@ -120,10 +122,13 @@ static int begin(int coll, MPI_Comm comm, shim_comm_t **cp, shim_call_t *k,
     shim_comm_t *c;
     int rc;
 
+    if (shim_probing) {
+        return SHIM_PROBED;
+    }
     memset(k, 0, sizeof(*k));
     shim_in_call++;
     shim_fo_progress();   /* a failure notice changes the path */
-    c = shim_comm_get(comm);
+    c = shim_stream != NULL ? shim_stream : shim_comm_get(comm);
     shim_in_call--;
     if (c == NULL) {
         return SHIM_FAIL;
@@ -133,7 +138,10 @@ static int begin(int coll, MPI_Comm comm, shim_comm_t **cp, shim_call_t *k,
     k->stat = shim_as != 0 ? shim_as : coll;
     k->seq = c->seq++;
     k->gather_ok = gather_ok(c, coll);
-    if (shim.fo_state != SHIM_FO_NONE && direct_ok) {
+    /* A persistent collective's start never goes to a stock collective
+     * call (matched in call order, not init order): it is queued, and
+     * redone from its schedule under its stream's tag (shim_fo_take.c). */
+    if (shim.fo_state != SHIM_FO_NONE && direct_ok && c->stream == 0) {
         shim_in_call++;
         rc = shim_fo_direct(c, k->seq, k->stat, use);
         shim_in_call--;

@@ -19,7 +19,7 @@ SHIM_API int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request)
         return PMPI_Ibarrier(comm, request);
     }
     if (!shim_coll_wanted(C, comm) || !shim_any_size()) {
-        return shim_fallback(C, PMPI_Ibarrier(comm, request));
+        return SHIM_FALLBACK(C, PMPI_Ibarrier(comm, request));
     }
     SHIM_BEGIN(C, comm, c, k, PMPI_Ibarrier(use, request));
     return shim_call_post(c, &k, request);
@@ -43,7 +43,7 @@ SHIM_API int MPI_Ibcast(void *buffer, int count, MPI_Datatype datatype,
     if (!shim_coll_wanted(C, comm) || !shim_layout(datatype, count, &l) ||
         !shim_big_enough(l.bytes) || root < 0 ||
         root >= shim_comm_size(comm)) {
-        return shim_fallback(C, PMPI_Ibcast(buffer, count, datatype, root,
+        return SHIM_FALLBACK(C, PMPI_Ibcast(buffer, count, datatype, root,
                                             comm, request));
     }
     SHIM_BEGIN(C, comm, c, k, PMPI_Ibcast(buffer, count, datatype, root,
@@ -200,7 +200,7 @@ SHIM_API int MPI_Igather(const void *sendbuf, int sendcount,
     }
     if (!rooted_wanted(C, comm, root, sendcount, sendtype, recvcount,
                        recvtype)) {
-        return shim_fallback(C, PMPI_Igather(sendbuf, sendcount, sendtype,
+        return SHIM_FALLBACK(C, PMPI_Igather(sendbuf, sendcount, sendtype,
                                              recvbuf, recvcount, recvtype,
                                              root, comm, request));
     }
@@ -227,7 +227,7 @@ SHIM_API int MPI_Igatherv(const void *sendbuf, int sendcount,
                              request);
     }
     if (!rooted_wanted(C, comm, root, sendcount, sendtype, 0, recvtype)) {
-        return shim_fallback(C, PMPI_Igatherv(sendbuf, sendcount, sendtype,
+        return SHIM_FALLBACK(C, PMPI_Igatherv(sendbuf, sendcount, sendtype,
                                               recvbuf, recvcounts, displs,
                                               recvtype, root, comm,
                                               request));
@@ -254,7 +254,7 @@ SHIM_API int MPI_Iscatter(const void *sendbuf, int sendcount,
     }
     if (!rooted_wanted(C, comm, root, sendcount, sendtype, recvcount,
                        recvtype)) {
-        return shim_fallback(C, PMPI_Iscatter(sendbuf, sendcount, sendtype,
+        return SHIM_FALLBACK(C, PMPI_Iscatter(sendbuf, sendcount, sendtype,
                                               recvbuf, recvcount, recvtype,
                                               root, comm, request));
     }
@@ -281,7 +281,7 @@ SHIM_API int MPI_Iscatterv(const void *sendbuf, const int sendcounts[],
                               request);
     }
     if (!rooted_wanted(C, comm, root, 0, sendtype, recvcount, recvtype)) {
-        return shim_fallback(C, PMPI_Iscatterv(sendbuf, sendcounts, displs,
+        return SHIM_FALLBACK(C, PMPI_Iscatterv(sendbuf, sendcounts, displs,
                                                sendtype, recvbuf, recvcount,
                                                recvtype, root, comm,
                                                request));
@@ -348,7 +348,7 @@ SHIM_API int MPI_Iallgather(const void *sendbuf, int sendcount,
     }
     if (!shim_coll_wanted(C, comm) || !shim_layout(recvtype, recvcount, &l) ||
         !shim_big_enough(l.bytes)) {
-        return shim_fallback(C, PMPI_Iallgather(sendbuf, sendcount, sendtype,
+        return SHIM_FALLBACK(C, PMPI_Iallgather(sendbuf, sendcount, sendtype,
                                                 recvbuf, recvcount, recvtype,
                                                 comm, request));
     }
@@ -384,7 +384,7 @@ SHIM_API int MPI_Iallgatherv(const void *sendbuf, int sendcount,
         total += (uint64_t)recvcounts[i] * l.size;
     }
     if (!ok || size == 0 || !shim_big_enough(total / (uint64_t)size)) {
-        return shim_fallback(C, PMPI_Iallgatherv(sendbuf, sendcount,
+        return SHIM_FALLBACK(C, PMPI_Iallgatherv(sendbuf, sendcount,
                                                  sendtype, recvbuf,
                                                  recvcounts, displs,
                                                  recvtype, comm, request));
@@ -470,7 +470,7 @@ SHIM_API int MPI_Ialltoall(const void *sendbuf, int sendcount,
     /* The block size by the type signature, never a rank's layout. */
     if (!shim_coll_wanted(C, comm) || !shim_layout(recvtype, recvcount, &l) ||
         !shim_big_enough(l.bytes)) {
-        return shim_fallback(C, PMPI_Ialltoall(sendbuf, sendcount, sendtype,
+        return SHIM_FALLBACK(C, PMPI_Ialltoall(sendbuf, sendcount, sendtype,
                                                recvbuf, recvcount, recvtype,
                                                comm, request));
     }
@@ -498,7 +498,7 @@ SHIM_API int MPI_Ialltoallv(const void *sendbuf, const int sendcounts[],
                                request);
     }
     if (!shim_coll_wanted(C, comm) || !shim_any_size()) {
-        return shim_fallback(C, PMPI_Ialltoallv(sendbuf, sendcounts, sdispls,
+        return SHIM_FALLBACK(C, PMPI_Ialltoallv(sendbuf, sendcounts, sdispls,
                                                 sendtype, recvbuf,
                                                 recvcounts, rdispls,
                                                 recvtype, comm, request));
@@ -529,7 +529,7 @@ SHIM_API int MPI_Ialltoallw(const void *sendbuf, const int sendcounts[],
                                request);
     }
     if (!shim_coll_wanted(C, comm) || !shim_any_size()) {
-        return shim_fallback(C, PMPI_Ialltoallw(sendbuf, sendcounts, sdispls,
+        return SHIM_FALLBACK(C, PMPI_Ialltoallw(sendbuf, sendcounts, sdispls,
                                                 sendtypes, recvbuf,
                                                 recvcounts, rdispls,
                                                 recvtypes, comm, request));

@@ -302,10 +302,12 @@ static int neighbor(const nargs_t *a, MPI_Comm comm, MPI_Request *req)
     if (!shim_coll_wanted(a->coll, comm) || !shim_any_size() ||
         a->sbuf == MPI_IN_PLACE ||
         shim_neighbors(comm, &in, &srcs, &out, &dsts, &cart) != 0) {
-        return shim_fallback(a->coll, stock(a, comm, req));
+        return SHIM_FALLBACK(a->coll, stock(a, comm, req));
     }
     go = shim_coll_begin(a->coll, comm, &c, &k, &use);
-    if (go == SHIM_GO) {
+    if (go == SHIM_PROBED) {
+        rc = SHIM_PROBE_GO;
+    } else if (go == SHIM_GO) {
         rc = offload(a, c, &k, in, srcs, out, dsts, cart, comm, req);
     } else if (go == SHIM_STOCK) {
         rc = stock(a, use, req);

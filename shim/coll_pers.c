@@ -45,6 +45,9 @@ typedef struct pargs {
     MPI_Datatype *stypes, *rtypes;
     MPI_Op        op;
     MPI_Comm      comm;
+    int           fallback; /* starts run on stock MPI, on priv */
+    MPI_Comm      priv;     /* comm's duplicate (PMPI_Comm_idup) */
+    MPI_Request   priv_req; /* that duplication, until waited for */
     MPI_Datatype *dups;     /* to free with it */
     int           ndups;
     int           oom;
@@ -60,6 +63,12 @@ static void pargs_free(void *arg)
     shim_in_call++;
     for (int i = 0; i < a->ndups; i++) {
         PMPI_Type_free(&a->dups[i]);
+    }
+    if (a->priv_req != MPI_REQUEST_NULL) {
+        PMPI_Wait(&a->priv_req, MPI_STATUS_IGNORE);
+    }
+    if (a->priv != MPI_COMM_NULL) {
+        PMPI_Comm_free(&a->priv);
     }
     shim_in_call--;
     free(a->dups);
@@ -124,85 +133,107 @@ static MPI_Datatype *keep_all(pargs_t *a, const MPI_Datatype *t, int n)
     return v;
 }
 
-static int start(shim_pers_t *p, MPI_Request *r)
+/* The nonblocking call with a's arguments, on m. */
+static int run(const pargs_t *a, MPI_Comm m, MPI_Request *r)
 {
-    const pargs_t *a = p->args;
-
     switch (a->coll) {
     case DPS_COLL_ALLTOALL:
         return MPI_Ialltoall(a->sbuf, a->scount, a->stype, a->rbuf,
-                             a->rcount, a->rtype, a->comm, r);
+                             a->rcount, a->rtype, m, r);
     case DPS_COLL_BCAST:
-        return MPI_Ibcast(a->rbuf, a->rcount, a->rtype, a->root, a->comm, r);
+        return MPI_Ibcast(a->rbuf, a->rcount, a->rtype, a->root, m, r);
     case DPS_COLL_BARRIER:
-        return MPI_Ibarrier(a->comm, r);
+        return MPI_Ibarrier(m, r);
     case DPS_COLL_GATHER:
         return MPI_Igather(a->sbuf, a->scount, a->stype, a->rbuf, a->rcount,
-                           a->rtype, a->root, a->comm, r);
+                           a->rtype, a->root, m, r);
     case DPS_COLL_GATHERV:
         return MPI_Igatherv(a->sbuf, a->scount, a->stype, a->rbuf,
                             a->rcounts, a->rdispls, a->rtype, a->root,
-                            a->comm, r);
+                            m, r);
     case DPS_COLL_SCATTER:
         return MPI_Iscatter(a->sbuf, a->scount, a->stype, a->rbuf,
-                            a->rcount, a->rtype, a->root, a->comm, r);
+                            a->rcount, a->rtype, a->root, m, r);
     case DPS_COLL_SCATTERV:
         return MPI_Iscatterv(a->sbuf, a->scounts, a->sdispls, a->stype,
-                             a->rbuf, a->rcount, a->rtype, a->root, a->comm,
+                             a->rbuf, a->rcount, a->rtype, a->root, m,
                              r);
     case DPS_COLL_ALLGATHER:
         return MPI_Iallgather(a->sbuf, a->scount, a->stype, a->rbuf,
-                              a->rcount, a->rtype, a->comm, r);
+                              a->rcount, a->rtype, m, r);
     case DPS_COLL_ALLGATHERV:
         return MPI_Iallgatherv(a->sbuf, a->scount, a->stype, a->rbuf,
-                               a->rcounts, a->rdispls, a->rtype, a->comm, r);
+                               a->rcounts, a->rdispls, a->rtype, m, r);
     case DPS_COLL_ALLTOALLV:
         return MPI_Ialltoallv(a->sbuf, a->scounts, a->sdispls, a->stype,
                               a->rbuf, a->rcounts, a->rdispls, a->rtype,
-                              a->comm, r);
+                              m, r);
     case DPS_COLL_ALLTOALLW:
         return MPI_Ialltoallw(a->sbuf, a->scounts, a->sdispls, a->stypes,
                               a->rbuf, a->rcounts, a->rdispls, a->rtypes,
-                              a->comm, r);
+                              m, r);
     case DPS_COLL_REDUCE:
         return MPI_Ireduce(a->sbuf, a->rbuf, a->rcount, a->rtype, a->op,
-                           a->root, a->comm, r);
+                           a->root, m, r);
     case DPS_COLL_ALLREDUCE:
         return MPI_Iallreduce(a->sbuf, a->rbuf, a->rcount, a->rtype, a->op,
-                              a->comm, r);
+                              m, r);
     case DPS_COLL_REDUCE_SCATTER:
         return MPI_Ireduce_scatter(a->sbuf, a->rbuf, a->rcounts, a->rtype,
-                                   a->op, a->comm, r);
+                                   a->op, m, r);
     case DPS_COLL_REDUCE_SCATTER_BLOCK:
         return MPI_Ireduce_scatter_block(a->sbuf, a->rbuf, a->rcount,
-                                         a->rtype, a->op, a->comm, r);
+                                         a->rtype, a->op, m, r);
     case DPS_COLL_SCAN:
         return MPI_Iscan(a->sbuf, a->rbuf, a->rcount, a->rtype, a->op,
-                         a->comm, r);
+                         m, r);
     case DPS_COLL_EXSCAN:
         return MPI_Iexscan(a->sbuf, a->rbuf, a->rcount, a->rtype, a->op,
-                           a->comm, r);
+                           m, r);
     case DPS_COLL_NEIGHBOR_ALLGATHER:
         return MPI_Ineighbor_allgather(a->sbuf, a->scount, a->stype, a->rbuf,
-                                       a->rcount, a->rtype, a->comm, r);
+                                       a->rcount, a->rtype, m, r);
     case DPS_COLL_NEIGHBOR_ALLGATHERV:
         return MPI_Ineighbor_allgatherv(a->sbuf, a->scount, a->stype,
                                         a->rbuf, a->rcounts, a->rdispls,
-                                        a->rtype, a->comm, r);
+                                        a->rtype, m, r);
     case DPS_COLL_NEIGHBOR_ALLTOALL:
         return MPI_Ineighbor_alltoall(a->sbuf, a->scount, a->stype, a->rbuf,
-                                      a->rcount, a->rtype, a->comm, r);
+                                      a->rcount, a->rtype, m, r);
     case DPS_COLL_NEIGHBOR_ALLTOALLV:
         return MPI_Ineighbor_alltoallv(a->sbuf, a->scounts, a->sdispls,
                                        a->stype, a->rbuf, a->rcounts,
-                                       a->rdispls, a->rtype, a->comm, r);
+                                       a->rdispls, a->rtype, m, r);
     case DPS_COLL_NEIGHBOR_ALLTOALLW:
         return MPI_Ineighbor_alltoallw(a->sbuf, a->scounts, a->sad,
                                        a->stypes, a->rbuf, a->rcounts,
-                                       a->rad, a->rtypes, a->comm, r);
+                                       a->rad, a->rtypes, m, r);
     default:
         return MPI_ERR_INTERN;
     }
+}
+
+static int start(shim_pers_t *p, MPI_Request *r)
+{
+    pargs_t *a = p->args;
+    int rc = MPI_SUCCESS;
+
+    if (!a->fallback) {
+        return run(a, a->comm, r);
+    }
+    /* Stock MPI's nonblocking call, on a communicator of this request's
+     * own: matched by its starts alone, so in init order. Its duplication
+     * began at the init; the first start waits for it to end (every rank
+     * has made, or will make, the init without waiting for this one). */
+    shim_in_call++;
+    if (a->priv_req != MPI_REQUEST_NULL) {
+        rc = PMPI_Wait(&a->priv_req, MPI_STATUS_IGNORE);
+    }
+    if (rc == MPI_SUCCESS) {
+        rc = run(a, a->priv, r);
+    }
+    shim_in_call--;
+    return shim_fallback(p->coll, rc);
 }
 
 /*
@@ -236,21 +267,53 @@ static pargs_t *wanted(int pcoll, MPI_Comm comm, int *ns, int *nr)
     if (a != NULL) {
         a->coll = base;
         a->comm = comm;
+        a->priv = MPI_COMM_NULL;
+        a->priv_req = MPI_REQUEST_NULL;
         a->op = MPI_OP_NULL;
         a->stype = a->rtype = MPI_DATATYPE_NULL;
     }
     return a;
 }
 
-/* The request, or MPI_ERR_NO_MEM (every rank must take the same path:
- * no falling back to stock MPI here). */
+/*
+ * The request. The nonblocking call decides, with the same answer at every
+ * start, whether the starts are offloaded (asked here, doing nothing
+ * else). When they are, the request gets its matching stream. When not,
+ * its starts run stock MPI's nonblocking call on a duplicate of the
+ * communicator begun here, in init order (on the communicator itself,
+ * stock MPI would match them in start order; and MPICH 4.0's own
+ * persistent collectives are unusable, see tests/mpi/t_persist.c).
+ * MPI_ERR_NO_MEM when out of memory (every rank must take the same path:
+ * no falling back to stock MPI here).
+ */
 static int made(pargs_t *a, int pcoll, MPI_Request *request)
 {
+    MPI_Request probe = MPI_REQUEST_NULL;
+    int rc;
+
     if (a->oom) {
         pargs_free(a);
         return MPI_ERR_NO_MEM;
     }
-    return shim_pers_new(pcoll, a->comm, start, pargs_free, a, request);
+    shim_as = pcoll;
+    shim_probing = 1;
+    rc = run(a, a->comm, &probe);
+    shim_probing = 0;
+    shim_as = 0;
+    if (rc == SHIM_PROBE_STOCK) {
+        a->fallback = 1;
+        shim_in_call++;
+        rc = PMPI_Comm_idup(a->comm, &a->priv, &a->priv_req);
+        shim_in_call--;
+    } else if (rc == SHIM_PROBE_GO) {
+        rc = MPI_SUCCESS;
+    }
+    if (rc != MPI_SUCCESS) {
+        pargs_free(a);
+        return rc;
+    }
+    return shim_pers_new(pcoll, a->comm, start, pargs_free, a, !a->fallback,
+                         request);
 }
 
 /* Is this rank the root of a rooted collective? */

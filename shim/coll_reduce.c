@@ -82,7 +82,7 @@ SHIM_API int MPI_Ireduce(const void *sendbuf, void *recvbuf, int count,
     if (!reducible(C, comm, count, datatype, op, &v) ||
         !shim_big_enough(v.l.bytes) || root < 0 ||
         root >= shim_comm_size(comm)) {
-        return shim_fallback(C, PMPI_Ireduce(sendbuf, recvbuf, count,
+        return SHIM_FALLBACK(C, PMPI_Ireduce(sendbuf, recvbuf, count,
                                              datatype, op, root, comm,
                                              request));
     }
@@ -115,7 +115,7 @@ SHIM_API int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count,
     }
     if (!reducible(C, comm, count, datatype, op, &v) ||
         !shim_big_enough(v.l.bytes)) {
-        return shim_fallback(C, PMPI_Iallreduce(sendbuf, recvbuf, count,
+        return SHIM_FALLBACK(C, PMPI_Iallreduce(sendbuf, recvbuf, count,
                                                 datatype, op, comm,
                                                 request));
     }
@@ -144,7 +144,7 @@ SHIM_API int MPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf,
     if (!reducible(C, comm, recvcount, datatype, op, &v) ||
         !shim_big_enough(v.l.bytes) ||
         (uint64_t)recvcount * (uint64_t)size > INT32_MAX) {
-        return shim_fallback(C, PMPI_Ireduce_scatter_block(sendbuf, recvbuf,
+        return SHIM_FALLBACK(C, PMPI_Ireduce_scatter_block(sendbuf, recvbuf,
                                                            recvcount,
                                                            datatype, op,
                                                            comm, request));
@@ -181,7 +181,7 @@ SHIM_API int MPI_Ireduce_scatter(const void *sendbuf, void *recvbuf,
     }
     if (!ok || size == 0 || total > INT32_MAX ||
         !shim_big_enough(total * v.l.size / (uint64_t)size)) {
-        return shim_fallback(C, PMPI_Ireduce_scatter(sendbuf, recvbuf,
+        return SHIM_FALLBACK(C, PMPI_Ireduce_scatter(sendbuf, recvbuf,
                                                      recvcounts, datatype,
                                                      op, comm, request));
     }
@@ -218,7 +218,7 @@ static int scan(int C, const void *sendbuf, void *recvbuf, int count,
     }
     if (!reducible(C, comm, count, datatype, op, &v) ||
         !shim_big_enough(v.l.bytes)) {
-        return shim_fallback(C, SCAN_PMPI(comm));
+        return SHIM_FALLBACK(C, SCAN_PMPI(comm));
     }
     SHIM_BEGIN(C, comm, c, k, SCAN_PMPI(use));
 #undef SCAN_PMPI

@@ -68,6 +68,13 @@ typedef struct shim_comm {
     unsigned        nfin, fin_cap; /* those above the lowest unfinished */
     struct shim_op *ops_head, *ops_tail; /* live ops, in seq order */
     struct shim_comm *next_all, *prev_all; /* shim.comms */
+    /* A persistent request's matching stream (shim_comm_stream_new): MPI
+     * matches persistent collectives in the order of their *_init calls,
+     * so each has an id and a seq of its own, shared by no other call. */
+    struct shim_comm *parent;     /* the communicator's state, or NULL */
+    uint32_t        stream;       /* its index on parent, from 1; 0: none */
+    uint32_t        nstreams;     /* streams made on this one so far */
+    int             agree_ref;    /* the id agreement holds a reference */
 } shim_comm_t;
 
 /*
@@ -320,6 +327,15 @@ const char *shim_coll_name(int coll);
 /* The state of comm: found, or made now without a twin (shim_comm.c);
  * NULL when out of memory. */
 shim_comm_t *shim_comm_get(MPI_Comm comm);
+
+/* A matching stream of parent for one persistent request (a reference
+ * to parent held): same members, an id of its own agreed with a
+ * nonblocking broadcast, its own seq. NULL when out of memory. Lock not
+ * held. */
+shim_comm_t *shim_comm_stream_new(shim_comm_t *parent);
+
+/* Where stock MPI redoes c's collectives: the twin of its communicator. */
+MPI_Comm shim_comm_twin(const shim_comm_t *c);
 
 /* State for comm, made now; with a twin (shadow, may be MPI_COMM_NULL)
  * when comm was just created by every member (shim_comm.c). */

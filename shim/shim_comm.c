@@ -44,10 +44,88 @@ void shim_comm_unref(shim_comm_t *c)
     pthread_mutex_lock(&shim.lock);
     shim_sched_comm_free(c);
     pthread_mutex_unlock(&shim.lock);
+    if (c->parent != NULL) {
+        shim_comm_unref(c->parent);
+    }
     free(c->members);
     free(c->agent);
     free(c->fin);
     free(c);
+}
+
+MPI_Comm shim_comm_twin(const shim_comm_t *c)
+{
+    return c->parent != NULL ? c->parent->shadow : c->shadow;
+}
+
+/* Into shim.comms (lock not held). */
+static void comm_link(shim_comm_t *c)
+{
+    pthread_mutex_lock(&shim.lock);
+    c->next_all = shim.comms;
+    if (shim.comms != NULL) {
+        shim.comms->prev_all = c;
+    }
+    shim.comms = c;
+    pthread_mutex_unlock(&shim.lock);
+}
+
+/* Rank 0's proposal of a job-wide id, spread by a nonblocking broadcast
+ * on comm; posts wait for it in order (shim_comm_progress). */
+static void comm_agree(shim_comm_t *c, MPI_Comm comm)
+{
+    if (c->rank == 0) {
+        c->id_buf = ((uint64_t)(shim.world_rank + 1) << 32) |
+                    ++shim.next_comm;
+    }
+    PMPI_Ibcast(&c->id_buf, 1, MPI_UINT64_T, 0, comm, &c->id_req);
+    pthread_mutex_lock(&shim.agree_lock);
+    c->next_agreeing = shim.agreeing;
+    shim.agreeing = c;
+    pthread_mutex_unlock(&shim.agree_lock);
+}
+
+/*
+ * Every rank makes a communicator's persistent collectives in the same
+ * order (MPI requires it), and MPI pairs their starts by that order,
+ * whatever order the ranks start them in. So each one gets an instance
+ * stream of its own at its *_init: the broadcast agreeing on the stream's
+ * id is issued there, in init order, on the parent's communicator, and
+ * its starts are numbered on the stream alone. After an agent failure
+ * stock MPI redoes them from their schedules, under a tag of the stream's
+ * own (shim_fo_take.c), never with a stock collective call (matched in
+ * call order).
+ */
+shim_comm_t *shim_comm_stream_new(shim_comm_t *parent)
+{
+    shim_comm_t *c = calloc(1, sizeof(*c));
+    size_t n = sizeof(uint32_t) * (size_t)parent->size;
+
+    if (c == NULL || (c->members = malloc(n)) == NULL ||
+        (c->agent = malloc(n)) == NULL) {
+        if (c != NULL) {
+            free(c->members);
+        }
+        free(c);
+        return NULL;
+    }
+    memcpy(c->members, parent->members, n);
+    memcpy(c->agent, parent->agent, n);
+    c->rank = parent->rank;
+    c->size = parent->size;
+    c->one_node = parent->one_node;
+    c->comm = parent->comm;
+    c->shadow = MPI_COMM_NULL;
+    c->refs = 2;          /* the persistent request's and the agreement's */
+    c->agree_ref = 1;
+    pthread_mutex_lock(&shim.lock);
+    c->parent = parent;
+    parent->refs++;
+    c->stream = ++parent->nstreams;
+    pthread_mutex_unlock(&shim.lock);
+    comm_agree(c, parent->comm);
+    comm_link(c);
+    return c;
 }
 
 /* Attribute destructor: MPI_Comm_free (or MPI_Finalize for SELF). Ops
@@ -63,6 +141,13 @@ int shim_comm_delete(MPI_Comm comm, int keyval, void *attr, void *extra)
     (void)extra;
     c->freed = 1;
     c->comm = MPI_COMM_NULL;
+    pthread_mutex_lock(&shim.lock);
+    for (shim_comm_t *s = shim.comms; s != NULL; s = s->next_all) {
+        if (s->parent == c) {
+            s->comm = MPI_COMM_NULL;   /* its persistent requests' too */
+        }
+    }
+    pthread_mutex_unlock(&shim.lock);
     if (c->id_known) {
         shim_comm_unref(c);
     }
@@ -136,33 +221,23 @@ shim_comm_t *shim_comm_state_new(MPI_Comm comm, MPI_Comm shadow)
     free(in);
     free(out);
     PMPI_Comm_compare(comm, MPI_COMM_WORLD, &same);
-    if (same != MPI_IDENT && c->rank == 0) {
-        c->id_buf = ((uint64_t)(shim.world_rank + 1) << 32) |
-                    ++shim.next_comm;
-    }
     if (same == MPI_IDENT) {
         c->id = SHIM_WORLD_ID;
         c->id_known = 1;
     } else if (shadow != MPI_COMM_NULL) {
         /* Every member is here (the call that made comm): agree now. */
+        if (c->rank == 0) {
+            c->id_buf = ((uint64_t)(shim.world_rank + 1) << 32) |
+                        ++shim.next_comm;
+        }
         PMPI_Bcast(&c->id_buf, 1, MPI_UINT64_T, 0, comm);
         c->id = c->id_buf;
         c->id_known = 1;
     } else {
-        PMPI_Ibcast(&c->id_buf, 1, MPI_UINT64_T, 0, comm, &c->id_req);
-        pthread_mutex_lock(&shim.agree_lock);
-        c->next_agreeing = shim.agreeing;
-        shim.agreeing = c;
-        pthread_mutex_unlock(&shim.agree_lock);
+        comm_agree(c, comm);
     }
     PMPI_Comm_set_attr(comm, shim.keyval, c);
-    pthread_mutex_lock(&shim.lock);
-    c->next_all = shim.comms;
-    if (shim.comms != NULL) {
-        shim.comms->prev_all = c;
-    }
-    shim.comms = c;
-    pthread_mutex_unlock(&shim.lock);
+    comm_link(c);
     return c;
 }
 

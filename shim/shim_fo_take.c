@@ -54,8 +54,8 @@ static int stock_comm(shim_comm_t *c, uint32_t seq, int coll, MPI_Comm *use,
     if (agreed(c->id, seq, 1)) {
         why = "a rank finished it on an agent before the failure, so "
               "stock MPI cannot redo it";
-    } else if (c->shadow != MPI_COMM_NULL) {
-        *use = c->shadow;
+    } else if (shim_comm_twin(c) != MPI_COMM_NULL) {
+        *use = shim_comm_twin(c);
         return 1;
     } else if (agreed(c->id, seq, 0)) {
         why = "it may have gone to an agent, and the communicator was made "
@@ -98,6 +98,15 @@ static int pack_gathered(shim_call_t *k)
     return 0;
 }
 
+/* The tag of a redo on the twin: distinct for the instances that can be
+ * redone at once (the communicator's pending ones, and one of each
+ * persistent request's stream). MPI's tags reach at least 32767. */
+static int redo_tag(const shim_comm_t *c, uint32_t seq)
+{
+    return c->stream == 0 ? (int)(seq % 16384u)
+                          : 16384 + (int)((c->stream - 1) % 16383u);
+}
+
 /* Start op on stock MPI (lock held): its schedule, run with PMPI
  * point-to-point on the twin of its communicator. An MPI error code, or
  * success. */
@@ -114,7 +123,7 @@ static int take_one(shim_op_t *op)
     if (!stock_comm(c, op->call.seq, coll, &use, 0)) {
         return MPI_ERR_OTHER;
     }
-    if (use != c->shadow) {
+    if (use != shim_comm_twin(c)) {
         /* Point-to-point on the application's communicator could meet
          * its own receives: only a twin is safe. */
         dps_error("%s #%u on communicator %#llx fails: the communicator "
@@ -133,7 +142,7 @@ static int take_one(shim_op_t *op)
         shim_engine_scatter_remove(op->call.unpack.scat);
         op->call.unpack.scat->ndone = 0;
     }
-    op->redo = shim_redo_start(op, use, (int)(op->call.seq % 32767u));
+    op->redo = shim_redo_start(op, use, redo_tag(c, op->call.seq));
     if (op->redo == NULL) {
         shim.stats[coll][SHIM_STAT_FAILED]++;
         return MPI_ERR_OTHER;

@@ -332,7 +332,7 @@ static int end_persistent(dpushim_group_t *group, MPI_Request *request)
         return DPUSHIM_ERR_NOMEM;
     }
     return shim_pers_new(DPS_COLL_GROUP_INIT, g->comm, start, group_free, g,
-                         request);
+                         1, request);
 }
 
 DPUSHIM_API int dpushim_impl_group_end(dpushim_group_t *group,

@@ -276,8 +276,10 @@ void shim_comm_progress(void)
         }
         c->wait_tail = NULL;
         pthread_mutex_unlock(&shim.lock);
-        if (c->freed) {
-            /* MPI freed the communicator while we agreed on its id. */
+        if (c->freed || c->agree_ref) {
+            /* MPI freed the communicator while we agreed on its id, or
+             * the agreement held a stream's state. */
+            c->agree_ref = 0;
             shim_comm_unref(c);
         }
     }

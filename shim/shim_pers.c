@@ -31,7 +31,8 @@ static shim_pers_t *find(MPI_Request req)
 }
 
 int shim_pers_new(int coll, MPI_Comm comm, shim_pers_start_t start,
-                  void (*drop)(void *), void *args, MPI_Request *req)
+                  void (*drop)(void *), void *args, int offload,
+                  MPI_Request *req)
 {
     shim_pers_t *p = calloc(1, sizeof(*p));
     int rc = MPI_ERR_NO_MEM;
@@ -53,6 +54,20 @@ int shim_pers_new(int coll, MPI_Comm comm, shim_pers_start_t start,
     pthread_mutex_lock(&shim.lock);
     p->comm->refs++;   /* the state outlives MPI's handle, if need be */
     pthread_mutex_unlock(&shim.lock);
+    if (offload) {
+        shim_in_call++;
+        p->stream = shim_comm_stream_new(p->comm);
+        shim_in_call--;
+    }
+    if (offload && p->stream == NULL) {
+        shim_in_call++;
+        PMPI_Request_free(&p->handle);
+        shim_in_call--;
+        shim_comm_unref(p->comm);
+        drop(args);
+        free(p);
+        return MPI_ERR_NO_MEM;
+    }
     p->inner = MPI_REQUEST_NULL;
     p->coll = coll;
     p->start = start;
@@ -83,9 +98,11 @@ static int start_one(shim_pers_t *p)
     }
     shim_as = p->coll;
     shim_pin = &p->pin;
+    shim_stream = p->stream;
     rc = p->start(p, &p->inner);
     shim_as = 0;
     shim_pin = NULL;
+    shim_stream = NULL;
     p->active = rc == MPI_SUCCESS && p->inner != MPI_REQUEST_NULL;
     return rc;
 }
@@ -142,6 +159,9 @@ static void destroy(shim_pers_t *p)
     pthread_mutex_lock(&shim.lock);
     shim_sched_put(p->pin);
     pthread_mutex_unlock(&shim.lock);
+    if (p->stream != NULL) {
+        shim_comm_unref(p->stream);
+    }
     shim_comm_unref(p->comm);
     p->drop(p->args);
     free(p);

@@ -33,14 +33,19 @@ struct shim_pers {
     struct shim_sched *pin;     /* the schedule it last used */
     shim_comm_t      *comm;     /* its communicator's state (a reference:
                                  * freed by MPI, it says so) */
+    shim_comm_t      *stream;   /* its matching stream (a reference), or
+                                 * NULL: its starts never reach an agent */
     UT_hash_handle    hh;       /* keyed on the bytes of handle */
 };
 
 /* A new inactive persistent request on comm into *req, owning args
- * (freed by drop with the request; also when this fails). MPI_SUCCESS,
- * or an MPI error code. */
+ * (freed by drop with the request; also when this fails). Called from
+ * the *_init, in init order: with offload, the request's matching stream
+ * is made here (shim_comm_stream_new). MPI_SUCCESS, or an MPI error
+ * code. */
 int shim_pers_new(int coll, MPI_Comm comm, shim_pers_start_t start,
-                  void (*drop)(void *), void *args, MPI_Request *req);
+                  void (*drop)(void *), void *args, int offload,
+                  MPI_Request *req);
 
 /* Requests of the shim's in place of handles, for one completion call. */
 typedef struct shim_swap {
