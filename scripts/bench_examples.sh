@@ -142,10 +142,9 @@ run() {
 # tagged TAG: the pids of the processes whose environment holds
 # DPS_BENCH_JOB=TAG (a job's ranks and agents).
 tagged() {
-    local p
-    for p in $(pgrep -f 'build/[a-z]*/(examples/|dpu_agent)'); do
-        grep -qxz "DPS_BENCH_JOB=$1" "/proc/$p/environ" 2>/dev/null &&
-            echo "$p"
+    local n
+    for n in dpu_agent pattern ring_bcast halo3d; do
+        dps_pids_tagged "$n" "DPS_BENCH_JOB=$1"
     done
 }
 

@@ -215,7 +215,9 @@ err_case() {
         [ -z "$(dps_agents_left)" ] && break
         sleep 0.1
     done
-    [ -z "$(dps_agents_left)" ] || { echo "agents left" >>"$log"; ok=0; }
+    [ -z "$(dps_agents_left)" ] || {
+        echo "agents left: $(dps_pids_describe $(dps_agents_left))" >>"$log"
+        ok=0; }
     report "$mpi erroneous call ($cas, $np ranks, $([ $h = fatal ] &&
         echo "fatal handler: aborts" || echo "MPI_ERRORS_RETURN: errors returned")), no hang" \
         "$ok" "$log"
@@ -273,7 +275,9 @@ require_case() {
     ! grep -q '^result: ok' "$log" || ok=0
     [ "$(grep -Ec -- "$re" "$log")" = 1 ] || {
         echo "expected /$re/ once in the output" >>"$log"; ok=0; }
-    [ -z "$(dps_agents_left)" ] || { echo "agent left" >>"$log"; ok=0; }
+    [ -z "$(dps_agents_left)" ] || {
+        echo "agent left: $(dps_pids_describe $(dps_agents_left))" >>"$log"
+        ok=0; }
     report "$mpi DPUSHIM_REQUIRE: $name aborts" "$ok" "$log"
 }
 
@@ -404,27 +408,25 @@ kill_case() {
         ok=0
     fi
     case $what in
-    all-ranks) pgrep -x kill_target | xargs -r kill -9 ;;
+    all-ranks) dps_own_pids kill_target | xargs -r kill -9 ;;
     leader)    # the rank whose child the agent is
                ps -o ppid= -p "$(dps_agents_left | head -n 1)" |
                    xargs -r kill -9 ;;
     launcher)  # mpirun / mpiexec itself (Debian's names included)
-               for _ in mpirun mpirun.openmpi orterun mpiexec \
-                        mpiexec.mpich mpiexec.hydra; do
-                   pgrep -x "$_"
-               done | xargs -r kill -9 ;;
+               dps_own_pids mpirun mpirun.openmpi orterun mpiexec \
+                   mpiexec.mpich mpiexec.hydra | xargs -r kill -9 ;;
     esac
     for _ in $(seq 100); do
         [ -z "$(dps_agents_left)" ] && break
         sleep 0.1
     done
     if [ -n "$(dps_agents_left)" ]; then
-        echo "agents left 10 s after killing $what: $(dps_agents_left)" \
-            >>"$log"
+        echo "agents left 10 s after killing $what:" \
+            "$(dps_pids_describe $(dps_agents_left))" >>"$log"
         ok=0
     fi
     # Clean up the rest of the job, whatever the launcher does.
-    pgrep -x kill_target | xargs -r kill -9
+    dps_own_pids kill_target | xargs -r kill -9
     kill -9 "$launcher" 2>/dev/null
     wait "$launcher" 2>/dev/null
     { echo "-- job output:"; cat "$job"; } >>"$log"
@@ -490,7 +492,7 @@ failover_case() {
         [ -z "$(dps_agents_left)" ] && break
         sleep 0.1
     done
-    [ -z "$(dps_agents_left)" ] || { echo "agents left: $(dps_agents_left)" >>"$log"; ok=0; }
+    [ -z "$(dps_agents_left)" ] || { echo "agents left: $(dps_pids_describe $(dps_agents_left))" >>"$log"; ok=0; }
     local what="killed (SIGKILL)"
     local outcome="requests end, results exact, job finishes on stock MPI"
     [ "$how" = stop ] && what="stopped (SIGSTOP, silent)"
@@ -524,8 +526,60 @@ failover_kinds_case() {
             { echo "no statistics of $name after the failure" >>"$log"; ok=0; }
     done
     [ -z "$(dps_agents_left)" ] || sleep 2
-    [ -z "$(dps_agents_left)" ] || { echo "agents left: $(dps_agents_left)" >>"$log"; ok=0; }
+    [ -z "$(dps_agents_left)" ] || { echo "agents left: $(dps_pids_describe $(dps_agents_left))" >>"$log"; ok=0; }
     report "$mpi agent killed with one collective of every kind pending, $np ranks: each ends (exact, or an error), all run on stock MPI after" "$ok" "$log"
+}
+
+# outsiders_case MPI: the failure tests (ranks and agents killed, an
+# agent killed mid-collective, an erroneous call) run beside an unrelated
+# listening agent and an unrelated MPI job under the shim, both started
+# under another run's tag, as another user's would be. The tests must
+# pass and both outsiders survive untouched; then they are ended by pid.
+outsiders_case() {
+    local mpi=$1 ok=1 dir own=$DPS_RUN_TAG other p lp jp outs=() _
+    local log="$LOGS/$mpi-outsiders.log"
+    dir=$(mktemp -d)
+    other="outsider-$$-$RANDOM"
+    DPS_RUN_TAG=$other
+    start_listener "$mpi" "$dir" || echo "outsider listener not up" >>"$log"
+    lp=$LISTEN_PID
+    ( dps_launch "$mpi" 2 1 "DPUSHIM_MIN_BYTES=1" \
+        "build/$mpi/tests/kill_target" ) >"$dir/job.log" 2>&1 &
+    jp=$!
+    DPS_RUN_TAG=$own
+    for _ in $(seq 100); do
+        grep -q running "$dir/job.log" &&
+            [ -n "$(dps_pids_tagged dpu_agent "DPS_RUN_TAG=$other")" ] && break
+        sleep 0.1
+    done
+    # shellcheck disable=SC2207 # one pid a word
+    outs=($( { echo "$lp"; dps_pids_tagged kill_target "DPS_RUN_TAG=$other"
+               dps_pids_tagged dpu_agent "DPS_RUN_TAG=$other"; } | sort -u))
+    [ ${#outs[@]} -ge 4 ] || {
+        echo "outsiders not all up: ${outs[*]}" >>"$log"; ok=0; }
+    kill_case "$mpi" all-ranks
+    kill_case "$mpi" leader
+    failover_case "$mpi" 2 kill
+    err_case "$mpi" 2 alias return
+    for p in "${outs[@]}"; do
+        if ! kill -0 "$p" 2>/dev/null ||
+                [ "$(ps -o stat= -p "$p" | cut -c1)" = Z ]; then
+            echo "outsider $p was killed" >>"$log"
+            ok=0
+        fi
+    done
+    echo "outsiders: $(dps_pids_describe "${outs[@]}")" >>"$log"
+    dps_pids_tagged kill_target "DPS_RUN_TAG=$other" | xargs -r kill -9
+    kill "$lp" 2>/dev/null
+    wait "$jp" "$lp" 2>/dev/null
+    for _ in $(seq 50); do
+        [ -z "$(dps_pids_tagged dpu_agent "DPS_RUN_TAG=$other")" ] && break
+        sleep 0.1
+    done
+    dps_pids_tagged dpu_agent "DPS_RUN_TAG=$other" | xargs -r kill -9
+    rm -rf "$dir"
+    report "$mpi failure tests beside another job and a listening agent: both untouched" \
+        "$ok" "$log"
 }
 
 # pers_order_failover_case MPI NP: t_pers_order with an agent killed in
@@ -772,7 +826,7 @@ listen_job_tests() {
         sleep 0.1
     done
     [ -n "$(pgrep -P "$LISTEN_PID")" ] || { echo "no agent process served the job" >"$log"; ok=0; }
-    pgrep -x kill_target | xargs -r kill -9
+    dps_own_pids kill_target | xargs -r kill -9
     wait $pa 2>/dev/null
     for _ in $(seq 100); do
         [ -z "$(pgrep -P "$LISTEN_PID")" ] && break
@@ -950,15 +1004,16 @@ fuzz_decoder() {
 no_agents_left() {
     local log="$LOGS/agents-left.log" left
     left=$(dps_agents_left)
-    echo "dpu_agent processes: ${left:-none}" >"$log"
+    echo "this run's dpu_agent processes: ${left:-none}" >"$log"
+    dps_pids_describe $left >>"$log"
     report "no dpu_agent process left after the suite" \
         "$([ -z "$left" ] && echo 1 || echo 0)" "$log"
     [ -z "$left" ] || kill -9 $left  # this suite failed anyway
 }
 
 if [ -n "$(dps_agents_left)" ]; then
-    echo "note: dpu_agent processes were running before the suite:" \
-         "$(dps_agents_left | tr '\n' ' ')"
+    echo "note: dpu_agent processes of this run's tag ($DPS_RUN_TAG) were" \
+         "running before the suite: $(dps_agents_left | tr '\n' ' ')"
 fi
 unit_tests
 readme_check
@@ -990,6 +1045,7 @@ for mpi in "$@"; do
     failover_kinds_case "$mpi"
     pers_order_failover_case "$mpi" 3
     pers_order_failover_case "$mpi" 4
+    outsiders_case "$mpi"
     example_tests "$mpi"
     fortran_tests "$mpi"
     kill_case "$mpi" launcher

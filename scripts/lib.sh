@@ -9,6 +9,16 @@ export OMPI_MCA_btl_base_warn_component_unused=0
 
 DPS_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
+# This run's mark. Every process a script starts inherits it: launchers
+# pass the environment to their ranks, ranks to the agents they spawn,
+# and listening agents started here have it too. Checks and kills find
+# their own processes by it (read back from /proc/PID/environ), so a run
+# never counts or kills another job's ranks or agents, nor a node's
+# listening agent. A process group would not do: MPI launchers put ranks
+# in groups of their own.
+: "${DPS_RUN_TAG:=run-$$-$(date +%s%N)}"
+export DPS_RUN_TAG
+
 # dps_launch MPI NP SHIM(0|1) "VAR=value ..." program [args...]
 # Runs the program with NP ranks; SHIM=1 preloads build/MPI/libdpushim.so.
 # The listed variables are passed to every rank. DPS_RANK_CPUS (a CPU list
@@ -66,9 +76,40 @@ dps_launch() {
     "${args[@]}" "$@" </dev/null
 }
 
-# Agents still running (from any job): prints their pids.
+# dps_pids_tagged NAME ENTRY: the pids of the processes named NAME (as in
+# /proc/PID/comm) whose environment holds ENTRY (VAR=value).
+dps_pids_tagged() {
+    local name=$1 entry=$2 d c
+    for d in /proc/[0-9]*; do
+        c=
+        { read -r c <"$d/comm"; } 2>/dev/null || continue
+        [ "$c" = "$name" ] || continue
+        grep -qxzF -- "$entry" "$d/environ" 2>/dev/null && echo "${d#/proc/}"
+    done
+    return 0
+}
+
+# dps_own_pids NAME...: this run's processes of those names.
+dps_own_pids() {
+    local n
+    for n in "$@"; do
+        dps_pids_tagged "$n" "DPS_RUN_TAG=$DPS_RUN_TAG"
+    done
+}
+
+# This run's agents still running: their pids.
 dps_agents_left() {
-    pgrep -x dpu_agent || true
+    dps_own_pids dpu_agent
+}
+
+# dps_pids_describe PID...: "PID: command line" for each one alive.
+dps_pids_describe() {
+    local p
+    for p in "$@"; do
+        [ -r "/proc/$p/cmdline" ] &&
+            echo "$p: $(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null)"
+    done
+    return 0
 }
 
 # dps_mpis_ready [MPI...]: sets DPS_MPIS to the MPIs given (none given:

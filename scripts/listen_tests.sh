@@ -36,11 +36,7 @@ _lt_expect_log() {
 # Our dpu_agent processes (the listener and its children carry the tag in
 # their environment), whatever else runs on the machine.
 _lt_ours() {
-    local p
-    for p in $(pgrep -x dpu_agent); do
-        tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null |
-            grep -qx "DPS_LISTEN_TEST_TAG=$_lt_tag" && echo "$p"
-    done
+    dps_pids_tagged dpu_agent "DPS_LISTEN_TEST_TAG=$_lt_tag"
 }
 
 _lt_alive() {
@@ -243,7 +239,7 @@ _lt_stop() {
         kill -9 $left
         ok=0
     fi
-    echo "dpu_agent processes on the machine: $(pgrep -x dpu_agent |
+    echo "this run's dpu_agent processes: $(dps_agents_left |
           tr '\n' ' ')" >>"$log"
     rm -rf "$_lt_tmp"
     report "$mpi listen: listener stops on SIGTERM, no agent of its left" \
