@@ -877,7 +877,6 @@ static int o_rooted(ck_t *k)
 static int o_allgather(ck_t *k)
 {
     const shim_coll_args_t *a = k->a;
-    int i;
 
     if (k->coll == DPS_COLL_ALLGATHER) {
         TRY(o_null_type(k, a->rtype, "recvtype"));
@@ -903,12 +902,8 @@ static int o_allgather(ck_t *k)
     if (a->sbuf != MPI_IN_PLACE) {
         TRY(o_type(k, a->stype, a->scount, "sendtype", "sendcount"));
     }
-    for (i = 0; a->rcounts != NULL && i < k->size; i++) {
-        if (a->rcounts[i] < 0) {
-            return refuse(k, MPI_ERR_COUNT, 0, 0, "recvcounts[%d] is "
-                          "negative (%d)", i, a->rcounts[i]);
-        }
-    }
+    /* Its recvcounts loop runs to ompi_comm_remote_size(), which is 0 on
+     * an intracommunicator: no count is checked. */
     if (a->rdispls == NULL) {
         return refuse(k, MPI_ERR_BUFFER, 0, 0, "displs is NULL");
     }
@@ -1052,15 +1047,8 @@ static int o_neighbor(ck_t *k, int in, int out)
                           "MPI_DATATYPE_NULL");
         }
         TRY(o_type(k, a->stype, a->scount, "sendtype", "sendcount"));
-        /* Open MPI reads recvcounts for every rank of the communicator:
-         * past the in-degree's entries, which the program need not have
-         * and which may hold anything. Only those are read here. */
-        for (i = 0; a->rcounts != NULL && i < in; i++) {
-            if (a->rcounts[i] < 0) {
-                return refuse(k, MPI_ERR_COUNT, 0, 0, "recvcounts[%d] is "
-                              "negative (%d)", i, a->rcounts[i]);
-            }
-        }
+        /* recvcounts: as in iallgatherv.c, a loop to the remote size,
+         * 0 here. */
         if (a->rdispls == NULL) {
             return refuse(k, MPI_ERR_BUFFER, 0, 0, "displs is NULL");
         }

@@ -80,8 +80,9 @@ static int block_offloads(const shim_coll_args_t *a, const shim_check_t *chk)
     vec_t v;
 
     return red_offloads(a, chk, a->rcount, &v) &&
-           (uint64_t)a->rcount * (uint64_t)shim_comm_size(a->comm) <=
-           INT32_MAX;
+           (a->rcount < 0 ||
+            (uint64_t)a->rcount * (uint64_t)shim_comm_size(a->comm) <=
+            INT32_MAX);
 }
 
 /* Reduce_scatter: recvcounts is alike on every rank, so the mean block
