@@ -76,22 +76,24 @@ typedef struct shim_check {
  * communicator with MPI_ERRORS_RETURN). Thread-safe.
  *
  * Compiled per MPI: MPICH 4.0's generated bindings
- * (src/binding/c/coll/<call>.c, HAVE_ERROR_CHECKING=all, the aliasing check
- * switched by MPIR_CVAR_COLL_ALIAS_CHECK), Open MPI 4.1's
- * ompi/mpi/c/<call>.c and ompi/mpiext/pcollreq/c/<call>_init.c
- * MPI_PARAM_CHECK
- * blocks (all of them off with mpi_param_check=0). For a persistent
- * coll id (DPS_COLL_*_INIT) the checks of MPI's *_init are made; they
- * are the nonblocking call's, except Open MPI's MPIX_Reduce_init
- * (sendbuf == recvbuf on the root whatever the count) and
- * MPIX_Neighbor_alltoallv/w_init (null arrays whatever the degrees).
+ * (src/binding/c/coll/<call>.c; error checking "all"; the aliasing
+ * check switched by MPIR_CVAR_COLL_ALIAS_CHECK), Open MPI 4.1's
+ * MPI_PARAM_CHECK blocks (ompi/mpi/c/<call>.c and
+ * ompi/mpiext/pcollreq/c/<call>_init.c; all off with
+ * mpi_param_check=0). For a persistent coll id (DPS_COLL_*_INIT) the
+ * checks of MPI's *_init are made: the nonblocking call's, but for Open
+ * MPI's MPIX_Reduce_init (sendbuf == recvbuf at the root whatever the
+ * count) and MPIX_Neighbor_alltoallv/w_init (null arrays whatever the
+ * degrees).
  *
- * Left to the MPI library, which the wrappers fall back to in these
- * cases: the communicator itself (null, freed, an intercommunicator,
- * no topology for the neighbourhood calls), user-defined operations,
- * and the datatypes the shim cannot judge (MPI_Type_create_f90_*, rare
- * predefined ones); MPICH's check of a persistent call's info handle.
- * Call it only when the shim is initialised (shim_check_init).
+ * Left to the MPI library (answered MPI_SUCCESS here; the wrappers fall
+ * back to it in these cases): the communicator itself (null, freed, an
+ * intercommunicator, no topology for a neighbourhood call), handles
+ * already freed, user-defined operations, the datatypes the operations'
+ * tables do not list (MPI_Type_create_f90_*, rare predefined ones), and
+ * MPICH's check of a persistent call's info. Call it only between
+ * shim_check_init and shim_check_fini (without them no datatype is
+ * found uncommitted).
  */
 int shim_coll_check(const shim_coll_args_t *a, shim_check_t *out);
 
