@@ -38,8 +38,9 @@ SHIM_SRC   := shim/shim_init.c shim/boot_agent.c shim/boot_place.c \
               shim/shim_wait.c shim/shim_util.c shim/shim_reg.c \
               shim/shim_failover.c shim/shim_fo_take.c shim/shim_block.c \
               shim/shim_sched.c shim/shim_types.c shim/shim_flat.c \
-              shim/shim_redo.c shim/coll_common.c shim/coll_move.c \
-              shim/coll_reduce.c shim/coll_neigh.c shim/coll_pers.c \
+              shim/shim_redo.c shim/coll_common.c shim/coll_check.c \
+              shim/coll_move.c shim/coll_reduce.c shim/coll_neigh.c \
+              shim/coll_pers.c \
               shim/shim_pers.c shim/shim_group.c shim/fortran_ompi.c \
               shim/fortran_ompi_pers.c shim/fortran_ompi_wait.c \
               shim/fortran_mpich.c $(BLD_SRC)

@@ -145,9 +145,18 @@ mpi_tests() {
     done
     # Odd communicator sizes: 3 ranks, agents serving 2 and 1.
     for name in t_odd t_mixed t_colls t_dtypes t_persist t_neigh t_group \
-                t_pers_order; do
+                t_pers_order t_argerr; do
         shim_case "$mpi" "build/$mpi/tests/$name" 3 \
             "$base DPUSHIM_RANKS_PER_DPU=2" "3 ranks, 2 agents"
+    done
+    # t_argerr's reference (stock MPI's refusals) at every size too.
+    for np in 3 4; do
+        log="$LOGS/$mpi-t_argerr-stock-np$np.log"
+        run_job "$log" "$mpi" "$np" 0 "" "build/$mpi/tests/t_argerr"
+        rc=$?
+        ok=0
+        [ $rc = 0 ] && grep -q '^result: ok' "$log" && ok=1
+        report "$mpi t_argerr stock MPI, $np ranks" "$ok" "$log"
     done
     # The staged data path (the agent copies through its own buffers, as
     # a DPU staging in its memory) beside the default direct one.
@@ -168,7 +177,8 @@ mpi_tests() {
     done
 }
 
-# shim_case MPI PROG NP VARS TITLE: data correct and statistics as expected.
+# shim_case MPI PROG NP VARS TITLE: data correct and statistics as expected,
+# and no offloaded collective left running at MPI_Finalize.
 shim_case() {
     local mpi=$1 t=$2 np=$3 vars=$4 title=$5 log ok
     log="$LOGS/$mpi-$(basename "$t")-np$np${vars//[^a-z]/}.log"
@@ -176,6 +186,10 @@ shim_case() {
     ok=$?
     [ $ok = 0 ] && grep -q '^result: ok' "$log" && stats_match "$log" &&
         ok=1 || ok=0
+    if grep -q 'offloaded collectives still running' "$log"; then
+        echo "offloaded collectives left running at MPI_Finalize" >>"$log"
+        ok=0
+    fi
     report "$mpi $(basename "$t") $title" "$ok" "$log"
 }
 

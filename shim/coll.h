@@ -11,6 +11,7 @@
 #ifndef COLL_H
 #define COLL_H
 
+#include "coll_check.h"
 #include "shim.h"
 #include "shim_types.h"
 
@@ -31,8 +32,57 @@ int shim_coll_wanted(int coll, MPI_Comm comm);
 int shim_big_enough(uint64_t bytes);
 int shim_any_size(void);
 
+/* Large enough to offload: count elements of dt by the type signature
+ * (shim_big_enough). For a call MPI refuses (refused), whose count or
+ * datatype may be the wrong input and say nothing of the other ranks'
+ * sizes: whenever some size offloads (shim_any_size). */
+int shim_size_offloads(MPI_Datatype dt, int count, int refused);
+
 /* Count a fallback to stock MPI; returns rc (the PMPI call's). */
 int shim_fallback(int coll, int rc);
+
+/* Stock MPI's nonblocking call for a's collective, on comm, into *req
+ * (never counted). */
+int shim_coll_stock(const shim_coll_args_t *a, MPI_Comm comm,
+                    MPI_Request *req);
+
+/* Whether the ranks offload a call with a's arguments, on what they know
+ * alike. chk NULL: the call passed MPI's checks. Else MPI refuses it
+ * (chk says why): decide without the inputs it has wrong, as the ranks
+ * whose calls are right would (shim_call_rejected). */
+typedef int (*shim_offloads_fn)(const shim_coll_args_t *a,
+                                const shim_check_t *chk);
+
+/*
+ * Every wrapper's start, after the re-entry test: 1 when the call is
+ * over (*rc its result: stock MPI's, counted as a fallback, or the
+ * refusal of a call MPI refuses), 0 when it is to be offloaded.
+ */
+int shim_coll_start(const shim_coll_args_t *a, shim_offloads_fn offloads,
+                    int *rc);
+
+/*
+ * A nonblocking call MPI refuses at call time (shim_coll_check said so
+ * in *chk): refuse it as MPI does, and let no other rank wait for it.
+ * offload is the decision the ranks whose calls are right make (coll.h's
+ * rule: on what every rank knows alike), taken by the wrapper without
+ * the inputs this call has wrong (chk->bad; an unknown size: any size
+ * that offloads). Offload: the instance is posted as erroneous (the
+ * agent fails it on every rank: their requests end with an error) and
+ * chk->cls is raised on chk->raise_on, as MPI's own check does. Else:
+ * stock MPI's call, which refuses it itself. Either way nothing is
+ * offloaded: counted as a fallback.
+ *
+ * Where the guess is wrong (the others' sizes, unknown here, fall below
+ * DPUSHIM_MIN_BYTES and they run stock MPI), this rank's erroneous
+ * instance has no partner: nothing waits for it in the shim, and it ends
+ * at once here; the others' stock call waits for this rank as it would
+ * under stock MPI, and their next offloaded call on the communicator
+ * meets the failed instance and fails (the instance numbers then differ
+ * by one: after an error the communicator is not usable, as under MPI).
+ */
+int shim_call_rejected(const shim_coll_args_t *a, const shim_check_t *chk,
+                       int offload);
 
 enum { SHIM_GO, SHIM_STOCK, SHIM_FAIL,
        SHIM_PROBED };   /* shim_probing: the call would be offloaded */
@@ -47,17 +97,15 @@ extern __thread shim_comm_t *shim_stream;
  * (the answer is the same at every start: it depends on the arguments,
  * the switches and the sizes alone), a wrapper only decides: it returns
  * SHIM_PROBE_STOCK where it would call stock MPI, SHIM_PROBE_GO where it
- * would offload, and does nothing else. Stock MPI must then run every
- * start from its own persistent request, matched in init order.
+ * would offload (shim_coll_start), and does nothing else. A call MPI
+ * refuses also answers what the ranks whose calls are right decide, and
+ * leaves MPI's verdict in *shim_probe_chk (with chk.cls set).
  */
 extern __thread int shim_probing;
 #define SHIM_PROBE_STOCK (-1)
 #define SHIM_PROBE_GO    (-2)
+extern __thread shim_check_t *shim_probe_chk;
 
-/* The fallback of a wrapper's decision: stock MPI's call, counted; only
- * the answer while probing. */
-#define SHIM_FALLBACK(coll, call)                                          \
-    (shim_probing ? SHIM_PROBE_STOCK : shim_fallback((coll), (call)))
 
 /*
  * Offload it is: the communicator's state and the instance's number,
@@ -83,6 +131,9 @@ int shim_coll_begin_sched(int coll, MPI_Comm comm, shim_comm_t **cp,
         if (go_ == SHIM_PROBED) {                                          \
             return SHIM_PROBE_GO;                                          \
         }                                                                  \
+        if (go_ == SHIM_PROBED) {                                          \
+            return SHIM_PROBE_GO;                                          \
+        }                                                                  \
         if (go_ == SHIM_STOCK) {                                           \
             return (stock_call);                                           \
         }                                                                  \
@@ -101,8 +152,8 @@ int shim_call_post(shim_comm_t *c, shim_call_t *k, MPI_Request *req);
 /*
  * This rank's own arguments are erroneous in a way only it can see: post
  * the error all the same (the agent fails the instance on every rank, so
- * nobody waits for this one), and raise mpi_class on comm at once, as
- * MPI's own checks would.
+ * nobody waits for this one), and raise mpi_class on comm (the handler's
+ * communicator) at once, as MPI's own checks would. req may be NULL.
  */
 int shim_call_erroneous(shim_comm_t *c, shim_call_t *k, int status,
                         int mpi_class, MPI_Comm comm, MPI_Request *req,

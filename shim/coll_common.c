@@ -6,6 +6,7 @@
 #include "../common/dps_log.h"
 #include "../common/dps_status.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,6 +35,7 @@ __thread int shim_as;
 __thread struct shim_sched **shim_pin;
 __thread shim_comm_t *shim_stream;
 __thread int shim_probing;
+__thread shim_check_t *shim_probe_chk;
 
 /* The statistics line a call counts on: its persistent form's while that
  * is being started. */
@@ -85,6 +87,100 @@ int shim_big_enough(uint64_t bytes)
 int shim_any_size(void)
 {
     return shim.min_bytes != DPS_MIN_BYTES_AUTO;
+}
+
+int shim_size_offloads(MPI_Datatype dt, int count, int refused)
+{
+    shim_layout_t l;
+
+    if (!shim_layout(dt, count, &l)) {
+        return refused && shim_any_size();
+    }
+    return shim_big_enough(l.bytes);
+}
+
+int shim_coll_stock(const shim_coll_args_t *a, MPI_Comm comm,
+                    MPI_Request *req)
+{
+    switch (dps_coll_base(a->coll)) {
+    case DPS_COLL_BARRIER:
+        return PMPI_Ibarrier(comm, req);
+    case DPS_COLL_BCAST:
+        return PMPI_Ibcast((void *)a->sbuf, a->scount, a->stype, a->root,
+                           comm, req);
+    case DPS_COLL_GATHER:
+        return PMPI_Igather(a->sbuf, a->scount, a->stype, a->rbuf,
+                            a->rcount, a->rtype, a->root, comm, req);
+    case DPS_COLL_GATHERV:
+        return PMPI_Igatherv(a->sbuf, a->scount, a->stype, a->rbuf,
+                             a->rcounts, a->rdispls, a->rtype, a->root,
+                             comm, req);
+    case DPS_COLL_SCATTER:
+        return PMPI_Iscatter(a->sbuf, a->scount, a->stype, a->rbuf,
+                             a->rcount, a->rtype, a->root, comm, req);
+    case DPS_COLL_SCATTERV:
+        return PMPI_Iscatterv(a->sbuf, a->scounts, a->sdispls, a->stype,
+                              a->rbuf, a->rcount, a->rtype, a->root, comm,
+                              req);
+    case DPS_COLL_ALLGATHER:
+        return PMPI_Iallgather(a->sbuf, a->scount, a->stype, a->rbuf,
+                               a->rcount, a->rtype, comm, req);
+    case DPS_COLL_ALLGATHERV:
+        return PMPI_Iallgatherv(a->sbuf, a->scount, a->stype, a->rbuf,
+                                a->rcounts, a->rdispls, a->rtype, comm,
+                                req);
+    case DPS_COLL_ALLTOALL:
+        return PMPI_Ialltoall(a->sbuf, a->scount, a->stype, a->rbuf,
+                              a->rcount, a->rtype, comm, req);
+    case DPS_COLL_ALLTOALLV:
+        return PMPI_Ialltoallv(a->sbuf, a->scounts, a->sdispls, a->stype,
+                               a->rbuf, a->rcounts, a->rdispls, a->rtype,
+                               comm, req);
+    case DPS_COLL_ALLTOALLW:
+        return PMPI_Ialltoallw(a->sbuf, a->scounts, a->sdispls, a->stypes,
+                               a->rbuf, a->rcounts, a->rdispls, a->rtypes,
+                               comm, req);
+    case DPS_COLL_REDUCE:
+        return PMPI_Ireduce(a->sbuf, a->rbuf, a->scount, a->stype, a->op,
+                            a->root, comm, req);
+    case DPS_COLL_ALLREDUCE:
+        return PMPI_Iallreduce(a->sbuf, a->rbuf, a->scount, a->stype, a->op,
+                               comm, req);
+    case DPS_COLL_REDUCE_SCATTER:
+        return PMPI_Ireduce_scatter(a->sbuf, a->rbuf, a->rcounts, a->stype,
+                                    a->op, comm, req);
+    case DPS_COLL_REDUCE_SCATTER_BLOCK:
+        return PMPI_Ireduce_scatter_block(a->sbuf, a->rbuf, a->rcount,
+                                          a->stype, a->op, comm, req);
+    case DPS_COLL_SCAN:
+        return PMPI_Iscan(a->sbuf, a->rbuf, a->scount, a->stype, a->op,
+                          comm, req);
+    case DPS_COLL_EXSCAN:
+        return PMPI_Iexscan(a->sbuf, a->rbuf, a->scount, a->stype, a->op,
+                            comm, req);
+    case DPS_COLL_NEIGHBOR_ALLGATHER:
+        return PMPI_Ineighbor_allgather(a->sbuf, a->scount, a->stype,
+                                        a->rbuf, a->rcount, a->rtype, comm,
+                                        req);
+    case DPS_COLL_NEIGHBOR_ALLGATHERV:
+        return PMPI_Ineighbor_allgatherv(a->sbuf, a->scount, a->stype,
+                                         a->rbuf, a->rcounts, a->rdispls,
+                                         a->rtype, comm, req);
+    case DPS_COLL_NEIGHBOR_ALLTOALL:
+        return PMPI_Ineighbor_alltoall(a->sbuf, a->scount, a->stype,
+                                       a->rbuf, a->rcount, a->rtype, comm,
+                                       req);
+    case DPS_COLL_NEIGHBOR_ALLTOALLV:
+        return PMPI_Ineighbor_alltoallv(a->sbuf, a->scounts, a->sdispls,
+                                        a->stype, a->rbuf, a->rcounts,
+                                        a->rdispls, a->rtype, comm, req);
+    case DPS_COLL_NEIGHBOR_ALLTOALLW:
+        return PMPI_Ineighbor_alltoallw(a->sbuf, a->scounts, a->sad,
+                                        a->stypes, a->rbuf, a->rcounts,
+                                        a->rad, a->rtypes, comm, req);
+    default:
+        return MPI_ERR_INTERN;
+    }
 }
 
 /* May this call's send data stay unpacked, read in place by the DMA
@@ -227,8 +323,11 @@ int shim_call_erroneous(shim_comm_t *c, shim_call_t *k, int status,
                         int mpi_class, MPI_Comm comm, MPI_Request *req,
                         const char *what)
 {
-    MPI_Request r = MPI_REQUEST_NULL;
+    MPI_Request r = MPI_REQUEST_NULL, none;
 
+    if (req == NULL) {
+        req = &none;
+    }
     dps_error("%s: %s", what, dps_status_str(status));
     shim_call_clear(k);
     k->error = status;
@@ -242,6 +341,88 @@ int shim_call_erroneous(shim_comm_t *c, shim_call_t *k, int status,
     *req = MPI_REQUEST_NULL;
     PMPI_Comm_call_errhandler(comm, mpi_class);
     return mpi_class;
+}
+
+/* While probing (a persistent init): the decision, nothing done. */
+static int probed(const shim_coll_args_t *a, shim_offloads_fn offloads,
+                  int *rc)
+{
+    shim_coll_args_t init = *a;
+    shim_check_t chk;
+
+    if (!shim_coll_wanted(dps_coll_base(a->coll), a->comm)) {
+        *rc = SHIM_PROBE_STOCK;
+        return 1;
+    }
+    init.coll = shim_as != 0 ? shim_as : a->coll;   /* MPI's *_init checks */
+    if (shim_coll_check(&init, &chk) != MPI_SUCCESS) {
+        if (shim_probe_chk != NULL) {
+            *shim_probe_chk = chk;
+        }
+        *rc = offloads(a, &chk) ? SHIM_PROBE_GO : SHIM_PROBE_STOCK;
+        return 1;
+    }
+    *rc = offloads(a, NULL) ? SHIM_PROBE_GO : SHIM_PROBE_STOCK;
+    return 1;
+}
+
+int shim_coll_start(const shim_coll_args_t *a, shim_offloads_fn offloads,
+                    int *rc)
+{
+    shim_check_t chk;
+    int coll = dps_coll_base(a->coll);
+
+    if (shim_probing) {
+        return probed(a, offloads, rc);
+    }
+    /* Off, or not an intracommunicator: stock MPI, checks and all, on
+     * every rank alike. */
+    if (!shim_coll_wanted(coll, a->comm)) {
+        *rc = shim_fallback(coll, shim_coll_stock(a, a->comm, a->request));
+        return 1;
+    }
+    if (shim_coll_check(a, &chk) != MPI_SUCCESS) {
+        *rc = shim_call_rejected(a, &chk, offloads(a, &chk));
+        return 1;
+    }
+    if (!offloads(a, NULL)) {
+        *rc = shim_fallback(coll, shim_coll_stock(a, a->comm, a->request));
+        return 1;
+    }
+    return 0;
+}
+
+int shim_call_rejected(const shim_coll_args_t *a, const shim_check_t *chk,
+                       int offload)
+{
+    int coll = dps_coll_base(a->coll);
+    MPI_Comm use = a->comm;
+    shim_comm_t *c;
+    shim_call_t k;
+    char what[200];
+
+    if (!offload) {
+        return shim_fallback(coll, shim_coll_stock(a, a->comm, a->request));
+    }
+    snprintf(what, sizeof(what), "%s: %s", dps_coll_str((unsigned)coll),
+             chk->what);
+    switch (shim_coll_begin(coll, a->comm, &c, &k, &use)) {
+    case SHIM_GO:
+        /* Nothing runs: counted as left to MPI, as MPI's answer it is. */
+        return shim_fallback(coll, shim_call_erroneous(c, &k, DPS_ERR_ARG,
+                                                       chk->cls,
+                                                       chk->raise_on,
+                                                       a->request, what));
+    case SHIM_STOCK:
+        /* After an agent failure every rank runs this instance on stock
+         * MPI, which refuses the call itself. */
+        return shim_coll_stock(a, use, a->request);
+    default:
+        /* Out of memory: nothing can be posted. */
+        dps_error("%s", what);
+        PMPI_Comm_call_errhandler(chk->raise_on, chk->cls);
+        return chk->cls;
+    }
 }
 
 int shim_place_failed(shim_comm_t *c, shim_call_t *k, int rc, MPI_Comm comm,

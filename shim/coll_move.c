@@ -9,26 +9,53 @@
 
 #include <string.h>
 
+/* Whether the ranks offload a call with a's arguments (shim_offloads_fn;
+ * chk: a call MPI refuses, whose wrong inputs must not decide). Sizes
+ * that differ by rank: whenever any size would. */
+static int any_size(const shim_coll_args_t *a, const shim_check_t *chk)
+{
+    (void)a;
+    (void)chk;
+    return shim_any_size();
+}
+
 SHIM_API int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request)
 {
     const int C = DPS_COLL_BARRIER;
+    shim_coll_args_t a = {.coll = C, .comm = comm, .request = request};
     shim_comm_t *c;
     shim_call_t k;
+    int rc;
 
     if (shim_in_call || !shim.initialized) {
         return PMPI_Ibarrier(comm, request);
     }
-    if (!shim_coll_wanted(C, comm) || !shim_any_size()) {
-        return SHIM_FALLBACK(C, PMPI_Ibarrier(comm, request));
+    if (shim_coll_start(&a, any_size, &rc)) {
+        return rc;
     }
     SHIM_BEGIN(C, comm, c, k, PMPI_Ibarrier(use, request));
     return shim_call_post(c, &k, request);
+}
+
+static int root_ok(const shim_coll_args_t *a, const shim_check_t *chk)
+{
+    return chk != NULL ||
+           (a->root >= 0 && a->root < shim_comm_size(a->comm));
+}
+
+static int bcast_offloads(const shim_coll_args_t *a, const shim_check_t *chk)
+{
+    return root_ok(a, chk) &&
+           shim_size_offloads(a->stype, a->scount, chk != NULL);
 }
 
 SHIM_API int MPI_Ibcast(void *buffer, int count, MPI_Datatype datatype,
                         int root, MPI_Comm comm, MPI_Request *request)
 {
     const int C = DPS_COLL_BCAST;
+    shim_coll_args_t a = {.coll = C, .comm = comm, .sbuf = buffer,
+                          .scount = count, .stype = datatype, .root = root,
+                          .request = request};
     shim_blocks_t b = {buffer, 1, count, NULL, NULL, datatype, NULL, 0,
                        NULL, 0};
     shim_layout_t l;
@@ -40,12 +67,10 @@ SHIM_API int MPI_Ibcast(void *buffer, int count, MPI_Datatype datatype,
     if (shim_in_call || !shim.initialized) {
         return PMPI_Ibcast(buffer, count, datatype, root, comm, request);
     }
-    if (!shim_coll_wanted(C, comm) || !shim_layout(datatype, count, &l) ||
-        !shim_big_enough(l.bytes) || root < 0 ||
-        root >= shim_comm_size(comm)) {
-        return SHIM_FALLBACK(C, PMPI_Ibcast(buffer, count, datatype, root,
-                                            comm, request));
+    if (shim_coll_start(&a, bcast_offloads, &rc)) {
+        return rc;
     }
+    shim_layout(datatype, count, &l);
     SHIM_BEGIN(C, comm, c, k, PMPI_Ibcast(buffer, count, datatype, root,
                                           use, request));
     k.args.root = (uint32_t)root;
@@ -162,27 +187,26 @@ static int rooted(shim_comm_t *c, shim_call_t *k, const void *sbuf,
 
 /* The decision for gather and scatter: the block size where every rank
  * knows it (regular), any size (v). */
-static int rooted_wanted(int coll, MPI_Comm comm, int root, int scount,
-                         MPI_Datatype stype, int rcount, MPI_Datatype rtype)
+static int rooted_offloads(const shim_coll_args_t *a,
+                           const shim_check_t *chk)
 {
-    int gather = coll == DPS_COLL_GATHER || coll == DPS_COLL_GATHERV;
-    int v = coll == DPS_COLL_GATHERV || coll == DPS_COLL_SCATTERV;
-    int rank, size = shim_comm_size(comm);
-    shim_layout_t l;
+    int gather = a->coll == DPS_COLL_GATHER || a->coll == DPS_COLL_GATHERV;
+    int v = a->coll == DPS_COLL_GATHERV || a->coll == DPS_COLL_SCATTERV;
+    int rank;
 
-    if (!shim_coll_wanted(coll, comm) || root < 0 || root >= size) {
+    if (!root_ok(a, chk)) {
         return 0;
     }
     if (v) {
         return shim_any_size();
     }
-    PMPI_Comm_rank(comm, &rank);
+    PMPI_Comm_rank(a->comm, &rank);
     /* The root's block size from its many-side arguments (it may be in
      * place on the other side); the others' from their own. */
-    if ((rank == root) == gather) {
-        return shim_layout(rtype, rcount, &l) && shim_big_enough(l.bytes);
+    if ((rank == a->root) == gather) {
+        return shim_size_offloads(a->rtype, a->rcount, chk != NULL);
     }
-    return shim_layout(stype, scount, &l) && shim_big_enough(l.bytes);
+    return shim_size_offloads(a->stype, a->scount, chk != NULL);
 }
 
 SHIM_API int MPI_Igather(const void *sendbuf, int sendcount,
@@ -191,18 +215,21 @@ SHIM_API int MPI_Igather(const void *sendbuf, int sendcount,
                          MPI_Request *request)
 {
     const int C = DPS_COLL_GATHER;
+    shim_coll_args_t a = {.coll = C, .comm = comm, .sbuf = sendbuf,
+                          .scount = sendcount, .stype = sendtype,
+                          .rbuf = recvbuf, .rcount = recvcount,
+                          .rtype = recvtype, .root = root,
+                          .request = request};
     shim_comm_t *c;
     shim_call_t k;
+    int rc;
 
     if (shim_in_call || !shim.initialized) {
         return PMPI_Igather(sendbuf, sendcount, sendtype, recvbuf, recvcount,
                             recvtype, root, comm, request);
     }
-    if (!rooted_wanted(C, comm, root, sendcount, sendtype, recvcount,
-                       recvtype)) {
-        return SHIM_FALLBACK(C, PMPI_Igather(sendbuf, sendcount, sendtype,
-                                             recvbuf, recvcount, recvtype,
-                                             root, comm, request));
+    if (shim_coll_start(&a, rooted_offloads, &rc)) {
+        return rc;
     }
     SHIM_BEGIN(C, comm, c, k, PMPI_Igather(sendbuf, sendcount, sendtype,
                                            recvbuf, recvcount, recvtype,
@@ -218,19 +245,22 @@ SHIM_API int MPI_Igatherv(const void *sendbuf, int sendcount,
                           MPI_Request *request)
 {
     const int C = DPS_COLL_GATHERV;
+    shim_coll_args_t a = {.coll = C, .comm = comm, .sbuf = sendbuf,
+                          .scount = sendcount, .stype = sendtype,
+                          .rbuf = recvbuf, .rcounts = recvcounts,
+                          .rdispls = displs, .rtype = recvtype,
+                          .root = root, .request = request};
     shim_comm_t *c;
     shim_call_t k;
+    int rc;
 
     if (shim_in_call || !shim.initialized) {
         return PMPI_Igatherv(sendbuf, sendcount, sendtype, recvbuf,
                              recvcounts, displs, recvtype, root, comm,
                              request);
     }
-    if (!rooted_wanted(C, comm, root, sendcount, sendtype, 0, recvtype)) {
-        return SHIM_FALLBACK(C, PMPI_Igatherv(sendbuf, sendcount, sendtype,
-                                              recvbuf, recvcounts, displs,
-                                              recvtype, root, comm,
-                                              request));
+    if (shim_coll_start(&a, rooted_offloads, &rc)) {
+        return rc;
     }
     SHIM_BEGIN(C, comm, c, k, PMPI_Igatherv(sendbuf, sendcount, sendtype,
                                             recvbuf, recvcounts, displs,
@@ -245,18 +275,21 @@ SHIM_API int MPI_Iscatter(const void *sendbuf, int sendcount,
                           MPI_Comm comm, MPI_Request *request)
 {
     const int C = DPS_COLL_SCATTER;
+    shim_coll_args_t a = {.coll = C, .comm = comm, .sbuf = sendbuf,
+                          .scount = sendcount, .stype = sendtype,
+                          .rbuf = recvbuf, .rcount = recvcount,
+                          .rtype = recvtype, .root = root,
+                          .request = request};
     shim_comm_t *c;
     shim_call_t k;
+    int rc;
 
     if (shim_in_call || !shim.initialized) {
         return PMPI_Iscatter(sendbuf, sendcount, sendtype, recvbuf,
                              recvcount, recvtype, root, comm, request);
     }
-    if (!rooted_wanted(C, comm, root, sendcount, sendtype, recvcount,
-                       recvtype)) {
-        return SHIM_FALLBACK(C, PMPI_Iscatter(sendbuf, sendcount, sendtype,
-                                              recvbuf, recvcount, recvtype,
-                                              root, comm, request));
+    if (shim_coll_start(&a, rooted_offloads, &rc)) {
+        return rc;
     }
     SHIM_BEGIN(C, comm, c, k, PMPI_Iscatter(sendbuf, sendcount, sendtype,
                                             recvbuf, recvcount, recvtype,
@@ -272,25 +305,53 @@ SHIM_API int MPI_Iscatterv(const void *sendbuf, const int sendcounts[],
                            MPI_Request *request)
 {
     const int C = DPS_COLL_SCATTERV;
+    shim_coll_args_t a = {.coll = C, .comm = comm, .sbuf = sendbuf,
+                          .scounts = sendcounts, .sdispls = displs,
+                          .stype = sendtype, .rbuf = recvbuf,
+                          .rcount = recvcount, .rtype = recvtype,
+                          .root = root, .request = request};
     shim_comm_t *c;
     shim_call_t k;
+    int rc;
 
     if (shim_in_call || !shim.initialized) {
         return PMPI_Iscatterv(sendbuf, sendcounts, displs, sendtype,
                               recvbuf, recvcount, recvtype, root, comm,
                               request);
     }
-    if (!rooted_wanted(C, comm, root, 0, sendtype, recvcount, recvtype)) {
-        return SHIM_FALLBACK(C, PMPI_Iscatterv(sendbuf, sendcounts, displs,
-                                               sendtype, recvbuf, recvcount,
-                                               recvtype, root, comm,
-                                               request));
+    if (shim_coll_start(&a, rooted_offloads, &rc)) {
+        return rc;
     }
     SHIM_BEGIN(C, comm, c, k, PMPI_Iscatterv(sendbuf, sendcounts, displs,
                                              sendtype, recvbuf, recvcount,
                                              recvtype, root, use, request));
     return rooted(c, &k, sendbuf, 0, sendcounts, displs, sendtype, recvbuf,
                   recvcount, NULL, NULL, recvtype, root, comm, request);
+}
+
+/* The block size of a regular allgather or alltoall, by the receive
+ * side's type signature (never a rank's layout). */
+static int recv_block(const shim_coll_args_t *a, const shim_check_t *chk)
+{
+    return shim_size_offloads(a->rtype, a->rcount, chk != NULL);
+}
+
+/* Allgatherv: every rank has every count, so the mean block is agreed. */
+static int mean_block(const shim_coll_args_t *a, const shim_check_t *chk)
+{
+    int size = shim_comm_size(a->comm), i, ok;
+    uint64_t total = 0;
+    shim_layout_t l;
+
+    ok = shim_layout(a->rtype, 0, &l) && a->rcounts != NULL;
+    for (i = 0; ok && i < size; i++) {
+        ok = a->rcounts[i] >= 0;
+        total += (uint64_t)a->rcounts[i] * l.size;
+    }
+    if (!ok || size == 0) {
+        return chk != NULL && shim_any_size();
+    }
+    return shim_big_enough(total / (uint64_t)size);
 }
 
 /* Allgather, regular or v, after the decision. */
@@ -338,19 +399,20 @@ SHIM_API int MPI_Iallgather(const void *sendbuf, int sendcount,
                             MPI_Comm comm, MPI_Request *request)
 {
     const int C = DPS_COLL_ALLGATHER;
-    shim_layout_t l;
+    shim_coll_args_t a = {.coll = C, .comm = comm, .sbuf = sendbuf,
+                          .scount = sendcount, .stype = sendtype,
+                          .rbuf = recvbuf, .rcount = recvcount,
+                          .rtype = recvtype, .request = request};
     shim_comm_t *c;
     shim_call_t k;
+    int rc;
 
     if (shim_in_call || !shim.initialized) {
         return PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf,
                                recvcount, recvtype, comm, request);
     }
-    if (!shim_coll_wanted(C, comm) || !shim_layout(recvtype, recvcount, &l) ||
-        !shim_big_enough(l.bytes)) {
-        return SHIM_FALLBACK(C, PMPI_Iallgather(sendbuf, sendcount, sendtype,
-                                                recvbuf, recvcount, recvtype,
-                                                comm, request));
+    if (shim_coll_start(&a, recv_block, &rc)) {
+        return rc;
     }
     SHIM_BEGIN(C, comm, c, k, PMPI_Iallgather(sendbuf, sendcount, sendtype,
                                               recvbuf, recvcount, recvtype,
@@ -366,28 +428,21 @@ SHIM_API int MPI_Iallgatherv(const void *sendbuf, int sendcount,
                              MPI_Request *request)
 {
     const int C = DPS_COLL_ALLGATHERV;
-    int size = shim_comm_size(comm), i, ok;
-    uint64_t total = 0;
-    shim_layout_t l;
+    shim_coll_args_t a = {.coll = C, .comm = comm, .sbuf = sendbuf,
+                          .scount = sendcount, .stype = sendtype,
+                          .rbuf = recvbuf, .rcounts = recvcounts,
+                          .rdispls = displs, .rtype = recvtype,
+                          .request = request};
     shim_comm_t *c;
     shim_call_t k;
+    int rc;
 
     if (shim_in_call || !shim.initialized) {
         return PMPI_Iallgatherv(sendbuf, sendcount, sendtype, recvbuf,
                                 recvcounts, displs, recvtype, comm, request);
     }
-    /* Every rank has every count: the mean block is agreed. */
-    ok = shim_coll_wanted(C, comm) && shim_layout(recvtype, 0, &l) &&
-         recvcounts != NULL;
-    for (i = 0; ok && i < size; i++) {
-        ok = recvcounts[i] >= 0;
-        total += (uint64_t)recvcounts[i] * l.size;
-    }
-    if (!ok || size == 0 || !shim_big_enough(total / (uint64_t)size)) {
-        return SHIM_FALLBACK(C, PMPI_Iallgatherv(sendbuf, sendcount,
-                                                 sendtype, recvbuf,
-                                                 recvcounts, displs,
-                                                 recvtype, comm, request));
+    if (shim_coll_start(&a, mean_block, &rc)) {
+        return rc;
     }
     SHIM_BEGIN(C, comm, c, k, PMPI_Iallgatherv(sendbuf, sendcount, sendtype,
                                                recvbuf, recvcounts, displs,
@@ -459,20 +514,20 @@ SHIM_API int MPI_Ialltoall(const void *sendbuf, int sendcount,
                            MPI_Comm comm, MPI_Request *request)
 {
     const int C = DPS_COLL_ALLTOALL;
-    shim_layout_t l;
+    shim_coll_args_t a = {.coll = C, .comm = comm, .sbuf = sendbuf,
+                          .scount = sendcount, .stype = sendtype,
+                          .rbuf = recvbuf, .rcount = recvcount,
+                          .rtype = recvtype, .request = request};
     shim_comm_t *c;
     shim_call_t k;
+    int rc;
 
     if (shim_in_call || !shim.initialized) {
         return PMPI_Ialltoall(sendbuf, sendcount, sendtype, recvbuf,
                               recvcount, recvtype, comm, request);
     }
-    /* The block size by the type signature, never a rank's layout. */
-    if (!shim_coll_wanted(C, comm) || !shim_layout(recvtype, recvcount, &l) ||
-        !shim_big_enough(l.bytes)) {
-        return SHIM_FALLBACK(C, PMPI_Ialltoall(sendbuf, sendcount, sendtype,
-                                               recvbuf, recvcount, recvtype,
-                                               comm, request));
+    if (shim_coll_start(&a, recv_block, &rc)) {
+        return rc;
     }
     SHIM_BEGIN(C, comm, c, k, PMPI_Ialltoall(sendbuf, sendcount, sendtype,
                                              recvbuf, recvcount, recvtype,
@@ -489,19 +544,22 @@ SHIM_API int MPI_Ialltoallv(const void *sendbuf, const int sendcounts[],
                             MPI_Comm comm, MPI_Request *request)
 {
     const int C = DPS_COLL_ALLTOALLV;
+    shim_coll_args_t a = {.coll = C, .comm = comm, .sbuf = sendbuf,
+                          .scounts = sendcounts, .sdispls = sdispls,
+                          .stype = sendtype, .rbuf = recvbuf,
+                          .rcounts = recvcounts, .rdispls = rdispls,
+                          .rtype = recvtype, .request = request};
     shim_comm_t *c;
     shim_call_t k;
+    int rc;
 
     if (shim_in_call || !shim.initialized) {
         return PMPI_Ialltoallv(sendbuf, sendcounts, sdispls, sendtype,
                                recvbuf, recvcounts, rdispls, recvtype, comm,
                                request);
     }
-    if (!shim_coll_wanted(C, comm) || !shim_any_size()) {
-        return SHIM_FALLBACK(C, PMPI_Ialltoallv(sendbuf, sendcounts, sdispls,
-                                                sendtype, recvbuf,
-                                                recvcounts, rdispls,
-                                                recvtype, comm, request));
+    if (shim_coll_start(&a, any_size, &rc)) {
+        return rc;
     }
     SHIM_BEGIN(C, comm, c, k, PMPI_Ialltoallv(sendbuf, sendcounts, sdispls,
                                               sendtype, recvbuf, recvcounts,
@@ -520,19 +578,22 @@ SHIM_API int MPI_Ialltoallw(const void *sendbuf, const int sendcounts[],
                             MPI_Request *request)
 {
     const int C = DPS_COLL_ALLTOALLW;
+    shim_coll_args_t a = {.coll = C, .comm = comm, .sbuf = sendbuf,
+                          .scounts = sendcounts, .sdispls = sdispls,
+                          .stypes = sendtypes, .rbuf = recvbuf,
+                          .rcounts = recvcounts, .rdispls = rdispls,
+                          .rtypes = recvtypes, .request = request};
     shim_comm_t *c;
     shim_call_t k;
+    int rc;
 
     if (shim_in_call || !shim.initialized) {
         return PMPI_Ialltoallw(sendbuf, sendcounts, sdispls, sendtypes,
                                recvbuf, recvcounts, rdispls, recvtypes, comm,
                                request);
     }
-    if (!shim_coll_wanted(C, comm) || !shim_any_size()) {
-        return SHIM_FALLBACK(C, PMPI_Ialltoallw(sendbuf, sendcounts, sdispls,
-                                                sendtypes, recvbuf,
-                                                recvcounts, rdispls,
-                                                recvtypes, comm, request));
+    if (shim_coll_start(&a, any_size, &rc)) {
+        return rc;
     }
     SHIM_BEGIN(C, comm, c, k, PMPI_Ialltoallw(sendbuf, sendcounts, sdispls,
                                               sendtypes, recvbuf, recvcounts,

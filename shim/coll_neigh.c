@@ -150,49 +150,6 @@ int shim_pairs_post(shim_comm_t *c, shim_call_t *k, const shim_blocks_t *sb,
     return shim_call_post(c, k, req);
 }
 
-/* The arguments of one neighbourhood call. */
-typedef struct nargs {
-    int                 coll;
-    const void         *sbuf;
-    int                 scount;
-    const int          *scounts, *sdispls;
-    const MPI_Aint     *sad;
-    MPI_Datatype        stype;
-    const MPI_Datatype *stypes;
-    void               *rbuf;
-    int                 rcount;
-    const int          *rcounts, *rdispls;
-    const MPI_Aint     *rad;
-    MPI_Datatype        rtype;
-    const MPI_Datatype *rtypes;
-} nargs_t;
-
-static int stock(const nargs_t *a, MPI_Comm comm, MPI_Request *req)
-{
-    switch (a->coll) {
-    case DPS_COLL_NEIGHBOR_ALLGATHER:
-        return PMPI_Ineighbor_allgather(a->sbuf, a->scount, a->stype,
-                                        a->rbuf, a->rcount, a->rtype, comm,
-                                        req);
-    case DPS_COLL_NEIGHBOR_ALLGATHERV:
-        return PMPI_Ineighbor_allgatherv(a->sbuf, a->scount, a->stype,
-                                         a->rbuf, a->rcounts, a->rdispls,
-                                         a->rtype, comm, req);
-    case DPS_COLL_NEIGHBOR_ALLTOALL:
-        return PMPI_Ineighbor_alltoall(a->sbuf, a->scount, a->stype,
-                                       a->rbuf, a->rcount, a->rtype, comm,
-                                       req);
-    case DPS_COLL_NEIGHBOR_ALLTOALLV:
-        return PMPI_Ineighbor_alltoallv(a->sbuf, a->scounts, a->sdispls,
-                                        a->stype, a->rbuf, a->rcounts,
-                                        a->rdispls, a->rtype, comm, req);
-    default:
-        return PMPI_Ineighbor_alltoallw(a->sbuf, a->scounts, a->sad,
-                                        a->stypes, a->rbuf, a->rcounts,
-                                        a->rad, a->rtypes, comm, req);
-    }
-}
-
 static MPI_Aint extent_of(MPI_Datatype t)
 {
     MPI_Aint lb = 0, ext = 0;
@@ -236,7 +193,7 @@ static void side(shim_blocks_t *b, int *cnt, MPI_Aint *disp, int n,
     b->spread = ad != NULL;
 }
 
-static int offload(const nargs_t *a, shim_comm_t *c, shim_call_t *k,
+static int offload(const shim_coll_args_t *a, shim_comm_t *c, shim_call_t *k,
                    int in, int *srcs, int out, int *dsts, int cart,
                    MPI_Comm comm, MPI_Request *req)
 {
@@ -288,29 +245,41 @@ out:
     return rc;
 }
 
-static int neighbor(const nargs_t *a, MPI_Comm comm, MPI_Request *req)
+/* Whether the ranks offload (shim_offloads_fn): a topology, any size,
+ * and not in place (which MPI does not define here; Open MPI refuses
+ * it, and so a refused call does not decide by it). */
+static int nbr_offloads(const shim_coll_args_t *a, const shim_check_t *chk)
+{
+    int topo = MPI_UNDEFINED;
+
+    return shim_any_size() && (chk != NULL || a->sbuf != MPI_IN_PLACE) &&
+           PMPI_Topo_test(a->comm, &topo) == MPI_SUCCESS &&
+           (topo == MPI_CART || topo == MPI_GRAPH || topo == MPI_DIST_GRAPH);
+}
+
+static int neighbor(const shim_coll_args_t *a)
 {
     int in = 0, out = 0, cart = 0, go, rc;
     int *srcs = NULL, *dsts = NULL;
-    MPI_Comm use = comm;
+    MPI_Comm comm = a->comm, use = comm;
+    MPI_Request *req = a->request;
     shim_comm_t *c;
     shim_call_t k;
 
     if (shim_in_call || !shim.initialized) {
-        return stock(a, comm, req);
+        return shim_coll_stock(a, comm, req);
     }
-    if (!shim_coll_wanted(a->coll, comm) || !shim_any_size() ||
-        a->sbuf == MPI_IN_PLACE ||
-        shim_neighbors(comm, &in, &srcs, &out, &dsts, &cart) != 0) {
-        return SHIM_FALLBACK(a->coll, stock(a, comm, req));
+    if (shim_coll_start(a, nbr_offloads, &rc)) {
+        return rc;
+    }
+    if (shim_neighbors(comm, &in, &srcs, &out, &dsts, &cart) != 0) {
+        return shim_fallback(a->coll, shim_coll_stock(a, comm, req));
     }
     go = shim_coll_begin(a->coll, comm, &c, &k, &use);
-    if (go == SHIM_PROBED) {
-        rc = SHIM_PROBE_GO;
-    } else if (go == SHIM_GO) {
+    if (go == SHIM_GO) {
         rc = offload(a, c, &k, in, srcs, out, dsts, cart, comm, req);
     } else if (go == SHIM_STOCK) {
-        rc = stock(a, use, req);
+        rc = shim_coll_stock(a, use, req);
     } else {
         rc = MPI_ERR_NO_MEM;
     }
@@ -324,11 +293,13 @@ SHIM_API int MPI_Ineighbor_allgather(const void *sendbuf, int sendcount,
                                      int recvcount, MPI_Datatype recvtype,
                                      MPI_Comm comm, MPI_Request *request)
 {
-    nargs_t a = {DPS_COLL_NEIGHBOR_ALLGATHER, sendbuf, sendcount, NULL,
-                 NULL, NULL, sendtype, NULL, recvbuf, recvcount, NULL, NULL,
-                 NULL, recvtype, NULL};
+    shim_coll_args_t a = {.coll = DPS_COLL_NEIGHBOR_ALLGATHER, .comm = comm,
+                          .sbuf = sendbuf, .scount = sendcount,
+                          .stype = sendtype, .rbuf = recvbuf,
+                          .rcount = recvcount, .rtype = recvtype,
+                          .request = request};
 
-    return neighbor(&a, comm, request);
+    return neighbor(&a);
 }
 
 SHIM_API int MPI_Ineighbor_allgatherv(const void *sendbuf, int sendcount,
@@ -338,11 +309,14 @@ SHIM_API int MPI_Ineighbor_allgatherv(const void *sendbuf, int sendcount,
                                       MPI_Datatype recvtype, MPI_Comm comm,
                                       MPI_Request *request)
 {
-    nargs_t a = {DPS_COLL_NEIGHBOR_ALLGATHERV, sendbuf, sendcount, NULL,
-                 NULL, NULL, sendtype, NULL, recvbuf, 0, recvcounts,
-                 displs, NULL, recvtype, NULL};
+    shim_coll_args_t a = {.coll = DPS_COLL_NEIGHBOR_ALLGATHERV,
+                          .comm = comm, .sbuf = sendbuf,
+                          .scount = sendcount, .stype = sendtype,
+                          .rbuf = recvbuf, .rcounts = recvcounts,
+                          .rdispls = displs, .rtype = recvtype,
+                          .request = request};
 
-    return neighbor(&a, comm, request);
+    return neighbor(&a);
 }
 
 SHIM_API int MPI_Ineighbor_alltoall(const void *sendbuf, int sendcount,
@@ -350,11 +324,13 @@ SHIM_API int MPI_Ineighbor_alltoall(const void *sendbuf, int sendcount,
                                     int recvcount, MPI_Datatype recvtype,
                                     MPI_Comm comm, MPI_Request *request)
 {
-    nargs_t a = {DPS_COLL_NEIGHBOR_ALLTOALL, sendbuf, sendcount, NULL, NULL,
-                 NULL, sendtype, NULL, recvbuf, recvcount, NULL, NULL, NULL,
-                 recvtype, NULL};
+    shim_coll_args_t a = {.coll = DPS_COLL_NEIGHBOR_ALLTOALL, .comm = comm,
+                          .sbuf = sendbuf, .scount = sendcount,
+                          .stype = sendtype, .rbuf = recvbuf,
+                          .rcount = recvcount, .rtype = recvtype,
+                          .request = request};
 
-    return neighbor(&a, comm, request);
+    return neighbor(&a);
 }
 
 SHIM_API int MPI_Ineighbor_alltoallv(const void *sendbuf,
@@ -366,11 +342,14 @@ SHIM_API int MPI_Ineighbor_alltoallv(const void *sendbuf,
                                      MPI_Datatype recvtype, MPI_Comm comm,
                                      MPI_Request *request)
 {
-    nargs_t a = {DPS_COLL_NEIGHBOR_ALLTOALLV, sendbuf, 0, sendcounts,
-                 sdispls, NULL, sendtype, NULL, recvbuf, 0, recvcounts,
-                 rdispls, NULL, recvtype, NULL};
+    shim_coll_args_t a = {.coll = DPS_COLL_NEIGHBOR_ALLTOALLV, .comm = comm,
+                          .sbuf = sendbuf, .scounts = sendcounts,
+                          .sdispls = sdispls, .stype = sendtype,
+                          .rbuf = recvbuf, .rcounts = recvcounts,
+                          .rdispls = rdispls, .rtype = recvtype,
+                          .request = request};
 
-    return neighbor(&a, comm, request);
+    return neighbor(&a);
 }
 
 SHIM_API int MPI_Ineighbor_alltoallw(const void *sendbuf,
@@ -382,9 +361,13 @@ SHIM_API int MPI_Ineighbor_alltoallw(const void *sendbuf,
                                      const MPI_Datatype recvtypes[],
                                      MPI_Comm comm, MPI_Request *request)
 {
-    nargs_t a = {DPS_COLL_NEIGHBOR_ALLTOALLW, sendbuf, 0, sendcounts, NULL,
-                 sdispls, MPI_DATATYPE_NULL, sendtypes, recvbuf, 0,
-                 recvcounts, NULL, rdispls, MPI_DATATYPE_NULL, recvtypes};
+    shim_coll_args_t a = {.coll = DPS_COLL_NEIGHBOR_ALLTOALLW, .comm = comm,
+                          .sbuf = sendbuf, .scounts = sendcounts,
+                          .sad = sdispls, .stype = MPI_DATATYPE_NULL,
+                          .stypes = sendtypes, .rbuf = recvbuf,
+                          .rcounts = recvcounts, .rad = rdispls,
+                          .rtype = MPI_DATATYPE_NULL, .rtypes = recvtypes,
+                          .request = request};
 
-    return neighbor(&a, comm, request);
+    return neighbor(&a);
 }

@@ -13,6 +13,7 @@
  */
 #include "coll.h"
 #include "shim_pers.h"
+#include "../common/dps_log.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -286,20 +287,76 @@ static pargs_t *wanted(int pcoll, MPI_Comm comm, int *ns, int *nr)
  * MPI_ERR_NO_MEM when out of memory (every rank must take the same path:
  * no falling back to stock MPI here).
  */
+/* A stock duplication made for a refused init: never used, never freed
+ * (MPI forbids freeing a pending nonblocking collective's request). */
+typedef struct orphan {
+    struct orphan *next;
+    MPI_Comm       comm;
+    MPI_Request    req;
+} orphan_t;
+static orphan_t *orphans;
+
+/*
+ * MPI refused this rank's init (chk): refuse it as MPI does, after the
+ * communication every rank's init makes on the communicator (so that
+ * later collectives there still match), the one the ranks whose calls
+ * are right make (go: they offload). Offloaded, the stream's agreement
+ * tells them of the refusal and their starts end with an error (MPI
+ * would leave them waiting for this rank); with stock MPI, they wait as
+ * they would under MPI.
+ */
+static int refuse(pargs_t *a, int pcoll, int go, const shim_check_t *chk,
+                  MPI_Request *request)
+{
+    shim_comm_t *c, *s;
+    orphan_t *o;
+
+    shim_in_call++;
+    if (go) {
+        c = shim_comm_get(a->comm);
+        s = c != NULL ? shim_comm_stream_new(c, 1) : NULL;
+        if (s != NULL) {
+            shim_comm_unref(s);   /* the agreement holds it until done */
+        }
+    } else if ((o = calloc(1, sizeof(*o))) != NULL &&
+               PMPI_Comm_idup(a->comm, &o->comm, &o->req) == MPI_SUCCESS) {
+        o->next = orphans;
+        orphans = o;
+    } else {
+        free(o);
+    }
+    shim_in_call--;
+    pargs_free(a);
+    *request = MPI_REQUEST_NULL;
+    dps_error("%s: %s", shim_coll_name(pcoll), chk->what);
+    shim_in_call++;
+    PMPI_Comm_call_errhandler(chk->raise_on, chk->cls);
+    shim_in_call--;
+    return chk->cls;
+}
+
 static int made(pargs_t *a, int pcoll, MPI_Request *request)
 {
     MPI_Request probe = MPI_REQUEST_NULL;
+    shim_check_t chk;
     int rc;
 
     if (a->oom) {
         pargs_free(a);
         return MPI_ERR_NO_MEM;
     }
+    chk.cls = MPI_SUCCESS;
     shim_as = pcoll;
     shim_probing = 1;
+    shim_probe_chk = &chk;
     rc = run(a, a->comm, &probe);
     shim_probing = 0;
+    shim_probe_chk = NULL;
     shim_as = 0;
+    if (chk.cls != MPI_SUCCESS &&
+        (rc == SHIM_PROBE_GO || rc == SHIM_PROBE_STOCK)) {
+        return refuse(a, pcoll, rc == SHIM_PROBE_GO, &chk, request);
+    }
     if (rc == SHIM_PROBE_STOCK) {
         a->fallback = 1;
         shim_in_call++;

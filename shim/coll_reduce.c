@@ -23,18 +23,91 @@ typedef struct vec {
     shim_layout_t l;
 } vec_t;
 
-/* Can the agents reduce count elements of dt with op? */
-static int reducible(int coll, MPI_Comm comm, int count, MPI_Datatype dt,
-                     MPI_Op op, vec_t *v)
+/* Can the agents reduce elements of dt with op? Sets v->op, v->dtype. */
+static int reducible(MPI_Datatype dt, MPI_Op op, vec_t *v)
 {
-    if (!shim_coll_wanted(coll, comm) || !shim_layout(dt, count, &v->l)) {
-        return 0;
-    }
+    shim_layout_t one;
+
     v->op = shim_op_of(op);
     v->dtype = shim_reduce_type(dt);
     return v->op != DPS_OP_NONE && v->dtype != DPS_T_NONE &&
-           dps_op_valid(v->op, v->dtype) &&
-           v->l.size % dps_dtype_size(v->dtype) == 0;
+           dps_op_valid(v->op, v->dtype) && shim_layout(dt, 1, &one) &&
+           one.size % dps_dtype_size(v->dtype) == 0;
+}
+
+/* May the ranks offload a's operation on its datatype? A call MPI
+ * refuses for its operation or datatype (chk) says nothing of the other
+ * ranks': theirs may be one the agents reduce. */
+static int red_op_ok(const shim_coll_args_t *a, const shim_check_t *chk,
+                     vec_t *v)
+{
+    memset(v, 0, sizeof(*v));
+    return reducible(a->stype, a->op, v) ||
+           (chk != NULL && (chk->bad & SHIM_BAD_OP));
+}
+
+/*
+ * Whether the ranks offload a reduction of count elements (a block every
+ * rank knows alike) of a->stype with a->op; v gets their layout and the
+ * agents' operation and element type (shim_offloads_fn). A refused call
+ * (chk): see red_op_ok; an unknown size, any size that offloads; the
+ * root taken for valid.
+ */
+static int red_offloads(const shim_coll_args_t *a, const shim_check_t *chk,
+                        int count, vec_t *v)
+{
+    if (!red_op_ok(a, chk, v)) {
+        return 0;
+    }
+    if (chk == NULL && a->coll == DPS_COLL_REDUCE &&
+        (a->root < 0 || a->root >= shim_comm_size(a->comm))) {
+        return 0;
+    }
+    return shim_layout(a->stype, count, &v->l)
+           ? shim_big_enough(v->l.bytes)
+           : chk != NULL && shim_any_size();
+}
+
+static int count_offloads(const shim_coll_args_t *a, const shim_check_t *chk)
+{
+    vec_t v;
+
+    return red_offloads(a, chk, a->scount, &v);
+}
+
+static int block_offloads(const shim_coll_args_t *a, const shim_check_t *chk)
+{
+    vec_t v;
+
+    return red_offloads(a, chk, a->rcount, &v) &&
+           (a->rcount < 0 ||
+            (uint64_t)a->rcount * (uint64_t)shim_comm_size(a->comm) <=
+            INT32_MAX);
+}
+
+/* Reduce_scatter: recvcounts is alike on every rank, so the mean block
+ * is agreed; with a count negative (or none given) it is unknown. */
+static int mean_offloads(const shim_coll_args_t *a, const shim_check_t *chk)
+{
+    int size = shim_comm_size(a->comm), i;
+    uint64_t total = 0;
+    shim_layout_t l;
+    vec_t v;
+
+    if (!red_op_ok(a, chk, &v) || size == 0) {
+        return 0;
+    }
+    for (i = 0; a->rcounts != NULL && i < size; i++) {
+        if (a->rcounts[i] < 0) {
+            break;
+        }
+        total += (uint64_t)a->rcounts[i];
+    }
+    if (a->rcounts == NULL || i < size || !shim_layout(a->stype, 0, &l)) {
+        return chk != NULL && shim_any_size();
+    }
+    return total <= INT32_MAX &&
+           shim_big_enough(total * l.size / (uint64_t)size);
 }
 
 /*
@@ -71,21 +144,23 @@ SHIM_API int MPI_Ireduce(const void *sendbuf, void *recvbuf, int count,
                          MPI_Comm comm, MPI_Request *request)
 {
     const int C = DPS_COLL_REDUCE;
+    shim_coll_args_t a = {.coll = C, .comm = comm, .sbuf = sendbuf,
+                          .scount = count, .stype = datatype,
+                          .rbuf = recvbuf, .op = op, .root = root,
+                          .request = request};
     shim_comm_t *c;
     shim_call_t k;
     vec_t v;
+    int rc;
 
     if (shim_in_call || !shim.initialized) {
         return PMPI_Ireduce(sendbuf, recvbuf, count, datatype, op, root,
                             comm, request);
     }
-    if (!reducible(C, comm, count, datatype, op, &v) ||
-        !shim_big_enough(v.l.bytes) || root < 0 ||
-        root >= shim_comm_size(comm)) {
-        return SHIM_FALLBACK(C, PMPI_Ireduce(sendbuf, recvbuf, count,
-                                             datatype, op, root, comm,
-                                             request));
+    if (shim_coll_start(&a, count_offloads, &rc)) {
+        return rc;
     }
+    red_offloads(&a, NULL, count, &v);
     SHIM_BEGIN(C, comm, c, k, PMPI_Ireduce(sendbuf, recvbuf, count,
                                            datatype, op, root, use,
                                            request));
@@ -105,20 +180,22 @@ SHIM_API int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count,
                             MPI_Request *request)
 {
     const int C = DPS_COLL_ALLREDUCE;
+    shim_coll_args_t a = {.coll = C, .comm = comm, .sbuf = sendbuf,
+                          .scount = count, .stype = datatype,
+                          .rbuf = recvbuf, .op = op, .request = request};
     shim_comm_t *c;
     shim_call_t k;
     vec_t v;
+    int rc;
 
     if (shim_in_call || !shim.initialized) {
         return PMPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm,
                                request);
     }
-    if (!reducible(C, comm, count, datatype, op, &v) ||
-        !shim_big_enough(v.l.bytes)) {
-        return SHIM_FALLBACK(C, PMPI_Iallreduce(sendbuf, recvbuf, count,
-                                                datatype, op, comm,
-                                                request));
+    if (shim_coll_start(&a, count_offloads, &rc)) {
+        return rc;
     }
+    red_offloads(&a, NULL, count, &v);
     SHIM_BEGIN(C, comm, c, k, PMPI_Iallreduce(sendbuf, recvbuf, count,
                                               datatype, op, use, request));
     k.args.bytes = v.l.bytes;
@@ -132,7 +209,10 @@ SHIM_API int MPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf,
                                        MPI_Request *request)
 {
     const int C = DPS_COLL_REDUCE_SCATTER_BLOCK;
-    int size = shim_comm_size(comm);
+    shim_coll_args_t a = {.coll = C, .comm = comm, .sbuf = sendbuf,
+                          .rcount = recvcount, .stype = datatype,
+                          .rbuf = recvbuf, .op = op, .request = request};
+    int size = shim_comm_size(comm), rc;
     shim_comm_t *c;
     shim_call_t k;
     vec_t v;
@@ -141,14 +221,10 @@ SHIM_API int MPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf,
         return PMPI_Ireduce_scatter_block(sendbuf, recvbuf, recvcount,
                                           datatype, op, comm, request);
     }
-    if (!reducible(C, comm, recvcount, datatype, op, &v) ||
-        !shim_big_enough(v.l.bytes) ||
-        (uint64_t)recvcount * (uint64_t)size > INT32_MAX) {
-        return SHIM_FALLBACK(C, PMPI_Ireduce_scatter_block(sendbuf, recvbuf,
-                                                           recvcount,
-                                                           datatype, op,
-                                                           comm, request));
+    if (shim_coll_start(&a, block_offloads, &rc)) {
+        return rc;
     }
+    red_offloads(&a, NULL, recvcount, &v);
     SHIM_BEGIN(C, comm, c, k, PMPI_Ireduce_scatter_block(sendbuf, recvbuf,
                                                          recvcount, datatype,
                                                          op, use, request));
@@ -163,7 +239,10 @@ SHIM_API int MPI_Ireduce_scatter(const void *sendbuf, void *recvbuf,
                                  MPI_Comm comm, MPI_Request *request)
 {
     const int C = DPS_COLL_REDUCE_SCATTER;
-    int size = shim_comm_size(comm), i, ok;
+    shim_coll_args_t a = {.coll = C, .comm = comm, .sbuf = sendbuf,
+                          .rcounts = recvcounts, .stype = datatype,
+                          .rbuf = recvbuf, .op = op, .request = request};
+    int size = shim_comm_size(comm), i, rc;
     uint64_t total = 0, *arr;
     shim_comm_t *c;
     shim_call_t k;
@@ -173,17 +252,12 @@ SHIM_API int MPI_Ireduce_scatter(const void *sendbuf, void *recvbuf,
         return PMPI_Ireduce_scatter(sendbuf, recvbuf, recvcounts, datatype,
                                     op, comm, request);
     }
-    /* recvcounts is alike on every rank: the mean block is agreed. */
-    ok = reducible(C, comm, 0, datatype, op, &v) && recvcounts != NULL;
-    for (i = 0; ok && i < size; i++) {
-        ok = recvcounts[i] >= 0;
-        total += (uint64_t)recvcounts[i];
+    if (shim_coll_start(&a, mean_offloads, &rc)) {
+        return rc;
     }
-    if (!ok || size == 0 || total > INT32_MAX ||
-        !shim_big_enough(total * v.l.size / (uint64_t)size)) {
-        return SHIM_FALLBACK(C, PMPI_Ireduce_scatter(sendbuf, recvbuf,
-                                                     recvcounts, datatype,
-                                                     op, comm, request));
+    red_offloads(&a, NULL, 0, &v);
+    for (i = 0; i < size; i++) {
+        total += (uint64_t)recvcounts[i];
     }
     SHIM_BEGIN(C, comm, c, k, PMPI_Ireduce_scatter(sendbuf, recvbuf,
                                                    recvcounts, datatype, op,
@@ -205,23 +279,22 @@ static int scan(int C, const void *sendbuf, void *recvbuf, int count,
                 MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
                 MPI_Request *request)
 {
+    shim_coll_args_t a = {.coll = C, .comm = comm, .sbuf = sendbuf,
+                          .scount = count, .stype = datatype,
+                          .rbuf = recvbuf, .op = op, .request = request};
     shim_comm_t *c;
     shim_call_t k;
     vec_t v;
+    int rc;
 
-#define SCAN_PMPI(on)                                                      \
-    (C == DPS_COLL_SCAN                                                    \
-     ? PMPI_Iscan(sendbuf, recvbuf, count, datatype, op, (on), request)    \
-     : PMPI_Iexscan(sendbuf, recvbuf, count, datatype, op, (on), request))
     if (shim_in_call || !shim.initialized) {
-        return SCAN_PMPI(comm);
+        return shim_coll_stock(&a, comm, request);
     }
-    if (!reducible(C, comm, count, datatype, op, &v) ||
-        !shim_big_enough(v.l.bytes)) {
-        return SHIM_FALLBACK(C, SCAN_PMPI(comm));
+    if (shim_coll_start(&a, count_offloads, &rc)) {
+        return rc;
     }
-    SHIM_BEGIN(C, comm, c, k, SCAN_PMPI(use));
-#undef SCAN_PMPI
+    red_offloads(&a, NULL, count, &v);
+    SHIM_BEGIN(C, comm, c, k, shim_coll_stock(&a, use, request));
     k.args.bytes = v.l.bytes;
     return vec_post(c, &k, &v, sendbuf, count, recvbuf, count, 1, datatype,
                     comm, request);

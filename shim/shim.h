@@ -75,6 +75,8 @@ typedef struct shim_comm {
     uint32_t        stream;       /* its index on parent, from 1; 0: none */
     uint32_t        nstreams;     /* streams made on this one so far */
     int             agree_ref;    /* the id agreement holds a reference */
+    uint64_t        agree[2];     /* a stream's agreement: id, refused */
+    int             refused;      /* a rank's *_init of it was refused */
 } shim_comm_t;
 
 /*
@@ -330,9 +332,11 @@ shim_comm_t *shim_comm_get(MPI_Comm comm);
 
 /* A matching stream of parent for one persistent request (a reference
  * to parent held): same members, an id of its own agreed with a
- * nonblocking broadcast, its own seq. NULL when out of memory. Lock not
- * held. */
-shim_comm_t *shim_comm_stream_new(shim_comm_t *parent);
+ * nonblocking reduction, its own seq. refused: MPI refused this rank's
+ * *_init (every rank learns it with the id, and their starts then end
+ * with an error instead of waiting for this rank). NULL when out of
+ * memory. Lock not held. */
+shim_comm_t *shim_comm_stream_new(shim_comm_t *parent, int refused);
 
 /* Where stock MPI redoes c's collectives: the twin of its communicator. */
 MPI_Comm shim_comm_twin(const shim_comm_t *c);

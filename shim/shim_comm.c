@@ -89,14 +89,14 @@ static void comm_agree(shim_comm_t *c, MPI_Comm comm)
  * Every rank makes a communicator's persistent collectives in the same
  * order (MPI requires it), and MPI pairs their starts by that order,
  * whatever order the ranks start them in. So each one gets an instance
- * stream of its own at its *_init: the broadcast agreeing on the stream's
+ * stream of its own at its *_init: the reduction agreeing on the stream's
  * id is issued there, in init order, on the parent's communicator, and
  * its starts are numbered on the stream alone. After an agent failure
  * stock MPI redoes them from their schedules, under a tag of the stream's
  * own (shim_fo_take.c), never with a stock collective call (matched in
  * call order).
  */
-shim_comm_t *shim_comm_stream_new(shim_comm_t *parent)
+shim_comm_t *shim_comm_stream_new(shim_comm_t *parent, int refused)
 {
     shim_comm_t *c = calloc(1, sizeof(*c));
     size_t n = sizeof(uint32_t) * (size_t)parent->size;
@@ -123,7 +123,19 @@ shim_comm_t *shim_comm_stream_new(shim_comm_t *parent)
     parent->refs++;
     c->stream = ++parent->nstreams;
     pthread_mutex_unlock(&shim.lock);
-    comm_agree(c, parent->comm);
+    /* The id is rank 0's proposal, the flag anyone's refusal: the
+     * largest of each. */
+    if (c->rank == 0) {
+        c->agree[0] = ((uint64_t)(shim.world_rank + 1) << 32) |
+                      ++shim.next_comm;
+    }
+    c->agree[1] = refused != 0;
+    PMPI_Iallreduce(MPI_IN_PLACE, c->agree, 2, MPI_UINT64_T, MPI_MAX,
+                    parent->comm, &c->id_req);
+    pthread_mutex_lock(&shim.agree_lock);
+    c->next_agreeing = shim.agreeing;
+    shim.agreeing = c;
+    pthread_mutex_unlock(&shim.agree_lock);
     comm_link(c);
     return c;
 }

@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 #include "shim.h"
 #include "boot.h"
+#include "coll_check.h"
 #include "shim_engine.h"
 #include "shim_reg.h"
 #include "../common/dps_log.h"
@@ -247,6 +248,7 @@ void shim_init(void)
         dps_error("cannot create the communicators for taking over from "
                   "a failed agent");
     }
+    shim_check_init();
     shim.active = 1;
     shim.last_liveness = shim.last_heard = dps_now();
     if (shim.world_rank == 0) {
@@ -399,6 +401,7 @@ void shim_fini(void)
         boot_teardown_ucx();
         boot_stop_agent();
         PMPI_Comm_free(&shim.vnode);
+        shim_check_fini();
     }
     if (shim.keyval != MPI_KEYVAL_INVALID) {
         PMPI_Comm_free_keyval(&shim.keyval);

@@ -82,6 +82,22 @@ static int cancel_fn(void *extra, int complete)
 }
 
 /* Send op's POST (its communicator id is known). Called with the lock. */
+/* A start of a persistent request that some rank's *_init could not
+ * make (MPI refused its arguments there): that rank never starts it, so
+ * it ends here with an error, raised as for a mismatch (lock held). */
+static void op_refused(shim_op_t *op)
+{
+    dps_error("%s #%u ends with an error: another rank's call that "
+              "initialised this persistent request was refused by MPI",
+              shim_coll_name(op->call.stat), op->call.seq);
+    op->error = MPI_ERR_TRUNCATE;
+    op->raise = !op->call.error;
+    shim_comm_finished(op->comm, op->call.seq);
+    op->finishing = 1;
+    op->next_done = shim.done_list;
+    shim.done_list = op;
+}
+
 static void op_send(shim_op_t *op)
 {
     shim_comm_t *c = op->comm;
@@ -227,7 +243,11 @@ int shim_op_start(shim_comm_t *c, shim_call_t *k, shim_sched_t *sc,
         /* Started by shim_fo_progress, after the agreement. */
     } else if (c->id_known) {
         HASH_ADD(hh_token, shim.by_token, token, sizeof(op->token), op);
-        op_send(op);
+        if (c->refused) {
+            op_refused(op);
+        } else {
+            op_send(op);
+        }
     } else {
         /* Sent, in order, once the communicator's id is agreed. */
         HASH_ADD(hh_token, shim.by_token, token, sizeof(op->token), op);
@@ -266,11 +286,17 @@ void shim_comm_progress(void)
     while ((c = agreed) != NULL) {
         agreed = c->next_agreeing;
         pthread_mutex_lock(&shim.lock);
+        if (c->parent != NULL) {
+            c->id_buf = c->agree[0];
+            c->refused = c->agree[1] != 0;
+        }
         c->id = c->id_buf;
         c->id_known = 1;
         while ((op = c->wait_head) != NULL) {
             c->wait_head = op->next_wait;
-            if (shim.fo_state == SHIM_FO_NONE) {
+            if (c->refused) {
+                op_refused(op);
+            } else if (shim.fo_state == SHIM_FO_NONE) {
                 op_send(op);
             }   /* else stock MPI takes it over */
         }

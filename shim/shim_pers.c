@@ -56,7 +56,7 @@ int shim_pers_new(int coll, MPI_Comm comm, shim_pers_start_t start,
     pthread_mutex_unlock(&shim.lock);
     if (offload) {
         shim_in_call++;
-        p->stream = shim_comm_stream_new(p->comm);
+        p->stream = shim_comm_stream_new(p->comm, 0);
         shim_in_call--;
     }
     if (offload && p->stream == NULL) {
