@@ -49,10 +49,84 @@ typedef struct pargs {
     int           fallback; /* starts run on stock MPI, on priv */
     MPI_Comm      priv;     /* comm's duplicate (PMPI_Comm_idup) */
     MPI_Request   priv_req; /* that duplication, until waited for */
+    int           ns, nr;   /* entries of the send, receive arrays */
+    int           kept;     /* the arrays are copies (keep_args) */
     MPI_Datatype *dups;     /* to free with it */
     int           ndups;
     int           oom;
 } pargs_t;
+
+/*
+ * Duplications under way (PMPI_Comm_idup of a persistent collective's
+ * communicator), which must end before MPI frees the communicator:
+ * shim_pers_comm_free waits for them.
+ */
+typedef struct pend {
+    struct pend *next;
+    MPI_Comm     comm;
+    MPI_Request *req;
+} pend_t;
+static pend_t *pends;
+static pthread_mutex_t pend_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void pend_add(MPI_Comm comm, MPI_Request *req)
+{
+    pend_t *p = malloc(sizeof(*p));
+
+    if (p == NULL) {
+        return;   /* then only a communicator freed early can suffer */
+    }
+    p->comm = comm;
+    p->req = req;
+    pthread_mutex_lock(&pend_lock);
+    p->next = pends;
+    pends = p;
+    pthread_mutex_unlock(&pend_lock);
+}
+
+/* Wait for *req (if pending) and forget it. */
+static void pend_wait(MPI_Request *req)
+{
+    pend_t **pp, *p;
+
+    if (*req != MPI_REQUEST_NULL && req != shim_busy_req) {
+        MPI_Request *was = shim_busy_req;
+
+        shim_busy_req = req;
+        PMPI_Wait(req, MPI_STATUS_IGNORE);
+        shim_busy_req = was;
+    }
+    pthread_mutex_lock(&pend_lock);
+    for (pp = &pends; (p = *pp) != NULL; pp = &p->next) {
+        if (p->req == req) {
+            *pp = p->next;
+            free(p);
+            break;
+        }
+    }
+    pthread_mutex_unlock(&pend_lock);
+}
+
+void shim_pers_comm_free(MPI_Comm comm)
+{
+    pend_t *p;
+
+    for (;;) {
+        MPI_Request *req = NULL;
+
+        pthread_mutex_lock(&pend_lock);
+        for (p = pends; p != NULL && req == NULL; p = p->next) {
+            if (p->comm == comm) {
+                req = p->req;
+            }
+        }
+        pthread_mutex_unlock(&pend_lock);
+        if (req == NULL) {
+            return;
+        }
+        pend_wait(req);
+    }
+}
 
 static void pargs_free(void *arg)
 {
@@ -65,22 +139,24 @@ static void pargs_free(void *arg)
     for (int i = 0; i < a->ndups; i++) {
         PMPI_Type_free(&a->dups[i]);
     }
-    if (a->priv_req != MPI_REQUEST_NULL) {
-        PMPI_Wait(&a->priv_req, MPI_STATUS_IGNORE);
+    if (a->fallback) {
+        pend_wait(&a->priv_req);
     }
     if (a->priv != MPI_COMM_NULL) {
         PMPI_Comm_free(&a->priv);
     }
     shim_in_call--;
     free(a->dups);
-    free(a->scounts);
-    free(a->sdispls);
-    free(a->rcounts);
-    free(a->rdispls);
-    free(a->sad);
-    free(a->rad);
-    free(a->stypes);
-    free(a->rtypes);
+    if (a->kept) {   /* else the application's own */
+        free(a->scounts);
+        free(a->sdispls);
+        free(a->rcounts);
+        free(a->rdispls);
+        free(a->sad);
+        free(a->rad);
+        free(a->stypes);
+        free(a->rtypes);
+    }
     free(a);
 }
 
@@ -124,15 +200,32 @@ static void *copy(pargs_t *a, const void *v, int n, size_t size)
     return c;
 }
 
-static MPI_Datatype *keep_all(pargs_t *a, const MPI_Datatype *t, int n)
+/* The application's arrays copied and its derived datatypes duplicated,
+ * once MPI's checks have seen them as they are (MPICH compares the
+ * arrays' addresses; a duplicate of an uncommitted type may be
+ * committed): the application may change or free its own after the
+ * init. */
+static void keep_args(pargs_t *a)
 {
-    MPI_Datatype *v = copy(a, t, n, sizeof(*t));
-
-    for (int i = 0; v != NULL && i < n; i++) {
-        v[i] = keep(a, t[i]);
+    a->kept = 1;
+    a->scounts = copy(a, a->scounts, a->ns, sizeof(int));
+    a->sdispls = copy(a, a->sdispls, a->ns, sizeof(int));
+    a->sad = copy(a, a->sad, a->ns, sizeof(MPI_Aint));
+    a->stypes = copy(a, a->stypes, a->ns, sizeof(MPI_Datatype));
+    a->rcounts = copy(a, a->rcounts, a->nr, sizeof(int));
+    a->rdispls = copy(a, a->rdispls, a->nr, sizeof(int));
+    a->rad = copy(a, a->rad, a->nr, sizeof(MPI_Aint));
+    a->rtypes = copy(a, a->rtypes, a->nr, sizeof(MPI_Datatype));
+    a->stype = keep(a, a->stype);
+    a->rtype = keep(a, a->rtype);
+    for (int i = 0; a->stypes != NULL && i < a->ns; i++) {
+        a->stypes[i] = keep(a, a->stypes[i]);
     }
-    return v;
+    for (int i = 0; a->rtypes != NULL && i < a->nr; i++) {
+        a->rtypes[i] = keep(a, a->rtypes[i]);
+    }
 }
+
 
 /* The nonblocking call with a's arguments, on m. */
 static int run(const pargs_t *a, MPI_Comm m, MPI_Request *r)
@@ -228,7 +321,7 @@ static int start(shim_pers_t *p, MPI_Request *r)
      * has made, or will make, the init without waiting for this one). */
     shim_in_call++;
     if (a->priv_req != MPI_REQUEST_NULL) {
-        rc = PMPI_Wait(&a->priv_req, MPI_STATUS_IGNORE);
+        pend_wait(&a->priv_req);
     }
     if (rc == MPI_SUCCESS) {
         rc = run(a, a->priv, r);
@@ -268,6 +361,8 @@ static pargs_t *wanted(int pcoll, MPI_Comm comm, int *ns, int *nr)
     if (a != NULL) {
         a->coll = base;
         a->comm = comm;
+        a->ns = *ns;
+        a->nr = *nr;
         a->priv = MPI_COMM_NULL;
         a->priv_req = MPI_REQUEST_NULL;
         a->op = MPI_OP_NULL;
@@ -290,11 +385,9 @@ static pargs_t *wanted(int pcoll, MPI_Comm comm, int *ns, int *nr)
 /* A stock duplication made for a refused init: never used, never freed
  * (MPI forbids freeing a pending nonblocking collective's request). */
 typedef struct orphan {
-    struct orphan *next;
     MPI_Comm       comm;
     MPI_Request    req;
 } orphan_t;
-static orphan_t *orphans;
 
 /*
  * MPI refused this rank's init (chk): refuse it as MPI does, after the
@@ -320,14 +413,16 @@ static int refuse(pargs_t *a, int pcoll, int go, const shim_check_t *chk,
         }
     } else if ((o = calloc(1, sizeof(*o))) != NULL &&
                PMPI_Comm_idup(a->comm, &o->comm, &o->req) == MPI_SUCCESS) {
-        o->next = orphans;
-        orphans = o;
+        pend_add(a->comm, &o->req);
     } else {
         free(o);
     }
     shim_in_call--;
     pargs_free(a);
-    *request = MPI_REQUEST_NULL;
+    if (request != NULL) {
+        *request = MPI_REQUEST_NULL;
+    }
+    shim_fallback(pcoll, MPI_SUCCESS);   /* nothing offloaded */
     dps_error("%s: %s", shim_coll_name(pcoll), chk->what);
     shim_in_call++;
     PMPI_Comm_call_errhandler(chk->raise_on, chk->cls);
@@ -337,7 +432,6 @@ static int refuse(pargs_t *a, int pcoll, int go, const shim_check_t *chk,
 
 static int made(pargs_t *a, int pcoll, MPI_Request *request)
 {
-    MPI_Request probe = MPI_REQUEST_NULL;
     shim_check_t chk;
     int rc;
 
@@ -349,7 +443,7 @@ static int made(pargs_t *a, int pcoll, MPI_Request *request)
     shim_as = pcoll;
     shim_probing = 1;
     shim_probe_chk = &chk;
-    rc = run(a, a->comm, &probe);
+    rc = run(a, a->comm, request);   /* checked, never written */
     shim_probing = 0;
     shim_probe_chk = NULL;
     shim_as = 0;
@@ -357,11 +451,19 @@ static int made(pargs_t *a, int pcoll, MPI_Request *request)
         (rc == SHIM_PROBE_GO || rc == SHIM_PROBE_STOCK)) {
         return refuse(a, pcoll, rc == SHIM_PROBE_GO, &chk, request);
     }
+    keep_args(a);
+    if (a->oom) {
+        pargs_free(a);
+        return MPI_ERR_NO_MEM;
+    }
     if (rc == SHIM_PROBE_STOCK) {
         a->fallback = 1;
         shim_in_call++;
         rc = PMPI_Comm_idup(a->comm, &a->priv, &a->priv_req);
         shim_in_call--;
+        if (rc == MPI_SUCCESS) {
+            pend_add(a->comm, &a->priv_req);
+        }
     } else if (rc == SHIM_PROBE_GO) {
         rc = MPI_SUCCESS;
     }
@@ -417,7 +519,7 @@ SHIM_API int PERS(Bcast)(void *buffer, int count, MPI_Datatype datatype,
     }
     a->rbuf = buffer;
     a->rcount = count;
-    a->rtype = keep(a, datatype);
+    a->rtype = datatype;
     a->root = root;
     return made(a, P, request);
 }
@@ -430,10 +532,10 @@ static int regular(int P, const void *sendbuf, int sendcount,
 {
     a->sbuf = sendbuf;
     a->scount = sendcount;
-    a->stype = keep(a, sendtype);
+    a->stype = sendtype;
     a->rbuf = recvbuf;
     a->rcount = recvcount;
-    a->rtype = keep(a, recvtype);
+    a->rtype = recvtype;
     a->root = root;
     (void)comm;
     return made(a, P, request);
@@ -552,8 +654,8 @@ SHIM_API int PERS(Gatherv)(const void *sendbuf, int sendcount,
                                 info, request));
     }
     if (is_root(comm, root)) {   /* significant there only */
-        a->rcounts = copy(a, recvcounts, nr, sizeof(int));
-        a->rdispls = copy(a, displs, nr, sizeof(int));
+        a->rcounts = (int *)recvcounts;
+        a->rdispls = (int *)displs;
     }
     return regular(P, sendbuf, sendcount, sendtype, recvbuf, 0, recvtype,
                    root, comm, a, request);
@@ -575,8 +677,8 @@ SHIM_API int PERS(Scatterv)(const void *sendbuf, const int sendcounts[],
                                  info, request));
     }
     if (is_root(comm, root)) {
-        a->scounts = copy(a, sendcounts, ns, sizeof(int));
-        a->sdispls = copy(a, displs, ns, sizeof(int));
+        a->scounts = (int *)sendcounts;
+        a->sdispls = (int *)displs;
     }
     return regular(P, sendbuf, 0, sendtype, recvbuf, recvcount, recvtype,
                    root, comm, a, request);
@@ -598,8 +700,8 @@ SHIM_API int PERS(Scatterv)(const void *sendbuf, const int sendcounts[],
                                  recvcounts, displs, recvtype, comm, info, \
                                  request));                                \
         }                                                                  \
-        a->rcounts = copy(a, recvcounts, nr, sizeof(int));                 \
-        a->rdispls = copy(a, displs, nr, sizeof(int));                     \
+        a->rcounts = (int *)recvcounts;                 \
+        a->rdispls = (int *)displs;                     \
         return regular(P, sendbuf, sendcount, sendtype, recvbuf, 0,        \
                        recvtype, 0, comm, a, request);                     \
     }
@@ -623,10 +725,10 @@ GATHERV_ALL(Neighbor_allgatherv, DPS_COLL_NEIGHBOR_ALLGATHERV_INIT)
                                  recvbuf, recvcounts, rdispls, recvtype,   \
                                  comm, info, request));                    \
         }                                                                  \
-        a->scounts = copy(a, sendcounts, ns, sizeof(int));                 \
-        a->sdispls = copy(a, sdispls, ns, sizeof(int));                    \
-        a->rcounts = copy(a, recvcounts, nr, sizeof(int));                 \
-        a->rdispls = copy(a, rdispls, nr, sizeof(int));                    \
+        a->scounts = (int *)sendcounts;                 \
+        a->sdispls = (int *)sdispls;                    \
+        a->rcounts = (int *)recvcounts;                 \
+        a->rdispls = (int *)rdispls;                    \
         return regular(P, sendbuf, 0, sendtype, recvbuf, 0, recvtype, 0,   \
                        comm, a, request);                                  \
     }
@@ -652,12 +754,12 @@ SHIM_API int PERS(Alltoallw)(const void *sendbuf, const int sendcounts[],
     }
     a->sbuf = sendbuf;
     a->rbuf = recvbuf;
-    a->scounts = copy(a, sendcounts, ns, sizeof(int));
-    a->sdispls = copy(a, sdispls, ns, sizeof(int));
-    a->stypes = keep_all(a, sendtypes, ns);
-    a->rcounts = copy(a, recvcounts, nr, sizeof(int));
-    a->rdispls = copy(a, rdispls, nr, sizeof(int));
-    a->rtypes = keep_all(a, recvtypes, nr);
+    a->scounts = (int *)sendcounts;
+    a->sdispls = (int *)sdispls;
+    a->stypes = (MPI_Datatype *)sendtypes;
+    a->rcounts = (int *)recvcounts;
+    a->rdispls = (int *)rdispls;
+    a->rtypes = (MPI_Datatype *)recvtypes;
     return made(a, P, request);
 }
 
@@ -683,12 +785,12 @@ SHIM_API int PERS(Neighbor_alltoallw)(const void *sendbuf,
     }
     a->sbuf = sendbuf;
     a->rbuf = recvbuf;
-    a->scounts = copy(a, sendcounts, ns, sizeof(int));
-    a->sad = copy(a, sdispls, ns, sizeof(MPI_Aint));
-    a->stypes = keep_all(a, sendtypes, ns);
-    a->rcounts = copy(a, recvcounts, nr, sizeof(int));
-    a->rad = copy(a, rdispls, nr, sizeof(MPI_Aint));
-    a->rtypes = keep_all(a, recvtypes, nr);
+    a->scounts = (int *)sendcounts;
+    a->sad = (MPI_Aint *)sdispls;
+    a->stypes = (MPI_Datatype *)sendtypes;
+    a->rcounts = (int *)recvcounts;
+    a->rad = (MPI_Aint *)rdispls;
+    a->rtypes = (MPI_Datatype *)recvtypes;
     return made(a, P, request);
 }
 
@@ -700,7 +802,7 @@ static int reduction(int P, const void *sendbuf, void *recvbuf, int count,
     a->sbuf = sendbuf;
     a->rbuf = recvbuf;
     a->rcount = count;
-    a->rtype = keep(a, datatype);
+    a->rtype = datatype;
     a->op = op;
     a->root = root;
     return made(a, P, request);
@@ -758,8 +860,15 @@ SHIM_API int PERS(Reduce_scatter)(const void *sendbuf, void *recvbuf,
         STOCK(P, PPERS(Reduce_scatter)(sendbuf, recvbuf, recvcounts,
                                        datatype, op, comm, info, request));
     }
-    a->rcounts = copy(a, recvcounts, nr, sizeof(int));
+    a->rcounts = (int *)recvcounts;
     return reduction(P, sendbuf, recvbuf, 0, datatype, op, 0, a, request);
+}
+
+#else
+
+void shim_pers_comm_free(MPI_Comm comm)
+{
+    (void)comm;   /* no persistent collectives: nothing begun */
 }
 
 #endif /* SHIM_PERSISTENT */

@@ -234,6 +234,12 @@ extern shim_state_t shim;
 /* Re-entry guard: MPI_* calls made from inside the shim go to PMPI. */
 extern __thread int shim_in_call;
 
+/* The shim's own request that a PMPI test or wait of the shim is
+ * completing now, or NULL: MPICH frees a communicator (and calls the
+ * attribute delete callback, shim_comm_delete) when the last request on
+ * it ends, from inside that very call. */
+extern __thread MPI_Request *shim_busy_req;
+
 /* Bring up the agent and UCX after PMPI_Init. Never fails the job: on
  * any problem the shim stays inactive and everything runs on stock MPI. */
 void shim_init(void);

@@ -6,6 +6,7 @@
  * that create communicators, wrapped here).
  */
 #include "shim.h"
+#include "shim_pers.h"
 #include "shim_sched.h"
 #include "../common/dps_log.h"
 #include "../common/dps_proto.h"
@@ -13,6 +14,8 @@
 
 #include <stdlib.h>
 #include <string.h>
+
+__thread MPI_Request *shim_busy_req;
 
 void shim_comm_unref(shim_comm_t *c)
 {
@@ -148,9 +151,29 @@ int shim_comm_delete(MPI_Comm comm, int keyval, void *attr, void *extra)
 {
     shim_comm_t *c = attr;
 
-    (void)comm;
     (void)keyval;
     (void)extra;
+    /* The shim's own nonblocking calls on comm end before MPI frees it
+     * (Open MPI's would run on in freed memory). Every member is in
+     * MPI_Comm_free, so each of them ends. */
+    shim_in_call++;
+    if (!c->id_known && &c->id_req != shim_busy_req) {
+        PMPI_Wait(&c->id_req, MPI_STATUS_IGNORE);
+    }
+    pthread_mutex_lock(&shim.lock);
+    for (shim_comm_t *s = shim.comms; s != NULL; s = s->next_all) {
+        if (s->parent == c && !s->id_known && &s->id_req != shim_busy_req) {
+            MPI_Request r = s->id_req;
+
+            pthread_mutex_unlock(&shim.lock);
+            PMPI_Wait(&r, MPI_STATUS_IGNORE);
+            pthread_mutex_lock(&shim.lock);
+            s->id_req = r;
+        }
+    }
+    pthread_mutex_unlock(&shim.lock);
+    shim_pers_comm_free(comm);
+    shim_in_call--;
     c->freed = 1;
     c->comm = MPI_COMM_NULL;
     pthread_mutex_lock(&shim.lock);

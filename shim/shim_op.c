@@ -92,6 +92,7 @@ static void op_refused(shim_op_t *op)
               shim_coll_name(op->call.stat), op->call.seq);
     op->error = MPI_ERR_TRUNCATE;
     op->raise = !op->call.error;
+    HASH_DELETE(hh_token, shim.by_token, op);   /* no agent answers it */
     shim_comm_finished(op->comm, op->call.seq);
     op->finishing = 1;
     op->next_done = shim.done_list;
@@ -272,7 +273,9 @@ void shim_comm_progress(void)
     for (cp = &shim.agreeing; (c = *cp) != NULL;) {
         int flag = 0;
 
+        shim_busy_req = &c->id_req;
         PMPI_Test(&c->id_req, &flag, MPI_STATUS_IGNORE);
+        shim_busy_req = NULL;
         if (!flag) {
             cp = &c->next_agreeing;
             continue;

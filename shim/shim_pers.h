@@ -47,6 +47,10 @@ int shim_pers_new(int coll, MPI_Comm comm, shim_pers_start_t start,
                   void (*drop)(void *), void *args, int offload,
                   MPI_Request *req);
 
+/* comm is being freed: end the nonblocking duplications of it that
+ * persistent collectives began (coll_pers.c). */
+void shim_pers_comm_free(MPI_Comm comm);
+
 /* Requests of the shim's in place of handles, for one completion call. */
 typedef struct shim_swap {
     shim_pers_t  *small[16];

@@ -41,8 +41,29 @@
  * the erroneous one. Statistics: the right ranks' calls offloaded, the
  * refused ones counted as fallbacks. Nothing may be left running at
  * MPI_Finalize (scripts/check.sh looks for the shim's warning).
+ *
+ * The same again with the persistent forms (MPI_<Coll>_init on MPICH,
+ * MPIX_<Coll>_init on Open MPI): the reference is stock MPI's init
+ * through PMPI; under the shim the erroneous ranks' init must be refused
+ * alike, and the right ranks' requests, started, must end within
+ * T_END_S (a refused init's stream tells them) and are then freed.
  */
 #include "tcommon.h"
+
+#if defined(OPEN_MPI) && OPEN_MPI
+#include <mpi-ext.h>
+#endif
+#if defined(OMPI_HAVE_MPI_EXT_PCOLLREQ) && OMPI_HAVE_MPI_EXT_PCOLLREQ
+#define PINIT(name) MPIX_##name##_init
+#define PPINIT(name) PMPIX_##name##_init
+#define HAVE_PERS 1
+#elif MPI_VERSION >= 4
+#define PINIT(name) MPI_##name##_init
+#define PPINIT(name) PMPI_##name##_init
+#define HAVE_PERS 1
+#endif
+
+static int pers;   /* the persistent forms */
 
 #define N        8     /* elements per block */
 #define T_END_S  20.0  /* s for a right rank's request to end */
@@ -352,8 +373,95 @@ static void wrong(int c, int k, int me, args_t *a)
 /* Collective c with a's arguments on comm, through the shim (MPI_*) or
  * straight to the library (PMPI_*). */
 #define CALL(pm, f, ...) ((pm) ? P##f(__VA_ARGS__) : f(__VA_ARGS__))
+
+#ifdef HAVE_PERS
+/* The persistent form of collective c: its *_init. */
+#define PCALL(pm, f, ...)                                                 \
+    ((pm) ? PPINIT(f)(__VA_ARGS__, MPI_INFO_NULL, a->req)                  \
+          : PINIT(f)(__VA_ARGS__, MPI_INFO_NULL, a->req))
+static int pcall(int pm, int c, const args_t *a, MPI_Comm comm)
+{
+    switch (c) {
+    case C_BARRIER:
+        return PCALL(pm, Barrier, comm);
+    case C_BCAST:
+        return PCALL(pm, Bcast, (void *)a->sbuf, a->scount, a->stype,
+                     a->root, comm);
+    case C_GATHER:
+        return PCALL(pm, Gather, a->sbuf, a->scount, a->stype, a->rbuf,
+                     a->rcount, a->rtype, a->root, comm);
+    case C_GATHERV:
+        return PCALL(pm, Gatherv, a->sbuf, a->scount, a->stype, a->rbuf,
+                     a->rcounts, a->rdispls, a->rtype, a->root, comm);
+    case C_SCATTER:
+        return PCALL(pm, Scatter, a->sbuf, a->scount, a->stype, a->rbuf,
+                     a->rcount, a->rtype, a->root, comm);
+    case C_SCATTERV:
+        return PCALL(pm, Scatterv, a->sbuf, a->scounts, a->sdispls,
+                     a->stype, a->rbuf, a->rcount, a->rtype, a->root, comm);
+    case C_ALLGATHER:
+        return PCALL(pm, Allgather, a->sbuf, a->scount, a->stype, a->rbuf,
+                     a->rcount, a->rtype, comm);
+    case C_ALLGATHERV:
+        return PCALL(pm, Allgatherv, a->sbuf, a->scount, a->stype, a->rbuf,
+                     a->rcounts, a->rdispls, a->rtype, comm);
+    case C_ALLTOALL:
+        return PCALL(pm, Alltoall, a->sbuf, a->scount, a->stype, a->rbuf,
+                     a->rcount, a->rtype, comm);
+    case C_ALLTOALLV:
+        return PCALL(pm, Alltoallv, a->sbuf, a->scounts, a->sdispls,
+                     a->stype, a->rbuf, a->rcounts, a->rdispls, a->rtype,
+                     comm);
+    case C_ALLTOALLW:
+        return PCALL(pm, Alltoallw, a->sbuf, a->scounts, a->sdispls,
+                     a->stypes, a->rbuf, a->rcounts, a->rdispls, a->rtypes,
+                     comm);
+    case C_REDUCE:
+        return PCALL(pm, Reduce, a->sbuf, a->rbuf, a->scount, a->stype,
+                     a->op, a->root, comm);
+    case C_ALLREDUCE:
+        return PCALL(pm, Allreduce, a->sbuf, a->rbuf, a->scount, a->stype,
+                     a->op, comm);
+    case C_RS:
+        return PCALL(pm, Reduce_scatter, a->sbuf, a->rbuf, a->rcounts,
+                     a->stype, a->op, comm);
+    case C_RSB:
+        return PCALL(pm, Reduce_scatter_block, a->sbuf, a->rbuf, a->rcount,
+                     a->stype, a->op, comm);
+    case C_SCAN:
+        return PCALL(pm, Scan, a->sbuf, a->rbuf, a->scount, a->stype, a->op,
+                     comm);
+    case C_EXSCAN:
+        return PCALL(pm, Exscan, a->sbuf, a->rbuf, a->scount, a->stype,
+                     a->op, comm);
+    case C_NAG:
+        return PCALL(pm, Neighbor_allgather, a->sbuf, a->scount, a->stype,
+                     a->rbuf, a->rcount, a->rtype, comm);
+    case C_NAGV:
+        return PCALL(pm, Neighbor_allgatherv, a->sbuf, a->scount, a->stype,
+                     a->rbuf, a->rcounts, a->rdispls, a->rtype, comm);
+    case C_NA2A:
+        return PCALL(pm, Neighbor_alltoall, a->sbuf, a->scount, a->stype,
+                     a->rbuf, a->rcount, a->rtype, comm);
+    case C_NA2AV:
+        return PCALL(pm, Neighbor_alltoallv, a->sbuf, a->scounts,
+                     a->sdispls, a->stype, a->rbuf, a->rcounts, a->rdispls,
+                     a->rtype, comm);
+    default:
+        return PCALL(pm, Neighbor_alltoallw, a->sbuf, a->scounts, a->sad,
+                     a->stypes, a->rbuf, a->rcounts, a->rad, a->rtypes,
+                     comm);
+    }
+}
+#endif
+
 static int call(int pm, int c, const args_t *a, MPI_Comm comm)
 {
+#ifdef HAVE_PERS
+    if (pers) {
+        return pcall(pm, c, a, comm);
+    }
+#endif
     switch (c) {
     case C_BARRIER:
         return CALL(pm, MPI_Ibarrier, comm, a->req);
@@ -470,20 +578,21 @@ static const char *cls_name(int cls)
 /* One case: collective c, error k, on one rank or on all it applies to;
  * stock MPI's answer on this rank (erroneous ranks). */
 typedef struct {
-    int         c, k, all;
+    int         c, k, all, pers;
     int         bad;       /* this rank's call is erroneous */
     int         cls;       /* stock MPI's class */
     const char *handler;   /* whose handler stock MPI called */
 } case_t;
 
-static case_t cases[C_N * K_N * 2];
+static case_t cases[C_N * K_N * 4];
 static int ncases, nskip;
 
 static void case_name(const case_t *x, int p)
 {
     int who = role(x->c, x->k);
 
-    t_case("%s, %s, %s", cname[x->c], kname[x->k], x->all
+    t_case("%s%s, %s, %s", x->pers ? "persistent " : "", cname[x->c],
+           kname[x->k], x->all
            ? "on every rank it applies to"
            : who == 2 ? (p == 2 ? "on rank 1" : "on the last rank")
                       : "on rank 0");
@@ -541,6 +650,7 @@ static void reference(case_t *x, MPI_Comm ref)
     wrong(x->c, x->k, me, &a);
     rec.n = 0;
     g.req = MPI_REQUEST_NULL;
+    pers = x->pers;
     rc = call(1, x->c, &a, ref);
     x->handler = handler(ref);
     MPI_Error_class(rc, &x->cls);
@@ -573,10 +683,16 @@ static void through_shim(const case_t *x, MPI_Comm comm)
     }
     rec.n = 0;
     g.req = MPI_REQUEST_NULL;
+    pers = x->pers;
     rc = call(0, x->c, &a, comm);
     h = handler(comm);
     MPI_Error_class(rc, &cls);
-    if (x->c == C_BCAST || x->c == C_ALLTOALL) {
+    if (x->pers) {
+        char pn[64];
+
+        snprintf(pn, sizeof(pn), "%s_init", cname[x->c] + 1);
+        t_count(pn, !x->bad);
+    } else if (x->c == C_BCAST || x->c == C_ALLTOALL) {
         int t_coll = x->c == C_BCAST ? T_BCAST : T_A2A;
 
         if (x->bad) {
@@ -602,6 +718,11 @@ static void through_shim(const case_t *x, MPI_Comm comm)
         t_fail("a right call returned %s", cls_name(cls));
         return;
     }
+    if (x->pers && (rc = MPI_Start(&g.req)) != MPI_SUCCESS) {
+        t_fail("a right rank's MPI_Start returned %s", cls_name(rc));
+        MPI_Request_free(&g.req);
+        return;
+    }
     /* The right ranks' offloaded request must end; with an error where
      * it needs an erroneous rank. */
     {
@@ -622,6 +743,9 @@ static void through_shim(const case_t *x, MPI_Comm comm)
         } else if (rc == MPI_SUCCESS && st.MPI_ERROR == MPI_SUCCESS &&
                    needs_bad(x, me, p)) {
             t_fail("a right rank's request ended without an error");
+        }
+        if (x->pers && flag) {
+            MPI_Request_free(&g.req);
         }
     }
 }
@@ -682,9 +806,16 @@ int main(int argc, char **argv)
                 nskip++;
                 continue;
             }
-            for (all = 0; all < 2; all++) {
-                if (!all || role(c, k) != 1) {   /* 1: only the root */
-                    cases[ncases++] = (case_t){c, k, all, 0, 0, NULL};
+            for (all = 0; all < 4; all++) {
+                /* 1: only the root; 2, 3: the persistent forms */
+                if (!(all & 1) || role(c, k) != 1) {
+#ifndef HAVE_PERS
+                    if (all >= 2) {
+                        continue;
+                    }
+#endif
+                    cases[ncases++] =
+                        (case_t){c, k, all & 1, all >> 1, 0, 0, NULL};
                 }
             }
         }
