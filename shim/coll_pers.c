@@ -46,6 +46,7 @@ typedef struct pargs {
     MPI_Op        op;
     MPI_Comm      comm;
     int           fallback; /* starts run on stock MPI, on priv */
+    int           why;      /* ... because (SHIM_WHY_*, of the init) */
     MPI_Comm      priv;     /* comm's duplicate (PMPI_Comm_idup) */
     MPI_Request   priv_req; /* that duplication, until waited for */
     MPI_Datatype *dups;     /* to free with it */
@@ -233,6 +234,7 @@ static int start(shim_pers_t *p, MPI_Request *r)
         rc = run(a, a->priv, r);
     }
     shim_in_call--;
+    shim_why = a->why;
     return shim_fallback(p->coll, rc);
 }
 
@@ -302,6 +304,7 @@ static int made(pargs_t *a, int pcoll, MPI_Request *request)
     shim_as = 0;
     if (rc == SHIM_PROBE_STOCK) {
         a->fallback = 1;
+        a->why = shim_why;
         shim_in_call++;
         rc = PMPI_Comm_idup(a->comm, &a->priv, &a->priv_req);
         shim_in_call--;

@@ -23,7 +23,8 @@ typedef struct vec {
     shim_layout_t l;
 } vec_t;
 
-/* Can the agents reduce count elements of dt with op? */
+/* Can the agents reduce count elements of dt with op? If not, shim_why
+ * says why. */
 static int reducible(int coll, MPI_Comm comm, int count, MPI_Datatype dt,
                      MPI_Op op, vec_t *v)
 {
@@ -32,9 +33,20 @@ static int reducible(int coll, MPI_Comm comm, int count, MPI_Datatype dt,
     }
     v->op = shim_op_of(op);
     v->dtype = shim_reduce_type(dt);
-    return v->op != DPS_OP_NONE && v->dtype != DPS_T_NONE &&
-           dps_op_valid(v->op, v->dtype) &&
-           v->l.size % dps_dtype_size(v->dtype) == 0;
+    if (v->op == DPS_OP_NONE) {
+        shim_why = SHIM_WHY_OP;
+        return 0;
+    }
+    if (v->dtype == DPS_T_NONE) {
+        shim_why = SHIM_WHY_TYPE;
+        return 0;
+    }
+    if (!dps_op_valid(v->op, v->dtype) ||
+        v->l.size % dps_dtype_size(v->dtype) != 0) {
+        shim_why = SHIM_WHY_OP;
+        return 0;
+    }
+    return 1;
 }
 
 /*
