@@ -84,7 +84,9 @@ static void pargs_free(void *arg)
     free(a);
 }
 
-/* A derived datatype, duplicated: the application may free its own. */
+/* A derived datatype, duplicated: the application may free its own.
+ * Not the types of MPI_Type_create_f90_*: MPI treats them as predefined
+ * (never freed; reduced by predefined operations, a duplicate not). */
 static MPI_Datatype keep(pargs_t *a, MPI_Datatype t)
 {
     int ni, na, nd, comb;
@@ -92,7 +94,8 @@ static MPI_Datatype keep(pargs_t *a, MPI_Datatype t)
 
     if (t == MPI_DATATYPE_NULL ||
         PMPI_Type_get_envelope(t, &ni, &na, &nd, &comb) != MPI_SUCCESS ||
-        comb == MPI_COMBINER_NAMED) {
+        comb == MPI_COMBINER_NAMED || comb == MPI_COMBINER_F90_INTEGER ||
+        comb == MPI_COMBINER_F90_REAL || comb == MPI_COMBINER_F90_COMPLEX) {
         return t;
     }
     v = realloc(a->dups, sizeof(*v) * (size_t)(a->ndups + 1));

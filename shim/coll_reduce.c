@@ -5,12 +5,14 @@
  * schedules are built in build_reduce.c; agents and DMA engines reduce
  * with common/dps_sched.c.
  *
- * Offloaded: the predefined operations on the predefined types they apply
- * to (MAXLOC and MINLOC on the pair types, packed when their layout has
- * padding). The standard requires count, type and operation to be alike
- * on every rank, so the decision is too. User-defined operations, and
- * derived types (which both MPIs refuse with predefined operations), go
- * to stock MPI, counted as fallbacks.
+ * Offloaded: the predefined operations on the predefined types MPI 4.1
+ * §6.9.2 allows them on, where the MPI library has the type and the
+ * agents compute it as the library does (shim_rtypes.c; MAXLOC and MINLOC
+ * on the pair types, packed when their layout has padding). The standard
+ * requires count, type and operation to be alike on every rank, so the
+ * decision is too. User-defined operations, and derived types (which both
+ * MPIs refuse with predefined operations), go to stock MPI, counted as
+ * fallbacks.
  */
 #include "coll.h"
 #include "../common/dps_status.h"
@@ -28,22 +30,20 @@ typedef struct vec {
 static int reducible(int coll, MPI_Comm comm, int count, MPI_Datatype dt,
                      MPI_Op op, vec_t *v)
 {
+    int why;
+
     if (!shim_coll_wanted(coll, comm) || !shim_layout(dt, count, &v->l)) {
         return 0;
     }
     v->op = shim_op_of(op);
-    v->dtype = shim_reduce_type(dt);
-    if (v->op == DPS_OP_NONE) {
-        shim_why = SHIM_WHY_OP;
-        return 0;
+    v->dtype = DPS_T_NONE;
+    why = shim_rtype(dt, v->op, &v->dtype);
+    if (why == 0 && (!dps_op_valid(v->op, v->dtype) ||
+                     v->l.size != dps_dtype_size(v->dtype))) {
+        why = SHIM_WHY_TYPE;
     }
-    if (v->dtype == DPS_T_NONE) {
-        shim_why = SHIM_WHY_TYPE;
-        return 0;
-    }
-    if (!dps_op_valid(v->op, v->dtype) ||
-        v->l.size % dps_dtype_size(v->dtype) != 0) {
-        shim_why = SHIM_WHY_OP;
+    if (why != 0) {
+        shim_why = why;
         return 0;
     }
     return 1;

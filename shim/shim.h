@@ -195,6 +195,7 @@ typedef struct shim_state {
     int            world_rank, world_size;
     int            is_leader;     /* first rank of its virtual node */
     pid_t          agent_pid;     /* our agent */
+    unsigned       agent_formats; /* DPS_FMT_* it computes (READY) */
     pid_t         *node_agents;   /* every agent on this node, for the */
     int            n_node_agents; /* liveness check: one dead stalls all */
     int            parent_fd;     /* leader: write end the agent watches,

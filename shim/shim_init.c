@@ -12,6 +12,7 @@
 #include "boot.h"
 #include "shim_engine.h"
 #include "shim_reg.h"
+#include "shim_types.h"
 #include "../common/dps_log.h"
 #include "../common/dps_proto.h"
 #include "../common/dps_status.h"
@@ -243,6 +244,7 @@ void shim_init(void)
         cannot_offload("connecting ranks and agents failed");
         goto err_agent;
     }
+    shim_rtypes_init(shim.agent_formats);
     if (shim_fo_init() != DPS_OK) {
         dps_error("cannot create the communicators for taking over from "
                   "a failed agent");
