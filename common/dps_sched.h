@@ -111,7 +111,8 @@ int dps_op_valid(unsigned op, unsigned dtype);
  * have it (inout = inout > in ? inout : in): MAX takes src's value
  * unless dst's is greater (so of +0 and -0, src's), MIN unless dst's is
  * less; MAXLOC/MINLOC take src's pair when its value is better, and on
- * equal values keep dst's value with the lesser index. Returns 0, or -1 for an op/type pair that does not apply.
+ * equal values keep dst's value with the lesser index. Returns 0, or -1
+ * for an op/type pair that does not apply.
  * Deterministic: the same inputs give the same bits, on any ISA whose
  * build computes the type (no contraction into FMA: -ffp-contract=off).
  */

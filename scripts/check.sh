@@ -108,7 +108,7 @@ unit_tests() {
 readme_check() {
     local log="$LOGS/readme.log" ok=1
     scripts/readme_table.sh --check >"$log" 2>&1 || ok=0
-    report "README's DPUSHIM_* table matches common/dps_config.c" "$ok" \
+    report "README's DPUSHIM_* table and reducible datatypes match common/dps_config.c and common/dps_rtypes.h" "$ok" \
         "$log"
     log="$LOGS/readme-example.log"
     ok=1
