@@ -94,8 +94,17 @@ const dps_cfg_entry_t dps_config_table[] = {
     {"RANKS_PER_DPU", DPS_CFG_UINT, "0",
      "Ranks served by one agent (emulated DPU); 0 means one agent per host.",
      CFG_OFF(ranks_per_dpu), 0, 0},
-    {"STATS", DPS_CFG_BOOL, "0",
-     "Print job-wide offload statistics from rank 0 at MPI_Finalize.",
+    {"STATS", DPS_CFG_STATS, "0",
+     "Print job-wide offload statistics from rank 0 at MPI_Finalize: 1, "
+     "for each collective called, a line \"dpushim: COLL offloaded=N "
+     "fallback=N bytes=N\" (calls summed over ranks) and lines on the "
+     "registration cache, DMA engines and agents; 2, also, under each "
+     "collective with fallbacks, \"dpushim: COLL fallback: type=N op=N "
+     "small=N comm=N off=N other=N\": why they went to stock MPI (a "
+     "datatype the agents do not reduce; an operation they do not apply: "
+     "user-defined, or not MPI's on the datatype; below DPUSHIM_MIN_BYTES; "
+     "an intercommunicator; offload or the collective switched off; "
+     "anything else, such as arguments MPI refuses).",
      CFG_OFF(stats), 0, 0},
     {"LOG", DPS_CFG_LOGLEVEL, "warn",
      "Log level: error, warn, info or debug.", CFG_OFF(log_level), 0, 0},
@@ -232,6 +241,12 @@ int dps_config_parse_value(dps_cfg_type_t type, const char *v, void *out)
     switch (type) {
     case DPS_CFG_BOOL:
         return parse_bool(v, out);
+    case DPS_CFG_STATS:
+        if (!strcmp(v, "2")) {
+            *(int *)out = 2;
+            return 0;
+        }
+        return parse_bool(v, out);
     case DPS_CFG_SIZE:
         return parse_u64(v, 1, out);
     case DPS_CFG_THRESHOLD:
@@ -327,6 +342,8 @@ static const char *type_hint(dps_cfg_type_t type)
 {
     switch (type) {
     case DPS_CFG_BOOL:     return "0/1, yes/no, on/off or true/false";
+    case DPS_CFG_STATS:    return "0, 1 or 2 (no/yes, off/on, false/true "
+                                  "for 0/1)";
     case DPS_CFG_SIZE:     return "a byte count, optionally with k, m or g";
     case DPS_CFG_THRESHOLD: return "auto, or a byte count below 2^64-1, "
                                    "optionally with k, m or g";

@@ -22,7 +22,8 @@ typedef struct dps_config {
                                    * index dps_coll_t - 1 (dps_proto.h) */
     uint64_t min_bytes;      /* smallest message offloaded, or AUTO */
     unsigned ranks_per_dpu;  /* 0: one agent per host */
-    int      stats;          /* print totals at MPI_Finalize */
+    int      stats;          /* print totals at MPI_Finalize: 1; and
+                              * fallbacks by reason: 2 */
     int      log_level;      /* dps_log_level_t */
     char     agent[4096];    /* agent binary; empty: beside the library */
     int      transport;      /* dps_transport_t */
@@ -65,7 +66,8 @@ typedef enum {
     DPS_CFG_THRESHOLD,       /* "auto" or a size below DPS_MIN_BYTES_AUTO */
     DPS_CFG_UINT,
     DPS_CFG_LOGLEVEL,
-    DPS_CFG_PATH
+    DPS_CFG_PATH,
+    DPS_CFG_STATS            /* 0, 1 or 2; a boolean's words for 0 and 1 */
 } dps_cfg_type_t;
 
 typedef struct dps_cfg_entry {

@@ -144,9 +144,9 @@ void *dps_msg_encode_hello(uint32_t world_rank, uint32_t pid, size_t *len)
     return msg_fixed(DPS_MSG_HELLO, &b, sizeof(b), len);
 }
 
-void *dps_msg_encode_ready(int32_t status, size_t *len)
+void *dps_msg_encode_ready(int32_t status, uint32_t formats, size_t *len)
 {
-    dps_msg_ready_t b = {status, 0};
+    dps_msg_ready_t b = {status, formats};
 
     return msg_fixed(DPS_MSG_READY, &b, sizeof(b), len);
 }

@@ -16,7 +16,7 @@
 #include <stdint.h>
 
 #define DPS_PROTO_MAGIC    0x48535044u /* "DPSH" */
-#define DPS_PROTO_VERSION 6
+#define DPS_PROTO_VERSION 7
 #define DPS_AM_ID          7           /* the one UCX active message id */
 #define DPS_MAX_RKEY       4096        /* bytes of one packed rkey */
 #define DPS_MAX_ADDR       8192        /* bytes of one worker address */
@@ -150,7 +150,8 @@ _Static_assert(sizeof(dps_msg_shm_t) == 16, "shm layout");
 
 typedef struct dps_msg_ready {
     int32_t  status;     /* dps_status_t of the agent's set-up */
-    uint32_t pad;
+    uint32_t formats;    /* DPS_FMT_*: the reduction formats the agent
+                          * computes (dps_reduce_formats) */
 } dps_msg_ready_t;
 _Static_assert(sizeof(dps_msg_ready_t) == 8, "ready layout");
 
@@ -320,7 +321,7 @@ int dps_msg_decode(const void *buf, size_t len, dps_msg_t *msg,
  * *len, or NULL when out of memory or the arguments are out of range.
  */
 void *dps_msg_encode_hello(uint32_t world_rank, uint32_t pid, size_t *len);
-void *dps_msg_encode_ready(int32_t status, size_t *len);
+void *dps_msg_encode_ready(int32_t status, uint32_t formats, size_t *len);
 void *dps_msg_encode_complete(uint64_t op_token, int32_t status,
                               size_t *len);
 void *dps_msg_encode_comm_free(uint64_t comm_id, uint32_t world_rank,

@@ -38,17 +38,34 @@ enum {
     DPS_OP_BXOR, DPS_OP_MAXLOC, DPS_OP_MINLOC, DPS_OP_COUNT
 };
 
-/* Element types of reductions, in their packed (type size) form. */
+/*
+ * Element types of reductions: what the bytes are, the same on every ISA
+ * (an agent may be an aarch64 DPU serving x86-64 hosts), never "the C
+ * type of this machine". Integers are little-endian two's complement;
+ * floating point IEEE 754 binary32, binary64, binary128, or x87 80-bit
+ * extended in 16 bytes (x86-64's long double: its 6 padding bytes are
+ * never written, as MPI's own loops leave them). Logicals: nonzero is
+ * true, results are 1 or 0. Complex: (real, imaginary) of the type
+ * before. Pairs for MAXLOC/MINLOC: value then index, packed (no padding
+ * between or after). Codes are wire values: append only, and bump
+ * DPS_PROTO_VERSION when a meaning changes.
+ */
 enum {
     DPS_T_NONE = 0,
     DPS_T_I8, DPS_T_U8, DPS_T_I16, DPS_T_U16, DPS_T_I32, DPS_T_U32,
-    DPS_T_I64, DPS_T_U64, DPS_T_FLOAT, DPS_T_DOUBLE, DPS_T_LDOUBLE,
-    DPS_T_BOOL, DPS_T_CFLOAT, DPS_T_CDOUBLE, DPS_T_CLDOUBLE, DPS_T_BYTE,
-    /* pairs for MAXLOC/MINLOC: value then int index, packed */
-    DPS_T_FLOAT_INT, DPS_T_DOUBLE_INT, DPS_T_LONG_INT, DPS_T_2INT,
-    DPS_T_SHORT_INT, DPS_T_LDOUBLE_INT,
+    DPS_T_I64, DPS_T_U64,
+    DPS_T_F32, DPS_T_F64, DPS_T_X87, DPS_T_F128,
+    DPS_T_L8, DPS_T_L32,
+    DPS_T_C32, DPS_T_C64, DPS_T_CX87, DPS_T_C128,
+    DPS_T_F32_I32, DPS_T_F64_I32, DPS_T_I64_I32, DPS_T_I32_I32,
+    DPS_T_I16_I32, DPS_T_X87_I32, DPS_T_F32_F32, DPS_T_F64_F64,
     DPS_T_COUNT
 };
+
+/* Floating-point formats a build may not compute (dps_reduce_formats):
+ * the types built on them need every agent and rank to compute them. */
+#define DPS_FMT_X87  1u   /* x87 80-bit extended (x86 only) */
+#define DPS_FMT_F128 2u   /* IEEE 754 binary128 (_Float128) */
 
 typedef struct dps_step {
     uint8_t  kind;      /* DPS_STEP_* */
@@ -70,13 +87,34 @@ _Static_assert(sizeof(dps_step_t) == 40, "step layout");
 /* Bytes of one element of a reduction type (0: unknown type). */
 size_t dps_dtype_size(unsigned dtype);
 
-/* Does op apply to dtype (MPI's table of ops and type classes)? */
+/* The DPS_FMT_* a type needs (0: none beyond binary32/64 and integers). */
+unsigned dps_dtype_format(unsigned dtype);
+
+/* The DPS_FMT_* formats this build computes. */
+unsigned dps_reduce_formats(void);
+
+/* "f64", "x87_i32", ...; "?" when unknown. */
+const char *dps_dtype_str(unsigned dtype);
+
+/* "sum", "maxloc", ...; "?" when unknown. */
+const char *dps_op_str(unsigned op);
+
+/* Does op apply to dtype, and does this build compute it? (Integers:
+ * every op but MAXLOC/MINLOC; floating point: MAX, MIN, SUM, PROD;
+ * logicals: LAND, LOR, LXOR; complex: SUM, PROD; pairs: MAXLOC,
+ * MINLOC. Which MPI types may use which ops is the shim's business.) */
 int dps_op_valid(unsigned op, unsigned dtype);
 
 /*
- * dst[i] = src[i] (op) dst[i] for n bytes of elements of dtype (n a
- * multiple of its size). Returns 0, or -1 for an op/type pair that does
- * not apply. Deterministic: the same inputs give the same bits.
+ * dst[i] = dst[i] (op) src[i] for n bytes of elements of dtype (n a
+ * multiple of its size), with dst the left operand, as both MPIs' loops
+ * have it (inout = inout > in ? inout : in): MAX takes src's value
+ * unless dst's is greater (so of +0 and -0, src's), MIN unless dst's is
+ * less; MAXLOC/MINLOC take src's pair when its value is better, and on
+ * equal values keep dst's value with the lesser index. Returns 0, or -1
+ * for an op/type pair that does not apply.
+ * Deterministic: the same inputs give the same bits, on any ISA whose
+ * build computes the type (no contraction into FMA: -ffp-contract=off).
  */
 int dps_reduce(unsigned op, unsigned dtype, const void *src, void *dst,
                size_t n);

@@ -79,7 +79,7 @@ static int send_pong(agent_t *a, uint32_t rank)
 static void send_ready(agent_t *a, uint32_t rank)
 {
     size_t len;
-    void *msg = dps_msg_encode_ready(DPS_OK, &len);
+    void *msg = dps_msg_encode_ready(DPS_OK, dps_reduce_formats(), &len);
 
     if (msg == NULL || dps_ucx_send(a->rank_ep[rank], msg, len)) {
         dps_error("cannot tell rank %u that the agent is ready", rank);

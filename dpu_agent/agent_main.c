@@ -10,6 +10,7 @@
 #include "../common/dps_config.h"
 #include "../common/dps_listen.h"
 #include "../common/dps_log.h"
+#include "../common/dps_rtypes.h"
 #include "../common/dps_status.h"
 
 #include <errno.h>
@@ -32,7 +33,7 @@ static void usage(FILE *out)
     fprintf(out,
 "usage: dpu_agent --addr-fd N --parent-fd M\n"
 "       dpu_agent --listen ADDR:PORT [--secret-dir DIR]\n"
-"       dpu_agent --probe | --help | --config-markdown\n"
+"       dpu_agent --probe | --help | --config-markdown | --types-markdown\n"
 "\n"
 "Carries out MPI's nonblocking collectives, compiled by the ranks into\n"
 "schedules of steps, for the ranks of one node (or emulated DPU).\n"
@@ -59,6 +60,8 @@ static void usage(FILE *out)
 "                 is, 1 if none, 2 if the devices cannot be listed\n"
 "  --help         this text\n"
 "  --config-markdown  print the DPUSHIM_* table as Markdown (for the README)\n"
+"  --types-markdown   print the MPI datatypes and operations whose\n"
+"                 reductions are offloaded, as Markdown (for the README)\n"
 "\n"
 "Environment (shared with libdpushim.so):\n");
     dps_config_print(out, 0);
@@ -505,6 +508,7 @@ int main(int argc, char **argv)
         {"secret-dir", required_argument, NULL, 's'},
         {"help",      no_argument,       NULL, 'h'},
         {"config-markdown", no_argument, NULL, 'M'},
+        {"types-markdown", no_argument, NULL, 'T'},
         {"probe",     no_argument,       NULL, 'P'},
         {NULL, 0, NULL, 0}
     };
@@ -534,6 +538,9 @@ int main(int argc, char **argv)
             return 0;
         case 'M':
             dps_config_print(stdout, 1);
+            return 0;
+        case 'T':
+            dps_rtypes_markdown(stdout);
             return 0;
         case 'P':
             return agent_probe(stdout);

@@ -108,7 +108,7 @@ unit_tests() {
 readme_check() {
     local log="$LOGS/readme.log" ok=1
     scripts/readme_table.sh --check >"$log" 2>&1 || ok=0
-    report "README's DPUSHIM_* table matches common/dps_config.c" "$ok" \
+    report "README's DPUSHIM_* table and reducible datatypes match common/dps_config.c and common/dps_rtypes.h" "$ok" \
         "$log"
     log="$LOGS/readme-example.log"
     ok=1
@@ -145,7 +145,7 @@ mpi_tests() {
     done
     # Odd communicator sizes: 3 ranks, agents serving 2 and 1.
     for name in t_odd t_mixed t_colls t_dtypes t_persist t_neigh t_group \
-                t_pers_order t_argerr; do
+                t_pers_order t_argerr t_rtypes; do
         shim_case "$mpi" "build/$mpi/tests/$name" 3 \
             "$base DPUSHIM_RANKS_PER_DPU=2" "3 ranks, 2 agents"
     done
@@ -158,6 +158,12 @@ mpi_tests() {
         [ $rc = 0 ] && grep -q '^result: ok' "$log" && ok=1
         report "$mpi t_argerr stock MPI, $np ranks" "$ok" "$log"
     done
+    # Fallbacks by reason (DPUSHIM_STATS=2): t_rtypes expects each
+    # collective's reasons line. An agent per rank (four agents for four
+    # ranks took 130-270 s on two busy cores). (T_CASE names the log.)
+    shim_case "$mpi" "build/$mpi/tests/t_rtypes" 2 \
+        "DPUSHIM_STATS=2 DPUSHIM_MIN_BYTES=1 DPUSHIM_RANKS_PER_DPU=1 T_CASE=reasons" \
+        "2 ranks, 2 agents, fallbacks by reason"
     # The staged data path (the agent copies through its own buffers, as
     # a DPU staging in its memory) beside the default direct one.
     for name in t_alltoall_sizes t_bcast_roots t_chunks t_comms t_engine \
@@ -686,14 +692,16 @@ example_tests() {
     example_case "$mpi" 2 0 - halo3d -m group -n 14,11,9 -i 20
 }
 
-# fortran_tests MPI: the Fortran programs (tests/fortran/), one per
+# fortran_tests MPI: the Fortran programs (tests/fortran/), each in every
 # binding style, on stock MPI and under the shim (2 ranks with one agent,
 # 4 with two): every element checked, the collectives offloaded as the
-# program's "expect~:" lines say, requests started in one language and
-# completed in the other.
+# program's "expect~:" lines say; f_colls: requests started in one
+# language and completed in the other; f_rtypes: reductions of Fortran
+# datatypes, bit for bit as stock MPI's.
 fortran_tests() {
     local mpi=$1 f t log ok
-    for f in f_colls_mpif f_colls_mpi f_colls_f08; do
+    for f in f_colls_mpif f_colls_mpi f_colls_f08 f_rtypes_mpif f_rtypes_mpi \
+             f_rtypes_f08; do
         t=build/$mpi/ftests/$f
         log="$LOGS/$mpi-$f-stock.log"
         run_job "$log" "$mpi" 2 0 "" "$t"

@@ -49,6 +49,7 @@ static void send_hello_wait_ready(int *ok)
             int rc = dps_msg_decode(m->data, m->len, &dm, NULL, 0);
 
             if (rc == DPS_OK && dm.type == DPS_MSG_READY) {
+                shim.agent_formats = dm.u.ready.formats;
                 if (dm.u.ready.status != DPS_OK) {
                     dps_error("agent failed to set up: %s",
                               dps_status_str(dm.u.ready.status));

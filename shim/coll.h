@@ -38,7 +38,17 @@ int shim_any_size(void);
  * sizes: whenever some size offloads (shim_any_size). */
 int shim_size_offloads(MPI_Datatype dt, int count, int refused);
 
-/* Count a fallback to stock MPI; returns rc (the PMPI call's). */
+
+/*
+ * Why the call being decided would go to stock MPI (SHIM_WHY_*): set by
+ * the test that says no (shim_coll_wanted, which every decision makes
+ * first, starts it at SHIM_WHY_OTHER; shim_big_enough, shim_any_size,
+ * the reductions' type test), counted and reset by shim_fallback.
+ */
+extern __thread int shim_why;
+
+/* Count a fallback to stock MPI, under shim_why; returns rc (the PMPI
+ * call's). */
 int shim_fallback(int coll, int rc);
 
 /* Stock MPI's nonblocking call for a's collective, on comm, into *req

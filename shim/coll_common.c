@@ -36,6 +36,7 @@ __thread struct shim_sched **shim_pin;
 __thread shim_comm_t *shim_stream;
 __thread int shim_probing;
 __thread shim_check_t *shim_probe_chk;
+__thread int shim_why;
 
 /* The statistics line a call counts on: its persistent form's while that
  * is being started. */
@@ -51,7 +52,12 @@ static void count(int coll, int stat, uint64_t n)
 
 int shim_fallback(int coll, int rc)
 {
+    int why = shim_why >= 0 && shim_why < SHIM_NWHY ? shim_why
+                                                    : SHIM_WHY_OTHER;
+
     count(coll, SHIM_STAT_FALLBACK, 1);
+    count(coll, SHIM_STAT_WHY + why, 1);
+    shim_why = SHIM_WHY_OTHER;
     return rc;
 }
 
@@ -69,24 +75,40 @@ int shim_coll_wanted(int coll, MPI_Comm comm)
 {
     int inter = 0;
 
+    shim_why = SHIM_WHY_OTHER;   /* a new decision */
     if (shim_as != 0) {
         coll = shim_as;   /* a persistent collective's own switch */
     }
-    if (!shim.active || !shim.cfg.coll[coll - 1] || comm == MPI_COMM_NULL) {
+    if (!shim.active || !shim.cfg.coll[coll - 1]) {
+        shim_why = SHIM_WHY_OFF;
         return 0;
     }
-    PMPI_Comm_test_inter(comm, &inter);
-    return !inter;
+    if (comm != MPI_COMM_NULL) {
+        PMPI_Comm_test_inter(comm, &inter);
+    }
+    if (comm == MPI_COMM_NULL || inter) {
+        shim_why = SHIM_WHY_COMM;
+        return 0;
+    }
+    return 1;
 }
 
 int shim_big_enough(uint64_t bytes)
 {
-    return bytes > 0 && bytes >= shim.min_bytes;
+    if (bytes > 0 && bytes >= shim.min_bytes) {
+        return 1;
+    }
+    shim_why = SHIM_WHY_SMALL;
+    return 0;
 }
 
 int shim_any_size(void)
 {
-    return shim.min_bytes != DPS_MIN_BYTES_AUTO;
+    if (shim.min_bytes != DPS_MIN_BYTES_AUTO) {
+        return 1;
+    }
+    shim_why = SHIM_WHY_SMALL;
+    return 0;
 }
 
 int shim_size_offloads(MPI_Datatype dt, int count, int refused)

@@ -47,6 +47,7 @@ typedef struct pargs {
     MPI_Op        op;
     MPI_Comm      comm;
     int           fallback; /* starts run on stock MPI, on priv */
+    int           why;      /* ... because (SHIM_WHY_*, of the init) */
     MPI_Comm      priv;     /* comm's duplicate (PMPI_Comm_idup) */
     MPI_Request   priv_req; /* that duplication, until waited for */
     int           ns, nr;   /* entries of the send, receive arrays */
@@ -160,7 +161,9 @@ static void pargs_free(void *arg)
     free(a);
 }
 
-/* A derived datatype, duplicated: the application may free its own. */
+/* A derived datatype, duplicated: the application may free its own.
+ * Not the types of MPI_Type_create_f90_*: MPI treats them as predefined
+ * (never freed; reduced by predefined operations, a duplicate not). */
 static MPI_Datatype keep(pargs_t *a, MPI_Datatype t)
 {
     int ni, na, nd, comb;
@@ -168,7 +171,8 @@ static MPI_Datatype keep(pargs_t *a, MPI_Datatype t)
 
     if (t == MPI_DATATYPE_NULL ||
         PMPI_Type_get_envelope(t, &ni, &na, &nd, &comb) != MPI_SUCCESS ||
-        comb == MPI_COMBINER_NAMED) {
+        comb == MPI_COMBINER_NAMED || comb == MPI_COMBINER_F90_INTEGER ||
+        comb == MPI_COMBINER_F90_REAL || comb == MPI_COMBINER_F90_COMPLEX) {
         return t;
     }
     v = realloc(a->dups, sizeof(*v) * (size_t)(a->ndups + 1));
@@ -327,6 +331,7 @@ static int start(shim_pers_t *p, MPI_Request *r)
         rc = run(a, a->priv, r);
     }
     shim_in_call--;
+    shim_why = a->why;
     return shim_fallback(p->coll, rc);
 }
 
@@ -458,6 +463,7 @@ static int made(pargs_t *a, int pcoll, MPI_Request *request)
     }
     if (rc == SHIM_PROBE_STOCK) {
         a->fallback = 1;
+        a->why = shim_why;
         shim_in_call++;
         rc = PMPI_Comm_idup(a->comm, &a->priv, &a->priv_req);
         shim_in_call--;

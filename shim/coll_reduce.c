@@ -5,12 +5,14 @@
  * schedules are built in build_reduce.c; agents and DMA engines reduce
  * with common/dps_sched.c.
  *
- * Offloaded: the predefined operations on the predefined types they apply
- * to (MAXLOC and MINLOC on the pair types, packed when their layout has
- * padding). The standard requires count, type and operation to be alike
- * on every rank, so the decision is too. User-defined operations, and
- * derived types (which both MPIs refuse with predefined operations), go
- * to stock MPI, counted as fallbacks.
+ * Offloaded: the predefined operations on the predefined types MPI 4.1
+ * §6.9.2 allows them on, where the MPI library has the type and the
+ * agents compute it as the library does (shim_rtypes.c; MAXLOC and MINLOC
+ * on the pair types, packed when their layout has padding). The standard
+ * requires count, type and operation to be alike on every rank, so the
+ * decision is too. User-defined operations, and derived types (which both
+ * MPIs refuse with predefined operations), go to stock MPI, counted as
+ * fallbacks.
  */
 #include "coll.h"
 #include "../common/dps_status.h"
@@ -23,16 +25,27 @@ typedef struct vec {
     shim_layout_t l;
 } vec_t;
 
-/* Can the agents reduce elements of dt with op? Sets v->op, v->dtype. */
+/* Can the agents reduce elements of dt with op (the types and operations
+ * the library was found to compute as they do, shim_rtypes.c)? Sets
+ * v->op, v->dtype; if not, shim_why says why. */
 static int reducible(MPI_Datatype dt, MPI_Op op, vec_t *v)
 {
     shim_layout_t one;
+    int why;
 
     v->op = shim_op_of(op);
-    v->dtype = shim_reduce_type(dt);
-    return v->op != DPS_OP_NONE && v->dtype != DPS_T_NONE &&
-           dps_op_valid(v->op, v->dtype) && shim_layout(dt, 1, &one) &&
-           one.size % dps_dtype_size(v->dtype) == 0;
+    v->dtype = DPS_T_NONE;
+    why = shim_rtype(dt, v->op, &v->dtype);
+    if (why == 0 && (!dps_op_valid(v->op, v->dtype) ||
+                     !shim_layout(dt, 1, &one) ||
+                     one.size != dps_dtype_size(v->dtype))) {
+        why = SHIM_WHY_TYPE;
+    }
+    if (why != 0) {
+        shim_why = why;
+        return 0;
+    }
+    return 1;
 }
 
 /* May the ranks offload a's operation on its datatype? A call MPI

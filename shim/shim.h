@@ -18,11 +18,23 @@
 
 #define SHIM_API __attribute__((visibility("default")))
 
+/* Why a call went to stock MPI: its fallback is counted under one
+ * (DPUSHIM_STATS=2 prints them). */
+enum { SHIM_WHY_OTHER,     /* arguments MPI judges, sizes past the limits */
+       SHIM_WHY_OFF,       /* offload off: not active, or DPUSHIM_<COLL>=0 */
+       SHIM_WHY_COMM,      /* an intercommunicator (or MPI_COMM_NULL) */
+       SHIM_WHY_TYPE,      /* a datatype the agents do not reduce */
+       SHIM_WHY_OP,        /* an operation they do not apply: user-defined,
+                            * or not MPI's on the datatype */
+       SHIM_WHY_SMALL,     /* below DPUSHIM_MIN_BYTES */
+       SHIM_NWHY };
+
 enum { SHIM_STAT_OFFLOADED, SHIM_STAT_FALLBACK, SHIM_STAT_BYTES,
        SHIM_STAT_REDONE,     /* pending when an agent failed: stock MPI */
        SHIM_STAT_FAILED,     /* pending when an agent failed: error */
        SHIM_STAT_AFTER,      /* posted after an agent failed: stock MPI */
-       SHIM_NSTAT };
+       SHIM_STAT_WHY,        /* SHIM_NWHY counters: fallbacks by reason */
+       SHIM_NSTAT = SHIM_STAT_WHY + SHIM_NWHY };
 
 /* Taking over from failed agents (shim_failover.c). */
 enum { SHIM_FO_NONE,       /* agents serve */
@@ -185,6 +197,7 @@ typedef struct shim_state {
     int            world_rank, world_size;
     int            is_leader;     /* first rank of its virtual node */
     pid_t          agent_pid;     /* our agent */
+    unsigned       agent_formats; /* DPS_FMT_* it computes (READY) */
     pid_t         *node_agents;   /* every agent on this node, for the */
     int            n_node_agents; /* liveness check: one dead stalls all */
     int            parent_fd;     /* leader: write end the agent watches,

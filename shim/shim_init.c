@@ -13,6 +13,7 @@
 #include "coll_check.h"
 #include "shim_engine.h"
 #include "shim_reg.h"
+#include "shim_types.h"
 #include "../common/dps_log.h"
 #include "../common/dps_proto.h"
 #include "../common/dps_status.h"
@@ -244,6 +245,7 @@ void shim_init(void)
         cannot_offload("connecting ranks and agents failed");
         goto err_agent;
     }
+    shim_rtypes_init(shim.agent_formats);
     if (shim_fo_init() != DPS_OK) {
         dps_error("cannot create the communicators for taking over from "
                   "a failed agent");
@@ -291,6 +293,19 @@ static void fetch_agent_stats(void)
     }
 }
 
+/* DPUSHIM_STATS=2: a collective's fallbacks by reason (SHIM_WHY_*). */
+static void print_why(int coll, const uint64_t why[SHIM_NWHY])
+{
+    printf("dpushim: %s fallback: type=%llu op=%llu small=%llu comm=%llu "
+           "off=%llu other=%llu\n", shim_coll_name(coll),
+           (unsigned long long)why[SHIM_WHY_TYPE],
+           (unsigned long long)why[SHIM_WHY_OP],
+           (unsigned long long)why[SHIM_WHY_SMALL],
+           (unsigned long long)why[SHIM_WHY_COMM],
+           (unsigned long long)why[SHIM_WHY_OFF],
+           (unsigned long long)why[SHIM_WHY_OTHER]);
+}
+
 static void print_stats(void)
 {
     uint64_t tot[DPS_COLL_MAX][SHIM_NSTAT], ag[3];
@@ -321,6 +336,9 @@ static void print_stats(void)
                (unsigned long long)tot[c][SHIM_STAT_OFFLOADED],
                (unsigned long long)tot[c][SHIM_STAT_FALLBACK],
                (unsigned long long)tot[c][SHIM_STAT_BYTES]);
+        if (shim.cfg.stats >= 2 && tot[c][SHIM_STAT_FALLBACK] > 0) {
+            print_why(c, tot[c] + SHIM_STAT_WHY);
+        }
     }
     for (c = 1; c < DPS_COLL_MAX; c++) {
         /* Only after an agent failure: summed over ranks. */

@@ -3,8 +3,8 @@
  * Datatypes and operations, for the MPI_I* wrappers: how data of a
  * datatype lies in memory, where a call's send and receive data go as
  * byte regions (the application's memory when contiguous, else a packed
- * staging copy, unpacked at completion), and which predefined reduction
- * operation and element type an MPI_Op and MPI_Datatype are.
+ * staging copy, unpacked at completion). Reductions' operations and
+ * element types: shim_rtypes.c.
  */
 #include "shim.h"
 #include "shim_types.h"
@@ -412,103 +412,4 @@ void shim_call_clear(shim_call_t *k)
     free(k->arrays);
     k->owned = NULL;
     k->arrays = NULL;
-}
-
-/* ---- reductions -------------------------------------------------------- */
-
-unsigned shim_op_of(MPI_Op op)
-{
-    static const struct { MPI_Op mpi; unsigned dps; } ops[] = {
-        {MPI_MAX, DPS_OP_MAX}, {MPI_MIN, DPS_OP_MIN}, {MPI_SUM, DPS_OP_SUM},
-        {MPI_PROD, DPS_OP_PROD}, {MPI_LAND, DPS_OP_LAND},
-        {MPI_BAND, DPS_OP_BAND}, {MPI_LOR, DPS_OP_LOR},
-        {MPI_BOR, DPS_OP_BOR}, {MPI_LXOR, DPS_OP_LXOR},
-        {MPI_BXOR, DPS_OP_BXOR}, {MPI_MAXLOC, DPS_OP_MAXLOC},
-        {MPI_MINLOC, DPS_OP_MINLOC},
-    };
-
-    for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
-        if (ops[i].mpi == op) {
-            return ops[i].dps;
-        }
-    }
-    return DPS_OP_NONE;   /* user-defined, MPI_REPLACE, MPI_NO_OP */
-}
-
-/* Signed or unsigned integer of a size. */
-static unsigned int_of(int size, int is_signed)
-{
-    switch (size) {
-    case 1: return is_signed ? DPS_T_I8 : DPS_T_U8;
-    case 2: return is_signed ? DPS_T_I16 : DPS_T_U16;
-    case 4: return is_signed ? DPS_T_I32 : DPS_T_U32;
-    case 8: return is_signed ? DPS_T_I64 : DPS_T_U64;
-    default: return DPS_T_NONE;
-    }
-}
-
-/* A predefined datatype's element type, or DPS_T_NONE. */
-static unsigned named_of(MPI_Datatype dt)
-{
-    static const struct { MPI_Datatype mpi; int kind; } tab[] = {
-        /* kind: 1 signed, 2 unsigned (by size), else the DPS_T_ + 10 */
-        {MPI_SIGNED_CHAR, 1}, {MPI_SHORT, 1}, {MPI_INT, 1}, {MPI_LONG, 1},
-        {MPI_LONG_LONG, 1}, {MPI_LONG_LONG_INT, 1}, {MPI_INT8_T, 1},
-        {MPI_INT16_T, 1}, {MPI_INT32_T, 1}, {MPI_INT64_T, 1},
-        {MPI_AINT, 1}, {MPI_OFFSET, 1}, {MPI_COUNT, 1}, {MPI_INTEGER, 1},
-        {MPI_UNSIGNED_CHAR, 2}, {MPI_UNSIGNED_SHORT, 2}, {MPI_UNSIGNED, 2},
-        {MPI_UNSIGNED_LONG, 2}, {MPI_UNSIGNED_LONG_LONG, 2},
-        {MPI_UINT8_T, 2}, {MPI_UINT16_T, 2}, {MPI_UINT32_T, 2},
-        {MPI_UINT64_T, 2},
-        {MPI_FLOAT, 10 + DPS_T_FLOAT}, {MPI_DOUBLE, 10 + DPS_T_DOUBLE},
-        {MPI_REAL, 10 + DPS_T_FLOAT},
-        {MPI_DOUBLE_PRECISION, 10 + DPS_T_DOUBLE},
-        {MPI_LONG_DOUBLE, 10 + DPS_T_LDOUBLE},
-        {MPI_C_BOOL, 10 + DPS_T_BOOL}, {MPI_BYTE, 10 + DPS_T_BYTE},
-        {MPI_C_FLOAT_COMPLEX, 10 + DPS_T_CFLOAT},
-        {MPI_C_DOUBLE_COMPLEX, 10 + DPS_T_CDOUBLE},
-        {MPI_C_LONG_DOUBLE_COMPLEX, 10 + DPS_T_CLDOUBLE},
-        {MPI_COMPLEX, 10 + DPS_T_CFLOAT},
-        {MPI_DOUBLE_COMPLEX, 10 + DPS_T_CDOUBLE},
-        {MPI_FLOAT_INT, 10 + DPS_T_FLOAT_INT},
-        {MPI_DOUBLE_INT, 10 + DPS_T_DOUBLE_INT},
-        {MPI_LONG_INT, 10 + DPS_T_LONG_INT}, {MPI_2INT, 10 + DPS_T_2INT},
-        {MPI_2INTEGER, 10 + DPS_T_2INT},
-        {MPI_SHORT_INT, 10 + DPS_T_SHORT_INT},
-        {MPI_LONG_DOUBLE_INT, 10 + DPS_T_LDOUBLE_INT},
-    };
-    int size;
-
-    if (dt == MPI_DATATYPE_NULL) {
-        return DPS_T_NONE;
-    }
-    for (size_t i = 0; i < sizeof(tab) / sizeof(tab[0]); i++) {
-        if (tab[i].mpi != dt) {
-            continue;
-        }
-        if (tab[i].kind >= 10) {
-            unsigned t = (unsigned)tab[i].kind - 10;
-
-            /* The MPI library's size must be ours (packed pairs). */
-            PMPI_Type_size(dt, &size);
-            return (size_t)size == dps_dtype_size(t) ? t : DPS_T_NONE;
-        }
-        PMPI_Type_size(dt, &size);
-        return int_of(size, tab[i].kind == 1);
-    }
-    return DPS_T_NONE;
-}
-
-unsigned shim_reduce_type(MPI_Datatype dt)
-{
-    int ni, na, nd, comb;
-
-    /* Predefined types only: both MPIs refuse predefined operations on
-     * derived types (MPI_ERR_OP), and so the call goes to them. */
-    if (dt == MPI_DATATYPE_NULL ||
-        PMPI_Type_get_envelope(dt, &ni, &na, &nd, &comb) != MPI_SUCCESS ||
-        comb != MPI_COMBINER_NAMED) {
-        return DPS_T_NONE;
-    }
-    return named_of(dt);
 }

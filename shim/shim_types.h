@@ -58,10 +58,25 @@ int shim_place_recv(shim_call_t *k, const shim_blocks_t *b, uint64_t *cnt,
 int  shim_unpack_run(shim_unpack_t *u);
 void shim_unpack_free(shim_unpack_t *u);
 
-/* DPS_OP_* of a predefined MPI_Op; DPS_OP_NONE for any other. */
+/* DPS_OP_* of a predefined MPI_Op; DPS_OP_NONE for any other
+ * (shim_rtypes.c). */
 unsigned shim_op_of(MPI_Op op);
 
-/* The DPS_T_* of a predefined datatype, or DPS_T_NONE (any other). */
-unsigned shim_reduce_type(MPI_Datatype dt);
+/*
+ * At start-up, on every rank once the agents are ready (collective over
+ * MPI_COMM_WORLD): find which predefined datatypes' reductions the agents
+ * do, and with which operations. agent_formats: the DPS_FMT_* this rank's
+ * agent computes (its READY).
+ */
+void shim_rtypes_init(unsigned agent_formats);
+
+/*
+ * Do the agents reduce elements of dt with op (a DPS_OP_*)? 0, with
+ * *dtype their element type (DPS_T_*); else why not: SHIM_WHY_OP (no
+ * predefined operation, or one MPI does not define on dt's class) or
+ * SHIM_WHY_TYPE (any other datatype, or one whose arithmetic in this MPI
+ * the agents do not reproduce).
+ */
+int shim_rtype(MPI_Datatype dt, unsigned op, unsigned *dtype);
 
 #endif

@@ -49,7 +49,7 @@ int main(int argc, char **argv)
     }
     m = dps_msg_encode_hello(1, 4242, &len);
     put(argv[1], "hello", m, len);
-    m = dps_msg_encode_ready(0, &len);
+    m = dps_msg_encode_ready(0, DPS_FMT_X87, &len);
     put(argv[1], "ready", m, len);
     m = dps_msg_encode_complete(7, 0, &len);
     put(argv[1], "complete", m, len);
@@ -90,7 +90,7 @@ int main(int argc, char **argv)
     steps[1].kind = DPS_STEP_RECV_REDUCE;
     steps[1].dst_buf = DPS_BUF_TMP;
     steps[1].op = DPS_OP_SUM;
-    steps[1].dtype = DPS_T_DOUBLE;
+    steps[1].dtype = DPS_T_F64;
     steps[1].peer = 0;
     steps[1].len = 1024;
     steps[2].kind = DPS_STEP_COPY;

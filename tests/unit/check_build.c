@@ -735,7 +735,7 @@ START_TEST(reductions)
                     c.root = root;
                     c.op = t == 0 ? (z == 1 ? DPS_OP_MAX : DPS_OP_SUM)
                                   : DPS_OP_SUM;
-                    c.dtype = t == 0 ? DPS_T_I32 : DPS_T_DOUBLE;
+                    c.dtype = t == 0 ? DPS_T_I32 : DPS_T_F64;
                     c.bytes = ne * es;
                     if (coll == DPS_COLL_REDUCE_SCATTER) {
                         c.vec = 1;

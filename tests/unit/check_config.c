@@ -20,6 +20,7 @@ static size_t field_size(dps_cfg_type_t type)
 {
     switch (type) {
     case DPS_CFG_BOOL:     return sizeof(int);
+    case DPS_CFG_STATS:    return sizeof(int);
     case DPS_CFG_SIZE:     return sizeof(uint64_t);
     case DPS_CFG_THRESHOLD: return sizeof(uint64_t);
     case DPS_CFG_SCHED:    return sizeof(int);
@@ -321,8 +322,28 @@ START_TEST(ok_bool)
             ACCEPT_INT(e->name, no[i], 0);
         }
     }
-    /* OFFLOAD, STATS, REQUIRE and one switch per collective. */
-    ck_assert_int_eq(nbool, 3 + DPS_CFG_NCOLL);
+    /* OFFLOAD, REQUIRE and one switch per collective. */
+    ck_assert_int_eq(nbool, 2 + DPS_CFG_NCOLL);
+}
+END_TEST
+
+/* DPUSHIM_STATS: a level, 0 to 2, with a boolean's words for 0 and 1. */
+START_TEST(ok_stats)
+{
+    static const char *const bad[] = {"3", "10", "02", "2 ", "maybe", "two"};
+    size_t i;
+
+    ACCEPT_INT("STATS", "0", 0);
+    ACCEPT_INT("STATS", "no", 0);
+    ACCEPT_INT("STATS", "1", 1);
+    ACCEPT_INT("STATS", "True", 1);
+    ACCEPT_INT("STATS", "2", 2);
+    for (i = 0; i < NCOMMON; i++) {
+        REFUSE("STATS", bad_common[i]);
+    }
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        REFUSE("STATS", bad[i]);
+    }
 }
 END_TEST
 
@@ -1010,6 +1031,7 @@ static Suite *config_suite(void)
 
     tc = tcase_create("accepted");
     tcase_add_test(tc, ok_bool);
+    tcase_add_test(tc, ok_stats);
     tcase_add_test(tc, ok_size);
     tcase_add_test(tc, ok_uint);
     tcase_add_test(tc, ok_log);

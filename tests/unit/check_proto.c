@@ -173,7 +173,7 @@ static void *make_fixed(int which, size_t *len)
         m = dps_msg_encode_hello(3, 4242, len);
         break;
     case FX_READY:
-        m = dps_msg_encode_ready(DPS_OK, len);
+        m = dps_msg_encode_ready(DPS_OK, DPS_FMT_X87, len);
         break;
     case FX_COMPLETE:
         m = dps_msg_encode_complete(99, DPS_ERR_UCX, len);
@@ -304,9 +304,9 @@ START_TEST(rt_ready)
     size_t i, len;
 
     for (i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
-        dps_msg_ready_t want = {v[i], 0};
+        dps_msg_ready_t want = {v[i], (uint32_t)i * 0x01010101u};
         dps_msg_t msg;
-        char *m = dps_msg_encode_ready(v[i], &len);
+        char *m = dps_msg_encode_ready(v[i], want.formats, &len);
 
         check_hdr(m, len, DPS_MSG_READY);
         ck_assert_uint_eq(len, HDR + sizeof(want));
@@ -314,7 +314,7 @@ START_TEST(rt_ready)
         DECODE_OK(m, len, &msg);
         ck_assert_int_eq(msg.type, DPS_MSG_READY);
         ck_assert_int_eq(msg.u.ready.status, v[i]);
-        ck_assert_uint_eq(msg.u.ready.pad, 0);
+        ck_assert_uint_eq(msg.u.ready.formats, want.formats);
         free(m);
     }
 }
