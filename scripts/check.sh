@@ -80,7 +80,7 @@ stats_match() {
 
 unit_tests() {
     local t log out n f e
-    for t in $(sed -n 's/^UNIT_TESTS *:= *//p' Makefile); do
+    for t in $(make -s --no-print-directory print-UNIT_TESTS); do
         t=build/unit/$t
         if [ ! -x "$t" ]; then
             echo "$t not built (make unit)" >"$LOGS/unit-missing.log"
