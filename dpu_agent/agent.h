@@ -82,9 +82,8 @@ typedef struct agent_rstate {
     /* For ranks served here: */
     uint32_t       left;          /* steps of `round` not done */
     uint8_t       *st;            /* per step: 0 waiting, 1 issued, 2 done */
-    uint32_t       moves_in;      /* moves writing into it, under way */
-    int            flushing;      /* UCX flush of puts into it */
-    int            needs_flush;   /* a UCX put wrote into it */
+    uint32_t       moves_in;      /* moves writing into it, under way
+                                   * (until their bytes are visible) */
     int            done;          /* COMPLETE sent */
 } agent_rstate_t;
 
@@ -116,7 +115,9 @@ typedef struct agent_tomb {
  * rank's memory to the destination rank's, plain or reduced into it
  * (op, dtype). For a transfer, dst_step is the receiving step and
  * src_step the matching SEND; for a local COPY or REDUCE both are the
- * step itself (src == dst).
+ * step itself (src == dst). It is done once its bytes are visible in
+ * the destination, not merely sent: later steps (ours, or other agents'
+ * told by ROUND or SEND_DONE) read them.
  */
 typedef struct agent_move {
     struct agent_move *next;
@@ -125,6 +126,8 @@ typedef struct agent_move {
     uint32_t           src_step, dst_step;
     uint32_t           k;             /* the k-th SEND of src to dst */
     uint8_t            op, local;     /* local: a COPY or REDUCE step */
+    uint8_t            put;           /* UCX put into dst: flush before
+                                       * it is done */
     uint16_t           dtype;
     uint64_t           src_addr, dst_addr, len;
     uint64_t           src_map, src_nmap; /* gathered source: src_addr
@@ -210,7 +213,8 @@ typedef struct agent {
     void          *staging;
     ucp_mem_h      staging_memh;
     unsigned       inflight;      /* slots busy + flushes pending */
-    struct agent_flush *flushes;  /* in flight, in no particular order */
+    struct agent_flush *flushes;  /* of moves' puts, in no particular
+                                   * order */
     /* shared-memory channels (dps_shm.h) */
     agent_link_t  *links;         /* every rank that offered one */
     agent_link_t **link_of;       /* by world rank, nlinks_cap entries */
@@ -258,14 +262,11 @@ void agent_move_queue(agent_t *a, agent_move_t *m);
  * each is passed to agent_move_dropped. */
 void agent_moves_drop(agent_t *a, agent_inst_t *in);
 
-/* A move is finished (status: DPS_OK or an error), or dropped unstarted
- * (agent_inst.c): steps advance, ranks complete. Frees m. */
+/* A move is finished, its bytes visible in the destination (status:
+ * DPS_OK or an error), or dropped unstarted (agent_inst.c): steps
+ * advance, ranks complete. Frees m. */
 void agent_move_done(agent_t *a, agent_move_t *m, int status);
 void agent_move_dropped(agent_t *a, agent_move_t *m);
-
-/* Flush UCX puts into comm rank r of in, then agent_flush_done. */
-void agent_flush_rank(agent_t *a, agent_inst_t *in, uint32_t r);
-void agent_flush_done(agent_t *a, agent_inst_t *in, uint32_t r, int status);
 
 /* Registration keys (agent_keys.c): the key of (world, id) cached, or
  * taken from a message (buf, len > 0); NULL if unknown (logged). */

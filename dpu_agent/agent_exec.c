@@ -13,6 +13,14 @@
  *   ranks of its own host, with UCX get/put and the ranks' keys for
  *   others.
  *
+ * A move is done when its bytes are visible in the destination: the
+ * next steps of the schedule read them, here or on other agents (a ring
+ * reduction passes on the piece it has just reduced). CMA and engine
+ * copies are synchronous; a UCX put's completion only frees its source
+ * (over TCP its bytes may reach the target many milliseconds later), so
+ * a move that put anything ends with a flush of the destination's
+ * endpoint (issue 27).
+ *
  * Nothing here knows which collective a move belongs to.
  */
 #define _GNU_SOURCE
@@ -28,10 +36,10 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+/* A flush of the puts of a move, which is done when it completes. */
 typedef struct agent_flush {
     struct agent_flush *next;
-    agent_inst_t       *inst;
-    uint32_t            rank;
+    agent_move_t       *move;
     int                 completed;
     ucs_status_t        status;
 } agent_flush_t;
@@ -374,8 +382,7 @@ static void ucx_stage(agent_t *a, agent_slot_t *s, uint32_t r)
         s->status = UCS_PTR_STATUS(req);
     }
     if (s->state == 2) {
-        rs = &m->inst->rs[m->dst];
-        rs->needs_flush = 1;
+        m->put = 1;
     }
 }
 
@@ -405,7 +412,10 @@ static void slot_start(agent_t *a, agent_slot_t *s)
     ucx_stage(a, s, r);
 }
 
-void agent_flush_rank(agent_t *a, agent_inst_t *in, uint32_t r)
+/* Every chunk of m is written, some with UCX puts: m is done once they
+ * are visible at the destination (the flush of its endpoint, which
+ * waits for them and any other puts to that rank issued before). */
+static void move_flush(agent_t *a, agent_move_t *m)
 {
     agent_flush_t *f;
     ucp_request_param_t rp;
@@ -413,18 +423,19 @@ void agent_flush_rank(agent_t *a, agent_inst_t *in, uint32_t r)
 
     f = calloc(1, sizeof(*f));
     if (f == NULL) {
-        agent_flush_done(a, in, r, DPS_OK); /* UCX completion is local */
+        /* Reporting it done now could let a reader see old bytes. */
+        dps_error("no memory to flush a write into rank %u",
+                  world_of(m, m->dst));
+        agent_move_done(a, m, DPS_ERR_NOMEM);
         return;
     }
-    f->inst = in;
-    f->rank = r;
-    in->rs[r].flushing = 1;
+    f->move = m;
     memset(&rp, 0, sizeof(rp));
     rp.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
                       UCP_OP_ATTR_FIELD_USER_DATA;
     rp.cb.send = flush_cb;
     rp.user_data = f;
-    req = ucp_ep_flush_nbx(a->rank_ep[in->comm->members[r]], &rp);
+    req = ucp_ep_flush_nbx(a->rank_ep[world_of(m, m->dst)], &rp);
     if (req == NULL || UCS_PTR_IS_ERR(req)) {
         f->completed = 1;
         f->status = (req == NULL) ? UCS_OK : UCS_PTR_STATUS(req);
@@ -473,12 +484,14 @@ static int slot_advance(agent_t *a, agent_slot_t *s)
         return 0;
     }
     m->written += s->len;
-    if (m->written == m->len) {
-        agent_move_done(a, m, m->inst->error ? m->inst->error : DPS_OK);
-    }
     s->state = 0;
     s->move = NULL;
     a->inflight--;
+    if (m->written == m->len && m->put) {
+        move_flush(a, m);
+    } else if (m->written == m->len) {
+        agent_move_done(a, m, m->inst->error ? m->inst->error : DPS_OK);
+    }
     return 1;
 }
 
@@ -543,6 +556,7 @@ void agent_schedule(agent_t *a)
         }
         for (fp = &a->flushes; *fp != NULL;) {
             agent_flush_t *f = *fp;
+            agent_move_t *m = f->move;
 
             if (!f->completed) {
                 fp = &f->next;
@@ -551,14 +565,13 @@ void agent_schedule(agent_t *a)
             *fp = f->next;
             a->inflight--;
             if (f->status != UCS_OK) {
-                dps_error("flush to rank %u failed: %s",
-                          f->inst->comm->members[f->rank],
-                          ucs_status_string(f->status));
+                dps_error("flush of writes into rank %u failed: %s",
+                          world_of(m, m->dst), ucs_status_string(f->status));
+                m->inst->error = DPS_ERR_UCX;
             }
-            f->inst->rs[f->rank].flushing = 0;
-            agent_flush_done(a, f->inst, f->rank,
-                             f->status == UCS_OK ? DPS_OK : DPS_ERR_UCX);
             free(f);
+            /* May start moves, never a flush: fp stays valid. */
+            agent_move_done(a, m, m->inst->error ? m->inst->error : DPS_OK);
             progress = 1;
         }
     }

@@ -85,36 +85,23 @@ void agent_begin_round(agent_rstate_t *rs)
                : 0;
 }
 
-/* Local rank r: complete it if it can (done, or failed), flushing what
- * UCX put into it first. */
+/* Local rank r: complete it if it can (done, or failed). No move
+ * writing into it is under way: what they wrote is visible there
+ * (agent_move_done comes after the flush of UCX puts). */
 void agent_try_complete(agent_t *a, agent_inst_t *in, uint32_t r)
 {
     agent_rstate_t *rs = &in->rs[r];
     size_t len;
     void *msg;
 
-    if (rs->done || !rs->posted || rs->moves_in > 0 || rs->flushing ||
+    if (rs->done || !rs->posted || rs->moves_in > 0 ||
         (!in->failed && rs->round < rs->sched->nrounds)) {
-        return;
-    }
-    if (rs->needs_flush) {
-        rs->needs_flush = 0;
-        agent_flush_rank(a, in, r);
         return;
     }
     rs->done = 1;
     msg = dps_msg_encode_complete(rs->op_token, in->error, &len);
     agent_send_rank(a, in->comm->members[r], msg, len);
     in->local_left--;
-}
-
-void agent_flush_done(agent_t *a, agent_inst_t *in, uint32_t r, int status)
-{
-    if (status != DPS_OK && in->error == 0) {
-        in->error = status;
-    }
-    agent_try_complete(a, in, r);
-    agent_inst_maybe_destroy(a, in);
 }
 
 /* Tell the agents whose ranks read rank r's SENDs of its new round. */

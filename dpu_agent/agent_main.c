@@ -379,8 +379,16 @@ static int run(agent_t *a)
             dps_info("spawning rank is gone: exiting");
             break;
         }
-        if (work || !agent_may_sleep(a) || a->ucx.inbox.rndv_pending) {
+        if (work || a->ucx.inbox.rndv_pending) {
             last_work = dps_now();
+        } else if (!agent_may_sleep(a)) {
+            /* Only UCX operations to wait for (gets, puts, flushes):
+             * over TCP they advance when the ranks at the other end
+             * progress, and those may be waiting for this very core. */
+            last_work = dps_now();
+            if (!a->poll) {
+                sched_yield();
+            }
         } else if (a->poll) {
             dps_cpu_relax();
         } else if (dps_now() - last_work < AGENT_SPIN_SEC) {
