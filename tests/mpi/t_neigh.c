@@ -49,17 +49,6 @@
 
 #include <sys/mman.h>
 
-#if defined(OPEN_MPI) && OPEN_MPI
-#include <mpi-ext.h>
-#endif
-
-#if defined(OMPI_HAVE_MPI_EXT_PCOLLREQ) && OMPI_HAVE_MPI_EXT_PCOLLREQ
-#define PERS(name) MPIX_##name##_init
-#define HAVE_PERS 1
-#elif MPI_VERSION >= 4
-#define PERS(name) MPI_##name##_init
-#define HAVE_PERS 1
-#endif
 
 #define LARGE    32766  /* base elements: ~32K ints, a multiple of 6 */
 #define NSTARTS  52     /* starts of each persistent request */
@@ -805,25 +794,25 @@ static int nop_pinit(nop_t *o, MPI_Request *req)
 
     switch (o->kind) {
     case K_AG:
-        return T_MPI(PERS(Neighbor_allgather)(o->sbuf, o->scount, o->stype,
+        return T_MPI(PINIT(Neighbor_allgather)(o->sbuf, o->scount, o->stype,
                                               o->rbuf, o->rcount, o->rtype,
                                               c, i, req));
     case K_AGV:
-        return T_MPI(PERS(Neighbor_allgatherv)(o->sbuf, o->scount,
+        return T_MPI(PINIT(Neighbor_allgatherv)(o->sbuf, o->scount,
                                                o->stype, o->rbuf,
                                                o->rcounts, o->rdispls,
                                                o->rtype, c, i, req));
     case K_A2A:
-        return T_MPI(PERS(Neighbor_alltoall)(o->sbuf, o->scount, o->stype,
+        return T_MPI(PINIT(Neighbor_alltoall)(o->sbuf, o->scount, o->stype,
                                              o->rbuf, o->rcount, o->rtype,
                                              c, i, req));
     case K_A2AV:
-        return T_MPI(PERS(Neighbor_alltoallv)(o->sbuf, o->scounts,
+        return T_MPI(PINIT(Neighbor_alltoallv)(o->sbuf, o->scounts,
                                               o->sdispls, o->stype, o->rbuf,
                                               o->rcounts, o->rdispls,
                                               o->rtype, c, i, req));
     default:
-        return T_MPI(PERS(Neighbor_alltoallw)(o->sbuf, o->scounts, o->sad,
+        return T_MPI(PINIT(Neighbor_alltoallw)(o->sbuf, o->scounts, o->sad,
                                               o->stypes, o->rbuf,
                                               o->rcounts, o->rad, o->rtypes,
                                               c, i, req));

@@ -42,17 +42,6 @@
  */
 #include "tcommon.h"
 
-#if defined(OPEN_MPI) && OPEN_MPI
-#include <mpi-ext.h>
-#endif
-
-#if defined(OMPI_HAVE_MPI_EXT_PCOLLREQ) && OMPI_HAVE_MPI_EXT_PCOLLREQ
-#define PINIT(name) MPIX_##name##_init
-#define HAVE_PERS 1
-#elif MPI_VERSION >= 4
-#define PINIT(name) MPI_##name##_init
-#define HAVE_PERS 1
-#endif
 
 #ifdef HAVE_PERS
 

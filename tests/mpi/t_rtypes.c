@@ -41,15 +41,6 @@
  */
 #include "tcommon.h"
 
-#if defined(OPEN_MPI) && OPEN_MPI
-#include <mpi-ext.h>
-#endif
-
-#if defined(OMPI_HAVE_MPI_EXT_PCOLLREQ) && OMPI_HAVE_MPI_EXT_PCOLLREQ
-#define ALLREDUCE_INIT MPIX_Allreduce_init
-#elif MPI_VERSION >= 4
-#define ALLREDUCE_INIT MPI_Allreduce_init
-#endif
 
 /* Classes of §6.9.2 and element kinds. */
 enum { C_CINT, C_FINT, C_FLOAT, C_LOGICAL, C_COMPLEX, C_BYTE, C_MULTI,
@@ -513,7 +504,7 @@ static void count(const char *name, int off, int why)
 /* Stock MPICH 4.0's persistent collectives are wrong (t_persist.c). */
 static int pers_ok(void)
 {
-#if !defined(ALLREDUCE_INIT)
+#if !defined(HAVE_PERS)
     return 0;
 #elif defined(MPICH_NUMVERSION) && MPICH_NUMVERSION < 40100000
     return t_shim_loaded();
@@ -626,8 +617,8 @@ static void post(call_t *c, int k, const ty_t *ty, MPI_Op op, int o, int n,
                             &c->req);
         break;
     default:
-#ifdef ALLREDUCE_INIT
-        c->r2 = ALLREDUCE_INIT(c->sb, c->rb, n, ty->dt, op, MPI_COMM_WORLD,
+#ifdef HAVE_PERS
+        c->r2 = PINIT(Allreduce)(c->sb, c->rb, n, ty->dt, op, MPI_COMM_WORLD,
                                MPI_INFO_NULL, &c->req);
         for (i = 0; i < 2 && c->r2 == MPI_SUCCESS; i++) {
             if (i == 1) {   /* again, into a poisoned buffer */

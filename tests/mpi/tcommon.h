@@ -31,6 +31,21 @@
 
 #include <mpi.h>
 
+/* Persistent collectives: MPI-4's MPI_<Coll>_init (MPICH 4), Open MPI
+ * 4.1's MPIX_<Coll>_init from mpi-ext.h; HAVE_PERS where either is. */
+#if defined(OPEN_MPI) && OPEN_MPI
+#include <mpi-ext.h>
+#endif
+#if defined(OMPI_HAVE_MPI_EXT_PCOLLREQ) && OMPI_HAVE_MPI_EXT_PCOLLREQ
+#define PINIT(name) MPIX_##name##_init
+#define PPINIT(name) PMPIX_##name##_init
+#define HAVE_PERS 1
+#elif MPI_VERSION >= 4
+#define PINIT(name) MPI_##name##_init
+#define PPINIT(name) PMPI_##name##_init
+#define HAVE_PERS 1
+#endif
+
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
