@@ -18,10 +18,11 @@
  * With PO_KILL=k (under the shim, DPUSHIM_MIN_BYTES=1 and FO_RPD set to
  * DPUSHIM_RANKS_PER_DPU), the first rank of the last virtual node
  * SIGKILLs its agent right after its starts of round k: that round's
- * requests must all end (exact, or with an error where a rank had
- * finished the instance on an agent), and every later round, run by
- * stock MPI from the same persistent requests in the same rank-dependent
- * orders, must be exact.
+ * requests and the next round's (a rank may see the failure only then)
+ * must all end (exact, or with an error where a rank had finished the
+ * instance on an agent), and every later round, run by stock MPI from
+ * the same persistent requests in the same rank-dependent orders, must
+ * be exact.
  *
  * Stock MPICH 4.0's persistent collectives are unusable (t_persist.c):
  * there the program only says so.
@@ -339,12 +340,15 @@ static void round_run(st_t *s, int it)
         all[i] = s->req[i];
         t_count(pname[i], i != P_UREDUCE);
     }
-    if (it == kill_round) {
-        if (t.rank == killer && signal_agents(t.rank, SIGKILL) == 0) {
+    if (kill_round >= 0 && (it == kill_round || it == kill_round + 1)) {
+        if (it == kill_round && t.rank == killer &&
+            signal_agents(t.rank, SIGKILL) == 0) {
             t_fail("round %d: no agent to kill", it);
         }
         /* Each ends, well or with an error: no data to check. One by one:
-         * MPI_Waitall may return at the first error. */
+         * MPI_Waitall may return at the first error. The next round too:
+         * a rank may see the failure only then (its instances of it that
+         * another rank finished on an agent fail). */
         for (int i = 0; i <= n; i++) {
             MPI_Wait(&all[i], MPI_STATUS_IGNORE);
         }
