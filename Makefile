@@ -7,6 +7,7 @@
 #   make bench           side-by-side overlap benchmark and the examples
 #                        against plain MPI (scripts/)
 #   make install PREFIX=/usr/local   header, libraries, agents, pkg-config
+#   make depgraph        call and include loops between source files
 # check, demo and bench run for both MPIs unless MPI=... names them: the
 # list is taken after `make deps` has installed them, never before.
 
@@ -17,6 +18,9 @@ CFLAGS     ?= -O2 -g
 # in gnu11 where the ISA has FMA, as aarch64 does): reductions give the
 # same bits on the host and on a DPU's agent (common/dps_sched.c).
 WARN       := -std=gnu11 -Wall -Wextra -Werror -ffp-contract=off
+# Sources include each other by their path from the top of the tree
+# ("shim/core/shim.h", "common/dps_log.h").
+INC        := -I.
 UCX_LIBS   := -lucp -lucs
 MPICC_openmpi := mpicc.openmpi
 MPICC_mpich   := mpicc.mpich
@@ -34,33 +38,33 @@ BAD_MPIS    = $(filter-out $(ALL_MPIS),$(MPI))
 COMMON_SRC := common/dps_log.c common/dps_config.c common/dps_proto.c common/dps_sched.c \
               common/dps_ucx.c common/dps_listen.c common/dps_secret.c \
               common/dps_agentmap.c common/dps_shm.c common/dps_rtypes.c
-BLD_SRC    := shim/build.c shim/build_move.c shim/build_reduce.c
-SHIM_SRC   := shim/shim_init.c shim/boot_agent.c shim/boot_place.c \
-              shim/boot_connect.c shim/shim_op.c shim/shim_agent.c \
-              shim/shim_comm.c shim/shim_engine.c shim/shim_iov.c \
-              shim/shim_wait.c shim/shim_util.c shim/shim_reg.c \
-              shim/shim_failover.c shim/shim_fo_take.c shim/shim_block.c \
-              shim/shim_sched.c shim/shim_types.c shim/shim_rtypes.c \
-              shim/shim_flat.c \
-              shim/shim_redo.c shim/coll_common.c shim/coll_check.c \
-              shim/coll_move.c shim/coll_reduce.c shim/coll_neigh.c \
-              shim/coll_pers.c \
-              shim/shim_pers.c shim/shim_group.c shim/fortran_ompi.c \
-              shim/fortran_ompi_pers.c shim/fortran_ompi_wait.c \
-              shim/fortran_mpich.c $(BLD_SRC)
+BLD_SRC    := shim/compile/build.c shim/compile/moves.c shim/compile/reductions.c
+SHIM_SRC   := shim/boot/init.c shim/boot/spawn.c shim/boot/place.c \
+              shim/boot/connect.c shim/core/op.c shim/core/channel.c \
+              shim/core/comm.c shim/data/engine.c shim/data/iov.c \
+              shim/wrap/wait.c shim/data/util.c shim/data/reg.c \
+              shim/failover/failover.c shim/failover/take.c shim/wrap/block.c \
+              shim/core/sched.c shim/data/types.c shim/data/rtypes.c \
+              shim/data/flat.c \
+              shim/core/redo.c shim/wrap/call.c shim/wrap/check.c \
+              shim/wrap/move.c shim/wrap/reduce.c shim/wrap/neigh.c \
+              shim/wrap/persistent.c \
+              shim/wrap/start.c shim/wrap/group.c shim/fortran/ompi.c \
+              shim/fortran/ompi_pers.c shim/fortran/ompi_wait.c \
+              shim/fortran/mpich.c $(BLD_SRC)
 AGENT_SRC  := dpu_agent/agent_main.c dpu_agent/agent_job.c \
               dpu_agent/agent_sched.c dpu_agent/agent_inst.c \
               dpu_agent/agent_post.c dpu_agent/agent_engines.c \
               dpu_agent/agent_exec.c dpu_agent/agent_keys.c \
               dpu_agent/agent_shm.c dpu_agent/agent_probe.c \
               dpu_agent/agent_listen.c
-HDRS       := $(wildcard common/*.h shim/*.h dpu_agent/*.h include/*.h)
+HDRS       := $(wildcard common/*.h shim/*/*.h dpu_agent/*.h dpu_agent/*/*.h include/*.h)
 MPI_TESTS  := $(patsubst tests/mpi/%.c,%,$(wildcard tests/mpi/*.c))
 BENCH_SRC  := $(wildcard tests/bench/*.c)
 UNIT_TESTS := check_proto check_config check_shim_util check_listen check_shm check_build \
               check_reduce
 
-.PHONY: all build mpi-list deps check demo bench clean unit fuzz install \
+.PHONY: all build mpi-list deps check demo bench clean unit fuzz install depgraph \
         $(ALL_MPIS)
 
 PREFIX     ?= /usr/local
@@ -126,12 +130,12 @@ build/%/examples: $(addprefix examples/,$(addsuffix .c,$(EXAMPLES))) include/dpu
 
 build/%/libdpushim.so: $(COMMON_SRC) $(SHIM_SRC) $(HDRS) Makefile
 	@mkdir -p $(@D)
-	$(MPICC_$*) $(WARN) $(CFLAGS) -fPIC -shared -fvisibility=hidden \
+	$(MPICC_$*) $(WARN) $(INC) $(CFLAGS) -fPIC -shared -fvisibility=hidden \
 	    -o $@ $(COMMON_SRC) $(SHIM_SRC) $(UCX_LIBS) -lucm -ldl -lpthread
 
 build/%/dpu_agent: $(COMMON_SRC) $(AGENT_SRC) $(HDRS) Makefile
 	@mkdir -p $(@D)
-	$(CC) $(WARN) $(CFLAGS) -o $@ $(COMMON_SRC) $(AGENT_SRC) $(UCX_LIBS) -libverbs -lpthread
+	$(CC) $(WARN) $(INC) $(CFLAGS) -o $@ $(COMMON_SRC) $(AGENT_SRC) $(UCX_LIBS) -libverbs -lpthread
 
 build/%/tests: $(wildcard tests/mpi/*.c tests/mpi/*.h) $(BENCH_SRC) Makefile
 	@mkdir -p $@
@@ -144,9 +148,9 @@ build/%/tests: $(wildcard tests/mpi/*.c tests/mpi/*.h) $(BENCH_SRC) Makefile
 	done
 	@touch $@
 
-build/unit/%: tests/unit/%.c $(COMMON_SRC) shim/shim_util.c $(BLD_SRC) $(HDRS) Makefile
+build/unit/%: tests/unit/%.c $(COMMON_SRC) shim/data/util.c $(BLD_SRC) $(HDRS) Makefile
 	@mkdir -p $(@D)
-	$(CC) $(WARN) $(CFLAGS) -o $@ $< $(COMMON_SRC) shim/shim_util.c $(BLD_SRC) \
+	$(CC) $(WARN) $(INC) $(CFLAGS) -o $@ $< $(COMMON_SRC) shim/data/util.c $(BLD_SRC) \
 	    $$(pkg-config --cflags --libs check) $(UCX_LIBS)
 
 unit: $(addprefix build/unit/,$(UNIT_TESTS))
@@ -158,16 +162,16 @@ fuzz: build/fuzz/fuzz_decode build/fuzz/fuzz_hello build/fuzz/mkseeds
 
 build/fuzz/fuzz_decode: tests/fuzz/fuzz_decode.c common/dps_proto.c $(HDRS) Makefile
 	@mkdir -p $(@D)
-	clang $(FUZZ_FLAGS) -o $@ tests/fuzz/fuzz_decode.c common/dps_proto.c
+	clang $(FUZZ_FLAGS) $(INC) -o $@ tests/fuzz/fuzz_decode.c common/dps_proto.c
 
 build/fuzz/fuzz_hello: tests/fuzz/fuzz_hello.c common/dps_listen.c $(HDRS) Makefile
 	@mkdir -p $(@D)
-	clang $(FUZZ_FLAGS) -o $@ tests/fuzz/fuzz_hello.c common/dps_listen.c \
+	clang $(FUZZ_FLAGS) $(INC) -o $@ tests/fuzz/fuzz_hello.c common/dps_listen.c \
 	    common/dps_log.c common/dps_ucx.c $(UCX_LIBS)
 
 build/fuzz/mkseeds: tests/fuzz/mkseeds.c common/dps_proto.c common/dps_listen.c $(HDRS) Makefile
 	@mkdir -p $(@D)
-	$(CC) $(WARN) $(CFLAGS) -o $@ tests/fuzz/mkseeds.c common/dps_proto.c \
+	$(CC) $(WARN) $(INC) $(CFLAGS) -o $@ tests/fuzz/mkseeds.c common/dps_proto.c \
 	    common/dps_listen.c common/dps_log.c common/dps_ucx.c $(UCX_LIBS)
 
 deps:
@@ -192,6 +196,15 @@ install: build
 
 clean:
 	rm -rf build
+
+# Which file calls and includes which, per part: the loops among them
+# (--check: none of more than one file) and the longest chains.
+DEP_MPICC   = $(MPICC_$(firstword $(MPI)))
+depgraph:
+	@scripts/depgraph.py --check -I. \
+	    --part shim "$(DEP_MPICC) $(WARN) $(INC) -fPIC" $(SHIM_SRC) \
+	    --part dpu_agent "$(CC) $(WARN) $(INC)" $(AGENT_SRC) \
+	    --part common "$(CC) $(WARN) $(INC)" $(COMMON_SRC)
 
 # make print-VAR: the value of a variable (scripts use the source lists).
 print-%:

@@ -5,8 +5,8 @@
  * checked, and an error names the file and line.
  */
 #define _GNU_SOURCE
-#include "dps_listen.h"
-#include "dps_status.h"
+#include "common/dps_listen.h"
+#include "common/dps_status.h"
 
 #include <errno.h>
 #include <stdio.h>

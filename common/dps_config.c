@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* DPUSHIM_* variables: the table, parsing and help text. */
-#include "dps_config.h"
-#include "dps_log.h"
+#include "common/dps_config.h"
+#include "common/dps_log.h"
 
 #include <ctype.h>
 #include <errno.h>

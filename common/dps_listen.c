@@ -5,10 +5,10 @@
  * files are in dps_secret.c).
  */
 #define _GNU_SOURCE
-#include "dps_listen.h"
-#include "dps_proto.h"
-#include "dps_status.h"
-#include "dps_ucx.h"
+#include "common/dps_listen.h"
+#include "common/dps_proto.h"
+#include "common/dps_status.h"
+#include "common/dps_ucx.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Logging: one line per call, written with a single write to stderr. */
-#include "dps_log.h"
-#include "dps_status.h"
+#include "common/dps_log.h"
+#include "common/dps_status.h"
 
 #include <stdarg.h>
 #include <string.h>

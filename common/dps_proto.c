@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Encoding and validating decoding of the wire messages of dps_proto.h. */
-#include "dps_proto.h"
-#include "dps_status.h"
+#include "common/dps_proto.h"
+#include "common/dps_status.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -10,7 +10,7 @@
 #ifndef DPS_PROTO_H
 #define DPS_PROTO_H
 
-#include "dps_sched.h"
+#include "common/dps_sched.h"
 
 #include <stddef.h>
 #include <stdint.h>

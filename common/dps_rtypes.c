@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The reducible MPI datatypes: classes, operations, element types. */
-#include "dps_rtypes.h"
+#include "common/dps_rtypes.h"
 
 #include <ctype.h>
 

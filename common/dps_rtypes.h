@@ -3,13 +3,13 @@
  * The MPI datatypes whose reductions are offloaded, and the operations
  * on each: MPI 4.1 §6.9.2's table, in one list. The shim gives every name
  * its MPI handle and finds out at start-up which ones the MPI library
- * has and computes as the agents do (shim/shim_rtypes.c); the README's
+ * has and computes as the agents do (shim/data/rtypes.c); the README's
  * list is printed from it (dpu_agent --types-markdown). No MPI here.
  */
 #ifndef DPS_RTYPES_H
 #define DPS_RTYPES_H
 
-#include "dps_sched.h"
+#include "common/dps_sched.h"
 
 #include <stddef.h>
 #include <stdio.h>

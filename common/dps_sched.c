@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Schedule steps: checks, and the reduction kernels agents run. */
-#include "dps_sched.h"
+#include "common/dps_sched.h"
 
 #include <stdio.h>
 #include <string.h>

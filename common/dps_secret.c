@@ -6,8 +6,8 @@
  * checked. Every refusal says why.
  */
 #define _GNU_SOURCE
-#include "dps_listen.h"
-#include "dps_status.h"
+#include "common/dps_listen.h"
+#include "common/dps_status.h"
 
 #include <errno.h>
 #include <fcntl.h>

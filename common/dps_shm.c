@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The rank <-> agent shared-memory channel (see dps_shm.h). */
 #define _GNU_SOURCE
-#include "dps_shm.h"
-#include "dps_status.h"
+#include "common/dps_shm.h"
+#include "common/dps_status.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* UCP set-up, active-message inbox and small helpers. */
-#include "dps_ucx.h"
-#include "dps_log.h"
-#include "dps_proto.h"
-#include "dps_status.h"
+#include "common/dps_ucx.h"
+#include "common/dps_log.h"
+#include "common/dps_proto.h"
+#include "common/dps_status.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -3,9 +3,9 @@
 #ifndef AGENT_H
 #define AGENT_H
 
-#include "../common/dps_proto.h"
-#include "../common/dps_shm.h"
-#include "../common/dps_ucx.h"
+#include "common/dps_proto.h"
+#include "common/dps_shm.h"
+#include "common/dps_ucx.h"
 
 #include <stdint.h>
 #include <stdio.h>

@@ -3,7 +3,7 @@
  * Where an agent's moves happen: the bytes of a transfer or local step
  * (agent_inst.c decides which and when). Two data paths:
  *
- * - direct: the destination rank's DMA engine (shim/shim_engine.c) gets
+ * - direct: the destination rank's DMA engine (shim/data/engine.c) gets
  *   a READ, READ_REDUCE or READ_GATHER command through its shared-memory
  *   segment and copies once, from the source's memory into its own
  *   (agent_engines.c);
@@ -24,9 +24,9 @@
  * Nothing here knows which collective a move belongs to.
  */
 #define _GNU_SOURCE
-#include "agent.h"
-#include "../common/dps_log.h"
-#include "../common/dps_status.h"
+#include "dpu_agent/agent.h"
+#include "common/dps_log.h"
+#include "common/dps_status.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -7,9 +7,9 @@
  * go to the schedule engine, agent_post.c).
  */
 #define _GNU_SOURCE
-#include "agent.h"
-#include "../common/dps_log.h"
-#include "../common/dps_status.h"
+#include "dpu_agent/agent.h"
+#include "common/dps_log.h"
+#include "common/dps_status.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -5,9 +5,9 @@
  * by (world rank, id), forwarded once to each agent that needs it, and
  * dropped when a REG_FREE names the id.
  */
-#include "agent.h"
-#include "../common/dps_log.h"
-#include "../common/dps_status.h"
+#include "dpu_agent/agent.h"
+#include "common/dps_log.h"
+#include "common/dps_status.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -8,11 +8,11 @@
  * creates UCX objects, never blocks on a client and never trusts one.
  */
 #define _GNU_SOURCE
-#include "agent_listen.h"
-#include "../common/dps_listen.h"
-#include "../common/dps_log.h"
-#include "../common/dps_status.h"
-#include "../common/dps_ucx.h"
+#include "dpu_agent/agent_listen.h"
+#include "common/dps_listen.h"
+#include "common/dps_log.h"
+#include "common/dps_status.h"
+#include "common/dps_ucx.h"
 
 #include <errno.h>
 #include <fcntl.h>

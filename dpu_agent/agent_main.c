@@ -5,13 +5,13 @@
  * it is an ordinary process spawned by the first rank of its node.
  */
 #define _GNU_SOURCE
-#include "agent.h"
-#include "agent_listen.h"
-#include "../common/dps_config.h"
-#include "../common/dps_listen.h"
-#include "../common/dps_log.h"
-#include "../common/dps_rtypes.h"
-#include "../common/dps_status.h"
+#include "dpu_agent/agent.h"
+#include "dpu_agent/agent_listen.h"
+#include "common/dps_config.h"
+#include "common/dps_listen.h"
+#include "common/dps_log.h"
+#include "common/dps_rtypes.h"
+#include "common/dps_status.h"
 
 #include <errno.h>
 #include <getopt.h>

@@ -6,9 +6,9 @@
  * ROUND, INST_FAIL and COMM_FREE from other agents. See agent_sched.h.
  */
 #define _GNU_SOURCE
-#include "agent_sched.h"
-#include "../common/dps_log.h"
-#include "../common/dps_status.h"
+#include "dpu_agent/agent_sched.h"
+#include "common/dps_log.h"
+#include "common/dps_status.h"
 
 #include <stdlib.h>
 #include <string.h>

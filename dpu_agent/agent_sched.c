@@ -8,9 +8,9 @@
  * agents); agent_sched.h explains how it works.
  */
 #define _GNU_SOURCE
-#include "agent_sched.h"
-#include "../common/dps_log.h"
-#include "../common/dps_status.h"
+#include "dpu_agent/agent_sched.h"
+#include "common/dps_log.h"
+#include "common/dps_status.h"
 
 #include <stdlib.h>
 #include <string.h>

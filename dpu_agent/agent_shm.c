@@ -7,9 +7,9 @@
  * rank is woken (kicked) only when it says it sleeps.
  */
 #define _GNU_SOURCE
-#include "agent.h"
-#include "../common/dps_log.h"
-#include "../common/dps_status.h"
+#include "dpu_agent/agent.h"
+#include "common/dps_log.h"
+#include "common/dps_status.h"
 
 #include <stdlib.h>
 #include <string.h>

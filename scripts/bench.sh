@@ -280,7 +280,7 @@ for mpi in "$@"; do
     # of one double and of 512 (4 KiB), as far apart, and sent from such
     # runs too (-B); stock MPI against the shim, which reads runs of 2 KiB
     # and more in place through iovecs (receive and send side) and
-    # unpacks or packs shorter ones (shim_types.c). Pure comm.
+    # unpacks or packs shorter ones (shim/data/types.c). Pure comm.
     for spec in 1 512 "512 -B"; do
         tag=${spec// /}
         for rep in $(seq "$REPS"); do

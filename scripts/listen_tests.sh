@@ -73,7 +73,7 @@ _lt_build_client() {
     src=(tests/tools/listen_client.c
          $(make -s --no-print-directory print-COMMON_SRC))
     _lt_client=build/$mpi/listen_client
-    ${CC:-cc} -std=gnu11 -Wall -Wextra -Werror -O2 -g -o "$_lt_client" \
+    ${CC:-cc} -std=gnu11 -Wall -Wextra -Werror -I. -O2 -g -o "$_lt_client" \
         "${src[@]}" -lucp -lucs >>"$log" 2>&1
 }
 

@@ -10,8 +10,8 @@
  * Built by `make fuzz` (clang); `make check` runs it briefly on the seeds
  * of tests/fuzz/mkseeds.c. By hand: build/fuzz/fuzz_decode -max_total_time=600
  */
-#include "../../common/dps_proto.h"
-#include "../../common/dps_status.h"
+#include "common/dps_proto.h"
+#include "common/dps_status.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -9,8 +9,8 @@
  * Built by `make fuzz` (clang); `make check` runs it briefly. By hand:
  * build/fuzz/fuzz_hello -max_total_time=600
  */
-#include "../../common/dps_listen.h"
-#include "../../common/dps_status.h"
+#include "common/dps_listen.h"
+#include "common/dps_status.h"
 
 #include <stdint.h>
 #include <stdlib.h>

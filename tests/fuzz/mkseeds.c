@@ -2,9 +2,9 @@
 /* Write one valid message of every type into DIR, as fuzzing seeds.
  * usage: mkseeds DIR [HELLO_DIR]: wire messages to DIR, listener hellos
  * to HELLO_DIR */
-#include "../../common/dps_listen.h"
-#include "../../common/dps_proto.h"
-#include "../../common/dps_status.h"
+#include "common/dps_listen.h"
+#include "common/dps_proto.h"
+#include "common/dps_status.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The blocking calls the shim wraps (shim_block.c): every blocking
+ * The blocking calls the shim wraps (shim/wrap/block.c): every blocking
  * collective that has a nonblocking form (MPI's own calls, after a check
  * for a takeover to settle) and the point-to-point calls (run as their
  * nonblocking forms plus a test loop while offload is on), each compared

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The emulated DMA engine (shim/shim_engine.c), where the data path is
+ * The emulated DMA engine (shim/data/engine.c), where the data path is
  * direct (DPUSHIM_DATA_PATH unset or direct): collectives of every size
  * move through the ranks' engines (statistics: engine copies > 0), with
  * the engine thread doing the work while ranks sleep instead of waiting

@@ -10,9 +10,9 @@
  *        (with -m, ADDR:PORT is ignored and looked up in MAP for this host,
  *        virtual node 0)
  */
-#include "../../common/dps_listen.h"
-#include "../../common/dps_status.h"
-#include "../../common/dps_ucx.h"
+#include "common/dps_listen.h"
+#include "common/dps_status.h"
+#include "common/dps_ucx.h"
 
 #include <stdio.h>
 #include <stdlib.h>

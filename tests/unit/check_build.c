@@ -12,8 +12,8 @@
  * that write what another step of the round reads or writes.
  */
 #define _GNU_SOURCE
-#include "../../shim/build.h"
-#include "../../common/dps_proto.h"
+#include "shim/compile/build.h"
+#include "common/dps_proto.h"
 
 #include <check.h>
 #include <stdio.h>

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Unit tests of the DPUSHIM_* variable table and parser (dps_config.c). */
-#include "../../common/dps_config.h"
-#include "../../common/dps_log.h"
+#include "common/dps_config.h"
+#include "common/dps_log.h"
 
 #include <check.h>
 #include <stddef.h>

@@ -3,9 +3,9 @@
  * dps_agentmap.c): the hello, secret files, the client's connect and the
  * agent map. */
 #define _GNU_SOURCE
-#include "../../common/dps_listen.h"
-#include "../../common/dps_proto.h"
-#include "../../common/dps_status.h"
+#include "common/dps_listen.h"
+#include "common/dps_proto.h"
+#include "common/dps_status.h"
 
 #include <check.h>
 #include <errno.h>

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Unit tests of the wire protocol (dps_proto.c) and the hex helpers. */
-#include "../../common/dps_proto.h"
-#include "../../common/dps_status.h"
-#include "../../common/dps_ucx.h"
+#include "common/dps_proto.h"
+#include "common/dps_status.h"
+#include "common/dps_ucx.h"
 
 #include <check.h>
 #include <stddef.h>

@@ -4,8 +4,8 @@
  * dps_rtypes.c): fixed sizes, MPI's operand order and tie rules, x87
  * padding never written, logicals as 1 and 0, the classes' operations.
  */
-#include "../../common/dps_rtypes.h"
-#include "../../common/dps_sched.h"
+#include "common/dps_rtypes.h"
+#include "common/dps_sched.h"
 
 #include <check.h>
 #include <float.h>

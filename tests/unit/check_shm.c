@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Check tests of the rank <-> agent shared-memory channel (dps_shm.c). */
 #define _GNU_SOURCE
-#include "../../common/dps_shm.h"
-#include "../../common/dps_status.h"
+#include "common/dps_shm.h"
+#include "common/dps_status.h"
 
 #include <check.h>
 #include <pthread.h>

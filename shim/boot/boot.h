@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Bootstrap, called from MPI_Init (boot/init.c) and MPI_Finalize:
+ *   boot/spawn.c    getting an agent: spawning dpu_agent, or connecting to
+ *                   a listening one (DPUSHIM_AGENT_MAP) with a job secret;
+ *   boot/place.c    CPU placement of agents and DPUSHIM_MIN_BYTES=auto;
+ *   boot/connect.c  wiring every rank to its agent (UCX addresses, job
+ *                   layout, shared-memory channel, DMA engine).
+ * Every function that takes part in a collective is called by every rank.
+ */
+#ifndef DPS_BOOT_H
+#define DPS_BOOT_H
+
+#include "shim/core/shim.h"
+#include "common/dps_listen.h"
+
+#include <sched.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SHIM_CONNECT_TIMEOUT_MS 60000
+
+/* The job's name and secret for listening agents (DPUSHIM_AGENT_MAP). */
+typedef struct {
+    int     ok;
+    char    job[DPS_LISTEN_NAME_MAX + 1];
+    uint8_t secret[DPS_SECRET_LEN];
+    char    why[200];            /* rank 0's error, when !ok */
+} job_secret_t;
+
+/* boot/spawn.c (leaders, except the secret functions: every rank) */
+int boot_spawn_agent(void **addr, size_t *addr_len, int own_core);
+void boot_stop_agent(void);
+int boot_make_job_secret(job_secret_t *js);
+void boot_remove_job_secret(const job_secret_t *js);
+int boot_connect_listener(const job_secret_t *js, unsigned vidx,
+                          void **addr, size_t *addr_len);
+
+/* boot/place.c */
+void boot_ranks_cpus(MPI_Comm vnode, cpu_set_t *all);
+void boot_agent_affinity(const cpu_set_t *ranks);
+int boot_agent_has_core(const cpu_set_t *ranks, int vsize);
+uint64_t boot_resolve_min_bytes(const cpu_set_t *ranks, int vsize);
+void boot_allow_agent_access(void);
+
+/* boot/connect.c */
+int boot_agree(int ok);
+int boot_connect_job(MPI_Comm vnode, const void *agent_addr,
+                     uint32_t agent_addr_len, int node_id);
+void boot_teardown_ucx(void);
+
+#endif

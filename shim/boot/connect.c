@@ -1,0 +1,377 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Wiring ranks and agents (DESIGN.md, decision 6): every rank learns which
+ * agent serves which rank, the process table and every UCX worker
+ * address; each leader sends its agent the job layout; each rank offers
+ * its shared-memory channel, says hello and waits until its agent is
+ * ready, then starts its DMA engine. Every failure is agreed on, so that
+ * no rank offloads unless all do.
+ */
+#define _GNU_SOURCE
+#include "shim/boot/boot.h"
+#include "shim/data/engine.h"
+#include "shim/data/reg.h"
+#include "common/dps_log.h"
+#include "common/dps_proto.h"
+#include "common/dps_status.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int boot_agree(int ok)
+{
+    int all = 0;
+
+    PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    return all;
+}
+
+static void send_hello_wait_ready(int *ok)
+{
+    double deadline = dps_now() + SHIM_CONNECT_TIMEOUT_MS / 1000.0;
+    size_t len;
+    void *msg;
+
+    msg = dps_msg_encode_hello((uint32_t)shim.world_rank, (uint32_t)getpid(),
+                               &len);
+    if (msg == NULL || shim_send_agent(msg, len) != DPS_OK) {
+        dps_error("cannot say hello to the agent");
+        *ok = 0;
+        return;
+    }
+    while (*ok) {
+        dps_inmsg_t *m;
+        dps_msg_t dm;
+
+        ucp_worker_progress(shim.ucx.worker);
+        while ((m = dps_inbox_pop(&shim.ucx.inbox)) != NULL) {
+            int rc = dps_msg_decode(m->data, m->len, &dm, NULL, 0);
+
+            if (rc == DPS_OK && dm.type == DPS_MSG_READY) {
+                shim.agent_formats = dm.u.ready.formats;
+                if (dm.u.ready.status != DPS_OK) {
+                    dps_error("agent failed to set up: %s",
+                              dps_status_str(dm.u.ready.status));
+                    *ok = 0;
+                }
+                free(m);
+                return;
+            }
+            dps_warn("unexpected message while connecting; dropped");
+            free(m);
+        }
+        if (dps_now() > deadline) {
+            dps_error("agent (pid %d) not ready after %d s",
+                      (int)shim.agent_pid, SHIM_CONNECT_TIMEOUT_MS / 1000);
+            *ok = 0;
+        }
+    }
+}
+
+/*
+ * An agent on this host gets our shared-memory segment (before HELLO, so
+ * that it has mapped it when READY comes). Without one (an agent on a DPU,
+ * or no memfd) messages stay on UCX.
+ */
+static void shm_offer(void)
+{
+    size_t len;
+    void *msg;
+
+    if (shim.agent_pid <= 0) {
+        return;
+    }
+    shim.shm = dps_shm_create((uint32_t)shim.world_rank, &shim.shm_fd);
+    if (shim.shm == NULL) {
+        dps_info("no shared-memory channel to the agent (memfd: %m): "
+                 "messages go by UCX");
+        return;
+    }
+    msg = dps_msg_encode_shm((uint32_t)shim.world_rank, (uint32_t)getpid(),
+                             shim.shm_fd, &len);
+    if (msg == NULL || shim_send_agent(msg, len) != DPS_OK) {
+        dps_warn("cannot offer the shared-memory channel to the agent");
+    }
+}
+
+/* READY came: use the channel if the agent mapped it, and start the DMA
+ * engine where the data path is direct. */
+static void shm_accepted(void)
+{
+    if (shim.shm == NULL) {
+        return;
+    }
+    if (!__atomic_load_n(&shim.shm->attached, __ATOMIC_ACQUIRE)) {
+        dps_info("agent %s did not map the shared-memory channel: "
+                 "messages go by UCX", shim.agent_desc);
+        return;
+    }
+    shim.shm_on = 1;
+    if (shim.cfg.data_path == DPS_DATA_DIRECT &&
+        shim.cfg.transport != DPS_TRANSPORT_UCX) {
+        shim_engine_start(shim.shm, shim.agent_pid);
+    }
+}
+
+static void shm_close(void)
+{
+    shim_engine_stop();
+    shim.shm_on = 0;
+    dps_shm_detach(shim.shm);
+    shim.shm = NULL;
+    if (shim.shm_fd >= 0) {
+        close(shim.shm_fd);
+        shim.shm_fd = -1;
+    }
+}
+
+/* What every rank learns about every other (indexed by world rank). */
+typedef struct {
+    int  *leader;     /* 1 if the rank leads a virtual node */
+    int  *agent;      /* index of the rank's agent */
+    int  *pid, *node; /* process id and node (CMA on the same node) */
+    int  *apid;       /* a leader's agent pid */
+    int  *rlen, *rdisp, *alen, *adisp;
+    char *rbuf, *abuf;  /* ranks' and leaders' agents' UCX addresses */
+    int   my_agent, job_key;
+} job_tables_t;
+
+static void tables_free(job_tables_t *t)
+{
+    free(t->leader);
+    free(t->agent);
+    free(t->pid);
+    free(t->node);
+    free(t->apid);
+    free(t->rlen);
+    free(t->rdisp);
+    free(t->alen);
+    free(t->adisp);
+    free(t->rbuf);
+    free(t->abuf);
+}
+
+static int tables_alloc(job_tables_t *t, int nr)
+{
+    int **v[] = {&t->leader, &t->agent, &t->pid, &t->node, &t->apid,
+                 &t->rlen, &t->rdisp, &t->alen, &t->adisp};
+
+    for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+        *v[i] = calloc((size_t)nr, sizeof(int));
+        if (*v[i] == NULL) {
+            return 0;
+        }
+    }
+    shim.node_agents = calloc((size_t)nr, sizeof(pid_t));
+    shim.rank_agent = calloc((size_t)nr, sizeof(uint32_t));
+    shim.rank_node = calloc((size_t)nr, sizeof(int));
+    return shim.node_agents != NULL && shim.rank_agent != NULL &&
+           shim.rank_node != NULL;
+}
+
+/* Leaders, agent indices (the order of leaders), pids, nodes, and the
+ * agents of this node: if one dies, collectives spanning it stall, so
+ * every rank watches them all (core/op.c, check_agent). */
+static void gather_ranks(job_tables_t *t, MPI_Comm vnode, int node_id)
+{
+    int nr = shim.world_size, i, v;
+
+    PMPI_Allgather(&shim.is_leader, 1, MPI_INT, t->leader, 1, MPI_INT,
+                   MPI_COMM_WORLD);
+    for (i = 0; i < shim.world_rank; i++) {
+        t->my_agent += t->leader[i];
+    }
+    PMPI_Bcast(&t->my_agent, 1, MPI_INT, 0, vnode);
+    PMPI_Allgather(&t->my_agent, 1, MPI_INT, t->agent, 1, MPI_INT,
+                   MPI_COMM_WORLD);
+    for (i = 0; i < nr; i++) {
+        shim.rank_agent[i] = (uint32_t)t->agent[i];   /* for the builders */
+    }
+    v = (int)getpid();
+    PMPI_Allgather(&v, 1, MPI_INT, t->pid, 1, MPI_INT, MPI_COMM_WORLD);
+    PMPI_Allgather(&node_id, 1, MPI_INT, t->node, 1, MPI_INT,
+                   MPI_COMM_WORLD);
+    memcpy(shim.rank_node, t->node, sizeof(int) * (size_t)nr);
+    v = (int)shim.agent_pid;
+    PMPI_Allgather(&v, 1, MPI_INT, t->apid, 1, MPI_INT, MPI_COMM_WORLD);
+    for (i = 0; i < nr; i++) {
+        if (t->leader[i] && t->node[i] == node_id) {
+            shim.node_agents[shim.n_node_agents++] = (pid_t)t->apid[i];
+        }
+    }
+    /* Agents name their wake-up sockets after agent 0's pid. */
+    t->job_key = shim.agent_pid > 0 ? (int)shim.agent_pid
+                                    : (int)(getpid() | 0x40000000);
+    PMPI_Bcast(&t->job_key, 1, MPI_INT, 0, MPI_COMM_WORLD);
+}
+
+/* Worker addresses of every rank and of every agent; 1 if all have them. */
+static int gather_addresses(job_tables_t *t, const void *mine,
+                            size_t mine_len, const void *agent_addr,
+                            uint32_t agent_addr_len)
+{
+    size_t rt = 0, at = 0;
+    int i = (int)mine_len;
+
+    PMPI_Allgather(&i, 1, MPI_INT, t->rlen, 1, MPI_INT, MPI_COMM_WORLD);
+    i = shim.is_leader ? (int)agent_addr_len : 0;
+    PMPI_Allgather(&i, 1, MPI_INT, t->alen, 1, MPI_INT, MPI_COMM_WORLD);
+    for (i = 0; i < shim.world_size; i++) {
+        t->rdisp[i] = (int)rt;
+        t->adisp[i] = (int)at;
+        rt += (size_t)t->rlen[i];
+        at += (size_t)t->alen[i];
+    }
+    t->rbuf = malloc(rt + 1);
+    t->abuf = malloc(at + 1);
+    if (!boot_agree(t->rbuf != NULL && t->abuf != NULL)) {
+        return 0;
+    }
+    PMPI_Allgatherv(mine, (int)mine_len, MPI_BYTE, t->rbuf, t->rlen,
+                    t->rdisp, MPI_BYTE, MPI_COMM_WORLD);
+    PMPI_Allgatherv((void *)agent_addr, shim.is_leader ?
+                    (int)agent_addr_len : 0, MPI_BYTE, t->abuf, t->alen,
+                    t->adisp, MPI_BYTE, MPI_COMM_WORLD);
+    return 1;
+}
+
+/* Leader: the job layout (every rank's agent and address, every agent's
+ * address) and the process table to its agent; 1 on success. */
+static int send_job(const job_tables_t *t)
+{
+    int nr = shim.world_size, i, k = 0, ok = 0;
+    const void **rp = calloc(nr, sizeof(void *));
+    const void **ap = calloc(nr, sizeof(void *));
+    uint32_t *rl = calloc(nr, sizeof(uint32_t));
+    uint32_t *al = calloc(nr, sizeof(uint32_t));
+    uint32_t *ra = calloc(nr, sizeof(uint32_t));
+    dps_msg_job_t job;
+    void *msg = NULL;
+    size_t len;
+
+    if (rp && ap && rl && al && ra) {
+        for (i = 0; i < nr; i++) {
+            rp[i] = t->rbuf + t->rdisp[i];
+            rl[i] = (uint32_t)t->rlen[i];
+            ra[i] = (uint32_t)t->agent[i];
+            if (t->leader[i]) {
+                ap[k] = t->abuf + t->adisp[i];
+                al[k++] = (uint32_t)t->alen[i];
+            }
+        }
+        job.nranks = (uint32_t)nr;
+        job.nagents = (uint32_t)k;
+        job.agent_idx = (uint32_t)t->my_agent;
+        job.job_key = (uint32_t)t->job_key;
+        msg = dps_msg_encode_job(&job, ra, rp, rl, ap, al, &len);
+    }
+    if (msg == NULL || shim_send_agent(msg, len) != DPS_OK) {
+        dps_error("cannot send the job layout to the agent");
+    } else {
+        msg = dps_msg_encode_procs((uint32_t)nr, (uint32_t *)t->pid,
+                                   (uint32_t *)t->node, &len);
+        ok = msg != NULL && shim_send_agent(msg, len) == DPS_OK;
+        if (!ok) {
+            dps_error("cannot send the process table to the agent");
+        }
+    }
+    free(rp);
+    free(ap);
+    free(rl);
+    free(al);
+    free(ra);
+    return ok;
+}
+
+/* Agents finish wire-up with every rank: keep UCX progressing until all
+ * ranks have heard from their agent. */
+static void wait_all_wired(void)
+{
+    MPI_Request br;
+    int flag = 0;
+
+    PMPI_Ibarrier(MPI_COMM_WORLD, &br);
+    while (!flag) {
+        ucp_worker_progress(shim.ucx.worker);
+        PMPI_Test(&br, &flag, MPI_STATUS_IGNORE);
+    }
+}
+
+/* Exchange addresses and bring every agent up; returns 1 on success. */
+int boot_connect_job(MPI_Comm vnode, const void *agent_addr,
+                     uint32_t agent_addr_len, int node_id)
+{
+    job_tables_t t = {0};
+    ucp_worker_attr_t wattr = {0};
+    int ok = 1;
+
+    if (dps_ucx_open(&shim.ucx) != DPS_OK) {
+        ok = 0;
+    } else {
+        shim_reg_init();
+    }
+    if (!boot_agree(ok)) {
+        return 0;
+    }
+    wattr.field_mask = UCP_WORKER_ATTR_FIELD_ADDRESS;
+    if (ucp_worker_query(shim.ucx.worker, &wattr) != UCS_OK) {
+        dps_error("ucp_worker_query failed");
+        ok = 0;
+        wattr.address = NULL;
+        wattr.address_length = 0;
+    }
+    ok = tables_alloc(&t, shim.world_size) && ok;
+    if (!boot_agree(ok)) {
+        goto out;
+    }
+    gather_ranks(&t, vnode, node_id);
+    if (!gather_addresses(&t, wattr.address, wattr.address_length,
+                          agent_addr, agent_addr_len)) {
+        ok = 0;
+        goto out;
+    }
+    shim.kick_fd = dps_kick_open((int)getpid(), DPS_KICK_RANK);
+    ok = dps_ucx_ep_create(shim.ucx.worker, agent_addr, NULL, NULL,
+                           &shim.agent_ep) == DPS_OK;
+    if (ok && shim.is_leader) {
+        ok = send_job(&t);
+    }
+    if (ok) {
+        shm_offer();
+        send_hello_wait_ready(&ok);
+    }
+    if (ok) {
+        shm_accepted();
+    }
+    wait_all_wired();
+    ok = boot_agree(ok);
+out:
+    if (wattr.address != NULL) {
+        ucp_worker_release_address(shim.ucx.worker, wattr.address);
+    }
+    tables_free(&t);
+    return ok;
+}
+
+void boot_teardown_ucx(void)
+{
+    shm_close();
+    if (shim.kick_fd >= 0) {
+        close(shim.kick_fd);
+        shim.kick_fd = -1;
+    }
+    if (shim.agent_ep != NULL) {
+        dps_ucx_ep_close(shim.ucx.worker, shim.agent_ep, 100);
+        shim.agent_ep = NULL;
+    }
+    if (shim.ucx.worker != NULL && shim.live > 0) {
+        /* Registrations still in use: destroying the context would
+         * abort in UCX. The process is ending; leave it to exit. */
+        dps_warn("leaving UCX context open: %u operations never ended",
+                 shim.live);
+    } else if (shim.ucx.worker != NULL) {
+        shim_reg_fini();
+        dps_ucx_close(&shim.ucx);
+    }
+}

@@ -1,0 +1,461 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * MPI_Init, MPI_Init_thread and MPI_Finalize: read the configuration,
+ * cut the job into virtual nodes, get each an agent and connect it to
+ * its ranks (the boot_*.c files; DESIGN.md, decisions 5 and 6), print
+ * the statistics and tear down. Every decision that could split the job
+ * (offload on or off) is agreed with an allreduce, so ranks never
+ * disagree about whether a collective is offloaded.
+ */
+#define _GNU_SOURCE
+#include "shim/core/shim.h"
+#include "shim/boot/boot.h"
+#include "shim/wrap/check.h"
+#include "shim/data/engine.h"
+#include "shim/data/reg.h"
+#include "shim/data/types.h"
+#include "common/dps_log.h"
+#include "common/dps_proto.h"
+#include "common/dps_status.h"
+
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+extern char **environ;
+
+shim_state_t shim = {
+    .parent_fd = -1,
+    .kick_fd = -1,
+    .keyval = MPI_KEYVAL_INVALID,
+    .fo_ctrl = MPI_COMM_NULL,
+    .fo_agree = MPI_COMM_NULL,
+    .lock = PTHREAD_MUTEX_INITIALIZER,
+    .agree_lock = PTHREAD_MUTEX_INITIALIZER,
+    .tx_lock = PTHREAD_MUTEX_INITIALIZER,
+    .shm_fd = -1,
+};
+__thread int shim_in_call;
+
+#define SHIM_FINALIZE_DRAIN_SEC 30
+
+int shim_comm_delete(MPI_Comm comm, int keyval, void *attr, void *extra);
+
+/*
+ * Offload cannot be set up, for a reason every rank shares. Unless
+ * DPUSHIM_REQUIRE asks otherwise the job goes on with stock MPI.
+ */
+static void cannot_offload(const char *why)
+{
+    if (!shim.cfg.require) {
+        if (shim.world_rank == 0) {
+            dps_error("%s: running on stock MPI", why);
+        }
+        return;
+    }
+    if (shim.world_rank == 0) {
+        dps_error("%s, and DPUSHIM_REQUIRE is set: aborting", why);
+        fflush(stderr);
+    }
+    /* Let rank 0 say why first, and the launcher forward it: Hydra drops
+     * output still in its pipes when it tears an aborted job down. */
+    PMPI_Barrier(MPI_COMM_WORLD);
+    usleep(300000);
+    PMPI_Abort(MPI_COMM_WORLD, 1);
+}
+
+/* Read DPUSHIM_* (errors reported once, by rank 0); 1 if every rank
+ * may offload. */
+static int load_config(void)
+{
+    char msgs[4096], who[32], *line, *save = NULL;
+    const char *req = getenv("DPUSHIM_REQUIRE");
+    int nbad, v;
+
+    snprintf(who, sizeof(who), "%d", shim.world_rank);
+    dps_log_set_who(who);
+    nbad = dps_config_load(&shim.cfg, environ, msgs, sizeof(msgs), NULL);
+    /* A DPUSHIM_REQUIRE that is not a boolean asks for strictness. */
+    if (req != NULL && dps_config_parse_value(DPS_CFG_BOOL, req, &v)) {
+        shim.cfg.require = 1;
+    }
+    dps_log_level = shim.cfg.log_level;
+    shim.initialized = 1;
+    /* Same environment everywhere: report once, from rank 0. */
+    for (line = strtok_r(msgs, "\n", &save); line != NULL;
+         line = strtok_r(NULL, "\n", &save)) {
+        if (shim.world_rank == 0) {
+            if (nbad > 0 && strncmp(line, "unknown", 7) != 0) {
+                dps_error("%s", line);
+            } else {
+                dps_warn("%s", line);
+            }
+        }
+    }
+    if (!boot_agree(shim.cfg.offload && nbad == 0)) {
+        cannot_offload(nbad > 0 ? "invalid DPUSHIM_* values" :
+                       "offload switched off (DPUSHIM_OFFLOAD=0)");
+        return 0;
+    }
+    return 1;
+}
+
+/* How the job is cut into virtual nodes (ranks sharing memory, in groups
+ * of DPUSHIM_RANKS_PER_DPU), each served by one agent. */
+typedef struct {
+    MPI_Comm  node, vnode;
+    int       node_id;   /* the node's name: its first world rank */
+    int       vidx;      /* this virtual node's index on its node */
+    int       vsize;     /* ranks in it */
+    int       rpd;       /* ranks per agent */
+    cpu_set_t cpus;      /* union of its ranks' CPU masks */
+} vnode_t;
+
+static void make_vnodes(vnode_t *v)
+{
+    int node_rank = 0, node_size = 0, vrank = 0;
+
+    PMPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED,
+                         shim.world_rank, MPI_INFO_NULL, &v->node);
+    PMPI_Comm_rank(v->node, &node_rank);
+    PMPI_Comm_size(v->node, &node_size);
+    v->node_id = shim.world_rank;
+    PMPI_Bcast(&v->node_id, 1, MPI_INT, 0, v->node);
+    v->rpd = shim.cfg.ranks_per_dpu ? (int)shim.cfg.ranks_per_dpu
+                                    : node_size;
+    v->vidx = node_rank / v->rpd;
+    PMPI_Comm_split(v->node, v->vidx, node_rank, &v->vnode);
+    PMPI_Comm_rank(v->vnode, &vrank);
+    PMPI_Comm_size(v->vnode, &v->vsize);
+    shim.is_leader = (vrank == 0);
+    boot_ranks_cpus(v->vnode, &v->cpus);
+}
+
+static void free_vnodes(vnode_t *v)
+{
+    if (v->vnode != MPI_COMM_NULL) {
+        PMPI_Comm_free(&v->vnode);
+    }
+    PMPI_Comm_free(&v->node);
+}
+
+/*
+ * The leader of each virtual node spawns or connects to its agent; every
+ * rank of it learns the agent's pid, description and UCX address (*addr,
+ * malloc'ed). Returns 1 when every virtual node of the job has an agent.
+ */
+static int get_agents(vnode_t *v, const job_secret_t *js, void **addr,
+                      uint32_t *addr_len)
+{
+    size_t len = 0;
+    struct {
+        int      ok;
+        int      pid;
+        uint32_t len;
+        char     desc[sizeof(shim.agent_desc)];
+    } info = {0, 0, 0, ""};
+
+    if (shim.is_leader) {
+        info.ok = (shim.cfg.agent_map[0] != '\0'
+                   ? boot_connect_listener(js, (unsigned)v->vidx, addr,
+                                           &len)
+                   : boot_spawn_agent(addr, &len,
+                                      boot_agent_has_core(&v->cpus,
+                                                          v->vsize)))
+                  == DPS_OK;
+        info.pid = (int)shim.agent_pid;
+        info.len = (uint32_t)len;
+        if (!shim.listen_agent) {
+            snprintf(shim.agent_desc, sizeof(shim.agent_desc), "pid %d",
+                     info.pid);
+        }
+        memcpy(info.desc, shim.agent_desc, sizeof(info.desc));
+    }
+    PMPI_Bcast(&info, (int)sizeof(info), MPI_BYTE, 0, v->vnode);
+    memcpy(shim.agent_desc, info.desc, sizeof(shim.agent_desc));
+    boot_agent_affinity(&v->cpus);
+    if (!shim.is_leader && info.ok) {
+        *addr = malloc(info.len);
+        info.ok = *addr != NULL;
+    }
+    if (!boot_agree(info.ok)) {
+        return 0;
+    }
+    PMPI_Bcast(*addr, (int)info.len, MPI_BYTE, 0, v->vnode);
+    shim.agent_pid = (pid_t)info.pid;
+    *addr_len = info.len;
+    return 1;
+}
+
+/* DPUSHIM_MIN_BYTES=auto may leave nothing to offload: then no agent is
+ * started. Returns 1 if offload goes on. */
+static int worth_agents(const vnode_t *v)
+{
+    shim.min_bytes = boot_resolve_min_bytes(&v->cpus, v->vsize);
+    if (shim.min_bytes != DPS_MIN_BYTES_AUTO) {
+        return 1;
+    }
+    if (shim.cfg.require) {
+        cannot_offload("DPUSHIM_MIN_BYTES=auto offloads nothing with "
+                       "agents on the ranks' cores");
+    }
+    return 0;
+}
+
+void shim_init(void)
+{
+    vnode_t v = {.node = MPI_COMM_NULL, .vnode = MPI_COMM_NULL};
+    job_secret_t js = {0};
+    void *addr = NULL;
+    uint32_t addr_len = 0;
+
+    PMPI_Comm_rank(MPI_COMM_WORLD, &shim.world_rank);
+    PMPI_Comm_size(MPI_COMM_WORLD, &shim.world_size);
+    if (!load_config() ||
+        PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, shim_comm_delete,
+                                &shim.keyval, NULL) != MPI_SUCCESS) {
+        return;
+    }
+    boot_allow_agent_access();
+    make_vnodes(&v);
+    if (!worth_agents(&v)) {
+        free_vnodes(&v);
+        return;
+    }
+    if (shim.cfg.agent_map[0] != '\0' && !boot_make_job_secret(&js)) {
+        if (shim.world_rank == 0) {
+            dps_error("%s", js.why);
+        }
+        free_vnodes(&v);
+        cannot_offload("no job secret for the listening agents");
+        return;
+    }
+    if (!get_agents(&v, &js, &addr, &addr_len)) {
+        boot_remove_job_secret(&js);
+        cannot_offload("no agent available");
+        goto err_agent;
+    }
+    /* Every agent has checked the secret: it has served its purpose. */
+    boot_remove_job_secret(&js);
+    if (!boot_connect_job(v.vnode, addr, addr_len, v.node_id)) {
+        boot_teardown_ucx();
+        boot_stop_agent();
+        cannot_offload("connecting ranks and agents failed");
+        goto err_agent;
+    }
+    shim_rtypes_init(shim.agent_formats);
+    if (shim_fo_init() != DPS_OK) {
+        dps_error("cannot create the communicators for taking over from "
+                  "a failed agent");
+    }
+    shim_check_init();
+    shim.active = 1;
+    shim.last_liveness = shim.last_heard = dps_now();
+    if (shim.world_rank == 0) {
+        dps_info("offload active: %d ranks, %d per agent", shim.world_size,
+                 v.rpd);
+    }
+    free(addr);
+    shim.vnode = v.vnode;
+    v.vnode = MPI_COMM_NULL;
+    free_vnodes(&v);
+    return;
+
+err_agent:
+    boot_stop_agent();
+    free(addr);
+    free_vnodes(&v);
+}
+
+/* Leader: ask our agent for its counters (CPU time, collectives). */
+static void fetch_agent_stats(void)
+{
+    double deadline = dps_now() + 2.0;
+    size_t len;
+    void *msg;
+
+    if (!shim.active || !shim.is_leader || shim.agent_dead) {
+        return;
+    }
+    msg = dps_msg_encode_stats_req(&len);
+    if (msg == NULL || shim_send_agent(msg, len) != DPS_OK) {
+        return;
+    }
+    while (!shim.have_agent_stats && dps_now() < deadline) {
+        if (shim_progress() == 0) {
+            shim_idle(1);
+        }
+    }
+    if (!shim.have_agent_stats) {
+        dps_warn("agent %s sent no statistics", shim.agent_desc);
+    }
+}
+
+/* DPUSHIM_STATS=2: a collective's fallbacks by reason (SHIM_WHY_*). */
+static void print_why(int coll, const uint64_t why[SHIM_NWHY])
+{
+    printf("dpushim: %s fallback: type=%llu op=%llu small=%llu comm=%llu "
+           "off=%llu other=%llu\n", shim_coll_name(coll),
+           (unsigned long long)why[SHIM_WHY_TYPE],
+           (unsigned long long)why[SHIM_WHY_OP],
+           (unsigned long long)why[SHIM_WHY_SMALL],
+           (unsigned long long)why[SHIM_WHY_COMM],
+           (unsigned long long)why[SHIM_WHY_OFF],
+           (unsigned long long)why[SHIM_WHY_OTHER]);
+}
+
+static void print_stats(void)
+{
+    uint64_t tot[DPS_COLL_MAX][SHIM_NSTAT], ag[3];
+    uint64_t reg[SHIM_REG_NSTAT], regtot[SHIM_REG_NSTAT];
+    uint64_t eng[4], engtot[4];
+    int c;
+
+    fetch_agent_stats();
+    PMPI_Reduce(shim.stats, tot, DPS_COLL_MAX * SHIM_NSTAT, MPI_UINT64_T,
+                MPI_SUM, 0, MPI_COMM_WORLD);
+    PMPI_Reduce(shim.agent_stats, ag, 3, MPI_UINT64_T, MPI_SUM, 0,
+                MPI_COMM_WORLD);
+    shim_reg_stats(reg);
+    PMPI_Reduce(reg, regtot, SHIM_REG_NSTAT, MPI_UINT64_T, MPI_SUM, 0,
+                MPI_COMM_WORLD);
+    shim_engine_stats(&eng[0], &eng[1], &eng[2], &eng[3]);
+    PMPI_Reduce(eng, engtot, 4, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
+    if (shim.world_rank != 0) {
+        return;
+    }
+    /* A line for each collective the job called. */
+    for (c = 1; c < DPS_COLL_MAX; c++) {
+        if (tot[c][SHIM_STAT_OFFLOADED] + tot[c][SHIM_STAT_FALLBACK] == 0) {
+            continue;
+        }
+        printf("dpushim: %s offloaded=%llu fallback=%llu bytes=%llu\n",
+               shim_coll_name(c),
+               (unsigned long long)tot[c][SHIM_STAT_OFFLOADED],
+               (unsigned long long)tot[c][SHIM_STAT_FALLBACK],
+               (unsigned long long)tot[c][SHIM_STAT_BYTES]);
+        if (shim.cfg.stats >= 2 && tot[c][SHIM_STAT_FALLBACK] > 0) {
+            print_why(c, tot[c] + SHIM_STAT_WHY);
+        }
+    }
+    for (c = 1; c < DPS_COLL_MAX; c++) {
+        /* Only after an agent failure: summed over ranks. */
+        if (tot[c][SHIM_STAT_REDONE] + tot[c][SHIM_STAT_FAILED] +
+            tot[c][SHIM_STAT_AFTER] > 0) {
+            printf("dpushim: %s after agent failure: redone=%llu "
+                   "failed=%llu stock=%llu\n", shim_coll_name(c),
+                   (unsigned long long)tot[c][SHIM_STAT_REDONE],
+                   (unsigned long long)tot[c][SHIM_STAT_FAILED],
+                   (unsigned long long)tot[c][SHIM_STAT_AFTER]);
+        }
+    }
+    printf("dpushim: regcache hits=%llu misses=%llu invalidations=%llu\n",
+           (unsigned long long)regtot[SHIM_REG_HITS],
+           (unsigned long long)regtot[SHIM_REG_MISSES],
+           (unsigned long long)regtot[SHIM_REG_INVALIDATIONS]);
+    if (shim.active) {
+        /* Blocks the ranks' DMA engines copied (direct data path). */
+        printf("dpushim: dma engines copies=%llu bytes=%llu "
+               "scattered=%llu gathered=%llu\n",
+               (unsigned long long)engtot[0], (unsigned long long)engtot[1],
+               (unsigned long long)engtot[2], (unsigned long long)engtot[3]);
+    }
+    if (shim.active && shim.agent_dead) {
+        printf("dpushim: agents failed: no agent statistics\n");
+    } else if (shim.active) {
+        /* Every agent's CPU, user and system, from start to now. */
+        printf("dpushim: agents cpu_ms=%.1f collectives=%llu "
+               "cpu_us_per_collective=%.1f missed_wakeups=%llu\n",
+               ag[0] / 1e6, (unsigned long long)ag[1],
+               ag[1] ? ag[0] / 1e3 / (double)ag[1] : 0.0,
+               (unsigned long long)ag[2]);
+    }
+    fflush(stdout);
+}
+
+void shim_fini(void)
+{
+    if (!shim.initialized) {
+        return;
+    }
+    if (shim.active) {
+        /* Ops the application freed with MPI_Request_free, or never
+         * waited for, may still be running: their memory registrations
+         * must outlive them. The agent-death check bounds this wait. */
+        double deadline = dps_now() + SHIM_FINALIZE_DRAIN_SEC;
+
+        while (shim_any_pending() && dps_now() < deadline) {
+            if (shim_progress() == 0) {
+                shim_idle(0);
+            }
+        }
+        if (shim_any_pending()) {
+            dps_warn("%u offloaded collectives still running %d s into "
+                     "MPI_Finalize", shim.live, SHIM_FINALIZE_DRAIN_SEC);
+        }
+        shim_fo_fini();
+        /* Our collectives are over: nothing is due to our buffers, and no
+         * command is for the engine. No thread outlives MPI_Finalize. */
+        shim_engine_stop();
+    }
+    if (shim.cfg.stats) {
+        print_stats();
+    }
+    if (shim.active) {
+        shim.active = 0;
+        /* Nobody of this node talks to the agent any more. */
+        PMPI_Barrier(shim.vnode);
+        if (shim.is_leader && !shim.agent_dead) {
+            size_t len;
+            void *msg = dps_msg_encode_shutdown(&len);
+
+            if (msg != NULL) {
+                shim_send_agent(msg, len);
+                ucp_worker_progress(shim.ucx.worker);
+            }
+        }
+        boot_teardown_ucx();
+        boot_stop_agent();
+        PMPI_Comm_free(&shim.vnode);
+        shim_check_fini();
+    }
+    if (shim.keyval != MPI_KEYVAL_INVALID) {
+        PMPI_Comm_free_keyval(&shim.keyval);
+    }
+    shim.initialized = 0;
+}
+
+SHIM_API int MPI_Init(int *argc, char ***argv)
+{
+    int rc = PMPI_Init(argc, argv);
+
+    if (rc == MPI_SUCCESS) {
+        shim_in_call++;
+        shim_init();
+        shim_in_call--;
+    }
+    return rc;
+}
+
+SHIM_API int MPI_Init_thread(int *argc, char ***argv, int required,
+                             int *provided)
+{
+    int rc = PMPI_Init_thread(argc, argv, required, provided);
+
+    if (rc == MPI_SUCCESS) {
+        shim_in_call++;
+        shim_init();
+        shim_in_call--;
+    }
+    return rc;
+}
+
+SHIM_API int MPI_Finalize(void)
+{
+    shim_in_call++;
+    shim_fini();
+    shim_in_call--;
+    return PMPI_Finalize();
+}

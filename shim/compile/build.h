@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Builders: every collective compiled into the schedule of one rank
+ * (common/dps_sched.h). Pure functions of the arguments, with no MPI
+ * calls: the shim gives them byte counts and offsets, and they give back
+ * steps. The data-movement collectives are in compile/moves.c, the
+ * reductions in compile/reductions.c; the step buffer and the topology (which
+ * ranks share an agent) in compile/build.c.
+ *
+ * Buffers of a schedule (DPS_BUF_*): SEND holds this rank's input and is
+ * never written; RECV is its output; TMP is scratch the shim allocates
+ * (bld_t.need[DPS_BUF_TMP] bytes). A schedule writes a region of RECV or
+ * TMP before it reads it, so that running it again from the start gives
+ * the same result: stock MPI can redo a schedule an agent left half done
+ * (shim/core/redo.c).
+ */
+#ifndef BUILD_H
+#define BUILD_H
+
+#include "common/dps_sched.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Reductions up to this many bytes: leaders exchange whole partial
+ * results and each folds them in the same order (one round between
+ * agents); above it, a ring reduce-scatter and an allgather (2 (G-1)/G
+ * of the vector per agent, whatever the number of agents G). */
+#define BLD_SMALL_REDUCE (64u * 1024)
+
+/* What a builder is asked for. Counts and offsets are bytes. */
+typedef struct bld_args {
+    int             coll;       /* dps_coll_t */
+    uint32_t        size, rank; /* the communicator */
+    const uint32_t *agent;      /* agent index of each comm rank */
+    uint32_t        root;
+    uint8_t         op;         /* reductions: DPS_OP_* */
+    uint16_t        dtype;      /* reductions: DPS_T_* */
+    uint64_t        bytes;      /* a block (alltoall, allgather, gather,
+                                 * scatter), the message (bcast), the
+                                 * vector (reduce, allreduce, scan,
+                                 * exscan), a result block
+                                 * (reduce_scatter_block); for gatherv and
+                                 * scatterv this rank's own block */
+    /* Per comm rank (v and w variants, reduce_scatter), else NULL:
+     * bytes to / from each rank and where they lie in SEND / RECV.
+     * reduce_scatter takes rcount alone, the same on every rank. */
+    const uint64_t *scount, *soff, *rcount, *roff;
+    int             in_place;   /* gather(v) root, scatter(v) root,
+                                 * allgather(v): this rank's block is in
+                                 * RECV already (SEND empty) */
+    /* Neighbourhood collectives and pattern groups: this rank's sends
+     * then receives, (peer, offset, bytes) each, offsets into SEND and
+     * RECV. The k-th send to a peer meets the peer's k-th receive from
+     * this rank, so the caller lists them in the order that pairs them. */
+    uint32_t        nsend, nrecv;
+    const uint64_t *pairs;
+} bld_args_t;
+
+/* A schedule under construction. */
+typedef struct bld {
+    dps_step_t *steps;
+    uint32_t    n, cap;
+    int         oom;            /* an append failed */
+    uint64_t    need[DPS_NBUF]; /* bytes each buffer must hold */
+} bld_t;
+
+/* The ranks of a communicator grouped by agent: groups in order of their
+ * lowest rank, members of each in rank order. */
+typedef struct bld_topo {
+    uint32_t  ngroups;
+    uint32_t *gstart;    /* ngroups + 1: where each group's members start */
+    uint32_t *members;   /* size: comm ranks, group after group */
+    uint32_t *group;     /* size: the group of each rank */
+    uint32_t *pos;       /* size: the rank's index among its group's */
+} bld_topo_t;
+
+int  bld_topo_init(bld_topo_t *t, uint32_t size, const uint32_t *agent);
+void bld_topo_fini(bld_topo_t *t);
+
+/* The k-th member of group g. */
+static inline uint32_t bld_member(const bld_topo_t *t, uint32_t g,
+                                  uint32_t k)
+{
+    return t->members[t->gstart[g] + k];
+}
+
+static inline uint32_t bld_gsize(const bld_topo_t *t, uint32_t g)
+{
+    return t->gstart[g + 1] - t->gstart[g];
+}
+
+/* Appending steps. Rounds must not decrease. Zero-length transfers are
+ * kept: they carry order (barriers) and let agents see that two ranks
+ * agree. */
+void bld_send(bld_t *b, uint32_t round, uint32_t peer, unsigned buf,
+              uint64_t off, uint64_t len);
+void bld_recv(bld_t *b, uint32_t round, uint32_t peer, unsigned buf,
+              uint64_t off, uint64_t len);
+void bld_recv_reduce(bld_t *b, uint32_t round, uint32_t peer, unsigned buf,
+                     uint64_t off, uint64_t len, unsigned op,
+                     unsigned dtype);
+void bld_copy(bld_t *b, uint32_t round, unsigned sbuf, uint64_t soff,
+              unsigned dbuf, uint64_t doff, uint64_t len);
+void bld_reduce(bld_t *b, uint32_t round, unsigned sbuf, uint64_t soff,
+                unsigned dbuf, uint64_t doff, uint64_t len, unsigned op,
+                unsigned dtype);
+
+/*
+ * Build the schedule of args->rank into b (zeroed by the caller; free
+ * b->steps after). Returns 0, or -1 when out of memory or the arguments
+ * are outside what the builders take (a bug in the caller).
+ */
+int bld_build(const bld_args_t *args, bld_t *b);
+
+/* The families (compile/moves.c, compile/reductions.c); b and topo set up. */
+int bld_move(const bld_args_t *a, const bld_topo_t *t, bld_t *b);
+int bld_reduction(const bld_args_t *a, const bld_topo_t *t, bld_t *b);
+
+/* Transfers listed by the caller (bld_args_t.pairs), all at once. */
+int bld_pairs(const bld_args_t *a, bld_t *b);
+
+/* ceil(log2(n)), 0 for n <= 1. */
+uint32_t bld_log2(uint32_t n);
+
+#endif

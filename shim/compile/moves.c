@@ -1,0 +1,266 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Builders of the collectives that move data without reducing it:
+ * barrier, bcast, gather(v), scatter(v), allgather(v), alltoall(v)(w).
+ *
+ * Algorithms. A transfer within one agent is one copy by the receiver's
+ * DMA engine, whatever the distance; one between agents crosses the
+ * network. So data goes straight from its owner to every rank of the
+ * same agent, and crosses between agents as few times as it can:
+ *   barrier    gather to each agent's first rank, dissemination among
+ *              those (ceil(log2 G) rounds for G agents), release;
+ *   bcast      binomial tree among agents (the root stands for its own),
+ *              then straight to the ranks of each agent;
+ *   gather(v), scatter(v), alltoall(v)(w)
+ *              straight between the two ranks (every byte moves once,
+ *              and an agent issues all its reads at once);
+ *   allgather(v)
+ *              straight within an agent; across agents each block goes
+ *              once to each other agent's first rank, which passes it on
+ *              to its agent's ranks.
+ */
+#include "shim/compile/build.h"
+#include "common/dps_proto.h"
+
+static uint64_t cnt(const bld_args_t *a, const uint64_t *v, uint32_t r)
+{
+    return v != NULL ? v[r] : a->bytes;
+}
+
+static uint64_t off(const bld_args_t *a, const uint64_t *v, uint32_t r)
+{
+    return v != NULL ? v[r] : (uint64_t)r * a->bytes;
+}
+
+static uint32_t leader(const bld_topo_t *t, uint32_t g)
+{
+    return bld_member(t, g, 0);
+}
+
+static void barrier(const bld_args_t *a, const bld_topo_t *t, bld_t *b)
+{
+    uint32_t g = t->group[a->rank], ng = t->ngroups, m = bld_gsize(t, g);
+    uint32_t round = 1, d, k;
+
+    if (a->rank != leader(t, g)) {
+        bld_send(b, 0, leader(t, g), DPS_BUF_SEND, 0, 0);
+        bld_recv(b, 1, leader(t, g), DPS_BUF_RECV, 0, 0);
+        return;
+    }
+    for (k = 1; k < m; k++) {
+        bld_recv(b, 0, bld_member(t, g, k), DPS_BUF_RECV, 0, 0);
+    }
+    for (d = 1; d < ng; d <<= 1, round++) {
+        bld_send(b, round, leader(t, (g + d) % ng), DPS_BUF_SEND, 0, 0);
+        bld_recv(b, round, leader(t, (g + ng - d) % ng), DPS_BUF_RECV, 0,
+                 0);
+    }
+    for (k = 1; k < m; k++) {
+        bld_send(b, round, bld_member(t, g, k), DPS_BUF_SEND, 0, 0);
+    }
+}
+
+static void bcast(const bld_args_t *a, const bld_topo_t *t, bld_t *b)
+{
+    uint32_t ng = t->ngroups, gr = t->group[a->root];
+    uint32_t g = t->group[a->rank], v = (g + ng - gr) % ng;
+    uint32_t rep = g == gr ? a->root : leader(t, g);
+    unsigned buf = a->rank == a->root ? DPS_BUF_SEND : DPS_BUF_RECV;
+    uint32_t round = 0, mask, k, lim;
+
+    if (a->rank != rep) {
+        bld_recv(b, 0, rep, DPS_BUF_RECV, 0, a->bytes);
+        return;
+    }
+    if (a->rank != a->root) {
+        uint32_t pg;
+
+        lim = v & (~v + 1);   /* lowest set bit: our subtree's size */
+        pg = (v - lim + gr) % ng;
+        bld_recv(b, 0, pg == gr ? a->root : leader(t, pg), DPS_BUF_RECV, 0,
+                 a->bytes);
+        round = 1;
+    } else {
+        lim = 1u << bld_log2(ng);
+    }
+    for (mask = lim >> 1; mask > 0; mask >>= 1) {
+        if (v + mask < ng) {
+            uint32_t cg = (v + mask + gr) % ng;
+
+            bld_send(b, round, leader(t, cg), buf, 0, a->bytes);
+        }
+    }
+    for (k = 0; k < bld_gsize(t, g); k++) {
+        if (bld_member(t, g, k) != a->rank) {
+            bld_send(b, round, bld_member(t, g, k), buf, 0, a->bytes);
+        }
+    }
+}
+
+static void gather(const bld_args_t *a, bld_t *b)
+{
+    uint32_t p;
+
+    if (a->rank != a->root) {
+        bld_send(b, 0, a->root, DPS_BUF_SEND, 0, a->bytes);
+        return;
+    }
+    for (p = 0; p < a->size; p++) {
+        if (p != a->root) {
+            bld_recv(b, 0, p, DPS_BUF_RECV, off(a, a->roff, p),
+                     cnt(a, a->rcount, p));
+        }
+    }
+    if (!a->in_place) {
+        bld_copy(b, 0, DPS_BUF_SEND, 0, DPS_BUF_RECV,
+                 off(a, a->roff, a->root), cnt(a, a->rcount, a->root));
+    }
+}
+
+static void scatter(const bld_args_t *a, bld_t *b)
+{
+    uint32_t p;
+
+    if (a->rank != a->root) {
+        bld_recv(b, 0, a->root, DPS_BUF_RECV, 0, a->bytes);
+        return;
+    }
+    for (p = 0; p < a->size; p++) {
+        if (p != a->root) {
+            bld_send(b, 0, p, DPS_BUF_SEND, off(a, a->soff, p),
+                     cnt(a, a->scount, p));
+        }
+    }
+    if (!a->in_place) {
+        bld_copy(b, 0, DPS_BUF_SEND, off(a, a->soff, a->root), DPS_BUF_RECV,
+                 0, cnt(a, a->scount, a->root));
+    }
+}
+
+/* Every block of group h's ranks: sent to (dir 0) or received from
+ * (dir 1) peer, in round, in RECV. */
+static void group_blocks(const bld_args_t *a, const bld_topo_t *t,
+                         bld_t *b, uint32_t h, int dir, uint32_t round,
+                         uint32_t peer)
+{
+    uint32_t k;
+
+    for (k = 0; k < bld_gsize(t, h); k++) {
+        uint32_t q = bld_member(t, h, k);
+
+        if (dir == 0) {
+            bld_send(b, round, peer, DPS_BUF_RECV, off(a, a->roff, q),
+                     cnt(a, a->rcount, q));
+        } else {
+            bld_recv(b, round, peer, DPS_BUF_RECV, off(a, a->roff, q),
+                     cnt(a, a->rcount, q));
+        }
+    }
+}
+
+static void allgather(const bld_args_t *a, const bld_topo_t *t, bld_t *b)
+{
+    uint32_t me = a->rank, g = t->group[me], ng = t->ngroups;
+    uint32_t lead = leader(t, g), m = bld_gsize(t, g), k, h;
+    unsigned obuf = a->in_place ? DPS_BUF_RECV : DPS_BUF_SEND;
+    uint64_t ooff = a->in_place ? off(a, a->roff, me) : 0;
+
+    if (!a->in_place) {
+        bld_copy(b, 0, DPS_BUF_SEND, 0, DPS_BUF_RECV, off(a, a->roff, me),
+                 cnt(a, a->rcount, me));
+    }
+    for (k = 0; k < m; k++) {
+        uint32_t q = bld_member(t, g, k);
+
+        if (q != me) {
+            bld_send(b, 0, q, obuf, ooff, cnt(a, a->rcount, me));
+        }
+    }
+    for (k = 0; k < m; k++) {
+        uint32_t q = bld_member(t, g, k);
+
+        if (q != me) {
+            bld_recv(b, 0, q, DPS_BUF_RECV, off(a, a->roff, q),
+                     cnt(a, a->rcount, q));
+        }
+    }
+    if (ng == 1) {
+        return;
+    }
+    if (me != lead) {
+        for (h = 0; h < ng; h++) {
+            if (h != g) {
+                group_blocks(a, t, b, h, 1, 1, lead);
+            }
+        }
+        return;
+    }
+    for (h = 0; h < ng; h++) {
+        if (h != g) {
+            group_blocks(a, t, b, g, 0, 1, leader(t, h));
+        }
+    }
+    for (h = 0; h < ng; h++) {
+        if (h != g) {
+            group_blocks(a, t, b, h, 1, 1, leader(t, h));
+        }
+    }
+    for (k = 1; k < m; k++) {
+        for (h = 0; h < ng; h++) {
+            if (h != g) {
+                group_blocks(a, t, b, h, 0, 2, bld_member(t, g, k));
+            }
+        }
+    }
+}
+
+static void alltoall(const bld_args_t *a, bld_t *b)
+{
+    uint32_t me = a->rank, n = a->size, i;
+
+    bld_copy(b, 0, DPS_BUF_SEND, off(a, a->soff, me), DPS_BUF_RECV,
+             off(a, a->roff, me), cnt(a, a->rcount, me));
+    for (i = 1; i < n; i++) {
+        uint32_t p = (me + i) % n;
+
+        bld_send(b, 0, p, DPS_BUF_SEND, off(a, a->soff, p),
+                 cnt(a, a->scount, p));
+    }
+    for (i = 1; i < n; i++) {
+        uint32_t p = (me + n - i) % n;
+
+        bld_recv(b, 0, p, DPS_BUF_RECV, off(a, a->roff, p),
+                 cnt(a, a->rcount, p));
+    }
+}
+
+int bld_move(const bld_args_t *a, const bld_topo_t *t, bld_t *b)
+{
+    switch (a->coll) {
+    case DPS_COLL_BARRIER:
+        barrier(a, t, b);
+        return 0;
+    case DPS_COLL_BCAST:
+        bcast(a, t, b);
+        return 0;
+    case DPS_COLL_GATHER:
+    case DPS_COLL_GATHERV:
+        gather(a, b);
+        return 0;
+    case DPS_COLL_SCATTER:
+    case DPS_COLL_SCATTERV:
+        scatter(a, b);
+        return 0;
+    case DPS_COLL_ALLGATHER:
+    case DPS_COLL_ALLGATHERV:
+        allgather(a, t, b);
+        return 0;
+    case DPS_COLL_ALLTOALL:
+    case DPS_COLL_ALLTOALLV:
+    case DPS_COLL_ALLTOALLW:
+        alltoall(a, b);
+        return 0;
+    default:
+        return -1;
+    }
+}

@@ -1,0 +1,248 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The rank's channel to its agent: messages out (the shared-memory ring,
+ * else UCX), messages in (COMPLETE turns an offloaded operation into a
+ * finished one; statistics, pongs), and the agent's liveness (its pid on
+ * this host, pings to one elsewhere): a failure starts the takeover by
+ * stock MPI (failover/failover.c).
+ */
+#define _GNU_SOURCE
+#include "shim/core/shim.h"
+#include "common/dps_log.h"
+#include "common/dps_proto.h"
+#include "common/dps_status.h"
+
+#include <poll.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define SHIM_LIVENESS_PERIOD 0.1  /* s between agent liveness checks */
+
+/* Into the shared-memory ring (tx_lock held): DPS_OK, DPS_ERR_INVALID
+ * (too big: never fits), DPS_ERR_TIMEOUT (the agent takes nothing). */
+static int shm_put(const void *msg, size_t len)
+{
+    dps_shm_t *s = shim.shm;
+    double deadline = 0;
+    int rc;
+
+    for (;;) {
+        rc = dps_shm_msg_put(&s->to_agent, s->to_agent_buf, msg, len);
+        if (rc != DPS_ERR_AGAIN) {
+            break;
+        }
+        /* Full: the agent is behind (or gone; the liveness check says). */
+        if (deadline == 0) {
+            deadline = dps_now() + shim.cfg.agent_timeout;
+        } else if (dps_now() > deadline) {
+            return DPS_ERR_TIMEOUT;
+        }
+        dps_kick((int)shim.agent_pid, DPS_KICK_AGENT);
+        usleep(20);
+    }
+    if (rc == DPS_OK) {
+        dps_shm_fence();
+        if (__atomic_load_n(&s->agent_sleeping, __ATOMIC_RELAXED)) {
+            dps_kick((int)shim.agent_pid, DPS_KICK_AGENT);
+        }
+    }
+    return rc;
+}
+
+int shim_send_agent(void *msg, size_t len)
+{
+    int rc;
+
+    if (shim.shm_on) {
+        pthread_mutex_lock(&shim.tx_lock);
+        rc = shim.shm_tx_ucx ? DPS_ERR_INVALID : shm_put(msg, len);
+        if (rc == DPS_ERR_INVALID && !shim.shm_tx_ucx) {
+            /* Too big for the ring (a huge communicator's member list):
+             * once the agent has taken everything before it, this and
+             * every later message go by UCX, so none overtakes another. */
+            double deadline = dps_now() + shim.cfg.agent_timeout;
+
+            while (!dps_shm_msg_empty(&shim.shm->to_agent) &&
+                   dps_now() < deadline) {
+                dps_kick((int)shim.agent_pid, DPS_KICK_AGENT);
+                usleep(20);
+            }
+            shim.shm_tx_ucx = 1;
+        }
+        pthread_mutex_unlock(&shim.tx_lock);
+        if (rc != DPS_ERR_INVALID) {
+            free(msg);
+            return rc;
+        }
+    }
+    rc = dps_ucx_send(shim.agent_ep, msg, len);
+    dps_kick((int)shim.agent_pid, DPS_KICK_AGENT);
+    return rc;
+}
+
+int shim_pid_alive(pid_t pid)
+{
+    char path[64], buf[512], *p;
+    FILE *f;
+    size_t n;
+
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    f = fopen(path, "r");
+    if (f == NULL) {
+        return 0;
+    }
+    n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    p = strrchr(buf, ')');
+    /* A zombie is dead: its parent (our leader) has not reaped it yet. */
+    return p != NULL && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
+}
+
+/*
+ * Called with the lock held, while agents serve: is our agent, or another
+ * on this node, dead, or has ours stopped answering? Sets shim.fo_why.
+ */
+void shim_agent_check(void)
+{
+    double now = dps_now(), half = shim.cfg.agent_timeout / 2.0;
+    pid_t dead;
+    int i;
+
+    if (shim.fo_why[0] != '\0' || shim.by_token == NULL ||
+        now - shim.last_liveness < SHIM_LIVENESS_PERIOD) {
+        return;
+    }
+    shim.last_liveness = now;
+    /* Agents on this host: by pid (0: on a DPU, not ours to see). */
+    if (shim.agent_pid > 0 && !shim_pid_alive(shim.agent_pid)) {
+        snprintf(shim.fo_why, sizeof(shim.fo_why), "agent %s died",
+                 shim.agent_desc);
+        return;
+    }
+    for (i = 0; i < shim.n_node_agents; i++) {
+        dead = shim.node_agents[i];
+        if (dead > 0 && !shim_pid_alive(dead)) {
+            snprintf(shim.fo_why, sizeof(shim.fo_why), "agent pid %d of "
+                     "this node died", (int)dead);
+            return;
+        }
+    }
+    /* A listening agent's connection ends when its process does. */
+    if (shim.listen_agent && shim.parent_fd >= 0) {
+        struct pollfd pfd = {shim.parent_fd, POLLIN, 0};
+
+        if (poll(&pfd, 1, 0) > 0) {
+            snprintf(shim.fo_why, sizeof(shim.fo_why),
+                     "the connection to agent %s ended", shim.agent_desc);
+            return;
+        }
+    }
+    /* Alive but silent: ping it; no answer within the timeout fails it. */
+    if (shim.ping_sent > 0 && now - shim.ping_sent > half) {
+        snprintf(shim.fo_why, sizeof(shim.fo_why),
+                 "agent %s has not answered for %u s "
+                 "(DPUSHIM_AGENT_TIMEOUT)", shim.agent_desc,
+                 shim.cfg.agent_timeout);
+    } else if (shim.ping_sent == 0 && now - shim.last_heard > half) {
+        size_t len;
+        void *msg = dps_msg_encode_ping((uint32_t)shim.world_rank,
+                                        (uint32_t)getpid(), &len);
+
+        if (msg != NULL && shim_send_agent(msg, len) == DPS_OK) {
+            shim.ping_sent = now;
+        }
+    }
+}
+
+/* One message from the agent (lock held). */
+static void agent_msg(const void *data, size_t len)
+{
+    char err[256];
+    dps_msg_t msg;
+    shim_op_t *op;
+
+    shim.last_heard = dps_now();
+    shim.ping_sent = 0;
+    if (dps_msg_decode(data, len, &msg, err, sizeof(err)) != DPS_OK) {
+        dps_error("malformed message from the agent: %s", err);
+    } else if (msg.type == DPS_MSG_STATS) {
+        shim.agent_stats[0] = msg.u.stats.cpu_ns;
+        shim.agent_stats[1] = msg.u.stats.collectives;
+        shim.agent_stats[2] = msg.u.stats.missed_wakeups;
+        shim.have_agent_stats = 1;
+    } else if (msg.type == DPS_MSG_PONG) {
+        /* alive */
+    } else if (msg.type != DPS_MSG_COMPLETE) {
+        dps_warn("unexpected %s message from the agent",
+                 dps_msg_type_str(msg.type));
+    } else {
+        HASH_FIND(hh_token, shim.by_token, &msg.u.complete.op_token,
+                  sizeof(uint64_t), op);
+        if (op == NULL) {
+            dps_error("completion for unknown operation %llu",
+                      (unsigned long long)msg.u.complete.op_token);
+            return;
+        }
+        HASH_DELETE(hh_token, shim.by_token, op);
+        if (msg.u.complete.status != DPS_OK) {
+            int st = msg.u.complete.status;
+
+            /* Arguments that do not match across ranks, or another
+             * rank's erroneous ones: the agent said which; the error goes
+             * to the communicator's handler at completion (shim_progress),
+             * as MPI would raise it. */
+            op->error = (st == DPS_ERR_MISMATCH || st == DPS_ERR_ARG)
+                        ? MPI_ERR_TRUNCATE : MPI_ERR_OTHER;
+            op->raise = (st == DPS_ERR_MISMATCH || st == DPS_ERR_ARG ||
+                         st == DPS_ERR_BUFFER) && !op->call.error;
+            if (!op->call.error) {
+                dps_error("%s #%u ends with an error: %s%s",
+                          dps_coll_str((unsigned)op->call.coll),
+                          op->call.seq, dps_status_str(st), op->raise ?
+                          " (the agent's message names the ranks and "
+                          "sizes)" : "");
+            }
+        }
+        /* Finished here, well or not: never to be redone. */
+        dps_debug("%s #%u on communicator %#llx: completed by the agent",
+                  dps_coll_str((unsigned)op->call.coll), op->call.seq,
+                  (unsigned long long)op->comm->id);
+        shim_comm_finished(op->comm, op->call.seq);
+        op->finishing = 1;
+        op->next_done = shim.done_list;
+        shim.done_list = op;
+    }
+}
+
+void shim_agent_msgs(void)
+{
+    static uint64_t buf[DPS_SHM_MAX_MSG / sizeof(uint64_t)];
+    dps_inmsg_t *m;
+
+    while (shim.shm_on) {
+        long n = dps_shm_msg_get(&shim.shm->to_rank, shim.shm->to_rank_buf,
+                                 buf, sizeof(buf));
+
+        if (n == 0) {
+            break;
+        }
+        if (n < 0) {
+            dps_error("the shared-memory channel from agent %s is corrupt",
+                      shim.agent_desc);
+            if (shim.fo_why[0] == '\0') {
+                snprintf(shim.fo_why, sizeof(shim.fo_why), "agent %s wrote "
+                         "a corrupt message ring", shim.agent_desc);
+            }
+            break;
+        }
+        agent_msg(buf, (size_t)n);
+    }
+    while ((m = dps_inbox_pop(&shim.ucx.inbox)) != NULL) {
+        agent_msg(m->data, m->len);
+        free(m);
+    }
+}

@@ -1,0 +1,495 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Offloaded operations: registration, the POST to the agent, generalized
+ * requests, and turning the agent's COMPLETE messages into completed MPI
+ * requests. MPI calls are never made with shim.lock held (MPI may call our
+ * generalized-request callbacks, which take it).
+ */
+#define _GNU_SOURCE
+#include "shim/core/shim.h"
+#include "shim/data/engine.h"
+#include "shim/data/reg.h"
+#include "shim/core/redo.h"
+#include "shim/core/sched.h"
+#include "shim/data/types.h"
+#include "common/dps_log.h"
+#include "common/dps_proto.h"
+#include "common/dps_status.h"
+
+#include <poll.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define SHIM_UCX_POLL_SEC 200e-6    /* UCX polling with the shm channel on */
+#define SHIM_WAIT_SPIN_SEC 50e-6    /* a wait polls this long, then sleeps */
+#define SHIM_POKE_MAX_BYTES (256u * 1024) /* see op_send */
+
+/* Called with the lock held. */
+static void op_release_memory(shim_op_t *op)
+{
+    int i;
+
+    for (i = 0; i < DPS_NBUF; i++) {
+        shim_reg_put(op->reg[i]);
+        op->reg[i] = NULL;
+    }
+    if (op->tmp != NULL) {
+        shim_sched_tmp_put(op->sched, op->tmp);
+        op->tmp = NULL;
+    }
+    shim_sched_put(op->sched);
+    op->sched = NULL;
+    shim_redo_free(op->redo);
+    op->redo = NULL;
+}
+
+static int query_fn(void *extra, MPI_Status *status)
+{
+    shim_op_t *op = extra;
+
+    PMPI_Status_set_elements(status, MPI_BYTE, 0);
+    PMPI_Status_set_cancelled(status, 0);
+    status->MPI_SOURCE = MPI_UNDEFINED;
+    status->MPI_TAG = MPI_UNDEFINED;
+    status->MPI_ERROR = op->error;
+    return op->error;
+}
+
+static int free_fn(void *extra)
+{
+    shim_op_t *op = extra;
+    int release;
+
+    pthread_mutex_lock(&shim.lock);
+    op->req_freed = 1;
+    HASH_DELETE(hh_req, shim.by_req, op);
+    release = op->agent_done;
+    pthread_mutex_unlock(&shim.lock);
+    if (release) {
+        free(op);
+    }
+    return MPI_SUCCESS;
+}
+
+static int cancel_fn(void *extra, int complete)
+{
+    (void)extra;
+    (void)complete;
+    return MPI_SUCCESS; /* collectives cannot be cancelled: no effect */
+}
+
+/* Send op's POST (its communicator id is known). Called with the lock. */
+/* A start of a persistent request that some rank's *_init could not
+ * make (MPI refused its arguments there): that rank never starts it, so
+ * it ends here with an error, raised as for a mismatch (lock held). */
+static void op_refused(shim_op_t *op)
+{
+    dps_error("%s #%u ends with an error: another rank's call that "
+              "initialised this persistent request was refused by MPI",
+              shim_coll_name(op->call.stat), op->call.seq);
+    op->error = MPI_ERR_TRUNCATE;
+    op->raise = !op->call.error;
+    HASH_DELETE(hh_token, shim.by_token, op);   /* no agent answers it */
+    shim_comm_finished(op->comm, op->call.seq);
+    op->finishing = 1;
+    op->next_done = shim.done_list;
+    shim.done_list = op;
+}
+
+static void op_send(shim_op_t *op)
+{
+    shim_comm_t *c = op->comm;
+    shim_sched_t *sc = op->sched;
+    const shim_call_t *k = &op->call;
+    const void *key[DPS_NBUF];
+    void *base[DPS_NBUF] = {k->buf[0], k->buf[1], op->tmp};
+    dps_msg_post_t f;
+    size_t len = 0;
+    void *msg;
+    int b;
+
+    memset(&f, 0, sizeof(f));
+    f.comm_id = c->id;
+    f.op_token = op->token;
+    f.sched_id = sc != NULL ? sc->id : 0;
+    f.seq = k->seq;
+    f.coll = (uint32_t)k->coll;
+    f.comm_rank = (uint32_t)c->rank;
+    f.comm_size = (uint32_t)c->size;
+    f.world_rank = (uint32_t)shim.world_rank;
+    f.error = k->error;
+    /* A key goes to the agent with the first post that uses it; later
+     * posts name the registration by its id alone. Likewise the steps. */
+    for (b = 0; b < DPS_NBUF; b++) {
+        shim_reg_t *r = op->reg[b];
+
+        f.buf_addr[b] = (uint64_t)(uintptr_t)base[b];
+        f.buf_len[b] = b < 2 ? k->len[b]
+                             : (sc != NULL ? sc->need[DPS_BUF_TMP] : 0);
+        f.buf_reg[b] = r != NULL ? r->id : 0;
+        key[b] = (r != NULL && !r->agent_has_key) ? r->rkey : NULL;
+        f.rkey_len[b] = key[b] != NULL ? (uint32_t)r->rkey_len : 0;
+    }
+    if (sc != NULL && !sc->agent_has) {
+        f.nsteps = sc->nsteps;
+        f.flags = DPS_POST_SCHED;
+    }
+    if (k->gather != NULL) {
+        f.flags |= DPS_POST_GATHER;
+        f.send_map = (uint64_t)(uintptr_t)k->gather->seg;
+        f.send_nmap = k->gather->nseg;
+    }
+    f.nmembers = c->agent_knows ? 0 : (uint32_t)c->size;
+    msg = dps_msg_encode_post(DPS_MSG_POST, &f, key,
+                              f.nsteps ? sc->steps : NULL, c->members, &len);
+    if (msg != NULL && !shim.agent_dead &&
+        shim_send_agent(msg, len) == DPS_OK) {
+        msg = NULL;
+        /* Small transfers: wake our engine now, so that it polls for the
+         * commands to come (waking it later, on an idle core, costs more
+         * than the copy). Not for large ones: the woken engine may get
+         * the commands at once and copy for milliseconds on this core
+         * before the post returns (4 MiB, MPICH: posts of 28-238 us
+         * against 3.8 us), while its later wake-up is small beside the
+         * copy. */
+        if (k->len[1] < SHIM_POKE_MAX_BYTES) {
+            shim_engine_poke();
+        }
+        c->agent_knows = 1;
+        if (f.flags & DPS_POST_SCHED) {
+            sc->agent_has = 1;
+        }
+        for (b = 0; b < DPS_NBUF; b++) {
+            if (key[b] != NULL) {
+                shim_reg_key_sent(op->reg[b]);
+            }
+        }
+        return;
+    }
+    /* The agent is gone: stock MPI takes the op over (failover/failover.c). */
+    free(msg);
+    if (shim.fo_why[0] == '\0') {
+        snprintf(shim.fo_why, sizeof(shim.fo_why),
+                 "cannot hand a collective to agent %s", shim.agent_desc);
+    }
+}
+
+int shim_op_start(shim_comm_t *c, shim_call_t *k, shim_sched_t *sc,
+                  MPI_Request *req)
+{
+    shim_op_t *op;
+    int rc = DPS_OK, stock = (shim.fo_state != SHIM_FO_NONE), b;
+
+    op = calloc(1, sizeof(*op));
+    if (op == NULL) {
+        pthread_mutex_lock(&shim.lock);
+        shim_sched_put(sc);
+        pthread_mutex_unlock(&shim.lock);
+        shim_call_clear(k);
+        return MPI_ERR_NO_MEM;
+    }
+    op->call = *k;
+    memset(k, 0, sizeof(*k));   /* the op owns what the call owned */
+    op->comm = c;
+    op->sched = sc;
+    op->after = stock;
+    pthread_mutex_lock(&shim.lock);
+    if (sc != NULL && sc->need[DPS_BUF_TMP] > 0 &&
+        (op->tmp = shim_sched_tmp(sc)) == NULL) {
+        rc = DPS_ERR_NOMEM;
+    }
+    /* After an agent failure nothing is registered: stock MPI does it.
+     * Nor for a post that only carries this rank's error. */
+    for (b = 0; rc == DPS_OK && !stock && !op->call.error && b < DPS_NBUF;
+         b++) {
+        const void *p = b < 2 ? op->call.buf[b] : op->tmp;
+        uint64_t n = b < 2 ? op->call.len[b] : sc->need[DPS_BUF_TMP];
+
+        if (b == DPS_BUF_SEND && op->call.gather != NULL) {
+            continue;   /* read in place through its map: no key */
+        }
+        if (p != NULL && n > 0 && shim_reg_get(p, n, &op->reg[b]) != 0) {
+            rc = DPS_ERR_UCX;
+        }
+    }
+    pthread_mutex_unlock(&shim.lock);
+    if (rc != DPS_OK ||
+        PMPI_Grequest_start(query_fn, free_fn, cancel_fn, op, &op->req) !=
+        MPI_SUCCESS) {
+        pthread_mutex_lock(&shim.lock);
+        op_release_memory(op);
+        pthread_mutex_unlock(&shim.lock);
+        shim_call_clear(&op->call);
+        free(op);
+        dps_error("cannot offload a collective: %s",
+                  dps_status_str(rc == DPS_OK ? DPS_ERR_NOMEM : rc));
+        return MPI_ERR_OTHER;
+    }
+    pthread_mutex_lock(&shim.lock);
+    op->token = ++shim.next_token;
+    HASH_ADD(hh_req, shim.by_req, req, sizeof(MPI_Request), op);
+    shim.live++;
+    c->refs++;
+    if (c->ops_tail != NULL) {
+        c->ops_tail->next_in_comm = op;
+    } else {
+        c->ops_head = op;
+    }
+    c->ops_tail = op;
+    *req = op->req;
+    if (stock) {
+        /* Started by shim_fo_progress, after the agreement. */
+    } else if (c->id_known) {
+        HASH_ADD(hh_token, shim.by_token, token, sizeof(op->token), op);
+        if (c->refused) {
+            op_refused(op);
+        } else {
+            op_send(op);
+        }
+    } else {
+        /* Sent, in order, once the communicator's id is agreed. */
+        HASH_ADD(hh_token, shim.by_token, token, sizeof(op->token), op);
+        if (c->wait_tail != NULL) {
+            c->wait_tail->next_wait = op;
+        } else {
+            c->wait_head = op;
+        }
+        c->wait_tail = op;
+    }
+    pthread_mutex_unlock(&shim.lock);
+    return MPI_SUCCESS;
+}
+
+void shim_comm_progress(void)
+{
+    shim_comm_t **cp, *c, *agreed = NULL;
+    shim_op_t *op;
+
+    /* PMPI_Test on the id broadcast never calls back into the shim. */
+    pthread_mutex_lock(&shim.agree_lock);
+    for (cp = &shim.agreeing; (c = *cp) != NULL;) {
+        int flag = 0;
+
+        shim_busy_req = &c->id_req;
+        PMPI_Test(&c->id_req, &flag, MPI_STATUS_IGNORE);
+        shim_busy_req = NULL;
+        if (!flag) {
+            cp = &c->next_agreeing;
+            continue;
+        }
+        *cp = c->next_agreeing;
+        c->next_agreeing = agreed;
+        agreed = c;
+    }
+    pthread_mutex_unlock(&shim.agree_lock);
+    /* Oldest first is not needed: each communicator keeps its own order. */
+    while ((c = agreed) != NULL) {
+        agreed = c->next_agreeing;
+        pthread_mutex_lock(&shim.lock);
+        if (c->parent != NULL) {
+            c->id_buf = c->agree[0];
+            c->refused = c->agree[1] != 0;
+        }
+        c->id = c->id_buf;
+        c->id_known = 1;
+        while ((op = c->wait_head) != NULL) {
+            c->wait_head = op->next_wait;
+            if (c->refused) {
+                op_refused(op);
+            } else if (shim.fo_state == SHIM_FO_NONE) {
+                op_send(op);
+            }   /* else stock MPI takes it over */
+        }
+        c->wait_tail = NULL;
+        pthread_mutex_unlock(&shim.lock);
+        if (c->freed || c->agree_ref) {
+            /* MPI freed the communicator while we agreed on its id, or
+             * the agreement held a stream's state. */
+            c->agree_ref = 0;
+            shim_comm_unref(c);
+        }
+    }
+}
+
+/* Unlink op from its communicator's list (lock held). */
+static void unlink_op(shim_op_t *op)
+{
+    shim_comm_t *c = op->comm;
+    shim_op_t **pp, *prev = NULL;
+
+    for (pp = &c->ops_head; *pp != NULL; pp = &(*pp)->next_in_comm) {
+        if (*pp == op) {
+            *pp = op->next_in_comm;
+            if (c->ops_tail == op) {
+                c->ops_tail = prev;
+            }
+            return;
+        }
+        prev = *pp;
+    }
+}
+
+int shim_progress(void)
+{
+    shim_op_t *done, *op;
+    int n = 0;
+
+    if (!shim.active) {
+        return 0;
+    }
+    if (shim.agreeing != NULL) {
+        shim_comm_progress();
+    }
+    pthread_mutex_lock(&shim.lock);
+    if (shim.fo_state == SHIM_FO_NONE) {
+        /* With the shm channel, UCX carries only what did not fit. */
+        double now = shim.shm_on ? dps_now() : 0;
+
+        if (!shim.shm_on || shim.shm_tx_ucx || now >= shim.next_ucx_poll) {
+            while (ucp_worker_progress(shim.ucx.worker)) {
+            }
+            shim.next_ucx_poll = now + SHIM_UCX_POLL_SEC;
+        }
+        shim_agent_msgs();
+        shim_agent_check();
+        shim_reg_send_frees();
+    }
+    pthread_mutex_unlock(&shim.lock);
+    shim_fo_progress();
+    pthread_mutex_lock(&shim.lock);
+    done = shim.done_list;
+    shim.done_list = NULL;
+    pthread_mutex_unlock(&shim.lock);
+
+    while ((op = done) != NULL) {
+        shim_comm_t *c = op->comm;
+        MPI_Request r;
+        int freed;
+
+        done = op->next_done;
+        if (op->call.unpack.from != NULL && op->error == MPI_SUCCESS) {
+            op->error = shim_unpack_run(&op->call.unpack);
+        }
+        shim_call_clear(&op->call);
+        if (op->raise && c->comm != MPI_COMM_NULL) {
+            /* Fatal by default: the job ends here, as under MPI. */
+            PMPI_Comm_call_errhandler(c->comm, op->error);
+        }
+        pthread_mutex_lock(&shim.lock);
+        op_release_memory(op);
+        shim_reg_send_frees();
+        unlink_op(op);
+        op->agent_done = 1;
+        shim.live--;
+        freed = op->req_freed;
+        r = op->req;
+        pthread_mutex_unlock(&shim.lock);
+        if (freed) {
+            free(op);  /* MPI already dropped the request */
+        }
+        shim_comm_unref(c);
+        PMPI_Grequest_complete(r);
+        n++;
+    }
+    return n;
+}
+
+int shim_req_pending(const MPI_Request *req)
+{
+    shim_op_t *op;
+    int pending;
+
+    if (shim.live == 0 || *req == MPI_REQUEST_NULL) {
+        return 0;
+    }
+    pthread_mutex_lock(&shim.lock);
+    HASH_FIND(hh_req, shim.by_req, req, sizeof(MPI_Request), op);
+    pending = (op != NULL && !op->agent_done);
+    pthread_mutex_unlock(&shim.lock);
+    return pending;
+}
+
+int shim_any_pending(void)
+{
+    return shim.active && (shim.live > 0 || shim.agreeing != NULL ||
+                           shim.fo_state == SHIM_FO_COUNTS ||
+                           shim.fo_state == SHIM_FO_ENTRIES);
+}
+
+void shim_idle(int only_ours)
+{
+    /* A wait first polls (SHIM_WAIT_SPIN_SEC), running its own DMA
+     * engine's commands meanwhile: completions then cost no wake-up.
+     * Then it sleeps, so that an agent or engine sharing the core runs at
+     * once. Only our requests pending: nothing but the agent can finish
+     * them, and it kicks us when it sees rank_sleeping (the timeout is a
+     * backstop that also lets the liveness check run). Mixed with MPI's
+     * own requests: MPI needs PMPI_Test calls to progress them, so sleep
+     * only briefly. */
+    static __thread double since, last;
+    struct pollfd pfd = {shim.kick_fd, POLLIN, 0};
+    double now = dps_now();
+    dps_shm_t *s = shim.shm_on ? shim.shm : NULL;
+    int n;
+
+    if (shim_engine_help() > 0) {
+        last = now;
+        return;
+    }
+    if (now - last > 1e-3) {
+        since = now;     /* a new wait */
+    }
+    last = now;
+    if (shim.fo_state != SHIM_FO_NONE) {
+        only_ours = 0;   /* stock MPI does the work: keep testing */
+    }
+    if (now - since < SHIM_WAIT_SPIN_SEC) {
+        sched_yield();   /* an agent or engine on this core runs now */
+        return;
+    }
+    if (shim.kick_fd < 0) {
+        sched_yield();
+        return;
+    }
+    if (s != NULL) {
+        __atomic_store_n(&s->rank_sleeping, 1, __ATOMIC_RELAXED);
+        dps_shm_fence();
+        /* Queued engine commands are no reason to stay up: if we could
+         * not run them (shim_engine_help above), the engine thread has
+         * them, and on this core it runs only once we sleep. */
+        if (dps_shm_msg_ready(&s->to_rank)) {
+            __atomic_store_n(&s->rank_sleeping, 0, __ATOMIC_RELAXED);
+            return;
+        }
+    }
+    n = poll(&pfd, 1, only_ours ? 1 : 0);
+    if (s != NULL) {
+        __atomic_store_n(&s->rank_sleeping, 0, __ATOMIC_RELAXED);
+    }
+    if (n > 0) {
+        dps_kick_drain(shim.kick_fd);
+    } else if (!only_ours) {
+        usleep(50);
+    }
+}
+
+void shim_comm_freed(uint64_t comm_id)
+{
+    size_t len;
+    void *msg;
+
+    if (!shim.active) {
+        return;
+    }
+    msg = dps_msg_encode_comm_free(comm_id, (uint32_t)shim.world_rank, &len);
+    pthread_mutex_lock(&shim.lock);
+    if (msg != NULL && !shim.agent_dead) {
+        shim_send_agent(msg, len);
+    } else {
+        free(msg);
+    }
+    pthread_mutex_unlock(&shim.lock);
+}

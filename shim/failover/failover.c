@@ -1,0 +1,505 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Taking over from a failed agent with stock MPI (see core/shim.h).
+ *
+ * Every rank learns of the failure: from its own checks (the agent died,
+ * or stopped answering pings) or from a notice another rank sent it on
+ * fo_ctrl. It then sends its own notice to everyone (once), stops its
+ * agent and waits until the agent is gone, so no late write can land in
+ * a buffer stock MPI is about to fill. From then on it ignores agents.
+ *
+ * The ranks then agree, job-wide and with nonblocking collectives on
+ * fo_agree, on which instances (seq) of each communicator any rank's
+ * agent had finished: an Iallgather of entry counts, an Iallgatherv of
+ * entries. A rank's entries for a communicator say "every seq below L"
+ * (L: its lowest unfinished one) and "seq s" for each it finished above
+ * L (instances finish out of order: a small Ibcast overtakes a large
+ * Ialltoall), and "every seq below P may have gone to an agent" (P: its
+ * seq at the failure). After it, a rank redoes each of its pending
+ * instances that no rank finished with the stock collective on the
+ * communicator's twin, in seq order, and fails the others (some rank
+ * finished them and will not take part again). A communicator without a
+ * twin (made by a call the shim does not see) cannot redo anything: its
+ * instances that some rank may have offloaded fail, and later ones run
+ * on the communicator itself. A communicator that some rank freed has every
+ * instance finished there, so its pending instances elsewhere fail:
+ * freed communicators leave a record behind.
+ *
+ * Posts after the failure wait for the agreement and then go the same
+ * way. MPI_Finalize settles the notices: see shim_fo_fini.
+ *
+ * The takeover needs every rank, and a rank blocked inside the MPI
+ * library (a blocking collective, which stays MPI's own call) cannot take
+ * part. So it is bounded: a rank whose takeover (agreement, and its
+ * collectives pending at the failure ended on stock MPI) is not done
+ * DPUSHIM_AGENT_TIMEOUT seconds after it saw the failure aborts the job,
+ * naming the failed agent, the ranks that never joined and the
+ * collectives it could not recover, as MPI does when a process dies.
+ * Before entering a blocking collective a rank that knows of a failure
+ * first starts its pending collectives on stock MPI (shim_fo_settle), so
+ * ranks waiting for those are not left waiting for it.
+ */
+#define _GNU_SOURCE
+#include "shim/core/shim.h"
+#include "shim/data/engine.h"
+#include "shim/failover/failover.h"
+#include "shim/core/redo.h"
+#include "common/dps_log.h"
+#include "common/dps_proto.h"
+#include "common/dps_status.h"
+
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+fo_state_t fo = {.recv_req = MPI_REQUEST_NULL, .req = MPI_REQUEST_NULL};
+
+/* One thread at a time drives the takeover; others go on. */
+static pthread_mutex_t fo_lock = PTHREAD_MUTEX_INITIALIZER;
+
+int shim_fo_init(void)
+{
+    MPI_Comm sh[2];
+
+    if (PMPI_Comm_dup(MPI_COMM_WORLD, &shim.fo_ctrl) != MPI_SUCCESS ||
+        PMPI_Comm_dup(MPI_COMM_WORLD, &shim.fo_agree) != MPI_SUCCESS ||
+        PMPI_Comm_dup(MPI_COMM_WORLD, &sh[0]) != MPI_SUCCESS ||
+        PMPI_Comm_dup(MPI_COMM_SELF, &sh[1]) != MPI_SUCCESS ||
+        shim_comm_state_new(MPI_COMM_WORLD, sh[0]) == NULL ||
+        shim_comm_state_new(MPI_COMM_SELF, sh[1]) == NULL) {
+        return DPS_ERR_INVALID;
+    }
+    fo.heard = calloc((size_t)shim.world_size, 1);
+    if (fo.heard == NULL) {
+        return DPS_ERR_NOMEM;
+    }
+    PMPI_Irecv(fo.recv_buf, FO_WHY_LEN, MPI_CHAR, MPI_ANY_SOURCE, FO_TAG,
+               shim.fo_ctrl, &fo.recv_req);
+    return DPS_OK;
+}
+
+/* Lowest seq of c not finished here (lock held). */
+static uint32_t lowest_unfinished(const shim_comm_t *c)
+{
+    const shim_op_t *op;
+
+    for (op = c->ops_head; op != NULL; op = op->next_in_comm) {
+        if (!op->finishing) {
+            return op->call.seq;
+        }
+    }
+    return c->seq;
+}
+
+void shim_comm_finished(shim_comm_t *c, uint32_t seq)
+{
+    if (c->nfin == c->fin_cap) {
+        uint32_t low = lowest_unfinished(c), *n;
+        unsigned i, k = 0;
+
+        for (i = 0; i < c->nfin; i++) {
+            if (c->fin[i] >= low) {
+                c->fin[k++] = c->fin[i];
+            }
+        }
+        c->nfin = k;
+        if (k == c->fin_cap) {
+            unsigned cap = c->fin_cap ? 2 * c->fin_cap : 8;
+
+            n = realloc(c->fin, sizeof(*n) * cap);
+            if (n == NULL) {
+                /* Unrecorded, the instance would look unfinished and
+                 * could be redone without this rank: stop now. */
+                dps_error("out of memory: aborting the job");
+                PMPI_Abort(MPI_COMM_WORLD, 1);
+            }
+            c->fin = n;
+            c->fin_cap = cap;
+        }
+    }
+    c->fin[c->nfin++] = seq;
+}
+
+static fo_entry_t *entry_add(fo_entry_t **v, int *n, int *cap)
+{
+    if (*n == *cap) {
+        int ncap = *cap ? 2 * *cap : 16;
+        fo_entry_t *nv = realloc(*v, sizeof(**v) * (size_t)ncap);
+
+        if (nv == NULL) {
+            dps_error("out of memory: aborting the job");
+            PMPI_Abort(MPI_COMM_WORLD, 1);
+        }
+        *v = nv;
+        *cap = ncap;
+    }
+    return &(*v)[(*n)++];
+}
+
+/* Entries for c's finished instances (lock held). */
+static void comm_entries(const shim_comm_t *c, fo_entry_t **v, int *n,
+                         int *cap)
+{
+    uint32_t low = lowest_unfinished(c);
+    fo_entry_t *e;
+    unsigned i;
+
+    if (!c->id_known) {
+        return;   /* nothing was sent to an agent */
+    }
+    if (low > 0) {
+        e = entry_add(v, n, cap);
+        e->id = c->id;
+        e->kind = FO_FIN_BELOW;
+        e->seq = low;
+    }
+    for (i = 0; i < c->nfin; i++) {
+        if (c->fin[i] >= low) {
+            e = entry_add(v, n, cap);
+            e->id = c->id;
+            e->kind = FO_FIN_ONE;
+            e->seq = c->fin[i];
+        }
+    }
+    if (c->seq > 0) {
+        /* Called before any post goes to stock MPI: all seqs so far may
+         * be on an agent. */
+        e = entry_add(v, n, cap);
+        e->id = c->id;
+        e->kind = FO_POSTED_BELOW;
+        e->seq = c->seq;
+    }
+}
+
+/* A freed communicator's finished instances (lock held). */
+void shim_fo_record_freed(const shim_comm_t *c)
+{
+    /* After shim_fo_fini (MPI_Finalize frees MPI_COMM_SELF's state):
+     * nothing can fail over any more. */
+    if (shim.fo_ctrl != MPI_COMM_NULL) {
+        comm_entries(c, &fo.freed, &fo.nfreed, &fo.freed_cap);
+    }
+}
+
+static void send_notices(void)
+{
+    int i, n = shim.world_size - 1, k = 0;
+
+    if (fo.sent || fo.quiet || n == 0) {
+        return;
+    }
+    fo.send_reqs = malloc(sizeof(MPI_Request) * (size_t)n);
+    fo.send_buf = calloc(1, FO_WHY_LEN);
+    if (fo.send_reqs == NULL || fo.send_buf == NULL) {
+        /* Untold, the others would wait for us forever. */
+        dps_error("out of memory telling the other ranks of an agent "
+                  "failure: aborting the job");
+        PMPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    /* What we saw, passed on as it came: "agent pid N died", or "rank R
+     * reports: agent pid N died" from the notice that told us. */
+    memcpy(fo.send_buf, shim.fo_why, FO_WHY_LEN - 1);
+    for (i = 0; i < shim.world_size; i++) {
+        if (i != shim.world_rank) {
+            PMPI_Isend(fo.send_buf, FO_WHY_LEN, MPI_CHAR, i, FO_TAG,
+                       shim.fo_ctrl, &fo.send_reqs[k++]);
+        }
+    }
+    fo.sent = 1;
+}
+
+/* A listening agent on another host (a DPU) exits when its connection
+ * ends; we cannot see it go. Writes it had issued land well within this. */
+#define FO_REMOTE_GRACE_US 200000
+
+/* Stop our agent and wait until it is gone (bounded). */
+static void stop_our_agent(void)
+{
+    double deadline = dps_now() + shim.cfg.agent_timeout;
+    int status;
+
+    if (shim.listen_agent && shim.parent_fd >= 0) {
+        close(shim.parent_fd);   /* the agent exits when it sees EOF */
+        shim.parent_fd = -1;
+    }
+    if (shim.agent_pid <= 0) {
+        usleep(FO_REMOTE_GRACE_US);
+        return;
+    }
+    kill(shim.agent_pid, SIGKILL);
+    while (shim_pid_alive(shim.agent_pid)) {
+        if (shim.is_leader && !shim.listen_agent) {
+            waitpid(shim.agent_pid, &status, WNOHANG);
+        }
+        if (dps_now() > deadline) {
+            dps_error("agent %s still running %u s after SIGKILL",
+                      shim.agent_desc, shim.cfg.agent_timeout);
+            break;
+        }
+        usleep(1000);
+    }
+}
+
+int fo_entry_cmp(const void *a, const void *b)
+{
+    const fo_entry_t *x = a, *y = b;
+
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+void shim_fo_start(const char *why)
+{
+    shim_comm_t *c;
+    shim_op_t *op, *tmp;
+
+    if (shim.fo_state != SHIM_FO_NONE || !shim.active) {
+        return;
+    }
+    fo.started = dps_now();
+    if (shim.fo_why[0] == '\0') {
+        snprintf(shim.fo_why, sizeof(shim.fo_why), "%s", why);
+    }
+    send_notices();
+    stop_our_agent();
+    /* The agent is gone: no command is left to give, and none must run
+     * once stock MPI starts writing into the same buffers. */
+    shim_engine_stop();
+
+    pthread_mutex_lock(&shim.lock);
+    /* Completions the agent sent before it stopped still count. */
+    while (ucp_worker_progress(shim.ucx.worker)) {
+    }
+    shim_agent_msgs();
+    shim.agent_dead = 1;
+    shim.fo_state = SHIM_FO_COUNTS;
+    /* No COMPLETE is taken from here on. */
+    HASH_ITER(hh_token, shim.by_token, op, tmp) {
+        HASH_DELETE(hh_token, shim.by_token, op);
+    }
+    /* Said once by each rank that saw it; the others follow quietly. */
+    if (fo.received > 0) {
+        dps_info("%s: offload is off", why);
+    } else {
+        dps_error("%s: offload is off; pending collectives (%u) are "
+                  "redone by stock MPI or fail, later ones run on stock "
+                  "MPI", why, shim.live);
+    }
+    {
+        int cap = 0;
+
+        for (c = shim.comms; c != NULL; c = c->next_all) {
+            comm_entries(c, &fo.mine, &fo.nmine, &cap);
+        }
+        for (int i = 0; i < fo.nfreed; i++) {
+            *entry_add(&fo.mine, &fo.nmine, &cap) = fo.freed[i];
+        }
+    }
+    fo.counts = malloc(sizeof(int) * (size_t)shim.world_size);
+    fo.displs = malloc(sizeof(int) * (size_t)shim.world_size);
+    if (fo.counts == NULL || fo.displs == NULL) {
+        pthread_mutex_unlock(&shim.lock);
+        dps_error("out of memory: aborting the job");
+        PMPI_Abort(MPI_COMM_WORLD, 1);
+        return;
+    }
+    pthread_mutex_unlock(&shim.lock);
+    PMPI_Iallgather(&fo.nmine, 1, MPI_INT, fo.counts, 1, MPI_INT,
+                    shim.fo_agree, &fo.req);
+}
+
+static void agree_step(void)
+{
+    int flag = 0, i, total = 0;
+
+    if (fo.req == MPI_REQUEST_NULL) {
+        return;
+    }
+    PMPI_Test(&fo.req, &flag, MPI_STATUS_IGNORE);
+    if (!flag) {
+        return;
+    }
+    if (shim.fo_state == SHIM_FO_COUNTS) {
+        for (i = 0; i < shim.world_size; i++) {
+            fo.displs[i] = 3 * total;
+            total += fo.counts[i];
+            fo.counts[i] *= 3;
+        }
+        fo.all = malloc(sizeof(fo_entry_t) * (size_t)(total + 1));
+        if (fo.all == NULL) {
+            dps_error("out of memory: aborting the job");
+            PMPI_Abort(MPI_COMM_WORLD, 1);
+        }
+        fo.nall = total;
+        shim.fo_state = SHIM_FO_ENTRIES;
+        PMPI_Iallgatherv(fo.mine, 3 * fo.nmine, MPI_UINT64_T, fo.all,
+                         fo.counts, fo.displs, MPI_UINT64_T, shim.fo_agree,
+                         &fo.req);
+        return;
+    }
+    qsort(fo.all, (size_t)fo.nall, sizeof(fo_entry_t), fo_entry_cmp);
+    for (i = 0; i < fo.nall && dps_log_level >= DPS_LOG_DEBUG; i++) {
+        static const char *kind[] = {"finished", "finished below",
+                                     "posted below"};
+
+        dps_debug("agreed: communicator %#llx: %s %llu",
+                  (unsigned long long)fo.all[i].id,
+                  fo.all[i].kind < 3 ? kind[fo.all[i].kind] : "?",
+                  (unsigned long long)fo.all[i].seq);
+    }
+    shim.fo_state = SHIM_FO_DECIDED;
+    dps_info("stock MPI takes over, %.3f s after the failure was seen",
+             dps_now() - fo.started);
+}
+
+/* A notice came in (fo.recv_st: its sender, fo.recv_buf: what it saw);
+ * post the receive for the next of the expected ones. */
+static void notice_taken(int expected)
+{
+    int from = fo.recv_st.MPI_SOURCE;
+
+    fo.received++;
+    if (from >= 0 && from < shim.world_size) {
+        fo.heard[from] = 1;
+    }
+    fo.recv_buf[FO_WHY_LEN - 1] = '\0';
+    if (shim.fo_state == SHIM_FO_NONE && shim.fo_why[0] == '\0') {
+        snprintf(shim.fo_why, sizeof(shim.fo_why), "rank %d reports: %.600s",
+                 from, strncmp(fo.recv_buf, "rank ", 5) == 0 ?
+                 strstr(fo.recv_buf, ": ") ? strstr(fo.recv_buf, ": ") + 2
+                                           : fo.recv_buf
+                 : fo.recv_buf);
+    }
+    fo.recv_req = MPI_REQUEST_NULL;
+    if (fo.received < expected) {
+        PMPI_Irecv(fo.recv_buf, FO_WHY_LEN, MPI_CHAR, MPI_ANY_SOURCE,
+                   FO_TAG, shim.fo_ctrl, &fo.recv_req);
+    }
+}
+
+static void poll_notices(void)
+{
+    int flag = 0;
+
+    while (fo.recv_req != MPI_REQUEST_NULL) {
+        PMPI_Test(&fo.recv_req, &flag, &fo.recv_st);
+        if (!flag) {
+            break;
+        }
+        notice_taken(shim.world_size - 1);
+    }
+}
+
+void shim_fo_progress(void)
+{
+    /* Every watched MPI call comes here: while nothing has failed, look
+     * for notices only every FO_POLL_SEC, at the cost of a clock read. */
+    if (shim.fo_state == SHIM_FO_NONE && shim.fo_why[0] == '\0') {
+        double now = dps_now();
+
+        if (now < fo.next_poll) {
+            return;
+        }
+        fo.next_poll = now + FO_POLL_SEC;
+    }
+    if (shim.fo_ctrl == MPI_COMM_NULL || pthread_mutex_trylock(&fo_lock)) {
+        return;
+    }
+    poll_notices();
+    if (shim.fo_state == SHIM_FO_NONE && shim.fo_why[0] != '\0') {
+        shim_fo_start(shim.fo_why);
+    }
+    if (shim.fo_state == SHIM_FO_COUNTS || shim.fo_state == SHIM_FO_ENTRIES) {
+        agree_step();
+    }
+    if (shim.fo_state == SHIM_FO_DECIDED) {
+        fo_drive_ops();
+    }
+    if (shim.fo_state != SHIM_FO_NONE && !fo.settled &&
+        dps_now() > fo.started + shim.cfg.agent_timeout) {
+        fo_give_up();
+    }
+    pthread_mutex_unlock(&fo_lock);
+}
+
+void shim_fo_settle(void)
+{
+    if (shim_in_call || !shim.active) {
+        return;
+    }
+    shim_in_call++;
+    for (;;) {
+        if (shim.agreeing != NULL) {
+            shim_comm_progress();
+        }
+        shim_fo_progress();   /* gives up at the takeover's deadline */
+        if (shim.fo_state == SHIM_FO_DECIDED && fo.all_started) {
+            break;
+        }
+        if (shim.fo_state == SHIM_FO_NONE && shim.fo_why[0] == '\0') {
+            break;            /* nothing known here after all */
+        }
+        usleep(20);
+    }
+    shim_in_call--;
+}
+
+/*
+ * MPI_Finalize, after this rank's collectives are done. A notice may
+ * still be on its way to any rank, and each must be received. First an
+ * Ibarrier (taking notices meanwhile; failures seen before it are acted
+ * on); after it nobody sends a notice any more. Then the number of
+ * senders, summed: each rank receives that many notices minus its own,
+ * and finishes the agreement if a notice made it start one late.
+ */
+void shim_fo_fini(void)
+{
+    MPI_Request bar;
+    int flag = 0, senders = 0;
+
+    if (shim.fo_ctrl == MPI_COMM_NULL) {
+        return;
+    }
+    PMPI_Ibarrier(shim.fo_ctrl, &bar);
+    while (!flag) {
+        shim_fo_progress();
+        PMPI_Test(&bar, &flag, MPI_STATUS_IGNORE);
+        if (!flag) {
+            usleep(100);
+        }
+    }
+    fo.quiet = 1;
+    PMPI_Allreduce(&fo.sent, &senders, 1, MPI_INT, MPI_SUM, shim.fo_ctrl);
+    while (fo.received < senders - fo.sent) {
+        PMPI_Wait(&fo.recv_req, &fo.recv_st);
+        notice_taken(senders - fo.sent);
+    }
+    if (fo.recv_req != MPI_REQUEST_NULL) {
+        PMPI_Cancel(&fo.recv_req);
+        PMPI_Wait(&fo.recv_req, MPI_STATUS_IGNORE);
+    }
+    if (shim.fo_state == SHIM_FO_NONE && shim.fo_why[0] != '\0') {
+        shim_fo_start(shim.fo_why);
+    }
+    while (shim.fo_state == SHIM_FO_COUNTS ||
+           shim.fo_state == SHIM_FO_ENTRIES) {
+        agree_step();
+        usleep(100);
+    }
+    for (int i = 0; fo.sent && i < shim.world_size - 1; i++) {
+        PMPI_Wait(&fo.send_reqs[i], MPI_STATUS_IGNORE);
+    }
+    free(fo.send_reqs);
+    free(fo.send_buf);
+    free(fo.heard);
+    free(fo.mine);
+    free(fo.all);
+    free(fo.counts);
+    free(fo.displs);
+    free(fo.freed);
+    fo.freed = NULL;
+    fo.nfreed = fo.freed_cap = 0;
+    PMPI_Comm_free(&shim.fo_ctrl);
+    PMPI_Comm_free(&shim.fo_agree);
+}

@@ -1,0 +1,373 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * After the agreement (failover/failover.c): each pending collective is
+ * redone on stock MPI, on its communicator's twin, in seq order, or
+ * fails when a rank finished it on an agent; and, when the takeover does
+ * not end in time, the job is aborted with the reasons spelt out.
+ */
+#define _GNU_SOURCE
+#include "shim/core/shim.h"
+#include "shim/data/engine.h"
+#include "shim/data/flat.h"
+#include "shim/failover/failover.h"
+#include "shim/core/redo.h"
+#include "common/dps_log.h"
+#include "common/dps_status.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Does an entry of any rank about communicator id cover seq: finished
+ * it (fin), or may have offloaded it (!fin)? */
+static int agreed(uint64_t id, uint32_t seq, int fin)
+{
+    fo_entry_t key = {id, 0, 0}, *e;
+
+    e = bsearch(&key, fo.all, (size_t)fo.nall, sizeof(key), fo_entry_cmp);
+    if (e == NULL) {
+        return 0;
+    }
+    /* Entries of one id sit together: look at all of them. */
+    while (e > fo.all && e[-1].id == id) {
+        e--;
+    }
+    for (; e < fo.all + fo.nall && e->id == id; e++) {
+        if (fin ? (e->kind == FO_FIN_BELOW ? seq < e->seq
+                                          : e->kind == FO_FIN_ONE &&
+                                            seq == e->seq)
+                : e->kind == FO_POSTED_BELOW && seq < e->seq) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Where instance seq of c runs on stock MPI: *use, and 1; or 0 when it
+ * cannot (then logged and counted, unless quiet). Lock held. */
+static int stock_comm(shim_comm_t *c, uint32_t seq, int coll, MPI_Comm *use,
+                      int quiet)
+{
+    const char *why = NULL;
+
+    if (agreed(c->id, seq, 1)) {
+        why = "a rank finished it on an agent before the failure, so "
+              "stock MPI cannot redo it";
+    } else if (shim_comm_twin(c) != MPI_COMM_NULL) {
+        *use = shim_comm_twin(c);
+        return 1;
+    } else if (agreed(c->id, seq, 0)) {
+        why = "it may have gone to an agent, and the communicator was made "
+              "by a call the shim does not see (no twin to redo it on)";
+    } else if (c->comm != MPI_COMM_NULL) {
+        *use = c->comm;   /* no rank offloaded it: the communicator's own */
+        return 1;
+    } else {
+        why = "its communicator is freed";
+    }
+    if (quiet) {
+        return 0;
+    }
+    dps_error("collective %u on communicator %#llx fails: %s", seq,
+              (unsigned long long)c->id, why);
+    shim.stats[coll][SHIM_STAT_FAILED]++;
+    return 0;
+}
+
+/* Is c ready for stock MPI: agreement done, id known? */
+static int comm_ready(const shim_comm_t *c)
+{
+    return shim.fo_state == SHIM_FO_DECIDED && c->id_known;
+}
+
+/* Send data left unpacked for the engines: stock MPI's redo sends from
+ * a packed copy. 0, or -1 when out of memory (logged). */
+static int pack_gathered(shim_call_t *k)
+{
+    char *out = malloc(k->len[0] + 1);
+
+    if (out == NULL) {
+        dps_error("out of memory packing send data for stock MPI");
+        return -1;
+    }
+    k->gather->base = out;
+    shim_scatter_copy(k->gather, 0, k->len[0], 0);
+    k->owned = out;
+    k->buf[0] = out;
+    return 0;
+}
+
+/* The tag of a redo on the twin: distinct for the instances that can be
+ * redone at once (the communicator's pending ones, and one of each
+ * persistent request's stream). MPI's tags reach at least 32767. */
+static int redo_tag(const shim_comm_t *c, uint32_t seq)
+{
+    return c->stream == 0 ? (int)(seq % 16384u)
+                          : 16384 + (int)((c->stream - 1) % 16383u);
+}
+
+/* Start op on stock MPI (lock held): its schedule, run with PMPI
+ * point-to-point on the twin of its communicator. An MPI error code, or
+ * success. */
+static int take_one(shim_op_t *op)
+{
+    shim_comm_t *c = op->comm;
+    int coll = op->call.stat;
+    MPI_Comm use;
+
+    op->taken = 1;
+    if (op->call.error) {
+        return MPI_ERR_ARG;   /* this rank's own arguments were wrong */
+    }
+    if (!stock_comm(c, op->call.seq, coll, &use, 0)) {
+        return MPI_ERR_OTHER;
+    }
+    if (use != shim_comm_twin(c)) {
+        /* Point-to-point on the application's communicator could meet
+         * its own receives: only a twin is safe. */
+        dps_error("%s #%u on communicator %#llx fails: the communicator "
+                  "was made by a call the shim does not see (no twin to "
+                  "redo it on)", shim_coll_name(coll), op->call.seq,
+                  (unsigned long long)c->id);
+        shim.stats[coll][SHIM_STAT_FAILED]++;
+        return MPI_ERR_OTHER;
+    }
+    if (op->call.gather != NULL && pack_gathered(&op->call) != 0) {
+        shim.stats[coll][SHIM_STAT_FAILED]++;
+        return MPI_ERR_NO_MEM;
+    }
+    if (op->call.unpack.scat != NULL) {
+        /* The redo receives every byte into staging again: unpack all. */
+        shim_engine_scatter_remove(op->call.unpack.scat);
+        op->call.unpack.scat->ndone = 0;
+    }
+    op->redo = shim_redo_start(op, use, redo_tag(c, op->call.seq));
+    if (op->redo == NULL) {
+        shim.stats[coll][SHIM_STAT_FAILED]++;
+        return MPI_ERR_OTHER;
+    }
+    shim.stats[coll][op->after ? SHIM_STAT_AFTER : SHIM_STAT_REDONE]++;
+    dps_debug("%s #%u on communicator %#llx: %s on stock MPI",
+              shim_coll_name(coll), op->call.seq, (unsigned long long)c->id,
+              op->after ? "run" : "redone");
+    return MPI_SUCCESS;
+}
+
+/* The highest seq any rank had posted on communicator id when it saw the
+ * failure (agreed: the same on every rank); 0 if none. */
+static uint64_t posted_max(uint64_t id)
+{
+    fo_entry_t key = {id, 0, 0}, *e;
+    uint64_t m = 0;
+
+    e = bsearch(&key, fo.all, (size_t)fo.nall, sizeof(key), fo_entry_cmp);
+    if (e == NULL) {
+        return 0;
+    }
+    while (e > fo.all && e[-1].id == id) {
+        e--;
+    }
+    for (; e < fo.all + fo.nall && e->id == id; e++) {
+        if (e->kind == FO_POSTED_BELOW && e->seq > m) {
+            m = e->seq;
+        }
+    }
+    return m;
+}
+
+/* Wait until the takeover is agreed and c's id known (progressing both);
+ * bounded: shim_fo_progress gives up at the takeover's deadline. */
+static void wait_decided(shim_comm_t *c)
+{
+    while (!comm_ready(c)) {
+        if (shim.agreeing != NULL) {
+            shim_comm_progress();
+        }
+        shim_fo_progress();
+        if (!comm_ready(c)) {
+            usleep(20);
+        }
+    }
+}
+
+/*
+ * A collective posted after the failure. Every rank must take the same
+ * path for a given (communicator, seq), whatever it had pending: below
+ * the highest seq any rank had posted when it saw the failure, some rank
+ * may be redoing it from its schedule (or failing it), so it goes the
+ * same way here (0: queued, shim_op_start); from there on no rank gave
+ * it to an agent and every rank posts it after the agreement: stock
+ * MPI's own collective, on the twin (1, *use).
+ */
+int shim_fo_direct(shim_comm_t *c, uint32_t seq, int coll, MPI_Comm *use)
+{
+    int direct;
+
+    wait_decided(c);
+    pthread_mutex_lock(&shim.lock);
+    direct = seq >= posted_max(c->id) && stock_comm(c, seq, coll, use, 1);
+    if (direct) {
+        shim.stats[coll][SHIM_STAT_AFTER]++;
+    }
+    pthread_mutex_unlock(&shim.lock);
+    return direct;
+}
+
+/* Finish op with an MPI error code (lock held). */
+static void finish(shim_op_t *op, int error)
+{
+    if (op->finishing) {
+        return;
+    }
+    op->finishing = 1;
+    op->error = error;
+    op->next_done = shim.done_list;
+    shim.done_list = op;
+}
+
+/* Start what waits for stock MPI, reap what stock MPI finished; note
+ * whether the ops pending at the failure are all started, or all ended. */
+void fo_drive_ops(void)
+{
+    int unstarted = 0, unended = 0;
+    shim_comm_t *c;
+    shim_op_t *op;
+
+    pthread_mutex_lock(&shim.lock);
+    for (c = shim.comms; c != NULL; c = c->next_all) {
+        int ready = -1;
+
+        for (op = c->ops_head; op != NULL; op = op->next_in_comm) {
+            if (op->finishing) {
+                continue;
+            }
+            if (!op->taken) {
+                int rc;
+
+                if (ready < 0) {
+                    ready = comm_ready(c);
+                }
+                if (!ready) {
+                    break;   /* in seq order: later ones wait too */
+                }
+                rc = take_one(op);
+                if (rc != MPI_SUCCESS) {
+                    finish(op, rc);
+                }
+                continue;
+            }
+            if (op->redo != NULL) {
+                int done = 0, rc;
+
+                rc = shim_redo_test(op->redo, &done);
+                if (rc != MPI_SUCCESS || done) {
+                    finish(op, rc);
+                }
+            }
+        }
+        for (op = c->ops_head; op != NULL; op = op->next_in_comm) {
+            if (!op->after && !op->finishing) {
+                unended++;
+                unstarted += !op->taken;
+            }
+        }
+    }
+    fo.all_started = (unstarted == 0);
+    fo.settled = (unended == 0);
+    pthread_mutex_unlock(&shim.lock);
+}
+
+/* "ranks 1, 3" (at most a few named), for messages. */
+static void ranks_text(char *buf, size_t len, const unsigned char *in,
+                       int want)
+{
+    size_t o = 0;
+    int i, n = 0;
+
+    buf[0] = '\0';
+    for (i = 0; i < shim.world_size && o < len; i++) {
+        if (i == shim.world_rank || (in[i] != 0) != want) {
+            continue;
+        }
+        if (++n <= 8) {
+            o += (size_t)snprintf(buf + o, len - o, "%s%d",
+                                  n == 1 ? "" : ", ", i);
+        }
+    }
+    if (n > 8 && o < len) {
+        snprintf(buf + o, len - o, " and %d more", n - 8);
+    }
+}
+
+/* "ialltoall #3 on communicator 0x1 (4194304 bytes sent), ..." for
+ * the ops pending at the failure that have not ended here (lock held). */
+static void pending_text(char *buf, size_t len)
+{
+    size_t o = 0;
+    shim_comm_t *c;
+    shim_op_t *op;
+    int n = 0;
+
+    buf[0] = '\0';
+    for (c = shim.comms; c != NULL; c = c->next_all) {
+        for (op = c->ops_head; op != NULL; op = op->next_in_comm) {
+            if (op->after || op->finishing || o >= len) {
+                continue;
+            }
+            char cname[40];
+
+            if (c->id == SHIM_WORLD_ID) {
+                snprintf(cname, sizeof(cname), "MPI_COMM_WORLD");
+            } else {
+                snprintf(cname, sizeof(cname), "communicator %#llx",
+                         (unsigned long long)c->id);
+            }
+            n++;
+            o += (size_t)snprintf(buf + o, len - o,
+                                  "%s%s #%u on %s (%llu bytes sent)%s",
+                                  n == 1 ? "" : ", ",
+                                  shim_coll_name(op->call.stat),
+                                  op->call.seq, cname,
+                                  (unsigned long long)op->call.len[0],
+                                  op->taken ? ", started on stock MPI"
+                                            : "");
+        }
+    }
+    if (n == 0) {
+        snprintf(buf, len, "none on this rank");
+    }
+}
+
+/*
+ * The takeover could not finish in time: some rank cannot take part
+ * (blocked in an MPI call the shim does not see into, or not calling
+ * MPI). Say what failed and what is lost, then abort the job, as MPI
+ * itself does when a process dies.
+ */
+void fo_give_up(void)
+{
+    char who[160], what[600], why[700];
+
+    ranks_text(who, sizeof(who), fo.heard, 0);
+    pthread_mutex_lock(&shim.lock);
+    pending_text(what, sizeof(what));
+    pthread_mutex_unlock(&shim.lock);
+    if (shim.fo_state != SHIM_FO_DECIDED) {
+        snprintf(why, sizeof(why), "rank%s %s never joined it (blocked in "
+                 "an MPI call such as a blocking collective, or not "
+                 "calling MPI)", strchr(who, ',') ? "s" : "", who);
+    } else {
+        snprintf(why, sizeof(why), "the collectives it redoes on stock "
+                 "MPI did not end: a rank they need has not started them "
+                 "(blocked in an MPI call such as a blocking collective, "
+                 "or not calling MPI)");
+    }
+    dps_error("%s; stock MPI could not take over within %u s "
+              "(DPUSHIM_AGENT_TIMEOUT): %s. Collectives that cannot be "
+              "recovered: %s. Aborting the job", shim.fo_why,
+              shim.cfg.agent_timeout, why, what);
+    fflush(stderr);
+    usleep(300000);   /* let the launcher forward it (Hydra drops it) */
+    PMPI_Abort(MPI_COMM_WORLD, 1);
+}

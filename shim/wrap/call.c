@@ -1,0 +1,486 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The MPI_I* wrappers' common path: decide, begin, post (wrap/coll.h). */
+#include "shim/wrap/coll.h"
+#include "shim/data/engine.h"
+#include "shim/core/sched.h"
+#include "common/dps_log.h"
+#include "common/dps_status.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *shim_coll_name(int coll)
+{
+    static const char *names[DPS_COLL_MAX] = {
+        "?", "ialltoall", "ibcast", "ibarrier", "igather", "igatherv",
+        "iscatter", "iscatterv", "iallgather", "iallgatherv", "ialltoallv",
+        "ialltoallw", "ireduce", "iallreduce", "ireduce_scatter",
+        "ireduce_scatter_block", "iscan", "iexscan", "ineighbor_allgather",
+        "ineighbor_allgatherv", "ineighbor_alltoall", "ineighbor_alltoallv",
+        "ineighbor_alltoallw", "group", "alltoall_init", "bcast_init",
+        "barrier_init", "gather_init", "gatherv_init", "scatter_init",
+        "scatterv_init", "allgather_init", "allgatherv_init",
+        "alltoallv_init", "alltoallw_init", "reduce_init", "allreduce_init",
+        "reduce_scatter_init", "reduce_scatter_block_init", "scan_init",
+        "exscan_init", "neighbor_allgather_init", "neighbor_allgatherv_init",
+        "neighbor_alltoall_init", "neighbor_alltoallv_init",
+        "neighbor_alltoallw_init", "group_init"
+    };
+
+    return coll > 0 && coll < DPS_COLL_MAX ? names[coll] : "?";
+}
+
+__thread int shim_as;
+__thread struct shim_sched **shim_pin;
+__thread shim_comm_t *shim_stream;
+__thread int shim_probing;
+__thread shim_check_t *shim_probe_chk;
+__thread int shim_why;
+
+/* The statistics line a call counts on: its persistent form's while that
+ * is being started. */
+static void count(int coll, int stat, uint64_t n)
+{
+    if (shim_as != 0) {
+        coll = shim_as;
+    }
+    pthread_mutex_lock(&shim.lock);
+    shim.stats[coll][stat] += n;
+    pthread_mutex_unlock(&shim.lock);
+}
+
+int shim_fallback(int coll, int rc)
+{
+    int why = shim_why >= 0 && shim_why < SHIM_NWHY ? shim_why
+                                                    : SHIM_WHY_OTHER;
+
+    count(coll, SHIM_STAT_FALLBACK, 1);
+    count(coll, SHIM_STAT_WHY + why, 1);
+    shim_why = SHIM_WHY_OTHER;
+    return rc;
+}
+
+int shim_comm_size(MPI_Comm comm)
+{
+    int n = 0;
+
+    if (comm != MPI_COMM_NULL) {
+        PMPI_Comm_size(comm, &n);
+    }
+    return n;
+}
+
+int shim_coll_wanted(int coll, MPI_Comm comm)
+{
+    int inter = 0;
+
+    shim_why = SHIM_WHY_OTHER;   /* a new decision */
+    if (shim_as != 0) {
+        coll = shim_as;   /* a persistent collective's own switch */
+    }
+    if (!shim.active || !shim.cfg.coll[coll - 1]) {
+        shim_why = SHIM_WHY_OFF;
+        return 0;
+    }
+    if (comm != MPI_COMM_NULL) {
+        PMPI_Comm_test_inter(comm, &inter);
+    }
+    if (comm == MPI_COMM_NULL || inter) {
+        shim_why = SHIM_WHY_COMM;
+        return 0;
+    }
+    return 1;
+}
+
+int shim_big_enough(uint64_t bytes)
+{
+    if (bytes > 0 && bytes >= shim.min_bytes) {
+        return 1;
+    }
+    shim_why = SHIM_WHY_SMALL;
+    return 0;
+}
+
+int shim_any_size(void)
+{
+    if (shim.min_bytes != DPS_MIN_BYTES_AUTO) {
+        return 1;
+    }
+    shim_why = SHIM_WHY_SMALL;
+    return 0;
+}
+
+int shim_size_offloads(MPI_Datatype dt, int count, int refused)
+{
+    shim_layout_t l;
+
+    if (!shim_layout(dt, count, &l)) {
+        return refused && shim_any_size();
+    }
+    return shim_big_enough(l.bytes);
+}
+
+int shim_coll_stock(const shim_coll_args_t *a, MPI_Comm comm,
+                    MPI_Request *req)
+{
+    switch (dps_coll_base(a->coll)) {
+    case DPS_COLL_BARRIER:
+        return PMPI_Ibarrier(comm, req);
+    case DPS_COLL_BCAST:
+        return PMPI_Ibcast((void *)a->sbuf, a->scount, a->stype, a->root,
+                           comm, req);
+    case DPS_COLL_GATHER:
+        return PMPI_Igather(a->sbuf, a->scount, a->stype, a->rbuf,
+                            a->rcount, a->rtype, a->root, comm, req);
+    case DPS_COLL_GATHERV:
+        return PMPI_Igatherv(a->sbuf, a->scount, a->stype, a->rbuf,
+                             a->rcounts, a->rdispls, a->rtype, a->root,
+                             comm, req);
+    case DPS_COLL_SCATTER:
+        return PMPI_Iscatter(a->sbuf, a->scount, a->stype, a->rbuf,
+                             a->rcount, a->rtype, a->root, comm, req);
+    case DPS_COLL_SCATTERV:
+        return PMPI_Iscatterv(a->sbuf, a->scounts, a->sdispls, a->stype,
+                              a->rbuf, a->rcount, a->rtype, a->root, comm,
+                              req);
+    case DPS_COLL_ALLGATHER:
+        return PMPI_Iallgather(a->sbuf, a->scount, a->stype, a->rbuf,
+                               a->rcount, a->rtype, comm, req);
+    case DPS_COLL_ALLGATHERV:
+        return PMPI_Iallgatherv(a->sbuf, a->scount, a->stype, a->rbuf,
+                                a->rcounts, a->rdispls, a->rtype, comm,
+                                req);
+    case DPS_COLL_ALLTOALL:
+        return PMPI_Ialltoall(a->sbuf, a->scount, a->stype, a->rbuf,
+                              a->rcount, a->rtype, comm, req);
+    case DPS_COLL_ALLTOALLV:
+        return PMPI_Ialltoallv(a->sbuf, a->scounts, a->sdispls, a->stype,
+                               a->rbuf, a->rcounts, a->rdispls, a->rtype,
+                               comm, req);
+    case DPS_COLL_ALLTOALLW:
+        return PMPI_Ialltoallw(a->sbuf, a->scounts, a->sdispls, a->stypes,
+                               a->rbuf, a->rcounts, a->rdispls, a->rtypes,
+                               comm, req);
+    case DPS_COLL_REDUCE:
+        return PMPI_Ireduce(a->sbuf, a->rbuf, a->scount, a->stype, a->op,
+                            a->root, comm, req);
+    case DPS_COLL_ALLREDUCE:
+        return PMPI_Iallreduce(a->sbuf, a->rbuf, a->scount, a->stype, a->op,
+                               comm, req);
+    case DPS_COLL_REDUCE_SCATTER:
+        return PMPI_Ireduce_scatter(a->sbuf, a->rbuf, a->rcounts, a->stype,
+                                    a->op, comm, req);
+    case DPS_COLL_REDUCE_SCATTER_BLOCK:
+        return PMPI_Ireduce_scatter_block(a->sbuf, a->rbuf, a->rcount,
+                                          a->stype, a->op, comm, req);
+    case DPS_COLL_SCAN:
+        return PMPI_Iscan(a->sbuf, a->rbuf, a->scount, a->stype, a->op,
+                          comm, req);
+    case DPS_COLL_EXSCAN:
+        return PMPI_Iexscan(a->sbuf, a->rbuf, a->scount, a->stype, a->op,
+                            comm, req);
+    case DPS_COLL_NEIGHBOR_ALLGATHER:
+        return PMPI_Ineighbor_allgather(a->sbuf, a->scount, a->stype,
+                                        a->rbuf, a->rcount, a->rtype, comm,
+                                        req);
+    case DPS_COLL_NEIGHBOR_ALLGATHERV:
+        return PMPI_Ineighbor_allgatherv(a->sbuf, a->scount, a->stype,
+                                         a->rbuf, a->rcounts, a->rdispls,
+                                         a->rtype, comm, req);
+    case DPS_COLL_NEIGHBOR_ALLTOALL:
+        return PMPI_Ineighbor_alltoall(a->sbuf, a->scount, a->stype,
+                                       a->rbuf, a->rcount, a->rtype, comm,
+                                       req);
+    case DPS_COLL_NEIGHBOR_ALLTOALLV:
+        return PMPI_Ineighbor_alltoallv(a->sbuf, a->scounts, a->sdispls,
+                                        a->stype, a->rbuf, a->rcounts,
+                                        a->rdispls, a->rtype, comm, req);
+    case DPS_COLL_NEIGHBOR_ALLTOALLW:
+        return PMPI_Ineighbor_alltoallw(a->sbuf, a->scounts, a->sad,
+                                        a->stypes, a->rbuf, a->rcounts,
+                                        a->rad, a->rtypes, comm, req);
+    default:
+        return MPI_ERR_INTERN;
+    }
+}
+
+/* May this call's send data stay unpacked, read in place by the DMA
+ * engines? Only when every rank of c is on this node and the data path
+ * is direct (the staged path, to other hosts, needs packed data), and
+ * not for reductions (their elements are combined as packed). */
+static int gather_ok(shim_comm_t *c, int coll)
+{
+    int reduction = coll == DPS_COLL_REDUCE || coll == DPS_COLL_ALLREDUCE ||
+                    coll == DPS_COLL_REDUCE_SCATTER ||
+                    coll == DPS_COLL_REDUCE_SCATTER_BLOCK ||
+                    coll == DPS_COLL_SCAN || coll == DPS_COLL_EXSCAN;
+
+    if (reduction || shim.fo_state != SHIM_FO_NONE || !shim_engine_running() ||
+        shim.cfg.data_path != DPS_DATA_DIRECT ||
+        shim.cfg.transport == DPS_TRANSPORT_UCX || shim.rank_node == NULL) {
+        return 0;
+    }
+    if (c->one_node == 0) {
+        int me = shim.rank_node[shim.world_rank];
+
+        c->one_node = 1;
+        for (int i = 0; i < c->size; i++) {
+            if (shim.rank_node[c->members[i]] != me) {
+                c->one_node = -1;
+            }
+        }
+    }
+    return c->one_node == 1;
+}
+
+static int begin(int coll, MPI_Comm comm, shim_comm_t **cp, shim_call_t *k,
+                 MPI_Comm *use, int direct_ok)
+{
+    shim_comm_t *c;
+    int rc;
+
+    if (shim_probing) {
+        return SHIM_PROBED;
+    }
+    memset(k, 0, sizeof(*k));
+    shim_in_call++;
+    shim_fo_progress();   /* a failure notice changes the path */
+    c = shim_stream != NULL ? shim_stream : shim_comm_get(comm);
+    shim_in_call--;
+    if (c == NULL) {
+        return SHIM_FAIL;
+    }
+    *cp = c;
+    k->coll = coll;
+    k->stat = shim_as != 0 ? shim_as : coll;
+    k->seq = c->seq++;
+    k->gather_ok = gather_ok(c, coll);
+    /* A persistent collective's start never goes to a stock collective
+     * call (matched in call order, not init order): it is queued, and
+     * redone from its schedule under its stream's tag (failover/take.c). */
+    if (shim.fo_state != SHIM_FO_NONE && direct_ok && c->stream == 0) {
+        shim_in_call++;
+        rc = shim_fo_direct(c, k->seq, k->stat, use);
+        shim_in_call--;
+        if (rc == 1) {
+            return SHIM_STOCK;
+        }
+    }
+    return SHIM_GO;
+}
+
+int shim_coll_begin(int coll, MPI_Comm comm, shim_comm_t **cp,
+                    shim_call_t *k, MPI_Comm *use)
+{
+    return begin(coll, comm, cp, k, use, 1);
+}
+
+int shim_coll_begin_sched(int coll, MPI_Comm comm, shim_comm_t **cp,
+                          shim_call_t *k)
+{
+    MPI_Comm use = comm;
+
+    return begin(coll, comm, cp, k, &use, 0);
+}
+
+uint64_t *shim_call_arrays(shim_call_t *k, int size, int n)
+{
+    free(k->arrays);
+    k->arrays = calloc((size_t)size * (size_t)n + 1, sizeof(uint64_t));
+    return k->arrays;
+}
+
+int shim_call_post(shim_comm_t *c, shim_call_t *k, MPI_Request *req)
+{
+    shim_sched_t *s;
+    uint64_t bytes;
+    int rc, coll;
+
+    k->args.coll = k->coll;
+    k->args.size = (uint32_t)c->size;
+    k->args.rank = (uint32_t)c->rank;
+    k->args.agent = c->agent;
+    pthread_mutex_lock(&shim.lock);
+    s = shim_pin != NULL ? shim_sched_pinned(c, &k->args, shim_pin)
+                         : shim_sched_get(c, &k->args);
+    pthread_mutex_unlock(&shim.lock);
+    if (s == NULL) {
+        shim_call_clear(k);
+        return MPI_ERR_NO_MEM;
+    }
+    if (s->need[DPS_BUF_SEND] > k->len[0] ||
+        s->need[DPS_BUF_RECV] > k->len[1]) {
+        /* Builder and wrapper disagree: a bug, never a silent overrun. */
+        dps_error("%s: the schedule needs %llu and %llu bytes, the buffers "
+                  "hold %llu and %llu", shim_coll_name(k->coll),
+                  (unsigned long long)s->need[DPS_BUF_SEND],
+                  (unsigned long long)s->need[DPS_BUF_RECV],
+                  (unsigned long long)k->len[0],
+                  (unsigned long long)k->len[1]);
+        pthread_mutex_lock(&shim.lock);
+        shim_sched_put(s);
+        pthread_mutex_unlock(&shim.lock);
+        shim_call_clear(k);
+        return MPI_ERR_INTERN;
+    }
+    coll = k->coll;
+    bytes = k->bytes;
+    if (k->unpack.scat != NULL && !s->reads_recv) {
+        /* Received bytes go straight into place (the engine reads them
+         * there); the schedule never reads them back from RECV. */
+        shim_engine_scatter_add(k->unpack.scat);
+    }
+    shim_in_call++;
+    rc = shim_op_start(c, k, s, req);   /* takes k's contents */
+    shim_in_call--;
+    if (rc == MPI_SUCCESS && shim.fo_state == SHIM_FO_NONE) {
+        count(coll, SHIM_STAT_OFFLOADED, 1);
+        count(coll, SHIM_STAT_BYTES, bytes);
+    }
+    return rc;
+}
+
+int shim_call_erroneous(shim_comm_t *c, shim_call_t *k, int status,
+                        int mpi_class, MPI_Comm comm, MPI_Request *req,
+                        const char *what)
+{
+    MPI_Request r = MPI_REQUEST_NULL, none;
+
+    if (req == NULL) {
+        req = &none;
+    }
+    dps_error("%s: %s", what, dps_status_str(status));
+    shim_call_clear(k);
+    k->error = status;
+    k->buf[0] = k->buf[1] = NULL;
+    k->len[0] = k->len[1] = 0;
+    shim_in_call++;
+    if (shim_op_start(c, k, NULL, &r) == MPI_SUCCESS) {
+        PMPI_Request_free(&r);
+    }
+    shim_in_call--;
+    *req = MPI_REQUEST_NULL;
+    PMPI_Comm_call_errhandler(comm, mpi_class);
+    return mpi_class;
+}
+
+/* While probing (a persistent init): the decision, nothing done. */
+static int probed(const shim_coll_args_t *a, shim_offloads_fn offloads,
+                  int *rc)
+{
+    shim_coll_args_t init = *a;
+    shim_check_t chk;
+
+    if (!shim_coll_wanted(dps_coll_base(a->coll), a->comm)) {
+        *rc = SHIM_PROBE_STOCK;
+        return 1;
+    }
+    init.coll = shim_as != 0 ? shim_as : a->coll;   /* MPI's *_init checks */
+    if (shim_coll_check(&init, &chk) != MPI_SUCCESS) {
+        if (shim_probe_chk != NULL) {
+            *shim_probe_chk = chk;
+        }
+        *rc = offloads(a, &chk) ? SHIM_PROBE_GO : SHIM_PROBE_STOCK;
+        return 1;
+    }
+    *rc = offloads(a, NULL) ? SHIM_PROBE_GO : SHIM_PROBE_STOCK;
+    return 1;
+}
+
+int shim_coll_start(const shim_coll_args_t *a, shim_offloads_fn offloads,
+                    int *rc)
+{
+    shim_check_t chk;
+    int coll = dps_coll_base(a->coll);
+
+    if (shim_probing) {
+        return probed(a, offloads, rc);
+    }
+    /* Off, or not an intracommunicator: stock MPI, checks and all, on
+     * every rank alike. */
+    if (!shim_coll_wanted(coll, a->comm)) {
+        *rc = shim_fallback(coll, shim_coll_stock(a, a->comm, a->request));
+        return 1;
+    }
+    if (shim_coll_check(a, &chk) != MPI_SUCCESS) {
+        *rc = shim_call_rejected(a, &chk, offloads(a, &chk));
+        return 1;
+    }
+    if (!offloads(a, NULL)) {
+        *rc = shim_fallback(coll, shim_coll_stock(a, a->comm, a->request));
+        return 1;
+    }
+    return 0;
+}
+
+int shim_call_rejected(const shim_coll_args_t *a, const shim_check_t *chk,
+                       int offload)
+{
+    int coll = dps_coll_base(a->coll);
+    MPI_Comm use = a->comm;
+    shim_comm_t *c;
+    shim_call_t k;
+    char what[200];
+
+    if (!offload) {
+        return shim_fallback(coll, shim_coll_stock(a, a->comm, a->request));
+    }
+    snprintf(what, sizeof(what), "%s: %s", dps_coll_str((unsigned)coll),
+             chk->what);
+    switch (shim_coll_begin(coll, a->comm, &c, &k, &use)) {
+    case SHIM_GO:
+        /* Nothing runs: counted as left to MPI, as MPI's answer it is. */
+        return shim_fallback(coll, shim_call_erroneous(c, &k, DPS_ERR_ARG,
+                                                       chk->cls,
+                                                       chk->raise_on,
+                                                       a->request, what));
+    case SHIM_STOCK:
+        /* After an agent failure every rank runs this instance on stock
+         * MPI, which refuses the call itself. */
+        return shim_coll_stock(a, use, a->request);
+    default:
+        /* Out of memory: nothing can be posted. */
+        dps_error("%s", what);
+        PMPI_Comm_call_errhandler(chk->raise_on, chk->cls);
+        return chk->cls;
+    }
+}
+
+int shim_place_failed(shim_comm_t *c, shim_call_t *k, int rc, MPI_Comm comm,
+                      MPI_Request *req)
+{
+    if (rc == MPI_ERR_TYPE) {
+        return shim_call_erroneous(c, k, DPS_ERR_ARG, MPI_ERR_TYPE, comm,
+                                   req, "a count or datatype MPI would "
+                                   "refuse");
+    }
+    shim_call_clear(k);
+    /* Nothing posted: the other ranks' instance cannot end well. */
+    shim_call_erroneous(c, k, DPS_ERR_NOMEM, rc, comm, req,
+                        "cannot stage the data of a collective");
+    return rc;
+}
+
+int shim_send_overlaps(const shim_call_t *k)
+{
+    const shim_scatter_t *g = k->gather;
+
+    if (g == NULL) {
+        return shim_overlap(k->buf[0], k->len[0], k->buf[1], k->len[1]);
+    }
+    for (size_t i = 0; i < g->nseg; i++) {   /* the data, where it is */
+        if (shim_overlap(g->seg[i].addr, g->seg[i].len, k->buf[1],
+                         k->len[1])) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int shim_overlap(const void *a, size_t alen, const void *b, size_t blen)
+{
+    uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
+
+    return alen > 0 && blen > 0 && x < y + blen && y < x + alen;
+}

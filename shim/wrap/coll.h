@@ -1,0 +1,205 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * What the MPI_I* wrappers (wrap/move.c, wrap/reduce.c) share
+ * (wrap/call.c). A wrapper decides between offload and stock MPI on
+ * values the standard requires to be alike on every rank (the
+ * communicator, root, operation, element type, the size where every rank
+ * knows it) and on the environment, never on a rank's own layout or
+ * counts: every rank takes the same path. It then describes where its
+ * data lies (data/types.h) and posts.
+ */
+#ifndef COLL_H
+#define COLL_H
+
+#include "shim/wrap/check.h"
+#include "shim/core/shim.h"
+#include "shim/data/types.h"
+
+/* While a persistent collective starts (wrap/start.c): its dps_coll_t,
+ * whose switch and statistics line the nonblocking call it runs uses. */
+extern __thread int shim_as;
+
+/* ... and where it pins its schedule (shim_sched_pinned). */
+extern __thread struct shim_sched **shim_pin;
+
+/* Offload considered for coll on comm: the shim is on, coll's switch is
+ * on, comm an intracommunicator. */
+int shim_coll_wanted(int coll, MPI_Comm comm);
+
+/* Large enough to offload (DPUSHIM_MIN_BYTES), for a size every rank
+ * knows; collectives whose sizes differ by rank offload whenever any
+ * size would (shim_any_size). */
+int shim_big_enough(uint64_t bytes);
+int shim_any_size(void);
+
+/* Large enough to offload: count elements of dt by the type signature
+ * (shim_big_enough). For a call MPI refuses (refused), whose count or
+ * datatype may be the wrong input and say nothing of the other ranks'
+ * sizes: whenever some size offloads (shim_any_size). */
+int shim_size_offloads(MPI_Datatype dt, int count, int refused);
+
+
+/*
+ * Why the call being decided would go to stock MPI (SHIM_WHY_*): set by
+ * the test that says no (shim_coll_wanted, which every decision makes
+ * first, starts it at SHIM_WHY_OTHER; shim_big_enough, shim_any_size,
+ * the reductions' type test), counted and reset by shim_fallback.
+ */
+extern __thread int shim_why;
+
+/* Count a fallback to stock MPI, under shim_why; returns rc (the PMPI
+ * call's). */
+int shim_fallback(int coll, int rc);
+
+/* Stock MPI's nonblocking call for a's collective, on comm, into *req
+ * (never counted). */
+int shim_coll_stock(const shim_coll_args_t *a, MPI_Comm comm,
+                    MPI_Request *req);
+
+/* Whether the ranks offload a call with a's arguments, on what they know
+ * alike. chk NULL: the call passed MPI's checks. Else MPI refuses it
+ * (chk says why): decide without the inputs it has wrong, as the ranks
+ * whose calls are right would (shim_call_rejected). */
+typedef int (*shim_offloads_fn)(const shim_coll_args_t *a,
+                                const shim_check_t *chk);
+
+/*
+ * Every wrapper's start, after the re-entry test: 1 when the call is
+ * over (*rc its result: stock MPI's, counted as a fallback, or the
+ * refusal of a call MPI refuses), 0 when it is to be offloaded.
+ */
+int shim_coll_start(const shim_coll_args_t *a, shim_offloads_fn offloads,
+                    int *rc);
+
+/*
+ * A nonblocking call MPI refuses at call time (shim_coll_check said so
+ * in *chk): refuse it as MPI does, and let no other rank wait for it.
+ * offload is the decision the ranks whose calls are right make (wrap/coll.h's
+ * rule: on what every rank knows alike), taken by the wrapper without
+ * the inputs this call has wrong (chk->bad; an unknown size: any size
+ * that offloads). Offload: the instance is posted as erroneous (the
+ * agent fails it on every rank: their requests end with an error) and
+ * chk->cls is raised on chk->raise_on, as MPI's own check does. Else:
+ * stock MPI's call, which refuses it itself. Either way nothing is
+ * offloaded: counted as a fallback.
+ *
+ * Where the guess is wrong (the others' sizes, unknown here, fall below
+ * DPUSHIM_MIN_BYTES and they run stock MPI), this rank's erroneous
+ * instance has no partner: nothing waits for it in the shim, and it ends
+ * at once here; the others' stock call waits for this rank as it would
+ * under stock MPI, and their next offloaded call on the communicator
+ * meets the failed instance and fails (the instance numbers then differ
+ * by one: after an error the communicator is not usable, as under MPI).
+ */
+int shim_call_rejected(const shim_coll_args_t *a, const shim_check_t *chk,
+                       int offload);
+
+enum { SHIM_GO, SHIM_STOCK, SHIM_FAIL,
+       SHIM_PROBED };   /* shim_probing: the call would be offloaded */
+
+/* While MPI_Start runs a persistent request: its matching stream
+ * (shim_comm_stream_new), which the call uses in place of its
+ * communicator's state. */
+extern __thread shim_comm_t *shim_stream;
+
+/*
+ * While a persistent *_init asks whether its starts will be offloaded
+ * (the answer is the same at every start: it depends on the arguments,
+ * the switches and the sizes alone), a wrapper only decides: it returns
+ * SHIM_PROBE_STOCK where it would call stock MPI, SHIM_PROBE_GO where it
+ * would offload (shim_coll_start), and does nothing else. A call MPI
+ * refuses also answers what the ranks whose calls are right decide, and
+ * leaves MPI's verdict in *shim_probe_chk (with chk.cls set).
+ */
+extern __thread int shim_probing;
+#define SHIM_PROBE_STOCK (-1)
+#define SHIM_PROBE_GO    (-2)
+extern __thread shim_check_t *shim_probe_chk;
+
+
+/*
+ * Offload it is: the communicator's state and the instance's number,
+ * into *cp and k (zeroed here). SHIM_GO; SHIM_STOCK: after an agent
+ * failure, run stock MPI on *use at once; SHIM_FAIL: out of memory (the
+ * wrapper returns MPI_ERR_NO_MEM: other ranks may offload, so falling
+ * back could hang).
+ */
+int shim_coll_begin(int coll, MPI_Comm comm, shim_comm_t **cp,
+                    shim_call_t *k, MPI_Comm *use);
+
+/* The same for a call no MPI collective does (a pattern group): after an
+ * agent failure it is posted all the same, and stock MPI runs its
+ * schedule. SHIM_GO or SHIM_FAIL. */
+int shim_coll_begin_sched(int coll, MPI_Comm comm, shim_comm_t **cp,
+                          shim_call_t *k);
+
+#define SHIM_BEGIN(coll, comm, c, k, stock_call)                           \
+    do {                                                                   \
+        MPI_Comm use = (comm);                                             \
+        int go_ = shim_coll_begin((coll), (comm), &(c), &(k), &use);       \
+                                                                           \
+        if (go_ == SHIM_PROBED) {                                          \
+            return SHIM_PROBE_GO;                                          \
+        }                                                                  \
+        if (go_ == SHIM_PROBED) {                                          \
+            return SHIM_PROBE_GO;                                          \
+        }                                                                  \
+        if (go_ == SHIM_STOCK) {                                           \
+            return (stock_call);                                           \
+        }                                                                  \
+        if (go_ != SHIM_GO) {                                              \
+            return MPI_ERR_NO_MEM;                                         \
+        }                                                                  \
+    } while (0)
+
+/* Arrays of size entries for the builder's per-rank counts and offsets:
+ * k->arrays holds them. NULL when out of memory. */
+uint64_t *shim_call_arrays(shim_call_t *k, int size, int n);
+
+/* Post k: MPI_SUCCESS and *req, or an MPI error code. Counts it. */
+int shim_call_post(shim_comm_t *c, shim_call_t *k, MPI_Request *req);
+
+/*
+ * This rank's own arguments are erroneous in a way only it can see: post
+ * the error all the same (the agent fails the instance on every rank, so
+ * nobody waits for this one), and raise mpi_class on comm (the handler's
+ * communicator) at once, as MPI's own checks would. req may be NULL.
+ */
+int shim_call_erroneous(shim_comm_t *c, shim_call_t *k, int status,
+                        int mpi_class, MPI_Comm comm, MPI_Request *req,
+                        const char *what);
+
+/* A failed placement: MPI_ERR_TYPE becomes an erroneous post (a local
+ * datatype MPI would refuse), anything else is returned. */
+int shim_place_failed(shim_comm_t *c, shim_call_t *k, int rc, MPI_Comm comm,
+                      MPI_Request *req);
+
+/*
+ * The neighbours of a communicator with a topology, in MPI's order
+ * (wrap/neigh.c): *indeg sources and *outdeg destinations, arrays the
+ * caller frees; *cart set for a Cartesian one. 0, or -1 (no topology, or
+ * out of memory).
+ */
+int shim_neighbors(MPI_Comm comm, int *indeg, int **srcs, int *outdeg,
+                   int **dsts, int *cart);
+
+/*
+ * Post a list of transfers after shim_coll_begin: send i is block i of
+ * *sb to comm rank speer[i], receive j block j of *rb from rpeer[j]
+ * (MPI_PROC_NULL: none, its block empty). The k-th send to a peer meets
+ * the peer's k-th receive from this rank: lists in that order.
+ */
+int shim_pairs_post(shim_comm_t *c, shim_call_t *k, const shim_blocks_t *sb,
+                    const int *speer, const shim_blocks_t *rb,
+                    const int *rpeer, MPI_Comm comm, MPI_Request *req);
+
+/* Do [a, a + alen) and [b, b + blen) overlap? */
+int shim_overlap(const void *a, size_t alen, const void *b, size_t blen);
+
+/* Does k's send data (wherever it lies) overlap its receive region? */
+int shim_send_overlaps(const shim_call_t *k);
+
+/* The size of comm (0 for MPI_COMM_NULL). */
+int shim_comm_size(MPI_Comm comm);
+
+#endif

@@ -1,0 +1,330 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * MPI_Ireduce, Iallreduce, Ireduce_scatter, Ireduce_scatter_block, Iscan,
+ * Iexscan: decide (wrap/coll.h), say where the data lies, post. Their
+ * schedules are built in compile/reductions.c; agents and DMA engines reduce
+ * with common/dps_sched.c.
+ *
+ * Offloaded: the predefined operations on the predefined types MPI 4.1
+ * §6.9.2 allows them on, where the MPI library has the type and the
+ * agents compute it as the library does (data/rtypes.c; MAXLOC and MINLOC
+ * on the pair types, packed when their layout has padding). The standard
+ * requires count, type and operation to be alike on every rank, so the
+ * decision is too. User-defined operations, and derived types (which both
+ * MPIs refuse with predefined operations), go to stock MPI, counted as
+ * fallbacks.
+ */
+#include "shim/wrap/coll.h"
+#include "common/dps_status.h"
+
+#include <string.h>
+
+/* A vector of count elements of dt, as this rank's reduction sees it. */
+typedef struct vec {
+    unsigned      op, dtype;
+    shim_layout_t l;
+} vec_t;
+
+/* Can the agents reduce elements of dt with op (the types and operations
+ * the library was found to compute as they do, data/rtypes.c)? Sets
+ * v->op, v->dtype; if not, shim_why says why. */
+static int reducible(MPI_Datatype dt, MPI_Op op, vec_t *v)
+{
+    shim_layout_t one;
+    int why;
+
+    v->op = shim_op_of(op);
+    v->dtype = DPS_T_NONE;
+    why = shim_rtype(dt, v->op, &v->dtype);
+    if (why == 0 && (!dps_op_valid(v->op, v->dtype) ||
+                     !shim_layout(dt, 1, &one) ||
+                     one.size != dps_dtype_size(v->dtype))) {
+        why = SHIM_WHY_TYPE;
+    }
+    if (why != 0) {
+        shim_why = why;
+        return 0;
+    }
+    return 1;
+}
+
+/* May the ranks offload a's operation on its datatype? A call MPI
+ * refuses for its operation or datatype (chk) says nothing of the other
+ * ranks': theirs may be one the agents reduce. */
+static int red_op_ok(const shim_coll_args_t *a, const shim_check_t *chk,
+                     vec_t *v)
+{
+    memset(v, 0, sizeof(*v));
+    return reducible(a->stype, a->op, v) ||
+           (chk != NULL && (chk->bad & SHIM_BAD_OP));
+}
+
+/*
+ * Whether the ranks offload a reduction of count elements (a block every
+ * rank knows alike) of a->stype with a->op; v gets their layout and the
+ * agents' operation and element type (shim_offloads_fn). A refused call
+ * (chk): see red_op_ok; an unknown size, any size that offloads; the
+ * root taken for valid.
+ */
+static int red_offloads(const shim_coll_args_t *a, const shim_check_t *chk,
+                        int count, vec_t *v)
+{
+    if (!red_op_ok(a, chk, v)) {
+        return 0;
+    }
+    if (chk == NULL && a->coll == DPS_COLL_REDUCE &&
+        (a->root < 0 || a->root >= shim_comm_size(a->comm))) {
+        return 0;
+    }
+    return shim_layout(a->stype, count, &v->l)
+           ? shim_big_enough(v->l.bytes)
+           : chk != NULL && shim_any_size();
+}
+
+static int count_offloads(const shim_coll_args_t *a, const shim_check_t *chk)
+{
+    vec_t v;
+
+    return red_offloads(a, chk, a->scount, &v);
+}
+
+static int block_offloads(const shim_coll_args_t *a, const shim_check_t *chk)
+{
+    vec_t v;
+
+    return red_offloads(a, chk, a->rcount, &v) &&
+           (a->rcount < 0 ||
+            (uint64_t)a->rcount * (uint64_t)shim_comm_size(a->comm) <=
+            INT32_MAX);
+}
+
+/* Reduce_scatter: recvcounts is alike on every rank, so the mean block
+ * is agreed; with a count negative (or none given) it is unknown. */
+static int mean_offloads(const shim_coll_args_t *a, const shim_check_t *chk)
+{
+    int size = shim_comm_size(a->comm), i;
+    uint64_t total = 0;
+    shim_layout_t l;
+    vec_t v;
+
+    if (!red_op_ok(a, chk, &v) || size == 0) {
+        return 0;
+    }
+    for (i = 0; a->rcounts != NULL && i < size; i++) {
+        if (a->rcounts[i] < 0) {
+            break;
+        }
+        total += (uint64_t)a->rcounts[i];
+    }
+    if (a->rcounts == NULL || i < size || !shim_layout(a->stype, 0, &l)) {
+        return chk != NULL && shim_any_size();
+    }
+    return total <= INT32_MAX &&
+           shim_big_enough(total * l.size / (uint64_t)size);
+}
+
+/*
+ * Place a reduction's data: send count_in elements of dt at sbuf (in
+ * place: at rbuf, copied, since the result overwrites it), receive
+ * count_out at rbuf (when has_out). Then post.
+ */
+static int vec_post(shim_comm_t *c, shim_call_t *k, const vec_t *v,
+                    const void *sbuf, int count_in, void *rbuf,
+                    int count_out, int has_out, MPI_Datatype dt,
+                    MPI_Comm comm, MPI_Request *request)
+{
+    int in_place = sbuf == MPI_IN_PLACE;
+    shim_blocks_t sb = {in_place ? rbuf : sbuf, 1, count_in, NULL, NULL, dt,
+                        NULL, in_place, NULL, 0};
+    shim_blocks_t rb = {rbuf, 1, count_out, NULL, NULL, dt, NULL, 0, NULL, 0};
+    uint64_t cnt, off;
+    int rc;
+
+    k->args.op = (uint8_t)v->op;
+    k->args.dtype = (uint16_t)v->dtype;
+    rc = shim_place_send(k, &sb, &cnt, &off);
+    if (rc == MPI_SUCCESS && has_out) {
+        rc = shim_place_recv(k, &rb, &cnt, &off);
+    }
+    if (rc != MPI_SUCCESS) {
+        return shim_place_failed(c, k, rc, comm, request);
+    }
+    return shim_call_post(c, k, request);
+}
+
+SHIM_API int MPI_Ireduce(const void *sendbuf, void *recvbuf, int count,
+                         MPI_Datatype datatype, MPI_Op op, int root,
+                         MPI_Comm comm, MPI_Request *request)
+{
+    const int C = DPS_COLL_REDUCE;
+    shim_coll_args_t a = {.coll = C, .comm = comm, .sbuf = sendbuf,
+                          .scount = count, .stype = datatype,
+                          .rbuf = recvbuf, .op = op, .root = root,
+                          .request = request};
+    shim_comm_t *c;
+    shim_call_t k;
+    vec_t v;
+    int rc;
+
+    if (shim_in_call || !shim.initialized) {
+        return PMPI_Ireduce(sendbuf, recvbuf, count, datatype, op, root,
+                            comm, request);
+    }
+    if (shim_coll_start(&a, count_offloads, &rc)) {
+        return rc;
+    }
+    red_offloads(&a, NULL, count, &v);
+    SHIM_BEGIN(C, comm, c, k, PMPI_Ireduce(sendbuf, recvbuf, count,
+                                           datatype, op, root, use,
+                                           request));
+    k.args.root = (uint32_t)root;
+    k.args.bytes = v.l.bytes;
+    if (c->rank != root && sendbuf == MPI_IN_PLACE) {
+        return shim_call_erroneous(c, &k, DPS_ERR_ARG, MPI_ERR_BUFFER, comm,
+                                   request, "MPI_Ireduce: MPI_IN_PLACE on a "
+                                   "rank that is not the root");
+    }
+    return vec_post(c, &k, &v, sendbuf, count, recvbuf, count,
+                    c->rank == root, datatype, comm, request);
+}
+
+SHIM_API int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count,
+                            MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                            MPI_Request *request)
+{
+    const int C = DPS_COLL_ALLREDUCE;
+    shim_coll_args_t a = {.coll = C, .comm = comm, .sbuf = sendbuf,
+                          .scount = count, .stype = datatype,
+                          .rbuf = recvbuf, .op = op, .request = request};
+    shim_comm_t *c;
+    shim_call_t k;
+    vec_t v;
+    int rc;
+
+    if (shim_in_call || !shim.initialized) {
+        return PMPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm,
+                               request);
+    }
+    if (shim_coll_start(&a, count_offloads, &rc)) {
+        return rc;
+    }
+    red_offloads(&a, NULL, count, &v);
+    SHIM_BEGIN(C, comm, c, k, PMPI_Iallreduce(sendbuf, recvbuf, count,
+                                              datatype, op, use, request));
+    k.args.bytes = v.l.bytes;
+    return vec_post(c, &k, &v, sendbuf, count, recvbuf, count, 1, datatype,
+                    comm, request);
+}
+
+SHIM_API int MPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf,
+                                       int recvcount, MPI_Datatype datatype,
+                                       MPI_Op op, MPI_Comm comm,
+                                       MPI_Request *request)
+{
+    const int C = DPS_COLL_REDUCE_SCATTER_BLOCK;
+    shim_coll_args_t a = {.coll = C, .comm = comm, .sbuf = sendbuf,
+                          .rcount = recvcount, .stype = datatype,
+                          .rbuf = recvbuf, .op = op, .request = request};
+    int size = shim_comm_size(comm), rc;
+    shim_comm_t *c;
+    shim_call_t k;
+    vec_t v;
+
+    if (shim_in_call || !shim.initialized) {
+        return PMPI_Ireduce_scatter_block(sendbuf, recvbuf, recvcount,
+                                          datatype, op, comm, request);
+    }
+    if (shim_coll_start(&a, block_offloads, &rc)) {
+        return rc;
+    }
+    red_offloads(&a, NULL, recvcount, &v);
+    SHIM_BEGIN(C, comm, c, k, PMPI_Ireduce_scatter_block(sendbuf, recvbuf,
+                                                         recvcount, datatype,
+                                                         op, use, request));
+    k.args.bytes = v.l.bytes;
+    return vec_post(c, &k, &v, sendbuf, recvcount * size, recvbuf,
+                    recvcount, 1, datatype, comm, request);
+}
+
+SHIM_API int MPI_Ireduce_scatter(const void *sendbuf, void *recvbuf,
+                                 const int recvcounts[],
+                                 MPI_Datatype datatype, MPI_Op op,
+                                 MPI_Comm comm, MPI_Request *request)
+{
+    const int C = DPS_COLL_REDUCE_SCATTER;
+    shim_coll_args_t a = {.coll = C, .comm = comm, .sbuf = sendbuf,
+                          .rcounts = recvcounts, .stype = datatype,
+                          .rbuf = recvbuf, .op = op, .request = request};
+    int size = shim_comm_size(comm), i, rc;
+    uint64_t total = 0, *arr;
+    shim_comm_t *c;
+    shim_call_t k;
+    vec_t v;
+
+    if (shim_in_call || !shim.initialized) {
+        return PMPI_Ireduce_scatter(sendbuf, recvbuf, recvcounts, datatype,
+                                    op, comm, request);
+    }
+    if (shim_coll_start(&a, mean_offloads, &rc)) {
+        return rc;
+    }
+    red_offloads(&a, NULL, 0, &v);
+    for (i = 0; i < size; i++) {
+        total += (uint64_t)recvcounts[i];
+    }
+    SHIM_BEGIN(C, comm, c, k, PMPI_Ireduce_scatter(sendbuf, recvbuf,
+                                                   recvcounts, datatype, op,
+                                                   use, request));
+    arr = shim_call_arrays(&k, size, 1);
+    if (arr == NULL) {
+        return shim_place_failed(c, &k, MPI_ERR_NO_MEM, comm, request);
+    }
+    for (i = 0; i < size; i++) {
+        arr[i] = (uint64_t)recvcounts[i] * v.l.size;
+    }
+    k.args.rcount = arr;
+    return vec_post(c, &k, &v, sendbuf, (int)total, recvbuf,
+                    recvcounts[c->rank], 1, datatype, comm, request);
+}
+
+/* Iscan and Iexscan. */
+static int scan(int C, const void *sendbuf, void *recvbuf, int count,
+                MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                MPI_Request *request)
+{
+    shim_coll_args_t a = {.coll = C, .comm = comm, .sbuf = sendbuf,
+                          .scount = count, .stype = datatype,
+                          .rbuf = recvbuf, .op = op, .request = request};
+    shim_comm_t *c;
+    shim_call_t k;
+    vec_t v;
+    int rc;
+
+    if (shim_in_call || !shim.initialized) {
+        return shim_coll_stock(&a, comm, request);
+    }
+    if (shim_coll_start(&a, count_offloads, &rc)) {
+        return rc;
+    }
+    red_offloads(&a, NULL, count, &v);
+    SHIM_BEGIN(C, comm, c, k, shim_coll_stock(&a, use, request));
+    k.args.bytes = v.l.bytes;
+    return vec_post(c, &k, &v, sendbuf, count, recvbuf, count, 1, datatype,
+                    comm, request);
+}
+
+SHIM_API int MPI_Iscan(const void *sendbuf, void *recvbuf, int count,
+                       MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                       MPI_Request *request)
+{
+    return scan(DPS_COLL_SCAN, sendbuf, recvbuf, count, datatype, op, comm,
+                request);
+}
+
+SHIM_API int MPI_Iexscan(const void *sendbuf, void *recvbuf, int count,
+                         MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                         MPI_Request *request)
+{
+    return scan(DPS_COLL_EXSCAN, sendbuf, recvbuf, count, datatype, op, comm,
+                request);
+}
