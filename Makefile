@@ -200,8 +200,12 @@ clean:
 # Which file calls and includes which, per part: the loops among them
 # (--check: none of more than one file) and the longest chains.
 DEP_MPICC   = $(MPICC_$(firstword $(MPI)))
+# The shim's folders from the top down; peers between the same two '>'.
+SHIM_LAYERS := shim/fortran > shim/wrap shim/boot > shim/failover > \
+               shim/core > shim/compile shim/data > shim/base
 depgraph:
 	@scripts/depgraph.py --check -I. \
+	    --layers shim "$(SHIM_LAYERS)" \
 	    --part shim "$(DEP_MPICC) $(WARN) $(INC) -fPIC" $(SHIM_SRC) \
 	    --part dpu_agent "$(CC) $(WARN) $(INC)" $(AGENT_SRC) \
 	    --part common "$(CC) $(WARN) $(INC)" $(COMMON_SRC)

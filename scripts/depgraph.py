@@ -4,14 +4,18 @@
 header includes which, the loops among them and the longest include chain.
 
   scripts/depgraph.py [--check] [--dot FILE] [-I DIR]...
+                      [--layers NAME "TOP > NEXT OTHER > ... > BOTTOM"]
                       --part NAME "CC FLAGS" SRC... [--part ...]
 
 Calls are read from the objects (nm): file A depends on file B when A's
 object refers to a symbol B's object defines, whether it calls it or takes
 its address. A callback handed down (a table of function pointers filled in
 by the upper layer) is therefore no edge from the lower file to the upper.
-Includes are read from the `#include "..."` lines. --check exits 1 when a
-loop of more than one file exists, calls or includes (make check runs it).
+Includes are read from the `#include "..."` lines. --layers gives a part's
+folders from the top down (folders between the same two '>' are peers):
+a call or include from a folder to one above it is reported as upward.
+--check exits 1 when a loop of more than one file or an upward dependency
+exists, calls or includes (make check runs it).
 """
 import argparse
 import os
@@ -136,6 +140,9 @@ def main():
     ap.add_argument("--dot", help="write the call graph as Graphviz dot")
     ap.add_argument("-I", dest="incdirs", action="append", default=[],
                     help="an include folder (as the compiler's -I)")
+    ap.add_argument("--layers", action="append", nargs=2, default=[],
+                    metavar=("NAME", "ORDER"),
+                    help="a part's folders, top first: 'a > b c > d'")
     ap.add_argument("--part", dest="parts", action="append", nargs="+",
                     required=True, metavar="NAME CC SRC",
                     help="a part: its name, its compiler with flags (one "
@@ -156,6 +163,29 @@ def main():
             os.unlink(os.path.join(tmp, f))
         os.rmdir(tmp)
     return status
+
+
+def layer_of(path, layers):
+    """The index of the folder holding path (0 is the top), or None."""
+    best, at = None, None
+    for i, folders in enumerate(layers):
+        for d in folders:
+            d = d.rstrip("/") + "/"
+            if path.startswith(d) and (best is None or len(d) > len(best)):
+                best, at = d, i
+    return at
+
+
+def upward(graph, layers):
+    """The edges that go from a folder to one above it."""
+    out = []
+    for s in sorted(graph):
+        ls = layer_of(s, layers)
+        for d in sorted(graph[s]):
+            ld = layer_of(d, layers)
+            if ls is not None and ld is not None and ld < ls:
+                out.append((s, d))
+    return out
 
 
 def report(part, cc, srcs, tmp, args):
@@ -186,6 +216,15 @@ def report(part, cc, srcs, tmp, args):
         for c in loops:
             print(f"  {len(c)} files: {' '.join(c)}")
         bad |= bool(loops)
+        for name, order in args.layers:
+            if name != part:
+                continue
+            layers = [lvl.split() for lvl in order.split(">")]
+            up = upward(graph, layers)
+            print(f"upward {kind}s: {len(up)}")
+            for a, b in up:
+                print(f"  {a} -> {b}")
+            bad |= bool(up)
         chain = longest_chain(graph, graph)
         print(f"longest {kind} chain: {len(chain)} files: "
               f"{' -> '.join(chain)}")
