@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Run the whole test suite: Check unit tests, the README/config table
-# check, and for every MPI given the MPI tests (2 ranks with one agent, 4
-# ranks with two agents, and the same programs on stock MPI), the
-# configuration tests and the no-orphan-agent tests. Ends with one line
-# "N passed, M failed" and exits non-zero if anything failed.
+# Run the whole test suite: Check unit tests, the manual's checks
+# (scripts/readme_table.sh, the example), and for
+# every MPI given the MPI tests (2 ranks with one agent, 4 ranks with two
+# agents, and the same programs on stock MPI), the configuration tests
+# and the no-orphan-agent tests. Ends with one line "N passed, M failed"
+# and exits non-zero if anything failed.
 #
 # usage: scripts/check.sh [MPI...]    (MPI: openmpi, mpich; default both)
 # An MPI that is not installed or not built, or missing unit or fuzz
@@ -105,18 +106,20 @@ unit_tests() {
     done
 }
 
+# The manual (README.md, docs/) against the tree: its generated tables
+# and its complete example.
 readme_check() {
     local log="$LOGS/readme.log" ok=1
     scripts/readme_table.sh --check >"$log" 2>&1 || ok=0
-    report "README's DPUSHIM_* table and reducible datatypes match common/dps_config.c and common/dps_rtypes.h" "$ok" \
+    report "docs/variables.md's DPUSHIM_* table and docs/reductions.md's reducible datatypes match common/dps_config.c and common/dps_rtypes.h" "$ok" \
         "$log"
     log="$LOGS/readme-example.log"
     ok=1
-    diff <(sed -n '/^A complete program/,/^Build and run it/p' README.md |
+    diff <(sed -n '/^A complete program/,/^Build and run it/p' docs/api.md |
            sed -n '/^```c$/,/^```$/p' | sed '1d;$d') \
          <(sed -n '/^#include <dpushim.h>/,$p' examples/pattern.c) \
         >"$log" 2>&1 || ok=0
-    report "README's complete dpushim.h example is examples/pattern.c" \
+    report "docs/api.md's complete dpushim.h example is examples/pattern.c" \
         "$ok" "$log"
 }
 
