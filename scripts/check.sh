@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Run the whole test suite: Check unit tests, the manual's checks
-# (scripts/readme_table.sh, the example), and for
+# (scripts/readme_table.sh, scripts/doc_refs.sh, the example), and for
 # every MPI given the MPI tests (2 ranks with one agent, 4 ranks with two
 # agents, and the same programs on stock MPI), the configuration tests
 # and the no-orphan-agent tests. Ends with one line "N passed, M failed"
@@ -106,8 +106,8 @@ unit_tests() {
     done
 }
 
-# The manual (README.md, docs/) against the tree: its generated tables
-# and its complete example.
+# The manual (README.md, docs/) against the tree: its generated tables,
+# its complete example, the source paths it names and its links.
 readme_check() {
     local log="$LOGS/readme.log" ok=1
     scripts/readme_table.sh --check >"$log" 2>&1 || ok=0
@@ -120,6 +120,13 @@ readme_check() {
          <(sed -n '/^#include <dpushim.h>/,$p' examples/pattern.c) \
         >"$log" 2>&1 || ok=0
     report "docs/api.md's complete dpushim.h example is examples/pattern.c" \
+        "$ok" "$log"
+    # Source files moved or renamed leave the manual naming old paths:
+    # the log lists each as FILE:LINE.
+    log="$LOGS/readme-refs.log"
+    ok=1
+    scripts/doc_refs.sh >"$log" 2>&1 || ok=0
+    report "README.md and docs/ name only source paths that exist, and their links resolve" \
         "$ok" "$log"
 }
 
