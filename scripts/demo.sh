@@ -91,6 +91,6 @@ stock MPI's pure-comm time, as ranks do while their GPU kernels run or
 they wait for I/O. The shim runs set DPUSHIM_MIN_BYTES=1: by default
 (auto) nothing is offloaded where the agents share every core with ranks,
 because a busy host (no spare cycles, no DPU) pays for offload instead of
-gaining from it; an idle or DPU-equipped host gains. README.md, "Measured
-results", has the full tables (make bench).
+gaining from it; an idle or DPU-equipped host gains. docs/results.md,
+"Measured results", has the full tables (make bench).
 EOF
