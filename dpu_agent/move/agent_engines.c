@@ -7,7 +7,7 @@
  * this way.
  */
 #define _GNU_SOURCE
-#include "dpu_agent/agent.h"
+#include "dpu_agent/core/agent.h"
 #include "common/dps_log.h"
 #include "common/dps_status.h"
 

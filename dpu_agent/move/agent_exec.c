@@ -24,7 +24,7 @@
  * Nothing here knows which collective a move belongs to.
  */
 #define _GNU_SOURCE
-#include "dpu_agent/agent.h"
+#include "dpu_agent/core/agent.h"
 #include "common/dps_log.h"
 #include "common/dps_status.h"
 

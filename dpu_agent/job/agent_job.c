@@ -7,7 +7,7 @@
  * go to the schedule engine, agent_post.c).
  */
 #define _GNU_SOURCE
-#include "dpu_agent/agent.h"
+#include "dpu_agent/core/agent.h"
 #include "common/dps_log.h"
 #include "common/dps_status.h"
 

@@ -27,7 +27,7 @@
 #ifndef DPS_AGENT_SCHED_H
 #define DPS_AGENT_SCHED_H
 
-#include "dpu_agent/agent.h"
+#include "dpu_agent/core/agent.h"
 
 static inline int is_local(const agent_t *a, const agent_comm_t *c,
                            uint32_t r)

@@ -7,7 +7,7 @@
  * rank is woken (kicked) only when it says it sleeps.
  */
 #define _GNU_SOURCE
-#include "dpu_agent/agent.h"
+#include "dpu_agent/core/agent.h"
 #include "common/dps_log.h"
 #include "common/dps_status.h"
 

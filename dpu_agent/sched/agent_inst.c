@@ -6,7 +6,7 @@
  * every rank's part. See agent_sched.h.
  */
 #define _GNU_SOURCE
-#include "dpu_agent/agent_sched.h"
+#include "dpu_agent/sched/agent_sched.h"
 #include "common/dps_log.h"
 #include "common/dps_status.h"
 

@@ -5,7 +5,7 @@
  * by (world rank, id), forwarded once to each agent that needs it, and
  * dropped when a REG_FREE names the id.
  */
-#include "dpu_agent/agent.h"
+#include "dpu_agent/core/agent.h"
 #include "common/dps_log.h"
 #include "common/dps_status.h"
 

@@ -5,8 +5,8 @@
  * it is an ordinary process spawned by the first rank of its node.
  */
 #define _GNU_SOURCE
-#include "dpu_agent/agent.h"
-#include "dpu_agent/agent_listen.h"
+#include "dpu_agent/core/agent.h"
+#include "dpu_agent/job/agent_listen.h"
 #include "common/dps_config.h"
 #include "common/dps_listen.h"
 #include "common/dps_log.h"
