@@ -52,13 +52,17 @@ SHIM_SRC   := shim/boot/init.c shim/boot/spawn.c shim/boot/place.c \
               shim/wrap/start.c shim/wrap/group.c shim/fortran/ompi.c \
               shim/fortran/ompi_pers.c shim/fortran/ompi_wait.c \
               shim/fortran/mpich.c $(BLD_SRC)
-AGENT_SRC  := dpu_agent/main/agent_main.c dpu_agent/main/agent_probe.c \
+# The agent's folders, from the top down (AGENT_LAYERS): main, the job
+# and listening, schedule execution, moves and engines, keys, core.
+AGENT_SRC  := dpu_agent/main/agent_main.c dpu_agent/main/agent_loop.c \
+              dpu_agent/main/agent_probe.c \
               dpu_agent/job/agent_job.c dpu_agent/job/agent_listen.c \
               dpu_agent/sched/agent_sched.c dpu_agent/sched/agent_inst.c \
               dpu_agent/sched/agent_post.c \
-              dpu_agent/move/agent_exec.c dpu_agent/move/agent_engines.c \
+              dpu_agent/move/agent_exec.c dpu_agent/move/agent_cma.c \
+              dpu_agent/move/agent_engines.c \
               dpu_agent/keys/agent_keys.c \
-              dpu_agent/core/agent_shm.c
+              dpu_agent/core/agent_chan.c
 HDRS       := $(wildcard common/*.h shim/*/*.h dpu_agent/*.h dpu_agent/*/*.h include/*.h)
 MPI_TESTS  := $(patsubst tests/mpi/%.c,%,$(wildcard tests/mpi/*.c))
 BENCH_SRC  := $(wildcard tests/bench/*.c)

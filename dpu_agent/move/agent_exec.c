@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Where an agent's moves happen: the bytes of a transfer or local step
- * (agent_inst.c decides which and when). Two data paths:
+ * (sched/agent_inst.c decides which and when). Two data paths:
  *
  * - direct: the destination rank's DMA engine (shim/data/engine.c) gets
  *   a READ, READ_REDUCE or READ_GATHER command through its shared-memory
@@ -10,8 +10,8 @@
  * - staged: the agent itself reads each chunk of DPUSHIM_CHUNK_BYTES
  *   into a staging slot and writes it out (for a reduction it also reads
  *   the destination's chunk, reduces, and writes that back): with CMA for
- *   ranks of its own host, with UCX get/put and the ranks' keys for
- *   others.
+ *   ranks of its own host (agent_cma.c), with UCX get/put and the
+ *   ranks' keys for others.
  *
  * A move is done when its bytes are visible in the destination: the
  * next steps of the schedule read them, here or on other agents (a ring
@@ -24,17 +24,14 @@
  * Nothing here knows which collective a move belongs to.
  */
 #define _GNU_SOURCE
-#include "dpu_agent/core/agent.h"
+#include "dpu_agent/move/agent_move.h"
+#include "dpu_agent/move/agent_movers.h"
+#include "dpu_agent/keys/agent_keys.h"
 #include "common/dps_log.h"
 #include "common/dps_status.h"
 
-#include <errno.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
-#include <sys/uio.h>
-#include <unistd.h>
 
 /* A flush of the puts of a move, which is done when it completes. */
 typedef struct agent_flush {
@@ -43,30 +40,6 @@ typedef struct agent_flush {
     int                 completed;
     ucs_status_t        status;
 } agent_flush_t;
-
-#define world_of agent_move_world
-
-/*
- * CMA copy threads. process_vm_readv/writev are synchronous, so with one
- * thread the agent reads a chunk, then writes it, then reads the next: two
- * copies' time per byte. With DPUSHIM_PIPELINE_DEPTH = n > 1, n threads
- * each take a chunk (read into its own staging slot, write out), so reads
- * and writes of different chunks run at once on the cores the agent may
- * use. The main thread keeps all the bookkeeping; a thread touches only
- * its slot and reads the move's addresses, which stay put while the slot
- * is out.
- */
-typedef struct agent_copiers {
-    agent_t         *a;
-    pthread_t       *thr;
-    unsigned         nthr;
-    pthread_mutex_t  lock;
-    pthread_cond_t   cond;
-    agent_slot_t   **ring;        /* jobs, nslots entries */
-    unsigned         head, n;
-    int              stop;
-    int              done_fd;     /* eventfd: a slot finished */
-} agent_copiers_t;
 
 int agent_may_sleep(const agent_t *a)
 {
@@ -83,11 +56,6 @@ int agent_may_sleep(const agent_t *a)
     }
     /* Work we could start, or UCX operations and flushes to progress. */
     return !(a->q_head != NULL && free_slot) && a->inflight == a->copy_jobs;
-}
-
-int agent_copy_fd(const agent_t *a)
-{
-    return a->copiers != NULL ? a->copiers->done_fd : -1;
 }
 
 int agent_exec_init(agent_t *a)
@@ -135,9 +103,10 @@ void agent_move_queue(agent_t *a, agent_move_t *m)
     a->q_tail = m;
 }
 
-void agent_moves_drop(agent_t *a, agent_inst_t *in)
+agent_move_t *agent_moves_unqueue(agent_t *a, agent_inst_t *in)
 {
     agent_move_t **mp = &a->q_head, *m, *prev = NULL;
+    agent_move_t *out = NULL, **tail = &out;
 
     while ((m = *mp) != NULL) {
         if (m->inst != in || m->issued != 0) {
@@ -149,8 +118,11 @@ void agent_moves_drop(agent_t *a, agent_inst_t *in)
         if (a->q_tail == m) {
             a->q_tail = prev;
         }
-        agent_move_dropped(a, m);
+        m->next = NULL;
+        *tail = m;
+        tail = &m->next;
     }
+    return out;
 }
 
 /* ---- staged path ------------------------------------------------------- */
@@ -173,175 +145,6 @@ static void flush_cb(void *request, ucs_status_t status, void *user_data)
     ucp_request_free(request);
 }
 
-/* Stage `stage` of slot s (1: read the source, 3: read the destination,
- * 2: write the destination) with CMA, synchronously, from/to world's
- * memory. */
-static ucs_status_t cma_stage(agent_t *a, agent_slot_t *s, int stage,
-                              uint32_t world)
-{
-    agent_move_t *m = s->move;
-    uint64_t raddr = (stage == 1 ? m->src_addr : m->dst_addr) + s->off;
-    char *local = stage == 1 ? s->data :
-                  (m->op != DPS_OP_NONE ? s->aux : s->data);
-    size_t done = 0;
-
-    while (done < s->len) {
-        struct iovec l = {local + done, s->len - done};
-        struct iovec r = {(void *)(uintptr_t)(raddr + done), s->len - done};
-        ssize_t n = (stage != 2)
-            ? process_vm_readv((pid_t)a->rank_pid[world], &l, 1, &r, 1, 0)
-            : process_vm_writev((pid_t)a->rank_pid[world], &l, 1, &r, 1, 0);
-
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n <= 0) {
-            dps_error("%s %zu bytes at %#llx of rank %u (pid %u): %s",
-                      stage != 2 ? "reading" : "writing", s->len - done,
-                      (unsigned long long)(raddr + done), world,
-                      a->rank_pid[world], n < 0 ? strerror(errno) : "eof");
-            return UCS_ERR_IO_ERROR;
-        }
-        done += (size_t)n;
-    }
-    return UCS_OK;
-}
-
-/* A reduction's chunk: aux (the destination's) = data (op) aux. */
-static ucs_status_t reduce_chunk(agent_slot_t *s)
-{
-    agent_move_t *m = s->move;
-
-    return dps_reduce(m->op, m->dtype, s->data, s->aux, s->len) == 0
-           ? UCS_OK : UCS_ERR_INVALID_PARAM;
-}
-
-/* A copy thread's whole chunk: read, (read and reduce,) write. */
-static void copier_job(agent_t *a, agent_slot_t *s)
-{
-    agent_move_t *m = s->move;
-    uint32_t src = world_of(m, m->src), dst = world_of(m, m->dst);
-
-    s->status = cma_stage(a, s, 1, src);
-    if (s->status == UCS_OK && m->op != DPS_OP_NONE) {
-        s->status = cma_stage(a, s, 3, dst);
-        if (s->status == UCS_OK) {
-            s->status = reduce_chunk(s);
-        }
-    }
-    s->wstatus = s->status != UCS_OK ? s->status : cma_stage(a, s, 2, dst);
-}
-
-static void *copier_main(void *arg)
-{
-    agent_copiers_t *cp = arg;
-    agent_t *a = cp->a;
-
-    for (;;) {
-        agent_slot_t *s;
-        uint64_t one = 1;
-
-        pthread_mutex_lock(&cp->lock);
-        while (cp->n == 0 && !cp->stop) {
-            pthread_cond_wait(&cp->cond, &cp->lock);
-        }
-        if (cp->n == 0) {
-            pthread_mutex_unlock(&cp->lock);
-            return NULL;
-        }
-        s = cp->ring[cp->head];
-        cp->head = (cp->head + 1) % a->nslots;
-        cp->n--;
-        pthread_mutex_unlock(&cp->lock);
-
-        copier_job(a, s);
-        __atomic_store_n(&s->completed, 1, __ATOMIC_RELEASE);
-        if (write(cp->done_fd, &one, sizeof(one)) != sizeof(one)) {
-            /* the main thread also polls the flags */
-        }
-    }
-}
-
-static void copiers_stop(agent_t *a)
-{
-    agent_copiers_t *cp = a->copiers;
-    unsigned i;
-
-    if (cp == NULL) {
-        return;
-    }
-    pthread_mutex_lock(&cp->lock);
-    cp->stop = 1;
-    pthread_cond_broadcast(&cp->cond);
-    pthread_mutex_unlock(&cp->lock);
-    for (i = 0; i < cp->nthr; i++) {
-        pthread_join(cp->thr[i], NULL);
-    }
-    if (cp->done_fd >= 0) {
-        close(cp->done_fd);
-    }
-    pthread_mutex_destroy(&cp->lock);
-    pthread_cond_destroy(&cp->cond);
-    free(cp->thr);
-    free(cp->ring);
-    free(cp);
-    a->copiers = NULL;
-}
-
-/* Started at the first job, after the spawning rank set our CPU mask and
- * scheduling: threads inherit both from the main thread. */
-static int copiers_start(agent_t *a)
-{
-    agent_copiers_t *cp = calloc(1, sizeof(*cp));
-    unsigned i;
-
-    if (cp == NULL) {
-        return -1;
-    }
-    cp->a = a;
-    cp->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    cp->thr = calloc(a->nslots, sizeof(*cp->thr));
-    cp->ring = calloc(a->nslots, sizeof(*cp->ring));
-    pthread_mutex_init(&cp->lock, NULL);
-    pthread_cond_init(&cp->cond, NULL);
-    a->copiers = cp;
-    if (cp->done_fd < 0 || cp->thr == NULL || cp->ring == NULL) {
-        copiers_stop(a);
-        return -1;
-    }
-    for (i = 0; i < a->nslots; i++) {
-        if (pthread_create(&cp->thr[i], NULL, copier_main, cp) != 0) {
-            break;
-        }
-        cp->nthr++;
-    }
-    if (cp->nthr == 0) {
-        copiers_stop(a);
-        return -1;
-    }
-    agent_copiers_started(a);
-    return 0;
-}
-
-/* Hand slot s (both sides copied with CMA) to a copy thread. */
-static int copiers_submit(agent_t *a, agent_slot_t *s)
-{
-    agent_copiers_t *cp;
-
-    if (a->copiers == NULL && copiers_start(a) != 0) {
-        return -1;
-    }
-    cp = a->copiers;
-    s->threaded = 1;
-    __atomic_store_n(&s->completed, 0, __ATOMIC_RELAXED);
-    pthread_mutex_lock(&cp->lock);
-    cp->ring[(cp->head + cp->n) % a->nslots] = s;
-    cp->n++;
-    pthread_cond_signal(&cp->cond);
-    pthread_mutex_unlock(&cp->lock);
-    a->copy_jobs++;
-    return 0;
-}
 
 /* One UCX get (stages 1, 3) or put (stage 2) of slot s. */
 static void ucx_stage(agent_t *a, agent_slot_t *s, uint32_t r)
@@ -402,10 +205,10 @@ static void slot_start(agent_t *a, agent_slot_t *s)
     if (agent_rank_cma(a, world_of(m, r))) {
         if (s->state == 1 && a->nslots > 1 &&
             agent_rank_cma(a, world_of(m, m->dst)) &&
-            copiers_submit(a, s) == 0) {
+            agent_copiers_submit(a, s) == 0) {
             return;
         }
-        s->status = cma_stage(a, s, s->state, world_of(m, r));
+        s->status = agent_cma_stage(a, s, s->state, world_of(m, r));
         s->completed = 1;
         return;
     }
@@ -426,7 +229,7 @@ static void move_flush(agent_t *a, agent_move_t *m)
         /* Reporting it done now could let a reader see old bytes. */
         dps_error("no memory to flush a write into rank %u",
                   world_of(m, m->dst));
-        agent_move_done(a, m, DPS_ERR_NOMEM);
+        a->up.move_done(a, m, DPS_ERR_NOMEM);
         return;
     }
     f->move = m;
@@ -478,7 +281,7 @@ static int slot_advance(agent_t *a, agent_slot_t *s)
         s->state = s->threaded ? 2 : next_stage(s);
         if (s->state == 2 && !s->threaded && m->op != DPS_OP_NONE &&
             s->status == UCS_OK) {
-            s->status = reduce_chunk(s);
+            s->status = agent_slot_reduce(s);
         }
         slot_start(a, s);
         return 0;
@@ -490,90 +293,107 @@ static int slot_advance(agent_t *a, agent_slot_t *s)
     if (m->written == m->len && m->put) {
         move_flush(a, m);
     } else if (m->written == m->len) {
-        agent_move_done(a, m, m->inst->error ? m->inst->error : DPS_OK);
+        a->up.move_done(a, m, m->inst->error ? m->inst->error : DPS_OK);
     }
     return 1;
 }
 
-void agent_schedule(agent_t *a)
+/* Free slot s takes the next chunk of the first queued move, and starts
+ * reading it. */
+static void slot_fill(agent_t *a, agent_slot_t *s)
+{
+    agent_move_t *m = a->q_head;
+    size_t half = a->chunk + AGENT_ALIGN;
+
+    s->move = m;
+    s->off = m->issued;
+    s->len = m->len - m->issued;
+    if (s->len > a->chunk) {
+        /* A reduction's chunks hold whole elements. */
+        size_t es = m->op != DPS_OP_NONE ? dps_dtype_size(m->dtype) : 1;
+
+        s->len = a->chunk - a->chunk % es;
+    }
+    /* Stage the chunk at the destination's offset modulo 64: the kernel's
+     * copy (rep movsb) runs 2-6x slower between mutually misaligned
+     * buffers, and malloc'ed user buffers start 16 bytes into a page. */
+    s->data = s->buf + ((m->dst_addr + s->off) & (AGENT_ALIGN - 1));
+    s->aux = s->data + half;
+    m->issued += s->len;
+    if (m->issued == m->len) {
+        a->q_head = m->next;
+        if (a->q_head == NULL) {
+            a->q_tail = NULL;
+        }
+    }
+    s->state = 1;
+    a->inflight++;
+    slot_start(a, s);
+}
+
+/* Keep slot s busy while its stages complete at once (CMA copies are
+ * synchronous): one staging buffer, hot in cache, instead of a walk over
+ * all of them. Returns 1 if anything advanced. */
+static int slot_run(agent_t *a, agent_slot_t *s)
+{
+    int progress = 0;
+
+    for (;;) {
+        if (s->state != 0 &&
+            __atomic_load_n(&s->completed, __ATOMIC_ACQUIRE)) {
+            slot_advance(a, s);
+            progress = 1;
+            continue;
+        }
+        /* A gathered source waits for an engine's ring. */
+        if (s->state == 0 && a->q_head != NULL && a->q_head->src_map == 0) {
+            slot_fill(a, s);
+            progress = 1;
+            continue;
+        }
+        return progress;
+    }
+}
+
+/* End the moves whose flushes completed. Returns 1 if any did. */
+static int flushes_reap(agent_t *a)
 {
     agent_flush_t **fp;
-    int progress = 1, i;
+    int progress = 0;
+
+    for (fp = &a->flushes; *fp != NULL;) {
+        agent_flush_t *f = *fp;
+        agent_move_t *m = f->move;
+
+        if (!f->completed) {
+            fp = &f->next;
+            continue;
+        }
+        *fp = f->next;
+        a->inflight--;
+        if (f->status != UCS_OK) {
+            dps_error("flush of writes into rank %u failed: %s",
+                      world_of(m, m->dst), ucs_status_string(f->status));
+            m->inst->error = DPS_ERR_UCX;
+        }
+        free(f);
+        /* May start moves, never a flush: fp stays valid. */
+        a->up.move_done(a, m, m->inst->error ? m->inst->error : DPS_OK);
+        progress = 1;
+    }
+    return progress;
+}
+
+void agent_schedule(agent_t *a)
+{
+    int progress = 1;
 
     while (progress) {
         progress = 0;
-        for (i = 0; i < (int)a->nslots; i++) {
-            agent_slot_t *s = &a->slots[i];
-
-            /* Keep this slot busy while its stages complete at once (CMA
-             * copies are synchronous): one staging buffer, hot in cache,
-             * instead of a walk over all of them. */
-            for (;;) {
-                if (s->state != 0 &&
-                    __atomic_load_n(&s->completed, __ATOMIC_ACQUIRE)) {
-                    slot_advance(a, s);
-                    progress = 1;
-                    continue;
-                }
-                /* A gathered source waits for an engine's ring. */
-                if (s->state == 0 && a->q_head != NULL &&
-                    a->q_head->src_map == 0) {
-                    agent_move_t *m = a->q_head;
-                    size_t half = a->chunk + AGENT_ALIGN;
-
-                    s->move = m;
-                    s->off = m->issued;
-                    s->len = m->len - m->issued;
-                    if (s->len > a->chunk) {
-                        /* A reduction's chunks hold whole elements. */
-                        size_t es = m->op != DPS_OP_NONE
-                                    ? dps_dtype_size(m->dtype) : 1;
-
-                        s->len = a->chunk - a->chunk % es;
-                    }
-                    /* Stage the chunk at the destination's offset modulo
-                     * 64: the kernel's copy (rep movsb) runs 2-6x slower
-                     * between mutually misaligned buffers, and malloc'ed
-                     * user buffers start 16 bytes into a page. */
-                    s->data = s->buf +
-                              ((m->dst_addr + s->off) & (AGENT_ALIGN - 1));
-                    s->aux = s->data + half;
-                    m->issued += s->len;
-                    if (m->issued == m->len) {
-                        a->q_head = m->next;
-                        if (a->q_head == NULL) {
-                            a->q_tail = NULL;
-                        }
-                    }
-                    s->state = 1;
-                    a->inflight++;
-                    slot_start(a, s);
-                    progress = 1;
-                    continue;
-                }
-                break;
-            }
+        for (unsigned i = 0; i < a->nslots; i++) {
+            progress |= slot_run(a, &a->slots[i]);
         }
-        for (fp = &a->flushes; *fp != NULL;) {
-            agent_flush_t *f = *fp;
-            agent_move_t *m = f->move;
-
-            if (!f->completed) {
-                fp = &f->next;
-                continue;
-            }
-            *fp = f->next;
-            a->inflight--;
-            if (f->status != UCS_OK) {
-                dps_error("flush of writes into rank %u failed: %s",
-                          world_of(m, m->dst), ucs_status_string(f->status));
-                m->inst->error = DPS_ERR_UCX;
-            }
-            free(f);
-            /* May start moves, never a flush: fp stays valid. */
-            agent_move_done(a, m, m->inst->error ? m->inst->error : DPS_OK);
-            progress = 1;
-        }
+        progress |= flushes_reap(a);
     }
 }
 
@@ -592,7 +412,8 @@ void agent_exec_fini(agent_t *a)
         a->flushes = f->next;
         free(f);
     }
-    copiers_stop(a);
+    agent_copiers_stop(a);
+    agent_engines_fini(a);
     free(a->slots);
     a->slots = NULL;
     if (a->staging_memh != NULL) {

@@ -7,6 +7,8 @@
  */
 #define _GNU_SOURCE
 #include "dpu_agent/sched/agent_sched.h"
+#include "dpu_agent/keys/agent_keys.h"
+#include "dpu_agent/core/agent_chan.h"
 #include "common/dps_log.h"
 #include "common/dps_status.h"
 
