@@ -208,9 +208,13 @@ DEP_MPICC   = $(MPICC_$(firstword $(MPI)))
 # The shim's folders from the top down; peers between the same two '>'.
 SHIM_LAYERS := shim/fortran > shim/wrap shim/boot > shim/failover > \
                shim/core > shim/compile shim/data > shim/base
+# The agent's folders from the top down; common, below every part.
+AGENT_LAYERS := dpu_agent/main > dpu_agent/job > dpu_agent/sched > \
+                dpu_agent/move > dpu_agent/keys > dpu_agent/core > common
 depgraph:
 	@scripts/depgraph.py --check -I. \
 	    --layers shim "$(SHIM_LAYERS)" \
+	    --layers dpu_agent "$(AGENT_LAYERS)" \
 	    --part shim "$(DEP_MPICC) $(WARN) $(INC) -fPIC" $(SHIM_SRC) \
 	    --part dpu_agent "$(CC) $(WARN) $(INC)" $(AGENT_SRC) \
 	    --part common "$(CC) $(WARN) $(INC)" $(COMMON_SRC)
