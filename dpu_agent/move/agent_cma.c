@@ -91,7 +91,8 @@ static void copier_job(agent_t *a, agent_slot_t *s)
             s->status = agent_slot_reduce(s);
         }
     }
-    s->wstatus = s->status != UCS_OK ? s->status : agent_cma_stage(a, s, 2, dst);
+    s->wstatus = s->status != UCS_OK ? s->status
+                                     : agent_cma_stage(a, s, 2, dst);
 }
 
 static void *copier_main(void *arg)
