@@ -35,7 +35,8 @@ MPI        ?= $(FOUND_MPIS)
 RUN_MPIS    = $(if $(filter command line environment,$(origin MPI)),$(MPI),$(ALL_MPIS))
 BAD_MPIS    = $(filter-out $(ALL_MPIS),$(MPI))
 
-COMMON_SRC := common/dps_log.c common/dps_config.c common/dps_proto.c common/dps_sched.c \
+COMMON_SRC := common/dps_log.c common/dps_config.c common/dps_proto.c \
+              common/dps_encode.c common/dps_sched.c \
               common/dps_ucx.c common/dps_listen.c common/dps_secret.c \
               common/dps_agentmap.c common/dps_shm.c common/dps_rtypes.c
 BLD_SRC    := shim/compile/build.c shim/compile/moves.c shim/compile/reductions.c
@@ -165,18 +166,21 @@ FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer,address,undefined \
               -fno-sanitize-recover=all
 fuzz: build/fuzz/fuzz_decode build/fuzz/fuzz_hello build/fuzz/mkseeds
 
-build/fuzz/fuzz_decode: tests/fuzz/fuzz_decode.c common/dps_proto.c $(HDRS) Makefile
+# The wire protocol: its decoder and its encoder.
+PROTO_SRC  := common/dps_proto.c common/dps_encode.c
+
+build/fuzz/fuzz_decode: tests/fuzz/fuzz_decode.c $(PROTO_SRC) $(HDRS) Makefile
 	@mkdir -p $(@D)
-	clang $(FUZZ_FLAGS) $(INC) -o $@ tests/fuzz/fuzz_decode.c common/dps_proto.c
+	clang $(FUZZ_FLAGS) $(INC) -o $@ tests/fuzz/fuzz_decode.c $(PROTO_SRC)
 
 build/fuzz/fuzz_hello: tests/fuzz/fuzz_hello.c common/dps_listen.c $(HDRS) Makefile
 	@mkdir -p $(@D)
 	clang $(FUZZ_FLAGS) $(INC) -o $@ tests/fuzz/fuzz_hello.c common/dps_listen.c \
 	    common/dps_log.c common/dps_ucx.c $(UCX_LIBS)
 
-build/fuzz/mkseeds: tests/fuzz/mkseeds.c common/dps_proto.c common/dps_listen.c $(HDRS) Makefile
+build/fuzz/mkseeds: tests/fuzz/mkseeds.c $(PROTO_SRC) common/dps_listen.c $(HDRS) Makefile
 	@mkdir -p $(@D)
-	$(CC) $(WARN) $(INC) $(CFLAGS) -o $@ tests/fuzz/mkseeds.c common/dps_proto.c \
+	$(CC) $(WARN) $(INC) $(CFLAGS) -o $@ tests/fuzz/mkseeds.c $(PROTO_SRC) \
 	    common/dps_listen.c common/dps_log.c common/dps_ucx.c $(UCX_LIBS)
 
 deps:
