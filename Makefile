@@ -35,7 +35,8 @@ MPI        ?= $(FOUND_MPIS)
 RUN_MPIS    = $(if $(filter command line environment,$(origin MPI)),$(MPI),$(ALL_MPIS))
 BAD_MPIS    = $(filter-out $(ALL_MPIS),$(MPI))
 
-COMMON_SRC := common/dps_log.c common/dps_config.c common/dps_proto.c common/dps_sched.c \
+COMMON_SRC := common/dps_log.c common/dps_config.c common/dps_proto.c \
+              common/dps_encode.c common/dps_sched.c \
               common/dps_ucx.c common/dps_listen.c common/dps_secret.c \
               common/dps_agentmap.c common/dps_shm.c common/dps_rtypes.c
 BLD_SRC    := shim/compile/build.c shim/compile/moves.c shim/compile/reductions.c
@@ -52,12 +53,17 @@ SHIM_SRC   := shim/boot/init.c shim/boot/spawn.c shim/boot/place.c \
               shim/wrap/start.c shim/wrap/group.c shim/fortran/ompi.c \
               shim/fortran/ompi_pers.c shim/fortran/ompi_wait.c \
               shim/fortran/mpich.c $(BLD_SRC)
-AGENT_SRC  := dpu_agent/agent_main.c dpu_agent/agent_job.c \
-              dpu_agent/agent_sched.c dpu_agent/agent_inst.c \
-              dpu_agent/agent_post.c dpu_agent/agent_engines.c \
-              dpu_agent/agent_exec.c dpu_agent/agent_keys.c \
-              dpu_agent/agent_shm.c dpu_agent/agent_probe.c \
-              dpu_agent/agent_listen.c
+# The agent's folders, from the top down (AGENT_LAYERS): main, the job
+# and listening, schedule execution, moves and engines, keys, core.
+AGENT_SRC  := dpu_agent/main/agent_main.c dpu_agent/main/agent_loop.c \
+              dpu_agent/main/agent_probe.c \
+              dpu_agent/job/agent_job.c dpu_agent/job/agent_listen.c \
+              dpu_agent/sched/agent_sched.c dpu_agent/sched/agent_inst.c \
+              dpu_agent/sched/agent_post.c \
+              dpu_agent/move/agent_exec.c dpu_agent/move/agent_cma.c \
+              dpu_agent/move/agent_engines.c \
+              dpu_agent/keys/agent_keys.c \
+              dpu_agent/core/agent_chan.c
 HDRS       := $(wildcard common/*.h shim/*/*.h dpu_agent/*.h dpu_agent/*/*.h include/*.h)
 MPI_TESTS  := $(patsubst tests/mpi/%.c,%,$(wildcard tests/mpi/*.c))
 BENCH_SRC  := $(wildcard tests/bench/*.c)
@@ -160,18 +166,21 @@ FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer,address,undefined \
               -fno-sanitize-recover=all
 fuzz: build/fuzz/fuzz_decode build/fuzz/fuzz_hello build/fuzz/mkseeds
 
-build/fuzz/fuzz_decode: tests/fuzz/fuzz_decode.c common/dps_proto.c $(HDRS) Makefile
+# The wire protocol: its decoder and its encoder.
+PROTO_SRC  := common/dps_proto.c common/dps_encode.c
+
+build/fuzz/fuzz_decode: tests/fuzz/fuzz_decode.c $(PROTO_SRC) $(HDRS) Makefile
 	@mkdir -p $(@D)
-	clang $(FUZZ_FLAGS) $(INC) -o $@ tests/fuzz/fuzz_decode.c common/dps_proto.c
+	clang $(FUZZ_FLAGS) $(INC) -o $@ tests/fuzz/fuzz_decode.c $(PROTO_SRC)
 
 build/fuzz/fuzz_hello: tests/fuzz/fuzz_hello.c common/dps_listen.c $(HDRS) Makefile
 	@mkdir -p $(@D)
 	clang $(FUZZ_FLAGS) $(INC) -o $@ tests/fuzz/fuzz_hello.c common/dps_listen.c \
 	    common/dps_log.c common/dps_ucx.c $(UCX_LIBS)
 
-build/fuzz/mkseeds: tests/fuzz/mkseeds.c common/dps_proto.c common/dps_listen.c $(HDRS) Makefile
+build/fuzz/mkseeds: tests/fuzz/mkseeds.c $(PROTO_SRC) common/dps_listen.c $(HDRS) Makefile
 	@mkdir -p $(@D)
-	$(CC) $(WARN) $(INC) $(CFLAGS) -o $@ tests/fuzz/mkseeds.c common/dps_proto.c \
+	$(CC) $(WARN) $(INC) $(CFLAGS) -o $@ tests/fuzz/mkseeds.c $(PROTO_SRC) \
 	    common/dps_listen.c common/dps_log.c common/dps_ucx.c $(UCX_LIBS)
 
 deps:
@@ -203,9 +212,13 @@ DEP_MPICC   = $(MPICC_$(firstword $(MPI)))
 # The shim's folders from the top down; peers between the same two '>'.
 SHIM_LAYERS := shim/fortran > shim/wrap shim/boot > shim/failover > \
                shim/core > shim/compile shim/data > shim/base
+# The agent's folders from the top down; common, below every part.
+AGENT_LAYERS := dpu_agent/main > dpu_agent/job > dpu_agent/sched > \
+                dpu_agent/move > dpu_agent/keys > dpu_agent/core > common
 depgraph:
 	@scripts/depgraph.py --check -I. \
 	    --layers shim "$(SHIM_LAYERS)" \
+	    --layers dpu_agent "$(AGENT_LAYERS)" \
 	    --part shim "$(DEP_MPICC) $(WARN) $(INC) -fPIC" $(SHIM_SRC) \
 	    --part dpu_agent "$(CC) $(WARN) $(INC)" $(AGENT_SRC) \
 	    --part common "$(CC) $(WARN) $(INC)" $(COMMON_SRC)

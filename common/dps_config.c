@@ -232,11 +232,85 @@ static int parse_u64(const char *v, int allow_suffix, uint64_t *out)
     return 0;
 }
 
+/* The words an enumerated variable takes, and their values. */
+typedef struct cfg_word {
+    const char *word;
+    int         value;
+} cfg_word_t;
+
+#define CFG_NWORDS(_w) (sizeof(_w) / sizeof((_w)[0]))
+
+static const cfg_word_t cfg_levels[] = {
+    {"error", DPS_LOG_ERROR}, {"warn", DPS_LOG_WARN},
+    {"info", DPS_LOG_INFO}, {"debug", DPS_LOG_DEBUG}
+};
+static const cfg_word_t cfg_transports[] = {
+    {"auto", DPS_TRANSPORT_AUTO}, {"ucx", DPS_TRANSPORT_UCX}
+};
+static const cfg_word_t cfg_scheds[] = {
+    {"eager", DPS_SCHED_EAGER}, {"batch", DPS_SCHED_BATCH},
+    {"poll", DPS_SCHED_POLL}, {"auto", DPS_SCHED_AUTO}
+};
+static const cfg_word_t cfg_datapaths[] = {
+    {"direct", DPS_DATA_DIRECT}, {"staged", DPS_DATA_STAGED}
+};
+
+/* v is one of the n words (case ignored): its value in *out. 0, or -1. */
+static int parse_word(const char *v, const cfg_word_t *words, size_t n,
+                      int *out)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (!strcasecmp(v, words[i].word)) {
+            *out = words[i].value;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* DPUSHIM_MIN_BYTES: "auto" or a size, which may not be the value that
+ * stands for auto. */
+static int parse_threshold(const char *v, uint64_t *out)
+{
+    uint64_t u;
+
+    if (!strcasecmp(v, "auto")) {
+        *out = DPS_MIN_BYTES_AUTO;
+        return 0;
+    }
+    if (parse_u64(v, 1, &u) || u == DPS_MIN_BYTES_AUTO) {
+        return -1;
+    }
+    *out = u;
+    return 0;
+}
+
+/* A string that fits in size bytes (the terminator included), copied. */
+static int parse_string(const char *v, size_t size, char *out)
+{
+    if (strlen(v) >= size) {
+        return -1;
+    }
+    strcpy(out, v);
+    return 0;
+}
+
+/* A CPU list such as 0,2-3 (or nothing), kept as written. */
+static int parse_cpulist(const char *v, char *out)
+{
+    unsigned long bits[1024 / (8 * sizeof(unsigned long))];
+
+    if (strlen(v) >= sizeof(((dps_config_t *)0)->agent_cpus) ||
+        (v[0] != '\0' && dps_cpulist_parse(v, bits, 1024) <= 0)) {
+        return -1;
+    }
+    strcpy(out, v);
+    return 0;
+}
+
 int dps_config_parse_value(dps_cfg_type_t type, const char *v, void *out)
 {
-    static const char *levels[] = {"error", "warn", "info", "debug"};
     uint64_t u;
-    int i;
 
     switch (type) {
     case DPS_CFG_BOOL:
@@ -250,15 +324,7 @@ int dps_config_parse_value(dps_cfg_type_t type, const char *v, void *out)
     case DPS_CFG_SIZE:
         return parse_u64(v, 1, out);
     case DPS_CFG_THRESHOLD:
-        if (!strcasecmp(v, "auto")) {
-            *(uint64_t *)out = DPS_MIN_BYTES_AUTO;
-            return 0;
-        }
-        if (parse_u64(v, 1, &u) || u == DPS_MIN_BYTES_AUTO) {
-            return -1;
-        }
-        *(uint64_t *)out = u;
-        return 0;
+        return parse_threshold(v, out);
     case DPS_CFG_UINT:
         if (parse_u64(v, 0, &u) || u > 1000000) {
             return -1;
@@ -266,60 +332,18 @@ int dps_config_parse_value(dps_cfg_type_t type, const char *v, void *out)
         *(unsigned *)out = (unsigned)u;
         return 0;
     case DPS_CFG_LOGLEVEL:
-        for (i = 0; i < 4; i++) {
-            if (!strcasecmp(v, levels[i])) {
-                *(int *)out = i;
-                return 0;
-            }
-        }
-        return -1;
+        return parse_word(v, cfg_levels, CFG_NWORDS(cfg_levels), out);
     case DPS_CFG_TRANSPORT:
-        if (!strcasecmp(v, "auto")) {
-            *(int *)out = DPS_TRANSPORT_AUTO;
-        } else if (!strcasecmp(v, "ucx")) {
-            *(int *)out = DPS_TRANSPORT_UCX;
-        } else {
-            return -1;
-        }
-        return 0;
+        return parse_word(v, cfg_transports, CFG_NWORDS(cfg_transports),
+                          out);
     case DPS_CFG_SCHED:
-        if (!strcasecmp(v, "eager")) {
-            *(int *)out = DPS_SCHED_EAGER;
-        } else if (!strcasecmp(v, "batch")) {
-            *(int *)out = DPS_SCHED_BATCH;
-        } else if (!strcasecmp(v, "poll")) {
-            *(int *)out = DPS_SCHED_POLL;
-        } else if (!strcasecmp(v, "auto")) {
-            *(int *)out = DPS_SCHED_AUTO;
-        } else {
-            return -1;
-        }
-        return 0;
+        return parse_word(v, cfg_scheds, CFG_NWORDS(cfg_scheds), out);
     case DPS_CFG_DATAPATH:
-        if (!strcasecmp(v, "direct")) {
-            *(int *)out = DPS_DATA_DIRECT;
-        } else if (!strcasecmp(v, "staged")) {
-            *(int *)out = DPS_DATA_STAGED;
-        } else {
-            return -1;
-        }
-        return 0;
-    case DPS_CFG_CPULIST: {
-        unsigned long bits[1024 / (8 * sizeof(unsigned long))];
-
-        if (strlen(v) >= sizeof(((dps_config_t *)0)->agent_cpus) ||
-            (v[0] != '\0' && dps_cpulist_parse(v, bits, 1024) <= 0)) {
-            return -1;
-        }
-        strcpy(out, v);
-        return 0;
-    }
+        return parse_word(v, cfg_datapaths, CFG_NWORDS(cfg_datapaths), out);
+    case DPS_CFG_CPULIST:
+        return parse_cpulist(v, out);
     case DPS_CFG_PATH:
-        if (strlen(v) >= sizeof(((dps_config_t *)0)->agent)) {
-            return -1;
-        }
-        strcpy(out, v);
-        return 0;
+        return parse_string(v, sizeof(((dps_config_t *)0)->agent), out);
     }
     return -1;
 }

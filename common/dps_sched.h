@@ -3,7 +3,7 @@
  * Schedules: what one rank does in one collective, as rounds of primitive
  * steps (in the manner of LibNBC's schedules). The shim compiles every
  * collective into one per rank (shim/coll_*.c); agents execute them
- * (dpu_agent/agent_sched.h) without knowing which collective it was.
+ * (dpu_agent/sched/agent_sched.h) without knowing which collective it was.
  *
  * Steps name regions of the rank's three buffers of the instance: the
  * send and receive buffers the application gave (or the shim's packed

@@ -204,20 +204,17 @@ static int write_all(int fd, const char *text, size_t len)
     return 0;
 }
 
-int dps_secret_create(const char *dir, const char *job,
-                      uint8_t secret[DPS_SECRET_LEN], char *err,
-                      size_t errlen)
+/* Make dir (0700) if it is missing, and check it (dps_secret_dir_prepare);
+ * *created says whether it was made here. A directory made here and then
+ * refused is removed again. DPS_OK, or DPS_ERR_* with err set. */
+static int secret_dir_make(const char *dir, int *created, char *err,
+                           size_t errlen)
 {
-    uint8_t s[DPS_SECRET_LEN];
-    char name[DPS_LISTEN_NAME_MAX + 8], text[SECRET_FILE_LEN];
-    int rc, dfd, fd, created = 0;
+    int rc;
 
-    rc = key_name(job, name, sizeof(name), err, errlen);
-    if (rc != DPS_OK) {
-        return rc;
-    }
+    *created = 0;
     if (mkdir(dir, 0700) == 0) {
-        created = 1;
+        *created = 1;
         chmod(dir, 0700);   /* whatever the umask; checked just below */
     } else if (errno != EEXIST) {
         dps_seterr(err, errlen, "cannot create secret directory %s: %s", dir,
@@ -225,10 +222,71 @@ int dps_secret_create(const char *dir, const char *job,
         return DPS_ERR_IO;
     }
     rc = dps_secret_dir_prepare(dir, 0, err, errlen);
+    if (rc != DPS_OK && *created) {
+        rmdir(dir);
+    }
+    return rc;
+}
+
+/* Write secret s, in hex, to the new file name in dfd (dir's), mode
+ * 0600. DPS_OK; DPS_ERR_INVALID if it exists, DPS_ERR_IO, with err set
+ * and no file left behind. */
+static int secret_file_write(int dfd, const char *dir, const char *name,
+                             const uint8_t s[DPS_SECRET_LEN], char *err,
+                             size_t errlen)
+{
+    char text[SECRET_FILE_LEN];
+    int rc, fd;
+
+    fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+                O_CLOEXEC, 0600);
+    if (fd < 0) {
+        rc = (errno == EEXIST) ? DPS_ERR_INVALID : DPS_ERR_IO;
+        dps_seterr(err, errlen, "cannot create %s/%s: %s", dir, name,
+                   strerror(errno));
+        return rc;
+    }
+    hex_lower(s, DPS_SECRET_LEN, text);
+    text[SECRET_FILE_LEN - 1] = '\n';
+    /* 0600 whatever the umask: the listener refuses anything else. */
+    if (fchmod(fd, 0600) != 0) {
+        goto err_write;
+    }
+    if (write_all(fd, text, sizeof(text)) != 0) {
+        goto err_write;
+    }
+    if (close(fd) != 0) {
+        fd = -1;
+        goto err_write;
+    }
+    memset(text, 0, sizeof(text));
+    return DPS_OK;
+
+err_write:
+    dps_seterr(err, errlen, "cannot write %s/%s: %s", dir, name,
+               strerror(errno));
+    if (fd >= 0) {
+        close(fd);
+    }
+    unlinkat(dfd, name, 0);
+    memset(text, 0, sizeof(text));
+    return DPS_ERR_IO;
+}
+
+int dps_secret_create(const char *dir, const char *job,
+                      uint8_t secret[DPS_SECRET_LEN], char *err,
+                      size_t errlen)
+{
+    uint8_t s[DPS_SECRET_LEN];
+    char name[DPS_LISTEN_NAME_MAX + 8];
+    int rc, dfd, created;
+
+    rc = key_name(job, name, sizeof(name), err, errlen);
     if (rc != DPS_OK) {
-        if (created) {
-            rmdir(dir);
-        }
+        return rc;
+    }
+    rc = secret_dir_make(dir, &created, err, errlen);
+    if (rc != DPS_OK) {
         return rc;
     }
     dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -242,48 +300,21 @@ int dps_secret_create(const char *dir, const char *job,
         rc = DPS_ERR_IO;
         goto err_dfd;
     }
-    fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
-                O_CLOEXEC, 0600);
-    if (fd < 0) {
-        rc = (errno == EEXIST) ? DPS_ERR_INVALID : DPS_ERR_IO;
-        dps_seterr(err, errlen, "cannot create %s/%s: %s", dir, name,
-                   strerror(errno));
+    rc = secret_file_write(dfd, dir, name, s, err, errlen);
+    if (rc != DPS_OK) {
         goto err_dfd;
     }
-    hex_lower(s, sizeof(s), text);
-    text[SECRET_FILE_LEN - 1] = '\n';
-    /* 0600 whatever the umask: the listener refuses anything else. */
-    if (fchmod(fd, 0600) != 0) {
-        goto err_write;
-    }
-    if (write_all(fd, text, sizeof(text)) != 0) {
-        goto err_write;
-    }
-    if (close(fd) != 0) {
-        fd = -1;
-        goto err_write;
-    }
     close(dfd);
-    memset(text, 0, sizeof(text));
     memcpy(secret, s, sizeof(s));
     memset(s, 0, sizeof(s));
     return DPS_OK;
 
-err_write:
-    dps_seterr(err, errlen, "cannot write %s/%s: %s", dir, name,
-               strerror(errno));
-    rc = DPS_ERR_IO;
-    if (fd >= 0) {
-        close(fd);
-    }
-    unlinkat(dfd, name, 0);
 err_dfd:
     close(dfd);
 err_dir:
     if (created) {
         rmdir(dir);
     }
-    memset(text, 0, sizeof(text));
     memset(s, 0, sizeof(s));
     return rc;
 }

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Unit tests of the wire protocol (dps_proto.c) and the hex helpers. */
+/* Unit tests of the wire protocol (dps_proto.c, dps_encode.c) and the hex
+ * helpers. */
 #include "common/dps_proto.h"
 #include "common/dps_status.h"
 #include "common/dps_ucx.h"

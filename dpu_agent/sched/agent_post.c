@@ -6,7 +6,9 @@
  * ROUND, INST_FAIL and COMM_FREE from other agents. See agent_sched.h.
  */
 #define _GNU_SOURCE
-#include "dpu_agent/agent_sched.h"
+#include "dpu_agent/sched/agent_sched.h"
+#include "dpu_agent/keys/agent_keys.h"
+#include "dpu_agent/core/agent_chan.h"
 #include "common/dps_log.h"
 #include "common/dps_status.h"
 

@@ -2,19 +2,18 @@
 /*
  * The direct data path (agent_exec.c has the staged one): a move whose
  * destination rank has a DMA engine on this host goes to it as one
- * command through the rank's shared-memory segment, and its done report
- * ends the move. Moves from unpacked send data (READ_GATHER) go only
- * this way.
+ * command through the rank's shared-memory segment, and its done report,
+ * through the same segment, ends the move. Moves from unpacked send data
+ * (READ_GATHER) go only this way.
  */
 #define _GNU_SOURCE
-#include "dpu_agent/agent.h"
+#include "dpu_agent/move/agent_move.h"
+#include "dpu_agent/move/agent_movers.h"
 #include "common/dps_log.h"
 #include "common/dps_status.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-#define world_of agent_move_world
 
 /*
  * Direct path: a move whose destination rank has a DMA engine (its
@@ -69,7 +68,7 @@ void agent_dispatch_engines(agent_t *a)
                           "has none (or it was to be reduced): the "
                           "collective fails",
                           world_of(m, m->src), world_of(m, m->dst));
-                agent_move_done(a, m, DPS_ERR_IO);
+                a->up.move_done(a, m, DPS_ERR_IO);
                 continue;
             }
             prev = m;
@@ -118,7 +117,8 @@ void agent_dispatch_engines(agent_t *a)
     }
 }
 
-void agent_engine_done(agent_t *a, agent_link_t *l, const dps_done_t *d)
+/* An engine finished the command with id: its move is done. */
+static void engine_done(agent_t *a, agent_link_t *l, const dps_done_t *d)
 {
     void *key = (void *)(uintptr_t)d->id;
     agent_move_t *m;
@@ -139,5 +139,36 @@ void agent_engine_done(agent_t *a, agent_link_t *l, const dps_done_t *d)
                   world_of(m, m->src));
     }
     m->read = m->written = m->len;
-    agent_move_done(a, m, d->status);
+    a->up.move_done(a, m, d->status);
+}
+
+int agent_engines_reap(agent_t *a)
+{
+    agent_link_t *l;
+    int n = 0;
+
+    for (l = a->links; l != NULL; l = l->next) {
+        dps_done_t d;
+
+        while (dps_shm_done_get(l->shm, &d)) {
+            n++;
+            engine_done(a, l, &d);
+        }
+    }
+    return n;
+}
+
+void agent_engines_fini(agent_t *a)
+{
+    agent_link_t *l;
+
+    for (l = a->links; l != NULL; l = l->next) {
+        agent_move_t *m, *tmp;
+
+        HASH_ITER(hh_cmd, l->cmds, m, tmp) {
+            HASH_DELETE(hh_cmd, l->cmds, m);
+            free(m);
+        }
+        l->cmds_out = 0;
+    }
 }

@@ -5,7 +5,8 @@
  * by (world rank, id), forwarded once to each agent that needs it, and
  * dropped when a REG_FREE names the id.
  */
-#include "dpu_agent/agent.h"
+#include "dpu_agent/keys/agent_keys.h"
+#include "dpu_agent/core/agent_chan.h"
 #include "common/dps_log.h"
 #include "common/dps_status.h"
 

@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The agent's side of the shared-memory channels (common/dps_shm.h): one
- * segment per rank on this host, mapped when the rank offers it. Posts
- * and other messages come in through it, completions go out through it,
- * and its DMA engine takes commands and reports them done through it. A
- * rank is woken (kicked) only when it says it sleeps.
+ * The agent's channels: to other agents by UCX; to ranks by UCX, or
+ * through the agent's side of the shared-memory channels
+ * (common/dps_shm.h): one segment per rank on this host, mapped when the
+ * rank offers it. Posts and other messages come in through it,
+ * completions go out through it (its DMA engine also takes commands and
+ * reports them done through it: move/agent_engines.c). A rank is woken
+ * (kicked) only when it says it sleeps.
  */
 #define _GNU_SOURCE
-#include "dpu_agent/agent.h"
+#include "dpu_agent/core/agent_chan.h"
 #include "common/dps_log.h"
 #include "common/dps_status.h"
 
@@ -89,6 +91,14 @@ static void wake_rank(agent_t *a, agent_link_t *l)
     }
 }
 
+int agent_send_agent(agent_t *a, uint32_t idx, void *msg, size_t len)
+{
+    int rc = dps_ucx_send(a->agent_ep[idx], msg, len);
+
+    dps_kick((int)a->job_key, (int)idx);
+    return rc;
+}
+
 void agent_send_rank(agent_t *a, uint32_t w, void *msg, size_t len)
 {
     agent_link_t *l = agent_link(a, w);
@@ -141,7 +151,6 @@ int agent_shm_poll(agent_t *a, dps_inmsg_t **deferred)
     int handled = 0;
 
     for (l = a->links; l != NULL; l = l->next) {
-        dps_done_t d;
         long n;
 
         if (l->outq_head != NULL && flush_outq(l)) {
@@ -168,7 +177,7 @@ int agent_shm_poll(agent_t *a, dps_inmsg_t **deferred)
                           l->world, err);
                 continue;
             }
-            rc = agent_handle(a, &msg);
+            rc = a->up.handle(a, &msg);
             if (rc == DPS_ERR_AGAIN) {
                 dps_inmsg_t *m = malloc(sizeof(*m) + (size_t)n);
 
@@ -184,10 +193,6 @@ int agent_shm_poll(agent_t *a, dps_inmsg_t **deferred)
                 dps_error("cannot serve the job: %s", dps_status_str(rc));
                 a->quit = 1;
             }
-        }
-        while (dps_shm_done_get(l->shm, &d)) {
-            handled++;
-            agent_engine_done(a, l, &d);
         }
     }
     return handled;
@@ -232,13 +237,7 @@ void agent_shm_fini(agent_t *a)
     agent_link_t *l;
 
     while ((l = a->links) != NULL) {
-        agent_move_t *m, *tmp;
-
         a->links = l->next;
-        HASH_ITER(hh_cmd, l->cmds, m, tmp) {
-            HASH_DELETE(hh_cmd, l->cmds, m);
-            free(m);
-        }
         while (l->outq_head != NULL) {
             dps_inmsg_t *m = l->outq_head;
 

@@ -8,7 +8,8 @@
  * agents); agent_sched.h explains how it works.
  */
 #define _GNU_SOURCE
-#include "dpu_agent/agent_sched.h"
+#include "dpu_agent/sched/agent_sched.h"
+#include "dpu_agent/core/agent_chan.h"
 #include "common/dps_log.h"
 #include "common/dps_status.h"
 

@@ -2,11 +2,13 @@
 /*
  * Instances of collectives, whatever collective they came from: each
  * local rank's steps of its current round start as soon as they can, and
- * become moves (agent_exec.c); rounds end, ranks complete, failures end
+ * become moves (move/agent_move.h); rounds end, ranks complete, failures end
  * every rank's part. See agent_sched.h.
  */
 #define _GNU_SOURCE
-#include "dpu_agent/agent_sched.h"
+#include "dpu_agent/sched/agent_sched.h"
+#include "dpu_agent/core/agent_chan.h"
+#include "dpu_agent/move/agent_move.h"
 #include "common/dps_log.h"
 #include "common/dps_status.h"
 
@@ -87,7 +89,7 @@ void agent_begin_round(agent_rstate_t *rs)
 
 /* Local rank r: complete it if it can (done, or failed). No move
  * writing into it is under way: what they wrote is visible there
- * (agent_move_done comes after the flush of UCX puts). */
+ * (move_done comes after the flush of UCX puts). */
 void agent_try_complete(agent_t *a, agent_inst_t *in, uint32_t r)
 {
     agent_rstate_t *rs = &in->rs[r];
@@ -344,6 +346,20 @@ void agent_inst_progress(agent_t *a, agent_inst_t *in)
     agent_inst_maybe_destroy(a, in);
 }
 
+/* Drop the queued, not yet started moves of in: nothing will write
+ * through them. */
+static void moves_drop(agent_t *a, agent_inst_t *in)
+{
+    agent_move_t *m = agent_moves_unqueue(a, in), *next;
+
+    for (; m != NULL; m = next) {
+        next = m->next;
+        in->moves_live--;
+        in->rs[m->dst].moves_in--;
+        free(m);
+    }
+}
+
 /*
  * The instance fails on every rank (mismatched or erroneous arguments):
  * no move starts any more; a rank of ours completes, with the error, once
@@ -363,7 +379,7 @@ void agent_inst_fail(agent_t *a, agent_inst_t *in, int status, int tell)
     }
     in->failed = 1;
     in->error = status;
-    agent_moves_drop(a, in);
+    moves_drop(a, in);
     if (tell) {
         uint8_t *told = calloc(a->nagents, 1);
 
@@ -401,15 +417,10 @@ static int round_over(const agent_t *a, const agent_inst_t *in, uint32_t r)
     return is_local(a, in->comm, r) && rs->st != NULL && rs->left == 0;
 }
 
-void agent_move_dropped(agent_t *a, agent_move_t *m)
-{
-    (void)a;
-    m->inst->moves_live--;
-    m->inst->rs[m->dst].moves_in--;
-    free(m);
-}
-
-void agent_move_done(agent_t *a, agent_move_t *m, int status)
+/* a->up.move_done: move m is finished, its bytes visible in the
+ * destination (status: DPS_OK or an error): steps advance, ranks
+ * complete. Frees m. */
+static void move_done(agent_t *a, agent_move_t *m, int status)
 {
     agent_inst_t *in = m->inst;
     agent_rstate_t *rs = &in->rs[m->dst];
@@ -479,4 +490,9 @@ void agent_dump(agent_t *a, FILE *out)
         }
     }
     fflush(out);
+}
+
+void agent_sched_init(agent_t *a)
+{
+    a->up.move_done = move_done;
 }

@@ -8,7 +8,7 @@
  * creates UCX objects, never blocks on a client and never trusts one.
  */
 #define _GNU_SOURCE
-#include "dpu_agent/agent_listen.h"
+#include "dpu_agent/job/agent_listen.h"
 #include "common/dps_listen.h"
 #include "common/dps_log.h"
 #include "common/dps_status.h"

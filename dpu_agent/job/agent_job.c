@@ -4,10 +4,12 @@
  * agent and address, every agent's address), the process table (PROCS),
  * each rank's HELLO answered with READY once all is wired; statistics and
  * pings; and the dispatch of every message to its handler (collectives
- * go to the schedule engine, agent_post.c).
+ * go to the schedule engine, sched/agent_post.c).
  */
 #define _GNU_SOURCE
-#include "dpu_agent/agent.h"
+#include "dpu_agent/job/agent_job.h"
+#include "dpu_agent/sched/agent_sched.h"
+#include "dpu_agent/core/agent_chan.h"
 #include "common/dps_log.h"
 #include "common/dps_status.h"
 
@@ -25,14 +27,6 @@ static uint64_t cpu_ns(void)
     return (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) *
            1000000000ull +
            (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000u;
-}
-
-int agent_send_agent(agent_t *a, uint32_t idx, void *msg, size_t len)
-{
-    int rc = dps_ucx_send(a->agent_ep[idx], msg, len);
-
-    dps_kick((int)a->job_key, (int)idx);
-    return rc;
 }
 
 /* Our counters, to the rank that spawned us (the first of our ranks). */
@@ -285,4 +279,9 @@ int agent_handle(agent_t *a, const dps_msg_t *msg)
         dps_error("unexpected %s message", dps_msg_type_str(msg->type));
         return DPS_ERR_PROTO;
     }
+}
+
+void agent_job_init(agent_t *a)
+{
+    a->up.handle = agent_handle;
 }

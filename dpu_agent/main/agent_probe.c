@@ -4,7 +4,7 @@
  * them is an NVIDIA BlueField DPU (its integrated ConnectX reports the
  * BlueField's PCI device id as the verbs vendor part id).
  */
-#include "dpu_agent/agent.h"
+#include "dpu_agent/main/agent_probe.h"
 
 #include <errno.h>
 #include <infiniband/verbs.h>

@@ -1,5 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Internal interfaces of dpu_agent. */
+/*
+ * The agent's state and the types its parts share: communicators,
+ * schedules, instances, moves, staging slots, links to ranks. Each
+ * folder's header declares its functions (core/agent_chan.h,
+ * keys/agent_keys.h, move/agent_move.h, sched/agent_sched.h,
+ * job/agent_job.h).
+ */
 #ifndef AGENT_H
 #define AGENT_H
 
@@ -173,8 +179,29 @@ typedef struct agent_link {
     struct agent_link *next;
 } agent_link_t;
 
+struct agent;
+
+/*
+ * Calls from a lower part of the agent up into a higher one. The agent's
+ * folders depend on each other one way, main > job > sched > move > keys
+ * > core; where a lower part must reach up, the part that implements the
+ * call sets it here once at start-up, before any message is handled
+ * (agent_job_init, agent_sched_init).
+ */
+typedef struct agent_upcalls {
+    /* A message a rank sent through its segment, decoded (core's channel
+     * poll): DPS_OK, DPS_ERR_AGAIN (keep it for later) or an error. The
+     * job's dispatch, agent_handle (job/agent_job.c). */
+    int  (*handle)(struct agent *a, const dps_msg_t *msg);
+    /* Move m is finished, its bytes visible in the destination (status:
+     * DPS_OK or an error), by a staging slot or a DMA engine (move/):
+     * steps advance, ranks complete. Frees m (sched/agent_inst.c). */
+    void (*move_done)(struct agent *a, agent_move_t *m, int status);
+} agent_upcalls_t;
+
 typedef struct agent {
     dps_ucx_t      ucx;
+    agent_upcalls_t up;           /* set at start-up by the upper parts */
     int            parent_fd;     /* EOF when the spawning rank dies */
     int            kick_fd[2];    /* wake-up sockets: by pid, by job */
     int            epfd;
@@ -229,102 +256,10 @@ static inline agent_link_t *agent_link(const agent_t *a, uint32_t w)
     return w < a->nlinks_cap ? a->link_of[w] : NULL;
 }
 
-/* SHM: map a rank's segment (agent_shm.c). */
-int agent_shm_attach(agent_t *a, const dps_msg_shm_t *m);
-
-/* Send a message (ownership taken) to world rank w: through its segment
- * (waking it if it sleeps) or by UCX. */
-void agent_send_rank(agent_t *a, uint32_t w, void *msg, size_t len);
-
-/* Take in every rank's messages and engine dones; the number handled.
- * Messages whose communicator is not known yet go to *deferred. */
-int agent_shm_poll(agent_t *a, dps_inmsg_t **deferred);
-
-/* Before sleeping: set our flag in every segment; 0 if work came in
- * meanwhile (flags cleared again). After waking: agent_shm_awake. */
-int agent_shm_may_sleep(agent_t *a);
-void agent_shm_awake(agent_t *a);
-
-/* Unmap every segment. */
-void agent_shm_fini(agent_t *a);
-
-/* Give queued moves whose destination has a DMA engine (and whose source
- * is on this host) to that engine (agent_exec.c). */
-void agent_dispatch_engines(agent_t *a);
-
-/* An engine finished the move with id (agent_exec.c). */
-void agent_engine_done(agent_t *a, agent_link_t *l, const dps_done_t *d);
-
-/* Queue a move (agent_exec.c); the executor carries it out. */
-void agent_move_queue(agent_t *a, agent_move_t *m);
-
-/* Drop the queued, not yet started moves of an instance (agent_exec.c);
- * each is passed to agent_move_dropped. */
-void agent_moves_drop(agent_t *a, agent_inst_t *in);
-
-/* A move is finished, its bytes visible in the destination (status:
- * DPS_OK or an error), or dropped unstarted (agent_inst.c): steps
- * advance, ranks complete. Frees m. */
-void agent_move_done(agent_t *a, agent_move_t *m, int status);
-void agent_move_dropped(agent_t *a, agent_move_t *m);
-
-/* Registration keys (agent_keys.c): the key of (world, id) cached, or
- * taken from a message (buf, len > 0); NULL if unknown (logged). */
-agent_key_t *agent_key_take(agent_t *a, uint32_t world, uint64_t id,
-                            const uint8_t *buf, uint32_t len);
-/* The unpacked key, for UCX get/put on its owner's memory, or NULL. */
-ucp_rkey_h agent_key_rkey(agent_t *a, agent_key_t *k);
-int agent_handle_reg_free(agent_t *a, const dps_msg_t *msg);
-
 /* Does the rank share this agent's memory system (copies use CMA)? */
 static inline int agent_rank_cma(const agent_t *a, uint32_t world)
 {
     return !a->force_ucx && a->rank_node[world] == a->my_node;
 }
-
-/* Send a message (ownership taken) to another agent and wake it up. */
-int agent_send_agent(agent_t *a, uint32_t idx, void *msg, size_t len);
-
-/* Handle one decoded message. Returns DPS_OK or an error (logged). */
-int agent_handle(agent_t *a, const dps_msg_t *msg);
-
-/* Issue staging reads/writes for queued moves; reap finished slots. */
-void agent_schedule(agent_t *a);
-
-/* --probe: print the RDMA devices and whether a BlueField is among them.
- * Returns 0 if one is, 1 if none, 2 if the devices cannot be listed. */
-int agent_probe(FILE *out);
-
-/* "BlueField-2" etc. for a verbs vendor OUI and part id, else NULL. */
-const char *agent_bluefield_name(uint32_t vendor_id, uint32_t part_id);
-
-/* Drop every cached registration key. */
-void agent_keys_fini(agent_t *a);
-
-/* Nothing to do but wait for UCX or copy threads: may sleep. */
-int agent_may_sleep(const agent_t *a);
-
-/* eventfd the copy threads signal, or -1 (none yet). */
-int agent_copy_fd(const agent_t *a);
-
-/* The copy threads exist now: watch agent_copy_fd (agent_main.c). */
-void agent_copiers_started(agent_t *a);
-
-/* Set up staging memory (a->chunk, a->nslots set); DPS_OK or DPS_ERR_*
- * (agent_exec.c). */
-int agent_exec_init(agent_t *a);
-
-/* Stop the copy threads and free the staging memory and queued moves. */
-void agent_exec_fini(agent_t *a);
-
-/* Collective messages: POST, PEER_POST, SEND_DONE, ROUND, INST_FAIL,
- * COMM_FREE, REG_FREE, SCHED_FREE (agent_post.c). */
-int agent_handle_coll(agent_t *a, const dps_msg_t *msg);
-
-/* Print every live instance: each rank's round and steps (SIGUSR1). */
-void agent_dump(agent_t *a, FILE *out);
-
-/* Release every instance, communicator, schedule and key. */
-void agent_sched_fini(agent_t *a);
 
 #endif

@@ -11,7 +11,8 @@
  * round start as soon as they can: a COPY or REDUCE at once, a RECV or
  * RECV_REDUCE once the peer has posted and reached the round of the
  * matching SEND (the k-th SEND of s to d pairs with the k-th RECV of d
- * from s). Each becomes a move (agent_exec.c). A round ends when every
+ * from s). Each becomes a move (move/agent_move.h), which ends with
+ * a->up.move_done. A round ends when every
  * step of it is done, its SENDs included (their readers say so); the
  * rank completes after its last round, once what was written into it has
  * landed.
@@ -27,7 +28,9 @@
 #ifndef DPS_AGENT_SCHED_H
 #define DPS_AGENT_SCHED_H
 
-#include "dpu_agent/agent.h"
+#include "dpu_agent/core/agent.h"
+
+#include <stdio.h>
 
 static inline int is_local(const agent_t *a, const agent_comm_t *c,
                            uint32_t r)
@@ -40,6 +43,22 @@ static inline uint32_t agent_of(const agent_t *a, const agent_comm_t *c,
 {
     return a->rank_agent[c->members[r]];
 }
+
+/* Register what the movers call when a move ends (a->up.move_done), at
+ * start-up (agent_inst.c). */
+void agent_sched_init(agent_t *a);
+
+/* Collective messages: POST, PEER_POST, SEND_DONE, ROUND, INST_FAIL,
+ * COMM_FREE, REG_FREE, SCHED_FREE (agent_post.c). DPS_OK, DPS_ERR_AGAIN
+ * (handle it again later) or an error (logged). */
+int agent_handle_coll(agent_t *a, const dps_msg_t *msg);
+
+/* Print every live instance: each rank's round and steps (SIGUSR1;
+ * agent_inst.c). */
+void agent_dump(agent_t *a, FILE *out);
+
+/* Release every instance, communicator, schedule and key (agent_post.c). */
+void agent_sched_fini(agent_t *a);
 
 /* agent_sched.c */
 agent_comm_t *agent_comm_get(agent_t *a, uint64_t id, uint32_t size,

@@ -1,0 +1,16 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* dpu_agent --probe: RDMA devices and BlueField DPUs (agent_probe.c). */
+#ifndef AGENT_PROBE_H
+#define AGENT_PROBE_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+/* --probe: print the RDMA devices and whether a BlueField is among them.
+ * Returns 0 if one is, 1 if none, 2 if the devices cannot be listed. */
+int agent_probe(FILE *out);
+
+/* "BlueField-2" etc. for a verbs vendor OUI and part id, else NULL. */
+const char *agent_bluefield_name(uint32_t vendor_id, uint32_t part_id);
+
+#endif

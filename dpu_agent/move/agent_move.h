@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Moves: the bytes of a transfer or local step carried out, by the
+ * destination rank's DMA engine (agent_engines.c) or staged through the
+ * agent (agent_exec.c, with CMA copies in agent_cma.c). Whoever queues a
+ * move hears of its end through a->up.move_done. Nothing here knows which
+ * collective a move belongs to.
+ */
+#ifndef AGENT_MOVE_H
+#define AGENT_MOVE_H
+
+#include "dpu_agent/core/agent.h"
+
+/* Set up staging memory (a->chunk, a->nslots set); DPS_OK or DPS_ERR_*. */
+int agent_exec_init(agent_t *a);
+
+/* Stop the copy threads, free the staging memory and every move not
+ * finished (queued, being flushed, or given to an engine). */
+void agent_exec_fini(agent_t *a);
+
+/* Queue a move (taken); the executor carries it out and ends it with
+ * a->up.move_done. */
+void agent_move_queue(agent_t *a, agent_move_t *m);
+
+/* Take the queued, not yet started moves of instance in off the queue:
+ * the caller gets them, in queue order, linked through next (NULL if
+ * none). */
+agent_move_t *agent_moves_unqueue(agent_t *a, agent_inst_t *in);
+
+/* Give queued moves whose destination has a DMA engine (and whose source
+ * is on this host) to that engine (agent_engines.c). */
+void agent_dispatch_engines(agent_t *a);
+
+/* Take in the engines' done reports, each ending its move; the number
+ * taken (agent_engines.c). */
+int agent_engines_reap(agent_t *a);
+
+/* Issue staging reads/writes for queued moves; reap finished slots. */
+void agent_schedule(agent_t *a);
+
+/* Nothing to do but wait for UCX or copy threads: may sleep. */
+int agent_may_sleep(const agent_t *a);
+
+/* eventfd the copy threads signal, or -1 (none yet); once they exist it
+ * is watched in a->epfd (agent_cma.c). */
+int agent_copy_fd(const agent_t *a);
+
+#endif

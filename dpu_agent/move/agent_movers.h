@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Between the files of move/: the staged path's CMA copies and copy
+ * threads (agent_cma.c), the engines' commands (agent_engines.c). */
+#ifndef AGENT_MOVERS_H
+#define AGENT_MOVERS_H
+
+#include "dpu_agent/core/agent.h"
+#include "common/dps_sched.h"
+
+#define world_of agent_move_world
+
+/* Stage `stage` of slot s (1: read the source, 3: read the destination,
+ * 2: write the destination; as agent_slot_t.state) with CMA,
+ * synchronously, from/to world's memory. UCS_OK, or UCS_ERR_IO_ERROR
+ * (logged). */
+ucs_status_t agent_cma_stage(agent_t *a, agent_slot_t *s, int stage,
+                             uint32_t world);
+
+/* Hand slot s (both sides copied with CMA) to a copy thread, starting
+ * them the first time; 0, or -1 if there are none (copy it here). */
+int agent_copiers_submit(agent_t *a, agent_slot_t *s);
+
+/* Stop the copy threads, if started. */
+void agent_copiers_stop(agent_t *a);
+
+/* Free the moves given to engines and not reported done. */
+void agent_engines_fini(agent_t *a);
+
+/* A reduction's chunk: aux (the destination's) = data (op) aux. */
+static inline ucs_status_t agent_slot_reduce(agent_slot_t *s)
+{
+    agent_move_t *m = s->move;
+
+    return dps_reduce(m->op, m->dtype, s->data, s->aux, s->len) == 0
+           ? UCS_OK : UCS_ERR_INVALID_PARAM;
+}
+
+#endif
