@@ -133,24 +133,15 @@ int shim_coll_begin(int coll, MPI_Comm comm, shim_comm_t **cp,
 int shim_coll_begin_sched(int coll, MPI_Comm comm, shim_comm_t **cp,
                           shim_call_t *k);
 
-#define SHIM_BEGIN(coll, comm, c, k, stock_call)                           \
-    do {                                                                   \
-        MPI_Comm use = (comm);                                             \
-        int go_ = shim_coll_begin((coll), (comm), &(c), &(k), &use);       \
-                                                                           \
-        if (go_ == SHIM_PROBED) {                                          \
-            return SHIM_PROBE_GO;                                          \
-        }                                                                  \
-        if (go_ == SHIM_PROBED) {                                          \
-            return SHIM_PROBE_GO;                                          \
-        }                                                                  \
-        if (go_ == SHIM_STOCK) {                                           \
-            return (stock_call);                                           \
-        }                                                                  \
-        if (go_ != SHIM_GO) {                                              \
-            return MPI_ERR_NO_MEM;                                         \
-        }                                                                  \
-    } while (0)
+/*
+ * Every MPI_I* wrapper's skeleton (the house style's): the shim inactive
+ * or re-entered, stock MPI's call; then shim_coll_start's decision; then
+ * shim_coll_begin. 1 when the call is over, *rc its result (stock MPI's,
+ * a refusal, SHIM_PROBE_GO while probing, MPI_ERR_NO_MEM); 0 when the
+ * wrapper is to place its data and post: *cp and *k set.
+ */
+int shim_coll_enter(const shim_coll_args_t *a, shim_offloads_fn offloads,
+                    shim_comm_t **cp, shim_call_t *k, int *rc);
 
 /* Arrays of size entries for the builder's per-rank counts and offsets:
  * k->arrays holds them. NULL when out of memory. */

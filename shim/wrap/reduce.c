@@ -156,9 +156,8 @@ SHIM_API int MPI_Ireduce(const void *sendbuf, void *recvbuf, int count,
                          MPI_Datatype datatype, MPI_Op op, int root,
                          MPI_Comm comm, MPI_Request *request)
 {
-    const int C = DPS_COLL_REDUCE;
-    shim_coll_args_t a = {.coll = C, .comm = comm, .sbuf = sendbuf,
-                          .scount = count, .stype = datatype,
+    shim_coll_args_t a = {.coll = DPS_COLL_REDUCE, .comm = comm,
+                          .sbuf = sendbuf, .scount = count, .stype = datatype,
                           .rbuf = recvbuf, .op = op, .root = root,
                           .request = request};
     shim_comm_t *c;
@@ -166,17 +165,10 @@ SHIM_API int MPI_Ireduce(const void *sendbuf, void *recvbuf, int count,
     vec_t v;
     int rc;
 
-    if (shim_in_call || !shim.initialized) {
-        return PMPI_Ireduce(sendbuf, recvbuf, count, datatype, op, root,
-                            comm, request);
-    }
-    if (shim_coll_start(&a, count_offloads, &rc)) {
+    if (shim_coll_enter(&a, count_offloads, &c, &k, &rc)) {
         return rc;
     }
     red_offloads(&a, NULL, count, &v);
-    SHIM_BEGIN(C, comm, c, k, PMPI_Ireduce(sendbuf, recvbuf, count,
-                                           datatype, op, root, use,
-                                           request));
     k.args.root = (uint32_t)root;
     k.args.bytes = v.l.bytes;
     if (c->rank != root && sendbuf == MPI_IN_PLACE) {
@@ -192,25 +184,18 @@ SHIM_API int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count,
                             MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
                             MPI_Request *request)
 {
-    const int C = DPS_COLL_ALLREDUCE;
-    shim_coll_args_t a = {.coll = C, .comm = comm, .sbuf = sendbuf,
-                          .scount = count, .stype = datatype,
+    shim_coll_args_t a = {.coll = DPS_COLL_ALLREDUCE, .comm = comm,
+                          .sbuf = sendbuf, .scount = count, .stype = datatype,
                           .rbuf = recvbuf, .op = op, .request = request};
     shim_comm_t *c;
     shim_call_t k;
     vec_t v;
     int rc;
 
-    if (shim_in_call || !shim.initialized) {
-        return PMPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm,
-                               request);
-    }
-    if (shim_coll_start(&a, count_offloads, &rc)) {
+    if (shim_coll_enter(&a, count_offloads, &c, &k, &rc)) {
         return rc;
     }
     red_offloads(&a, NULL, count, &v);
-    SHIM_BEGIN(C, comm, c, k, PMPI_Iallreduce(sendbuf, recvbuf, count,
-                                              datatype, op, use, request));
     k.args.bytes = v.l.bytes;
     return vec_post(c, &k, &v, sendbuf, count, recvbuf, count, 1, datatype,
                     comm, request);
@@ -221,26 +206,19 @@ SHIM_API int MPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf,
                                        MPI_Op op, MPI_Comm comm,
                                        MPI_Request *request)
 {
-    const int C = DPS_COLL_REDUCE_SCATTER_BLOCK;
-    shim_coll_args_t a = {.coll = C, .comm = comm, .sbuf = sendbuf,
-                          .rcount = recvcount, .stype = datatype,
-                          .rbuf = recvbuf, .op = op, .request = request};
+    shim_coll_args_t a = {.coll = DPS_COLL_REDUCE_SCATTER_BLOCK, .comm = comm,
+                          .sbuf = sendbuf, .rcount = recvcount,
+                          .stype = datatype, .rbuf = recvbuf, .op = op,
+                          .request = request};
     int size = shim_comm_size(comm), rc;
     shim_comm_t *c;
     shim_call_t k;
     vec_t v;
 
-    if (shim_in_call || !shim.initialized) {
-        return PMPI_Ireduce_scatter_block(sendbuf, recvbuf, recvcount,
-                                          datatype, op, comm, request);
-    }
-    if (shim_coll_start(&a, block_offloads, &rc)) {
+    if (shim_coll_enter(&a, block_offloads, &c, &k, &rc)) {
         return rc;
     }
     red_offloads(&a, NULL, recvcount, &v);
-    SHIM_BEGIN(C, comm, c, k, PMPI_Ireduce_scatter_block(sendbuf, recvbuf,
-                                                         recvcount, datatype,
-                                                         op, use, request));
     k.args.bytes = v.l.bytes;
     return vec_post(c, &k, &v, sendbuf, recvcount * size, recvbuf,
                     recvcount, 1, datatype, comm, request);
@@ -251,30 +229,23 @@ SHIM_API int MPI_Ireduce_scatter(const void *sendbuf, void *recvbuf,
                                  MPI_Datatype datatype, MPI_Op op,
                                  MPI_Comm comm, MPI_Request *request)
 {
-    const int C = DPS_COLL_REDUCE_SCATTER;
-    shim_coll_args_t a = {.coll = C, .comm = comm, .sbuf = sendbuf,
-                          .rcounts = recvcounts, .stype = datatype,
-                          .rbuf = recvbuf, .op = op, .request = request};
+    shim_coll_args_t a = {.coll = DPS_COLL_REDUCE_SCATTER, .comm = comm,
+                          .sbuf = sendbuf, .rcounts = recvcounts,
+                          .stype = datatype, .rbuf = recvbuf, .op = op,
+                          .request = request};
     int size = shim_comm_size(comm), i, rc;
     uint64_t total = 0, *arr;
     shim_comm_t *c;
     shim_call_t k;
     vec_t v;
 
-    if (shim_in_call || !shim.initialized) {
-        return PMPI_Ireduce_scatter(sendbuf, recvbuf, recvcounts, datatype,
-                                    op, comm, request);
-    }
-    if (shim_coll_start(&a, mean_offloads, &rc)) {
+    if (shim_coll_enter(&a, mean_offloads, &c, &k, &rc)) {
         return rc;
     }
     red_offloads(&a, NULL, 0, &v);
     for (i = 0; i < size; i++) {
         total += (uint64_t)recvcounts[i];
     }
-    SHIM_BEGIN(C, comm, c, k, PMPI_Ireduce_scatter(sendbuf, recvbuf,
-                                                   recvcounts, datatype, op,
-                                                   use, request));
     arr = shim_call_arrays(&k, size, 1);
     if (arr == NULL) {
         return shim_place_failed(c, &k, MPI_ERR_NO_MEM, comm, request);
@@ -300,14 +271,10 @@ static int scan(int C, const void *sendbuf, void *recvbuf, int count,
     vec_t v;
     int rc;
 
-    if (shim_in_call || !shim.initialized) {
-        return shim_coll_stock(&a, comm, request);
-    }
-    if (shim_coll_start(&a, count_offloads, &rc)) {
+    if (shim_coll_enter(&a, count_offloads, &c, &k, &rc)) {
         return rc;
     }
     red_offloads(&a, NULL, count, &v);
-    SHIM_BEGIN(C, comm, c, k, shim_coll_stock(&a, use, request));
     k.args.bytes = v.l.bytes;
     return vec_post(c, &k, &v, sendbuf, count, recvbuf, count, 1, datatype,
                     comm, request);
