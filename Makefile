@@ -50,7 +50,8 @@ SHIM_SRC   := shim/boot/init.c shim/boot/spawn.c shim/boot/place.c \
               shim/wrap/check_types.c shim/wrap/check_mpich.c \
               shim/wrap/check_ompi.c \
               shim/wrap/move.c shim/wrap/reduce.c shim/wrap/neigh.c \
-              shim/wrap/persistent.c \
+              shim/wrap/persistent.c shim/wrap/pers_init.c \
+              shim/wrap/pers_dup.c \
               shim/wrap/start.c shim/wrap/group.c shim/fortran/ompi.c \
               shim/fortran/ompi_pers.c shim/fortran/ompi_wait.c \
               shim/fortran/mpich.c $(BLD_SRC)
