@@ -53,7 +53,7 @@ SHIM_SRC   := shim/boot/init.c shim/boot/spawn.c shim/boot/place.c \
               shim/wrap/persistent.c shim/wrap/pers_init.c \
               shim/wrap/pers_dup.c \
               shim/wrap/start.c shim/wrap/group.c shim/fortran/ompi.c \
-              shim/fortran/ompi_pers.c shim/fortran/ompi_wait.c \
+              shim/fortran/ompi_colls.c shim/fortran/ompi_wait.c \
               shim/fortran/mpich.c $(BLD_SRC)
 AGENT_SRC  := dpu_agent/agent_main.c dpu_agent/agent_job.c \
               dpu_agent/agent_sched.c dpu_agent/agent_inst.c \
