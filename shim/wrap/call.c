@@ -346,8 +346,10 @@ int shim_coll_start(const shim_coll_args_t *a, shim_offloads_fn offloads,
     return 0;
 }
 
-int shim_coll_enter(const shim_coll_args_t *a, shim_offloads_fn offloads,
-                    shim_comm_t **cp, shim_call_t *k, int *rc)
+/* Every wrapper's skeleton up to the offload: 1 when the call is over
+ * (*rc its result), 0 when it is to be offloaded (*cp and *k set). */
+static int enter(const shim_coll_args_t *a, shim_offloads_fn offloads,
+                 shim_comm_t **cp, shim_call_t *k, int *rc)
 {
     MPI_Comm use = a->comm;
 
@@ -372,6 +374,19 @@ int shim_coll_enter(const shim_coll_args_t *a, shim_offloads_fn offloads,
         break;
     }
     return 1;
+}
+
+int shim_coll_run(const shim_coll_args_t *a, shim_offloads_fn offloads,
+                  shim_post_fn post)
+{
+    shim_comm_t *c;
+    shim_call_t k;
+    int rc;
+
+    if (enter(a, offloads, &c, &k, &rc)) {
+        return rc;
+    }
+    return post(c, &k, a);
 }
 
 int shim_call_rejected(const shim_coll_args_t *a, const shim_check_t *chk,

@@ -133,15 +133,20 @@ int shim_coll_begin(int coll, MPI_Comm comm, shim_comm_t **cp,
 int shim_coll_begin_sched(int coll, MPI_Comm comm, shim_comm_t **cp,
                           shim_call_t *k);
 
+/* What a wrapper does once the call is to be offloaded: place a's data
+ * in k (begun on c by shim_coll_begin) and post it (shim_call_post).
+ * Returns the call's result. */
+typedef int (*shim_post_fn)(shim_comm_t *c, shim_call_t *k,
+                            const shim_coll_args_t *a);
+
 /*
- * Every MPI_I* wrapper's skeleton (the house style's): the shim inactive
- * or re-entered, stock MPI's call; then shim_coll_start's decision; then
- * shim_coll_begin. 1 when the call is over, *rc its result (stock MPI's,
- * a refusal, SHIM_PROBE_GO while probing, MPI_ERR_NO_MEM); 0 when the
- * wrapper is to place its data and post: *cp and *k set.
+ * Every MPI_I* wrapper's skeleton (the house style's), for the call with
+ * a's arguments: the shim inactive or re-entered, stock MPI's call; else
+ * shim_coll_start's decision by offloads; offloaded, shim_coll_begin and
+ * post. The call's result (SHIM_PROBE_* while probing).
  */
-int shim_coll_enter(const shim_coll_args_t *a, shim_offloads_fn offloads,
-                    shim_comm_t **cp, shim_call_t *k, int *rc);
+int shim_coll_run(const shim_coll_args_t *a, shim_offloads_fn offloads,
+                  shim_post_fn post);
 
 /* Arrays of size entries for the builder's per-rank counts and offsets:
  * k->arrays holds them. NULL when out of memory. */

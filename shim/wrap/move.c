@@ -19,18 +19,18 @@ static int any_size(const shim_coll_args_t *a, const shim_check_t *chk)
     return shim_any_size();
 }
 
+/* Ibarrier, after the decision (shim_post_fn): no data. */
+static int barrier(shim_comm_t *c, shim_call_t *k, const shim_coll_args_t *a)
+{
+    return shim_call_post(c, k, a->request);
+}
+
 SHIM_API int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request)
 {
     shim_coll_args_t a = {.coll = DPS_COLL_BARRIER, .comm = comm,
                           .request = request};
-    shim_comm_t *c;
-    shim_call_t k;
-    int rc;
 
-    if (shim_coll_enter(&a, any_size, &c, &k, &rc)) {
-        return rc;
-    }
-    return shim_call_post(c, &k, request);
+    return shim_coll_run(&a, any_size, barrier);
 }
 
 static int root_ok(const shim_coll_args_t *a, const shim_check_t *chk)
@@ -45,33 +45,36 @@ static int bcast_offloads(const shim_coll_args_t *a, const shim_check_t *chk)
            shim_size_offloads(a->stype, a->scount, chk != NULL);
 }
 
+/* Ibcast, after the decision: the buffer is sent at the root, received
+ * elsewhere. */
+static int bcast(shim_comm_t *c, shim_call_t *k, const shim_coll_args_t *a)
+{
+    shim_blocks_t b = {a->sbuf, 1, a->scount, NULL, NULL, a->stype, NULL, 0,
+                       NULL, 0};
+    shim_layout_t l;
+    uint64_t cnt, off;
+    int rc;
+
+    shim_layout(a->stype, a->scount, &l);
+    k->args.root = (uint32_t)a->root;
+    k->args.bytes = l.bytes;
+    rc = c->rank == a->root ? shim_place_send(k, &b, &cnt, &off)
+                            : shim_place_recv(k, &b, &cnt, &off);
+    if (rc != MPI_SUCCESS) {
+        return shim_place_failed(c, k, rc, a->comm, a->request);
+    }
+    k->bytes = l.bytes;   /* the message, on every rank */
+    return shim_call_post(c, k, a->request);
+}
+
 SHIM_API int MPI_Ibcast(void *buffer, int count, MPI_Datatype datatype,
                         int root, MPI_Comm comm, MPI_Request *request)
 {
     shim_coll_args_t a = {.coll = DPS_COLL_BCAST, .comm = comm,
                           .sbuf = buffer, .scount = count, .stype = datatype,
                           .root = root, .request = request};
-    shim_blocks_t b = {buffer, 1, count, NULL, NULL, datatype, NULL, 0,
-                       NULL, 0};
-    shim_layout_t l;
-    shim_comm_t *c;
-    shim_call_t k;
-    uint64_t cnt, off;
-    int rc;
 
-    if (shim_coll_enter(&a, bcast_offloads, &c, &k, &rc)) {
-        return rc;
-    }
-    shim_layout(datatype, count, &l);
-    k.args.root = (uint32_t)root;
-    k.args.bytes = l.bytes;
-    rc = c->rank == root ? shim_place_send(&k, &b, &cnt, &off)
-                         : shim_place_recv(&k, &b, &cnt, &off);
-    if (rc != MPI_SUCCESS) {
-        return shim_place_failed(c, &k, rc, comm, request);
-    }
-    k.bytes = l.bytes;   /* the message, on every rank */
-    return shim_call_post(c, &k, request);
+    return shim_coll_run(&a, bcast_offloads, bcast);
 }
 
 /* The rank's own block of a gathered buffer (rooted or all), when it is
@@ -207,14 +210,8 @@ SHIM_API int MPI_Igather(const void *sendbuf, int sendcount,
                           .stype = sendtype, .rbuf = recvbuf,
                           .rcount = recvcount, .rtype = recvtype, .root = root,
                           .request = request};
-    shim_comm_t *c;
-    shim_call_t k;
-    int rc;
 
-    if (shim_coll_enter(&a, rooted_offloads, &c, &k, &rc)) {
-        return rc;
-    }
-    return rooted(c, &k, &a);
+    return shim_coll_run(&a, rooted_offloads, rooted);
 }
 
 SHIM_API int MPI_Igatherv(const void *sendbuf, int sendcount,
@@ -228,14 +225,8 @@ SHIM_API int MPI_Igatherv(const void *sendbuf, int sendcount,
                           .stype = sendtype, .rbuf = recvbuf,
                           .rcounts = recvcounts, .rdispls = displs,
                           .rtype = recvtype, .root = root, .request = request};
-    shim_comm_t *c;
-    shim_call_t k;
-    int rc;
 
-    if (shim_coll_enter(&a, rooted_offloads, &c, &k, &rc)) {
-        return rc;
-    }
-    return rooted(c, &k, &a);
+    return shim_coll_run(&a, rooted_offloads, rooted);
 }
 
 SHIM_API int MPI_Iscatter(const void *sendbuf, int sendcount,
@@ -248,14 +239,8 @@ SHIM_API int MPI_Iscatter(const void *sendbuf, int sendcount,
                           .stype = sendtype, .rbuf = recvbuf,
                           .rcount = recvcount, .rtype = recvtype, .root = root,
                           .request = request};
-    shim_comm_t *c;
-    shim_call_t k;
-    int rc;
 
-    if (shim_coll_enter(&a, rooted_offloads, &c, &k, &rc)) {
-        return rc;
-    }
-    return rooted(c, &k, &a);
+    return shim_coll_run(&a, rooted_offloads, rooted);
 }
 
 SHIM_API int MPI_Iscatterv(const void *sendbuf, const int sendcounts[],
@@ -269,14 +254,8 @@ SHIM_API int MPI_Iscatterv(const void *sendbuf, const int sendcounts[],
                           .sdispls = displs, .stype = sendtype, .rbuf = recvbuf,
                           .rcount = recvcount, .rtype = recvtype, .root = root,
                           .request = request};
-    shim_comm_t *c;
-    shim_call_t k;
-    int rc;
 
-    if (shim_coll_enter(&a, rooted_offloads, &c, &k, &rc)) {
-        return rc;
-    }
-    return rooted(c, &k, &a);
+    return shim_coll_run(&a, rooted_offloads, rooted);
 }
 
 /* The block size of a regular allgather or alltoall, by the receive
@@ -355,14 +334,8 @@ SHIM_API int MPI_Iallgather(const void *sendbuf, int sendcount,
                           .stype = sendtype, .rbuf = recvbuf,
                           .rcount = recvcount, .rtype = recvtype,
                           .request = request};
-    shim_comm_t *c;
-    shim_call_t k;
-    int rc;
 
-    if (shim_coll_enter(&a, recv_block, &c, &k, &rc)) {
-        return rc;
-    }
-    return allgather(c, &k, &a);
+    return shim_coll_run(&a, recv_block, allgather);
 }
 
 SHIM_API int MPI_Iallgatherv(const void *sendbuf, int sendcount,
@@ -376,14 +349,8 @@ SHIM_API int MPI_Iallgatherv(const void *sendbuf, int sendcount,
                           .stype = sendtype, .rbuf = recvbuf,
                           .rcounts = recvcounts, .rdispls = displs,
                           .rtype = recvtype, .request = request};
-    shim_comm_t *c;
-    shim_call_t k;
-    int rc;
 
-    if (shim_coll_enter(&a, mean_block, &c, &k, &rc)) {
-        return rc;
-    }
-    return allgather(c, &k, &a);
+    return shim_coll_run(&a, mean_block, allgather);
 }
 
 /* Alltoall, v or w, after the decision. */
@@ -452,14 +419,8 @@ SHIM_API int MPI_Ialltoall(const void *sendbuf, int sendcount,
                           .stype = sendtype, .rbuf = recvbuf,
                           .rcount = recvcount, .rtype = recvtype,
                           .request = request};
-    shim_comm_t *c;
-    shim_call_t k;
-    int rc;
 
-    if (shim_coll_enter(&a, recv_block, &c, &k, &rc)) {
-        return rc;
-    }
-    return alltoall(c, &k, &a);
+    return shim_coll_run(&a, recv_block, alltoall);
 }
 
 SHIM_API int MPI_Ialltoallv(const void *sendbuf, const int sendcounts[],
@@ -474,14 +435,8 @@ SHIM_API int MPI_Ialltoallv(const void *sendbuf, const int sendcounts[],
                           .rbuf = recvbuf, .rcounts = recvcounts,
                           .rdispls = rdispls, .rtype = recvtype,
                           .request = request};
-    shim_comm_t *c;
-    shim_call_t k;
-    int rc;
 
-    if (shim_coll_enter(&a, any_size, &c, &k, &rc)) {
-        return rc;
-    }
-    return alltoall(c, &k, &a);
+    return shim_coll_run(&a, any_size, alltoall);
 }
 
 SHIM_API int MPI_Ialltoallw(const void *sendbuf, const int sendcounts[],
@@ -498,12 +453,6 @@ SHIM_API int MPI_Ialltoallw(const void *sendbuf, const int sendcounts[],
                           .rcounts = recvcounts, .rdispls = rdispls,
                           .rtype = MPI_DATATYPE_NULL, .rtypes = recvtypes,
                           .request = request};
-    shim_comm_t *c;
-    shim_call_t k;
-    int rc;
 
-    if (shim_coll_enter(&a, any_size, &c, &k, &rc)) {
-        return rc;
-    }
-    return alltoall(c, &k, &a);
+    return shim_coll_run(&a, any_size, alltoall);
 }
