@@ -346,47 +346,30 @@ int shim_coll_start(const shim_coll_args_t *a, shim_offloads_fn offloads,
     return 0;
 }
 
-/* Every wrapper's skeleton up to the offload: 1 when the call is over
- * (*rc its result), 0 when it is to be offloaded (*cp and *k set). */
-static int enter(const shim_coll_args_t *a, shim_offloads_fn offloads,
-                 shim_comm_t **cp, shim_call_t *k, int *rc)
-{
-    MPI_Comm use = a->comm;
-
-    if (shim_in_call || !shim.initialized) {
-        *rc = shim_coll_stock(a, a->comm, a->request);
-        return 1;
-    }
-    if (shim_coll_start(a, offloads, rc)) {
-        return 1;
-    }
-    switch (shim_coll_begin(a->coll, a->comm, cp, k, &use)) {
-    case SHIM_GO:
-        return 0;
-    case SHIM_PROBED:
-        *rc = SHIM_PROBE_GO;
-        break;
-    case SHIM_STOCK:
-        *rc = shim_coll_stock(a, use, a->request);
-        break;
-    default:
-        *rc = MPI_ERR_NO_MEM;
-        break;
-    }
-    return 1;
-}
-
 int shim_coll_run(const shim_coll_args_t *a, shim_offloads_fn offloads,
                   shim_post_fn post)
 {
+    MPI_Comm use = a->comm;
     shim_comm_t *c;
     shim_call_t k;
     int rc;
 
-    if (enter(a, offloads, &c, &k, &rc)) {
+    if (shim_in_call || !shim.initialized) {
+        return shim_coll_stock(a, a->comm, a->request);
+    }
+    if (shim_coll_start(a, offloads, &rc)) {
         return rc;
     }
-    return post(c, &k, a);
+    switch (shim_coll_begin(a->coll, a->comm, &c, &k, &use)) {
+    case SHIM_GO:
+        return post(c, &k, a);
+    case SHIM_PROBED:
+        return SHIM_PROBE_GO;
+    case SHIM_STOCK:
+        return shim_coll_stock(a, use, a->request);
+    default:
+        return MPI_ERR_NO_MEM;
+    }
 }
 
 int shim_call_rejected(const shim_coll_args_t *a, const shim_check_t *chk,
