@@ -48,10 +48,13 @@ SHIM_SRC   := shim/boot/init.c shim/boot/spawn.c shim/boot/place.c \
               shim/core/sched.c shim/data/types.c shim/data/rtypes.c \
               shim/data/flat.c \
               shim/core/redo.c shim/wrap/call.c shim/wrap/check.c \
+              shim/wrap/check_types.c shim/wrap/check_mpich.c \
+              shim/wrap/check_ompi.c \
               shim/wrap/move.c shim/wrap/reduce.c shim/wrap/neigh.c \
-              shim/wrap/persistent.c \
+              shim/wrap/persistent.c shim/wrap/pers_init.c \
+              shim/wrap/pers_dup.c \
               shim/wrap/start.c shim/wrap/group.c shim/fortran/ompi.c \
-              shim/fortran/ompi_pers.c shim/fortran/ompi_wait.c \
+              shim/fortran/ompi_colls.c shim/fortran/ompi_wait.c \
               shim/fortran/mpich.c $(BLD_SRC)
 # The agent's folders, from the top down (AGENT_LAYERS): main, the job
 # and listening, schedule execution, moves and engines, keys, core.

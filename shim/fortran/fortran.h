@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Fortran programs on Open MPI (fortran_ompi*.c). Open MPI's Fortran
+ * Fortran programs on Open MPI (fortran/ompi*.c). Open MPI's Fortran
  * bindings (mpif.h and `use mpi`: mpi_ialltoall_ and its other spellings;
  * `use mpi_f08`: ompi_ialltoall_f, which the f08 module calls in
  * libmpi_mpifh) call the C PMPI_ functions themselves, past any C
@@ -38,17 +38,6 @@ void shim_fset(MPI_Fint *ierr, int rc);
  * particular order. */
 void shim_fstarted(int rc, const MPI_Request *r, MPI_Fint *req,
                    MPI_Fint *ierr);
-
-/* Fortran datatype arrays as C ones (n entries); NULL: out of memory. */
-MPI_Datatype *shim_ftypes(const MPI_Fint *f, int n);
-
-/* How many entries the w arrays have on each side. */
-void shim_fw_sizes(MPI_Comm comm, int neighbor, int *ns, int *nr);
-
-/* Would the shim offload this w collective? (Else Open MPI's own
- * binding runs it: stock MPI reads the datatype arrays until
- * completion.) */
-int shim_fw_offloads(int coll, MPI_Comm comm);
 
 /* The short names the bindings use. */
 static inline void *fbuf(void *p)

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The MPI_I* wrappers' common path: decide, begin, post (wrap/coll.h). */
 #include "shim/wrap/coll.h"
+#include "shim/wrap/coll_list.h"
 #include "shim/data/engine.h"
 #include "shim/core/sched.h"
 #include "common/dps_log.h"
@@ -121,88 +122,19 @@ int shim_size_offloads(MPI_Datatype dt, int count, int refused)
     return shim_big_enough(l.bytes);
 }
 
-int shim_coll_stock(const shim_coll_args_t *a, MPI_Comm comm,
+int shim_coll_stock(const shim_coll_args_t *a, MPI_Comm m,
                     MPI_Request *req)
 {
+#define STOCK(id, nonblocking, persistent, ...)                            \
+    case DPS_COLL_##id:                                                    \
+        return PMPI_##nonblocking(__VA_ARGS__, req);
+
     switch (dps_coll_base(a->coll)) {
-    case DPS_COLL_BARRIER:
-        return PMPI_Ibarrier(comm, req);
-    case DPS_COLL_BCAST:
-        return PMPI_Ibcast((void *)a->sbuf, a->scount, a->stype, a->root,
-                           comm, req);
-    case DPS_COLL_GATHER:
-        return PMPI_Igather(a->sbuf, a->scount, a->stype, a->rbuf,
-                            a->rcount, a->rtype, a->root, comm, req);
-    case DPS_COLL_GATHERV:
-        return PMPI_Igatherv(a->sbuf, a->scount, a->stype, a->rbuf,
-                             a->rcounts, a->rdispls, a->rtype, a->root,
-                             comm, req);
-    case DPS_COLL_SCATTER:
-        return PMPI_Iscatter(a->sbuf, a->scount, a->stype, a->rbuf,
-                             a->rcount, a->rtype, a->root, comm, req);
-    case DPS_COLL_SCATTERV:
-        return PMPI_Iscatterv(a->sbuf, a->scounts, a->sdispls, a->stype,
-                              a->rbuf, a->rcount, a->rtype, a->root, comm,
-                              req);
-    case DPS_COLL_ALLGATHER:
-        return PMPI_Iallgather(a->sbuf, a->scount, a->stype, a->rbuf,
-                               a->rcount, a->rtype, comm, req);
-    case DPS_COLL_ALLGATHERV:
-        return PMPI_Iallgatherv(a->sbuf, a->scount, a->stype, a->rbuf,
-                                a->rcounts, a->rdispls, a->rtype, comm,
-                                req);
-    case DPS_COLL_ALLTOALL:
-        return PMPI_Ialltoall(a->sbuf, a->scount, a->stype, a->rbuf,
-                              a->rcount, a->rtype, comm, req);
-    case DPS_COLL_ALLTOALLV:
-        return PMPI_Ialltoallv(a->sbuf, a->scounts, a->sdispls, a->stype,
-                               a->rbuf, a->rcounts, a->rdispls, a->rtype,
-                               comm, req);
-    case DPS_COLL_ALLTOALLW:
-        return PMPI_Ialltoallw(a->sbuf, a->scounts, a->sdispls, a->stypes,
-                               a->rbuf, a->rcounts, a->rdispls, a->rtypes,
-                               comm, req);
-    case DPS_COLL_REDUCE:
-        return PMPI_Ireduce(a->sbuf, a->rbuf, a->scount, a->stype, a->op,
-                            a->root, comm, req);
-    case DPS_COLL_ALLREDUCE:
-        return PMPI_Iallreduce(a->sbuf, a->rbuf, a->scount, a->stype, a->op,
-                               comm, req);
-    case DPS_COLL_REDUCE_SCATTER:
-        return PMPI_Ireduce_scatter(a->sbuf, a->rbuf, a->rcounts, a->stype,
-                                    a->op, comm, req);
-    case DPS_COLL_REDUCE_SCATTER_BLOCK:
-        return PMPI_Ireduce_scatter_block(a->sbuf, a->rbuf, a->rcount,
-                                          a->stype, a->op, comm, req);
-    case DPS_COLL_SCAN:
-        return PMPI_Iscan(a->sbuf, a->rbuf, a->scount, a->stype, a->op,
-                          comm, req);
-    case DPS_COLL_EXSCAN:
-        return PMPI_Iexscan(a->sbuf, a->rbuf, a->scount, a->stype, a->op,
-                            comm, req);
-    case DPS_COLL_NEIGHBOR_ALLGATHER:
-        return PMPI_Ineighbor_allgather(a->sbuf, a->scount, a->stype,
-                                        a->rbuf, a->rcount, a->rtype, comm,
-                                        req);
-    case DPS_COLL_NEIGHBOR_ALLGATHERV:
-        return PMPI_Ineighbor_allgatherv(a->sbuf, a->scount, a->stype,
-                                         a->rbuf, a->rcounts, a->rdispls,
-                                         a->rtype, comm, req);
-    case DPS_COLL_NEIGHBOR_ALLTOALL:
-        return PMPI_Ineighbor_alltoall(a->sbuf, a->scount, a->stype,
-                                       a->rbuf, a->rcount, a->rtype, comm,
-                                       req);
-    case DPS_COLL_NEIGHBOR_ALLTOALLV:
-        return PMPI_Ineighbor_alltoallv(a->sbuf, a->scounts, a->sdispls,
-                                        a->stype, a->rbuf, a->rcounts,
-                                        a->rdispls, a->rtype, comm, req);
-    case DPS_COLL_NEIGHBOR_ALLTOALLW:
-        return PMPI_Ineighbor_alltoallw(a->sbuf, a->scounts, a->sad,
-                                        a->stypes, a->rbuf, a->rcounts,
-                                        a->rad, a->rtypes, comm, req);
+    SHIM_COLLS(STOCK)
     default:
         return MPI_ERR_INTERN;
     }
+#undef STOCK
 }
 
 /* May this call's send data stay unpacked, read in place by the DMA
@@ -412,6 +344,32 @@ int shim_coll_start(const shim_coll_args_t *a, shim_offloads_fn offloads,
         return 1;
     }
     return 0;
+}
+
+int shim_coll_run(const shim_coll_args_t *a, shim_offloads_fn offloads,
+                  shim_post_fn post)
+{
+    MPI_Comm use = a->comm;
+    shim_comm_t *c;
+    shim_call_t k;
+    int rc;
+
+    if (shim_in_call || !shim.initialized) {
+        return shim_coll_stock(a, a->comm, a->request);
+    }
+    if (shim_coll_start(a, offloads, &rc)) {
+        return rc;
+    }
+    switch (shim_coll_begin(a->coll, a->comm, &c, &k, &use)) {
+    case SHIM_GO:
+        return post(c, &k, a);
+    case SHIM_PROBED:
+        return SHIM_PROBE_GO;
+    case SHIM_STOCK:
+        return shim_coll_stock(a, use, a->request);
+    default:
+        return MPI_ERR_NO_MEM;
+    }
 }
 
 int shim_call_rejected(const shim_coll_args_t *a, const shim_check_t *chk,

@@ -133,24 +133,20 @@ int shim_coll_begin(int coll, MPI_Comm comm, shim_comm_t **cp,
 int shim_coll_begin_sched(int coll, MPI_Comm comm, shim_comm_t **cp,
                           shim_call_t *k);
 
-#define SHIM_BEGIN(coll, comm, c, k, stock_call)                           \
-    do {                                                                   \
-        MPI_Comm use = (comm);                                             \
-        int go_ = shim_coll_begin((coll), (comm), &(c), &(k), &use);       \
-                                                                           \
-        if (go_ == SHIM_PROBED) {                                          \
-            return SHIM_PROBE_GO;                                          \
-        }                                                                  \
-        if (go_ == SHIM_PROBED) {                                          \
-            return SHIM_PROBE_GO;                                          \
-        }                                                                  \
-        if (go_ == SHIM_STOCK) {                                           \
-            return (stock_call);                                           \
-        }                                                                  \
-        if (go_ != SHIM_GO) {                                              \
-            return MPI_ERR_NO_MEM;                                         \
-        }                                                                  \
-    } while (0)
+/* What a wrapper does once the call is to be offloaded: place a's data
+ * in k (begun on c by shim_coll_begin) and post it (shim_call_post).
+ * Returns the call's result. */
+typedef int (*shim_post_fn)(shim_comm_t *c, shim_call_t *k,
+                            const shim_coll_args_t *a);
+
+/*
+ * Every MPI_I* wrapper's skeleton (the house style's), for the call with
+ * a's arguments: the shim inactive or re-entered, stock MPI's call; else
+ * shim_coll_start's decision by offloads; offloaded, shim_coll_begin and
+ * post. The call's result (SHIM_PROBE_* while probing).
+ */
+int shim_coll_run(const shim_coll_args_t *a, shim_offloads_fn offloads,
+                  shim_post_fn post);
 
 /* Arrays of size entries for the builder's per-rank counts and offsets:
  * k->arrays holds them. NULL when out of memory. */

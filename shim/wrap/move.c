@@ -19,22 +19,18 @@ static int any_size(const shim_coll_args_t *a, const shim_check_t *chk)
     return shim_any_size();
 }
 
+/* Ibarrier, after the decision (shim_post_fn): no data. */
+static int barrier(shim_comm_t *c, shim_call_t *k, const shim_coll_args_t *a)
+{
+    return shim_call_post(c, k, a->request);
+}
+
 SHIM_API int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request)
 {
-    const int C = DPS_COLL_BARRIER;
-    shim_coll_args_t a = {.coll = C, .comm = comm, .request = request};
-    shim_comm_t *c;
-    shim_call_t k;
-    int rc;
+    shim_coll_args_t a = {.coll = DPS_COLL_BARRIER, .comm = comm,
+                          .request = request};
 
-    if (shim_in_call || !shim.initialized) {
-        return PMPI_Ibarrier(comm, request);
-    }
-    if (shim_coll_start(&a, any_size, &rc)) {
-        return rc;
-    }
-    SHIM_BEGIN(C, comm, c, k, PMPI_Ibarrier(use, request));
-    return shim_call_post(c, &k, request);
+    return shim_coll_run(&a, any_size, barrier);
 }
 
 static int root_ok(const shim_coll_args_t *a, const shim_check_t *chk)
@@ -49,39 +45,36 @@ static int bcast_offloads(const shim_coll_args_t *a, const shim_check_t *chk)
            shim_size_offloads(a->stype, a->scount, chk != NULL);
 }
 
-SHIM_API int MPI_Ibcast(void *buffer, int count, MPI_Datatype datatype,
-                        int root, MPI_Comm comm, MPI_Request *request)
+/* Ibcast, after the decision: the buffer is sent at the root, received
+ * elsewhere. */
+static int bcast(shim_comm_t *c, shim_call_t *k, const shim_coll_args_t *a)
 {
-    const int C = DPS_COLL_BCAST;
-    shim_coll_args_t a = {.coll = C, .comm = comm, .sbuf = buffer,
-                          .scount = count, .stype = datatype, .root = root,
-                          .request = request};
-    shim_blocks_t b = {buffer, 1, count, NULL, NULL, datatype, NULL, 0,
+    shim_blocks_t b = {a->sbuf, 1, a->scount, NULL, NULL, a->stype, NULL, 0,
                        NULL, 0};
     shim_layout_t l;
-    shim_comm_t *c;
-    shim_call_t k;
     uint64_t cnt, off;
     int rc;
 
-    if (shim_in_call || !shim.initialized) {
-        return PMPI_Ibcast(buffer, count, datatype, root, comm, request);
-    }
-    if (shim_coll_start(&a, bcast_offloads, &rc)) {
-        return rc;
-    }
-    shim_layout(datatype, count, &l);
-    SHIM_BEGIN(C, comm, c, k, PMPI_Ibcast(buffer, count, datatype, root,
-                                          use, request));
-    k.args.root = (uint32_t)root;
-    k.args.bytes = l.bytes;
-    rc = c->rank == root ? shim_place_send(&k, &b, &cnt, &off)
-                         : shim_place_recv(&k, &b, &cnt, &off);
+    shim_layout(a->stype, a->scount, &l);
+    k->args.root = (uint32_t)a->root;
+    k->args.bytes = l.bytes;
+    rc = c->rank == a->root ? shim_place_send(k, &b, &cnt, &off)
+                            : shim_place_recv(k, &b, &cnt, &off);
     if (rc != MPI_SUCCESS) {
-        return shim_place_failed(c, &k, rc, comm, request);
+        return shim_place_failed(c, k, rc, a->comm, a->request);
     }
-    k.bytes = l.bytes;   /* the message, on every rank */
-    return shim_call_post(c, &k, request);
+    k->bytes = l.bytes;   /* the message, on every rank */
+    return shim_call_post(c, k, a->request);
+}
+
+SHIM_API int MPI_Ibcast(void *buffer, int count, MPI_Datatype datatype,
+                        int root, MPI_Comm comm, MPI_Request *request)
+{
+    shim_coll_args_t a = {.coll = DPS_COLL_BCAST, .comm = comm,
+                          .sbuf = buffer, .scount = count, .stype = datatype,
+                          .root = root, .request = request};
+
+    return shim_coll_run(&a, bcast_offloads, bcast);
 }
 
 /* The rank's own block of a gathered buffer (rooted or all), when it is
@@ -124,30 +117,28 @@ static int place_one(shim_call_t *k, int gather, const void *buf, int count,
 }
 
 /* Gather and scatter, regular or v, after the decision to offload. */
-static int rooted(shim_comm_t *c, shim_call_t *k, const void *sbuf,
-                  int scount, const int *scounts, const int *sdispls,
-                  MPI_Datatype stype, void *rbuf, int rcount,
-                  const int *rcounts, const int *rdispls, MPI_Datatype rtype,
-                  int root, MPI_Comm comm, MPI_Request *request)
+static int rooted(shim_comm_t *c, shim_call_t *k, const shim_coll_args_t *a)
 {
     int gather = k->coll == DPS_COLL_GATHER || k->coll == DPS_COLL_GATHERV;
     int v = k->coll == DPS_COLL_GATHERV || k->coll == DPS_COLL_SCATTERV;
-    int size = c->size, rc;
+    int size = c->size, root = a->root, rc;
+    const void *sbuf = a->sbuf;
+    void *rbuf = a->rbuf;
     uint64_t *arr, own = 0, blk;
 
     k->args.root = (uint32_t)root;
     if (c->rank != root) {
-        rc = gather ? place_one(k, 1, sbuf, scount, stype, &own)
-                    : place_one(k, 0, rbuf, rcount, rtype, &own);
+        rc = gather ? place_one(k, 1, sbuf, a->scount, a->stype, &own)
+                    : place_one(k, 0, rbuf, a->rcount, a->rtype, &own);
         k->args.bytes = own;
     } else if ((arr = shim_call_arrays(k, size, 2)) == NULL) {
         rc = MPI_ERR_NO_MEM;
     } else {
         shim_blocks_t many = {gather ? rbuf : sbuf, v ? size : 1,
-                              v ? 0 : (gather ? rcount : scount) * size,
-                              v ? (gather ? rcounts : scounts) : NULL,
-                              v ? (gather ? rdispls : sdispls) : NULL,
-                              gather ? rtype : stype, NULL, 0, NULL, 0};
+                              v ? 0 : (gather ? a->rcount : a->scount) * size,
+                              v ? (gather ? a->rcounts : a->scounts) : NULL,
+                              v ? (gather ? a->rdispls : a->sdispls) : NULL,
+                              gather ? a->rtype : a->stype, NULL, 0, NULL, 0};
         int in_place = gather ? sbuf == MPI_IN_PLACE : rbuf == MPI_IN_PLACE;
 
         rc = gather ? shim_place_recv(k, &many, arr, arr + size)
@@ -162,27 +153,27 @@ static int rooted(shim_comm_t *c, shim_call_t *k, const void *sbuf,
         }
         k->args.bytes = blk;
         if (rc == MPI_SUCCESS && in_place && gather) {
-            rc = own_in_place(k, block_at(rbuf, root, rcount, v ? rdispls
-                                          : NULL, rtype),
-                              v ? rcounts[root] : rcount, rtype);
+            rc = own_in_place(k, block_at(rbuf, root, a->rcount,
+                                          v ? a->rdispls : NULL, a->rtype),
+                              v ? a->rcounts[root] : a->rcount, a->rtype);
         } else if (rc == MPI_SUCCESS && in_place) {
             k->args.in_place = 1;   /* the root's block stays in sbuf */
         } else if (rc == MPI_SUCCESS) {
-            rc = gather ? place_one(k, 1, sbuf, scount, stype, &own)
-                        : place_one(k, 0, rbuf, rcount, rtype, &own);
+            rc = gather ? place_one(k, 1, sbuf, a->scount, a->stype, &own)
+                        : place_one(k, 0, rbuf, a->rcount, a->rtype, &own);
             if (rc == MPI_SUCCESS && own != blk) {
                 return shim_call_erroneous(c, k, DPS_ERR_ARG,
-                                           MPI_ERR_TRUNCATE, comm, request,
-                                           "the root's own block differs "
-                                           "in size from the block it "
-                                           "expects of itself");
+                                           MPI_ERR_TRUNCATE, a->comm,
+                                           a->request, "the root's own "
+                                           "block differs in size from the "
+                                           "block it expects of itself");
             }
         }
     }
     if (rc != MPI_SUCCESS) {
-        return shim_place_failed(c, k, rc, comm, request);
+        return shim_place_failed(c, k, rc, a->comm, a->request);
     }
-    return shim_call_post(c, k, request);
+    return shim_call_post(c, k, a->request);
 }
 
 /* The decision for gather and scatter: the block size where every rank
@@ -214,28 +205,13 @@ SHIM_API int MPI_Igather(const void *sendbuf, int sendcount,
                          MPI_Datatype recvtype, int root, MPI_Comm comm,
                          MPI_Request *request)
 {
-    const int C = DPS_COLL_GATHER;
-    shim_coll_args_t a = {.coll = C, .comm = comm, .sbuf = sendbuf,
-                          .scount = sendcount, .stype = sendtype,
-                          .rbuf = recvbuf, .rcount = recvcount,
-                          .rtype = recvtype, .root = root,
+    shim_coll_args_t a = {.coll = DPS_COLL_GATHER, .comm = comm,
+                          .sbuf = sendbuf, .scount = sendcount,
+                          .stype = sendtype, .rbuf = recvbuf,
+                          .rcount = recvcount, .rtype = recvtype, .root = root,
                           .request = request};
-    shim_comm_t *c;
-    shim_call_t k;
-    int rc;
 
-    if (shim_in_call || !shim.initialized) {
-        return PMPI_Igather(sendbuf, sendcount, sendtype, recvbuf, recvcount,
-                            recvtype, root, comm, request);
-    }
-    if (shim_coll_start(&a, rooted_offloads, &rc)) {
-        return rc;
-    }
-    SHIM_BEGIN(C, comm, c, k, PMPI_Igather(sendbuf, sendcount, sendtype,
-                                           recvbuf, recvcount, recvtype,
-                                           root, use, request));
-    return rooted(c, &k, sendbuf, sendcount, NULL, NULL, sendtype, recvbuf,
-                  recvcount, NULL, NULL, recvtype, root, comm, request);
+    return shim_coll_run(&a, rooted_offloads, rooted);
 }
 
 SHIM_API int MPI_Igatherv(const void *sendbuf, int sendcount,
@@ -244,29 +220,13 @@ SHIM_API int MPI_Igatherv(const void *sendbuf, int sendcount,
                           MPI_Datatype recvtype, int root, MPI_Comm comm,
                           MPI_Request *request)
 {
-    const int C = DPS_COLL_GATHERV;
-    shim_coll_args_t a = {.coll = C, .comm = comm, .sbuf = sendbuf,
-                          .scount = sendcount, .stype = sendtype,
-                          .rbuf = recvbuf, .rcounts = recvcounts,
-                          .rdispls = displs, .rtype = recvtype,
-                          .root = root, .request = request};
-    shim_comm_t *c;
-    shim_call_t k;
-    int rc;
+    shim_coll_args_t a = {.coll = DPS_COLL_GATHERV, .comm = comm,
+                          .sbuf = sendbuf, .scount = sendcount,
+                          .stype = sendtype, .rbuf = recvbuf,
+                          .rcounts = recvcounts, .rdispls = displs,
+                          .rtype = recvtype, .root = root, .request = request};
 
-    if (shim_in_call || !shim.initialized) {
-        return PMPI_Igatherv(sendbuf, sendcount, sendtype, recvbuf,
-                             recvcounts, displs, recvtype, root, comm,
-                             request);
-    }
-    if (shim_coll_start(&a, rooted_offloads, &rc)) {
-        return rc;
-    }
-    SHIM_BEGIN(C, comm, c, k, PMPI_Igatherv(sendbuf, sendcount, sendtype,
-                                            recvbuf, recvcounts, displs,
-                                            recvtype, root, use, request));
-    return rooted(c, &k, sendbuf, sendcount, NULL, NULL, sendtype, recvbuf,
-                  0, recvcounts, displs, recvtype, root, comm, request);
+    return shim_coll_run(&a, rooted_offloads, rooted);
 }
 
 SHIM_API int MPI_Iscatter(const void *sendbuf, int sendcount,
@@ -274,28 +234,13 @@ SHIM_API int MPI_Iscatter(const void *sendbuf, int sendcount,
                           int recvcount, MPI_Datatype recvtype, int root,
                           MPI_Comm comm, MPI_Request *request)
 {
-    const int C = DPS_COLL_SCATTER;
-    shim_coll_args_t a = {.coll = C, .comm = comm, .sbuf = sendbuf,
-                          .scount = sendcount, .stype = sendtype,
-                          .rbuf = recvbuf, .rcount = recvcount,
-                          .rtype = recvtype, .root = root,
+    shim_coll_args_t a = {.coll = DPS_COLL_SCATTER, .comm = comm,
+                          .sbuf = sendbuf, .scount = sendcount,
+                          .stype = sendtype, .rbuf = recvbuf,
+                          .rcount = recvcount, .rtype = recvtype, .root = root,
                           .request = request};
-    shim_comm_t *c;
-    shim_call_t k;
-    int rc;
 
-    if (shim_in_call || !shim.initialized) {
-        return PMPI_Iscatter(sendbuf, sendcount, sendtype, recvbuf,
-                             recvcount, recvtype, root, comm, request);
-    }
-    if (shim_coll_start(&a, rooted_offloads, &rc)) {
-        return rc;
-    }
-    SHIM_BEGIN(C, comm, c, k, PMPI_Iscatter(sendbuf, sendcount, sendtype,
-                                            recvbuf, recvcount, recvtype,
-                                            root, use, request));
-    return rooted(c, &k, sendbuf, sendcount, NULL, NULL, sendtype, recvbuf,
-                  recvcount, NULL, NULL, recvtype, root, comm, request);
+    return shim_coll_run(&a, rooted_offloads, rooted);
 }
 
 SHIM_API int MPI_Iscatterv(const void *sendbuf, const int sendcounts[],
@@ -304,29 +249,13 @@ SHIM_API int MPI_Iscatterv(const void *sendbuf, const int sendcounts[],
                            MPI_Datatype recvtype, int root, MPI_Comm comm,
                            MPI_Request *request)
 {
-    const int C = DPS_COLL_SCATTERV;
-    shim_coll_args_t a = {.coll = C, .comm = comm, .sbuf = sendbuf,
-                          .scounts = sendcounts, .sdispls = displs,
-                          .stype = sendtype, .rbuf = recvbuf,
-                          .rcount = recvcount, .rtype = recvtype,
-                          .root = root, .request = request};
-    shim_comm_t *c;
-    shim_call_t k;
-    int rc;
+    shim_coll_args_t a = {.coll = DPS_COLL_SCATTERV, .comm = comm,
+                          .sbuf = sendbuf, .scounts = sendcounts,
+                          .sdispls = displs, .stype = sendtype, .rbuf = recvbuf,
+                          .rcount = recvcount, .rtype = recvtype, .root = root,
+                          .request = request};
 
-    if (shim_in_call || !shim.initialized) {
-        return PMPI_Iscatterv(sendbuf, sendcounts, displs, sendtype,
-                              recvbuf, recvcount, recvtype, root, comm,
-                              request);
-    }
-    if (shim_coll_start(&a, rooted_offloads, &rc)) {
-        return rc;
-    }
-    SHIM_BEGIN(C, comm, c, k, PMPI_Iscatterv(sendbuf, sendcounts, displs,
-                                             sendtype, recvbuf, recvcount,
-                                             recvtype, root, use, request));
-    return rooted(c, &k, sendbuf, 0, sendcounts, displs, sendtype, recvbuf,
-                  recvcount, NULL, NULL, recvtype, root, comm, request);
+    return shim_coll_run(&a, rooted_offloads, rooted);
 }
 
 /* The block size of a regular allgather or alltoall, by the receive
@@ -355,15 +284,16 @@ static int mean_block(const shim_coll_args_t *a, const shim_check_t *chk)
 }
 
 /* Allgather, regular or v, after the decision. */
-static int allgather(shim_comm_t *c, shim_call_t *k, const void *sbuf,
-                     int scount, MPI_Datatype stype, void *rbuf, int rcount,
-                     const int *rcounts, const int *rdispls,
-                     MPI_Datatype rtype, MPI_Comm comm, MPI_Request *request)
+static int allgather(shim_comm_t *c, shim_call_t *k,
+                     const shim_coll_args_t *a)
 {
-    int v = rcounts != NULL, size = c->size, me = c->rank, rc;
-    shim_blocks_t many = {rbuf, v ? size : 1, v ? 0 : rcount * size, rcounts,
-                          rdispls, rtype, NULL, 0, NULL, 0};
+    int v = a->rcounts != NULL, size = c->size, me = c->rank, rc;
+    shim_blocks_t many = {a->rbuf, v ? size : 1, v ? 0 : a->rcount * size,
+                          a->rcounts, a->rdispls, a->rtype, NULL, 0, NULL,
+                          0};
     uint64_t *arr = shim_call_arrays(k, size, 2), blk, own = 0;
+    MPI_Comm comm = a->comm;
+    MPI_Request *request = a->request;
 
     if (arr == NULL) {
         return shim_place_failed(c, k, MPI_ERR_NO_MEM, comm, request);
@@ -375,11 +305,12 @@ static int allgather(shim_comm_t *c, shim_call_t *k, const void *sbuf,
         k->args.roff = arr + size;
     }
     k->args.bytes = blk;
-    if (rc == MPI_SUCCESS && sbuf == MPI_IN_PLACE) {
-        rc = own_in_place(k, block_at(rbuf, me, rcount, rdispls, rtype),
-                          v ? rcounts[me] : rcount, rtype);
+    if (rc == MPI_SUCCESS && a->sbuf == MPI_IN_PLACE) {
+        rc = own_in_place(k, block_at(a->rbuf, me, a->rcount, a->rdispls,
+                                      a->rtype),
+                          v ? a->rcounts[me] : a->rcount, a->rtype);
     } else if (rc == MPI_SUCCESS) {
-        rc = place_one(k, 1, sbuf, scount, stype, &own);
+        rc = place_one(k, 1, a->sbuf, a->scount, a->stype, &own);
         if (rc == MPI_SUCCESS && own != blk) {
             return shim_call_erroneous(c, k, DPS_ERR_ARG, MPI_ERR_TRUNCATE,
                                        comm, request, "the send block "
@@ -398,27 +329,13 @@ SHIM_API int MPI_Iallgather(const void *sendbuf, int sendcount,
                             int recvcount, MPI_Datatype recvtype,
                             MPI_Comm comm, MPI_Request *request)
 {
-    const int C = DPS_COLL_ALLGATHER;
-    shim_coll_args_t a = {.coll = C, .comm = comm, .sbuf = sendbuf,
-                          .scount = sendcount, .stype = sendtype,
-                          .rbuf = recvbuf, .rcount = recvcount,
-                          .rtype = recvtype, .request = request};
-    shim_comm_t *c;
-    shim_call_t k;
-    int rc;
+    shim_coll_args_t a = {.coll = DPS_COLL_ALLGATHER, .comm = comm,
+                          .sbuf = sendbuf, .scount = sendcount,
+                          .stype = sendtype, .rbuf = recvbuf,
+                          .rcount = recvcount, .rtype = recvtype,
+                          .request = request};
 
-    if (shim_in_call || !shim.initialized) {
-        return PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf,
-                               recvcount, recvtype, comm, request);
-    }
-    if (shim_coll_start(&a, recv_block, &rc)) {
-        return rc;
-    }
-    SHIM_BEGIN(C, comm, c, k, PMPI_Iallgather(sendbuf, sendcount, sendtype,
-                                              recvbuf, recvcount, recvtype,
-                                              use, request));
-    return allgather(c, &k, sendbuf, sendcount, sendtype, recvbuf, recvcount,
-                     NULL, NULL, recvtype, comm, request);
+    return shim_coll_run(&a, recv_block, allgather);
 }
 
 SHIM_API int MPI_Iallgatherv(const void *sendbuf, int sendcount,
@@ -427,46 +344,30 @@ SHIM_API int MPI_Iallgatherv(const void *sendbuf, int sendcount,
                              MPI_Datatype recvtype, MPI_Comm comm,
                              MPI_Request *request)
 {
-    const int C = DPS_COLL_ALLGATHERV;
-    shim_coll_args_t a = {.coll = C, .comm = comm, .sbuf = sendbuf,
-                          .scount = sendcount, .stype = sendtype,
-                          .rbuf = recvbuf, .rcounts = recvcounts,
-                          .rdispls = displs, .rtype = recvtype,
-                          .request = request};
-    shim_comm_t *c;
-    shim_call_t k;
-    int rc;
+    shim_coll_args_t a = {.coll = DPS_COLL_ALLGATHERV, .comm = comm,
+                          .sbuf = sendbuf, .scount = sendcount,
+                          .stype = sendtype, .rbuf = recvbuf,
+                          .rcounts = recvcounts, .rdispls = displs,
+                          .rtype = recvtype, .request = request};
 
-    if (shim_in_call || !shim.initialized) {
-        return PMPI_Iallgatherv(sendbuf, sendcount, sendtype, recvbuf,
-                                recvcounts, displs, recvtype, comm, request);
-    }
-    if (shim_coll_start(&a, mean_block, &rc)) {
-        return rc;
-    }
-    SHIM_BEGIN(C, comm, c, k, PMPI_Iallgatherv(sendbuf, sendcount, sendtype,
-                                               recvbuf, recvcounts, displs,
-                                               recvtype, use, request));
-    return allgather(c, &k, sendbuf, sendcount, sendtype, recvbuf, 0,
-                     recvcounts, displs, recvtype, comm, request);
+    return shim_coll_run(&a, mean_block, allgather);
 }
 
 /* Alltoall, v or w, after the decision. */
-static int alltoall(shim_comm_t *c, shim_call_t *k, const void *sbuf,
-                    int scount, const int *scounts, const int *sdispls,
-                    MPI_Datatype stype, const MPI_Datatype *stypes,
-                    void *rbuf, int rcount, const int *rcounts,
-                    const int *rdispls, MPI_Datatype rtype,
-                    const MPI_Datatype *rtypes, MPI_Comm comm,
-                    MPI_Request *request)
+static int alltoall(shim_comm_t *c, shim_call_t *k,
+                    const shim_coll_args_t *a)
 {
-    int v = rcounts != NULL, size = c->size, rc;
-    int in_place = sbuf == MPI_IN_PLACE;
-    shim_blocks_t rb = {rbuf, v ? size : 1, v ? 0 : rcount * size, rcounts,
-                        rdispls, rtype, rtypes, 0, NULL, 0};
-    shim_blocks_t sb = {sbuf, v ? size : 1, v ? 0 : scount * size, scounts,
-                        sdispls, stype, stypes, 0, NULL, 0};
+    int v = a->rcounts != NULL, size = c->size, rc;
+    int in_place = a->sbuf == MPI_IN_PLACE;
+    shim_blocks_t rb = {a->rbuf, v ? size : 1, v ? 0 : a->rcount * size,
+                        a->rcounts, a->rdispls, a->rtype, a->rtypes, 0, NULL,
+                        0};
+    shim_blocks_t sb = {a->sbuf, v ? size : 1, v ? 0 : a->scount * size,
+                        a->scounts, a->sdispls, a->stype, a->stypes, 0, NULL,
+                        0};
     uint64_t *arr = shim_call_arrays(k, size, 4);
+    MPI_Comm comm = a->comm;
+    MPI_Request *request = a->request;
 
     if (arr == NULL) {
         return shim_place_failed(c, k, MPI_ERR_NO_MEM, comm, request);
@@ -513,28 +414,13 @@ SHIM_API int MPI_Ialltoall(const void *sendbuf, int sendcount,
                            int recvcount, MPI_Datatype recvtype,
                            MPI_Comm comm, MPI_Request *request)
 {
-    const int C = DPS_COLL_ALLTOALL;
-    shim_coll_args_t a = {.coll = C, .comm = comm, .sbuf = sendbuf,
-                          .scount = sendcount, .stype = sendtype,
-                          .rbuf = recvbuf, .rcount = recvcount,
-                          .rtype = recvtype, .request = request};
-    shim_comm_t *c;
-    shim_call_t k;
-    int rc;
+    shim_coll_args_t a = {.coll = DPS_COLL_ALLTOALL, .comm = comm,
+                          .sbuf = sendbuf, .scount = sendcount,
+                          .stype = sendtype, .rbuf = recvbuf,
+                          .rcount = recvcount, .rtype = recvtype,
+                          .request = request};
 
-    if (shim_in_call || !shim.initialized) {
-        return PMPI_Ialltoall(sendbuf, sendcount, sendtype, recvbuf,
-                              recvcount, recvtype, comm, request);
-    }
-    if (shim_coll_start(&a, recv_block, &rc)) {
-        return rc;
-    }
-    SHIM_BEGIN(C, comm, c, k, PMPI_Ialltoall(sendbuf, sendcount, sendtype,
-                                             recvbuf, recvcount, recvtype,
-                                             use, request));
-    return alltoall(c, &k, sendbuf, sendcount, NULL, NULL, sendtype, NULL,
-                    recvbuf, recvcount, NULL, NULL, recvtype, NULL, comm,
-                    request);
+    return shim_coll_run(&a, recv_block, alltoall);
 }
 
 SHIM_API int MPI_Ialltoallv(const void *sendbuf, const int sendcounts[],
@@ -543,31 +429,14 @@ SHIM_API int MPI_Ialltoallv(const void *sendbuf, const int sendcounts[],
                             const int rdispls[], MPI_Datatype recvtype,
                             MPI_Comm comm, MPI_Request *request)
 {
-    const int C = DPS_COLL_ALLTOALLV;
-    shim_coll_args_t a = {.coll = C, .comm = comm, .sbuf = sendbuf,
-                          .scounts = sendcounts, .sdispls = sdispls,
-                          .stype = sendtype, .rbuf = recvbuf,
-                          .rcounts = recvcounts, .rdispls = rdispls,
-                          .rtype = recvtype, .request = request};
-    shim_comm_t *c;
-    shim_call_t k;
-    int rc;
+    shim_coll_args_t a = {.coll = DPS_COLL_ALLTOALLV, .comm = comm,
+                          .sbuf = sendbuf, .scounts = sendcounts,
+                          .sdispls = sdispls, .stype = sendtype,
+                          .rbuf = recvbuf, .rcounts = recvcounts,
+                          .rdispls = rdispls, .rtype = recvtype,
+                          .request = request};
 
-    if (shim_in_call || !shim.initialized) {
-        return PMPI_Ialltoallv(sendbuf, sendcounts, sdispls, sendtype,
-                               recvbuf, recvcounts, rdispls, recvtype, comm,
-                               request);
-    }
-    if (shim_coll_start(&a, any_size, &rc)) {
-        return rc;
-    }
-    SHIM_BEGIN(C, comm, c, k, PMPI_Ialltoallv(sendbuf, sendcounts, sdispls,
-                                              sendtype, recvbuf, recvcounts,
-                                              rdispls, recvtype, use,
-                                              request));
-    return alltoall(c, &k, sendbuf, 0, sendcounts, sdispls, sendtype, NULL,
-                    recvbuf, 0, recvcounts, rdispls, recvtype, NULL, comm,
-                    request);
+    return shim_coll_run(&a, any_size, alltoall);
 }
 
 SHIM_API int MPI_Ialltoallw(const void *sendbuf, const int sendcounts[],
@@ -577,29 +446,13 @@ SHIM_API int MPI_Ialltoallw(const void *sendbuf, const int sendcounts[],
                             const MPI_Datatype recvtypes[], MPI_Comm comm,
                             MPI_Request *request)
 {
-    const int C = DPS_COLL_ALLTOALLW;
-    shim_coll_args_t a = {.coll = C, .comm = comm, .sbuf = sendbuf,
-                          .scounts = sendcounts, .sdispls = sdispls,
+    shim_coll_args_t a = {.coll = DPS_COLL_ALLTOALLW, .comm = comm,
+                          .sbuf = sendbuf, .scounts = sendcounts,
+                          .sdispls = sdispls, .stype = MPI_DATATYPE_NULL,
                           .stypes = sendtypes, .rbuf = recvbuf,
                           .rcounts = recvcounts, .rdispls = rdispls,
-                          .rtypes = recvtypes, .request = request};
-    shim_comm_t *c;
-    shim_call_t k;
-    int rc;
+                          .rtype = MPI_DATATYPE_NULL, .rtypes = recvtypes,
+                          .request = request};
 
-    if (shim_in_call || !shim.initialized) {
-        return PMPI_Ialltoallw(sendbuf, sendcounts, sdispls, sendtypes,
-                               recvbuf, recvcounts, rdispls, recvtypes, comm,
-                               request);
-    }
-    if (shim_coll_start(&a, any_size, &rc)) {
-        return rc;
-    }
-    SHIM_BEGIN(C, comm, c, k, PMPI_Ialltoallw(sendbuf, sendcounts, sdispls,
-                                              sendtypes, recvbuf, recvcounts,
-                                              rdispls, recvtypes, use,
-                                              request));
-    return alltoall(c, &k, sendbuf, 0, sendcounts, sdispls,
-                    MPI_DATATYPE_NULL, sendtypes, recvbuf, 0, recvcounts,
-                    rdispls, MPI_DATATYPE_NULL, recvtypes, comm, request);
+    return shim_coll_run(&a, any_size, alltoall);
 }

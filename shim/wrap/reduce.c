@@ -124,19 +124,19 @@ static int mean_offloads(const shim_coll_args_t *a, const shim_check_t *chk)
 }
 
 /*
- * Place a reduction's data: send count_in elements of dt at sbuf (in
- * place: at rbuf, copied, since the result overwrites it), receive
- * count_out at rbuf (when has_out). Then post.
+ * Place a reduction's data: send count_in elements of a's datatype at
+ * its sbuf (in place: at rbuf, copied, since the result overwrites it),
+ * receive count_out at rbuf (when has_out). Then post.
  */
 static int vec_post(shim_comm_t *c, shim_call_t *k, const vec_t *v,
-                    const void *sbuf, int count_in, void *rbuf,
-                    int count_out, int has_out, MPI_Datatype dt,
-                    MPI_Comm comm, MPI_Request *request)
+                    int count_in, int count_out, int has_out,
+                    const shim_coll_args_t *a)
 {
-    int in_place = sbuf == MPI_IN_PLACE;
-    shim_blocks_t sb = {in_place ? rbuf : sbuf, 1, count_in, NULL, NULL, dt,
-                        NULL, in_place, NULL, 0};
-    shim_blocks_t rb = {rbuf, 1, count_out, NULL, NULL, dt, NULL, 0, NULL, 0};
+    int in_place = a->sbuf == MPI_IN_PLACE;
+    shim_blocks_t sb = {in_place ? a->rbuf : a->sbuf, 1, count_in, NULL,
+                        NULL, a->stype, NULL, in_place, NULL, 0};
+    shim_blocks_t rb = {a->rbuf, 1, count_out, NULL, NULL, a->stype, NULL, 0,
+                        NULL, 0};
     uint64_t cnt, off;
     int rc;
 
@@ -147,73 +147,92 @@ static int vec_post(shim_comm_t *c, shim_call_t *k, const vec_t *v,
         rc = shim_place_recv(k, &rb, &cnt, &off);
     }
     if (rc != MPI_SUCCESS) {
-        return shim_place_failed(c, k, rc, comm, request);
+        return shim_place_failed(c, k, rc, a->comm, a->request);
     }
-    return shim_call_post(c, k, request);
+    return shim_call_post(c, k, a->request);
+}
+
+/* Ireduce, after the decision (shim_post_fn). */
+static int reduce(shim_comm_t *c, shim_call_t *k, const shim_coll_args_t *a)
+{
+    vec_t v;
+
+    red_offloads(a, NULL, a->scount, &v);
+    k->args.root = (uint32_t)a->root;
+    k->args.bytes = v.l.bytes;
+    if (c->rank != a->root && a->sbuf == MPI_IN_PLACE) {
+        return shim_call_erroneous(c, k, DPS_ERR_ARG, MPI_ERR_BUFFER,
+                                   a->comm, a->request, "MPI_Ireduce: "
+                                   "MPI_IN_PLACE on a rank that is not the "
+                                   "root");
+    }
+    return vec_post(c, k, &v, a->scount, a->scount, c->rank == a->root, a);
+}
+
+/* Iallreduce, Iscan, Iexscan: count elements in and out, everywhere. */
+static int all(shim_comm_t *c, shim_call_t *k, const shim_coll_args_t *a)
+{
+    vec_t v;
+
+    red_offloads(a, NULL, a->scount, &v);
+    k->args.bytes = v.l.bytes;
+    return vec_post(c, k, &v, a->scount, a->scount, 1, a);
+}
+
+/* Ireduce_scatter_block: recvcount elements out, size times that in. */
+static int block(shim_comm_t *c, shim_call_t *k, const shim_coll_args_t *a)
+{
+    int size = shim_comm_size(a->comm);
+    vec_t v;
+
+    red_offloads(a, NULL, a->rcount, &v);
+    k->args.bytes = v.l.bytes;
+    return vec_post(c, k, &v, a->rcount * size, a->rcount, 1, a);
+}
+
+/* Ireduce_scatter: recvcounts[rank] elements out, their sum in. */
+static int scatter(shim_comm_t *c, shim_call_t *k, const shim_coll_args_t *a)
+{
+    int size = shim_comm_size(a->comm), i;
+    uint64_t total = 0, *arr;
+    vec_t v;
+
+    red_offloads(a, NULL, 0, &v);
+    for (i = 0; i < size; i++) {
+        total += (uint64_t)a->rcounts[i];
+    }
+    arr = shim_call_arrays(k, size, 1);
+    if (arr == NULL) {
+        return shim_place_failed(c, k, MPI_ERR_NO_MEM, a->comm, a->request);
+    }
+    for (i = 0; i < size; i++) {
+        arr[i] = (uint64_t)a->rcounts[i] * v.l.size;
+    }
+    k->args.rcount = arr;
+    return vec_post(c, k, &v, (int)total, a->rcounts[c->rank], 1, a);
 }
 
 SHIM_API int MPI_Ireduce(const void *sendbuf, void *recvbuf, int count,
                          MPI_Datatype datatype, MPI_Op op, int root,
                          MPI_Comm comm, MPI_Request *request)
 {
-    const int C = DPS_COLL_REDUCE;
-    shim_coll_args_t a = {.coll = C, .comm = comm, .sbuf = sendbuf,
-                          .scount = count, .stype = datatype,
+    shim_coll_args_t a = {.coll = DPS_COLL_REDUCE, .comm = comm,
+                          .sbuf = sendbuf, .scount = count, .stype = datatype,
                           .rbuf = recvbuf, .op = op, .root = root,
                           .request = request};
-    shim_comm_t *c;
-    shim_call_t k;
-    vec_t v;
-    int rc;
 
-    if (shim_in_call || !shim.initialized) {
-        return PMPI_Ireduce(sendbuf, recvbuf, count, datatype, op, root,
-                            comm, request);
-    }
-    if (shim_coll_start(&a, count_offloads, &rc)) {
-        return rc;
-    }
-    red_offloads(&a, NULL, count, &v);
-    SHIM_BEGIN(C, comm, c, k, PMPI_Ireduce(sendbuf, recvbuf, count,
-                                           datatype, op, root, use,
-                                           request));
-    k.args.root = (uint32_t)root;
-    k.args.bytes = v.l.bytes;
-    if (c->rank != root && sendbuf == MPI_IN_PLACE) {
-        return shim_call_erroneous(c, &k, DPS_ERR_ARG, MPI_ERR_BUFFER, comm,
-                                   request, "MPI_Ireduce: MPI_IN_PLACE on a "
-                                   "rank that is not the root");
-    }
-    return vec_post(c, &k, &v, sendbuf, count, recvbuf, count,
-                    c->rank == root, datatype, comm, request);
+    return shim_coll_run(&a, count_offloads, reduce);
 }
 
 SHIM_API int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count,
                             MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
                             MPI_Request *request)
 {
-    const int C = DPS_COLL_ALLREDUCE;
-    shim_coll_args_t a = {.coll = C, .comm = comm, .sbuf = sendbuf,
-                          .scount = count, .stype = datatype,
+    shim_coll_args_t a = {.coll = DPS_COLL_ALLREDUCE, .comm = comm,
+                          .sbuf = sendbuf, .scount = count, .stype = datatype,
                           .rbuf = recvbuf, .op = op, .request = request};
-    shim_comm_t *c;
-    shim_call_t k;
-    vec_t v;
-    int rc;
 
-    if (shim_in_call || !shim.initialized) {
-        return PMPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm,
-                               request);
-    }
-    if (shim_coll_start(&a, count_offloads, &rc)) {
-        return rc;
-    }
-    red_offloads(&a, NULL, count, &v);
-    SHIM_BEGIN(C, comm, c, k, PMPI_Iallreduce(sendbuf, recvbuf, count,
-                                              datatype, op, use, request));
-    k.args.bytes = v.l.bytes;
-    return vec_post(c, &k, &v, sendbuf, count, recvbuf, count, 1, datatype,
-                    comm, request);
+    return shim_coll_run(&a, count_offloads, all);
 }
 
 SHIM_API int MPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf,
@@ -221,29 +240,12 @@ SHIM_API int MPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf,
                                        MPI_Op op, MPI_Comm comm,
                                        MPI_Request *request)
 {
-    const int C = DPS_COLL_REDUCE_SCATTER_BLOCK;
-    shim_coll_args_t a = {.coll = C, .comm = comm, .sbuf = sendbuf,
-                          .rcount = recvcount, .stype = datatype,
-                          .rbuf = recvbuf, .op = op, .request = request};
-    int size = shim_comm_size(comm), rc;
-    shim_comm_t *c;
-    shim_call_t k;
-    vec_t v;
+    shim_coll_args_t a = {.coll = DPS_COLL_REDUCE_SCATTER_BLOCK, .comm = comm,
+                          .sbuf = sendbuf, .rcount = recvcount,
+                          .stype = datatype, .rbuf = recvbuf, .op = op,
+                          .request = request};
 
-    if (shim_in_call || !shim.initialized) {
-        return PMPI_Ireduce_scatter_block(sendbuf, recvbuf, recvcount,
-                                          datatype, op, comm, request);
-    }
-    if (shim_coll_start(&a, block_offloads, &rc)) {
-        return rc;
-    }
-    red_offloads(&a, NULL, recvcount, &v);
-    SHIM_BEGIN(C, comm, c, k, PMPI_Ireduce_scatter_block(sendbuf, recvbuf,
-                                                         recvcount, datatype,
-                                                         op, use, request));
-    k.args.bytes = v.l.bytes;
-    return vec_post(c, &k, &v, sendbuf, recvcount * size, recvbuf,
-                    recvcount, 1, datatype, comm, request);
+    return shim_coll_run(&a, block_offloads, block);
 }
 
 SHIM_API int MPI_Ireduce_scatter(const void *sendbuf, void *recvbuf,
@@ -251,80 +253,32 @@ SHIM_API int MPI_Ireduce_scatter(const void *sendbuf, void *recvbuf,
                                  MPI_Datatype datatype, MPI_Op op,
                                  MPI_Comm comm, MPI_Request *request)
 {
-    const int C = DPS_COLL_REDUCE_SCATTER;
-    shim_coll_args_t a = {.coll = C, .comm = comm, .sbuf = sendbuf,
-                          .rcounts = recvcounts, .stype = datatype,
-                          .rbuf = recvbuf, .op = op, .request = request};
-    int size = shim_comm_size(comm), i, rc;
-    uint64_t total = 0, *arr;
-    shim_comm_t *c;
-    shim_call_t k;
-    vec_t v;
+    shim_coll_args_t a = {.coll = DPS_COLL_REDUCE_SCATTER, .comm = comm,
+                          .sbuf = sendbuf, .rcounts = recvcounts,
+                          .stype = datatype, .rbuf = recvbuf, .op = op,
+                          .request = request};
 
-    if (shim_in_call || !shim.initialized) {
-        return PMPI_Ireduce_scatter(sendbuf, recvbuf, recvcounts, datatype,
-                                    op, comm, request);
-    }
-    if (shim_coll_start(&a, mean_offloads, &rc)) {
-        return rc;
-    }
-    red_offloads(&a, NULL, 0, &v);
-    for (i = 0; i < size; i++) {
-        total += (uint64_t)recvcounts[i];
-    }
-    SHIM_BEGIN(C, comm, c, k, PMPI_Ireduce_scatter(sendbuf, recvbuf,
-                                                   recvcounts, datatype, op,
-                                                   use, request));
-    arr = shim_call_arrays(&k, size, 1);
-    if (arr == NULL) {
-        return shim_place_failed(c, &k, MPI_ERR_NO_MEM, comm, request);
-    }
-    for (i = 0; i < size; i++) {
-        arr[i] = (uint64_t)recvcounts[i] * v.l.size;
-    }
-    k.args.rcount = arr;
-    return vec_post(c, &k, &v, sendbuf, (int)total, recvbuf,
-                    recvcounts[c->rank], 1, datatype, comm, request);
-}
-
-/* Iscan and Iexscan. */
-static int scan(int C, const void *sendbuf, void *recvbuf, int count,
-                MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
-                MPI_Request *request)
-{
-    shim_coll_args_t a = {.coll = C, .comm = comm, .sbuf = sendbuf,
-                          .scount = count, .stype = datatype,
-                          .rbuf = recvbuf, .op = op, .request = request};
-    shim_comm_t *c;
-    shim_call_t k;
-    vec_t v;
-    int rc;
-
-    if (shim_in_call || !shim.initialized) {
-        return shim_coll_stock(&a, comm, request);
-    }
-    if (shim_coll_start(&a, count_offloads, &rc)) {
-        return rc;
-    }
-    red_offloads(&a, NULL, count, &v);
-    SHIM_BEGIN(C, comm, c, k, shim_coll_stock(&a, use, request));
-    k.args.bytes = v.l.bytes;
-    return vec_post(c, &k, &v, sendbuf, count, recvbuf, count, 1, datatype,
-                    comm, request);
+    return shim_coll_run(&a, mean_offloads, scatter);
 }
 
 SHIM_API int MPI_Iscan(const void *sendbuf, void *recvbuf, int count,
                        MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
                        MPI_Request *request)
 {
-    return scan(DPS_COLL_SCAN, sendbuf, recvbuf, count, datatype, op, comm,
-                request);
+    shim_coll_args_t a = {.coll = DPS_COLL_SCAN, .comm = comm,
+                          .sbuf = sendbuf, .scount = count, .stype = datatype,
+                          .rbuf = recvbuf, .op = op, .request = request};
+
+    return shim_coll_run(&a, count_offloads, all);
 }
 
 SHIM_API int MPI_Iexscan(const void *sendbuf, void *recvbuf, int count,
                          MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
                          MPI_Request *request)
 {
-    return scan(DPS_COLL_EXSCAN, sendbuf, recvbuf, count, datatype, op, comm,
-                request);
+    shim_coll_args_t a = {.coll = DPS_COLL_EXSCAN, .comm = comm,
+                          .sbuf = sendbuf, .scount = count, .stype = datatype,
+                          .rbuf = recvbuf, .op = op, .request = request};
+
+    return shim_coll_run(&a, count_offloads, all);
 }

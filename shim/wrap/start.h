@@ -48,7 +48,7 @@ int shim_pers_new(int coll, MPI_Comm comm, shim_pers_start_t start,
                   MPI_Request *req);
 
 /* comm is being freed: end the nonblocking duplications of it that
- * persistent collectives began (wrap/persistent.c). */
+ * persistent collectives began (wrap/pers_dup.c). */
 void shim_pers_comm_free(MPI_Comm comm);
 
 /* Requests of the shim's in place of handles, for one completion call. */
