@@ -26,19 +26,6 @@
 
 extern char **environ;
 
-shim_state_t shim = {
-    .parent_fd = -1,
-    .kick_fd = -1,
-    .keyval = MPI_KEYVAL_INVALID,
-    .fo_ctrl = MPI_COMM_NULL,
-    .fo_agree = MPI_COMM_NULL,
-    .lock = PTHREAD_MUTEX_INITIALIZER,
-    .agree_lock = PTHREAD_MUTEX_INITIALIZER,
-    .tx_lock = PTHREAD_MUTEX_INITIALIZER,
-    .shm_fd = -1,
-};
-__thread int shim_in_call;
-
 #define SHIM_FINALIZE_DRAIN_SEC 30
 
 int shim_comm_delete(MPI_Comm comm, int keyval, void *attr, void *extra);

@@ -15,8 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-__thread MPI_Request *shim_busy_req;
-
 void shim_comm_unref(shim_comm_t *c)
 {
     int last;
