@@ -7,6 +7,7 @@
  */
 #define _GNU_SOURCE
 #include "shim/boot/boot.h"
+#include "shim/boot/env.h"
 #include "common/dps_log.h"
 #include "common/dps_status.h"
 

@@ -7,7 +7,6 @@
 #include "common/dps_config.h"
 #include "common/dps_shm.h"
 #include "common/dps_ucx.h"
-#include "shim/data/util.h"
 #include "shim/compile/build.h"
 #include "common/dps_proto.h"
 
