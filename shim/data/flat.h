@@ -9,8 +9,9 @@
 #ifndef SHIM_FLAT_H
 #define SHIM_FLAT_H
 
-#include "shim/core/shim.h"
+#include "shim/data/types.h"
 
+#include <mpi.h>
 #include <stddef.h>
 #include <stdint.h>
 

@@ -7,7 +7,6 @@
  * segment maps are built in data/flat.c.
  */
 #define _GNU_SOURCE
-#include "shim/core/shim.h"
 #include "shim/data/iov.h"
 #include "shim/data/flat.h"
 #include "common/dps_log.h"
