@@ -39,11 +39,12 @@ COMMON_SRC := common/dps_log.c common/dps_config.c common/dps_proto.c common/dps
               common/dps_ucx.c common/dps_listen.c common/dps_secret.c \
               common/dps_agentmap.c common/dps_shm.c common/dps_rtypes.c
 BLD_SRC    := shim/compile/build.c shim/compile/moves.c shim/compile/reductions.c
-SHIM_SRC   := shim/base/state.c shim/boot/init.c shim/boot/spawn.c shim/boot/place.c \
+SHIM_SRC   := shim/base/state.c shim/core/hooks.c shim/boot/init.c shim/boot/spawn.c shim/boot/place.c \
               shim/boot/connect.c shim/core/op.c shim/core/channel.c \
               shim/core/comm.c shim/data/engine.c shim/data/iov.c \
               shim/wrap/wait.c shim/boot/env.c shim/data/reg.c \
-              shim/failover/failover.c shim/failover/take.c shim/wrap/block.c \
+              shim/failover/failover.c shim/failover/take.c \
+              shim/failover/entries.c shim/wrap/block.c \
               shim/core/sched.c shim/data/types.c shim/data/rtypes.c \
               shim/data/flat.c \
               shim/core/redo.c shim/wrap/call.c shim/wrap/check.c \

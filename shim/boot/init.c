@@ -10,7 +10,9 @@
 #define _GNU_SOURCE
 #include "shim/core/shim.h"
 #include "shim/boot/boot.h"
+#include "shim/failover/failover.h"
 #include "shim/wrap/check.h"
+#include "shim/wrap/start.h"
 #include "shim/data/engine.h"
 #include "shim/data/reg.h"
 #include "shim/data/types.h"
@@ -27,8 +29,6 @@
 extern char **environ;
 
 #define SHIM_FINALIZE_DRAIN_SEC 30
-
-int shim_comm_delete(MPI_Comm comm, int keyval, void *attr, void *extra);
 
 /*
  * Offload cannot be set up, for a reason every rank shares. Unless
@@ -191,13 +191,17 @@ static int worth_agents(const vnode_t *v)
     return 0;
 }
 
-void shim_init(void)
+/* Bring up the agent and UCX after PMPI_Init. Never fails the job: on
+ * any problem the shim stays inactive and everything runs on stock MPI. */
+static void shim_init(void)
 {
     vnode_t v = {.node = MPI_COMM_NULL, .vnode = MPI_COMM_NULL};
     job_secret_t js = {0};
     void *addr = NULL;
     uint32_t addr_len = 0;
 
+    /* Before the attribute whose delete callback calls it exists. */
+    shim_hooks.freeing = shim_pers_comm_free;
     PMPI_Comm_rank(MPI_COMM_WORLD, &shim.world_rank);
     PMPI_Comm_size(MPI_COMM_WORLD, &shim.world_size);
     if (!load_config() ||
@@ -362,7 +366,8 @@ static void print_stats(void)
     fflush(stdout);
 }
 
-void shim_fini(void)
+/* Tear down before PMPI_Finalize; prints statistics when asked. */
+static void shim_fini(void)
 {
     if (!shim.initialized) {
         return;

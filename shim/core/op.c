@@ -93,7 +93,9 @@ static void op_refused(shim_op_t *op)
     op->error = MPI_ERR_TRUNCATE;
     op->raise = !op->call.error;
     HASH_DELETE(hh_token, shim.by_token, op);   /* no agent answers it */
-    shim_comm_finished(op->comm, op->call.seq);
+    if (shim_hooks.finished != NULL) {
+        shim_hooks.finished(op->comm, op->call.seq);
+    }
     op->finishing = 1;
     op->next_done = shim.done_list;
     shim.done_list = op;
@@ -358,7 +360,9 @@ int shim_progress(void)
         shim_reg_send_frees();
     }
     pthread_mutex_unlock(&shim.lock);
-    shim_fo_progress();
+    if (shim_hooks.progress != NULL) {
+        shim_hooks.progress();   /* the takeover: notices, stock MPI */
+    }
     pthread_mutex_lock(&shim.lock);
     done = shim.done_list;
     shim.done_list = NULL;
@@ -474,22 +478,4 @@ void shim_idle(int only_ours)
     } else if (!only_ours) {
         usleep(50);
     }
-}
-
-void shim_comm_freed(uint64_t comm_id)
-{
-    size_t len;
-    void *msg;
-
-    if (!shim.active) {
-        return;
-    }
-    msg = dps_msg_encode_comm_free(comm_id, (uint32_t)shim.world_rank, &len);
-    pthread_mutex_lock(&shim.lock);
-    if (msg != NULL && !shim.agent_dead) {
-        shim_send_agent(msg, len);
-    } else {
-        free(msg);
-    }
-    pthread_mutex_unlock(&shim.lock);
 }

@@ -1,13 +1,18 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Internal state and interfaces of libdpushim.so. */
+/*
+ * The core of libdpushim.so: communicators (core/comm.c), offloaded
+ * operations (core/op.c) and the channel to the agent (core/channel.c);
+ * schedules and redo by stock MPI have headers of their own. Below core:
+ * the call's data (data/) and the schedule compiler (compile/), then the
+ * state (base/state.h). What upper layers do at core's moments (the
+ * takeover's progress, persistent requests on a freed communicator)
+ * reaches core as callbacks they hand down (shim_hooks).
+ */
 #ifndef SHIM_H
 #define SHIM_H
 
 #include "shim/base/state.h"
 #include "shim/data/types.h"
-#include "common/dps_config.h"
-#include "common/dps_shm.h"
-#include "common/dps_ucx.h"
 #include "common/dps_proto.h"
 
 #include <mpi.h>
@@ -16,16 +21,7 @@
 #include <sys/types.h>
 #include <uthash.h>
 
-struct shim_op;
-
 #define SHIM_WORLD_ID 1 /* MPI_COMM_WORLD's; ids made by ranks are >= 2^32 */
-
-/* DPUSHIM_MIN_BYTES=auto where agents have CPUs of their own. With the
- * direct data path and cores to spare (make bench, idle host), offload
- * beat stock MPI from 256 KiB on (0.64-0.82x overall), not at 128 KiB
- * (0.94-1.35x): below, stock MPI's own time (12-20 us at 128 KiB) is
- * within the shim's fixed cost (30-50 us). */
-#define SHIM_AUTO_MIN_BYTES (256u * 1024)
 
 /* What the shim knows of a communicator it offloaded on (an attribute). */
 
@@ -90,12 +86,30 @@ typedef struct shim_op {
     struct shim_redo *redo;    /* stock MPI running its schedule */
 } shim_op_t;
 
-/* Bring up the agent and UCX after PMPI_Init. Never fails the job: on
- * any problem the shim stays inactive and everything runs on stock MPI. */
-void shim_init(void);
+/*
+ * What upper layers hand down to core: their work at moments core
+ * decides. Filled in at MPI_Init before offload is on (failover's
+ * shim_fo_init, boot's shim_init); a NULL member: nothing to do then.
+ */
+typedef struct shim_hooks {
+    /* Every shim_progress, lock not held: the takeover's progress
+     * (notices, agreement, stock MPI's work) (failover). */
+    void (*progress)(void);
+    /* Instance seq of c ended here, done by our agent or failed before
+     * it got there, lock held: it must never be redone (failover). */
+    void (*finished)(shim_comm_t *c, uint32_t seq);
+    /* c's state goes (its last reference), lock held, c still linked:
+     * what it finished outlives it (failover). */
+    void (*dropped)(const shim_comm_t *c);
+    /* MPI frees comm (shim_comm_delete), lock not held, re-entry guard
+     * raised: what the shim began on comm must end first (persistent
+     * requests' duplications, wrap/persistent.c). */
+    void (*freeing)(MPI_Comm comm);
+} shim_hooks_t;
 
-/* Tear down before PMPI_Finalize; prints statistics when asked. */
-void shim_fini(void);
+extern shim_hooks_t shim_hooks;  /* core/hooks.c */
+
+/* ---- core/op.c ---------------------------------------------------- */
 
 /* Progress UCX and hand completed ops to MPI. Returns the number of ops
  * that completed. Safe to call when inactive. */
@@ -111,9 +125,6 @@ int shim_any_pending(void);
  * of the caller needs PMPI progress meanwhile. */
 void shim_idle(int only_ours);
 
-/* Among n requests, is any unfinished one not ours (needs PMPI)? */
-int shim_need_pmpi(int n, const MPI_Request *reqs);
-
 /*
  * Start an op on communicator c for call k with schedule sc (a reference
  * passes to the op): allocate its TMP buffer, register the buffers,
@@ -128,59 +139,28 @@ int shim_op_start(shim_comm_t *c, shim_call_t *k, struct shim_sched *sc,
 /* Progress communicator id agreements; post what waited for them. */
 void shim_comm_progress(void);
 
-/* Send a message (ownership taken) to our agent and wake it up
- * (core/channel.c, as the three below). */
+/* ---- core/channel.c ----------------------------------------------- */
+
+/* Send a message (ownership taken) to our agent and wake it up. */
 int shim_send_agent(void *msg, size_t len);
 
-/* Is the agent alive (checked every 0.1 s at most)? On a failure, the
- * takeover starts. Lock held. */
+/* Is the agent alive (checked every 0.1 s at most)? On a failure, sets
+ * shim.fo_why: the takeover starts at the next progress. Lock held. */
 void shim_agent_check(void);
-
-/* Tell the agent a communicator it knows is freed. */
-void shim_comm_freed(uint64_t comm_id);
 
 /* Take in the agent's messages (lock held). */
 void shim_agent_msgs(void);
 
-/* Our agent finished instance seq of c (lock held). */
-void shim_comm_finished(shim_comm_t *c, uint32_t seq);
+/* Is it PID's process alive (not a zombie)? */
+int shim_pid_alive(pid_t pid);
 
-/* Remember a freed communicator's finished instances (lock held). */
-void shim_fo_record_freed(const shim_comm_t *c);
+/* ---- core/comm.c -------------------------------------------------- */
 
 /* Drop a reference to c (lock not held); frees it at the last. */
 void shim_comm_unref(shim_comm_t *c);
 
-/* Is it PID's process alive (not a zombie)? */
-int shim_pid_alive(pid_t pid);
-
-/*
- * Agent failure (failover/failover.c). Any rank that sees an agent fail tells
- * every rank (PMPI messages on a private communicator); each then stops
- * its own agent, and all agree, with nonblocking PMPI collectives, which
- * offloaded instances some rank finished. Pending instances no rank
- * finished are redone by stock MPI on a twin of their communicator; the
- * others fail with an error. Later collectives go to stock MPI.
- */
-int  shim_fo_init(void);              /* MPI_Init, once offload is on */
-/* Blocking calls watch for failures while offload is on (wrap/block.c):
- * is that now, and wait for a request that is not ours doing so. */
-int  shim_watching(void);
-int  shim_watch_wait(MPI_Request *req, MPI_Status *status);
-void shim_fo_start(const char *why);  /* a failure seen here */
-/* Before a blocking call the takeover cannot reach into: drive a known
- * takeover until this rank's pending collectives run on stock MPI (or
- * the takeover's deadline aborts the job). */
-void shim_fo_settle(void);
-void shim_fo_progress(void);          /* lock not held */
-void shim_fo_fini(void);              /* MPI_Finalize, before teardown */
-/* After a failure, a new instance seq on c: 1 to run it on stock MPI on
- * *use (c's twin, or c itself) at once, or 0 to queue it (shim_op_start)
- * until it can run, or fail with an error. */
-int  shim_fo_direct(shim_comm_t *c, uint32_t seq, int coll, MPI_Comm *use);
-
-/* The state of comm: found, or made now without a twin (core/comm.c);
- * NULL when out of memory. */
+/* The state of comm: found, or made now without a twin; NULL when out
+ * of memory. */
 shim_comm_t *shim_comm_get(MPI_Comm comm);
 
 /* A matching stream of parent for one persistent request (a reference
@@ -195,7 +175,11 @@ shim_comm_t *shim_comm_stream_new(shim_comm_t *parent, int refused);
 MPI_Comm shim_comm_twin(const shim_comm_t *c);
 
 /* State for comm, made now; with a twin (shadow, may be MPI_COMM_NULL)
- * when comm was just created by every member (core/comm.c). */
+ * when comm was just created by every member. */
 shim_comm_t *shim_comm_state_new(MPI_Comm comm, MPI_Comm shadow);
+
+/* The delete callback of the shim's communicator attribute (shim.keyval):
+ * MPI frees comm, whose state is attr. MPI_SUCCESS. */
+int shim_comm_delete(MPI_Comm comm, int keyval, void *attr, void *extra);
 
 #endif

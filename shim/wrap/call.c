@@ -2,6 +2,7 @@
 /* The MPI_I* wrappers' common path: decide, begin, post (wrap/coll.h). */
 #include "shim/wrap/coll.h"
 #include "shim/data/engine.h"
+#include "shim/failover/failover.h"
 #include "shim/core/sched.h"
 #include "common/dps_log.h"
 #include "common/dps_status.h"
