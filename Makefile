@@ -38,7 +38,8 @@ BAD_MPIS    = $(filter-out $(ALL_MPIS),$(MPI))
 COMMON_SRC := common/dps_log.c common/dps_config.c common/dps_proto.c common/dps_sched.c \
               common/dps_ucx.c common/dps_listen.c common/dps_secret.c \
               common/dps_agentmap.c common/dps_shm.c common/dps_rtypes.c
-BLD_SRC    := shim/compile/build.c shim/compile/moves.c shim/compile/reductions.c
+BLD_SRC    := shim/compile/build.c shim/compile/moves.c shim/compile/reductions.c \
+              shim/compile/steps.c
 SHIM_SRC   := shim/base/state.c shim/core/hooks.c shim/boot/init.c shim/boot/spawn.c shim/boot/place.c \
               shim/boot/connect.c shim/core/op.c shim/core/channel.c \
               shim/core/comm.c shim/data/engine.c shim/data/iov.c \
