@@ -39,12 +39,14 @@ COMMON_SRC := common/dps_log.c common/dps_config.c common/dps_proto.c \
               common/dps_encode.c common/dps_sched.c \
               common/dps_ucx.c common/dps_listen.c common/dps_secret.c \
               common/dps_agentmap.c common/dps_shm.c common/dps_rtypes.c
-BLD_SRC    := shim/compile/build.c shim/compile/moves.c shim/compile/reductions.c
-SHIM_SRC   := shim/boot/init.c shim/boot/spawn.c shim/boot/place.c \
+BLD_SRC    := shim/compile/build.c shim/compile/moves.c shim/compile/reductions.c \
+              shim/compile/steps.c
+SHIM_SRC   := shim/base/state.c shim/core/hooks.c shim/boot/init.c shim/boot/spawn.c shim/boot/place.c \
               shim/boot/connect.c shim/core/op.c shim/core/channel.c \
               shim/core/comm.c shim/data/engine.c shim/data/iov.c \
-              shim/wrap/wait.c shim/data/util.c shim/data/reg.c \
-              shim/failover/failover.c shim/failover/take.c shim/wrap/block.c \
+              shim/wrap/wait.c shim/boot/env.c shim/data/reg.c \
+              shim/failover/failover.c shim/failover/take.c \
+              shim/failover/entries.c shim/wrap/block.c \
               shim/core/sched.c shim/data/types.c shim/data/rtypes.c \
               shim/data/flat.c \
               shim/core/redo.c shim/wrap/call.c shim/wrap/check.c \
@@ -157,9 +159,9 @@ build/%/tests: $(wildcard tests/mpi/*.c tests/mpi/*.h) $(BENCH_SRC) Makefile
 	done
 	@touch $@
 
-build/unit/%: tests/unit/%.c $(COMMON_SRC) shim/data/util.c $(BLD_SRC) $(HDRS) Makefile
+build/unit/%: tests/unit/%.c $(COMMON_SRC) shim/boot/env.c $(BLD_SRC) $(HDRS) Makefile
 	@mkdir -p $(@D)
-	$(CC) $(WARN) $(INC) $(CFLAGS) -o $@ $< $(COMMON_SRC) shim/data/util.c $(BLD_SRC) \
+	$(CC) $(WARN) $(INC) $(CFLAGS) -o $@ $< $(COMMON_SRC) shim/boot/env.c $(BLD_SRC) \
 	    $$(pkg-config --cflags --libs check) $(UCX_LIBS)
 
 unit: $(addprefix build/unit/,$(UNIT_TESTS))

@@ -309,7 +309,7 @@ int boot_connect_job(MPI_Comm vnode, const void *agent_addr,
     if (dps_ucx_open(&shim.ucx) != DPS_OK) {
         ok = 0;
     } else {
-        shim_reg_init();
+        shim_reg_init(shim_send_agent);
     }
     if (!boot_agree(ok)) {
         return 0;

@@ -10,7 +10,9 @@
 #define _GNU_SOURCE
 #include "shim/core/shim.h"
 #include "shim/boot/boot.h"
+#include "shim/failover/failover.h"
 #include "shim/wrap/check.h"
+#include "shim/wrap/start.h"
 #include "shim/data/engine.h"
 #include "shim/data/reg.h"
 #include "shim/data/types.h"
@@ -26,22 +28,7 @@
 
 extern char **environ;
 
-shim_state_t shim = {
-    .parent_fd = -1,
-    .kick_fd = -1,
-    .keyval = MPI_KEYVAL_INVALID,
-    .fo_ctrl = MPI_COMM_NULL,
-    .fo_agree = MPI_COMM_NULL,
-    .lock = PTHREAD_MUTEX_INITIALIZER,
-    .agree_lock = PTHREAD_MUTEX_INITIALIZER,
-    .tx_lock = PTHREAD_MUTEX_INITIALIZER,
-    .shm_fd = -1,
-};
-__thread int shim_in_call;
-
 #define SHIM_FINALIZE_DRAIN_SEC 30
-
-int shim_comm_delete(MPI_Comm comm, int keyval, void *attr, void *extra);
 
 /*
  * Offload cannot be set up, for a reason every rank shares. Unless
@@ -204,13 +191,17 @@ static int worth_agents(const vnode_t *v)
     return 0;
 }
 
-void shim_init(void)
+/* Bring up the agent and UCX after PMPI_Init. Never fails the job: on
+ * any problem the shim stays inactive and everything runs on stock MPI. */
+static void shim_init(void)
 {
     vnode_t v = {.node = MPI_COMM_NULL, .vnode = MPI_COMM_NULL};
     job_secret_t js = {0};
     void *addr = NULL;
     uint32_t addr_len = 0;
 
+    /* Before the attribute whose delete callback calls it exists. */
+    shim_hooks.freeing = shim_pers_comm_free;
     PMPI_Comm_rank(MPI_COMM_WORLD, &shim.world_rank);
     PMPI_Comm_size(MPI_COMM_WORLD, &shim.world_size);
     if (!load_config() ||
@@ -375,7 +366,8 @@ static void print_stats(void)
     fflush(stdout);
 }
 
-void shim_fini(void)
+/* Tear down before PMPI_Finalize; prints statistics when asked. */
+static void shim_fini(void)
 {
     if (!shim.initialized) {
         return;

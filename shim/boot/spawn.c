@@ -7,6 +7,7 @@
  */
 #define _GNU_SOURCE
 #include "shim/boot/boot.h"
+#include "shim/boot/env.h"
 #include "common/dps_log.h"
 #include "common/dps_status.h"
 
@@ -96,18 +97,67 @@ static int read_line(int fd, char *buf, size_t len, int timeout_ms)
     return DPS_ERR_PROTO;
 }
 
+/* Start the agent at path with argv and env: fd a becomes its
+ * descriptor 3 (where it writes its address), fd p its 4 (its parent's
+ * pipe), /dev/null its stdin, and no signal is blocked in it. 0 and
+ * shim.agent_pid, or an errno value. */
+static int spawn(const char *path, char *const argv[], int a, int p,
+                 char *const env[])
+{
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t attr;
+    sigset_t none;
+    int err;
+
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_adddup2(&fa, a, 3);
+    posix_spawn_file_actions_adddup2(&fa, p, 4);
+    posix_spawnattr_init(&attr);
+    sigemptyset(&none);
+    posix_spawnattr_setsigmask(&attr, &none);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
+    err = posix_spawn(&shim.agent_pid, path, &fa, &attr, argv, env);
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&attr);
+    return err;
+}
+
+/* The address the agent at path reports on fd, a hex line read into line
+ * (2 * DPS_MAX_ADDR + 2 bytes): *addr (malloc'ed) and *addr_len; DPS_OK,
+ * or an error (logged). */
+static int read_addr(int fd, char *line, const char *path, void **addr,
+                     size_t *addr_len)
+{
+    long n;
+    int rc;
+
+    rc = read_line(fd, line, 2 * DPS_MAX_ADDR + 2, 30000);
+    if (rc != DPS_OK) {
+        dps_error("agent %s (pid %d) did not report its address: %s",
+                  path, (int)shim.agent_pid, dps_status_str(rc));
+        return rc;
+    }
+    *addr = malloc(DPS_MAX_ADDR);
+    n = (*addr == NULL) ? -1 : dps_hex_decode(line, *addr, DPS_MAX_ADDR);
+    if (n <= 0) {
+        dps_error("agent reported a malformed address");
+        free(*addr);
+        *addr = NULL;
+        return DPS_ERR_PROTO;
+    }
+    *addr_len = (size_t)n;
+    return DPS_OK;
+}
+
 /* Start dpu_agent; on success *addr (malloc'ed) holds its address.
  * own_core: it has a CPU no rank uses (DPUSHIM_AGENT_SCHED=auto: poll). */
 int boot_spawn_agent(void **addr, size_t *addr_len, int own_core)
 {
     char path[4096], fd_a[] = "3", fd_p[] = "4";
     char *argv[] = {path, "--addr-fd", fd_a, "--parent-fd", fd_p, NULL};
-    posix_spawn_file_actions_t fa;
-    posix_spawnattr_t attr;
     int ap[2] = {-1, -1}, pp[2] = {-1, -1}, rc, err;
     char **env = NULL, *line = NULL;
-    sigset_t none;
-    long n;
 
     rc = agent_path(path, sizeof(path));
     if (rc != DPS_OK) {
@@ -132,17 +182,7 @@ int boot_spawn_agent(void **addr, size_t *addr_len, int own_core)
         rc = DPS_ERR_IO;
         goto out;
     }
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_adddup2(&fa, ap[1], 3);
-    posix_spawn_file_actions_adddup2(&fa, pp[0], 4);
-    posix_spawnattr_init(&attr);
-    sigemptyset(&none);
-    posix_spawnattr_setsigmask(&attr, &none);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
-    err = posix_spawn(&shim.agent_pid, path, &fa, &attr, argv, env);
-    posix_spawn_file_actions_destroy(&fa);
-    posix_spawnattr_destroy(&attr);
+    err = spawn(path, argv, ap[1], pp[0], env);
     if (err != 0) {
         dps_error("cannot start agent %s: %s", path, strerror(err));
         shim.agent_pid = 0;
@@ -155,23 +195,10 @@ int boot_spawn_agent(void **addr, size_t *addr_len, int own_core)
     pp[0] = -1;
     shim.parent_fd = pp[1]; /* kept open: its closing ends the agent */
     pp[1] = -1;
-    rc = read_line(ap[0], line, 2 * DPS_MAX_ADDR + 2, 30000);
-    if (rc != DPS_OK) {
-        dps_error("agent %s (pid %d) did not report its address: %s",
-                  path, (int)shim.agent_pid, dps_status_str(rc));
-        goto out;
+    rc = read_addr(ap[0], line, path, addr, addr_len);
+    if (rc == DPS_OK) {
+        dps_info("started agent %s, pid %d", path, (int)shim.agent_pid);
     }
-    *addr = malloc(DPS_MAX_ADDR);
-    n = (*addr == NULL) ? -1 : dps_hex_decode(line, *addr, DPS_MAX_ADDR);
-    if (n <= 0) {
-        dps_error("agent reported a malformed address");
-        free(*addr);
-        *addr = NULL;
-        rc = DPS_ERR_PROTO;
-        goto out;
-    }
-    *addr_len = (size_t)n;
-    dps_info("started agent %s, pid %d", path, (int)shim.agent_pid);
 out:
     for (int i = 0; i < 2; i++) {
         if (ap[i] >= 0) {

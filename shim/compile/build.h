@@ -3,9 +3,11 @@
  * Builders: every collective compiled into the schedule of one rank
  * (common/dps_sched.h). Pure functions of the arguments, with no MPI
  * calls: the shim gives them byte counts and offsets, and they give back
- * steps. The data-movement collectives are in compile/moves.c, the
- * reductions in compile/reductions.c; the step buffer and the topology (which
- * ranks share an agent) in compile/build.c.
+ * steps. One way down: compile/build.c picks the family, whose builders
+ * are in compile/moves.c (data movement, neighbourhood collectives and
+ * pattern groups) and compile/reductions.c; they write steps with
+ * compile/steps.c, where the step buffer and the topology (which ranks
+ * share an agent) are.
  *
  * Buffers of a schedule (DPS_BUF_*): SEND holds this rank's input and is
  * never written; RECV is its output; TMP is scratch the shim allocates
@@ -17,6 +19,7 @@
 #ifndef BUILD_H
 #define BUILD_H
 
+#include "shim/compile/steps.h"
 #include "common/dps_sched.h"
 
 #include <stddef.h>
@@ -57,55 +60,6 @@ typedef struct bld_args {
     const uint64_t *pairs;
 } bld_args_t;
 
-/* A schedule under construction. */
-typedef struct bld {
-    dps_step_t *steps;
-    uint32_t    n, cap;
-    int         oom;            /* an append failed */
-    uint64_t    need[DPS_NBUF]; /* bytes each buffer must hold */
-} bld_t;
-
-/* The ranks of a communicator grouped by agent: groups in order of their
- * lowest rank, members of each in rank order. */
-typedef struct bld_topo {
-    uint32_t  ngroups;
-    uint32_t *gstart;    /* ngroups + 1: where each group's members start */
-    uint32_t *members;   /* size: comm ranks, group after group */
-    uint32_t *group;     /* size: the group of each rank */
-    uint32_t *pos;       /* size: the rank's index among its group's */
-} bld_topo_t;
-
-int  bld_topo_init(bld_topo_t *t, uint32_t size, const uint32_t *agent);
-void bld_topo_fini(bld_topo_t *t);
-
-/* The k-th member of group g. */
-static inline uint32_t bld_member(const bld_topo_t *t, uint32_t g,
-                                  uint32_t k)
-{
-    return t->members[t->gstart[g] + k];
-}
-
-static inline uint32_t bld_gsize(const bld_topo_t *t, uint32_t g)
-{
-    return t->gstart[g + 1] - t->gstart[g];
-}
-
-/* Appending steps. Rounds must not decrease. Zero-length transfers are
- * kept: they carry order (barriers) and let agents see that two ranks
- * agree. */
-void bld_send(bld_t *b, uint32_t round, uint32_t peer, unsigned buf,
-              uint64_t off, uint64_t len);
-void bld_recv(bld_t *b, uint32_t round, uint32_t peer, unsigned buf,
-              uint64_t off, uint64_t len);
-void bld_recv_reduce(bld_t *b, uint32_t round, uint32_t peer, unsigned buf,
-                     uint64_t off, uint64_t len, unsigned op,
-                     unsigned dtype);
-void bld_copy(bld_t *b, uint32_t round, unsigned sbuf, uint64_t soff,
-              unsigned dbuf, uint64_t doff, uint64_t len);
-void bld_reduce(bld_t *b, uint32_t round, unsigned sbuf, uint64_t soff,
-                unsigned dbuf, uint64_t doff, uint64_t len, unsigned op,
-                unsigned dtype);
-
 /*
  * Build the schedule of args->rank into b (zeroed by the caller; free
  * b->steps after). Returns 0, or -1 when out of memory or the arguments
@@ -119,8 +73,5 @@ int bld_reduction(const bld_args_t *a, const bld_topo_t *t, bld_t *b);
 
 /* Transfers listed by the caller (bld_args_t.pairs), all at once. */
 int bld_pairs(const bld_args_t *a, bld_t *b);
-
-/* ceil(log2(n)), 0 for n <= 1. */
-uint32_t bld_log2(uint32_t n);
 
 #endif

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Builders of the collectives that move data without reducing it:
- * barrier, bcast, gather(v), scatter(v), allgather(v), alltoall(v)(w).
+ * barrier, bcast, gather(v), scatter(v), allgather(v), alltoall(v)(w);
+ * and of transfers the caller lists (neighbourhood collectives, pattern
+ * groups: bld_pairs).
  *
  * Algorithms. A transfer within one agent is one copy by the receiver's
  * DMA engine, whatever the distance; one between agents crosses the
@@ -263,4 +265,50 @@ int bld_move(const bld_args_t *a, const bld_topo_t *t, bld_t *b)
     default:
         return -1;
     }
+}
+
+/*
+ * Every transfer in round 0. A rank's transfers to itself become copies,
+ * its k-th send to itself into its k-th receive from itself (lengths the
+ * caller checked equal); the rest are SEND and RECV steps in list order.
+ */
+int bld_pairs(const bld_args_t *a, bld_t *b)
+{
+    const uint64_t *snd = a->pairs, *rcv = a->pairs + 3 * (size_t)a->nsend;
+    uint32_t i, j = 0;
+
+    if (a->pairs == NULL && a->nsend + a->nrecv > 0) {
+        return -1;
+    }
+    for (i = 0; i < a->nsend; i++) {
+        const uint64_t *s = snd + 3 * (size_t)i;
+
+        if (s[0] >= a->size) {
+            return -1;
+        }
+        if (s[0] != a->rank) {
+            bld_send(b, 0, (uint32_t)s[0], DPS_BUF_SEND, s[1], s[2]);
+            continue;
+        }
+        while (j < a->nrecv && rcv[3 * (size_t)j] != a->rank) {
+            j++;
+        }
+        if (j == a->nrecv || rcv[3 * (size_t)j + 2] != s[2]) {
+            return -1;   /* unpaired: the caller checks this */
+        }
+        bld_copy(b, 0, DPS_BUF_SEND, s[1], DPS_BUF_RECV,
+                 rcv[3 * (size_t)j + 1], s[2]);
+        j++;
+    }
+    for (i = 0; i < a->nrecv; i++) {
+        const uint64_t *r = rcv + 3 * (size_t)i;
+
+        if (r[0] >= a->size) {
+            return -1;
+        }
+        if (r[0] != a->rank) {
+            bld_recv(b, 0, (uint32_t)r[0], DPS_BUF_RECV, r[1], r[2]);
+        }
+    }
+    return 0;
 }

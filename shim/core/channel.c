@@ -211,7 +211,9 @@ static void agent_msg(const void *data, size_t len)
         dps_debug("%s #%u on communicator %#llx: completed by the agent",
                   dps_coll_str((unsigned)op->call.coll), op->call.seq,
                   (unsigned long long)op->comm->id);
-        shim_comm_finished(op->comm, op->call.seq);
+        if (shim_hooks.finished != NULL) {
+            shim_hooks.finished(op->comm, op->call.seq);
+        }
         op->finishing = 1;
         op->next_done = shim.done_list;
         shim.done_list = op;

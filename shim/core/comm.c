@@ -6,7 +6,6 @@
  * that create communicators, wrapped here).
  */
 #include "shim/core/shim.h"
-#include "shim/wrap/start.h"
 #include "shim/core/sched.h"
 #include "common/dps_log.h"
 #include "common/dps_proto.h"
@@ -15,7 +14,24 @@
 #include <stdlib.h>
 #include <string.h>
 
-__thread MPI_Request *shim_busy_req;
+/* Tell the agent a communicator it knows is freed (lock not held). */
+static void tell_freed(uint64_t comm_id)
+{
+    size_t len;
+    void *msg;
+
+    if (!shim.active) {
+        return;
+    }
+    msg = dps_msg_encode_comm_free(comm_id, (uint32_t)shim.world_rank, &len);
+    pthread_mutex_lock(&shim.lock);
+    if (msg != NULL && !shim.agent_dead) {
+        shim_send_agent(msg, len);
+    } else {
+        free(msg);
+    }
+    pthread_mutex_unlock(&shim.lock);
+}
 
 void shim_comm_unref(shim_comm_t *c)
 {
@@ -24,7 +40,9 @@ void shim_comm_unref(shim_comm_t *c)
     pthread_mutex_lock(&shim.lock);
     last = (--c->refs == 0);
     if (last) {
-        shim_fo_record_freed(c);
+        if (shim_hooks.dropped != NULL) {
+            shim_hooks.dropped(c);
+        }
         if (c->prev_all != NULL) {
             c->prev_all->next_all = c->next_all;
         } else {
@@ -39,7 +57,7 @@ void shim_comm_unref(shim_comm_t *c)
         return;
     }
     if (c->agent_knows) {
-        shim_comm_freed(c->id);
+        tell_freed(c->id);
     }
     if (c->shadow != MPI_COMM_NULL) {
         PMPI_Comm_free(&c->shadow);
@@ -172,7 +190,9 @@ int shim_comm_delete(MPI_Comm comm, int keyval, void *attr, void *extra)
         }
     }
     pthread_mutex_unlock(&shim.lock);
-    shim_pers_comm_free(comm);
+    if (shim_hooks.freeing != NULL) {
+        shim_hooks.freeing(comm);
+    }
     shim_in_call--;
     c->freed = 1;
     c->comm = MPI_COMM_NULL;

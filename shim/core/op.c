@@ -81,7 +81,6 @@ static int cancel_fn(void *extra, int complete)
     return MPI_SUCCESS; /* collectives cannot be cancelled: no effect */
 }
 
-/* Send op's POST (its communicator id is known). Called with the lock. */
 /* A start of a persistent request that some rank's *_init could not
  * make (MPI refused its arguments there): that rank never starts it, so
  * it ends here with an error, raised as for a mismatch (lock held). */
@@ -93,12 +92,15 @@ static void op_refused(shim_op_t *op)
     op->error = MPI_ERR_TRUNCATE;
     op->raise = !op->call.error;
     HASH_DELETE(hh_token, shim.by_token, op);   /* no agent answers it */
-    shim_comm_finished(op->comm, op->call.seq);
+    if (shim_hooks.finished != NULL) {
+        shim_hooks.finished(op->comm, op->call.seq);
+    }
     op->finishing = 1;
     op->next_done = shim.done_list;
     shim.done_list = op;
 }
 
+/* Send op's POST (its communicator id is known). Called with the lock. */
 static void op_send(shim_op_t *op)
 {
     shim_comm_t *c = op->comm;
@@ -177,25 +179,14 @@ static void op_send(shim_op_t *op)
     }
 }
 
-int shim_op_start(shim_comm_t *c, shim_call_t *k, shim_sched_t *sc,
-                  MPI_Request *req)
+/* op's TMP buffer and the registrations of its buffers, taken under the
+ * lock: DPS_OK, or an error (what was taken is op_release_memory's).
+ * stock: after an agent failure, when nothing is registered. */
+static int op_buffers(shim_op_t *op, int stock)
 {
-    shim_op_t *op;
-    int rc = DPS_OK, stock = (shim.fo_state != SHIM_FO_NONE), b;
+    shim_sched_t *sc = op->sched;
+    int rc = DPS_OK, b;
 
-    op = calloc(1, sizeof(*op));
-    if (op == NULL) {
-        pthread_mutex_lock(&shim.lock);
-        shim_sched_put(sc);
-        pthread_mutex_unlock(&shim.lock);
-        shim_call_clear(k);
-        return MPI_ERR_NO_MEM;
-    }
-    op->call = *k;
-    memset(k, 0, sizeof(*k));   /* the op owns what the call owned */
-    op->comm = c;
-    op->sched = sc;
-    op->after = stock;
     pthread_mutex_lock(&shim.lock);
     if (sc != NULL && sc->need[DPS_BUF_TMP] > 0 &&
         (op->tmp = shim_sched_tmp(sc)) == NULL) {
@@ -216,19 +207,14 @@ int shim_op_start(shim_comm_t *c, shim_call_t *k, shim_sched_t *sc,
         }
     }
     pthread_mutex_unlock(&shim.lock);
-    if (rc != DPS_OK ||
-        PMPI_Grequest_start(query_fn, free_fn, cancel_fn, op, &op->req) !=
-        MPI_SUCCESS) {
-        pthread_mutex_lock(&shim.lock);
-        op_release_memory(op);
-        pthread_mutex_unlock(&shim.lock);
-        shim_call_clear(&op->call);
-        free(op);
-        dps_error("cannot offload a collective: %s",
-                  dps_status_str(rc == DPS_OK ? DPS_ERR_NOMEM : rc));
-        return MPI_ERR_OTHER;
-    }
-    pthread_mutex_lock(&shim.lock);
+    return rc;
+}
+
+/* A started op (its request made) becomes live on c, in seq order, and
+ * goes to the agent: now, or once c's id is agreed; after an agent
+ * failure (stock), the takeover starts it instead. Lock held. */
+static void op_enlist(shim_op_t *op, shim_comm_t *c, int stock)
+{
     op->token = ++shim.next_token;
     HASH_ADD(hh_req, shim.by_req, req, sizeof(MPI_Request), op);
     shim.live++;
@@ -239,9 +225,8 @@ int shim_op_start(shim_comm_t *c, shim_call_t *k, shim_sched_t *sc,
         c->ops_head = op;
     }
     c->ops_tail = op;
-    *req = op->req;
     if (stock) {
-        /* Started by shim_fo_progress, after the agreement. */
+        /* Started by the takeover (failover/), after the agreement. */
     } else if (c->id_known) {
         HASH_ADD(hh_token, shim.by_token, token, sizeof(op->token), op);
         if (c->refused) {
@@ -259,6 +244,43 @@ int shim_op_start(shim_comm_t *c, shim_call_t *k, shim_sched_t *sc,
         }
         c->wait_tail = op;
     }
+}
+
+int shim_op_start(shim_comm_t *c, shim_call_t *k, shim_sched_t *sc,
+                  MPI_Request *req)
+{
+    shim_op_t *op;
+    int rc, stock = (shim.fo_state != SHIM_FO_NONE);
+
+    op = calloc(1, sizeof(*op));
+    if (op == NULL) {
+        pthread_mutex_lock(&shim.lock);
+        shim_sched_put(sc);
+        pthread_mutex_unlock(&shim.lock);
+        shim_call_clear(k);
+        return MPI_ERR_NO_MEM;
+    }
+    op->call = *k;
+    memset(k, 0, sizeof(*k));   /* the op owns what the call owned */
+    op->comm = c;
+    op->sched = sc;
+    op->after = stock;
+    rc = op_buffers(op, stock);
+    if (rc != DPS_OK ||
+        PMPI_Grequest_start(query_fn, free_fn, cancel_fn, op, &op->req) !=
+        MPI_SUCCESS) {
+        pthread_mutex_lock(&shim.lock);
+        op_release_memory(op);
+        pthread_mutex_unlock(&shim.lock);
+        shim_call_clear(&op->call);
+        free(op);
+        dps_error("cannot offload a collective: %s",
+                  dps_status_str(rc == DPS_OK ? DPS_ERR_NOMEM : rc));
+        return MPI_ERR_OTHER;
+    }
+    pthread_mutex_lock(&shim.lock);
+    op_enlist(op, c, stock);
+    *req = op->req;
     pthread_mutex_unlock(&shim.lock);
     return MPI_SUCCESS;
 }
@@ -358,7 +380,9 @@ int shim_progress(void)
         shim_reg_send_frees();
     }
     pthread_mutex_unlock(&shim.lock);
-    shim_fo_progress();
+    if (shim_hooks.progress != NULL) {
+        shim_hooks.progress();   /* the takeover: notices, stock MPI */
+    }
     pthread_mutex_lock(&shim.lock);
     done = shim.done_list;
     shim.done_list = NULL;
@@ -474,22 +498,4 @@ void shim_idle(int only_ours)
     } else if (!only_ours) {
         usleep(50);
     }
-}
-
-void shim_comm_freed(uint64_t comm_id)
-{
-    size_t len;
-    void *msg;
-
-    if (!shim.active) {
-        return;
-    }
-    msg = dps_msg_encode_comm_free(comm_id, (uint32_t)shim.world_rank, &len);
-    pthread_mutex_lock(&shim.lock);
-    if (msg != NULL && !shim.agent_dead) {
-        shim_send_agent(msg, len);
-    } else {
-        free(msg);
-    }
-    pthread_mutex_unlock(&shim.lock);
 }

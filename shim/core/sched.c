@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The engine's client side: a collective call becomes a schedule
- * (shim/build*.c), cached on its communicator keyed by the builder's
+ * (shim/compile/), cached on its communicator keyed by the builder's
  * arguments, and a POST naming it. A schedule's steps go to the agent
  * with the first post that uses it; later posts name its id. A
  * communicator keeps its SHIM_SCHED_CACHE most recently used schedules;

@@ -1,13 +1,18 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Internal state and interfaces of libdpushim.so. */
+/*
+ * The core of libdpushim.so: communicators (core/comm.c), offloaded
+ * operations (core/op.c) and the channel to the agent (core/channel.c);
+ * schedules and redo by stock MPI have headers of their own. Below core:
+ * the call's data (data/) and the schedule compiler (compile/), then the
+ * state (base/state.h). What upper layers do at core's moments (the
+ * takeover's progress, persistent requests on a freed communicator)
+ * reaches core as callbacks they hand down (shim_hooks).
+ */
 #ifndef SHIM_H
 #define SHIM_H
 
-#include "common/dps_config.h"
-#include "common/dps_shm.h"
-#include "common/dps_ucx.h"
-#include "shim/data/util.h"
-#include "shim/compile/build.h"
+#include "shim/base/state.h"
+#include "shim/data/types.h"
 #include "common/dps_proto.h"
 
 #include <mpi.h>
@@ -16,42 +21,7 @@
 #include <sys/types.h>
 #include <uthash.h>
 
-#define SHIM_API __attribute__((visibility("default")))
-
-/* Why a call went to stock MPI: its fallback is counted under one
- * (DPUSHIM_STATS=2 prints them). */
-enum { SHIM_WHY_OTHER,     /* arguments MPI judges, sizes past the limits */
-       SHIM_WHY_OFF,       /* offload off: not active, or DPUSHIM_<COLL>=0 */
-       SHIM_WHY_COMM,      /* an intercommunicator (or MPI_COMM_NULL) */
-       SHIM_WHY_TYPE,      /* a datatype the agents do not reduce */
-       SHIM_WHY_OP,        /* an operation they do not apply: user-defined,
-                            * or not MPI's on the datatype */
-       SHIM_WHY_SMALL,     /* below DPUSHIM_MIN_BYTES */
-       SHIM_NWHY };
-
-enum { SHIM_STAT_OFFLOADED, SHIM_STAT_FALLBACK, SHIM_STAT_BYTES,
-       SHIM_STAT_REDONE,     /* pending when an agent failed: stock MPI */
-       SHIM_STAT_FAILED,     /* pending when an agent failed: error */
-       SHIM_STAT_AFTER,      /* posted after an agent failed: stock MPI */
-       SHIM_STAT_WHY,        /* SHIM_NWHY counters: fallbacks by reason */
-       SHIM_NSTAT = SHIM_STAT_WHY + SHIM_NWHY };
-
-/* Taking over from failed agents (failover/failover.c). */
-enum { SHIM_FO_NONE,       /* agents serve */
-       SHIM_FO_COUNTS,     /* agents stopped; agreeing: how many entries */
-       SHIM_FO_ENTRIES,    /* agreeing: which instances ranks finished */
-       SHIM_FO_DECIDED };  /* every collective runs on stock MPI */
-
-struct shim_op;
-
 #define SHIM_WORLD_ID 1 /* MPI_COMM_WORLD's; ids made by ranks are >= 2^32 */
-
-/* DPUSHIM_MIN_BYTES=auto where agents have CPUs of their own. With the
- * direct data path and cores to spare (make bench, idle host), offload
- * beat stock MPI from 256 KiB on (0.64-0.82x overall), not at 128 KiB
- * (0.94-1.35x): below, stock MPI's own time (12-20 us at 128 KiB) is
- * within the shim's fixed cost (30-50 us). */
-#define SHIM_AUTO_MIN_BYTES (256u * 1024)
 
 /* What the shim knows of a communicator it offloaded on (an attribute). */
 
@@ -91,79 +61,6 @@ typedef struct shim_comm {
     int             refused;      /* a rank's *_init of it was refused */
 } shim_comm_t;
 
-/*
- * Data received through a contiguous staging buffer for datatypes that are
- * not contiguous (ranks may describe one message with different layouts
- * of the same type signature, so every rank offloads alike and a
- * non-contiguous one packs and unpacks): at completion, each block's
- * bytes at from + off are unpacked as count elements of types[type] at to.
- */
-typedef struct shim_unpack_blk {
-    void   *to;
-    size_t  off;
-    int     count;
-    int     type;
-} shim_unpack_blk_t;
-
-/* A piece of a scatter map: len bytes at packed offset off go to addr. */
-typedef struct shim_seg {
-    uint64_t off;
-    char    *addr;
-    uint64_t len;
-} shim_seg_t;
-
-/* A received region's scatter map (data/flat.c) and which of its byte
- * ranges the DMA engine already read into place (the rest is unpacked at
- * completion). */
-typedef struct shim_scatter {
-    char       *base;     /* the staging buffer the agent addresses */
-    uint64_t    len;
-    shim_seg_t *seg;      /* by packed offset, contiguous, covering len */
-    size_t      nseg, seg_cap;
-    uint64_t   *done;     /* (off, len) pairs read into place */
-    size_t      ndone, done_cap;
-    int         registered; /* in the engine's table */
-} shim_scatter_t;
-
-typedef struct shim_unpack {
-    char              *from;    /* the staging buffer: NULL, none */
-    shim_scatter_t    *scat;    /* its map onto the application's memory
-                                 * (else blk, unpacked with MPI_Unpack) */
-    int                nblk;
-    shim_unpack_blk_t *blk;
-    int                ntypes;
-    MPI_Datatype      *types;   /* duplicates, freed after unpacking */
-} shim_unpack_t;
-
-/*
- * One collective call as this rank offloads it: the builder's arguments
- * and the buffers they refer to (the application's, or staging copies
- * the shim owns). Filled by the MPI_I* wrappers (coll_*.c).
- */
-typedef struct shim_call {
-    int           coll;         /* dps_coll_t */
-    int           stat;         /* dps_coll_t of its statistics line (a
-                                 * persistent form's, or coll) */
-    uint32_t      seq;
-    bld_args_t    args;         /* rank, size and agent set at the post */
-    uint64_t     *arrays;       /* owned storage of args' arrays */
-    void         *buf[2];       /* SEND, RECV: where the regions start */
-    uint64_t      len[2];
-    void         *owned;        /* a staging copy of the send data */
-    int           gather_ok;    /* send data may stay unpacked (read in
-                                 * place by DMA engines on this node) */
-    shim_scatter_t *gather;     /* ... and does: its map (buf[0] is the
-                                 * map's segments, never data) */
-    shim_unpack_t unpack;       /* RECV staged, to unpack */
-    int           error;        /* nonzero: this rank's arguments are
-                                 * wrong (dps_status_t): the agent fails
-                                 * the instance on every rank */
-    uint64_t      bytes;        /* for the statistics */
-} shim_call_t;
-
-/* Release what a call owns (staging, arrays, datatype duplicates). */
-void shim_call_clear(shim_call_t *k);
-
 /* One offloaded collective as seen by its rank. */
 typedef struct shim_op {
     uint64_t       token;      /* echoed by the agent in COMPLETE */
@@ -189,76 +86,30 @@ typedef struct shim_op {
     struct shim_redo *redo;    /* stock MPI running its schedule */
 } shim_op_t;
 
-typedef struct shim_state {
-    int            initialized;   /* shim_init ran */
-    int            active;        /* offload usable job-wide */
-    dps_config_t   cfg;
-    uint64_t       min_bytes;     /* DPUSHIM_MIN_BYTES, auto resolved */
-    int            world_rank, world_size;
-    int            is_leader;     /* first rank of its virtual node */
-    pid_t          agent_pid;     /* our agent */
-    unsigned       agent_formats; /* DPS_FMT_* it computes (READY) */
-    pid_t         *node_agents;   /* every agent on this node, for the */
-    int            n_node_agents; /* liveness check: one dead stalls all */
-    int            parent_fd;     /* leader: write end the agent watches,
-                                   * or the listening agent's connection */
-    int            listen_agent;  /* leader: agent from DPUSHIM_AGENT_MAP */
-    char           agent_desc[600]; /* "pid N" or "ADDR:PORT (pid N on H)" */
-    int            agent_dead;
-    int            kick_fd;       /* our wake-up socket, or -1 */
-    dps_ucx_t      ucx;
-    ucp_ep_h       agent_ep;
-    /* Shared-memory channel to an agent on this host (dps_shm.h): */
-    dps_shm_t     *shm;           /* our segment, or NULL */
-    int            shm_fd;
-    int            shm_on;        /* the agent mapped it: messages go there */
-    int            shm_tx_ucx;    /* one was too big for it: UCX from then */
-    pthread_mutex_t tx_lock;      /* producers of shm->to_agent */
-    double         next_ucx_poll; /* with shm_on, UCX is polled seldom */
-    int            keyval;        /* communicator attribute */
-    MPI_Comm       vnode;         /* ranks sharing this agent */
-    uint64_t       next_comm;     /* ids handed out by this rank */
-    uint64_t       next_token;
-    shim_op_t     *by_token, *by_req;
-    unsigned       live;          /* ops not yet done by the agent */
-    shim_comm_t   *agreeing;      /* communicators agreeing on an id */
-    pthread_mutex_t agree_lock;   /* guards agreeing; never held with lock
-                                   * taken inside, nor across our callbacks */
-    shim_op_t     *done_list;     /* completed, MPI not told yet */
-    pthread_mutex_t lock;
-    double         last_liveness; /* time of the last agent check */
-    double         last_heard;    /* time of the agent's last message */
-    double         ping_sent;     /* outstanding PING, or 0 */
-    char           fo_why[700];   /* failure seen here, to act on */
-    int            fo_state;      /* SHIM_FO_* */
-    MPI_Comm       fo_ctrl;       /* notices and Finalize (p2p, barrier) */
-    MPI_Comm       fo_agree;      /* the agreement's collectives */
-    shim_comm_t   *comms;         /* every communicator state */
-    uint64_t       stats[DPS_COLL_MAX][SHIM_NSTAT]; /* by dps_coll_t */
-    uint32_t      *rank_agent;    /* agent index of each world rank */
-    int           *rank_node;     /* node of each world rank */
-    uint64_t       next_sched;    /* schedule ids handed out */
-    int            have_agent_stats; /* leader: STATS received */
-    uint64_t       agent_stats[3];   /* cpu_ns, collectives, missed */
-} shim_state_t;
+/*
+ * What upper layers hand down to core: their work at moments core
+ * decides. Filled in at MPI_Init before offload is on (failover's
+ * shim_fo_init, boot's shim_init); a NULL member: nothing to do then.
+ */
+typedef struct shim_hooks {
+    /* Every shim_progress, lock not held: the takeover's progress
+     * (notices, agreement, stock MPI's work) (failover). */
+    void (*progress)(void);
+    /* Instance seq of c ended here, done by our agent or failed before
+     * it got there, lock held: it must never be redone (failover). */
+    void (*finished)(shim_comm_t *c, uint32_t seq);
+    /* c's state goes (its last reference), lock held, c still linked:
+     * what it finished outlives it (failover). */
+    void (*dropped)(const shim_comm_t *c);
+    /* MPI frees comm (shim_comm_delete), lock not held, re-entry guard
+     * raised: what the shim began on comm must end first (persistent
+     * requests' duplications, wrap/persistent.c). */
+    void (*freeing)(MPI_Comm comm);
+} shim_hooks_t;
 
-extern shim_state_t shim;
+extern shim_hooks_t shim_hooks;  /* core/hooks.c */
 
-/* Re-entry guard: MPI_* calls made from inside the shim go to PMPI. */
-extern __thread int shim_in_call;
-
-/* The shim's own request that a PMPI test or wait of the shim is
- * completing now, or NULL: MPICH frees a communicator (and calls the
- * attribute delete callback, shim_comm_delete) when the last request on
- * it ends, from inside that very call. */
-extern __thread MPI_Request *shim_busy_req;
-
-/* Bring up the agent and UCX after PMPI_Init. Never fails the job: on
- * any problem the shim stays inactive and everything runs on stock MPI. */
-void shim_init(void);
-
-/* Tear down before PMPI_Finalize; prints statistics when asked. */
-void shim_fini(void);
+/* ---- core/op.c ---------------------------------------------------- */
 
 /* Progress UCX and hand completed ops to MPI. Returns the number of ops
  * that completed. Safe to call when inactive. */
@@ -274,9 +125,6 @@ int shim_any_pending(void);
  * of the caller needs PMPI progress meanwhile. */
 void shim_idle(int only_ours);
 
-/* Among n requests, is any unfinished one not ours (needs PMPI)? */
-int shim_need_pmpi(int n, const MPI_Request *reqs);
-
 /*
  * Start an op on communicator c for call k with schedule sc (a reference
  * passes to the op): allocate its TMP buffer, register the buffers,
@@ -291,62 +139,28 @@ int shim_op_start(shim_comm_t *c, shim_call_t *k, struct shim_sched *sc,
 /* Progress communicator id agreements; post what waited for them. */
 void shim_comm_progress(void);
 
-/* Send a message (ownership taken) to our agent and wake it up
- * (core/channel.c, as the three below). */
+/* ---- core/channel.c ----------------------------------------------- */
+
+/* Send a message (ownership taken) to our agent and wake it up. */
 int shim_send_agent(void *msg, size_t len);
 
-/* Is the agent alive (checked every 0.1 s at most)? On a failure, the
- * takeover starts. Lock held. */
+/* Is the agent alive (checked every 0.1 s at most)? On a failure, sets
+ * shim.fo_why: the takeover starts at the next progress. Lock held. */
 void shim_agent_check(void);
-
-/* Tell the agent a communicator it knows is freed. */
-void shim_comm_freed(uint64_t comm_id);
 
 /* Take in the agent's messages (lock held). */
 void shim_agent_msgs(void);
 
-/* Our agent finished instance seq of c (lock held). */
-void shim_comm_finished(shim_comm_t *c, uint32_t seq);
+/* Is it PID's process alive (not a zombie)? */
+int shim_pid_alive(pid_t pid);
 
-/* Remember a freed communicator's finished instances (lock held). */
-void shim_fo_record_freed(const shim_comm_t *c);
+/* ---- core/comm.c -------------------------------------------------- */
 
 /* Drop a reference to c (lock not held); frees it at the last. */
 void shim_comm_unref(shim_comm_t *c);
 
-/* Is it PID's process alive (not a zombie)? */
-int shim_pid_alive(pid_t pid);
-
-/*
- * Agent failure (failover/failover.c). Any rank that sees an agent fail tells
- * every rank (PMPI messages on a private communicator); each then stops
- * its own agent, and all agree, with nonblocking PMPI collectives, which
- * offloaded instances some rank finished. Pending instances no rank
- * finished are redone by stock MPI on a twin of their communicator; the
- * others fail with an error. Later collectives go to stock MPI.
- */
-int  shim_fo_init(void);              /* MPI_Init, once offload is on */
-/* Blocking calls watch for failures while offload is on (wrap/block.c):
- * is that now, and wait for a request that is not ours doing so. */
-int  shim_watching(void);
-int  shim_watch_wait(MPI_Request *req, MPI_Status *status);
-void shim_fo_start(const char *why);  /* a failure seen here */
-/* Before a blocking call the takeover cannot reach into: drive a known
- * takeover until this rank's pending collectives run on stock MPI (or
- * the takeover's deadline aborts the job). */
-void shim_fo_settle(void);
-void shim_fo_progress(void);          /* lock not held */
-void shim_fo_fini(void);              /* MPI_Finalize, before teardown */
-/* After a failure, a new instance seq on c: 1 to run it on stock MPI on
- * *use (c's twin, or c itself) at once, or 0 to queue it (shim_op_start)
- * until it can run, or fail with an error. */
-int  shim_fo_direct(shim_comm_t *c, uint32_t seq, int coll, MPI_Comm *use);
-
-/* The lower-case name of a collective without "mpi_": "ialltoallw". */
-const char *shim_coll_name(int coll);
-
-/* The state of comm: found, or made now without a twin (core/comm.c);
- * NULL when out of memory. */
+/* The state of comm: found, or made now without a twin; NULL when out
+ * of memory. */
 shim_comm_t *shim_comm_get(MPI_Comm comm);
 
 /* A matching stream of parent for one persistent request (a reference
@@ -361,7 +175,11 @@ shim_comm_t *shim_comm_stream_new(shim_comm_t *parent, int refused);
 MPI_Comm shim_comm_twin(const shim_comm_t *c);
 
 /* State for comm, made now; with a twin (shadow, may be MPI_COMM_NULL)
- * when comm was just created by every member (core/comm.c). */
+ * when comm was just created by every member. */
 shim_comm_t *shim_comm_state_new(MPI_Comm comm, MPI_Comm shadow);
+
+/* The delete callback of the shim's communicator attribute (shim.keyval):
+ * MPI frees comm, whose state is attr. MPI_SUCCESS. */
+int shim_comm_delete(MPI_Comm comm, int keyval, void *attr, void *extra);
 
 #endif

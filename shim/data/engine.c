@@ -17,7 +17,7 @@
  * producer.
  */
 #define _GNU_SOURCE
-#include "shim/core/shim.h"
+#include "shim/base/state.h"
 #include "shim/data/engine.h"
 #include "shim/data/flat.h"
 #include "shim/data/iov.h"

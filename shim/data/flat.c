@@ -7,7 +7,6 @@
  * up to the type's size is refused, never used.
  */
 #define _GNU_SOURCE
-#include "shim/core/shim.h"
 #include "shim/data/flat.h"
 #include "common/dps_log.h"
 

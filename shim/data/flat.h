@@ -9,8 +9,9 @@
 #ifndef SHIM_FLAT_H
 #define SHIM_FLAT_H
 
-#include "shim/core/shim.h"
+#include "shim/data/types.h"
 
+#include <mpi.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -51,6 +52,7 @@ void shim_scatter_finish(shim_scatter_t *m);
 /* The first segment holding packed offset off. */
 size_t shim_scatter_find(const shim_scatter_t *m, uint64_t off);
 
+/* Free what m holds (its segments and done list), not m itself. */
 void shim_scatter_free(shim_scatter_t *m);
 
 #endif

@@ -7,7 +7,6 @@
  * segment maps are built in data/flat.c.
  */
 #define _GNU_SOURCE
-#include "shim/core/shim.h"
 #include "shim/data/iov.h"
 #include "shim/data/flat.h"
 #include "common/dps_log.h"
@@ -243,6 +242,69 @@ static int gather_find(uint64_t off, uint64_t *idx)
     return DPS_OK;
 }
 
+/* The remote iovecs of a batch: the source's segments holding packed
+ * bytes [at, at + want), from segment *idx on (advanced past the ones
+ * used up), at most SCATTER_IOV of them, into r; *tot: their bytes. The
+ * number of iovecs, or -1 when the map cannot be read or does not hold
+ * those bytes. */
+static int gather_iov(uint64_t at, uint64_t want, uint64_t *idx,
+                      struct iovec *r, uint64_t *tot)
+{
+    int kr = 0;
+
+    *tot = 0;
+    while (kr < SCATTER_IOV && *tot < want && *idx < gw.nmap) {
+        const dps_seg_t *sg = gather_seg(*idx);
+        uint64_t pos = at + *tot, in, len;
+
+        if (sg == NULL || pos < sg->off || pos >= sg->off + sg->len) {
+            return -1;
+        }
+        in = pos - sg->off;
+        len = sg->len - in < want - *tot ? sg->len - in : want - *tot;
+        r[kr].iov_base = (void *)(uintptr_t)(sg->addr + in);
+        r[kr++].iov_len = len;
+        *tot += len;
+        if (in + len == sg->len) {
+            (*idx)++;
+        }
+    }
+    return kr;
+}
+
+/* The kr iovecs of r cut to their first keep bytes; how many are left. */
+static int iov_cut(struct iovec *r, int kr, uint64_t keep)
+{
+    uint64_t sum = 0;
+    int j;
+
+    for (j = 0; j < kr; j++) {
+        if (sum + r[j].iov_len >= keep) {
+            r[j].iov_len = keep - sum;
+            break;
+        }
+        sum += r[j].iov_len;
+    }
+    return j + 1;
+}
+
+/* Read pid's iovecs r into ours l (pid may be this process); the bytes
+ * read, or -1 (errno set). */
+static ssize_t iov_read(pid_t pid, const struct iovec *l, int kl,
+                        const struct iovec *r, int kr)
+{
+    ssize_t n;
+
+    if (pid == iov.self) {
+        return (ssize_t)iov_copy(l, kl, r, kr);
+    }
+    do {
+        n = process_vm_readv(pid, l, (unsigned long)kl, r,
+                             (unsigned long)kr, 0);
+    } while (n < 0 && errno == EINTR);
+    return n;
+}
+
 /*
  * A command reading from a gathered region (the source's send data left
  * unpacked): the source's segments become the remote iovecs, our
@@ -265,26 +327,13 @@ int shim_iov_gather_in(const dps_cmd_t *c)
         goto io;
     }
     while (done < c->len) {
-        uint64_t tot = 0, ltot = 0;
-        int kr = 0, kl;
+        uint64_t tot, ltot;
+        int kr, kl;
         ssize_t n;
 
-        while (kr < SCATTER_IOV && tot < c->len - done && idx < gw.nmap) {
-            const dps_seg_t *sg = gather_seg(idx);
-            uint64_t at = off + done + tot, in, len;
-
-            if (sg == NULL || at < sg->off || at >= sg->off + sg->len) {
-                goto io;
-            }
-            in = at - sg->off;
-            len = sg->len - in < c->len - done - tot ? sg->len - in
-                                                    : c->len - done - tot;
-            r[kr].iov_base = (void *)(uintptr_t)(sg->addr + in);
-            r[kr++].iov_len = len;
-            tot += len;
-            if (in + len == sg->len) {
-                idx++;
-            }
+        kr = gather_iov(off + done, c->len - done, &idx, r, &tot);
+        if (kr < 0) {
+            goto io;
         }
         if (m != NULL) {
             kl = scatter_iov(m, c->dst_addr - (uintptr_t)m->base + done, tot,
@@ -296,27 +345,9 @@ int shim_iov_gather_in(const dps_cmd_t *c)
             kl = 1;
         }
         if (ltot < tot) {   /* the remote list, cut to what l holds */
-            uint64_t keep = 0;
-            int j;
-
-            for (j = 0; j < kr; j++) {
-                if (keep + r[j].iov_len >= ltot) {
-                    r[j].iov_len = ltot - keep;
-                    break;
-                }
-                keep += r[j].iov_len;
-            }
-            kr = j + 1;
-            tot = ltot;
+            kr = iov_cut(r, kr, ltot);
         }
-        if ((pid_t)c->src_pid == iov.self) {
-            n = (ssize_t)iov_copy(l, kl, r, kr);
-        } else {
-            do {
-                n = process_vm_readv((pid_t)c->src_pid, l, (unsigned long)kl,
-                                     r, (unsigned long)kr, 0);
-            } while (n < 0 && errno == EINTR);
-        }
+        n = iov_read((pid_t)c->src_pid, l, kl, r, kr);
         if (n <= 0) {
             goto io;
         }

@@ -3,12 +3,14 @@
 #ifndef SHIM_IOV_H
 #define SHIM_IOV_H
 
-#include "shim/core/shim.h"
+#include "shim/data/types.h"
 #include "common/dps_shm.h"
 
 #include <stdint.h>
 #include <sys/types.h>
 
+/* At the engine's start: self is this process (its reads need no
+ * process_vm_readv). */
 void shim_iov_init(pid_t self);
 
 /* The registered scatter region holding [addr, addr + len), or NULL. */
@@ -24,6 +26,8 @@ int shim_iov_scatter_in(shim_scatter_t *m, const dps_cmd_t *c);
  * by one executor at a time (the engine's lock). */
 int shim_iov_gather_in(const dps_cmd_t *c);
 
+/* Commands read straight into scatter regions, and from gathered ones,
+ * so far (shim_engine_stats). */
 void shim_iov_stats(uint64_t *scattered, uint64_t *gathered);
 
 #endif

@@ -12,7 +12,7 @@
  * always registered afresh.
  */
 #define _GNU_SOURCE
-#include "shim/core/shim.h"
+#include "shim/base/state.h"
 #include "shim/data/reg.h"
 #include "common/dps_log.h"
 #include "common/dps_proto.h"
@@ -34,6 +34,7 @@ static struct {
     uint64_t          *gone;         /* ids to announce in REG_FREE */
     size_t             ngone, gone_cap;
     int                hooked;
+    shim_reg_send_fn   send;         /* to the agent (shim_reg_init) */
     /* written by the hook, under ring_lock: */
     pthread_spinlock_t ring_lock;
     uint64_t           ring_addr[RING_SIZE], ring_len[RING_SIZE];
@@ -64,10 +65,11 @@ static void on_unmap(ucm_event_type_t type, ucm_event_t *ev, void *arg)
     pthread_spin_unlock(&rc.ring_lock);
 }
 
-void shim_reg_init(void)
+void shim_reg_init(shim_reg_send_fn send)
 {
     ucs_status_t st;
 
+    rc.send = send;
     pthread_spin_init(&rc.ring_lock, PTHREAD_PROCESS_PRIVATE);
     rc.lo = UINT64_MAX;
     rc.hi = 0;
@@ -318,14 +320,14 @@ void shim_reg_send_frees(void)
 {
     size_t done = 0;
 
-    while (done < rc.ngone && !shim.agent_dead) {
+    while (done < rc.ngone && !shim.agent_dead && rc.send != NULL) {
         size_t n = rc.ngone - done, len;
         void *msg;
 
         n = n > DPS_MAX_REG_FREE ? DPS_MAX_REG_FREE : n;
         msg = dps_msg_encode_reg_free((uint32_t)shim.world_rank,
                                       (uint32_t)n, rc.gone + done, &len);
-        if (msg == NULL || shim_send_agent(msg, len) != DPS_OK) {
+        if (msg == NULL || rc.send(msg, len) != DPS_OK) {
             break; /* the agent keeps some dead keys: harmless */
         }
         done += n;

@@ -36,8 +36,14 @@ typedef struct shim_reg {
     struct shim_reg *prev, *next;  /* LRU list, most recent first */
 } shim_reg_t;
 
-/* Install the memory-event hook (after the UCX context exists). */
-void shim_reg_init(void);
+/* How REG_FREE reaches the agent: send a message (ownership taken) to
+ * it; DPS_OK or an error (core/channel.c's shim_send_agent). */
+typedef int (*shim_reg_send_fn)(void *msg, size_t len);
+
+/* Install the memory-event hook (after the UCX context exists); send
+ * carries REG_FREE messages from then on (the channel is above the cache,
+ * so it is handed down here). */
+void shim_reg_init(shim_reg_send_fn send);
 
 /* Drop every entry (at finalize; no messages are sent). */
 void shim_reg_fini(void);

@@ -22,7 +22,7 @@
  * named type of their class and size (MPI_Type_match_size), and so do
  * the agents.
  */
-#include "shim/core/shim.h"
+#include "shim/base/state.h"
 #include "shim/data/types.h"
 #include "common/dps_log.h"
 #include "common/dps_rtypes.h"

@@ -6,7 +6,6 @@
  * staging copy, unpacked at completion). Reductions' operations and
  * element types: data/rtypes.c.
  */
-#include "shim/core/shim.h"
 #include "shim/data/types.h"
 #include "shim/data/engine.h"
 #include "shim/data/flat.h"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Taking over from a failed agent with stock MPI (see core/shim.h).
+ * Taking over from a failed agent with stock MPI (failover/failover.h).
  *
  * Every rank learns of the failure: from its own checks (the agent died,
  * or stopped answering pings) or from a notice another rank sent it on
@@ -42,7 +42,7 @@
 #define _GNU_SOURCE
 #include "shim/core/shim.h"
 #include "shim/data/engine.h"
-#include "shim/failover/failover.h"
+#include "shim/failover/fo.h"
 #include "shim/core/redo.h"
 #include "common/dps_log.h"
 #include "common/dps_proto.h"
@@ -54,8 +54,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-fo_state_t fo = {.recv_req = MPI_REQUEST_NULL, .req = MPI_REQUEST_NULL};
-
 /* One thread at a time drives the takeover; others go on. */
 static pthread_mutex_t fo_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -63,6 +61,11 @@ int shim_fo_init(void)
 {
     MPI_Comm sh[2];
 
+    /* Before anything can fail: core then calls them whenever offload
+     * is on, as it called these functions before they were hooks. */
+    shim_hooks.progress = shim_fo_progress;
+    shim_hooks.finished = fo_comm_finished;
+    shim_hooks.dropped = fo_comm_dropped;
     if (PMPI_Comm_dup(MPI_COMM_WORLD, &shim.fo_ctrl) != MPI_SUCCESS ||
         PMPI_Comm_dup(MPI_COMM_WORLD, &shim.fo_agree) != MPI_SUCCESS ||
         PMPI_Comm_dup(MPI_COMM_WORLD, &sh[0]) != MPI_SUCCESS ||
@@ -78,109 +81,6 @@ int shim_fo_init(void)
     PMPI_Irecv(fo.recv_buf, FO_WHY_LEN, MPI_CHAR, MPI_ANY_SOURCE, FO_TAG,
                shim.fo_ctrl, &fo.recv_req);
     return DPS_OK;
-}
-
-/* Lowest seq of c not finished here (lock held). */
-static uint32_t lowest_unfinished(const shim_comm_t *c)
-{
-    const shim_op_t *op;
-
-    for (op = c->ops_head; op != NULL; op = op->next_in_comm) {
-        if (!op->finishing) {
-            return op->call.seq;
-        }
-    }
-    return c->seq;
-}
-
-void shim_comm_finished(shim_comm_t *c, uint32_t seq)
-{
-    if (c->nfin == c->fin_cap) {
-        uint32_t low = lowest_unfinished(c), *n;
-        unsigned i, k = 0;
-
-        for (i = 0; i < c->nfin; i++) {
-            if (c->fin[i] >= low) {
-                c->fin[k++] = c->fin[i];
-            }
-        }
-        c->nfin = k;
-        if (k == c->fin_cap) {
-            unsigned cap = c->fin_cap ? 2 * c->fin_cap : 8;
-
-            n = realloc(c->fin, sizeof(*n) * cap);
-            if (n == NULL) {
-                /* Unrecorded, the instance would look unfinished and
-                 * could be redone without this rank: stop now. */
-                dps_error("out of memory: aborting the job");
-                PMPI_Abort(MPI_COMM_WORLD, 1);
-            }
-            c->fin = n;
-            c->fin_cap = cap;
-        }
-    }
-    c->fin[c->nfin++] = seq;
-}
-
-static fo_entry_t *entry_add(fo_entry_t **v, int *n, int *cap)
-{
-    if (*n == *cap) {
-        int ncap = *cap ? 2 * *cap : 16;
-        fo_entry_t *nv = realloc(*v, sizeof(**v) * (size_t)ncap);
-
-        if (nv == NULL) {
-            dps_error("out of memory: aborting the job");
-            PMPI_Abort(MPI_COMM_WORLD, 1);
-        }
-        *v = nv;
-        *cap = ncap;
-    }
-    return &(*v)[(*n)++];
-}
-
-/* Entries for c's finished instances (lock held). */
-static void comm_entries(const shim_comm_t *c, fo_entry_t **v, int *n,
-                         int *cap)
-{
-    uint32_t low = lowest_unfinished(c);
-    fo_entry_t *e;
-    unsigned i;
-
-    if (!c->id_known) {
-        return;   /* nothing was sent to an agent */
-    }
-    if (low > 0) {
-        e = entry_add(v, n, cap);
-        e->id = c->id;
-        e->kind = FO_FIN_BELOW;
-        e->seq = low;
-    }
-    for (i = 0; i < c->nfin; i++) {
-        if (c->fin[i] >= low) {
-            e = entry_add(v, n, cap);
-            e->id = c->id;
-            e->kind = FO_FIN_ONE;
-            e->seq = c->fin[i];
-        }
-    }
-    if (c->seq > 0) {
-        /* Called before any post goes to stock MPI: all seqs so far may
-         * be on an agent. */
-        e = entry_add(v, n, cap);
-        e->id = c->id;
-        e->kind = FO_POSTED_BELOW;
-        e->seq = c->seq;
-    }
-}
-
-/* A freed communicator's finished instances (lock held). */
-void shim_fo_record_freed(const shim_comm_t *c)
-{
-    /* After shim_fo_fini (MPI_Finalize frees MPI_COMM_SELF's state):
-     * nothing can fail over any more. */
-    if (shim.fo_ctrl != MPI_COMM_NULL) {
-        comm_entries(c, &fo.freed, &fo.nfreed, &fo.freed_cap);
-    }
 }
 
 static void send_notices(void)
@@ -242,15 +142,11 @@ static void stop_our_agent(void)
     }
 }
 
-int fo_entry_cmp(const void *a, const void *b)
+/* A failure seen here or told of (shim.fo_why says which, never empty
+ * here): tell the others, stop our agent, and begin the agreement. */
+static void fo_start(void)
 {
-    const fo_entry_t *x = a, *y = b;
-
-    return x->id < y->id ? -1 : x->id > y->id;
-}
-
-void shim_fo_start(const char *why)
-{
+    const char *why = shim.fo_why;
     shim_comm_t *c;
     shim_op_t *op, *tmp;
 
@@ -258,9 +154,6 @@ void shim_fo_start(const char *why)
         return;
     }
     fo.started = dps_now();
-    if (shim.fo_why[0] == '\0') {
-        snprintf(shim.fo_why, sizeof(shim.fo_why), "%s", why);
-    }
     send_notices();
     stop_our_agent();
     /* The agent is gone: no command is left to give, and none must run
@@ -290,10 +183,10 @@ void shim_fo_start(const char *why)
         int cap = 0;
 
         for (c = shim.comms; c != NULL; c = c->next_all) {
-            comm_entries(c, &fo.mine, &fo.nmine, &cap);
+            fo_comm_entries(c, &fo.mine, &fo.nmine, &cap);
         }
         for (int i = 0; i < fo.nfreed; i++) {
-            *entry_add(&fo.mine, &fo.nmine, &cap) = fo.freed[i];
+            *fo_entry_add(&fo.mine, &fo.nmine, &cap) = fo.freed[i];
         }
     }
     fo.counts = malloc(sizeof(int) * (size_t)shim.world_size);
@@ -408,7 +301,7 @@ void shim_fo_progress(void)
     }
     poll_notices();
     if (shim.fo_state == SHIM_FO_NONE && shim.fo_why[0] != '\0') {
-        shim_fo_start(shim.fo_why);
+        fo_start();
     }
     if (shim.fo_state == SHIM_FO_COUNTS || shim.fo_state == SHIM_FO_ENTRIES) {
         agree_step();
@@ -480,7 +373,7 @@ void shim_fo_fini(void)
         PMPI_Wait(&fo.recv_req, MPI_STATUS_IGNORE);
     }
     if (shim.fo_state == SHIM_FO_NONE && shim.fo_why[0] != '\0') {
-        shim_fo_start(shim.fo_why);
+        fo_start();
     }
     while (shim.fo_state == SHIM_FO_COUNTS ||
            shim.fo_state == SHIM_FO_ENTRIES) {
@@ -502,4 +395,43 @@ void shim_fo_fini(void)
     fo.nfreed = fo.freed_cap = 0;
     PMPI_Comm_free(&shim.fo_ctrl);
     PMPI_Comm_free(&shim.fo_agree);
+}
+
+/* Wait until the takeover is agreed and c's id known (progressing both);
+ * bounded: shim_fo_progress gives up at the takeover's deadline. */
+static void wait_decided(shim_comm_t *c)
+{
+    while (!fo_comm_ready(c)) {
+        if (shim.agreeing != NULL) {
+            shim_comm_progress();
+        }
+        shim_fo_progress();
+        if (!fo_comm_ready(c)) {
+            usleep(20);
+        }
+    }
+}
+
+/*
+ * A collective posted after the failure. Every rank must take the same
+ * path for a given (communicator, seq), whatever it had pending: below
+ * the highest seq any rank had posted when it saw the failure, some rank
+ * may be redoing it from its schedule (or failing it), so it goes the
+ * same way here (0: queued, shim_op_start); from there on no rank gave
+ * it to an agent and every rank posts it after the agreement: stock
+ * MPI's own collective, on the twin (1, *use).
+ */
+int shim_fo_direct(shim_comm_t *c, uint32_t seq, int coll, MPI_Comm *use)
+{
+    int direct;
+
+    wait_decided(c);
+    pthread_mutex_lock(&shim.lock);
+    direct = seq >= fo_posted_max(c->id) &&
+             fo_stock_comm(c, seq, coll, use, 1);
+    if (direct) {
+        shim.stats[coll][SHIM_STAT_AFTER]++;
+    }
+    pthread_mutex_unlock(&shim.lock);
+    return direct;
 }

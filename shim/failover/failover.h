@@ -1,60 +1,40 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The takeover from a failed agent, inside: failover/failover.c (notices,
- * agreement, progress) and failover/take.c (redoing each pending
- * collective on stock MPI, or giving up) share this state.
+ * Agent failure, as the layers above it see it (failover/failover.c,
+ * failover/take.c). Any rank that sees an agent fail tells every rank
+ * (PMPI messages on a private communicator); each then stops its own
+ * agent, and all agree, with nonblocking PMPI collectives, which
+ * offloaded instances some rank finished. Pending instances no rank
+ * finished are redone by stock MPI on a twin of their communicator; the
+ * others fail with an error. Later collectives go to stock MPI.
  */
-#ifndef DPS_SHIM_FO_H
-#define DPS_SHIM_FO_H
+#ifndef SHIM_FAILOVER_H
+#define SHIM_FAILOVER_H
 
 #include "shim/core/shim.h"
 
-#define FO_TAG 4242
-#define FO_POLL_SEC 50e-6   /* between looks for notices, all being well */
-#define FO_WHY_LEN 700      /* a notice: what its sender saw (fo_why) */
+/* MPI_Init, once offload is on: the private communicators, the first
+ * notice receive, and core's hooks (shim_hooks: progress, finished,
+ * dropped), which are set even if the rest fails. DPS_OK, or an error:
+ * the takeover cannot happen then. */
+int  shim_fo_init(void);
 
-enum { FO_FIN_ONE,        /* seq finished */
-       FO_FIN_BELOW,      /* every seq below seq finished */
-       FO_POSTED_BELOW }; /* every seq below seq may be on an agent */
+/* Before a blocking call the takeover cannot reach into: drive a known
+ * takeover until this rank's pending collectives run on stock MPI (or
+ * the takeover's deadline aborts the job). */
+void shim_fo_settle(void);
 
-typedef struct fo_entry {
-    uint64_t id;
-    uint64_t kind;      /* FO_* above */
-    uint64_t seq;
-} fo_entry_t;
+/* Take in failure notices and drive a takeover (lock not held); cheap
+ * while nothing has failed. */
+void shim_fo_progress(void);
 
-typedef struct {
-    /* notices */
-    MPI_Request recv_req;
-    char        recv_buf[FO_WHY_LEN];
-    MPI_Status  recv_st;
-    int         received;       /* notices taken in */
-    unsigned char *heard;       /* world_size: a notice came from rank */
-    int         sent;           /* we sent ours */
-    MPI_Request *send_reqs;     /* world_size - 1 */
-    char        *send_buf;      /* FO_WHY_LEN: what we saw */
-    int         quiet;          /* Finalize: send no more notices */
-    int         settled;        /* ops pending at the failure all ended */
-    int         all_started;    /* ... all started on stock MPI or ended */
-    /* agreement */
-    fo_entry_t *mine, *all;     /* local entries; everyone's, sorted */
-    int         nmine, nall;
-    int        *counts, *displs;
-    MPI_Request req;
-    /* communicators freed with finished instances */
-    fo_entry_t *freed;
-    int         nfreed, freed_cap;
-    double      started;
-    double      next_poll;      /* see shim_fo_progress */
-} fo_state_t;
+/* MPI_Finalize, before teardown: every notice sent is received, and a
+ * takeover a late one started is agreed. */
+void shim_fo_fini(void);
 
-extern fo_state_t fo;
-
-/* Orders entries by communicator id (bsearch, qsort). */
-int fo_entry_cmp(const void *a, const void *b);
-/* Start or finish the pending ops stock MPI can take now (lock held). */
-void fo_drive_ops(void);
-/* The takeover did not end in time: abort the job, saying why. */
-void fo_give_up(void);
+/* After a failure, a new instance seq on c: 1 to run it on stock MPI on
+ * *use (c's twin, or c itself) at once, or 0 to queue it (shim_op_start)
+ * until it can run, or fail with an error. */
+int  shim_fo_direct(shim_comm_t *c, uint32_t seq, int coll, MPI_Comm *use);
 
 #endif

@@ -9,7 +9,7 @@
 #include "shim/core/shim.h"
 #include "shim/data/engine.h"
 #include "shim/data/flat.h"
-#include "shim/failover/failover.h"
+#include "shim/failover/fo.h"
 #include "shim/core/redo.h"
 #include "common/dps_log.h"
 #include "common/dps_status.h"
@@ -19,45 +19,18 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Does an entry of any rank about communicator id cover seq: finished
- * it (fin), or may have offloaded it (!fin)? */
-static int agreed(uint64_t id, uint32_t seq, int fin)
-{
-    fo_entry_t key = {id, 0, 0}, *e;
-
-    e = bsearch(&key, fo.all, (size_t)fo.nall, sizeof(key), fo_entry_cmp);
-    if (e == NULL) {
-        return 0;
-    }
-    /* Entries of one id sit together: look at all of them. */
-    while (e > fo.all && e[-1].id == id) {
-        e--;
-    }
-    for (; e < fo.all + fo.nall && e->id == id; e++) {
-        if (fin ? (e->kind == FO_FIN_BELOW ? seq < e->seq
-                                          : e->kind == FO_FIN_ONE &&
-                                            seq == e->seq)
-                : e->kind == FO_POSTED_BELOW && seq < e->seq) {
-            return 1;
-        }
-    }
-    return 0;
-}
-
-/* Where instance seq of c runs on stock MPI: *use, and 1; or 0 when it
- * cannot (then logged and counted, unless quiet). Lock held. */
-static int stock_comm(shim_comm_t *c, uint32_t seq, int coll, MPI_Comm *use,
-                      int quiet)
+int fo_stock_comm(shim_comm_t *c, uint32_t seq, int coll, MPI_Comm *use,
+                  int quiet)
 {
     const char *why = NULL;
 
-    if (agreed(c->id, seq, 1)) {
+    if (fo_agreed(c->id, seq, 1)) {
         why = "a rank finished it on an agent before the failure, so "
               "stock MPI cannot redo it";
     } else if (shim_comm_twin(c) != MPI_COMM_NULL) {
         *use = shim_comm_twin(c);
         return 1;
-    } else if (agreed(c->id, seq, 0)) {
+    } else if (fo_agreed(c->id, seq, 0)) {
         why = "it may have gone to an agent, and the communicator was made "
               "by a call the shim does not see (no twin to redo it on)";
     } else if (c->comm != MPI_COMM_NULL) {
@@ -73,12 +46,6 @@ static int stock_comm(shim_comm_t *c, uint32_t seq, int coll, MPI_Comm *use,
               (unsigned long long)c->id, why);
     shim.stats[coll][SHIM_STAT_FAILED]++;
     return 0;
-}
-
-/* Is c ready for stock MPI: agreement done, id known? */
-static int comm_ready(const shim_comm_t *c)
-{
-    return shim.fo_state == SHIM_FO_DECIDED && c->id_known;
 }
 
 /* Send data left unpacked for the engines: stock MPI's redo sends from
@@ -120,7 +87,7 @@ static int take_one(shim_op_t *op)
     if (op->call.error) {
         return MPI_ERR_ARG;   /* this rank's own arguments were wrong */
     }
-    if (!stock_comm(c, op->call.seq, coll, &use, 0)) {
+    if (!fo_stock_comm(c, op->call.seq, coll, &use, 0)) {
         return MPI_ERR_OTHER;
     }
     if (use != shim_comm_twin(c)) {
@@ -152,66 +119,6 @@ static int take_one(shim_op_t *op)
               shim_coll_name(coll), op->call.seq, (unsigned long long)c->id,
               op->after ? "run" : "redone");
     return MPI_SUCCESS;
-}
-
-/* The highest seq any rank had posted on communicator id when it saw the
- * failure (agreed: the same on every rank); 0 if none. */
-static uint64_t posted_max(uint64_t id)
-{
-    fo_entry_t key = {id, 0, 0}, *e;
-    uint64_t m = 0;
-
-    e = bsearch(&key, fo.all, (size_t)fo.nall, sizeof(key), fo_entry_cmp);
-    if (e == NULL) {
-        return 0;
-    }
-    while (e > fo.all && e[-1].id == id) {
-        e--;
-    }
-    for (; e < fo.all + fo.nall && e->id == id; e++) {
-        if (e->kind == FO_POSTED_BELOW && e->seq > m) {
-            m = e->seq;
-        }
-    }
-    return m;
-}
-
-/* Wait until the takeover is agreed and c's id known (progressing both);
- * bounded: shim_fo_progress gives up at the takeover's deadline. */
-static void wait_decided(shim_comm_t *c)
-{
-    while (!comm_ready(c)) {
-        if (shim.agreeing != NULL) {
-            shim_comm_progress();
-        }
-        shim_fo_progress();
-        if (!comm_ready(c)) {
-            usleep(20);
-        }
-    }
-}
-
-/*
- * A collective posted after the failure. Every rank must take the same
- * path for a given (communicator, seq), whatever it had pending: below
- * the highest seq any rank had posted when it saw the failure, some rank
- * may be redoing it from its schedule (or failing it), so it goes the
- * same way here (0: queued, shim_op_start); from there on no rank gave
- * it to an agent and every rank posts it after the agreement: stock
- * MPI's own collective, on the twin (1, *use).
- */
-int shim_fo_direct(shim_comm_t *c, uint32_t seq, int coll, MPI_Comm *use)
-{
-    int direct;
-
-    wait_decided(c);
-    pthread_mutex_lock(&shim.lock);
-    direct = seq >= posted_max(c->id) && stock_comm(c, seq, coll, use, 1);
-    if (direct) {
-        shim.stats[coll][SHIM_STAT_AFTER]++;
-    }
-    pthread_mutex_unlock(&shim.lock);
-    return direct;
 }
 
 /* Finish op with an MPI error code (lock held). */
@@ -246,7 +153,7 @@ void fo_drive_ops(void)
                 int rc;
 
                 if (ready < 0) {
-                    ready = comm_ready(c);
+                    ready = fo_comm_ready(c);
                 }
                 if (!ready) {
                     break;   /* in seq order: later ones wait too */

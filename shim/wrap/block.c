@@ -22,6 +22,8 @@
  * DPUSHIM_AGENT_TIMEOUT, saying why (failover/failover.c).
  */
 #include "shim/core/shim.h"
+#include "shim/failover/failover.h"
+#include "shim/wrap/block.h"
 
 /* Should a blocking point-to-point call watch for failures? */
 static int watching(void)

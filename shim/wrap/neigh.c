@@ -2,7 +2,7 @@
 /*
  * MPI_Ineighbor_allgather(v) and MPI_Ineighbor_alltoall(v)(w), and the
  * list of transfers they and pattern groups (wrap/group.c) post
- * (shim_pairs_post; built by bld_pairs in compile/build.c).
+ * (shim_pairs_post; built by bld_pairs in compile/moves.c).
  *
  * The neighbours come from the communicator's topology, in MPI's order:
  * Cartesian, per dimension the one in the negative direction then the

@@ -9,6 +9,8 @@
  * carries them.
  */
 #include "shim/core/shim.h"
+#include "shim/failover/failover.h"
+#include "shim/wrap/block.h"
 #include "shim/wrap/start.h"
 #include "shim/data/engine.h"
 
@@ -29,7 +31,8 @@ static int any_pending(int n, const MPI_Request *reqs)
     return 0;
 }
 
-int shim_need_pmpi(int n, const MPI_Request *reqs)
+/* Among n requests, is any unfinished one not ours (needs PMPI)? */
+static int need_pmpi(int n, const MPI_Request *reqs)
 {
     int i;
 
@@ -110,7 +113,7 @@ static int wait_all(int count, MPI_Request requests[],
             return PMPI_Waitall(count, requests, statuses);
         }
         if (ours) {
-            shim_idle(!shim_need_pmpi(count, requests));
+            shim_idle(!need_pmpi(count, requests));
         }
         ours = any_pending(count, requests);
     }
@@ -153,7 +156,7 @@ static int wait_any(int count, MPI_Request requests[], int *index,
         if (rc != MPI_SUCCESS || flag) {
             return empty_if_none(rc, index, &flag, status);
         }
-        shim_idle(!shim_need_pmpi(count, requests));
+        shim_idle(!need_pmpi(count, requests));
     }
 }
 
@@ -180,7 +183,7 @@ static int wait_some(int incount, MPI_Request requests[], int *outcount,
         if (rc != MPI_SUCCESS || *outcount != 0) {
             return rc;
         }
-        shim_idle(!shim_need_pmpi(incount, requests));
+        shim_idle(!need_pmpi(incount, requests));
     }
 }
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Check tests of the builders (shim/build*.c): every collective's
+ * Check tests of the builders (shim/compile/): every collective's
  * schedules, for every rank of communicators of 1 to 17 ranks spread over
  * agents in several ways, are run together by a small simulator of the
  * agents' executor (the same matching rules: the k-th SEND of s to d

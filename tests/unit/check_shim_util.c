@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Unit tests of the agent environment filter (shim/data/util.c). */
-#include "shim/data/util.h"
+/* Unit tests of the agent environment filter (shim/boot/env.c). */
+#include "shim/boot/env.h"
 
 #include <check.h>
 #include <stddef.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Shim helpers that need no MPI: the agent's environment. */
-#include "shim/data/util.h"
+/* The agent's environment (boot/env.h): what it inherits from a rank's. */
+#include "shim/boot/env.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Shim helpers that need no MPI (unit-tested without it). */
-#ifndef SHIM_UTIL_H
-#define SHIM_UTIL_H
+/* The agent's environment, made by its spawner (boot/spawn.c); no MPI
+ * here, so it is unit-tested without it (boot/env.c). */
+#ifndef SHIM_ENV_H
+#define SHIM_ENV_H
 
 /* Environment for the agent: envp minus LD_PRELOAD and launcher
  * variables; set ("NAME=value", or NULL) replaces any NAME= entry. Returns

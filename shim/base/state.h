@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The shim's state, which every layer of libdpushim.so reads (shim/base,
+ * the bottom one): the global `shim`, the re-entry guard, the statistics
+ * and the takeover's stage. What upper layers keep in it (operations,
+ * communicators) is only pointed to here: their types are theirs
+ * (core/shim.h).
+ */
+#ifndef SHIM_STATE_H
+#define SHIM_STATE_H
+
+#include "common/dps_config.h"
+#include "common/dps_proto.h"
+#include "common/dps_shm.h"
+#include "common/dps_ucx.h"
+
+#include <mpi.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* The MPI functions the shim defines: the only symbols it exports. */
+#define SHIM_API __attribute__((visibility("default")))
+
+/* Why a call went to stock MPI: its fallback is counted under one
+ * (DPUSHIM_STATS=2 prints them). */
+enum { SHIM_WHY_OTHER,     /* arguments MPI judges, sizes past the limits */
+       SHIM_WHY_OFF,       /* offload off: not active, or DPUSHIM_<COLL>=0 */
+       SHIM_WHY_COMM,      /* an intercommunicator (or MPI_COMM_NULL) */
+       SHIM_WHY_TYPE,      /* a datatype the agents do not reduce */
+       SHIM_WHY_OP,        /* an operation they do not apply: user-defined,
+                            * or not MPI's on the datatype */
+       SHIM_WHY_SMALL,     /* below DPUSHIM_MIN_BYTES */
+       SHIM_NWHY };
+
+enum { SHIM_STAT_OFFLOADED, SHIM_STAT_FALLBACK, SHIM_STAT_BYTES,
+       SHIM_STAT_REDONE,     /* pending when an agent failed: stock MPI */
+       SHIM_STAT_FAILED,     /* pending when an agent failed: error */
+       SHIM_STAT_AFTER,      /* posted after an agent failed: stock MPI */
+       SHIM_STAT_WHY,        /* SHIM_NWHY counters: fallbacks by reason */
+       SHIM_NSTAT = SHIM_STAT_WHY + SHIM_NWHY };
+
+/* Taking over from failed agents (failover/failover.c). */
+enum { SHIM_FO_NONE,       /* agents serve */
+       SHIM_FO_COUNTS,     /* agents stopped; agreeing: how many entries */
+       SHIM_FO_ENTRIES,    /* agreeing: which instances ranks finished */
+       SHIM_FO_DECIDED };  /* every collective runs on stock MPI */
+
+/* Defined by the layers that own them (core/shim.h). */
+struct shim_op;
+struct shim_comm;
+
+typedef struct shim_state {
+    int            initialized;   /* shim_init ran */
+    int            active;        /* offload usable job-wide */
+    dps_config_t   cfg;
+    uint64_t       min_bytes;     /* DPUSHIM_MIN_BYTES, auto resolved */
+    int            world_rank, world_size;
+    int            is_leader;     /* first rank of its virtual node */
+    pid_t          agent_pid;     /* our agent */
+    unsigned       agent_formats; /* DPS_FMT_* it computes (READY) */
+    pid_t         *node_agents;   /* every agent on this node, for the */
+    int            n_node_agents; /* liveness check: one dead stalls all */
+    int            parent_fd;     /* leader: write end the agent watches,
+                                   * or the listening agent's connection */
+    int            listen_agent;  /* leader: agent from DPUSHIM_AGENT_MAP */
+    char           agent_desc[600]; /* "pid N" or "ADDR:PORT (pid N on H)" */
+    int            agent_dead;
+    int            kick_fd;       /* our wake-up socket, or -1 */
+    dps_ucx_t      ucx;
+    ucp_ep_h       agent_ep;
+    /* Shared-memory channel to an agent on this host (dps_shm.h): */
+    dps_shm_t     *shm;           /* our segment, or NULL */
+    int            shm_fd;
+    int            shm_on;        /* the agent mapped it: messages go there */
+    int            shm_tx_ucx;    /* one was too big for it: UCX from then */
+    pthread_mutex_t tx_lock;      /* producers of shm->to_agent */
+    double         next_ucx_poll; /* with shm_on, UCX is polled seldom */
+    int            keyval;        /* communicator attribute */
+    MPI_Comm       vnode;         /* ranks sharing this agent */
+    uint64_t       next_comm;     /* ids handed out by this rank */
+    uint64_t       next_token;
+    struct shim_op *by_token, *by_req;
+    unsigned       live;          /* ops not yet done by the agent */
+    struct shim_comm *agreeing;   /* communicators agreeing on an id */
+    pthread_mutex_t agree_lock;   /* guards agreeing; never held with lock
+                                   * taken inside, nor across our callbacks */
+    struct shim_op *done_list;    /* completed, MPI not told yet */
+    pthread_mutex_t lock;
+    double         last_liveness; /* time of the last agent check */
+    double         last_heard;    /* time of the agent's last message */
+    double         ping_sent;     /* outstanding PING, or 0 */
+    char           fo_why[700];   /* failure seen here, to act on */
+    int            fo_state;      /* SHIM_FO_* */
+    MPI_Comm       fo_ctrl;       /* notices and Finalize (p2p, barrier) */
+    MPI_Comm       fo_agree;      /* the agreement's collectives */
+    struct shim_comm *comms;      /* every communicator state */
+    uint64_t       stats[DPS_COLL_MAX][SHIM_NSTAT]; /* by dps_coll_t */
+    uint32_t      *rank_agent;    /* agent index of each world rank */
+    int           *rank_node;     /* node of each world rank */
+    uint64_t       next_sched;    /* schedule ids handed out */
+    int            have_agent_stats; /* leader: STATS received */
+    uint64_t       agent_stats[3];   /* cpu_ns, collectives, missed */
+} shim_state_t;
+
+extern shim_state_t shim;
+
+/* Re-entry guard: MPI_* calls made from inside the shim go to PMPI. */
+extern __thread int shim_in_call;
+
+/* The shim's own request that a PMPI test or wait of the shim is
+ * completing now, or NULL: MPICH frees a communicator (and calls the
+ * attribute delete callback, shim_comm_delete) when the last request on
+ * it ends, from inside that very call. */
+extern __thread MPI_Request *shim_busy_req;
+
+/* The lower-case name of a collective (a dps_coll_t) without "mpi_":
+ * "ialltoallw"; "?" for none. For statistics lines and messages. */
+const char *shim_coll_name(int coll);
+
+#endif
