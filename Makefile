@@ -47,7 +47,7 @@ SHIM_SRC   := shim/boot/init.c shim/boot/spawn.c shim/boot/place.c \
               shim/core/sched.c shim/data/types.c shim/data/rtypes.c \
               shim/data/flat.c \
               shim/core/redo.c shim/wrap/call.c shim/wrap/check.c \
-              shim/wrap/check_types.c shim/wrap/check_mpich.c \
+              shim/wrap/check_common.c shim/wrap/check_mpich.c \
               shim/wrap/check_ompi.c \
               shim/wrap/move.c shim/wrap/reduce.c shim/wrap/neigh.c \
               shim/wrap/persistent.c shim/wrap/pers_init.c \
