@@ -50,7 +50,7 @@ SHIM_SRC   := shim/base/state.c shim/core/hooks.c shim/boot/init.c shim/boot/spa
               shim/core/sched.c shim/data/types.c shim/data/rtypes.c \
               shim/data/flat.c \
               shim/core/redo.c shim/wrap/call.c shim/wrap/check.c \
-              shim/wrap/check_types.c shim/wrap/check_mpich.c \
+              shim/wrap/check_common.c shim/wrap/check_mpich.c \
               shim/wrap/check_ompi.c \
               shim/wrap/move.c shim/wrap/reduce.c shim/wrap/neigh.c \
               shim/wrap/persistent.c shim/wrap/pers_init.c \

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * What the call-time checks (wrap/check.h) share between their files:
- * wrap/check.c (the entry point and its settings), wrap/check_types.c
- * (datatypes and operations), wrap/check_mpich.c and wrap/check_ompi.c
- * (each MPI's checks of the arguments, call by call).
+ * wrap/check.c (the entry point, reading the settings),
+ * wrap/check_mpich.c and wrap/check_ompi.c (each MPI's checks of the
+ * arguments, call by call), and wrap/check_common.c (what those share).
  */
 #ifndef CHECK_INT_H
 #define CHECK_INT_H
@@ -17,7 +17,7 @@
 #define CHK_MPICH 1
 #endif
 
-/* Read once at shim start (shim_check_init). */
+/* Read once at shim start (shim_check_init); wrap/check_common.c. */
 typedef struct ck_cfg {
     MPI_Comm probe;   /* dup of MPI_COMM_SELF, MPI_ERRORS_RETURN */
     int      on;      /* Open MPI: mpi_param_check */
@@ -52,11 +52,11 @@ int ck_refuse(ck_t *k, int cls, int world, unsigned bad, const char *fmt,
     } while (0)
 
 /* Does MPI refuse t, known not to be MPI_DATATYPE_NULL, as a datatype
- * (not committed, or freed)? wrap/check_types.c. */
+ * (not committed, or freed)? */
 int ck_type_refused(MPI_Datatype t);
 
 /* The operation op with the datatype t, as both MPIs judge it before
- * any datatype check (wrap/check_types.c). MPI_SUCCESS or the class. */
+ * any datatype check. MPI_SUCCESS or the class. */
 int ck_op(ck_t *k, MPI_Op op, MPI_Datatype t);
 
 /* The root: a rank of the communicator. MPI_SUCCESS or MPI_ERR_ROOT. */

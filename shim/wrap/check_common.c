@@ -1,12 +1,70 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Datatypes and operations, as the MPI library judges them in its
- * call-time checks (wrap/check_int.h): whether a datatype is refused,
- * and which predefined operations apply to which predefined datatypes,
- * where MPICH 4.0 and Open MPI 4.1 differ as their sources say.
+ * What both MPIs' call-time checks share (wrap/check_int.h): their
+ * settings, the refusal, the root and the neighbourhood degrees, and
+ * the datatypes and operations as the MPI library judges them (whether a
+ * datatype is refused; which predefined operations apply to which
+ * predefined datatypes, where MPICH 4.0 and Open MPI 4.1 differ as their
+ * sources say).
  */
 #include "shim/wrap/check_int.h"
 
+#include <stdarg.h>
+#include <stdio.h>
+
+ck_cfg_t ck_cfg = {MPI_COMM_NULL, 1, 1};
+
+/* Refuse the call: class cls, raised on the call's communicator (or
+ * MPI_COMM_WORLD: world), the message naming the argument. */
+int ck_refuse(ck_t *k, int cls, int world, unsigned bad, const char *fmt,
+              ...)
+{
+    va_list ap;
+
+    k->out->cls = cls;
+    k->out->raise_on = world ? MPI_COMM_WORLD : k->a->comm;
+    k->out->bad |= bad;
+    va_start(ap, fmt);
+    vsnprintf(k->out->what, sizeof(k->out->what), fmt, ap);
+    va_end(ap);
+    return cls;
+}
+
+int ck_root(ck_t *k)
+{
+    if (k->a->root < 0 || k->a->root >= k->size) {
+        return ck_refuse(k, MPI_ERR_ROOT, 0, SHIM_BAD_ROOT, "root %d is not a "
+                         "rank of the communicator (size %d)", k->a->root,
+                         k->size);
+    }
+    return MPI_SUCCESS;
+}
+
+/* The neighbourhood calls' degrees; 0 with no topology. */
+int ck_degrees(MPI_Comm comm, int rank, int *in, int *out)
+{
+    int topo = MPI_UNDEFINED, n = 0, w = 0;
+
+    *in = *out = 0;
+    if (PMPI_Topo_test(comm, &topo) != MPI_SUCCESS) {
+        return 0;
+    }
+    switch (topo) {
+    case MPI_CART:
+        PMPI_Cartdim_get(comm, &n);
+        *in = *out = 2 * n;
+        return 1;
+    case MPI_GRAPH:
+        PMPI_Graph_neighbors_count(comm, rank, &n);
+        *in = *out = n;
+        return 1;
+    case MPI_DIST_GRAPH:
+        PMPI_Dist_graph_neighbors_count(comm, in, out, &w);
+        return 1;
+    default:
+        return 0;
+    }
+}
 
 /* Does MPI refuse t, known not to be MPI_DATATYPE_NULL, as a datatype
  * (not committed, or freed)? Asked of MPI itself, by a call that checks
