@@ -47,7 +47,8 @@ typedef struct shim_comm {
     MPI_Comm        comm;         /* the application's, until freed */
     MPI_Comm        shadow;       /* PMPI twin made with comm, or NULL */
     uint32_t       *fin;          /* seqs our agent finished, at least */
-    unsigned        nfin, fin_cap; /* those above the lowest unfinished */
+    unsigned        nfin, fin_cap; /* those above the lowest unfinished
+                                    * (kept by shim_hooks.finished) */
     struct shim_op *ops_head, *ops_tail; /* live ops, in seq order */
     struct shim_comm *next_all, *prev_all; /* shim.comms */
     /* A persistent request's matching stream (shim_comm_stream_new): MPI
