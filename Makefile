@@ -230,4 +230,4 @@ depgraph:
 
 # make print-VAR: the value of a variable (scripts use the source lists).
 print-%:
-	@echo $($*)
+	@:$(info $($*))

@@ -87,8 +87,8 @@ const dps_cfg_entry_t dps_config_table[] = {
      "ranks than CPUs): from there on offload beat stock MPI when the "
      "ranks' cores had spare cycles; and no offload at all where the "
      "agents would share every core with ranks, since a host whose every "
-     "core computes pays for offload at every size (README, measured "
-     "results). Set 256k where the ranks leave their cores idle (GPU "
+     "core computes pays for offload at every size (docs/results.md). "
+     "Set 256k where the ranks leave their cores idle (GPU "
      "kernels, I/O).",
      CFG_OFF(min_bytes), 0, 0},
     {"RANKS_PER_DPU", DPS_CFG_UINT, "0",

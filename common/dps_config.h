@@ -74,7 +74,7 @@ typedef struct dps_cfg_entry {
     const char     *name;    /* without the DPUSHIM_ prefix */
     dps_cfg_type_t  type;
     const char     *deflt;   /* default, parsed like a user value */
-    const char     *help;    /* one sentence for --help and the README */
+    const char     *help;    /* one sentence for --help and docs/variables.md */
     size_t          offset;  /* of the field in dps_config_t */
     uint64_t        min, max; /* SIZE and UINT: range when max != 0 */
 } dps_cfg_entry_t;

@@ -3,8 +3,9 @@
  * The MPI datatypes whose reductions are offloaded, and the operations
  * on each: MPI 4.1 §6.9.2's table, in one list. The shim gives every name
  * its MPI handle and finds out at start-up which ones the MPI library
- * has and computes as the agents do (shim/data/rtypes.c); the README's
- * list is printed from it (dpu_agent --types-markdown). No MPI here.
+ * has and computes as the agents do (shim/data/rtypes.c); the list in
+ * docs/reductions.md is printed from it (dpu_agent --types-markdown).
+ * No MPI here.
  */
 #ifndef DPS_RTYPES_H
 #define DPS_RTYPES_H
@@ -94,8 +95,8 @@ const char *dps_class_str(unsigned cls);
 unsigned dps_rtype_candidates(unsigned kind, unsigned pair, size_t size,
                               unsigned out[2]);
 
-/* The README's list: a Markdown table of the classes, their types and
- * operations. */
+/* The list in docs/reductions.md: a Markdown table of the classes, their
+ * types and operations. */
 void dps_rtypes_markdown(FILE *out);
 
 #endif

@@ -2,7 +2,7 @@
 /*
  * Schedules: what one rank does in one collective, as rounds of primitive
  * steps (in the manner of LibNBC's schedules). The shim compiles every
- * collective into one per rank (shim/coll_*.c); agents execute them
+ * collective into one per rank (shim/compile/); agents execute them
  * (dpu_agent/sched/agent_sched.h) without knowing which collective it was.
  *
  * Steps name regions of the rank's three buffers of the instance: the

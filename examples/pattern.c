@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The README's example of include/dpushim.h: every rank sends a block to
- * the next rank and receives one from the previous, as one persistent
- * pattern group started each iteration while the rank computes. Without
+ * The example of include/dpushim.h in docs/api.md: every rank sends a
+ * block to the next rank and receives one from the previous, as one
+ * persistent pattern group started each iteration while the rank computes. Without
  * the shim the same exchange runs with MPI_Isend / MPI_Irecv.
  *
  *   mpicc pattern.c $(pkg-config --cflags --libs dpushim) -o pattern

@@ -89,7 +89,9 @@ unit_tests() {
             continue
         fi
         log="$LOGS/unit-$(basename "$t").log"
-        timeout -k 5 "$TIMEOUT" "$t" >"$log" 2>&1
+        # Check's 4 s per test is too short on a loaded 2-core machine.
+        CK_DEFAULT_TIMEOUT=${CK_DEFAULT_TIMEOUT:-60} \
+            timeout -k 5 "$TIMEOUT" "$t" >"$log" 2>&1
         out=$(grep -Eo 'Checks: [0-9]+, Failures: [0-9]+, Errors: [0-9]+' \
               "$log" | tail -n 1)
         if [ -z "$out" ]; then
@@ -104,6 +106,16 @@ unit_tests() {
         [ $((f + e)) = 0 ] || sed 's/^/    | /' "$log" | grep -v ':P:' |
             tail -n 40
     done
+}
+
+# The sources' layout (docs/architecture.md): no two files call or include
+# each other in a loop, and no folder calls or includes one above it.
+layout_check() {
+    local log="$LOGS/depgraph.log" ok=1
+    make -s --no-print-directory MPI="$1" depgraph >"$log" 2>&1 ||
+        ok=0
+    report "sources: no call or include loop between files, none up between folders (make depgraph)" \
+        "$ok" "$log"
 }
 
 # The manual (README.md, docs/) against the tree: its generated tables,
@@ -1070,6 +1082,7 @@ if [ -n "$(dps_agents_left)" ]; then
 fi
 unit_tests
 readme_check
+layout_check "$1"
 fuzz_decoder
 install_check "$@"
 for mpi in "$@"; do

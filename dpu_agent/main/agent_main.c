@@ -58,9 +58,9 @@ static void usage(FILE *out)
 "                 NVIDIA BlueField DPU is among them; exit status 0 if one\n"
 "                 is, 1 if none, 2 if the devices cannot be listed\n"
 "  --help         this text\n"
-"  --config-markdown  print the DPUSHIM_* table as Markdown (for the README)\n"
+"  --config-markdown  print the DPUSHIM_* table as Markdown (for docs/)\n"
 "  --types-markdown   print the MPI datatypes and operations whose\n"
-"                 reductions are offloaded, as Markdown (for the README)\n"
+"                 reductions are offloaded, as Markdown (for docs/)\n"
 "\n"
 "Environment (shared with libdpushim.so):\n");
     dps_config_print(out, 0);

@@ -79,7 +79,7 @@ int boot_agent_has_core(const cpu_set_t *ranks, int vsize)
  * pays from the size where stock MPI's own time exceeds the cost of a post
  * (SHIM_AUTO_MIN_BYTES). Where every CPU it may use runs a rank, `make
  * bench` found no size at which the shim's overall time came within 1.05x
- * of stock MPI's (README, measured results): nothing is offloaded. The
+ * of stock MPI's (docs/results.md): nothing is offloaded. The
  * job takes the largest threshold of its virtual nodes, so that ranks
  * agree on every call.
  */

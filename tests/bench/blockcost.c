@@ -4,7 +4,7 @@
  * 8-byte MPI_Allreduce, MPI_Barrier and an 8-byte MPI_Bcast, in us per
  * call, each the best of five rounds after a warm-up round. Run with and
  * without the shim, side by side (make bench), to see what the shim costs
- * calls it does not offload (README, "Failure behaviour"). Any number of
+ * calls it does not offload (docs/failures.md). Any number of
  * ranks (the ping-pong between ranks 0 and 1); usage: blockcost [CALLS]
  */
 #include <mpi.h>

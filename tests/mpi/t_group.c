@@ -31,7 +31,7 @@
  * that do not match their sends in size (an error on every rank).
  *
  * Not for DPUSHIM_TRANSPORT=ucx: a blocking MPI_Barrier while groups are
- * pending is what that test mode cannot serve (README).
+ * pending is what that test mode cannot serve (docs/limits.md).
  */
 #include "tcommon.h"
 #include "../../include/dpushim.h"
@@ -1473,7 +1473,7 @@ static void case_burst(MPI_Comm comm, const char *cn)
 /* The end of a group whose sizes do not match: an error now (an MPI
  * error code, no request) or when its request completes. */
 /* may_pass: this rank's own transfers are right, and may complete
- * before the failure reaches its agent (README, "Limits"). */
+ * before the failure reaches its agent (docs/limits.md). */
 static void mismatch_end(dpushim_group_t *g, const char *what, int may_pass)
 {
     MPI_Request q = MPI_REQUEST_NULL;
