@@ -258,35 +258,12 @@ cmd_run() {
 }
 
 cmd_status() {
-    if [ ! -e "$RUN/nodes" ]; then
-        local pids
-        pids=$(holder_pids)
-        echo "cluster.sh: status: no cluster in $RUN"
-        [ -n "$pids" ] && echo "  stray holders (scripts/cluster.sh down): $pids"
-        return 1
-    fi
-    local name role addr pid have bad=0
-    echo "cluster in $RUN: rate $(cat "$RUN/rate" 2>/dev/null || echo '?')"
-    while read -r name role addr; do
-        if ! pid=$(node_pid "$name"); then
-            echo "$name ($role) $addr: DOWN"
-            bad=1
-            continue
-        fi
-        have=$(in_net "$name" ip -4 -br addr show dev eth0 2>/dev/null |
-               awk '{ print $2 " " $3 }')
-        echo "$name ($role) pid $pid, hostname" \
-             "$(nsenter -t "$pid" -u hostname), eth0 $have"
-        python3 "$NODE_PY" ps "$pid"
-    done <"$RUN/nodes"
-    if pid=$(node_pid switch); then
-        echo "switch pid $pid, ports:" \
-             "$(in_net switch ip -br link show master br0 | awk '{ sub(/@.*/, "", $1); printf "%s ", $1 }')"
-    else
-        echo "switch: DOWN"
-        bad=1
-    fi
-    return $bad
+    local pids
+    python3 "$NODE_PY" status "$RUN" && return 0
+    pids=$(holder_pids)
+    [ -e "$RUN/nodes" ] || [ -z "$pids" ] ||
+        echo "  stray holders (scripts/cluster.sh down): $pids"
+    return 1
 }
 
 [ $# -ge 1 ] || usage

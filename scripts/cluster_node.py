@@ -5,7 +5,7 @@
     cluster_node.py serve SOCK        (PID 1 of the host's namespaces)
     cluster_node.py call [--ssh] SOCK ARG...
     cluster_node.py holders RUN       (pids of RUN's holders, for down)
-    cluster_node.py ps PID            (processes in PID's PID namespace)
+    cluster_node.py status RUN        (cluster.sh status)
 
 serve: runs as PID 1 inside a host's namespaces (network, PID, UTS, mount,
 IPC; cluster.sh makes them with unshare). It reaps orphans, as an init
@@ -38,6 +38,7 @@ import select
 import signal
 import socket
 import struct
+import subprocess
 import sys
 import time
 
@@ -241,28 +242,86 @@ def holders(run):
             print(d)
 
 
-def ps(holder):
-    """The processes of holder's PID namespace but holder: root pid,
-    pid inside, command line."""
+def node_pid(run, name):
+    """Pid of NAME's PID 1 as its pid file says, if that is still it."""
     try:
-        ns = os.readlink("/proc/%s/ns/pid" % holder)
+        with open("%s/%s.pid" % (run, name)) as f:
+            pid = f.read().strip()
     except OSError:
-        return
+        return None
+    mark = ("cluster_node.py\0serve\0%s/%s.sock\0" % (run, name)).encode()
+    return pid if mark in read_proc(pid, "cmdline") else None
+
+
+def in_node(pid, script):
+    """Output of /bin/sh -c SCRIPT in pid's network and UTS namespaces."""
+    r = subprocess.run(["nsenter", "-t", pid, "-n", "-u", "/bin/sh", "-c",
+                        script], capture_output=True, text=True)
+    return r.stdout
+
+
+def status(run):
+    """What cluster.sh status prints; exit 1 if something is down."""
+    try:
+        with open(run + "/nodes") as f:
+            nodes = [l.split() for l in f if l.strip()]
+    except OSError:
+        print("cluster.sh: status: no cluster in %s" % run)
+        sys.exit(1)
+    try:
+        with open(run + "/rate") as f:
+            rate = f.read().strip()
+    except OSError:
+        rate = "?"
+    # One pass over /proc: every process by PID namespace.
+    byns = {}
     for d in sorted((d for d in os.listdir("/proc") if d.isdigit()), key=int):
-        if d == holder:
-            continue
         try:
-            if os.readlink("/proc/%s/ns/pid" % d) != ns:
-                continue
+            ns = os.readlink("/proc/%s/ns/pid" % d)
         except OSError:
             continue
-        nspid = "?"
-        for line in read_proc(d, "status").decode(errors="replace").split("\n"):
-            if line.startswith("NSpid:"):
-                nspid = line.split()[-1]
-        cmd = read_proc(d, "cmdline").replace(b"\0", b" ").decode(
-            errors="replace").strip()
-        print("    %-7s [%s] %s" % (d, nspid, cmd[:150]))
+        byns.setdefault(ns, []).append(d)
+    bad = 0
+    print("cluster in %s: rate %s" % (run, rate))
+    for name, role, addr in nodes:
+        pid = node_pid(run, name)
+        if pid is None:
+            print("%s (%s) %s: DOWN" % (name, role, addr))
+            bad = 1
+            continue
+        out = in_node(pid, "hostname; ip -4 -br addr show dev eth0 "
+                      "2>/dev/null").split()
+        host = out[0] if out else "?"
+        # The veth goes with the switch: a dead switch leaves no eth0.
+        have = " ".join(out[2:4]) if len(out) >= 4 else "MISSING"
+        if len(out) < 4:
+            bad = 1
+        print("%s (%s) pid %s, hostname %s, eth0 %s" %
+              (name, role, pid, host, have))
+        try:
+            ns = os.readlink("/proc/%s/ns/pid" % pid)
+        except OSError:
+            continue
+        for p in byns.get(ns, []):
+            if p == pid:
+                continue
+            nspid = "?"
+            for line in read_proc(p, "status").decode(
+                    errors="replace").split("\n"):
+                if line.startswith("NSpid:"):
+                    nspid = line.split()[-1]
+            cmd = read_proc(p, "cmdline").replace(b"\0", b" ").decode(
+                errors="replace").strip()
+            print("    %-7s [%s] %s" % (p, nspid, cmd[:150]))
+    pid = node_pid(run, "switch")
+    if pid is None:
+        print("switch: DOWN")
+        bad = 1
+    else:
+        ports = in_node(pid, "ip -br link show master br0").split("\n")
+        print("switch pid %s, ports: %s" % (pid, " ".join(
+            l.split()[0].split("@")[0] for l in ports if l.strip())))
+    sys.exit(bad)
 
 
 def main():
@@ -273,11 +332,11 @@ def main():
         call(a[1:])
     elif len(a) == 2 and a[0] == "holders":
         holders(a[1])
-    elif len(a) == 2 and a[0] == "ps":
-        ps(a[1])
+    elif len(a) == 2 and a[0] == "status":
+        status(a[1])
     else:
         die("usage: cluster_node.py serve SOCK | call [--ssh] SOCK ARG... | "
-            "holders RUN | ps PID", 2)
+            "holders RUN | status RUN", 2)
 
 
 if __name__ == "__main__":
