@@ -115,7 +115,8 @@ start_node() {
         sh "$name" "$RUN/hosts" "$NODE_PY" "$RUN/$name.sock" \
         </dev/null >>"$RUN/$name.log" 2>&1 &
     upid=$!
-    for ((i = 0; i < 100; i++)); do
+    # Up to 20 s: python's start on a loaded machine.
+    for ((i = 0; i < 400; i++)); do
         pid=$(cat "/proc/$upid/task/$upid/children" 2>/dev/null || true)
         pid=${pid%% *}
         if [ -n "$pid" ] && [ -S "$RUN/$name.sock" ]; then
@@ -233,7 +234,7 @@ cmd_down() {
     # SIGKILL to a PID 1 ends every process of its PID namespace; the
     # namespaces, the veths and the mounts go with their last process.
     for p in $pids; do kill -KILL "$p" 2>/dev/null || true; done
-    for ((i = 0; i < 100; i++)); do
+    for ((i = 0; i < 200; i++)); do
         pids=$(holder_pids)
         [ -z "$pids" ] && break
         sleep 0.05

@@ -326,6 +326,9 @@ def status(run):
 
 def main():
     a = sys.argv[1:]
+    if a and a[0] in ("holders", "status"):
+        # Into a pipe that closes early (| head): end quietly, as ls does.
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     if len(a) == 2 and a[0] == "serve":
         serve(a[1])
     elif len(a) >= 1 and a[0] == "call":
