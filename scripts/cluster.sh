@@ -45,12 +45,20 @@
 #   scripts/cluster.sh run host1 mpirun.openmpi --allow-run-as-root \
 #       --oversubscribe --host host1:2,host2:2 -np 4 \
 #       --mca plm_rsh_agent "$PWD/scripts/cluster-rsh" \
-#       --mca btl tcp,self --mca btl_tcp_if_include eth0 \
+#       --mca btl tcp,vader,self --mca btl_tcp_if_include eth0 \
 #       --mca oob_tcp_if_include eth0 --mca pml ob1 build/openmpi/tests/t_colls
 #   scripts/cluster.sh run host1 mpiexec.mpich -hosts host1:2,host2:2 -n 4 \
 #       -launcher ssh -launcher-exec "$PWD/scripts/cluster-rsh" \
 #       build/mpich/tests/t_colls
-# scripts/cluster-mpirun.sh wraps these with the settings that work here.
+# scripts/cluster-mpirun.sh wraps these with the settings that work here
+# (and says why each is there); scripts/cluster-slurm.sh up starts Slurm
+# on the hosts (srun --mpi=pmix for Open MPI, --mpi=pmi2 for MPICH).
+# A DPU's listening agent (with --dpu; the map names hostN-dpu:PORT):
+#   DPUSHIM_TRANSPORT=ucx scripts/cluster.sh run host1-dpu \
+#       build/openmpi/dpu_agent --listen 0.0.0.0:7420 --secret-dir DIR
+# (DIR: one the hosts see too, e.g. under the run directory). With the
+# default DPUSHIM_TRANSPORT=auto the agent of 2026-12 copies its ranks'
+# data with CMA, into pids of another PID namespace: "No such process".
 #
 # Environment: DPS_CLUSTER_DIR (default /run/dpushim-cluster) is the run
 # directory: one cluster per directory, so two can coexist (their networks
