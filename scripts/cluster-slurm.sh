@@ -142,5 +142,5 @@ cmd_status() {
 
 case ${1:-} in
 up | down | status) "cmd_$1" ;;
-*) sed -n 's/^# usage: //p' "${BASH_SOURCE[0]}" >&2; exit 2 ;;
+*) sed -n 's/^# \(usage: .*\)/\1/p' "${BASH_SOURCE[0]}" >&2; exit 2 ;;
 esac
