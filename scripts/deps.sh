@@ -5,7 +5,11 @@ set -euo pipefail
 
 PKGS=(build-essential gfortran pkg-config libucx-dev ucx-utils uthash-dev check
       libibverbs-dev openmpi-bin libopenmpi-dev mpich libmpich-dev
-      gnuplot-nox procps python3-mpi4py python3-numpy clang libclang-rt-14-dev)
+      gnuplot-nox procps python3-mpi4py python3-numpy clang libclang-rt-14-dev
+      iproute2 util-linux python3 slurm-wlm munge)
+# iproute2, util-linux, python3: scripts/cluster.sh (namespaces, veths, tc;
+# nsenter, unshare; its node holder, scripts/cluster_node.py); slurm-wlm,
+# munge: scripts/cluster-slurm.sh (srun across the emulated hosts).
 
 missing=()
 for p in "${PKGS[@]}"; do

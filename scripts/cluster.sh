@@ -1,0 +1,294 @@
+#!/usr/bin/env bash
+# Emulated cluster on one machine (DESIGN.md decision 11): hosts that share
+# no process ids, no /tmp or /dev/shm, no SysV IPC and no memory, joined
+# only by a network, so that what only a cluster does runs here.
+#
+# usage: scripts/cluster.sh up H [--dpu] [--rate RATE]
+#        scripts/cluster.sh down
+#        scripts/cluster.sh run HOST CMD [ARG...]
+#        scripts/cluster.sh status
+#
+# up H      H emulated hosts host1..hostH (1 <= H <= 50). Each is a set of
+#           Linux namespaces of its own (network, PID, UTS, mount, IPC)
+#           whose PID 1 is scripts/cluster_node.py: hostname hostN; private
+#           tmpfs on /tmp and /dev/shm; a hosts file naming every host
+#           bind-mounted on /etc/hosts (the machine's stays untouched);
+#           loopback up; eth0 = 10.77.0.N/24, a veth whose other end is a
+#           port of bridge br0 in one more namespace set, "switch". The
+#           rest of the file system (/work, /usr) is the machine's, at the
+#           same paths. Nothing is made in the root namespace: no
+#           interface, no mount; only the run directory and processes.
+#   --dpu   also hostN-dpu for each host: one more namespace set with its
+#           own hostname and eth0 = 10.77.0.(100+N), which its host reaches
+#           only over the network.
+#   --rate RATE  a token bucket (tc tbf) on every link, both directions:
+#           RATE as tc writes it: 100mbit, 1gbit, 500kbit.
+# down      ends every namespace set (the switch and its bridge with them)
+#           and what runs inside, removes the run directory. Finds its
+#           processes by the run directory in their command lines, so it
+#           works after a crash or kill -9 of anything, and when there is
+#           nothing to remove (exit 0).
+# run HOST CMD [ARG...]  runs CMD inside HOST (a host, a DPU, or "switch")
+#           with this process's stdin/stdout/stderr, environment and
+#           working directory; exit status passed through (128+N if killed
+#           by signal N, 255 if HOST cannot be reached). Works from the
+#           root namespace and from inside any host. If this command is
+#           killed, CMD's session gets SIGTERM, then SIGKILL 3 s later.
+# status    hosts, DPUs, addresses, link rates and the processes running
+#           in each (pid in the root namespace, pid inside, command);
+#           exit 1 if the cluster is not up.
+#
+# Exit status: 0 ok; 1 failed; 2 usage; 77 not root (the namespaces,
+# veths and mounts need root: it says so and does nothing).
+#
+# Launchers across hosts (scripts/cluster-rsh is ssh for these hosts):
+#   scripts/cluster.sh run host1 mpirun.openmpi --allow-run-as-root \
+#       --oversubscribe --host host1:2,host2:2 -np 4 \
+#       --mca plm_rsh_agent "$PWD/scripts/cluster-rsh" \
+#       --mca btl tcp,vader,self --mca btl_tcp_if_include eth0 \
+#       --mca oob_tcp_if_include eth0 --mca pml ob1 build/openmpi/tests/t_colls
+#   scripts/cluster.sh run host1 mpiexec.mpich -hosts host1:2,host2:2 -n 4 \
+#       -launcher ssh -launcher-exec "$PWD/scripts/cluster-rsh" \
+#       build/mpich/tests/t_colls
+# scripts/cluster-mpirun.sh wraps these with the settings that work here
+# (and says why each is there); scripts/cluster-slurm.sh up starts Slurm
+# on the hosts (srun --mpi=pmix for Open MPI, --mpi=pmi2 for MPICH).
+# A DPU's listening agent (with --dpu; the map names hostN-dpu:PORT):
+#   DPUSHIM_TRANSPORT=ucx scripts/cluster.sh run host1-dpu \
+#       build/openmpi/dpu_agent --listen 0.0.0.0:7420 --secret-dir DIR
+# (DIR: one the hosts see too, e.g. under the run directory). With the
+# default DPUSHIM_TRANSPORT=auto the agent of 2026-12 copies its ranks'
+# data with CMA, into pids of another PID namespace: "No such process".
+#
+# Environment: DPS_CLUSTER_DIR (default /run/dpushim-cluster) is the run
+# directory: one cluster per directory, so two can coexist (their networks
+# are separate namespaces; the addresses may repeat).
+# Needs: util-linux (unshare, nsenter), iproute2 (ip, tc), python3
+# (scripts/deps.sh installs them).
+set -euo pipefail
+
+SCRIPTS=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+NODE_PY=$SCRIPTS/cluster_node.py
+RUN=${DPS_CLUSTER_DIR:-/run/dpushim-cluster}
+NET=10.77.0
+MAX_HOSTS=50
+DPU_BASE=100
+
+usage() {
+    sed -n '/^# usage:/,/^#        scripts\/cluster.sh status/s/^# \{0,1\}//p' \
+        "${BASH_SOURCE[0]}" >&2
+    exit 2
+}
+
+say() { echo "cluster.sh: $*" >&2; }
+
+# The holders (PID 1 of each namespace set, and the unshare above each)
+# of this run directory: their command line names cluster_node.py, serve
+# and a socket in $RUN.
+holder_pids() {
+    python3 "$NODE_PY" holders "$RUN"
+}
+
+# node_pid NAME: the pid (root namespace) of NAME's PID 1, checked.
+node_pid() {
+    local pid
+    pid=$(cat "$RUN/$1.pid" 2>/dev/null) || return 1
+    tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline" |
+        grep -qF -- "cluster_node.py serve $RUN/$1.sock" || return 1
+    echo "$pid"
+}
+
+# in_net NAME CMD...: CMD in NAME's network namespace only (set-up).
+in_net() {
+    local pid
+    pid=$(node_pid "$1") || { say "$1 is not running"; return 1; }
+    shift
+    nsenter -t "$pid" -n -- "$@"
+}
+
+# start_node NAME: a namespace set with NAME's hostname, PID 1 the holder.
+start_node() {
+    local name=$1 upid pid i
+    # setsid: out of the caller's session, so that a timeout or ^C around
+    # `up` leaves the cluster running. --kill-child: the namespace set
+    # also ends if its unshare is killed.
+    setsid unshare --net --pid --uts --mount --ipc --fork --mount-proc \
+        --propagation private --kill-child=SIGKILL -- /bin/sh -c '
+            set -e
+            hostname "$1"
+            mount -t tmpfs -o mode=1777 tmpfs /tmp
+            mount -t tmpfs -o mode=1777 tmpfs /dev/shm
+            mount --bind "$2" /etc/hosts
+            exec python3 "$3" serve "$4"' \
+        sh "$name" "$RUN/hosts" "$NODE_PY" "$RUN/$name.sock" \
+        </dev/null >>"$RUN/$name.log" 2>&1 &
+    upid=$!
+    # Up to 20 s: python's start on a loaded machine.
+    for ((i = 0; i < 400; i++)); do
+        pid=$(cat "/proc/$upid/task/$upid/children" 2>/dev/null || true)
+        pid=${pid%% *}
+        if [ -n "$pid" ] && [ -S "$RUN/$name.sock" ]; then
+            echo "$pid" >"$RUN/$name.pid"
+            node_pid "$name" >/dev/null && return 0
+        fi
+        kill -0 "$upid" 2>/dev/null || break
+        sleep 0.05
+    done
+    say "$name did not start:"
+    cat "$RUN/$name.log" >&2
+    return 1
+}
+
+# Bucket size for a tbf at RATE: 10 ms worth, at least 64 KiB (a GSO
+# packet must fit, and a smaller bucket would cap the rate below RATE).
+tbf_burst() {
+    local r=$1 n unit bps
+    if ! [[ $r =~ ^([0-9]+)([kmgt]?)bit$ ]]; then
+        return 1
+    fi
+    n=${BASH_REMATCH[1]} unit=${BASH_REMATCH[2]}
+    case $unit in
+    k) bps=$((n * 1000)) ;; m) bps=$((n * 1000000)) ;;
+    g) bps=$((n * 1000000000)) ;; t) bps=$((n * 1000000000000)) ;;
+    *) bps=$n ;;
+    esac
+    local b=$((bps / 8 / 100))
+    [ "$b" -lt 65536 ] && b=65536
+    echo "$b"
+}
+
+# link NAME ADDR: eth0 in NAME, its peer NAME on the bridge.
+link_node() {
+    local name=$1 addr=$2 pid
+    pid=$(node_pid "$name")
+    # Made inside the switch: no interface ever exists in the root
+    # namespace, so a crash leaves none behind there.
+    in_net switch ip link add "$name" type veth peer name eth0 netns "$pid"
+    in_net switch ip link set "$name" master br0 up
+    in_net "$name" ip link set lo up
+    in_net "$name" ip addr add "$addr/24" dev eth0
+    in_net "$name" ip link set eth0 up
+    if [ -n "$RATE" ]; then
+        in_net "$name" tc qdisc replace dev eth0 root tbf rate "$RATE" \
+            burst "$BURST" latency 50ms
+        in_net switch tc qdisc replace dev "$name" root tbf rate "$RATE" \
+            burst "$BURST" latency 50ms
+    fi
+}
+
+cmd_up() {
+    local h="" dpu=0 i name
+    RATE=""
+    while [ $# -gt 0 ]; do
+        case $1 in
+        --dpu) dpu=1 ;;
+        --rate) [ $# -ge 2 ] || usage; RATE=$2; shift ;;
+        --rate=*) RATE=${1#--rate=} ;;
+        [0-9]*) h=$1 ;;
+        *) usage ;;
+        esac
+        shift
+    done
+    if ! [[ $h =~ ^[0-9]+$ ]] || [ "$h" -lt 1 ] || [ "$h" -gt $MAX_HOSTS ]; then
+        say "up: H must be 1 to $MAX_HOSTS"
+        exit 2
+    fi
+    if [ -n "$RATE" ] && ! BURST=$(tbf_burst "$RATE"); then
+        say "up: --rate '$RATE': expected a number and kbit, mbit or gbit"
+        exit 2
+    fi
+    if [ -e "$RUN" ] || [ -n "$(holder_pids)" ]; then
+        say "a cluster is up in $RUN (scripts/cluster.sh down first)"
+        exit 1
+    fi
+    mkdir -m 0700 -p "$RUN"
+    trap 'say "up failed; taking down what was made"; cmd_down >/dev/null' ERR
+    {
+        echo "127.0.0.1 localhost"
+        echo "::1 localhost ip6-localhost ip6-loopback"
+        for ((i = 1; i <= h; i++)); do echo "$NET.$i host$i"; done
+        if [ $dpu = 1 ]; then
+            for ((i = 1; i <= h; i++)); do
+                echo "$NET.$((DPU_BASE + i)) host$i-dpu"
+            done
+        fi
+    } >"$RUN/hosts"
+    : >"$RUN/nodes"
+    start_node switch
+    in_net switch ip link set lo up
+    in_net switch ip link add br0 type bridge
+    in_net switch ip link set br0 up
+    for ((i = 1; i <= h; i++)); do
+        echo "host$i host $NET.$i" >>"$RUN/nodes"
+        [ $dpu = 1 ] && echo "host$i-dpu dpu $NET.$((DPU_BASE + i))" >>"$RUN/nodes"
+    done
+    while read -r name _ addr; do
+        start_node "$name"
+        link_node "$name" "$addr"
+    done <"$RUN/nodes"
+    echo "${RATE:-none}" >"$RUN/rate"
+    trap - ERR
+    echo "cluster.sh: up: $h host(s)$([ $dpu = 1 ] && echo ", $h DPU(s)")," \
+         "$NET.0/24, rate ${RATE:-unlimited}, run directory $RUN"
+}
+
+cmd_down() {
+    local pids p i
+    pids=$(holder_pids)
+    if [ -z "$pids" ] && [ ! -e "$RUN" ]; then
+        echo "cluster.sh: down: nothing to take down"
+        return 0
+    fi
+    # SIGKILL to a PID 1 ends every process of its PID namespace; the
+    # namespaces, the veths and the mounts go with their last process.
+    for p in $pids; do kill -KILL "$p" 2>/dev/null || true; done
+    for ((i = 0; i < 200; i++)); do
+        pids=$(holder_pids)
+        [ -z "$pids" ] && break
+        sleep 0.05
+    done
+    if [ -n "$pids" ]; then
+        say "down: holders still running: $pids"
+        return 1
+    fi
+    rm -rf "$RUN"
+    echo "cluster.sh: down: done"
+}
+
+cmd_run() {
+    [ $# -ge 2 ] || usage
+    local host=$1
+    shift
+    if [ ! -S "$RUN/$host.sock" ]; then
+        say "run: no host '$host' (scripts/cluster.sh status)"
+        exit 255
+    fi
+    exec python3 "$NODE_PY" call "$RUN/$host.sock" "$@"
+}
+
+cmd_status() {
+    local pids
+    python3 "$NODE_PY" status "$RUN" && return 0
+    pids=$(holder_pids)
+    [ -e "$RUN/nodes" ] || [ -z "$pids" ] ||
+        echo "  stray holders (scripts/cluster.sh down): $pids"
+    return 1
+}
+
+[ $# -ge 1 ] || usage
+case $1 in
+up | down | run | status) ;;
+-h | --help | help) usage ;;
+*) usage ;;
+esac
+if [ "$(id -u)" -ne 0 ]; then
+    say "must run as root (it makes namespaces, veths and mounts); nothing done"
+    exit 77
+fi
+for t in unshare nsenter ip tc python3; do
+    command -v "$t" >/dev/null ||
+        { say "$t not found: run scripts/deps.sh as root"; exit 1; }
+done
+cmd=$1
+shift
+"cmd_$cmd" "$@"
