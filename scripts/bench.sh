@@ -18,6 +18,9 @@
 #   BENCH_MODES="time work"  busy compute modes: a fixed time (OMB) and a
 #                         fixed amount of work (shows what offload costs)
 #   BENCH_IDLE=1          0 skips the idle-host scenario (bench_idle.sh)
+#   BENCH_CLUSTER=1       0 skips the scenario across emulated hosts
+#                         (bench_cluster.sh, as root: stock, agents on the
+#                         hosts, agents on emulated DPUs, MPICH's thread)
 #   BENCH_SHIM_VARS="DPUSHIM_MIN_BYTES=1"  variables for the shim runs
 #   BENCH_RANK_CPUS=      CPU list to bind the ranks to (one core each);
 #                         default 0,1,...,NP-1 when NP fits the CPUs (the
@@ -125,6 +128,15 @@ RAW=$RAWTOP
 if [ "${BENCH_IDLE:-1}" = 1 ]; then
     BENCH_REPS=$REPS BENCH_SHIM_VARS="$SHIM_VARS" scripts/bench_idle.sh "$@" ||
         exit 1
+fi
+# Across emulated hosts (scripts/bench_cluster.sh; root only).
+if [ "${BENCH_CLUSTER:-1}" = 1 ]; then
+    if [ "$(id -u)" = 0 ]; then
+        BENCH_REPS=$REPS BENCH_SHIM_VARS="$SHIM_VARS" \
+            scripts/bench_cluster.sh "$@" || exit 1
+    else
+        echo "cluster scenario skipped: the emulated hosts need root"
+    fi
 fi
 
 # median [DIGITS]: the median of the numbers on stdin, DIGITS decimals (1).

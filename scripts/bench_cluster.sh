@@ -1,0 +1,157 @@
+#!/usr/bin/env bash
+# The cluster scenario: ranks on different emulated hosts
+# (scripts/cluster.sh, hosts that share no memory, /dev/shm or process
+# ids, joined by a bridge), whose compute phase sleeps (a GPU kernel, I/O)
+# while a collective is in flight; the OSU overlap method otherwise
+# (tests/bench/overlap -S -T). Columns, alternating, in one run:
+#   stock   stock MPI across the hosts (Open MPI: ob1/tcp; MPICH: ch4:ucx
+#           over TCP)
+#   shim    dpushim with agents spawned on the hosts
+#   dpu     dpushim with listening agents (dpu_agent --listen) on each
+#           host's emulated DPU, reached over the network only (x86-64
+#           build: qemu's speed would distort timings; make check runs
+#           the aarch64 build for correctness)
+#   async   MPICH only: its progress thread (MPIR_CVAR_ASYNC_PROGRESS=1)
+# The compute time C is 2 x stock's pure-comm time at each size (the lower
+# of two calibration runs), the same for every column. Medians; a table
+# per MPI and collective, results/cluster/cluster.csv and a plot per MPI
+# (results/cluster/cluster-<mpi>-<collective>.png).
+#
+# usage: scripts/bench_cluster.sh [MPI...]   (default: openmpi mpich)
+# environment (all optional):
+#   BENCH_REPS=5                repetitions of each column (at least 3)
+#   BENCH_CLUSTER_SIZES=16384:4194304  sizes, bytes per block, powers of 2
+#   BENCH_CLUSTER_HOSTS=2       hosts, one rank each
+#   BENCH_CLUSTER_RATE=         a tc rate on every link (e.g. 10gbit);
+#                               empty: the veths' own speed
+#   BENCH_ITERS=50              timed iterations per size (a tenth above
+#                               64 KiB, as overlap does)
+#   BENCH_COLLS="ialltoall iallreduce"
+#   BENCH_SHIM_VARS="DPUSHIM_MIN_BYTES=1"  variables for the shim columns
+#   BENCH_DPU_AGENT=build/MPI/dpu_agent    the DPUs' agent command
+#   BENCH_DPU_ENV=              VAR=value... for the DPUs' agents
+# Needs root (namespaces): as another user it says so and exits 77.
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 2
+source scripts/lib.sh
+if [ "$(id -u)" != 0 ]; then
+    echo "bench_cluster.sh: the emulated hosts need root (namespaces): skipped" >&2
+    exit 77
+fi
+dps_mpis_ready "$@" || exit 1
+set -- "${DPS_MPIS[@]}"
+
+REPS=${BENCH_REPS:-5}
+[ "$REPS" -ge 3 ] || REPS=3
+SIZES=${BENCH_CLUSTER_SIZES:-16384:4194304}
+HOSTS=${BENCH_CLUSTER_HOSTS:-2}
+RATE=${BENCH_CLUSTER_RATE:-}
+ITERS=${BENCH_ITERS:-50}
+COLLS=${BENCH_COLLS:-ialltoall iallreduce}
+SHIM_VARS=${BENCH_SHIM_VARS:-DPUSHIM_MIN_BYTES=1}
+export DPS_CLUSTER_DIR=/run/dpushim-bench-cluster
+OUT=results/cluster
+RAW=$OUT/raw
+mkdir -p "$RAW"
+rm -f "$RAW"/*.txt
+hostlist=$(seq -f 'host%g:1' -s, 1 "$HOSTS")
+LPIDS=()
+
+stop_dpus() {
+    local p
+    for p in ${LPIDS[@]+"${LPIDS[@]}"}; do
+        kill "$p" 2>/dev/null
+        wait "$p" 2>/dev/null
+    done
+    LPIDS=()
+}
+cleanup() {
+    stop_dpus
+    scripts/cluster.sh down >/dev/null 2>&1
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+up=(up "$HOSTS" --dpu)
+[ -n "$RATE" ] && up+=(--rate "$RATE")
+scripts/cluster.sh down >/dev/null 2>&1
+scripts/cluster.sh "${up[@]}" >/dev/null || { echo "cluster.sh up failed" >&2; exit 1; }
+
+# start_dpus MPI: a listening agent on every host's DPU; the map.
+start_dpus() {
+    local mpi=$1 agent=${BENCH_DPU_AGENT:-build/$mpi/dpu_agent} h ip
+    mkdir -p "$DPS_CLUSTER_DIR/sec" && chmod 700 "$DPS_CLUSTER_DIR/sec"
+    : >"$DPS_CLUSTER_DIR/map"
+    for h in $(seq "$HOSTS"); do
+        ip=10.77.0.$((100 + h))
+        # shellcheck disable=SC2086  # the agent command may be several words
+        env ${BENCH_DPU_ENV:-} scripts/cluster.sh run "host$h-dpu" $agent --listen "$ip:7420" \
+            --secret-dir "$DPS_CLUSTER_DIR/sec" \
+            >"$RAW/$mpi-dpu$h-agent.log" 2>&1 &
+        LPIDS+=($!)
+        echo "host$h $ip:7420" >>"$DPS_CLUSTER_DIR/map"
+    done
+    for h in $(seq "$HOSTS"); do
+        for _ in $(seq 100); do
+            grep -q "listening on" "$RAW/$mpi-dpu$h-agent.log" && break
+            sleep 0.1
+        done
+        grep -q "listening on" "$RAW/$mpi-dpu$h-agent.log" ||
+            { echo "the agent on host$h-dpu did not start:" >&2
+              cat "$RAW/$mpi-dpu$h-agent.log" >&2; return 1; }
+    done
+}
+
+# run MPI KIND COLL FILE [overlap args...]: one job, appended to FILE.
+run() {
+    local mpi=$1 kind=$2 coll=$3 f=$4 prog
+    shift 4
+    prog=(build/"$mpi"/tests/overlap -c "$coll" -m "$SIZES" -i "$ITERS")
+    # shellcheck disable=SC2086  # SHIM_VARS is a list of VAR=value
+    case $kind in
+    stock) timeout 900 scripts/cluster-mpirun.sh "$mpi" "$hostlist" \
+               "${prog[@]}" "$@" ;;
+    shim)  timeout 900 scripts/cluster-mpirun.sh --shim "$mpi" "$hostlist" \
+               $SHIM_VARS DPUSHIM_STATS=1 "${prog[@]}" "$@" ;;
+    dpu)   timeout 900 scripts/cluster-mpirun.sh --shim "$mpi" "$hostlist" \
+               $SHIM_VARS DPUSHIM_STATS=1 \
+               "DPUSHIM_AGENT_MAP=$DPS_CLUSTER_DIR/map" \
+               "DPUSHIM_SECRET_DIR=$DPS_CLUSTER_DIR/sec" \
+               "${prog[@]}" "$@" ;;
+    async) timeout 900 scripts/cluster-mpirun.sh "$mpi" "$hostlist" \
+               MPIR_CVAR_ASYNC_PROGRESS=1 "${prog[@]}" -M "$@" ;;
+    esac >>"$f" 2>&1 || { echo; echo "run failed: $f" >&2; tail "$f" >&2;
+                          return 1; }
+}
+
+for mpi in "$@"; do
+    kinds="stock shim dpu"
+    [ "$mpi" = mpich ] && kinds="stock shim dpu async"
+    start_dpus "$mpi" || exit 1
+    for coll in $COLLS; do
+        cal="$RAW/$mpi-$coll-calibration.txt"
+        printf '\r%s %s: calibration            ' "$mpi" "$coll" >&2
+        run "$mpi" stock "$coll" "$cal" -S || exit 1
+        run "$mpi" stock "$coll" "$cal" -S || exit 1
+        times=$(awk '$1 ~ /^[0-9]+$/ && NF >= 5 {
+                         if (!($1 in p) || $2 < p[$1]) p[$1] = $2
+                         if (!($1 in seen)) { seen[$1] = 1; order[++n] = $1 } }
+                     END { for (i = 1; i <= n; i++)
+                               printf "%s%s=%.2f", (i > 1 ? "," : ""), order[i], 2 * p[order[i]] }' "$cal")
+        echo "$times" >"$RAW/$mpi-$coll-times.txt"
+        for rep in $(seq "$REPS"); do
+            order=$kinds
+            [ $((rep % 2)) = 0 ] && order=$(echo "$kinds" | tr ' ' '\n' | tac | tr '\n' ' ')
+            for kind in $order; do
+                printf '\r%s %s rep %d/%d %s            ' "$mpi" "$coll" \
+                    "$rep" "$REPS" "$kind" >&2
+                run "$mpi" "$kind" "$coll" "$RAW/$mpi-$coll-$kind-$rep.txt" \
+                    -S -T "$times" || exit 1
+            done
+        done
+    done
+    stop_dpus
+done
+printf '\r%60s\r' "" >&2
+BENCH_DESC="$HOSTS hosts x 1 rank${RATE:+, links limited to $RATE}; shim: $SHIM_VARS" \
+    /usr/bin/python3 scripts/cluster_report.py "$RAW" "$OUT" "$COLLS" "$@"
