@@ -148,9 +148,12 @@ void shim_agent_check(void)
                  "(DPUSHIM_AGENT_TIMEOUT)", shim.agent_desc,
                  shim.cfg.agent_timeout);
     } else if (shim.ping_sent == 0 && now - shim.last_heard > half) {
+        dps_msg_hello_t me;
         size_t len;
-        void *msg = dps_msg_encode_ping((uint32_t)shim.world_rank,
-                                        (uint32_t)getpid(), &len);
+        void *msg;
+
+        shim_hello(&me);
+        msg = dps_msg_encode_ping(&me, &len);
 
         if (msg != NULL && shim_send_agent(msg, len) == DPS_OK) {
             shim.ping_sent = now;
