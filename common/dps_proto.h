@@ -146,8 +146,12 @@ typedef struct dps_msg_stats {
                               * serves communicator rank 0 (each counted
                               * by exactly one agent) */
     uint64_t missed_wakeups; /* work found only by the sleep backstop */
+    uint64_t cma_bytes;      /* staged path: bytes the agent read and
+                              * wrote with CMA (ranks that proved it
+                              * reaches them) */
+    uint64_t ucx_bytes;      /* ... and with UCX get/put */
 } dps_msg_stats_t;
-_Static_assert(sizeof(dps_msg_stats_t) == 24, "stats layout");
+_Static_assert(sizeof(dps_msg_stats_t) == 40, "stats layout");
 
 /* SHM body: once the token is read back at pid (as in HELLO: the pid
  * is the rank's, not another process's), the agent maps

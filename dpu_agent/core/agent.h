@@ -208,6 +208,8 @@ typedef struct agent {
     uint32_t       job_key;
     unsigned long  missed_wakeups; /* work found only by the backstop */
     unsigned long  collectives;   /* completed, where we serve rank 0 */
+    uint64_t       cma_bytes;     /* staged: read and written with CMA */
+    uint64_t       ucx_bytes;     /* staged: read and written with UCX */
     uint64_t       cpu_base_ns;   /* CPU time used by set-up */
     int            quit;
     int            eager;         /* DPUSHIM_AGENT_SCHED=eager */

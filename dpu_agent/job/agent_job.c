@@ -47,6 +47,8 @@ static int send_stats(agent_t *a)
     st.cpu_ns = cpu_ns() - a->cpu_base_ns;
     st.collectives = a->collectives;
     st.missed_wakeups = a->missed_wakeups;
+    st.cma_bytes = a->cma_bytes;
+    st.ucx_bytes = a->ucx_bytes;
     for (i = 0; i < a->nranks && a->rank_agent[i] != a->self; i++) {
     }
     msg = dps_msg_encode_stats(&st, &len);

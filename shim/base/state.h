@@ -109,7 +109,8 @@ typedef struct shim_state {
                                    * unpacked send data reaches it */
     uint64_t       next_sched;    /* schedule ids handed out */
     int            have_agent_stats; /* leader: STATS received */
-    uint64_t       agent_stats[3];   /* cpu_ns, collectives, missed */
+    uint64_t       agent_stats[5];   /* cpu_ns, collectives, missed,
+                                      * cma_bytes, ucx_bytes */
 } shim_state_t;
 
 extern shim_state_t shim;

@@ -176,6 +176,8 @@ static void agent_msg(const void *data, size_t len)
         shim.agent_stats[0] = msg.u.stats.cpu_ns;
         shim.agent_stats[1] = msg.u.stats.collectives;
         shim.agent_stats[2] = msg.u.stats.missed_wakeups;
+        shim.agent_stats[3] = msg.u.stats.cma_bytes;
+        shim.agent_stats[4] = msg.u.stats.ucx_bytes;
         shim.have_agent_stats = 1;
     } else if (msg.type == DPS_MSG_PONG) {
         /* alive */

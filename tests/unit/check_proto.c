@@ -2264,7 +2264,7 @@ END_TEST
 /* STATS_REQ and STATS: round trip; wrong body sizes refused. */
 START_TEST(rt_stats)
 {
-    dps_msg_stats_t st = {123456789012345ull, 42, 7};
+    dps_msg_stats_t st = {123456789012345ull, 42, 7, 1ull << 40, 3};
     dps_msg_t msg;
     char err[128];
     size_t len;
@@ -2273,12 +2273,14 @@ START_TEST(rt_stats)
 
     m = dps_msg_encode_stats(&st, &len);
     ck_assert_ptr_nonnull(m);
-    ck_assert_uint_eq(len, 16 + 24);
+    ck_assert_uint_eq(len, 16 + 40);
     ck_assert_int_eq(dps_msg_decode(m, len, &msg, err, sizeof(err)), DPS_OK);
     ck_assert_int_eq(msg.type, DPS_MSG_STATS);
     ck_assert_uint_eq(msg.u.stats.cpu_ns, st.cpu_ns);
     ck_assert_uint_eq(msg.u.stats.collectives, 42);
     ck_assert_uint_eq(msg.u.stats.missed_wakeups, 7);
+    ck_assert_uint_eq(msg.u.stats.cma_bytes, 1ull << 40);
+    ck_assert_uint_eq(msg.u.stats.ucx_bytes, 3);
     t = malloc(len - 1);
     memcpy(t, m, len - 1);
     l32 = (uint32_t)(len - 1);
