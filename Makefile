@@ -38,7 +38,8 @@ BAD_MPIS    = $(filter-out $(ALL_MPIS),$(MPI))
 COMMON_SRC := common/dps_log.c common/dps_config.c common/dps_proto.c \
               common/dps_encode.c common/dps_sched.c \
               common/dps_ucx.c common/dps_listen.c common/dps_secret.c \
-              common/dps_agentmap.c common/dps_shm.c common/dps_rtypes.c
+              common/dps_agentmap.c common/dps_shm.c common/dps_rtypes.c \
+              common/dps_cma.c
 BLD_SRC    := shim/compile/build.c shim/compile/moves.c shim/compile/reductions.c \
               shim/compile/steps.c
 SHIM_SRC   := shim/base/state.c shim/core/hooks.c shim/boot/init.c shim/boot/spawn.c shim/boot/place.c \
@@ -73,7 +74,7 @@ HDRS       := $(wildcard common/*.h shim/*/*.h dpu_agent/*.h dpu_agent/*/*.h inc
 MPI_TESTS  := $(patsubst tests/mpi/%.c,%,$(wildcard tests/mpi/*.c))
 BENCH_SRC  := $(wildcard tests/bench/*.c)
 UNIT_TESTS := check_proto check_config check_shim_util check_listen check_shm check_build \
-              check_reduce
+              check_reduce check_cma
 
 .PHONY: all build mpi-list deps check demo bench clean unit fuzz install depgraph \
         $(ALL_MPIS)

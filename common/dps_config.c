@@ -123,10 +123,13 @@ const dps_cfg_entry_t dps_config_table[] = {
      "once they are connected; it must be one the agents read too. "
      "Default: ${TMPDIR:-/tmp}/dpushim-UID.", CFG_OFF(secret_dir), 0, 0},
     {"TRANSPORT", DPS_CFG_TRANSPORT, "auto",
-     "How agents move data: auto copies same-node ranks' data with CMA "
-     "and uses UCX get/put for other nodes; ucx uses UCX get/put for "
-     "every rank (a test mode here: UCX 1.13 emulates RMA over shared "
-     "memory, which needs the ranks to call into MPI).",
+     "How agents move data: auto copies with CMA the data of the ranks "
+     "an agent has verified (it read each one's random token back at its "
+     "pid: a shared node name is not enough, e.g. for an agent on a DPU "
+     "or in another PID namespace) and uses UCX get/put for every other "
+     "rank; ucx uses UCX get/put for every rank (a test mode here: UCX "
+     "1.13 emulates RMA over shared memory, which needs the ranks to call "
+     "into MPI).",
      CFG_OFF(transport), 0, 0},
     {"DATA_PATH", DPS_CFG_DATAPATH, "direct",
      "How the bytes of ranks on one host move: direct, once, by the "

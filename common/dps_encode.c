@@ -39,16 +39,32 @@ static void *msg_fixed(dps_msg_type_t type, const void *body, size_t blen,
     return m;
 }
 
-void *dps_msg_encode_hello(uint32_t world_rank, uint32_t pid, size_t *len)
+/* HELLO or PING: the same body. */
+static void *encode_hello(dps_msg_type_t type, const dps_msg_hello_t *h,
+                          size_t *len)
 {
-    dps_msg_hello_t b = {world_rank, pid};
+    dps_msg_hello_t b;
 
-    return msg_fixed(DPS_MSG_HELLO, &b, sizeof(b), len);
+    if (h == NULL ||
+        !dps_msg_token_ok(h->world_rank, h->token_addr, h->token)) {
+        return NULL;
+    }
+    b.world_rank = h->world_rank;
+    b.pid = h->pid;
+    b.token_addr = h->token_addr;
+    b.token = h->token;
+    return msg_fixed(type, &b, sizeof(b), len);
 }
 
-void *dps_msg_encode_ready(int32_t status, uint32_t formats, size_t *len)
+void *dps_msg_encode_hello(const dps_msg_hello_t *hello, size_t *len)
 {
-    dps_msg_ready_t b = {status, formats};
+    return encode_hello(DPS_MSG_HELLO, hello, len);
+}
+
+void *dps_msg_encode_ready(int32_t status, uint32_t formats, uint32_t cma,
+                           size_t *len)
+{
+    dps_msg_ready_t b = {status, formats, cma, 0};
 
     return msg_fixed(DPS_MSG_READY, &b, sizeof(b), len);
 }
@@ -102,11 +118,9 @@ void *dps_msg_encode_stats_req(size_t *len)
     return msg_alloc(DPS_MSG_STATS_REQ, 0, len);
 }
 
-void *dps_msg_encode_ping(uint32_t world_rank, uint32_t pid, size_t *len)
+void *dps_msg_encode_ping(const dps_msg_hello_t *hello, size_t *len)
 {
-    dps_msg_hello_t b = {world_rank, pid};
-
-    return msg_fixed(DPS_MSG_PING, &b, sizeof(b), len);
+    return encode_hello(DPS_MSG_PING, hello, len);
 }
 
 void *dps_msg_encode_pong(size_t *len)
@@ -114,11 +128,21 @@ void *dps_msg_encode_pong(size_t *len)
     return msg_alloc(DPS_MSG_PONG, 0, len);
 }
 
-void *dps_msg_encode_shm(uint32_t world_rank, uint32_t pid, int32_t fd,
+void *dps_msg_encode_shm(const dps_msg_hello_t *who, int32_t fd,
                          size_t *len)
 {
-    dps_msg_shm_t b = {world_rank, pid, fd, 0};
+    dps_msg_shm_t b;
 
+    if (who == NULL || fd < 0 ||
+        !dps_msg_token_ok(who->world_rank, who->token_addr, who->token)) {
+        return NULL;
+    }
+    memset(&b, 0, sizeof(b));
+    b.world_rank = who->world_rank;
+    b.pid = who->pid;
+    b.fd = fd;
+    b.token_addr = who->token_addr;
+    b.token = who->token;
     return msg_fixed(DPS_MSG_SHM, &b, sizeof(b), len);
 }
 
@@ -128,21 +152,32 @@ void *dps_msg_encode_stats(const dps_msg_stats_t *stats, size_t *len)
 }
 
 void *dps_msg_encode_procs(uint32_t nranks, const uint32_t *pid,
-                           const uint32_t *node, size_t *len)
+                           const uint32_t *node, const uint64_t *token_addr,
+                           const uint64_t *token, size_t *len)
 {
     dps_msg_procs_t f = {nranks, 0};
     size_t tab = sizeof(uint32_t) * (size_t)nranks;
-    char *m;
+    char *m, *p;
+    uint32_t i;
 
     if (nranks == 0 || nranks > DPS_MAX_RANKS || pid == NULL ||
-        node == NULL) {
+        node == NULL || token_addr == NULL || token == NULL) {
         return NULL;
     }
-    m = msg_alloc(DPS_MSG_PROCS, sizeof(f) + 2 * tab, len);
+    for (i = 0; i < nranks; i++) {
+        if (!dps_msg_token_ok(i, token_addr[i], token[i])) {
+            return NULL;
+        }
+    }
+    m = msg_alloc(DPS_MSG_PROCS, sizeof(f) + 6 * tab, len);
     if (m != NULL) {
-        memcpy(m + sizeof(dps_msg_hdr_t), &f, sizeof(f));
-        memcpy(m + sizeof(dps_msg_hdr_t) + sizeof(f), pid, tab);
-        memcpy(m + sizeof(dps_msg_hdr_t) + sizeof(f) + tab, node, tab);
+        p = m + sizeof(dps_msg_hdr_t);
+        memcpy(p, &f, sizeof(f));
+        p += sizeof(f);
+        memcpy(p, pid, tab);
+        memcpy(p + tab, node, tab);
+        memcpy(p + 2 * tab, token_addr, 2 * tab);
+        memcpy(p + 4 * tab, token, 2 * tab);
     }
     return m;
 }

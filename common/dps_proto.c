@@ -99,6 +99,12 @@ int dps_msg_post_check(const dps_msg_post_t *f, char *err, size_t err_len)
     return DPS_OK;
 }
 
+int dps_msg_token_ok(uint32_t world_rank, uint64_t token_addr,
+                     uint64_t token)
+{
+    return world_rank < DPS_MAX_RANKS && (token_addr == 0) == (token == 0);
+}
+
 size_t dps_msg_post_body(const dps_msg_post_t *f)
 {
     return sizeof(*f) + (size_t)f->rkey_len[0] + f->rkey_len[1] +
@@ -242,10 +248,11 @@ static int decode_fixed(const char *body, size_t blen, dps_msg_t *msg)
                           sizeof(dps_msg_hello_t), 1);
     case DPS_MSG_READY:
         return take_fixed(body, blen, &msg->u.ready,
-                          sizeof(dps_msg_ready_t), 1);
+                          sizeof(dps_msg_ready_t), 1) ||
+               msg->u.ready.pad != 0;
     case DPS_MSG_SHM:
         return take_fixed(body, blen, &msg->u.shm, sizeof(dps_msg_shm_t),
-                          1) || msg->u.shm.fd < 0;
+                          1) || msg->u.shm.fd < 0 || msg->u.shm.pad != 0;
     case DPS_MSG_COMPLETE:
         return take_fixed(body, blen, &msg->u.complete,
                           sizeof(dps_msg_complete_t), 1);
@@ -277,20 +284,55 @@ static int decode_fixed(const char *body, size_t blen, dps_msg_t *msg)
     }
 }
 
+/* The sender and token of a HELLO, PING or SHM. */
+static int check_token(const dps_msg_t *msg, char *err, size_t err_len)
+{
+    const dps_msg_hello_t *h = &msg->u.hello;
+
+    if (msg->type == DPS_MSG_SHM) {
+        if (!dps_msg_token_ok(msg->u.shm.world_rank, msg->u.shm.token_addr,
+                              msg->u.shm.token)) {
+            return fail(err, err_len, "shm from rank %u: token %#llx at "
+                        "%#llx", msg->u.shm.world_rank,
+                        (unsigned long long)msg->u.shm.token,
+                        (unsigned long long)msg->u.shm.token_addr);
+        }
+    } else if ((msg->type == DPS_MSG_HELLO || msg->type == DPS_MSG_PING) &&
+               !dps_msg_token_ok(h->world_rank, h->token_addr, h->token)) {
+        return fail(err, err_len, "%s from rank %u: token %#llx at %#llx",
+                    dps_msg_type_str(msg->type), h->world_rank,
+                    (unsigned long long)h->token,
+                    (unsigned long long)h->token_addr);
+    }
+    return DPS_OK;
+}
+
 static int decode_procs(const char *body, size_t blen, dps_msg_t *msg,
                         char *err, size_t err_len)
 {
+    uint32_t i, n;
+
     if (take_fixed(body, blen, &msg->u.procs.fixed,
                    sizeof(dps_msg_procs_t), 0) ||
         msg->u.procs.fixed.nranks == 0 ||
         msg->u.procs.fixed.nranks > DPS_MAX_RANKS ||
         blen != sizeof(dps_msg_procs_t) +
-                8 * (size_t)msg->u.procs.fixed.nranks) {
+                24 * (size_t)msg->u.procs.fixed.nranks) {
         return fail(err, err_len, "procs message of %zu bytes is "
                     "inconsistent", blen);
     }
+    n = msg->u.procs.fixed.nranks;
     msg->u.procs.pid = (const uint32_t *)(body + sizeof(dps_msg_procs_t));
-    msg->u.procs.node = msg->u.procs.pid + msg->u.procs.fixed.nranks;
+    msg->u.procs.node = msg->u.procs.pid + n;
+    msg->u.procs.token_addr = (const uint64_t *)(msg->u.procs.node + n);
+    msg->u.procs.token = msg->u.procs.token_addr + n;
+    for (i = 0; i < n; i++) {
+        if (!dps_msg_token_ok(i, dps_msg_u64(msg->u.procs.token_addr, i),
+                              dps_msg_u64(msg->u.procs.token, i))) {
+            return fail(err, err_len, "procs: rank %u has a token address "
+                        "without a token, or a token without one", i);
+        }
+    }
     return DPS_OK;
 }
 
@@ -344,5 +386,5 @@ int dps_msg_decode(const void *buf, size_t len, dps_msg_t *msg,
         return fail(err, err_len, "%s message with body of %zu bytes",
                     dps_msg_type_str(h.type), blen);
     }
-    return DPS_OK;
+    return check_token(msg, err, err_len);
 }

@@ -16,7 +16,7 @@
 #include <stdint.h>
 
 #define DPS_PROTO_MAGIC    0x48535044u /* "DPSH" */
-#define DPS_PROTO_VERSION 7
+#define DPS_PROTO_VERSION 8
 #define DPS_AM_ID          7           /* the one UCX active message id */
 #define DPS_MAX_RKEY       4096        /* bytes of one packed rkey */
 #define DPS_MAX_ADDR       8192        /* bytes of one worker address */
@@ -98,11 +98,21 @@ typedef struct dps_msg_hdr {
 } dps_msg_hdr_t;
 _Static_assert(sizeof(dps_msg_hdr_t) == 16, "header layout");
 
+/*
+ * HELLO and PING body. The token proves CMA reachability (dps_cma.h): the
+ * agent reads 8 bytes at token_addr of pid and copies this rank's memory
+ * with CMA only if they equal token. token 0 (with token_addr 0) offers
+ * no proof: the rank is then served over UCX.
+ */
 typedef struct dps_msg_hello {
-    uint32_t world_rank; /* the sender */
-    uint32_t pid;        /* the sender's process id, for diagnostics */
+    uint32_t world_rank; /* the sender (< DPS_MAX_RANKS) */
+    uint32_t pid;        /* the sender's process id, as it sees itself */
+    uint64_t token_addr; /* where the token lies in the sender's memory */
+    uint64_t token;      /* its value: random, 0 for none */
 } dps_msg_hello_t;
-_Static_assert(sizeof(dps_msg_hello_t) == 8, "hello layout");
+_Static_assert(sizeof(dps_msg_hello_t) == 24, "hello layout");
+_Static_assert(offsetof(dps_msg_hello_t, token_addr) == 8 &&
+               offsetof(dps_msg_hello_t, token) == 16, "hello layout");
 
 /*
  * JOB_INFO body: this fixed part, then uint32_t rank_agent[nranks],
@@ -118,9 +128,11 @@ typedef struct dps_msg_job {
 _Static_assert(sizeof(dps_msg_job_t) == 16, "job layout");
 
 /*
- * PROCS body: this fixed part, then uint32_t pid[nranks] and uint32_t
- * node[nranks]. Ranks with the agent's node id share its memory system:
- * the agent copies their data itself (CMA), without UCX.
+ * PROCS body: this fixed part, then uint32_t pid[nranks], uint32_t
+ * node[nranks], uint64_t token_addr[nranks] and uint64_t token[nranks]
+ * (as in HELLO). Ranks with the agent's node id may share its memory
+ * system; the agent copies their data itself (CMA, without UCX) only
+ * once it has read each one's token back at its pid (dps_cma.h).
  */
 typedef struct dps_msg_procs {
     uint32_t nranks;
@@ -134,26 +146,48 @@ typedef struct dps_msg_stats {
                               * serves communicator rank 0 (each counted
                               * by exactly one agent) */
     uint64_t missed_wakeups; /* work found only by the sleep backstop */
+    uint64_t cma_bytes;      /* staged path: bytes the agent read and
+                              * wrote with CMA (ranks that proved it
+                              * reaches them) */
+    uint64_t ucx_bytes;      /* ... and with UCX get/put */
 } dps_msg_stats_t;
-_Static_assert(sizeof(dps_msg_stats_t) == 24, "stats layout");
+_Static_assert(sizeof(dps_msg_stats_t) == 40, "stats layout");
 
-/* SHM body: the agent maps /proc/<pid>/fd/<fd> (same host only) and, if
- * that works, sets the segment's attached flag; the rank sees it there
- * once READY has come, and otherwise keeps to UCX messages. */
+/* SHM body: once the token is read back at pid (as in HELLO: the pid
+ * is the rank's, not another process's), the agent maps
+ * /proc/<pid>/fd/<fd> and, if that works, sets the segment's attached
+ * flag; the rank sees it there once READY has come, and otherwise keeps
+ * to UCX messages. */
 typedef struct dps_msg_shm {
     uint32_t world_rank;
     uint32_t pid;
     int32_t  fd;
-    uint32_t pad;
+    uint32_t pad;        /* 0 */
+    uint64_t token_addr; /* as in HELLO */
+    uint64_t token;
 } dps_msg_shm_t;
-_Static_assert(sizeof(dps_msg_shm_t) == 16, "shm layout");
+_Static_assert(sizeof(dps_msg_shm_t) == 32, "shm layout");
+_Static_assert(offsetof(dps_msg_shm_t, token_addr) == 16 &&
+               offsetof(dps_msg_shm_t, token) == 24, "shm layout");
+
+/* READY's cma flags: how the agent reaches the rank's memory. */
+#define DPS_READY_SEEN     1u /* it read the rank's token at its pid: the
+                               * two share a process space */
+#define DPS_READY_CMA      2u /* SEEN, and it copies the rank's memory
+                               * with CMA (DPUSHIM_TRANSPORT is not ucx):
+                               * a DMA engine in the rank gets commands */
+#define DPS_READY_CMA_NODE 4u /* CMA, and CMA reaches every rank of the
+                               * agent's node it does not serve too: the
+                               * rank's unpacked send data can be read */
 
 typedef struct dps_msg_ready {
     int32_t  status;     /* dps_status_t of the agent's set-up */
     uint32_t formats;    /* DPS_FMT_*: the reduction formats the agent
                           * computes (dps_reduce_formats) */
+    uint32_t cma;        /* DPS_READY_* */
+    uint32_t pad;        /* 0 */
 } dps_msg_ready_t;
-_Static_assert(sizeof(dps_msg_ready_t) == 8, "ready layout");
+_Static_assert(sizeof(dps_msg_ready_t) == 16, "ready layout");
 
 /*
  * POST and PEER_POST body: this fixed part, then the packed keys of the
@@ -293,6 +327,8 @@ typedef struct dps_msg {
             dps_msg_procs_t fixed;
             const uint32_t *pid;
             const uint32_t *node;
+            const uint64_t *token_addr;   /* read with dps_msg_u64 */
+            const uint64_t *token;
         } procs;
         struct {
             dps_msg_reg_free_t fixed;
@@ -320,8 +356,10 @@ int dps_msg_decode(const void *buf, size_t len, dps_msg_t *msg,
  * Encoders: each returns a malloc'ed message (free() it) and its length in
  * *len, or NULL when out of memory or the arguments are out of range.
  */
-void *dps_msg_encode_hello(uint32_t world_rank, uint32_t pid, size_t *len);
-void *dps_msg_encode_ready(int32_t status, uint32_t formats, size_t *len);
+void *dps_msg_encode_hello(const dps_msg_hello_t *hello, size_t *len);
+/* cma: DPS_READY_* flags. */
+void *dps_msg_encode_ready(int32_t status, uint32_t formats, uint32_t cma,
+                           size_t *len);
 void *dps_msg_encode_complete(uint64_t op_token, int32_t status,
                               size_t *len);
 void *dps_msg_encode_comm_free(uint64_t comm_id, uint32_t world_rank,
@@ -334,14 +372,17 @@ void *dps_msg_encode_shutdown(size_t *len);
 void *dps_msg_encode_inst_fail(uint64_t comm_id, uint32_t seq,
                                int32_t status, size_t *len);
 void *dps_msg_encode_stats_req(size_t *len);
-/* PING carries the sender's world rank and pid, like HELLO. */
-void *dps_msg_encode_ping(uint32_t world_rank, uint32_t pid, size_t *len);
+/* PING carries HELLO's body. */
+void *dps_msg_encode_ping(const dps_msg_hello_t *hello, size_t *len);
 void *dps_msg_encode_pong(size_t *len);
-void *dps_msg_encode_shm(uint32_t world_rank, uint32_t pid, int32_t fd,
+/* who: the rank and its token, as in its HELLO. */
+void *dps_msg_encode_shm(const dps_msg_hello_t *who, int32_t fd,
                          size_t *len);
 void *dps_msg_encode_stats(const dps_msg_stats_t *stats, size_t *len);
+/* Tables of nranks entries each (see dps_msg_procs_t). */
 void *dps_msg_encode_procs(uint32_t nranks, const uint32_t *pid,
-                           const uint32_t *node, size_t *len);
+                           const uint32_t *node, const uint64_t *token_addr,
+                           const uint64_t *token, size_t *len);
 /* type is DPS_MSG_POST or DPS_MSG_PEER_POST; rkey[b] may be NULL when
  * rkey_len[b] is 0, steps when nsteps is 0, members when nmembers is 0. */
 void *dps_msg_encode_post(dps_msg_type_t type, const dps_msg_post_t *fixed,

@@ -54,11 +54,15 @@
 # (and says why each is there); scripts/cluster-slurm.sh up starts Slurm
 # on the hosts (srun --mpi=pmix for Open MPI, --mpi=pmi2 for MPICH).
 # A DPU's listening agent (with --dpu; the map names hostN-dpu:PORT):
-#   DPUSHIM_TRANSPORT=ucx scripts/cluster.sh run host1-dpu \
+#   scripts/cluster.sh run host1-dpu \
 #       build/openmpi/dpu_agent --listen 0.0.0.0:7420 --secret-dir DIR
-# (DIR: one the hosts see too, e.g. under the run directory). With the
-# default DPUSHIM_TRANSPORT=auto the agent of 2026-12 copies its ranks'
-# data with CMA, into pids of another PID namespace: "No such process".
+# (DIR: one the hosts see too, e.g. under the run directory). The agent
+# copies with CMA only ranks whose token it reads back at their pid
+# (common/dps_cma.h): none of another PID namespace, so it serves them
+# over UCX ("ranks 0-1 share this agent's node name but not its process
+# space (No such process): served over UCX"). Agents of 2026-12 copied
+# them with CMA by node name alone and failed with "No such process"
+# unless DPUSHIM_TRANSPORT=ucx.
 #
 # Environment: DPS_CLUSTER_DIR (default /run/dpushim-cluster) is the run
 # directory: one cluster per directory, so two can coexist (their networks

@@ -208,6 +208,8 @@ typedef struct agent {
     uint32_t       job_key;
     unsigned long  missed_wakeups; /* work found only by the backstop */
     unsigned long  collectives;   /* completed, where we serve rank 0 */
+    uint64_t       cma_bytes;     /* staged: read and written with CMA */
+    uint64_t       ucx_bytes;     /* staged: read and written with UCX */
     uint64_t       cpu_base_ns;   /* CPU time used by set-up */
     int            quit;
     int            eager;         /* DPUSHIM_AGENT_SCHED=eager */
@@ -217,13 +219,21 @@ typedef struct agent {
     uint32_t      *rank_agent;
     uint32_t      *rank_pid;      /* from PROCS */
     uint32_t      *rank_node;     /* from PROCS */
-    uint32_t       procs_n;       /* entries in the two tables above */
+    uint64_t      *procs_token;   /* from PROCS: token address and value
+                                   * of each rank, until checked */
+    uint32_t       procs_n;       /* entries in the tables above */
     uint32_t       my_node;
     int            have_procs;
     int            force_ucx;     /* DPUSHIM_TRANSPORT=ucx */
     ucp_ep_h      *rank_ep;
     ucp_ep_h      *agent_ep;
-    uint8_t       *hello;         /* per rank: HELLO seen, READY owed */
+    uint8_t       *rank_st;       /* per rank: AGENT_RANK_* */
+    int           *rank_why;      /* per rank of this node not SEEN: why
+                                   * (dps_cma_check), for the report */
+    uint32_t       nlocal, nhello; /* ranks served here; their HELLOs */
+    int            node_seen;     /* every rank of this node served by
+                                   * other agents is SEEN */
+    int            cma_told;      /* the report of who is SEEN is out */
     int            ready;
     /* state */
     agent_comm_t  *comms;
@@ -256,10 +266,18 @@ static inline agent_link_t *agent_link(const agent_t *a, uint32_t w)
     return w < a->nlinks_cap ? a->link_of[w] : NULL;
 }
 
-/* Does the rank share this agent's memory system (copies use CMA)? */
+/* rank_st flags. */
+#define AGENT_RANK_HELLO 1u  /* its HELLO came and READY went out */
+#define AGENT_RANK_SEEN  2u  /* its token was read back at its pid
+                              * (common/dps_cma.h): it shares this
+                              * agent's process space. A shared node name
+                              * alone is no proof (a DPU, a container) */
+
+/* Are the rank's bytes copied with CMA (by this agent or by a DMA engine
+ * at its command)? Only if it proved it shares our process space. */
 static inline int agent_rank_cma(const agent_t *a, uint32_t world)
 {
-    return !a->force_ucx && a->rank_node[world] == a->my_node;
+    return !a->force_ucx && (a->rank_st[world] & AGENT_RANK_SEEN) != 0;
 }
 
 #endif

@@ -10,6 +10,7 @@
  */
 #define _GNU_SOURCE
 #include "dpu_agent/core/agent_chan.h"
+#include "common/dps_cma.h"
 #include "common/dps_log.h"
 #include "common/dps_status.h"
 
@@ -21,6 +22,7 @@ int agent_shm_attach(agent_t *a, const dps_msg_shm_t *m)
     char err[300];
     agent_link_t *l;
     dps_shm_t *s;
+    int why;
 
     if (m->world_rank >= DPS_MAX_RANKS || agent_link(a, m->world_rank)) {
         dps_error("shm offer from rank %u refused (unknown or repeated)",
@@ -38,6 +40,16 @@ int agent_shm_attach(agent_t *a, const dps_msg_shm_t *m)
         memset(n + a->nlinks_cap, 0, sizeof(*n) * (cap - a->nlinks_cap));
         a->link_of = n;
         a->nlinks_cap = cap;
+    }
+    /* /proc/<pid>/fd of a process that only shares the rank's pid (the
+     * rank lives in another PID namespace) could hold another job's
+     * segment: map it only once the rank's token is read back there. */
+    why = dps_cma_check(m->pid, m->token_addr, m->token);
+    if (why != 0) {
+        dps_info("rank %u: no shared-memory channel: it does not share "
+                 "our process space (pid %u: %s)", m->world_rank, m->pid,
+                 dps_cma_why(why));
+        return DPS_OK;
     }
     s = dps_shm_attach((int)m->pid, m->fd, m->world_rank, err, sizeof(err));
     if (s == NULL) {

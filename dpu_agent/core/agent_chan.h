@@ -9,8 +9,9 @@
 
 #include "dpu_agent/core/agent.h"
 
-/* SHM: map a rank's segment. DPS_OK (also when it cannot be mapped: the
- * rank then keeps to UCX) or DPS_ERR_*. */
+/* SHM: map a rank's segment, if its token proves that its pid names it
+ * here (common/dps_cma.h). DPS_OK (also when it is not mapped: the rank
+ * then keeps to UCX) or DPS_ERR_*. */
 int agent_shm_attach(agent_t *a, const dps_msg_shm_t *m);
 
 /* Send a message (ownership taken) to world rank w: through its segment

@@ -2,17 +2,20 @@
 /*
  * The job as the agent learns it: the layout (JOB_INFO: every rank's
  * agent and address, every agent's address), the process table (PROCS),
- * each rank's HELLO answered with READY once all is wired; statistics and
- * pings; and the dispatch of every message to its handler (collectives
- * go to the schedule engine, sched/agent_post.c).
+ * each rank's HELLO answered with READY once all is wired; which ranks
+ * prove that CMA reaches them (their tokens, common/dps_cma.h);
+ * statistics and pings; and the dispatch of every message to its handler
+ * (collectives go to the schedule engine, sched/agent_post.c).
  */
 #define _GNU_SOURCE
 #include "dpu_agent/job/agent_job.h"
 #include "dpu_agent/sched/agent_sched.h"
 #include "dpu_agent/core/agent_chan.h"
+#include "common/dps_cma.h"
 #include "common/dps_log.h"
 #include "common/dps_status.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -44,6 +47,8 @@ static int send_stats(agent_t *a)
     st.cpu_ns = cpu_ns() - a->cpu_base_ns;
     st.collectives = a->collectives;
     st.missed_wakeups = a->missed_wakeups;
+    st.cma_bytes = a->cma_bytes;
+    st.ucx_bytes = a->ucx_bytes;
     for (i = 0; i < a->nranks && a->rank_agent[i] != a->self; i++) {
     }
     msg = dps_msg_encode_stats(&st, &len);
@@ -70,18 +75,124 @@ static int send_pong(agent_t *a, uint32_t rank)
     return DPS_OK;
 }
 
+/* READY, and how we reach the rank's memory (DPS_READY_*). */
 static void send_ready(agent_t *a, uint32_t rank)
 {
+    uint32_t cma = 0;
     size_t len;
-    void *msg = dps_msg_encode_ready(DPS_OK, dps_reduce_formats(), &len);
+    void *msg;
 
+    if (a->rank_st[rank] & AGENT_RANK_SEEN) {
+        cma |= DPS_READY_SEEN;
+        if (!a->force_ucx) {
+            cma |= DPS_READY_CMA | (a->node_seen ? DPS_READY_CMA_NODE : 0);
+        }
+    }
+    msg = dps_msg_encode_ready(DPS_OK, dps_reduce_formats(), cma, &len);
     if (msg == NULL || dps_ucx_send(a->rank_ep[rank], msg, len)) {
         dps_error("cannot tell rank %u that the agent is ready", rank);
     }
 }
 
+/* Is rank w of this node and, if seen (why 0), SEEN, else not SEEN for
+ * that reason? */
+static int rank_is(const agent_t *a, uint32_t w, int why)
+{
+    if (a->rank_node[w] != a->my_node) {
+        return 0;
+    }
+    return why == 0 ? (a->rank_st[w] & AGENT_RANK_SEEN) != 0
+                    : !(a->rank_st[w] & AGENT_RANK_SEEN) &&
+                      a->rank_why[w] == why;
+}
+
+/* The ranks rank_is picks, as "0-3,6" in buf (cut short with "..."); 
+ * returns how many. */
+static uint32_t rank_list(const agent_t *a, int why, char *buf, size_t len)
+{
+    uint32_t i, j, n = 0;
+    size_t off = 0;
+
+    buf[0] = '\0';
+    for (i = 0; i < a->nranks; i = j) {
+        if (!rank_is(a, i, why)) {
+            j = i + 1;
+            continue;
+        }
+        for (j = i + 1; j < a->nranks && rank_is(a, j, why); j++) {
+        }
+        n += j - i;
+        if (off + 24 >= len) {
+            if (off + 4 < len) {
+                off += (size_t)snprintf(buf + off, len - off, "...");
+            }
+            continue;
+        }
+        off += (size_t)snprintf(buf + off, len - off, j - i > 1 ?
+                                "%s%u-%u" : "%s%u", off ? "," : "", i,
+                                j - 1);
+    }
+    return n;
+}
+
+/* Once every rank of ours said HELLO: which ranks of this node CMA
+ * reaches (debug) and, once per job, which it does not and why. */
+static void cma_report(agent_t *a)
+{
+    int told[8];
+    unsigned ntold = 0, k;
+    uint32_t i, n;
+    char list[256];
+
+    if (a->cma_told || !a->ready || a->nhello < a->nlocal) {
+        return;
+    }
+    a->cma_told = 1;
+    if (dps_log_level >= DPS_LOG_DEBUG &&
+        rank_list(a, 0, list, sizeof(list)) > 0) {
+        dps_debug("ranks %s of this node proved they share our process "
+                  "space (token read back at their pid)%s", list,
+                  a->force_ucx ? "" : ": their data moves with CMA");
+    }
+    for (i = 0; i < a->nranks && ntold < sizeof(told) / sizeof(told[0]);
+         i++) {
+        if (!rank_is(a, i, a->rank_why[i]) || a->rank_why[i] == 0) {
+            continue;
+        }
+        for (k = 0; k < ntold && told[k] != a->rank_why[i]; k++) {
+        }
+        if (k < ntold) {
+            continue;
+        }
+        told[ntold++] = a->rank_why[i];
+        n = rank_list(a, a->rank_why[i], list, sizeof(list));
+        dps_info("%s %s share%s this agent's node name but not its process "
+                 "space (%s): served over UCX", n > 1 ? "ranks" : "rank",
+                 list, n > 1 ? "" : "s", dps_cma_why(a->rank_why[i]));
+    }
+}
+
+/* Can we reach rank w's memory with CMA? Its token must be at its
+ * address in the process that has its pid here. */
+static void rank_check(agent_t *a, uint32_t w, uint32_t pid, uint64_t addr,
+                       uint64_t token)
+{
+    int why = dps_cma_check(pid, addr, token);
+
+    a->rank_why[w] = why;
+    if (why == 0) {
+        a->rank_st[w] |= AGENT_RANK_SEEN;
+    } else {
+        a->rank_st[w] &= (uint8_t)~AGENT_RANK_SEEN;
+        dps_debug("rank %u (pid %u): token not read back at %#llx: %s", w,
+                  pid, (unsigned long long)addr, dps_cma_why(why));
+    }
+}
+
 /* Once the job layout and the process table are both known (they may
- * arrive in either order), finish wire-up and tell the ranks. */
+ * arrive in either order), check which ranks of this node served by
+ * other agents we reach with CMA (ours prove it in their HELLO), and
+ * finish wire-up. HELLOs wait until then. */
 static int try_ready(agent_t *a)
 {
     uint32_t i;
@@ -101,6 +212,16 @@ static int try_ready(agent_t *a)
             break;
         }
     }
+    a->node_seen = 1;
+    for (i = 0; i < a->nranks; i++) {
+        if (a->rank_agent[i] != a->self && a->rank_node[i] == a->my_node) {
+            rank_check(a, i, a->rank_pid[i], a->procs_token[2 * i],
+                       a->procs_token[2 * i + 1]);
+            a->node_seen &= (a->rank_st[i] & AGENT_RANK_SEEN) != 0;
+        }
+    }
+    free(a->procs_token);
+    a->procs_token = NULL;
     /* Finish wire-up with everyone now, while the ranks are still inside
      * MPI_Init and progressing, not at the first collective. */
     rc = dps_ucx_wait(a->ucx.worker, ucp_worker_flush_nbx(a->ucx.worker,
@@ -112,11 +233,37 @@ static int try_ready(agent_t *a)
     }
     a->ready = 1;
     a->cpu_base_ns = cpu_ns();
-    for (i = 0; i < a->nranks; i++) {
-        if (a->hello[i]) {
-            send_ready(a, i);
-        }
+    cma_report(a);
+    return DPS_OK;
+}
+
+/* A rank of ours says hello (once we are ready: until then it waits in
+ * the loop's deferred messages): check its token, answer READY. */
+static int handle_hello(agent_t *a, const dps_msg_hello_t *h)
+{
+    uint32_t r = h->world_rank;
+
+    if (!a->ready) {
+        return DPS_ERR_AGAIN;
     }
+    if (r >= a->nranks || a->rank_agent[r] != a->self) {
+        dps_error("hello from rank %u, not served here", r);
+        return DPS_ERR_PROTO;
+    }
+    if (h->pid != a->rank_pid[r]) {
+        dps_warn("rank %u says hello as pid %u, the process table has %u",
+                 r, h->pid, a->rank_pid[r]);
+        a->rank_why[r] = EINVAL;
+        a->rank_st[r] &= (uint8_t)~AGENT_RANK_SEEN;
+    } else {
+        rank_check(a, r, h->pid, h->token_addr, h->token);
+    }
+    if (!(a->rank_st[r] & AGENT_RANK_HELLO)) {
+        a->rank_st[r] |= AGENT_RANK_HELLO;
+        a->nhello++;
+    }
+    send_ready(a, r);
+    cma_report(a);
     return DPS_OK;
 }
 
@@ -124,7 +271,6 @@ static int handle_job(agent_t *a, const dps_msg_t *msg)
 {
     const dps_msg_job_t *f = &msg->u.job.fixed;
     const uint8_t *p;
-    uint8_t *hello;
     uint32_t i;
     int rc;
 
@@ -132,25 +278,16 @@ static int handle_job(agent_t *a, const dps_msg_t *msg)
         dps_error("second job_info ignored");
         return DPS_ERR_PROTO;
     }
-    /* HELLOs that came first are kept in a table sized by the highest
-     * rank seen (a->nranks until now). */
-    hello = calloc(f->nranks, sizeof(*hello));
-    if (hello == NULL) {
-        return DPS_ERR_NOMEM;
-    }
-    if (a->hello != NULL) {
-        memcpy(hello, a->hello, sizeof(*hello) *
-               (a->nranks < f->nranks ? a->nranks : f->nranks));
-        free(a->hello);
-    }
-    a->hello = hello;
     a->nranks = f->nranks;
     a->nagents = f->nagents;
     a->self = f->agent_idx;
     a->rank_agent = calloc(a->nranks, sizeof(uint32_t));
     a->rank_ep = calloc(a->nranks, sizeof(ucp_ep_h));
     a->agent_ep = calloc(a->nagents, sizeof(ucp_ep_h));
-    if (!a->rank_agent || !a->rank_ep || !a->agent_ep) {
+    a->rank_st = calloc(a->nranks, sizeof(*a->rank_st));
+    a->rank_why = calloc(a->nranks, sizeof(*a->rank_why));
+    if (!a->rank_agent || !a->rank_ep || !a->agent_ep || !a->rank_st ||
+        !a->rank_why) {
         return DPS_ERR_NOMEM;
     }
     a->have_job = 1;
@@ -165,6 +302,7 @@ static int handle_job(agent_t *a, const dps_msg_t *msg)
     p = msg->u.job.rank_addrs;
     for (i = 0; i < a->nranks; i++) {
         a->rank_agent[i] = dps_msg_u32(msg->u.job.rank_agent, i);
+        a->nlocal += a->rank_agent[i] == a->self;
         rc = dps_ucx_ep_create(a->ucx.worker, p, NULL, NULL, &a->rank_ep[i]);
         if (rc != DPS_OK) {
             return rc;
@@ -202,12 +340,16 @@ static int handle_procs(agent_t *a, const dps_msg_t *msg)
     }
     a->rank_pid = malloc(sizeof(uint32_t) * n);
     a->rank_node = malloc(sizeof(uint32_t) * n);
-    if (a->rank_pid == NULL || a->rank_node == NULL) {
+    a->procs_token = malloc(2 * sizeof(uint64_t) * n);
+    if (a->rank_pid == NULL || a->rank_node == NULL ||
+        a->procs_token == NULL) {
         return DPS_ERR_NOMEM;
     }
     for (i = 0; i < n; i++) {
         a->rank_pid[i] = dps_msg_u32(msg->u.procs.pid, i);
         a->rank_node[i] = dps_msg_u32(msg->u.procs.node, i);
+        a->procs_token[2 * i] = dps_msg_u64(msg->u.procs.token_addr, i);
+        a->procs_token[2 * i + 1] = dps_msg_u64(msg->u.procs.token, i);
     }
     a->procs_n = n;
     a->have_procs = 1;
@@ -222,36 +364,7 @@ int agent_handle(agent_t *a, const dps_msg_t *msg)
     case DPS_MSG_PROCS:
         return handle_procs(a, msg);
     case DPS_MSG_HELLO:
-        if (!a->have_job) {
-            /* Remember it; READY goes out once the job is known. The
-             * table is sized when job_info arrives; until then keep a
-             * growable copy. */
-            uint32_t r = msg->u.hello.world_rank;
-            uint8_t *h;
-            size_t n = (size_t)r + 1 > a->nranks ? (size_t)r + 1
-                                                 : a->nranks;
-
-            if (r >= DPS_MAX_RANKS ||
-                (h = realloc(a->hello, n * sizeof(*h))) == NULL) {
-                return DPS_ERR_PROTO;
-            }
-            memset(h + a->nranks, 0, (n - a->nranks) * sizeof(*h));
-            a->hello = h;
-            a->nranks = (uint32_t)n;
-            a->hello[r] = 1;
-            return DPS_OK;
-        }
-        if (msg->u.hello.world_rank >= a->nranks ||
-            a->rank_agent[msg->u.hello.world_rank] != a->self) {
-            dps_error("hello from rank %u, not served here",
-                      msg->u.hello.world_rank);
-            return DPS_ERR_PROTO;
-        }
-        a->hello[msg->u.hello.world_rank] = 1;
-        if (a->ready) {
-            send_ready(a, msg->u.hello.world_rank);
-        }
-        return DPS_OK;
+        return handle_hello(a, &msg->u.hello);
     case DPS_MSG_SHUTDOWN:
         a->quit = 1;
         return DPS_OK;

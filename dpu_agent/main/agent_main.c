@@ -192,7 +192,9 @@ out:
     free(a.rank_node);
     free(a.rank_ep);
     free(a.agent_ep);
-    free(a.hello);
+    free(a.procs_token);
+    free(a.rank_st);
+    free(a.rank_why);
     return rc;
 }
 

@@ -206,12 +206,16 @@ static void slot_start(agent_t *a, agent_slot_t *s)
         if (s->state == 1 && a->nslots > 1 &&
             agent_rank_cma(a, world_of(m, m->dst)) &&
             agent_copiers_submit(a, s) == 0) {
+            /* The thread reads, (reads the destination,) writes. */
+            a->cma_bytes += s->len * (m->op != DPS_OP_NONE ? 3 : 2);
             return;
         }
+        a->cma_bytes += s->len;
         s->status = agent_cma_stage(a, s, s->state, world_of(m, r));
         s->completed = 1;
         return;
     }
+    a->ucx_bytes += s->len;
     ucx_stage(a, s, r);
 }
 

@@ -6,6 +6,8 @@
  */
 #include "shim/base/state.h"
 
+#include <unistd.h>
+
 shim_state_t shim = {
     .parent_fd = -1,
     .kick_fd = -1,
@@ -19,6 +21,15 @@ shim_state_t shim = {
 };
 __thread int shim_in_call;
 __thread MPI_Request *shim_busy_req;
+
+void shim_hello(dps_msg_hello_t *out)
+{
+    out->world_rank = (uint32_t)shim.world_rank;
+    out->pid = (uint32_t)getpid();
+    out->token_addr = shim.cma_token != 0
+                      ? (uint64_t)(uintptr_t)&shim.cma_token : 0;
+    out->token = shim.cma_token;
+}
 
 const char *shim_coll_name(int coll)
 {

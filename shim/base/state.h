@@ -59,6 +59,11 @@ typedef struct shim_state {
     int            is_leader;     /* first rank of its virtual node */
     pid_t          agent_pid;     /* our agent */
     unsigned       agent_formats; /* DPS_FMT_* it computes (READY) */
+    unsigned       agent_cma;     /* DPS_READY_*: how it reaches our
+                                   * memory (READY) */
+    uint64_t       cma_token;     /* our proof that CMA reaches us
+                                   * (common/dps_cma.h): random, never
+                                   * changed after MPI_Init; 0: none */
     pid_t         *node_agents;   /* every agent on this node, for the */
     int            n_node_agents; /* liveness check: one dead stalls all */
     int            parent_fd;     /* leader: write end the agent watches,
@@ -98,9 +103,14 @@ typedef struct shim_state {
     uint64_t       stats[DPS_COLL_MAX][SHIM_NSTAT]; /* by dps_coll_t */
     uint32_t      *rank_agent;    /* agent index of each world rank */
     int           *rank_node;     /* node of each world rank */
+    int           *rank_direct;   /* per world rank: its DMA engine runs
+                                   * and its agent reaches every rank of
+                                   * its node with CMA (DPS_READY_CMA_NODE):
+                                   * unpacked send data reaches it */
     uint64_t       next_sched;    /* schedule ids handed out */
     int            have_agent_stats; /* leader: STATS received */
-    uint64_t       agent_stats[3];   /* cpu_ns, collectives, missed */
+    uint64_t       agent_stats[5];   /* cpu_ns, collectives, missed,
+                                      * cma_bytes, ucx_bytes */
 } shim_state_t;
 
 extern shim_state_t shim;
@@ -113,6 +123,10 @@ extern __thread int shim_in_call;
  * attribute delete callback, shim_comm_delete) when the last request on
  * it ends, from inside that very call. */
 extern __thread MPI_Request *shim_busy_req;
+
+/* Who we are, for HELLO, PING and SHM: world rank, pid and our CMA
+ * token (its address and value; both 0 when we have none). */
+void shim_hello(dps_msg_hello_t *out);
 
 /* The lower-case name of a collective (a dps_coll_t) without "mpi_":
  * "ialltoallw"; "?" for none. For statistics lines and messages. */

@@ -11,6 +11,7 @@
 #include "shim/boot/boot.h"
 #include "shim/data/engine.h"
 #include "shim/data/reg.h"
+#include "common/dps_cma.h"
 #include "common/dps_log.h"
 #include "common/dps_proto.h"
 #include "common/dps_status.h"
@@ -30,11 +31,12 @@ int boot_agree(int ok)
 static void send_hello_wait_ready(int *ok)
 {
     double deadline = dps_now() + SHIM_CONNECT_TIMEOUT_MS / 1000.0;
+    dps_msg_hello_t me;
     size_t len;
     void *msg;
 
-    msg = dps_msg_encode_hello((uint32_t)shim.world_rank, (uint32_t)getpid(),
-                               &len);
+    shim_hello(&me);
+    msg = dps_msg_encode_hello(&me, &len);
     if (msg == NULL || shim_send_agent(msg, len) != DPS_OK) {
         dps_error("cannot say hello to the agent");
         *ok = 0;
@@ -50,6 +52,7 @@ static void send_hello_wait_ready(int *ok)
 
             if (rc == DPS_OK && dm.type == DPS_MSG_READY) {
                 shim.agent_formats = dm.u.ready.formats;
+                shim.agent_cma = dm.u.ready.cma;
                 if (dm.u.ready.status != DPS_OK) {
                     dps_error("agent failed to set up: %s",
                               dps_status_str(dm.u.ready.status));
@@ -76,6 +79,7 @@ static void send_hello_wait_ready(int *ok)
  */
 static void shm_offer(void)
 {
+    dps_msg_hello_t me;
     size_t len;
     void *msg;
 
@@ -88,15 +92,16 @@ static void shm_offer(void)
                  "messages go by UCX");
         return;
     }
-    msg = dps_msg_encode_shm((uint32_t)shim.world_rank, (uint32_t)getpid(),
-                             shim.shm_fd, &len);
+    shim_hello(&me);
+    msg = dps_msg_encode_shm(&me, shim.shm_fd, &len);
     if (msg == NULL || shim_send_agent(msg, len) != DPS_OK) {
         dps_warn("cannot offer the shared-memory channel to the agent");
     }
 }
 
 /* READY came: use the channel if the agent mapped it, and start the DMA
- * engine where the data path is direct. */
+ * engine where the data path is direct and the agent copies our memory
+ * with CMA (it read our token back: READY says so). */
 static void shm_accepted(void)
 {
     if (shim.shm == NULL) {
@@ -109,7 +114,8 @@ static void shm_accepted(void)
     }
     shim.shm_on = 1;
     if (shim.cfg.data_path == DPS_DATA_DIRECT &&
-        shim.cfg.transport != DPS_TRANSPORT_UCX) {
+        shim.cfg.transport != DPS_TRANSPORT_UCX &&
+        (shim.agent_cma & DPS_READY_CMA)) {
         shim_engine_start(shim.shm, shim.agent_pid);
     }
 }
@@ -131,6 +137,7 @@ typedef struct {
     int  *leader;     /* 1 if the rank leads a virtual node */
     int  *agent;      /* index of the rank's agent */
     int  *pid, *node; /* process id and node (CMA on the same node) */
+    uint64_t *token;  /* CMA token address and value (dps_cma.h) */
     int  *apid;       /* a leader's agent pid */
     int  *rlen, *rdisp, *alen, *adisp;
     char *rbuf, *abuf;  /* ranks' and leaders' agents' UCX addresses */
@@ -143,6 +150,7 @@ static void tables_free(job_tables_t *t)
     free(t->agent);
     free(t->pid);
     free(t->node);
+    free(t->token);
     free(t->apid);
     free(t->rlen);
     free(t->rdisp);
@@ -163,19 +171,24 @@ static int tables_alloc(job_tables_t *t, int nr)
             return 0;
         }
     }
+    t->token = calloc(2 * (size_t)nr, sizeof(uint64_t));
     shim.node_agents = calloc((size_t)nr, sizeof(pid_t));
     shim.rank_agent = calloc((size_t)nr, sizeof(uint32_t));
     shim.rank_node = calloc((size_t)nr, sizeof(int));
-    return shim.node_agents != NULL && shim.rank_agent != NULL &&
-           shim.rank_node != NULL;
+    shim.rank_direct = calloc((size_t)nr, sizeof(int));
+    return t->token != NULL && shim.node_agents != NULL &&
+           shim.rank_agent != NULL && shim.rank_node != NULL &&
+           shim.rank_direct != NULL;
 }
 
-/* Leaders, agent indices (the order of leaders), pids, nodes, and the
- * agents of this node: if one dies, collectives spanning it stall, so
- * every rank watches them all (core/op.c, check_agent). */
+/* Leaders, agent indices (the order of leaders), pids, nodes, CMA
+ * tokens, and the agents of this node: if one dies, collectives spanning
+ * it stall, so every rank watches them all (core/op.c, check_agent). */
 static void gather_ranks(job_tables_t *t, MPI_Comm vnode, int node_id)
 {
     int nr = shim.world_size, i, v;
+    dps_msg_hello_t me;
+    uint64_t tok[2];
 
     PMPI_Allgather(&shim.is_leader, 1, MPI_INT, t->leader, 1, MPI_INT,
                    MPI_COMM_WORLD);
@@ -191,6 +204,13 @@ static void gather_ranks(job_tables_t *t, MPI_Comm vnode, int node_id)
     v = (int)getpid();
     PMPI_Allgather(&v, 1, MPI_INT, t->pid, 1, MPI_INT, MPI_COMM_WORLD);
     PMPI_Allgather(&node_id, 1, MPI_INT, t->node, 1, MPI_INT,
+                   MPI_COMM_WORLD);
+    /* Every agent of this node may copy our memory: each checks our
+     * token (those of other agents see it in the process table). */
+    shim_hello(&me);
+    tok[0] = me.token_addr;
+    tok[1] = me.token;
+    PMPI_Allgather(tok, 2, MPI_UINT64_T, t->token, 2, MPI_UINT64_T,
                    MPI_COMM_WORLD);
     memcpy(shim.rank_node, t->node, sizeof(int) * (size_t)nr);
     v = (int)shim.agent_pid;
@@ -246,15 +266,19 @@ static int send_job(const job_tables_t *t)
     uint32_t *rl = calloc(nr, sizeof(uint32_t));
     uint32_t *al = calloc(nr, sizeof(uint32_t));
     uint32_t *ra = calloc(nr, sizeof(uint32_t));
+    uint64_t *ta = calloc(nr, sizeof(uint64_t));
+    uint64_t *tv = calloc(nr, sizeof(uint64_t));
     dps_msg_job_t job;
     void *msg = NULL;
     size_t len;
 
-    if (rp && ap && rl && al && ra) {
+    if (rp && ap && rl && al && ra && ta && tv) {
         for (i = 0; i < nr; i++) {
             rp[i] = t->rbuf + t->rdisp[i];
             rl[i] = (uint32_t)t->rlen[i];
             ra[i] = (uint32_t)t->agent[i];
+            ta[i] = t->token[2 * i];
+            tv[i] = t->token[2 * i + 1];
             if (t->leader[i]) {
                 ap[k] = t->abuf + t->adisp[i];
                 al[k++] = (uint32_t)t->alen[i];
@@ -270,7 +294,7 @@ static int send_job(const job_tables_t *t)
         dps_error("cannot send the job layout to the agent");
     } else {
         msg = dps_msg_encode_procs((uint32_t)nr, (uint32_t *)t->pid,
-                                   (uint32_t *)t->node, &len);
+                                   (uint32_t *)t->node, ta, tv, &len);
         ok = msg != NULL && shim_send_agent(msg, len) == DPS_OK;
         if (!ok) {
             dps_error("cannot send the process table to the agent");
@@ -281,6 +305,8 @@ static int send_job(const job_tables_t *t)
     free(rl);
     free(al);
     free(ra);
+    free(ta);
+    free(tv);
     return ok;
 }
 
@@ -304,7 +330,7 @@ int boot_connect_job(MPI_Comm vnode, const void *agent_addr,
 {
     job_tables_t t = {0};
     ucp_worker_attr_t wattr = {0};
-    int ok = 1;
+    int ok = 1, e;
 
     if (dps_ucx_open(&shim.ucx) != DPS_OK) {
         ok = 0;
@@ -324,6 +350,10 @@ int boot_connect_job(MPI_Comm vnode, const void *agent_addr,
     ok = tables_alloc(&t, shim.world_size) && ok;
     if (!boot_agree(ok)) {
         goto out;
+    }
+    if ((e = dps_cma_token_new(&shim.cma_token)) != 0) {
+        dps_info("no CMA token (getrandom: %s): agents reach this rank "
+                 "over UCX only", strerror(e));
     }
     gather_ranks(&t, vnode, node_id);
     if (!gather_addresses(&t, wattr.address, wattr.address_length,
@@ -346,6 +376,15 @@ int boot_connect_job(MPI_Comm vnode, const void *agent_addr,
     }
     wait_all_wired();
     ok = boot_agree(ok);
+    if (ok) {
+        /* Who may send unpacked data to whom (wrap/call.c): the same
+         * table on every rank, so that every rank decides alike. */
+        int direct = shim_engine_running() &&
+                     (shim.agent_cma & DPS_READY_CMA_NODE) != 0;
+
+        PMPI_Allgather(&direct, 1, MPI_INT, shim.rank_direct, 1, MPI_INT,
+                       MPI_COMM_WORLD);
+    }
 out:
     if (wattr.address != NULL) {
         ucp_worker_release_address(shim.ucx.worker, wattr.address);

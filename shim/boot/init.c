@@ -299,7 +299,7 @@ static void print_why(int coll, const uint64_t why[SHIM_NWHY])
 
 static void print_stats(void)
 {
-    uint64_t tot[DPS_COLL_MAX][SHIM_NSTAT], ag[3];
+    uint64_t tot[DPS_COLL_MAX][SHIM_NSTAT], ag[5];
     uint64_t reg[SHIM_REG_NSTAT], regtot[SHIM_REG_NSTAT];
     uint64_t eng[4], engtot[4];
     int c;
@@ -307,7 +307,7 @@ static void print_stats(void)
     fetch_agent_stats();
     PMPI_Reduce(shim.stats, tot, DPS_COLL_MAX * SHIM_NSTAT, MPI_UINT64_T,
                 MPI_SUM, 0, MPI_COMM_WORLD);
-    PMPI_Reduce(shim.agent_stats, ag, 3, MPI_UINT64_T, MPI_SUM, 0,
+    PMPI_Reduce(shim.agent_stats, ag, 5, MPI_UINT64_T, MPI_SUM, 0,
                 MPI_COMM_WORLD);
     shim_reg_stats(reg);
     PMPI_Reduce(reg, regtot, SHIM_REG_NSTAT, MPI_UINT64_T, MPI_SUM, 0,
@@ -356,12 +356,15 @@ static void print_stats(void)
     if (shim.active && shim.agent_dead) {
         printf("dpushim: agents failed: no agent statistics\n");
     } else if (shim.active) {
-        /* Every agent's CPU, user and system, from start to now. */
+        /* Every agent's CPU, user and system, from start to now; the
+         * bytes they copied themselves (staged path) by CMA and UCX. */
         printf("dpushim: agents cpu_ms=%.1f collectives=%llu "
-               "cpu_us_per_collective=%.1f missed_wakeups=%llu\n",
+               "cpu_us_per_collective=%.1f missed_wakeups=%llu "
+               "cma_bytes=%llu ucx_bytes=%llu\n",
                ag[0] / 1e6, (unsigned long long)ag[1],
                ag[1] ? ag[0] / 1e3 / (double)ag[1] : 0.0,
-               (unsigned long long)ag[2]);
+               (unsigned long long)ag[2], (unsigned long long)ag[3],
+               (unsigned long long)ag[4]);
     }
     fflush(stdout);
 }

@@ -148,9 +148,12 @@ void shim_agent_check(void)
                  "(DPUSHIM_AGENT_TIMEOUT)", shim.agent_desc,
                  shim.cfg.agent_timeout);
     } else if (shim.ping_sent == 0 && now - shim.last_heard > half) {
+        dps_msg_hello_t me;
         size_t len;
-        void *msg = dps_msg_encode_ping((uint32_t)shim.world_rank,
-                                        (uint32_t)getpid(), &len);
+        void *msg;
+
+        shim_hello(&me);
+        msg = dps_msg_encode_ping(&me, &len);
 
         if (msg != NULL && shim_send_agent(msg, len) == DPS_OK) {
             shim.ping_sent = now;
@@ -173,6 +176,8 @@ static void agent_msg(const void *data, size_t len)
         shim.agent_stats[0] = msg.u.stats.cpu_ns;
         shim.agent_stats[1] = msg.u.stats.collectives;
         shim.agent_stats[2] = msg.u.stats.missed_wakeups;
+        shim.agent_stats[3] = msg.u.stats.cma_bytes;
+        shim.agent_stats[4] = msg.u.stats.ucx_bytes;
         shim.have_agent_stats = 1;
     } else if (msg.type == DPS_MSG_PONG) {
         /* alive */

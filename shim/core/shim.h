@@ -33,7 +33,8 @@ typedef struct shim_comm {
     uint32_t        seq;          /* offloaded collectives so far */
     int             rank, size;
     uint32_t       *members;      /* world rank of each rank */
-    int             one_node;     /* all on our node: 1, not: -1, 0: ? */
+    int             one_node;     /* all on our node, rank_direct: 1,
+                                   * not: -1, 0: ? */
     uint32_t       *agent;        /* agent index of each rank */
     struct shim_sched *scheds;    /* compiled schedules, most recent
                                    * first (core/sched.c) */

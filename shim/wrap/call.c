@@ -118,9 +118,12 @@ int shim_coll_stock(const shim_coll_args_t *a, MPI_Comm m,
 }
 
 /* May this call's send data stay unpacked, read in place by the DMA
- * engines? Only when every rank of c is on this node and the data path
- * is direct (the staged path, to other hosts, needs packed data), and
- * not for reductions (their elements are combined as packed). */
+ * engines? Only when every rank of c is on this node, has its engine
+ * running and an agent that reaches every rank of the node with CMA
+ * (shim.rank_direct, the same table on every rank: all decide alike),
+ * and the data path is direct (the staged path, to other hosts, needs
+ * packed data), and not for reductions (their elements are combined as
+ * packed). */
 static int gather_ok(shim_comm_t *c, int coll)
 {
     int reduction = coll == DPS_COLL_REDUCE || coll == DPS_COLL_ALLREDUCE ||
@@ -130,7 +133,8 @@ static int gather_ok(shim_comm_t *c, int coll)
 
     if (reduction || shim.fo_state != SHIM_FO_NONE || !shim_engine_running() ||
         shim.cfg.data_path != DPS_DATA_DIRECT ||
-        shim.cfg.transport == DPS_TRANSPORT_UCX || shim.rank_node == NULL) {
+        shim.cfg.transport == DPS_TRANSPORT_UCX || shim.rank_node == NULL ||
+        shim.rank_direct == NULL) {
         return 0;
     }
     if (c->one_node == 0) {
@@ -138,7 +142,8 @@ static int gather_ok(shim_comm_t *c, int coll)
 
         c->one_node = 1;
         for (int i = 0; i < c->size; i++) {
-            if (shim.rank_node[c->members[i]] != me) {
+            if (shim.rank_node[c->members[i]] != me ||
+                !shim.rank_direct[c->members[i]]) {
                 c->one_node = -1;
             }
         }

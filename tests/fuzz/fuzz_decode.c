@@ -102,6 +102,8 @@ static void walk(const dps_msg_t *m, const void *raw, size_t size)
         for (i = 0; i < m->u.procs.fixed.nranks; i++) {
             sink += dps_msg_u32(m->u.procs.pid, i);
             sink += dps_msg_u32(m->u.procs.node, i);
+            sink += dps_msg_u64(m->u.procs.token_addr, i);
+            sink += dps_msg_u64(m->u.procs.token, i);
         }
         break;
     case DPS_MSG_REG_FREE:

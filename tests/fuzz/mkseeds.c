@@ -35,7 +35,10 @@ int main(int argc, char **argv)
     const void *addrs[3] = {"aaaaa", "bbbbbbb", "ccccccccc"};
     const void *agaddrs[2] = {"xxx", "yyyy"};
     uint64_t ids[3] = {1, 2, 99};
-    dps_msg_stats_t st = {123, 4, 0};
+    uint64_t taddr[3] = {0x7ffd00001000ull, 0, 0x1000};
+    uint64_t tok[3] = {0x1122334455667788ull, 0, 5};
+    dps_msg_hello_t me = {1, 4242, 0x7ffd00001000ull, 0x1122334455667788ull};
+    dps_msg_stats_t st = {123, 4, 0, 4096, 0};
     dps_msg_job_t job = {3, 2, 1, 77};
     /* Rank 1 of 4, ring allreduce-like: send to 2, reduce from 0, copy. */
     dps_step_t steps[3];
@@ -47,9 +50,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: mkseeds DIR [HELLO_DIR]\n");
         return 2;
     }
-    m = dps_msg_encode_hello(1, 4242, &len);
+    m = dps_msg_encode_hello(&me, &len);
     put(argv[1], "hello", m, len);
-    m = dps_msg_encode_ready(0, DPS_FMT_X87, &len);
+    m = dps_msg_encode_ready(0, DPS_FMT_X87, DPS_READY_SEEN, &len);
     put(argv[1], "ready", m, len);
     m = dps_msg_encode_complete(7, 0, &len);
     put(argv[1], "complete", m, len);
@@ -63,17 +66,17 @@ int main(int argc, char **argv)
     put(argv[1], "shutdown", m, len);
     m = dps_msg_encode_stats_req(&len);
     put(argv[1], "stats_req", m, len);
-    m = dps_msg_encode_ping(1, 4242, &len);
+    m = dps_msg_encode_ping(&me, &len);
     put(argv[1], "ping", m, len);
     m = dps_msg_encode_pong(&len);
     put(argv[1], "pong", m, len);
-    m = dps_msg_encode_shm(1, 4242, 9, &len);
+    m = dps_msg_encode_shm(&me, 9, &len);
     put(argv[1], "shm", m, len);
     m = dps_msg_encode_inst_fail(5, 3, DPS_ERR_MISMATCH, &len);
     put(argv[1], "inst_fail", m, len);
     m = dps_msg_encode_stats(&st, &len);
     put(argv[1], "stats", m, len);
-    m = dps_msg_encode_procs(3, pid, node, &len);
+    m = dps_msg_encode_procs(3, pid, node, taddr, tok, &len);
     put(argv[1], "procs", m, len);
     m = dps_msg_encode_reg_free(2, 3, ids, &len);
     put(argv[1], "reg_free", m, len);

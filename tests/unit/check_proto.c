@@ -170,11 +170,16 @@ static void *make_fixed(int which, size_t *len)
     void *m = NULL;
 
     switch (which) {
-    case FX_HELLO:
-        m = dps_msg_encode_hello(3, 4242, len);
+    case FX_HELLO: {
+        dps_msg_hello_t h = {3, 4242, 0x7ffd12345678ull,
+                             0x1122334455667788ull};
+
+        m = dps_msg_encode_hello(&h, len);
         break;
+    }
     case FX_READY:
-        m = dps_msg_encode_ready(DPS_OK, DPS_FMT_X87, len);
+        m = dps_msg_encode_ready(DPS_OK, DPS_FMT_X87,
+                                 DPS_READY_SEEN | DPS_READY_CMA, len);
         break;
     case FX_COMPLETE:
         m = dps_msg_encode_complete(99, DPS_ERR_UCX, len);
@@ -191,15 +196,21 @@ static void *make_fixed(int which, size_t *len)
     case FX_SHUTDOWN:
         m = dps_msg_encode_shutdown(len);
         break;
-    case FX_PING:
-        m = dps_msg_encode_ping(5, 777, len);
+    case FX_PING: {
+        dps_msg_hello_t h = {5, 777, 0x1000, 0xabc};
+
+        m = dps_msg_encode_ping(&h, len);
         break;
+    }
     case FX_PONG:
         m = dps_msg_encode_pong(len);
         break;
-    case FX_SHM:
-        m = dps_msg_encode_shm(6, 888, 17, len);
+    case FX_SHM: {
+        dps_msg_hello_t h = {6, 888, 0x2000, 0xdef};
+
+        m = dps_msg_encode_shm(&h, 17, len);
         break;
+    }
     case FX_INST_FAIL:
         m = dps_msg_encode_inst_fail(0x55, 9, DPS_ERR_MISMATCH, len);
         break;
@@ -248,51 +259,166 @@ START_TEST(rt_shm)
     size_t len, i;
 
     for (i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
-        char *m = dps_msg_encode_shm(40 + (uint32_t)i, 9000, fds[i], &len);
+        dps_msg_hello_t who = {40 + (uint32_t)i, 9000,
+                               i ? 0x7f0000001000ull + i : 0,
+                               i ? UINT64_MAX - i : 0};
+        char *m = dps_msg_encode_shm(&who, fds[i], &len);
 
         ck_assert_ptr_nonnull(m);
+        ck_assert_uint_eq(len, HDR + 32);
         ck_assert_int_eq(dps_msg_decode(m, len, &msg, NULL, 0), DPS_OK);
         ck_assert_int_eq(msg.type, DPS_MSG_SHM);
         ck_assert_uint_eq(msg.u.shm.world_rank, 40 + i);
         ck_assert_uint_eq(msg.u.shm.pid, 9000);
         ck_assert_int_eq(msg.u.shm.fd, fds[i]);
+        ck_assert_uint_eq(msg.u.shm.token_addr, who.token_addr);
+        ck_assert_uint_eq(msg.u.shm.token, who.token);
         free(m);
     }
-    /* A negative descriptor is refused. */
+    /* A negative descriptor, a token without its address or an address
+     * without a token, and a non-zero pad are refused, by the encoder
+     * and by the decoder. */
     {
-        char *m = dps_msg_encode_shm(1, 2, -1, &len);
+        dps_msg_hello_t who = {1, 2, 0x1000, 0x55};
+        dps_msg_shm_t raw = {1, 2, -1, 0, 0x1000, 0x55};
         char err[128] = "";
+        char *m;
 
+        ck_assert_ptr_null(dps_msg_encode_shm(&who, -1, &len));
+        m = raw_msg(DPS_MSG_SHM, &raw, sizeof(raw), &len);
         ck_assert_int_eq(dps_msg_decode(m, len, &msg, err, sizeof(err)),
                          DPS_ERR_PROTO);
         ck_assert_str_ne(err, "");
+        free(m);
+        who.token = 0;
+        ck_assert_ptr_null(dps_msg_encode_shm(&who, 3, &len));
+        raw.fd = 3;
+        raw.token = 0;
+        m = raw_msg(DPS_MSG_SHM, &raw, sizeof(raw), &len);
+        REJECT(m, len, "shm: token address without a token");
+        free(m);
+        raw.token = 0x55;
+        raw.token_addr = 0;
+        m = raw_msg(DPS_MSG_SHM, &raw, sizeof(raw), &len);
+        REJECT(m, len, "shm: token without its address");
+        free(m);
+        raw.token_addr = 0x1000;
+        raw.pad = 1;
+        m = raw_msg(DPS_MSG_SHM, &raw, sizeof(raw), &len);
+        REJECT(m, len, "shm: pad not 0");
+        free(m);
+        raw.pad = 0;
+        m = raw_msg(DPS_MSG_SHM, &raw, sizeof(raw), &len);
+        DECODE_OK(m, len, &msg);
         free(m);
     }
 }
 END_TEST
 
+/* HELLO and PING: rank, pid and CMA token (address and value) go
+ * through, at their fixed offsets. */
 START_TEST(rt_hello)
 {
-    static const uint32_t v[][2] = {
-        {0, 0}, {1, 2}, {12345, 67890}, {UINT32_MAX, UINT32_MAX},
-        {DPS_MAX_RANKS - 1, 0x7fffffff}
+    static const dps_msg_hello_t v[] = {
+        {0, 0, 0, 0},                /* no token offered */
+        {1, 2, 0x1000, 1},
+        {12345, 67890, 0x7ffd5e8a1230ull, 0x8000000000000000ull},
+        {DPS_MAX_RANKS - 1, UINT32_MAX, UINT64_MAX, UINT64_MAX},
+        {7, 0x7fffffff, 0xffff800000000008ull, 0x0123456789abcdefull}
     };
-    size_t i, len;
+    static const unsigned types[] = {DPS_MSG_HELLO, DPS_MSG_PING};
+    size_t i, t, len;
 
-    for (i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
-        dps_msg_hello_t want = {v[i][0], v[i][1]};
-        dps_msg_t msg;
-        char *m = dps_msg_encode_hello(v[i][0], v[i][1], &len);
+    for (t = 0; t < 2; t++) {
+        for (i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+            dps_msg_t msg;
+            char *m = types[t] == DPS_MSG_HELLO
+                      ? dps_msg_encode_hello(&v[i], &len)
+                      : dps_msg_encode_ping(&v[i], &len);
+            uint64_t a, k;
+            uint32_t r, p;
 
-        check_hdr(m, len, DPS_MSG_HELLO);
-        ck_assert_uint_eq(len, HDR + sizeof(want));
-        ck_assert_mem_eq(m + HDR, &want, sizeof(want));
-        DECODE_OK(m, len, &msg);
-        ck_assert_int_eq(msg.type, DPS_MSG_HELLO);
-        ck_assert_uint_eq(msg.u.hello.world_rank, v[i][0]);
-        ck_assert_uint_eq(msg.u.hello.pid, v[i][1]);
-        free(m);
+            check_hdr(m, len, types[t]);
+            ck_assert_uint_eq(len, HDR + 24);
+            /* Little-endian, fixed offsets: rank 0, pid 4, address 8,
+             * token 16 (what an x86-64 rank and an aarch64 agent both
+             * read). */
+            memcpy(&r, m + HDR, 4);
+            memcpy(&p, m + HDR + 4, 4);
+            memcpy(&a, m + HDR + 8, 8);
+            memcpy(&k, m + HDR + 16, 8);
+            ck_assert_uint_eq(r, v[i].world_rank);
+            ck_assert_uint_eq(p, v[i].pid);
+            ck_assert_uint_eq(a, v[i].token_addr);
+            ck_assert_uint_eq(k, v[i].token);
+            DECODE_OK(m, len, &msg);
+            ck_assert_int_eq(msg.type, types[t]);
+            ck_assert_uint_eq(msg.u.hello.world_rank, v[i].world_rank);
+            ck_assert_uint_eq(msg.u.hello.pid, v[i].pid);
+            ck_assert_uint_eq(msg.u.hello.token_addr, v[i].token_addr);
+            ck_assert_uint_eq(msg.u.hello.token, v[i].token);
+            free(m);
+        }
     }
+}
+END_TEST
+
+/* A short or garbled HELLO (or PING) is refused: the encoder will not
+ * make one, the decoder says why. */
+START_TEST(bad_hello)
+{
+    static const dps_msg_hello_t bad[] = {
+        {1, 2, 0x1000, 0},           /* an address, no token */
+        {1, 2, 0, 0x1234},           /* a token, no address */
+        {DPS_MAX_RANKS, 2, 0x1000, 0x1234},
+        {UINT32_MAX, 2, 0, 0}
+    };
+    static const unsigned types[] = {DPS_MSG_HELLO, DPS_MSG_PING};
+    dps_msg_hello_t good = {4, 5, 0x1000, 0x1234};
+    char err[ERR_LEN];
+    dps_msg_t msg;
+    size_t i, t, len, n;
+    char *m;
+
+    for (t = 0; t < 2; t++) {
+        for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+            ck_assert_ptr_null(types[t] == DPS_MSG_HELLO
+                               ? dps_msg_encode_hello(&bad[i], &len)
+                               : dps_msg_encode_ping(&bad[i], &len));
+            m = raw_msg(types[t], &bad[i], sizeof(bad[i]), &len);
+            REJECT(m, len, "garbled hello");
+            free(m);
+        }
+        /* Every shorter body, the 8 bytes of protocol 7's among them,
+         * and a longer one. */
+        for (n = 0; n < sizeof(good); n++) {
+            m = raw_msg(types[t], &good, n, &len);
+            REJECT(m, len, "short hello");
+            free(m);
+        }
+        {
+            uint8_t body[sizeof(good) + 8] = {0};
+
+            memcpy(body, &good, sizeof(good));
+            m = raw_msg(types[t], body, sizeof(body), &len);
+            REJECT(m, len, "long hello");
+            free(m);
+        }
+    }
+    ck_assert_ptr_null(dps_msg_encode_hello(NULL, &len));
+    /* A rank of the previous protocol gets the clear version error. */
+    m = dps_msg_encode_hello(&good, &len);
+    put16(m, offsetof(dps_msg_hdr_t, version), DPS_PROTO_VERSION - 1);
+    ck_assert_int_eq(dps_msg_decode(m, len, &msg, err, sizeof(err)),
+                     DPS_ERR_PROTO);
+    {
+        char want[64];
+
+        snprintf(want, sizeof(want), "protocol version %d, expected %d",
+                 DPS_PROTO_VERSION - 1, DPS_PROTO_VERSION);
+        ck_assert_str_eq(err, want);
+    }
+    free(m);
 }
 END_TEST
 
@@ -305,9 +431,10 @@ START_TEST(rt_ready)
     size_t i, len;
 
     for (i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
-        dps_msg_ready_t want = {v[i], (uint32_t)i * 0x01010101u};
+        dps_msg_ready_t want = {v[i], (uint32_t)i * 0x01010101u,
+                                (uint32_t)i & 7u, 0};
         dps_msg_t msg;
-        char *m = dps_msg_encode_ready(v[i], want.formats, &len);
+        char *m = dps_msg_encode_ready(v[i], want.formats, want.cma, &len);
 
         check_hdr(m, len, DPS_MSG_READY);
         ck_assert_uint_eq(len, HDR + sizeof(want));
@@ -316,6 +443,15 @@ START_TEST(rt_ready)
         ck_assert_int_eq(msg.type, DPS_MSG_READY);
         ck_assert_int_eq(msg.u.ready.status, v[i]);
         ck_assert_uint_eq(msg.u.ready.formats, want.formats);
+        ck_assert_uint_eq(msg.u.ready.cma, want.cma);
+        free(m);
+    }
+    /* A non-zero pad is refused. */
+    {
+        dps_msg_ready_t raw = {DPS_OK, 0, DPS_READY_SEEN, 1};
+        char *m = raw_msg(DPS_MSG_READY, &raw, sizeof(raw), &len);
+
+        REJECT(m, len, "ready: pad not 0");
         free(m);
     }
 }
@@ -487,9 +623,10 @@ END_TEST
 /* The header is little-endian on the wire: "DPSH", 1, type, length. */
 START_TEST(rt_ping_pong)
 {
+    dps_msg_hello_t h = {12, 3456, 0x4000, 99};
     dps_msg_t msg;
     size_t len = 0;
-    char *m = dps_msg_encode_ping(12, 3456, &len);
+    char *m = dps_msg_encode_ping(&h, &len);
 
     check_hdr(m, len, DPS_MSG_PING);
     ck_assert_uint_eq(len, HDR + sizeof(dps_msg_hello_t));
@@ -497,6 +634,8 @@ START_TEST(rt_ping_pong)
     ck_assert_int_eq(msg.type, DPS_MSG_PING);
     ck_assert_uint_eq(msg.u.hello.world_rank, 12);
     ck_assert_uint_eq(msg.u.hello.pid, 3456);
+    ck_assert_uint_eq(msg.u.hello.token_addr, 0x4000);
+    ck_assert_uint_eq(msg.u.hello.token, 99);
     free(m);
     m = dps_msg_encode_pong(&len);
     check_hdr(m, len, DPS_MSG_PONG);
@@ -511,11 +650,16 @@ START_TEST(rt_header_bytes)
 {
     static const uint8_t want[HDR] = {
         'D', 'P', 'S', 'H', DPS_PROTO_VERSION, 0, DPS_MSG_HELLO, 0,
-        HDR + 8, 0, 0, 0, 0, 0, 0, 0
+        HDR + 24, 0, 0, 0, 0, 0, 0, 0
     };
+    dps_msg_hello_t h = {0x00030201u, 0x08070605u, 0x100f0e0d0c0b0a09ull,
+                         0x1817161514131211ull};
     size_t len;
-    char *m = dps_msg_encode_hello(0x04030201u, 0x08070605u, &len);
-    static const uint8_t body[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    char *m = dps_msg_encode_hello(&h, &len);
+    static const uint8_t body[24] = {
+        1, 2, 3, 0, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16,
+        0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18
+    };
 
     ck_assert_ptr_nonnull(m);
     ck_assert_mem_eq(m, want, HDR);
@@ -2042,20 +2186,33 @@ START_TEST(rt_procs)
 {
     uint32_t pid[5] = {101, 202, 303, 404, 0xffffffffu};
     uint32_t node[5] = {0, 0, 3, 3, 7};
+    uint64_t taddr[5] = {0x7ffd00001000ull, 0, 0x1000, UINT64_MAX, 8};
+    uint64_t tok[5] = {0x1122334455667788ull, 0, 1, UINT64_MAX, 42};
     dps_msg_t msg;
     size_t len, cut, i;
     char err[128];
     uint8_t *m, *big;
 
-    m = dps_msg_encode_procs(5, pid, node, &len);
+    m = dps_msg_encode_procs(5, pid, node, taddr, tok, &len);
     ck_assert_ptr_nonnull(m);
-    ck_assert_uint_eq(len, 16 + 8 + 40);
+    ck_assert_uint_eq(len, 16 + 8 + 40 + 80);
     ck_assert_int_eq(dps_msg_decode(m, len, &msg, err, sizeof(err)), DPS_OK);
     ck_assert_int_eq(msg.type, DPS_MSG_PROCS);
     ck_assert_uint_eq(msg.u.procs.fixed.nranks, 5);
     for (i = 0; i < 5; i++) {
         ck_assert_uint_eq(dps_msg_u32(msg.u.procs.pid, i), pid[i]);
         ck_assert_uint_eq(dps_msg_u32(msg.u.procs.node, i), node[i]);
+        ck_assert_uint_eq(dps_msg_u64(msg.u.procs.token_addr, i), taddr[i]);
+        ck_assert_uint_eq(dps_msg_u64(msg.u.procs.token, i), tok[i]);
+    }
+    /* The tables' places: pids, nodes, addresses, tokens. */
+    {
+        uint64_t v;
+
+        memcpy(&v, m + 16 + 8 + 40 + 3 * 8, 8);
+        ck_assert_uint_eq(v, taddr[3]);
+        memcpy(&v, m + 16 + 8 + 40 + 40 + 4 * 8, 8);
+        ck_assert_uint_eq(v, tok[4]);
     }
     for (cut = 0; cut < len; cut++) {
         uint8_t *t = malloc(len);
@@ -2078,8 +2235,26 @@ START_TEST(rt_procs)
     }
     ck_assert_int_eq(dps_msg_decode(big, len + 4, &msg, err, sizeof(err)),
                      DPS_ERR_PROTO);
-    ck_assert_ptr_null(dps_msg_encode_procs(0, pid, node, &len));
-    ck_assert_ptr_null(dps_msg_encode_procs(5, NULL, node, &len));
+    ck_assert_ptr_null(dps_msg_encode_procs(0, pid, node, taddr, tok, &len));
+    ck_assert_ptr_null(dps_msg_encode_procs(5, NULL, node, taddr, tok,
+                                            &len));
+    ck_assert_ptr_null(dps_msg_encode_procs(5, pid, node, NULL, tok, &len));
+    ck_assert_ptr_null(dps_msg_encode_procs(5, pid, node, taddr, NULL,
+                                            &len));
+    /* A token without its address, or the reverse: refused both ways. */
+    tok[1] = 7;
+    ck_assert_ptr_null(dps_msg_encode_procs(5, pid, node, taddr, tok, &len));
+    {
+        uint64_t z = 0;
+
+        memcpy(m + 16 + 8 + 40 + 40 + 8, &tok[1], 8);
+        ck_assert_int_eq(dps_msg_decode(m, len, &msg, err, sizeof(err)),
+                         DPS_ERR_PROTO);
+        memcpy(m + 16 + 8 + 40 + 40 + 8, &z, 8);
+        memcpy(m + 16 + 8 + 40, &z, 8);  /* rank 0: token, no address */
+        ck_assert_int_eq(dps_msg_decode(m, len, &msg, err, sizeof(err)),
+                         DPS_ERR_PROTO);
+    }
     ck_assert_str_eq(dps_msg_type_str(DPS_MSG_PROCS), "procs");
     free(big);
     free(m);
@@ -2089,7 +2264,7 @@ END_TEST
 /* STATS_REQ and STATS: round trip; wrong body sizes refused. */
 START_TEST(rt_stats)
 {
-    dps_msg_stats_t st = {123456789012345ull, 42, 7};
+    dps_msg_stats_t st = {123456789012345ull, 42, 7, 1ull << 40, 3};
     dps_msg_t msg;
     char err[128];
     size_t len;
@@ -2098,12 +2273,14 @@ START_TEST(rt_stats)
 
     m = dps_msg_encode_stats(&st, &len);
     ck_assert_ptr_nonnull(m);
-    ck_assert_uint_eq(len, 16 + 24);
+    ck_assert_uint_eq(len, 16 + 40);
     ck_assert_int_eq(dps_msg_decode(m, len, &msg, err, sizeof(err)), DPS_OK);
     ck_assert_int_eq(msg.type, DPS_MSG_STATS);
     ck_assert_uint_eq(msg.u.stats.cpu_ns, st.cpu_ns);
     ck_assert_uint_eq(msg.u.stats.collectives, 42);
     ck_assert_uint_eq(msg.u.stats.missed_wakeups, 7);
+    ck_assert_uint_eq(msg.u.stats.cma_bytes, 1ull << 40);
+    ck_assert_uint_eq(msg.u.stats.ucx_bytes, 3);
     t = malloc(len - 1);
     memcpy(t, m, len - 1);
     l32 = (uint32_t)(len - 1);
@@ -2457,6 +2634,7 @@ static Suite *proto_suite(void)
 
     tc = tcase_create("roundtrip");
     tcase_add_test(tc, rt_hello);
+    tcase_add_test(tc, bad_hello);
     tcase_add_test(tc, rt_shm);
     tcase_add_test(tc, rt_inst_fail);
     tcase_add_test(tc, rt_ready);
