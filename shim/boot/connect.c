@@ -306,7 +306,9 @@ int boot_connect_job(MPI_Comm vnode, const void *agent_addr,
     ucp_worker_attr_t wattr = {0};
     int ok = 1;
 
-    if (dps_ucx_open(&shim.ucx) != DPS_OK) {
+    /* Serialized: the progress thread shares it, every user holds
+     * shim.lock (core/progress.c). */
+    if (dps_ucx_open(&shim.ucx, UCS_THREAD_MODE_SERIALIZED) != DPS_OK) {
         ok = 0;
     } else {
         shim_reg_init(shim_send_agent);
