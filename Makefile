@@ -44,6 +44,7 @@ BLD_SRC    := shim/compile/build.c shim/compile/moves.c shim/compile/reductions.
               shim/compile/steps.c
 SHIM_SRC   := shim/base/state.c shim/core/hooks.c shim/boot/init.c shim/boot/spawn.c shim/boot/place.c \
               shim/boot/connect.c shim/core/op.c shim/core/channel.c \
+              shim/core/progress.c \
               shim/core/comm.c shim/data/engine.c shim/data/iov.c \
               shim/wrap/wait.c shim/boot/env.c shim/data/reg.c \
               shim/failover/failover.c shim/failover/take.c \

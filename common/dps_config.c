@@ -139,6 +139,20 @@ const dps_cfg_entry_t dps_config_table[] = {
      "its staging buffers (two copies, as a DPU staging through its own "
      "memory). Ranks on other hosts are always staged (UCX get/put).",
      CFG_OFF(data_path), 0, 0},
+    {"PROGRESS_THREAD", DPS_CFG_AUTOBOOL, "auto",
+     "A thread in each rank that progresses the rank's UCX worker while "
+     "the application is outside MPI, so that agents reaching the rank's "
+     "memory with UCX get/put (ranks on other nodes) finish collectives "
+     "while ranks compute or sleep: over TCP and shared memory UCX 1.13 "
+     "emulates get/put with messages the rank's worker must handle. It "
+     "sleeps on the worker's event file descriptor, waking only for "
+     "UCX's traffic (and every 0.1 s), so it costs nothing while idle. 1 "
+     "always, 0 never (such collectives then move only while ranks call "
+     "MPI); auto: where agents reach the rank's memory with UCX get/put "
+     "(the job spans more than one node, the rank's agent is on another "
+     "host, or DPUSHIM_TRANSPORT=ucx), not where every transfer is a "
+     "copy on one host.",
+     CFG_OFF(progress_thread), 0, 0},
     {"AGENT_CPUS", DPS_CFG_CPULIST, "",
      "CPUs the agents run on, as a list like 0,2-3 (e.g. cores kept free "
      "of ranks to emulate a DPU); empty: the union of the CPUs their "
@@ -318,6 +332,12 @@ int dps_config_parse_value(dps_cfg_type_t type, const char *v, void *out)
     switch (type) {
     case DPS_CFG_BOOL:
         return parse_bool(v, out);
+    case DPS_CFG_AUTOBOOL:
+        if (!strcasecmp(v, "auto")) {
+            *(int *)out = DPS_AUTOBOOL_AUTO;
+            return 0;
+        }
+        return parse_bool(v, out);
     case DPS_CFG_STATS:
         if (!strcmp(v, "2")) {
             *(int *)out = 2;
@@ -371,6 +391,7 @@ static const char *type_hint(dps_cfg_type_t type)
     case DPS_CFG_BOOL:     return "0/1, yes/no, on/off or true/false";
     case DPS_CFG_STATS:    return "0, 1 or 2 (no/yes, off/on, false/true "
                                   "for 0/1)";
+    case DPS_CFG_AUTOBOOL: return "auto, 0/1, yes/no, on/off or true/false";
     case DPS_CFG_SIZE:     return "a byte count, optionally with k, m or g";
     case DPS_CFG_THRESHOLD: return "auto, or a byte count below 2^64-1, "
                                    "optionally with k, m or g";

@@ -28,6 +28,7 @@ typedef struct dps_config {
     char     agent[4096];    /* agent binary; empty: beside the library */
     int      transport;      /* dps_transport_t */
     int      data_path;      /* dps_data_path_t */
+    int      progress_thread; /* dps_autobool_t */
     char     agent_cpus[256]; /* CPU list for the agents; empty: ranks' */
     int      agent_sched;    /* dps_agent_sched_t */
     uint64_t regcache_bytes; /* registration cache cap; 0: no cache */
@@ -49,6 +50,13 @@ typedef enum {
     DPS_DATA_STAGED = 1      /* through the agent's staging buffers */
 } dps_data_path_t;
 
+/* A switch that may also be left to the code: DPS_CFG_AUTOBOOL. */
+typedef enum {
+    DPS_AUTOBOOL_OFF  = 0,
+    DPS_AUTOBOOL_ON   = 1,
+    DPS_AUTOBOOL_AUTO = 2
+} dps_autobool_t;
+
 typedef enum {
     DPS_SCHED_EAGER = 0,     /* nice -10, may preempt computing ranks */
     DPS_SCHED_BATCH = 1,     /* SCHED_BATCH: idle cores and fair share only */
@@ -67,7 +75,8 @@ typedef enum {
     DPS_CFG_UINT,
     DPS_CFG_LOGLEVEL,
     DPS_CFG_PATH,
-    DPS_CFG_STATS            /* 0, 1 or 2; a boolean's words for 0 and 1 */
+    DPS_CFG_STATS,           /* 0, 1 or 2; a boolean's words for 0 and 1 */
+    DPS_CFG_AUTOBOOL         /* auto, or a boolean (dps_autobool_t) */
 } dps_cfg_type_t;
 
 typedef struct dps_cfg_entry {

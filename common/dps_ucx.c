@@ -119,7 +119,7 @@ static ucs_status_t am_handler(void *arg, const void *header,
     return UCS_OK;
 }
 
-int dps_ucx_open(dps_ucx_t *u)
+int dps_ucx_open(dps_ucx_t *u, ucs_thread_mode_t mode)
 {
     ucp_params_t params;
     ucp_worker_params_t wparams;
@@ -147,7 +147,7 @@ int dps_ucx_open(dps_ucx_t *u)
     memset(&wparams, 0, sizeof(wparams));
     wparams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
     /* Callers serialise access to the worker themselves. */
-    wparams.thread_mode = UCS_THREAD_MODE_SINGLE;
+    wparams.thread_mode = mode;
     st = ucp_worker_create(u->context, &wparams, &u->worker);
     if (st != UCS_OK) {
         dps_error("ucp_worker_create: %s", ucs_status_string(st));

@@ -33,10 +33,12 @@ typedef struct dps_ucx {
 
 /*
  * Create a UCP context (AM and RMA) and one worker with wakeup support, and
- * install the DPS_AM_ID handler feeding u->inbox. Returns DPS_OK or
- * DPS_ERR_UCX (logged).
+ * install the DPS_AM_ID handler feeding u->inbox. mode: the worker's
+ * thread mode, UCS_THREAD_MODE_SINGLE when one thread uses it, SERIALIZED
+ * when several do, one at a time under a lock of the caller's. Returns
+ * DPS_OK or DPS_ERR_UCX (logged).
  */
-int dps_ucx_open(dps_ucx_t *u);
+int dps_ucx_open(dps_ucx_t *u, ucs_thread_mode_t mode);
 
 /* Destroy what dps_ucx_open created and free queued messages. */
 void dps_ucx_close(dps_ucx_t *u);

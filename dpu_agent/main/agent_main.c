@@ -154,7 +154,8 @@ static int serve(const dps_config_t *cfg, int addr_fd, int parent_fd,
         goto out;
     }
     a.kick_fd[0] = dps_kick_open((int)getpid(), DPS_KICK_AGENT);
-    if (dps_ucx_open(&a.ucx) != DPS_OK) {
+    /* Only the event loop's thread touches UCX (copy threads do CMA). */
+    if (dps_ucx_open(&a.ucx, UCS_THREAD_MODE_SINGLE) != DPS_OK) {
         goto out;
     }
     a.chunk = cfg->chunk_bytes;

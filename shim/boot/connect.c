@@ -324,6 +324,36 @@ static void wait_all_wired(void)
     }
 }
 
+/*
+ * Does an agent reach this rank's memory with UCX get/put (then the
+ * progress thread must progress our worker while we are outside MPI)?
+ * DPUSHIM_TRANSPORT=ucx: every agent, for every rank. Ranks on another
+ * node: their agents read and write ours with UCX (agent_rank_cma). Our
+ * agent on another host (a listening agent on a DPU, no pid here): UCX
+ * is all it has. Not where every transfer is a copy on this host.
+ */
+static int prog_wanted(int node_id)
+{
+    int i;
+
+    if (shim.cfg.progress_thread != DPS_AUTOBOOL_AUTO) {
+        return shim.cfg.progress_thread == DPS_AUTOBOOL_ON;
+    }
+    /* Our own agent reaches us with UCX (DPUSHIM_TRANSPORT=ucx, or it
+     * could not read our token: another host, a DPU), or agents of
+     * other nodes do. */
+    if (shim.cfg.transport == DPS_TRANSPORT_UCX ||
+        !(shim.agent_cma & DPS_READY_CMA)) {
+        return 1;
+    }
+    for (i = 0; i < shim.world_size; i++) {
+        if (shim.rank_node[i] != node_id) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* Exchange addresses and bring every agent up; returns 1 on success. */
 int boot_connect_job(MPI_Comm vnode, const void *agent_addr,
                      uint32_t agent_addr_len, int node_id)
@@ -332,7 +362,9 @@ int boot_connect_job(MPI_Comm vnode, const void *agent_addr,
     ucp_worker_attr_t wattr = {0};
     int ok = 1, e;
 
-    if (dps_ucx_open(&shim.ucx) != DPS_OK) {
+    /* Serialized: the progress thread shares it, every user holds
+     * shim.lock (core/progress.c). */
+    if (dps_ucx_open(&shim.ucx, UCS_THREAD_MODE_SERIALIZED) != DPS_OK) {
         ok = 0;
     } else {
         shim_reg_init(shim_send_agent);
@@ -385,6 +417,9 @@ int boot_connect_job(MPI_Comm vnode, const void *agent_addr,
         PMPI_Allgather(&direct, 1, MPI_INT, shim.rank_direct, 1, MPI_INT,
                        MPI_COMM_WORLD);
     }
+    if (ok && prog_wanted(node_id)) {
+        shim_prog_start();  /* without it: in MPI calls only, as before */
+    }
 out:
     if (wattr.address != NULL) {
         ucp_worker_release_address(shim.ucx.worker, wattr.address);
@@ -395,6 +430,7 @@ out:
 
 void boot_teardown_ucx(void)
 {
+    shim_prog_stop();   /* before the worker goes */
     shm_close();
     if (shim.kick_fd >= 0) {
         close(shim.kick_fd);

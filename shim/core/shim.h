@@ -156,6 +156,24 @@ void shim_agent_msgs(void);
 /* Is it PID's process alive (not a zombie)? */
 int shim_pid_alive(pid_t pid);
 
+/* ---- core/progress.c ---------------------------------------------- */
+
+/* Start the progress thread: it progresses our UCX worker whenever UCX
+ * has traffic for it, while the application is outside MPI (agents
+ * reaching our memory with UCX get/put need that), and takes the agent's
+ * messages into the inbox; it never calls MPI. After the worker is made
+ * and connected, lock not held. DPS_OK, or an error (logged) and no
+ * thread: such collectives then move only in MPI calls. */
+int shim_prog_start(void);
+
+/* Stop and join it, before the worker goes or stock MPI takes over
+ * (lock not held). Safe when it never started, and twice. */
+void shim_prog_stop(void);
+
+/* Did it run in this process (1 or 0), how many times it woke, and its
+ * CPU time in ns (known once it stopped). */
+void shim_prog_stats(uint64_t *ran, uint64_t *wakeups, uint64_t *cpu_ns);
+
 /* ---- core/comm.c -------------------------------------------------- */
 
 /* Drop a reference to c (lock not held); frees it at the last. */

@@ -157,8 +157,11 @@ static void fo_start(void)
     send_notices();
     stop_our_agent();
     /* The agent is gone: no command is left to give, and none must run
-     * once stock MPI starts writing into the same buffers. */
+     * once stock MPI starts writing into the same buffers; nor may an
+     * agent's emulated put land (the progress thread's last progress is
+     * over when this returns; from here the worker moves below, once). */
     shim_engine_stop();
+    shim_prog_stop();
 
     pthread_mutex_lock(&shim.lock);
     /* Completions the agent sent before it stopped still count. */

@@ -21,6 +21,7 @@ static size_t field_size(dps_cfg_type_t type)
     switch (type) {
     case DPS_CFG_BOOL:     return sizeof(int);
     case DPS_CFG_STATS:    return sizeof(int);
+    case DPS_CFG_AUTOBOOL: return sizeof(int);
     case DPS_CFG_SIZE:     return sizeof(uint64_t);
     case DPS_CFG_THRESHOLD: return sizeof(uint64_t);
     case DPS_CFG_SCHED:    return sizeof(int);
@@ -203,6 +204,7 @@ START_TEST(def_literal)
     ck_assert_uint_eq(cfg.min_bytes, DPS_MIN_BYTES_AUTO);
     ck_assert_int_eq(cfg.agent_sched, DPS_SCHED_AUTO);
     ck_assert_int_eq(cfg.data_path, DPS_DATA_DIRECT);
+    ck_assert_int_eq(cfg.progress_thread, DPS_AUTOBOOL_AUTO);
 }
 END_TEST
 
@@ -269,7 +271,7 @@ START_TEST(def_table_sane)
             ck_assert_uint_ne(o->offset, e->offset);
         }
     }
-    ck_assert_int_eq(n, 19 + DPS_CFG_NCOLL - 2);
+    ck_assert_int_eq(n, 20 + DPS_CFG_NCOLL - 2);
     (void)entry("OFFLOAD");
     (void)entry("IALLTOALL");
     (void)entry("IBCAST");
@@ -280,6 +282,7 @@ START_TEST(def_table_sane)
     (void)entry("AGENT");
     (void)entry("TRANSPORT");
     (void)entry("DATA_PATH");
+    (void)entry("PROGRESS_THREAD");
     (void)entry("AGENT_CPUS");
     (void)entry("AGENT_SCHED");
     (void)entry("REGCACHE_BYTES");
@@ -527,6 +530,36 @@ START_TEST(ok_transport)
     ACCEPT_INT("TRANSPORT", "ucx", DPS_TRANSPORT_UCX);
     ACCEPT_INT("TRANSPORT", "UCX", DPS_TRANSPORT_UCX);
     ACCEPT_INT("TRANSPORT", "Auto", DPS_TRANSPORT_AUTO);
+}
+END_TEST
+
+/* DPUSHIM_PROGRESS_THREAD: auto, or a boolean's words. */
+START_TEST(ok_autobool)
+{
+    ACCEPT_INT("PROGRESS_THREAD", "auto", DPS_AUTOBOOL_AUTO);
+    ACCEPT_INT("PROGRESS_THREAD", "AUTO", DPS_AUTOBOOL_AUTO);
+    ACCEPT_INT("PROGRESS_THREAD", "0", DPS_AUTOBOOL_OFF);
+    ACCEPT_INT("PROGRESS_THREAD", "off", DPS_AUTOBOOL_OFF);
+    ACCEPT_INT("PROGRESS_THREAD", "No", DPS_AUTOBOOL_OFF);
+    ACCEPT_INT("PROGRESS_THREAD", "1", DPS_AUTOBOOL_ON);
+    ACCEPT_INT("PROGRESS_THREAD", "yes", DPS_AUTOBOOL_ON);
+    ACCEPT_INT("PROGRESS_THREAD", "TRUE", DPS_AUTOBOOL_ON);
+}
+END_TEST
+
+START_TEST(bad_autobool)
+{
+    static const char *const bad[] = {
+        "2", "autox", "auto ", " auto", "on,off", "maybe", "a"
+    };
+    size_t i;
+
+    for (i = 0; i < NCOMMON; i++) {
+        REFUSE("PROGRESS_THREAD", bad_common[i]);
+    }
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        REFUSE("PROGRESS_THREAD", bad[i]);
+    }
 }
 END_TEST
 
@@ -1036,6 +1069,7 @@ static Suite *config_suite(void)
     tcase_add_test(tc, ok_uint);
     tcase_add_test(tc, ok_log);
     tcase_add_test(tc, ok_transport);
+    tcase_add_test(tc, ok_autobool);
     tcase_add_test(tc, ok_sched);
     tcase_add_test(tc, ok_data_path);
     tcase_add_test(tc, ok_ranges);
@@ -1049,6 +1083,7 @@ static Suite *config_suite(void)
     tcase_add_test(tc, bad_uint);
     tcase_add_test(tc, bad_log);
     tcase_add_test(tc, bad_transport);
+    tcase_add_test(tc, bad_autobool);
     tcase_add_test(tc, bad_sched);
     tcase_add_test(tc, bad_data_path);
     tcase_add_test(tc, bad_ranges);

@@ -1,0 +1,241 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The rank's progress thread (DPUSHIM_PROGRESS_THREAD): it progresses the
+ * rank's UCX worker while the application is outside MPI.
+ *
+ * Agents reach the memory of ranks on other nodes with UCX get/put. Over
+ * TCP and shared memory UCX 1.13 emulates those with messages that the
+ * target's worker must handle, and the rank's worker otherwise moves only
+ * when the rank calls MPI (shim_progress): a collective between hosts
+ * stood still while its ranks computed or slept. This thread sleeps on
+ * the worker's event fd (ucp_worker_arm, then poll, with a backstop) and
+ * wakes for UCX's traffic or to stop; it progresses the worker under
+ * shim.lock, which every user of the worker holds (the worker is
+ * UCS_THREAD_MODE_SERIALIZED). Messages it takes in (a COMPLETE from an
+ * agent on another host) wait in the inbox for the rank's next MPI call,
+ * which it wakes if it sleeps in a wait; it never calls MPI. It blocks
+ * every signal, stops for good when stock MPI takes over from a failed
+ * agent (no emulated put may land after that), has no twin after fork(),
+ * and is joined before the worker is destroyed.
+ *
+ * It is not the DMA engine (data/engine.c): the engine runs where the
+ * ranks of one host copy with CMA, sleeps on a futex in the shared
+ * segment and never touches UCX; this thread runs where UCX get/put reach
+ * the rank (boot/connect.c decides), and has no other work.
+ */
+#define _GNU_SOURCE
+#include "shim/core/shim.h"
+#include "common/dps_log.h"
+#include "common/dps_status.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Longest sleep: a backstop should a wake-up be lost (UCX's event fd can
+ * miss shared-memory arrivals). Ten wake-ups a second cost nothing
+ * measurable (docs/results.md). */
+#define PROG_BACKSTOP_MS 100
+
+static struct {
+    pthread_t       thr;
+    int             running;     /* the thread exists */
+    int             started;     /* it ran in this process */
+    int             stop;        /* asked to stop (atomic) */
+    int             stop_fd;     /* eventfd: wakes it to stop */
+    int             kick_sock;   /* wakes the rank in shim_idle */
+    struct sockaddr_un kick_to;  /* the rank's wake-up socket */
+    socklen_t       kick_len;
+    pthread_mutex_t lock;        /* start and stop */
+    uint64_t        wakeups;     /* sleeps ended, for the statistics */
+    uint64_t        cpu_ns;      /* its CPU time, when it ended */
+} prog = {.stop_fd = -1, .kick_sock = -1,
+          .lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* A message came into the inbox: the rank may sleep in shim_idle on its
+ * wake-up socket (only its agent kicks it, and one on another host
+ * cannot). */
+static void kick_rank(void)
+{
+    char byte = 0;
+
+    if (prog.kick_sock >= 0) {
+        (void)sendto(prog.kick_sock, &byte, 1, MSG_DONTWAIT,
+                     (struct sockaddr *)&prog.kick_to, prog.kick_len);
+    }
+}
+
+static void *prog_main(void *arg)
+{
+    struct pollfd pfd[2] = {{shim.ucx.efd, POLLIN, 0},
+                            {prog.stop_fd, POLLIN, 0}};
+    struct timespec cpu;
+
+    (void)arg;
+    while (!__atomic_load_n(&prog.stop, __ATOMIC_ACQUIRE)) {
+        ucs_status_t st = UCS_OK;
+        int had, took;
+
+        pthread_mutex_lock(&shim.lock);
+        if (shim.fo_state != SHIM_FO_NONE || shim.agent_dead) {
+            /* Stock MPI has the collectives now: nothing may land in
+             * their buffers any more. */
+            pthread_mutex_unlock(&shim.lock);
+            break;
+        }
+        had = shim.ucx.inbox.head != NULL;
+        while (ucp_worker_progress(shim.ucx.worker)) {
+        }
+        took = !had && shim.ucx.inbox.head != NULL;
+        if (pfd[0].fd >= 0) {
+            st = ucp_worker_arm(shim.ucx.worker);
+        }
+        pthread_mutex_unlock(&shim.lock);
+        if (took) {
+            kick_rank();
+        }
+        if (st == UCS_ERR_BUSY) {
+            continue;   /* events came meanwhile: progress again */
+        }
+        if (st != UCS_OK) {
+            dps_warn("progress thread: ucp_worker_arm: %s; polling every "
+                     "%d ms instead", ucs_status_string(st),
+                     PROG_BACKSTOP_MS);
+            pfd[0].fd = -1;
+        }
+        if (poll(pfd, 2, PROG_BACKSTOP_MS) < 0 && errno != EINTR) {
+            dps_error("progress thread: poll: %m");
+            break;
+        }
+        prog.wakeups++;
+    }
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0) {
+        prog.cpu_ns = (uint64_t)cpu.tv_sec * 1000000000ull +
+                      (uint64_t)cpu.tv_nsec;
+    }
+    return NULL;
+}
+
+/* fork(): no thread progresses the worker in the middle of a call (the
+ * child's copy of it is whole), and the child has no progress thread and
+ * takes no part in offload. */
+static void prog_atfork_prepare(void)
+{
+    pthread_mutex_lock(&shim.lock);
+}
+
+static void prog_atfork_parent(void)
+{
+    pthread_mutex_unlock(&shim.lock);
+}
+
+static void prog_atfork_child(void)
+{
+    pthread_mutex_unlock(&shim.lock);
+    prog.running = 0;
+    prog.stop_fd = -1;       /* the parent's; closed with the process */
+    prog.kick_sock = -1;
+    pthread_mutex_init(&prog.lock, NULL);
+    shim.active = 0;
+}
+
+/* The rank's wake-up socket's name, and a socket to send to it. */
+static void kick_open(void)
+{
+    prog.kick_len = sizeof(prog.kick_to);
+    if (shim.kick_fd < 0 ||
+        getsockname(shim.kick_fd, (struct sockaddr *)&prog.kick_to,
+                    &prog.kick_len) != 0) {
+        return;
+    }
+    prog.kick_sock = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK |
+                            SOCK_CLOEXEC, 0);
+}
+
+int shim_prog_start(void)
+{
+    static int atfork_done;
+    sigset_t all, old;
+    int rc;
+
+    pthread_mutex_lock(&prog.lock);
+    if (prog.running) {
+        pthread_mutex_unlock(&prog.lock);
+        return DPS_OK;
+    }
+    if (!atfork_done) {
+        pthread_atfork(prog_atfork_prepare, prog_atfork_parent,
+                       prog_atfork_child);
+        atfork_done = 1;
+    }
+    prog.stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (prog.stop_fd < 0) {
+        dps_warn("cannot start the progress thread (eventfd: %m): "
+                 "collectives between hosts move only in MPI calls");
+        pthread_mutex_unlock(&prog.lock);
+        return DPS_ERR_IO;
+    }
+    kick_open();
+    prog.stop = 0;
+    /* The thread starts with every signal blocked: the application's
+     * handlers run on its own threads only. */
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    rc = pthread_create(&prog.thr, NULL, prog_main, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) {
+        dps_warn("cannot start the progress thread: %s: collectives "
+                 "between hosts move only in MPI calls", strerror(rc));
+        close(prog.stop_fd);
+        prog.stop_fd = -1;
+        if (prog.kick_sock >= 0) {
+            close(prog.kick_sock);
+            prog.kick_sock = -1;
+        }
+        pthread_mutex_unlock(&prog.lock);
+        return DPS_ERR_NOMEM;
+    }
+    pthread_setname_np(prog.thr, "dpushim-prog");
+    prog.running = 1;
+    prog.started = 1;
+    pthread_mutex_unlock(&prog.lock);
+    return DPS_OK;
+}
+
+void shim_prog_stop(void)
+{
+    uint64_t one = 1;
+
+    pthread_mutex_lock(&prog.lock);
+    if (!prog.running) {
+        pthread_mutex_unlock(&prog.lock);
+        return;
+    }
+    __atomic_store_n(&prog.stop, 1, __ATOMIC_RELEASE);
+    if (write(prog.stop_fd, &one, sizeof(one)) < 0) {
+        /* it wakes at the backstop */
+    }
+    pthread_join(prog.thr, NULL);
+    prog.running = 0;
+    close(prog.stop_fd);
+    prog.stop_fd = -1;
+    if (prog.kick_sock >= 0) {
+        close(prog.kick_sock);
+        prog.kick_sock = -1;
+    }
+    pthread_mutex_unlock(&prog.lock);
+}
+
+void shim_prog_stats(uint64_t *ran, uint64_t *wakeups, uint64_t *cpu_ns)
+{
+    *ran = (uint64_t)prog.started;
+    *wakeups = prog.wakeups;
+    *cpu_ns = prog.cpu_ns;
+}
