@@ -8,6 +8,9 @@
 #                        against plain MPI (scripts/)
 #   make install PREFIX=/usr/local   header, libraries, agents, pkg-config
 #   make depgraph        call and include loops between source files
+#   make agent-arm64     dpu_agent cross-built for aarch64 (a BlueField's
+#                        Arm cores), build/arm64/; run with qemu-aarch64
+#                        (scripts/arm64-agent.sh, docs/bluefield.md)
 # check, demo and bench run for both MPIs unless MPI=... names them: the
 # list is taken after `make deps` has installed them, never before.
 
@@ -22,6 +25,11 @@ WARN       := -std=gnu11 -Wall -Wextra -Werror -ffp-contract=off
 # ("shim/core/shim.h", "common/dps_log.h").
 INC        := -I.
 UCX_LIBS   := -lucp -lucs
+# What dpu_agent links, on any ISA.
+AGENT_LIBS := $(UCX_LIBS) -libverbs -lpthread
+# The cross compiler for the Arm agent: Debian's, with the arm64 UCX and
+# rdma-core of multiarch (/usr/lib/aarch64-linux-gnu; scripts/deps.sh).
+ARM64_CC   := aarch64-linux-gnu-gcc
 MPICC_openmpi := mpicc.openmpi
 MPICC_mpich   := mpicc.mpich
 MPIF90_openmpi := mpif90.openmpi
@@ -78,7 +86,7 @@ UNIT_TESTS := check_proto check_config check_shim_util check_listen check_shm ch
               check_reduce check_cma
 
 .PHONY: all build mpi-list deps check demo bench clean unit fuzz install depgraph \
-        $(ALL_MPIS)
+        agent-arm64 $(ALL_MPIS)
 
 PREFIX     ?= /usr/local
 
@@ -148,7 +156,18 @@ build/%/libdpushim.so: $(COMMON_SRC) $(SHIM_SRC) $(HDRS) Makefile
 
 build/%/dpu_agent: $(COMMON_SRC) $(AGENT_SRC) $(HDRS) Makefile
 	@mkdir -p $(@D)
-	$(CC) $(WARN) $(INC) $(CFLAGS) -o $@ $(COMMON_SRC) $(AGENT_SRC) $(UCX_LIBS) -libverbs -lpthread
+	$(CC) $(WARN) $(INC) $(CFLAGS) -o $@ $(COMMON_SRC) $(AGENT_SRC) $(AGENT_LIBS)
+
+# The agent alone for aarch64 (the shim stays with the x86-64 ranks). An
+# explicit rule: it takes precedence over build/%/dpu_agent above.
+agent-arm64: build/arm64/dpu_agent
+
+build/arm64/dpu_agent: $(COMMON_SRC) $(AGENT_SRC) $(HDRS) Makefile
+	@command -v $(ARM64_CC) >/dev/null || { \
+	    echo "dpushim: $(ARM64_CC) not found: run 'make deps' as root" >&2; \
+	    exit 2; }
+	@mkdir -p $(@D)
+	$(ARM64_CC) $(WARN) $(INC) $(CFLAGS) -o $@ $(COMMON_SRC) $(AGENT_SRC) $(AGENT_LIBS)
 
 build/%/tests: $(wildcard tests/mpi/*.c tests/mpi/*.h) $(BENCH_SRC) Makefile
 	@mkdir -p $@

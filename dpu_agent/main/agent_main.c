@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 static void usage(FILE *out)
@@ -250,6 +251,10 @@ int main(int argc, char **argv)
     int c, addr_fd = -1, parent_fd = -1;
 
     dps_log_set_who("agent");
+    /* The name the scripts and tests find agents by (/proc/PID/comm):
+     * under qemu-user (an aarch64 agent here, scripts/arm64-agent.sh)
+     * the process would otherwise be named qemu-aarch64. */
+    (void)prctl(PR_SET_NAME, "dpu_agent", 0, 0, 0);
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
         case 'a':

@@ -38,6 +38,11 @@
  * operation, MPI_CHAR (not in §6.9.2), a zero count. With
  * DPUSHIM_STATS=2 the program also expects the reasons line of each
  * collective with fallbacks.
+ *
+ * T_AGENT_NO_X87=1: the job's agents compute no x87 extended (aarch64
+ * agents, a BlueField's: make agent-arm64). Then this host's 16-byte
+ * reals, x87 on x86-64, must go to stock MPI (a type the agents do not
+ * reduce).
  */
 #include "tcommon.h"
 
@@ -473,6 +478,22 @@ static int as_defined(const ty_t *t, int o)
     return ok;
 }
 
+/* Do the agents compute t's arithmetic? All but x87 types (16-byte reals
+ * of an x86-64 host) when T_AGENT_NO_X87 says they lack it. */
+static int agents_reduce(const ty_t *t)
+{
+    const char *s = getenv("T_AGENT_NO_X87");
+    size_t es = tsize(t);
+    int x87;
+
+    if (s == NULL || strcmp(s, "1") != 0 || __LDBL_MANT_DIG__ != 64) {
+        return 1;
+    }
+    x87 = (t->kind == K_REAL && es == 16) || (t->kind == K_CPLX && es == 32) ||
+          (t->kind == K_PAIR && t->vkind == K_REAL && t->vsize == 16);
+    return !x87;
+}
+
 /* ---- the calls --------------------------------------------------------- */
 
 enum { R_ALL, R_ALL_IP, R_RED, R_RED_IP, R_RSB, R_RS, R_SCAN, R_EXSCAN,
@@ -718,7 +739,7 @@ int main(int argc, char **argv)
                 continue;
             }
             def = as_defined(ty, o);
-            off = ty->cls != C_NONE && def;
+            off = ty->cls != C_NONE && def && agents_reduce(ty);
             ncombo++;
             noff += off;
             batch(pers_ok() ? ALL_KINDS : ALL_KINDS & ~(1u << R_PERS), ty,
@@ -735,10 +756,10 @@ int main(int argc, char **argv)
              ty->dt == MPI_LONG_DOUBLE || ty->dt == MPI_C_DOUBLE_COMPLEX ||
              ty->dt == MPI_LOGICAL || ty->dt == MPI_INT) &&
             accepts(ty, o)) {
-            int off = as_defined(ty, o);
+            int def = as_defined(ty, o);
 
-            batch(1u << R_ALL | 1u << R_RSB, ty, ops[o].op, o, 9000, 0, off,
-                  W_TYPE, off, &salt);
+            batch(1u << R_ALL | 1u << R_RSB, ty, ops[o].op, o, 9000, 0,
+                  def && agents_reduce(ty), W_TYPE, def, &salt);
         }
     }
     /* Reasons: a user operation; a zero count. */
