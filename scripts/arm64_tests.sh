@@ -19,9 +19,10 @@
 # it for an agent on another machine (no shared memory, no CMA, no DMA
 # engines: UCX get/put, as a DPU's agent).
 _a64_start() {
-    local dir=$1 name=${2:-} port= _
+    local dir=$1 name=${2:-} port='' _
     mkdir -p "$dir/sec" && chmod 700 "$dir" "$dir/sec"
     if [ -n "$name" ]; then
+        # shellcheck disable=SC2016 # expanded by that sh, not here
         unshare -u sh -c 'hostname "$1" && shift && exec "$@"' _ "$name" \
             scripts/arm64-run.sh dpu_agent --listen 127.0.0.1:0 \
             --secret-dir "$dir/sec" >"$dir/listener.log" 2>&1 &
