@@ -114,22 +114,37 @@ arm64_wire_tests() {
     rm -rf "$d"
 }
 
-# Jobs of x86-64 ranks served by the aarch64 agent listening here:
-# - on this host (same host name): the shared-memory channel (work
-#   requests, completions, DMA engine commands in one segment both ISAs
-#   map) and the ranks' DMA engines commanded by the Arm agent; two
-#   agents (DPUSHIM_RANKS_PER_DPU=1), so every wire message type but
-#   PING/PONG passes (PING's body is HELLO's, PONG is a header) — t_colls;
-# - in a UTS namespace of its own (an agent on another machine, a DPU):
-#   UCX get/put over TCP with keys packed by the x86-64 ranks' UCX and
-#   unpacked by the aarch64 agent's — t_colls staged.
+# The aarch64 agent beside build/MPI/dpu_agent:
+# - its command line prints what the host's agent prints;
+# - listening on this host (same host name), it serves x86-64 ranks
+#   through the shared-memory channel (work requests, completions and DMA
+#   engine commands in one segment both ISAs map) and their DMA engines;
+#   two agents (DPUSHIM_RANKS_PER_DPU=1), so every wire message type but
+#   PING/PONG passes (PING's body is HELLO's, PONG is a header): t_colls;
+# - from a UTS namespace of its own (an agent on another machine, a DPU)
+#   it serves them with UCX get/put over TCP, with keys packed by the
+#   ranks' x86-64 UCX and unpacked by its aarch64 UCX: t_colls, staged.
 arm64_agent_tests() {
-    local mpi=$1 dir log ok vars
+    local mpi=$1 dir log ok vars o x a
     log="$LOGS/$mpi-arm64-start.log"
     _a64_ready "$log" || {
         report "$mpi aarch64 agent (make agent-arm64, qemu-user)" 0 "$log"
         return
     }
+    # Its command line: what the host's agent prints, exit status too
+    # (--probe: 1 here, no BlueField).
+    log="$LOGS/$mpi-arm64-cli.log" ok=1
+    for o in --help --probe --config-markdown --types-markdown; do
+        x=$("build/$mpi/dpu_agent" "$o" 2>&1; echo "exit $?")
+        a=$(timeout 60 scripts/arm64-run.sh dpu_agent "$o" 2>&1; echo "exit $?")
+        [ "$x" = "$a" ] || {
+            echo "dpu_agent $o differs:"
+            diff <(echo "$x") <(echo "$a")
+            ok=0
+        }
+    done >"$log" 2>&1
+    report "$mpi aarch64 dpu_agent (qemu) --help, --probe, --config-markdown, --types-markdown: as the x86-64 agent's, exit status too" \
+        "$ok" "$log"
     dir=$(mktemp -d /tmp/dpushim-arm64.XXXXXX)
     if ! _a64_start "$dir" || ! _a64_is_arm "$_a64_pid"; then
         cp "$dir/listener.log" "$log"
