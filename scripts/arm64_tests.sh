@@ -9,8 +9,8 @@
 #   arm64_wire_tests          no MPI: encoders, decoders, layouts (2 s)
 #   arm64_agent_tests MPI     jobs served by an Arm listening agent
 #   arm64_reduce_tests MPI    every reduction type computed on Arm
-# Times here (2 shared cores, under load): arm64_agent_tests 30-80 s per
-# MPI, arm64_reduce_tests 20-80 s per MPI.
+# Times here (2 cores shared with other jobs, load 8 to 16): wire 1-3 s;
+# agent 25-100 s per MPI (Open MPI's the longer); reduce 20-60 s per MPI.
 
 # _a64_start DIR [HOSTNAME]: the aarch64 agent listening on 127.0.0.1 (any
 # port), secrets in DIR/sec, output in DIR/listener.log; its environment
