@@ -9,8 +9,9 @@
 #   make install PREFIX=/usr/local   header, libraries, agents, pkg-config
 #   make depgraph        call and include loops between source files
 #   make agent-arm64     dpu_agent cross-built for aarch64 (a BlueField's
-#                        Arm cores), build/arm64/; run with qemu-aarch64
-#                        (scripts/arm64-agent.sh, docs/bluefield.md)
+#                        Arm cores) and the wire's tools, build/arm64/;
+#                        run with qemu-user (scripts/arm64-run.sh,
+#                        docs/bluefield.md)
 # check, demo and bench run for both MPIs unless MPI=... names them: the
 # list is taken after `make deps` has installed them, never before.
 
@@ -86,7 +87,7 @@ UNIT_TESTS := check_proto check_config check_shim_util check_listen check_shm ch
               check_reduce check_cma
 
 .PHONY: all build mpi-list deps check demo bench clean unit fuzz install depgraph \
-        agent-arm64 $(ALL_MPIS)
+        agent-arm64 arm64-cc $(ALL_MPIS)
 
 PREFIX     ?= /usr/local
 
@@ -158,17 +159,6 @@ build/%/dpu_agent: $(COMMON_SRC) $(AGENT_SRC) $(HDRS) Makefile
 	@mkdir -p $(@D)
 	$(CC) $(WARN) $(INC) $(CFLAGS) -o $@ $(COMMON_SRC) $(AGENT_SRC) $(AGENT_LIBS)
 
-# The agent alone for aarch64 (the shim stays with the x86-64 ranks). An
-# explicit rule: it takes precedence over build/%/dpu_agent above.
-agent-arm64: build/arm64/dpu_agent
-
-build/arm64/dpu_agent: $(COMMON_SRC) $(AGENT_SRC) $(HDRS) Makefile
-	@command -v $(ARM64_CC) >/dev/null || { \
-	    echo "dpushim: $(ARM64_CC) not found: run 'make deps' as root" >&2; \
-	    exit 2; }
-	@mkdir -p $(@D)
-	$(ARM64_CC) $(WARN) $(INC) $(CFLAGS) -o $@ $(COMMON_SRC) $(AGENT_SRC) $(AGENT_LIBS)
-
 build/%/tests: $(wildcard tests/mpi/*.c tests/mpi/*.h) $(BENCH_SRC) Makefile
 	@mkdir -p $@
 	@set -e; for t in $(MPI_TESTS); do \
@@ -204,10 +194,42 @@ build/fuzz/fuzz_hello: tests/fuzz/fuzz_hello.c common/dps_listen.c $(HDRS) Makef
 	clang $(FUZZ_FLAGS) $(INC) -o $@ tests/fuzz/fuzz_hello.c common/dps_listen.c \
 	    common/dps_log.c common/dps_ucx.c $(UCX_LIBS)
 
-build/fuzz/mkseeds: tests/fuzz/mkseeds.c $(PROTO_SRC) common/dps_listen.c $(HDRS) Makefile
+# The wire's encoders and decoders with the listeners' hello: what its
+# tools link (mkseeds, tests/tools/wire_dump.c).
+WIRE_SRC   := $(PROTO_SRC) common/dps_listen.c common/dps_log.c common/dps_ucx.c
+
+build/fuzz/mkseeds: tests/fuzz/mkseeds.c $(WIRE_SRC) $(HDRS) Makefile
 	@mkdir -p $(@D)
-	$(CC) $(WARN) $(INC) $(CFLAGS) -o $@ tests/fuzz/mkseeds.c $(PROTO_SRC) \
-	    common/dps_listen.c common/dps_log.c common/dps_ucx.c $(UCX_LIBS)
+	$(CC) $(WARN) $(INC) $(CFLAGS) -o $@ tests/fuzz/mkseeds.c $(WIRE_SRC) $(UCX_LIBS)
+
+build/tools/wire_dump: tests/tools/wire_dump.c $(WIRE_SRC) $(HDRS) Makefile
+	@mkdir -p $(@D)
+	$(CC) $(WARN) $(INC) $(CFLAGS) -o $@ tests/tools/wire_dump.c $(WIRE_SRC) $(UCX_LIBS)
+
+# For aarch64 (a BlueField's Arm cores): the agent alone, the shim stays
+# with the x86-64 ranks; and the wire's tools, whose outputs on both ISAs
+# must be equal (wire_dump.c). Run with scripts/arm64-run.sh (qemu-user).
+# Explicit rules: they take precedence over build/%/dpu_agent.
+ARM64_TOOLS := mkseeds wire_dump
+agent-arm64: build/arm64/dpu_agent $(addprefix build/arm64/,$(ARM64_TOOLS)) \
+             build/fuzz/mkseeds build/tools/wire_dump
+
+arm64-cc:
+	@command -v $(ARM64_CC) >/dev/null || { \
+	    echo "dpushim: $(ARM64_CC) not found: run 'make deps' as root" >&2; \
+	    exit 2; }
+
+build/arm64/dpu_agent: $(COMMON_SRC) $(AGENT_SRC) $(HDRS) Makefile | arm64-cc
+	@mkdir -p $(@D)
+	$(ARM64_CC) $(WARN) $(INC) $(CFLAGS) -o $@ $(COMMON_SRC) $(AGENT_SRC) $(AGENT_LIBS)
+
+build/arm64/mkseeds: tests/fuzz/mkseeds.c $(WIRE_SRC) $(HDRS) Makefile | arm64-cc
+	@mkdir -p $(@D)
+	$(ARM64_CC) $(WARN) $(INC) $(CFLAGS) -o $@ tests/fuzz/mkseeds.c $(WIRE_SRC) $(UCX_LIBS)
+
+build/arm64/wire_dump: tests/tools/wire_dump.c $(WIRE_SRC) $(HDRS) Makefile | arm64-cc
+	@mkdir -p $(@D)
+	$(ARM64_CC) $(WARN) $(INC) $(CFLAGS) -o $@ tests/tools/wire_dump.c $(WIRE_SRC) $(UCX_LIBS)
 
 deps:
 	@scripts/deps.sh

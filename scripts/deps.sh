@@ -10,23 +10,62 @@ PKGS=(build-essential gfortran pkg-config libucx-dev ucx-utils uthash-dev check
 # iproute2, util-linux, python3: scripts/cluster.sh (namespaces, veths, tc;
 # nsenter, unshare; its node holder, scripts/cluster_node.py); slurm-wlm,
 # munge: scripts/cluster-slurm.sh (srun across the emulated hosts).
+# The agent for a BlueField's Arm cores (make agent-arm64), run here under
+# qemu-user (scripts/arm64-run.sh): Debian's cross compiler and its C
+# library, and the arm64 builds of what the agent links, through
+# multiarch (Multi-Arch: same, beside the amd64 ones; their arm64 C
+# library is what qemu runs the agent with). qemu-user, not
+# qemu-user-static: a fifth of the download, and no binfmt_misc needed.
+ARM64_PKGS=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
+            libucx-dev:arm64 libibverbs-dev:arm64)
 
-missing=()
+installed() {
+    dpkg-query -W -f='${Status}' "$1" 2>/dev/null |
+        grep -q "install ok installed"
+}
+
+missing=() arm_missing=()
 for p in "${PKGS[@]}"; do
-    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null |
-            grep -q "install ok installed"; then
-        missing+=("$p")
-    fi
+    installed "$p" || missing+=("$p")
 done
-if [ ${#missing[@]} -eq 0 ]; then
+for p in "${ARM64_PKGS[@]}"; do
+    installed "$p" || arm_missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ] && [ ${#arm_missing[@]} -eq 0 ]; then
     exit 0
 fi
+arch_add=0
+dpkg --print-foreign-architectures | grep -qx arm64 || arch_add=1
 if [ "$(id -u)" -ne 0 ]; then
     echo "dpushim: missing packages; run as root:" >&2
-    echo "  apt-get update && apt-get install -y ${missing[*]}" >&2
+    [ $arch_add = 0 ] || echo "  dpkg --add-architecture arm64" >&2
+    echo "  apt-get update && apt-get install -y" \
+         "${missing[*]} ${arm_missing[*]}" >&2
     exit 1
 fi
-echo "dpushim: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
+if [ ${#arm_missing[@]} -gt 0 ] && [ $arch_add = 1 ]; then
+    dpkg --add-architecture arm64
+fi
 apt-get update -qq
-apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "dpushim: installing ${missing[*]}"
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+if [ ${#arm_missing[@]} -gt 0 ]; then
+    # Multi-Arch: same packages must match their amd64 twins' versions:
+    # apt may upgrade those, and must never remove anything for them.
+    plan=$(apt-get install -s --no-install-recommends "${arm_missing[@]}" 2>&1) || {
+        echo "dpushim: the arm64 packages cannot be installed:" >&2
+        echo "$plan" | grep -E '^(E:| )' >&2
+        exit 1
+    }
+    if echo "$plan" | grep -q '^Remv '; then
+        echo "dpushim: installing ${arm_missing[*]} would remove:" >&2
+        echo "$plan" | sed -n 's/^Remv /  /p' >&2
+        echo "dpushim: not installed; make agent-arm64 needs them" >&2
+        exit 1
+    fi
+    echo "dpushim: installing ${arm_missing[*]}"
+    apt-get install -y -qq --no-install-recommends "${arm_missing[@]}" >/dev/null
+fi
