@@ -94,6 +94,9 @@ typedef struct shim_state {
     pthread_mutex_t lock;
     double         last_liveness; /* time of the last agent check */
     double         last_heard;    /* time of the agent's last message */
+    double         app_until;     /* an application thread polls in MPI
+                                   * until then: the progress thread
+                                   * stands aside (core/progress.c) */
     double         ping_sent;     /* outstanding PING, or 0 */
     char           fo_why[700];   /* failure seen here, to act on */
     int            fo_state;      /* SHIM_FO_* */

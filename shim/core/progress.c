@@ -12,11 +12,13 @@
  * wakes for UCX's traffic or to stop; it progresses the worker under
  * shim.lock, which every user of the worker holds (the worker is
  * UCS_THREAD_MODE_SERIALIZED). Messages it takes in (a COMPLETE from an
- * agent on another host) wait in the inbox for the rank's next MPI call,
- * which it wakes if it sleeps in a wait; it never calls MPI. It blocks
- * every signal, stops for good when stock MPI takes over from a failed
- * agent (no emulated put may land after that), has no twin after fork(),
- * and is joined before the worker is destroyed.
+ * agent on another host) wait in the inbox for the rank's next MPI call;
+ * it never calls MPI. While an application thread polls in MPI (a wait:
+ * shim_progress, shim_idle) the thread stands aside: the two working the
+ * one worker on shared cores made waits longer. It blocks every signal,
+ * stops for good when stock MPI takes over from a failed agent (no
+ * emulated put may land after that), has no twin after fork(), and is
+ * joined before the worker is destroyed.
  *
  * It is not the DMA engine (data/engine.c): the engine runs where the
  * ranks of one host copy with CMA, sleeps on a futex in the shared
@@ -31,11 +33,10 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -50,27 +51,10 @@ static struct {
     int             started;     /* it ran in this process */
     int             stop;        /* asked to stop (atomic) */
     int             stop_fd;     /* eventfd: wakes it to stop */
-    int             kick_sock;   /* wakes the rank in shim_idle */
-    struct sockaddr_un kick_to;  /* the rank's wake-up socket */
-    socklen_t       kick_len;
     pthread_mutex_t lock;        /* start and stop */
     uint64_t        wakeups;     /* sleeps ended, for the statistics */
     uint64_t        cpu_ns;      /* its CPU time, when it ended */
-} prog = {.stop_fd = -1, .kick_sock = -1,
-          .lock = PTHREAD_MUTEX_INITIALIZER};
-
-/* A message came into the inbox: the rank may sleep in shim_idle on its
- * wake-up socket (only its agent kicks it, and one on another host
- * cannot). */
-static void kick_rank(void)
-{
-    char byte = 0;
-
-    if (prog.kick_sock >= 0) {
-        (void)sendto(prog.kick_sock, &byte, 1, MSG_DONTWAIT,
-                     (struct sockaddr *)&prog.kick_to, prog.kick_len);
-    }
-}
+} prog = {.stop_fd = -1, .lock = PTHREAD_MUTEX_INITIALIZER};
 
 static void *prog_main(void *arg)
 {
@@ -81,7 +65,8 @@ static void *prog_main(void *arg)
     (void)arg;
     while (!__atomic_load_n(&prog.stop, __ATOMIC_ACQUIRE)) {
         ucs_status_t st = UCS_OK;
-        int had, took;
+        double until, aside;
+        unsigned did = 0, n;
 
         pthread_mutex_lock(&shim.lock);
         if (shim.fo_state != SHIM_FO_NONE || shim.agent_dead) {
@@ -90,19 +75,34 @@ static void *prog_main(void *arg)
             pthread_mutex_unlock(&shim.lock);
             break;
         }
-        had = shim.ucx.inbox.head != NULL;
-        while (ucp_worker_progress(shim.ucx.worker)) {
+        __atomic_load(&shim.app_until, &until, __ATOMIC_RELAXED);
+        if ((aside = until - dps_now()) > 0) {
+            /* The rank is in MPI and polls the worker itself (shim_idle,
+             * shim_progress): keep out of its way until it may be gone. */
+            struct timespec ts = {0, aside < 0.01 ? (long)(aside * 1e9) + 1
+                                                  : 10000000L};
+
+            pthread_mutex_unlock(&shim.lock);
+            ppoll(&pfd[1], 1, &ts, NULL);
+            continue;
         }
-        took = !had && shim.ucx.inbox.head != NULL;
+        while ((n = ucp_worker_progress(shim.ucx.worker)) != 0) {
+            did += n;
+        }
         if (pfd[0].fd >= 0) {
             st = ucp_worker_arm(shim.ucx.worker);
         }
         pthread_mutex_unlock(&shim.lock);
-        if (took) {
-            kick_rank();
-        }
         if (st == UCS_ERR_BUSY) {
-            continue;   /* events came meanwhile: progress again */
+            /* Events came meanwhile, or our sends wait for room at the
+             * agent (shared-memory FIFO): progress again, but where
+             * nothing moved let the agent run first. Spinning here took
+             * the core the agent needed (1 MiB Ialltoall over UCX, 2
+             * ranks on 2 cores: 4x the thread's CPU time, arrival later). */
+            if (did == 0) {
+                sched_yield();
+            }
+            continue;
         }
         if (st != UCS_OK) {
             dps_warn("progress thread: ucp_worker_arm: %s; polling every "
@@ -141,22 +141,8 @@ static void prog_atfork_child(void)
     pthread_mutex_unlock(&shim.lock);
     prog.running = 0;
     prog.stop_fd = -1;       /* the parent's; closed with the process */
-    prog.kick_sock = -1;
     pthread_mutex_init(&prog.lock, NULL);
     shim.active = 0;
-}
-
-/* The rank's wake-up socket's name, and a socket to send to it. */
-static void kick_open(void)
-{
-    prog.kick_len = sizeof(prog.kick_to);
-    if (shim.kick_fd < 0 ||
-        getsockname(shim.kick_fd, (struct sockaddr *)&prog.kick_to,
-                    &prog.kick_len) != 0) {
-        return;
-    }
-    prog.kick_sock = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK |
-                            SOCK_CLOEXEC, 0);
 }
 
 int shim_prog_start(void)
@@ -182,7 +168,6 @@ int shim_prog_start(void)
         pthread_mutex_unlock(&prog.lock);
         return DPS_ERR_IO;
     }
-    kick_open();
     prog.stop = 0;
     /* The thread starts with every signal blocked: the application's
      * handlers run on its own threads only. */
@@ -195,10 +180,6 @@ int shim_prog_start(void)
                  "between hosts move only in MPI calls", strerror(rc));
         close(prog.stop_fd);
         prog.stop_fd = -1;
-        if (prog.kick_sock >= 0) {
-            close(prog.kick_sock);
-            prog.kick_sock = -1;
-        }
         pthread_mutex_unlock(&prog.lock);
         return DPS_ERR_NOMEM;
     }
@@ -226,10 +207,6 @@ void shim_prog_stop(void)
     prog.running = 0;
     close(prog.stop_fd);
     prog.stop_fd = -1;
-    if (prog.kick_sock >= 0) {
-        close(prog.kick_sock);
-        prog.kick_sock = -1;
-    }
     pthread_mutex_unlock(&prog.lock);
 }
 
