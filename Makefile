@@ -236,7 +236,7 @@ deps:
 
 # deps first, then a sub-make: it sees the MPIs deps just installed.
 check: deps
-	@$(MAKE) --no-print-directory MPI="$(RUN_MPIS)" build unit fuzz
+	@$(MAKE) --no-print-directory MPI="$(RUN_MPIS)" build unit fuzz agent-arm64
 	@scripts/check.sh $(RUN_MPIS)
 
 demo: deps

@@ -13,6 +13,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 source scripts/lib.sh
 source scripts/listen_tests.sh
+source scripts/arm64_tests.sh
 
 dps_mpis_ready "$@" || {
     echo "check.sh: cannot test the MPIs above; 'make check' installs and" \
@@ -198,7 +199,7 @@ mpi_tests() {
     # Here UCX emulates RMA with messages the ranks progress in MPI calls,
     # so programs that block in MPI_Recv while data is due are left out.
     for name in t_alltoall_sizes t_bcast_roots t_comms t_edge t_buffers \
-                t_regcache t_regmem t_reglru; do
+                t_regcache t_regmem t_reglru t_outside; do
         shim_case "$mpi" "build/$mpi/tests/$name" 4 \
             "$base DPUSHIM_RANKS_PER_DPU=2 DPUSHIM_TRANSPORT=ucx" \
             "4 ranks, 2 agents, UCX get/put for every rank"
@@ -1086,6 +1087,7 @@ unit_tests
 readme_check
 layout_check "$1"
 fuzz_decoder
+arm64_wire_tests
 install_check "$@"
 for mpi in "$@"; do
     mpi_tests "$mpi"
@@ -1103,6 +1105,13 @@ for mpi in "$@"; do
     listen_agent_tests "$mpi"
     listen_job_tests "$mpi"
     listen_remote_tests "$mpi"
+    # The aarch64 agent under qemu: its command line and jobs for one
+    # MPI, reductions of every type for the other (about 2 min in all).
+    if [ "$mpi" = openmpi ]; then
+        arm64_agent_tests "$mpi"
+    else
+        arm64_reduce_tests "$mpi"
+    fi
     listen_bad_input_tests "$mpi"
     for np in 2 4; do
         failover_case "$mpi" "$np" kill
