@@ -762,15 +762,23 @@ fortran_tests() {
     done
 }
 
-# start_listener MPI DIR [HOSTNAME]: a listening agent on 127.0.0.1 (any
-# port) with secrets in DIR/sec; sets LISTEN_PID and LISTEN_PORT, writes
-# DIR/map. With HOSTNAME it runs in a UTS namespace of that host name, so
-# the ranks take it for an agent on another machine (a DPU): no pids, no
-# wake-up sockets, its death seen by the end of its connection.
+# start_listener MPI DIR [HOSTNAME|pidns]: a listening agent on 127.0.0.1
+# (any port) with secrets in DIR/sec; sets LISTEN_PID and LISTEN_PORT,
+# writes DIR/map. With HOSTNAME it runs in a UTS namespace of that host
+# name, so the ranks take it for an agent on another machine (a DPU): no
+# pids, no wake-up sockets, its death seen by the end of its connection.
+# With pidns it runs in a PID namespace of its own (and a /proc of it),
+# with this host's name and network, logging at info level; its UCX on
+# TCP only (UCX's shared-memory transports cannot cross PID namespaces).
 start_listener() {
     local mpi=$1 dir=$2 name=${3:-} _
     mkdir -p "$dir/sec" && chmod 700 "$dir" "$dir/sec"
-    if [ -n "$name" ]; then
+    if [ "$name" = pidns ]; then
+        DPUSHIM_LOG=info UCX_TLS=tcp,self \
+            unshare -p -f --kill-child --mount-proc \
+            "build/$mpi/dpu_agent" --listen 127.0.0.1:0 --secret-dir "$dir/sec" \
+            >"$dir/listener.log" 2>&1 &
+    elif [ -n "$name" ]; then
         unshare -u sh -c 'hostname "$1" && exec "$2" --listen 127.0.0.1:0 --secret-dir "$3"' \
             _ "$name" "build/$mpi/dpu_agent" "$dir/sec" >"$dir/listener.log" 2>&1 &
     else
@@ -791,6 +799,16 @@ start_listener() {
 
 stop_listener() {
     kill "$LISTEN_PID" 2>/dev/null
+    wait "$LISTEN_PID" 2>/dev/null
+}
+
+# The listener of start_listener MPI DIR pidns: unshare ignores SIGTERM
+# while it waits for its child, so the agent itself (that child, the
+# namespace's init) is stopped; unshare then exits.
+stop_pidns_listener() {
+    local child
+    child=$(ps -o pid= --ppid "$LISTEN_PID" 2>/dev/null)
+    [ -n "$child" ] && kill $child 2>/dev/null
     wait "$LISTEN_PID" 2>/dev/null
 }
 
@@ -962,6 +980,42 @@ listen_remote_tests() {
     rm -rf "$dir"
 }
 
+# A listening agent in a PID namespace of its own on this host, with its
+# name (a container, or a DPU's agent as a test would run it): the ranks'
+# pids name nothing there. Agents of 2026-12 copied the ranks' memory by
+# pid all the same (same node id: "No such process", and on a real DPU
+# whatever process had that pid); now each rank's token is not read back,
+# the agents say so and serve every rank over UCX, and the ranks neither
+# pin, watch, kick nor kill the pid the agent reports (another process
+# here).
+listen_pidns_tests() {
+    local mpi=$1 dir log ok vars
+    dir=$(mktemp -d /tmp/dpushim-pidns.XXXXXX)
+    log="$LOGS/$mpi-pidns-start.log"
+    if ! start_listener "$mpi" "$dir" pidns; then
+        cp "$dir/listener.log" "$log"
+        report "$mpi listening agent in its own PID namespace starts (unshare -p)" 0 "$log"
+        stop_pidns_listener
+        rm -rf "$dir"
+        return
+    fi
+    vars="DPUSHIM_STATS=1 DPUSHIM_MIN_BYTES=1 DPUSHIM_LOG=info DPUSHIM_AGENT_MAP=$dir/map DPUSHIM_SECRET_DIR=$dir/sec DPUSHIM_RANKS_PER_DPU=2"
+    log="$LOGS/$mpi-pidns-job.log"
+    run_job "$log" "$mpi" 4 1 "$vars" "build/$mpi/tests/t_alltoall_sizes" &&
+        grep -q '^result: ok' "$log" && stats_match "$log" &&
+        grep -Eq '^dpushim: agents .* cma_bytes=0 ucx_bytes=[1-9][0-9]*$' "$log" &&
+        grep -q "shares this host's name but not its process space" "$log" &&
+        ! grep -q 'runs on the' "$log" && ok=1 || ok=0
+    stop_pidns_listener
+    grep -q "ranks 0-3 share this agent's node name but not its process space (No such process): served over UCX" \
+        "$dir/listener.log" || ok=0
+    ! grep -q 'No such process$' "$dir/listener.log" || ok=0
+    sed 's/^/listener: /' "$dir/listener.log" >>"$log"
+    report "$mpi agents in their own PID namespace (same host name), 4 ranks, 2 agents: no CMA by pid (tokens not read back, said once), every rank over UCX, results and statistics exact" \
+        "$ok" "$log"
+    rm -rf "$dir"
+}
+
 # Bad input for listening agents: one line naming the cause at MPI_Init,
 # then stock MPI (or, with DPUSHIM_REQUIRE=1, an abort).
 listen_bad_input_tests() {
@@ -1112,6 +1166,7 @@ for mpi in "$@"; do
     else
         arm64_reduce_tests "$mpi"
     fi
+    listen_pidns_tests "$mpi"
     listen_bad_input_tests "$mpi"
     for np in 2 4; do
         failover_case "$mpi" "$np" kill

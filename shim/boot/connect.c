@@ -99,6 +99,26 @@ static void shm_offer(void)
     }
 }
 
+/*
+ * A listening agent that reports our host name gave us its pid (for
+ * liveness checks, kicks and, on failover, SIGKILL: boot/spawn.c). Keep
+ * it only if the agent proved it shares our process space (it read our
+ * token: READY's DPS_READY_SEEN); otherwise that pid here names some
+ * other process, or none (the agent runs in a container or PID namespace
+ * of the same host name).
+ */
+static void agent_pid_check(void)
+{
+    if (shim.cfg.agent_map[0] == '\0' || shim.agent_pid <= 0 ||
+        (shim.agent_cma & DPS_READY_SEEN)) {
+        return;
+    }
+    dps_info("agent %s shares this host's name but not its process "
+             "space: its pid is not used here (no pid checks, kicks or "
+             "kills; its connection and pings tell)", shim.agent_desc);
+    shim.agent_pid = 0;
+}
+
 /* READY came: use the channel if the agent mapped it, and start the DMA
  * engine where the data path is direct and the agent copies our memory
  * with CMA (it read our token back: READY says so). */
@@ -139,6 +159,8 @@ typedef struct {
     int  *pid, *node; /* process id and node (CMA on the same node) */
     uint64_t *token;  /* CMA token address and value (dps_cma.h) */
     int  *apid;       /* a leader's agent pid */
+    int  *after;      /* after READY: engine and agent reach the node
+                       * (rank_direct), agent pid (agent_pid_check) */
     int  *rlen, *rdisp, *alen, *adisp;
     char *rbuf, *abuf;  /* ranks' and leaders' agents' UCX addresses */
     int   my_agent, job_key;
@@ -151,6 +173,7 @@ static void tables_free(job_tables_t *t)
     free(t->pid);
     free(t->node);
     free(t->token);
+    free(t->after);
     free(t->apid);
     free(t->rlen);
     free(t->rdisp);
@@ -172,11 +195,13 @@ static int tables_alloc(job_tables_t *t, int nr)
         }
     }
     t->token = calloc(2 * (size_t)nr, sizeof(uint64_t));
+    t->after = calloc(2 * (size_t)nr, sizeof(int));
     shim.node_agents = calloc((size_t)nr, sizeof(pid_t));
     shim.rank_agent = calloc((size_t)nr, sizeof(uint32_t));
     shim.rank_node = calloc((size_t)nr, sizeof(int));
     shim.rank_direct = calloc((size_t)nr, sizeof(int));
-    return t->token != NULL && shim.node_agents != NULL &&
+    return t->token != NULL && t->after != NULL &&
+           shim.node_agents != NULL &&
            shim.rank_agent != NULL && shim.rank_node != NULL &&
            shim.rank_direct != NULL;
 }
@@ -354,6 +379,28 @@ static int prog_wanted(int node_id)
     return 0;
 }
 
+/* Every agent is ready: who may send unpacked data to whom (wrap/call.c:
+ * the same table on every rank, so that every rank decides alike), and
+ * the agents of this node's pids as their ranks keep them
+ * (agent_pid_check). */
+static void after_ready(job_tables_t *t, int node_id)
+{
+    int mine[2], i;
+
+    mine[0] = shim_engine_running() &&
+              (shim.agent_cma & DPS_READY_CMA_NODE) != 0;
+    mine[1] = (int)shim.agent_pid;
+    PMPI_Allgather(mine, 2, MPI_INT, t->after, 2, MPI_INT, MPI_COMM_WORLD);
+    shim.n_node_agents = 0;
+    for (i = 0; i < shim.world_size; i++) {
+        shim.rank_direct[i] = t->after[2 * i];
+        if (t->leader[i] && t->node[i] == node_id) {
+            shim.node_agents[shim.n_node_agents++] =
+                (pid_t)t->after[2 * i + 1];
+        }
+    }
+}
+
 /* Exchange addresses and bring every agent up; returns 1 on success. */
 int boot_connect_job(MPI_Comm vnode, const void *agent_addr,
                      uint32_t agent_addr_len, int node_id)
@@ -404,18 +451,13 @@ int boot_connect_job(MPI_Comm vnode, const void *agent_addr,
         send_hello_wait_ready(&ok);
     }
     if (ok) {
+        agent_pid_check();
         shm_accepted();
     }
     wait_all_wired();
     ok = boot_agree(ok);
     if (ok) {
-        /* Who may send unpacked data to whom (wrap/call.c): the same
-         * table on every rank, so that every rank decides alike. */
-        int direct = shim_engine_running() &&
-                     (shim.agent_cma & DPS_READY_CMA_NODE) != 0;
-
-        PMPI_Allgather(&direct, 1, MPI_INT, shim.rank_direct, 1, MPI_INT,
-                       MPI_COMM_WORLD);
+        after_ready(&t, node_id);
     }
     if (ok && prog_wanted(node_id)) {
         shim_prog_start();  /* without it: in MPI calls only, as before */

@@ -45,7 +45,10 @@ void boot_agent_affinity(const cpu_set_t *ranks)
 {
     cpu_set_t set;
 
-    if (!shim.is_leader || shim.agent_pid <= 0) {
+    /* A listening agent runs where whoever started it put it; and the
+     * pid it reports may name another process here (another PID
+     * namespace of the same host name: connect.c, agent_pid_check). */
+    if (!shim.is_leader || shim.agent_pid <= 0 || shim.listen_agent) {
         return;
     }
     agent_cpus(ranks, &set);
