@@ -86,7 +86,7 @@ BENCH_SRC  := $(wildcard tests/bench/*.c)
 UNIT_TESTS := check_proto check_config check_shim_util check_listen check_shm check_build \
               check_reduce check_cma
 
-.PHONY: all build mpi-list deps check demo bench clean unit fuzz install depgraph \
+.PHONY: all build mpi-list deps deps-full check demo bench clean unit fuzz install depgraph \
         agent-arm64 arm64-cc $(ALL_MPIS)
 
 PREFIX     ?= /usr/local
@@ -234,8 +234,13 @@ build/arm64/wire_dump: tests/tools/wire_dump.c $(WIRE_SRC) $(HDRS) Makefile | ar
 deps:
 	@scripts/deps.sh
 
+# Also the emulated cluster's (Slurm, munge, iproute2) and the Arm agent's
+# (cross compiler, qemu-user, arm64 UCX) packages: for check and bench.
+deps-full:
+	@scripts/deps.sh --full
+
 # deps first, then a sub-make: it sees the MPIs deps just installed.
-check: deps
+check: deps-full
 	@$(MAKE) --no-print-directory MPI="$(RUN_MPIS)" build unit fuzz agent-arm64
 	@scripts/check.sh $(RUN_MPIS)
 
@@ -243,7 +248,7 @@ demo: deps
 	@$(MAKE) --no-print-directory MPI="$(RUN_MPIS)" build
 	@scripts/demo.sh $(RUN_MPIS)
 
-bench: deps
+bench: deps-full
 	@$(MAKE) --no-print-directory MPI="$(RUN_MPIS)" build
 	@scripts/bench.sh $(RUN_MPIS)
 

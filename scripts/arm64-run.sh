@@ -35,12 +35,12 @@ for q in qemu-aarch64 qemu-aarch64-static; do
     fi
 done
 if [ -z "$qemu" ]; then
-    echo "dpushim: qemu-aarch64 not found: run 'make deps' as root" >&2
+    echo "dpushim: qemu-aarch64 not found: run 'make deps-full' as root" >&2
     exit 2
 fi
 if [ ! -e /lib/ld-linux-aarch64.so.1 ]; then
     echo "dpushim: no arm64 C library (/lib/ld-linux-aarch64.so.1):" \
-         "run 'make deps' as root" >&2
+         "run 'make deps-full' as root" >&2
     exit 2
 fi
 if [ ! -x "$prog" ]; then

@@ -66,7 +66,7 @@ _a64_ready() {
         return 1
     fi
     if ! command -v qemu-aarch64 >/dev/null; then
-        echo "qemu-aarch64 not installed: run 'make deps' as root" >"$log"
+        echo "qemu-aarch64 not installed: run 'make deps-full' as root" >"$log"
         return 1
     fi
 }

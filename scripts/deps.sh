@@ -1,12 +1,22 @@
 #!/usr/bin/env bash
 # Install the Debian packages dpushim needs, if any are missing.
 # As root it runs apt-get; otherwise it prints the command to run.
+# usage: scripts/deps.sh [--full]
+#   (none)  what building and running needs (make build, make demo)
+#   --full  also the emulated cluster's and the Arm agent's packages
+#           (make check, make bench)
 set -euo pipefail
 
+full=0
+case ${1:-} in
+--full) full=1 ;;
+"") ;;
+*) echo "usage: scripts/deps.sh [--full]" >&2; exit 2 ;;
+esac
 PKGS=(build-essential gfortran pkg-config libucx-dev ucx-utils uthash-dev check
       libibverbs-dev openmpi-bin libopenmpi-dev mpich libmpich-dev
-      gnuplot-nox procps python3-mpi4py python3-numpy clang libclang-rt-14-dev
-      iproute2 util-linux python3 slurm-wlm munge)
+      gnuplot-nox procps python3-mpi4py python3-numpy clang libclang-rt-14-dev)
+[ $full = 1 ] && PKGS+=(iproute2 util-linux python3 slurm-wlm munge)
 # iproute2, util-linux, python3: scripts/cluster.sh (namespaces, veths, tc;
 # nsenter, unshare; its node holder, scripts/cluster_node.py); slurm-wlm,
 # munge: scripts/cluster-slurm.sh (srun across the emulated hosts).
@@ -18,6 +28,7 @@ PKGS=(build-essential gfortran pkg-config libucx-dev ucx-utils uthash-dev check
 # qemu-user-static: a fifth of the download, and no binfmt_misc needed.
 ARM64_PKGS=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
             libucx-dev:arm64 libibverbs-dev:arm64)
+[ $full = 1 ] || ARM64_PKGS=()
 
 installed() {
     dpkg-query -W -f='${Status}' "$1" 2>/dev/null |
