@@ -303,8 +303,9 @@ static void wait_all_wired(void)
  * progress thread must progress our worker while we are outside MPI)?
  * DPUSHIM_TRANSPORT=ucx: every agent, for every rank. Ranks on another
  * node: their agents read and write ours with UCX (agent_rank_cma). Our
- * agent on another host (a listening agent on a DPU, no pid here): UCX
- * is all it has. Not where every transfer is a copy on this host.
+ * agent on another host (a listening agent on a DPU: its pid, 0, tells
+ * every rank of the virtual node, not only the leader that connected):
+ * UCX is all it has. Not where every transfer is a copy on this host.
  */
 static int prog_wanted(int node_id)
 {
@@ -313,8 +314,7 @@ static int prog_wanted(int node_id)
     if (shim.cfg.progress_thread != DPS_AUTOBOOL_AUTO) {
         return shim.cfg.progress_thread == DPS_AUTOBOOL_ON;
     }
-    if (shim.cfg.transport == DPS_TRANSPORT_UCX ||
-        (shim.listen_agent && shim.agent_pid <= 0)) {
+    if (shim.cfg.transport == DPS_TRANSPORT_UCX || shim.agent_pid <= 0) {
         return 1;
     }
     for (i = 0; i < shim.world_size; i++) {

@@ -44,9 +44,8 @@
  * miss shared-memory arrivals; missed_wakeups in the statistics counts
  * them: one in 2 of 48 test runs, 0 in the others; or the backstop ran
  * out just as work came): short while collectives of this rank run,
- * long when none does (then no agent has business with our memory). Idle,
- * a wake-up took 150 us of CPU here: 10 a second were 0.15 % of a core,
- * one a second is 0.015 %. */
+ * long when none does (then no agent has business with our memory). Idle
+ * here, 10 wake-ups a second took 0.15 % of a core, one a second 0.04 %. */
 #define PROG_BACKSTOP_MS      100
 #define PROG_IDLE_BACKSTOP_MS 1000
 
