@@ -128,8 +128,9 @@ const dps_cfg_entry_t dps_config_table[] = {
      "pid: a shared node name is not enough, e.g. for an agent on a DPU "
      "or in another PID namespace) and uses UCX get/put for every other "
      "rank; ucx uses UCX get/put for every rank (a test mode here: UCX "
-     "1.13 emulates RMA over shared memory, which needs the ranks to call "
-     "into MPI).",
+     "1.13 emulates RMA over shared memory with messages the ranks' UCX "
+     "workers handle, which their progress threads do, "
+     "DPUSHIM_PROGRESS_THREAD).",
      CFG_OFF(transport), 0, 0},
     {"DATA_PATH", DPS_CFG_DATAPATH, "direct",
      "How the bytes of ranks on one host move: direct, once, by the "
@@ -146,7 +147,9 @@ const dps_cfg_entry_t dps_config_table[] = {
      "while ranks compute or sleep: over TCP and shared memory UCX 1.13 "
      "emulates get/put with messages the rank's worker must handle. It "
      "sleeps on the worker's event file descriptor, waking only for "
-     "UCX's traffic (and every 0.1 s), so it costs nothing while idle. 1 "
+     "UCX's traffic (and every 0.1 s while the rank's collectives run, "
+     "every 1 s otherwise), so it costs nothing while idle, "
+     "and leaves the worker to the rank while the rank waits in MPI. 1 "
      "always, 0 never (such collectives then move only while ranks call "
      "MPI); auto: where agents reach the rank's memory with UCX get/put "
      "(the job spans more than one node, the rank's agent is on another "

@@ -7,8 +7,10 @@
 # (--types-markdown).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# The newest build's agent: an older one may predate the tables.
-agent=$(find build -name dpu_agent -type f -perm -u+x -printf '%T@ %p\n' |
+# The newest build's agent: an older one may predate the tables (not
+# build/arm64's: an aarch64 binary, run only under qemu).
+agent=$(find build -path build/arm64 -prune -o \
+            -name dpu_agent -type f -perm -u+x -printf '%T@ %p\n' |
         sort -rn | head -n 1 | cut -d' ' -f2-)
 [ -n "$agent" ] || { echo "build dpu_agent first (make)" >&2; exit 2; }
 

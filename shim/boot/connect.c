@@ -354,8 +354,9 @@ static void wait_all_wired(void)
  * progress thread must progress our worker while we are outside MPI)?
  * DPUSHIM_TRANSPORT=ucx: every agent, for every rank. Ranks on another
  * node: their agents read and write ours with UCX (agent_rank_cma). Our
- * agent on another host (a listening agent on a DPU, no pid here): UCX
- * is all it has. Not where every transfer is a copy on this host.
+ * agent on another host (a listening agent on a DPU: its pid, 0, tells
+ * every rank of the virtual node, not only the leader that connected):
+ * UCX is all it has. Not where every transfer is a copy on this host.
  */
 static int prog_wanted(int node_id)
 {

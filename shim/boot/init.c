@@ -301,7 +301,7 @@ static void print_stats(void)
 {
     uint64_t tot[DPS_COLL_MAX][SHIM_NSTAT], ag[5];
     uint64_t reg[SHIM_REG_NSTAT], regtot[SHIM_REG_NSTAT];
-    uint64_t eng[4], engtot[4], prg[3], prgtot[3];
+    uint64_t eng[4], engtot[4], prg[4], prgtot[4];
     int c;
 
     fetch_agent_stats();
@@ -314,8 +314,8 @@ static void print_stats(void)
                 MPI_COMM_WORLD);
     shim_engine_stats(&eng[0], &eng[1], &eng[2], &eng[3]);
     PMPI_Reduce(eng, engtot, 4, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
-    shim_prog_stats(&prg[0], &prg[1], &prg[2]);
-    PMPI_Reduce(prg, prgtot, 3, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
+    shim_prog_stats(&prg[0], &prg[1], &prg[2], &prg[3]);
+    PMPI_Reduce(prg, prgtot, 4, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
     if (shim.world_rank != 0) {
         return;
     }
@@ -356,11 +356,13 @@ static void print_stats(void)
                (unsigned long long)engtot[2], (unsigned long long)engtot[3]);
     }
     if (prgtot[0] > 0) {
-        /* Ranks whose progress thread ran, its wake-ups and CPU time,
-         * summed (DPUSHIM_PROGRESS_THREAD). */
-        printf("dpushim: progress threads=%llu wakeups=%llu cpu_ms=%.1f\n",
+        /* Ranks whose progress thread ran, its wake-ups (those that
+         * only the backstop brought), CPU time, summed
+         * (DPUSHIM_PROGRESS_THREAD). */
+        printf("dpushim: progress threads=%llu wakeups=%llu "
+               "missed_wakeups=%llu cpu_ms=%.1f\n",
                (unsigned long long)prgtot[0], (unsigned long long)prgtot[1],
-               prgtot[2] / 1e6);
+               (unsigned long long)prgtot[2], prgtot[3] / 1e6);
     }
     if (shim.active && shim.agent_dead) {
         printf("dpushim: agents failed: no agent statistics\n");

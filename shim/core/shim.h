@@ -170,9 +170,11 @@ int shim_prog_start(void);
  * (lock not held). Safe when it never started, and twice. */
 void shim_prog_stop(void);
 
-/* Did it run in this process (1 or 0), how many times it woke, and its
- * CPU time in ns (known once it stopped). */
-void shim_prog_stats(uint64_t *ran, uint64_t *wakeups, uint64_t *cpu_ns);
+/* Did it run in this process (1 or 0), how many times it woke, how
+ * often only its backstop found work (a wake-up lost), and its CPU time
+ * in ns (known once it stopped). */
+void shim_prog_stats(uint64_t *ran, uint64_t *wakeups, uint64_t *missed,
+                     uint64_t *cpu_ns);
 
 /* ---- core/comm.c -------------------------------------------------- */
 

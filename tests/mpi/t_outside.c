@@ -392,7 +392,7 @@ int main(int argc, char **argv)
     case_fork();
     if (want == 1 && t.rank == 0) {
         printf("expect~: progress threads=%d wakeups=[0-9]+ "
-               "cpu_ms=[0-9.]+\n", t.size);
+               "missed_wakeups=[0-9]+ cpu_ms=[0-9.]+\n", t.size);
     }
     rc = t_finish();
     /* MPI_Finalize has returned: no thread of the shim may be left. */
