@@ -33,7 +33,8 @@ typedef enum {
     DPS_MSG_PEER_POST,   /* agent -> agent: a rank of yours posted */
     DPS_MSG_SEND_DONE,   /* agent -> agent: a rank's SEND steps were read */
     DPS_MSG_SHUTDOWN,    /* vnode leader -> its agent: job ends */
-    DPS_MSG_PROCS,       /* vnode leader -> its agent: pid, node of ranks */
+    DPS_MSG_PROCS,       /* vnode leader -> its agent: pid, node and
+                          * CMA token of ranks */
     DPS_MSG_STATS_REQ,   /* vnode leader -> its agent: send your counters */
     DPS_MSG_STATS,       /* agent -> vnode leader: the counters */
     DPS_MSG_REG_FREE,    /* rank -> its agent, agent -> agent: drop keys */

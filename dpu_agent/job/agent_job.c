@@ -106,12 +106,13 @@ static int rank_is(const agent_t *a, uint32_t w, int why)
                       a->rank_why[w] == why;
 }
 
-/* The ranks rank_is picks, as "0-3,6" in buf (cut short with "..."); 
- * returns how many. */
+/* The ranks rank_is picks, as "0-3,6" in buf (len >= 32; cut short
+ * with "..."); returns how many. */
 static uint32_t rank_list(const agent_t *a, int why, char *buf, size_t len)
 {
     uint32_t i, j, n = 0;
     size_t off = 0;
+    int cut = 0;
 
     buf[0] = '\0';
     for (i = 0; i < a->nranks; i = j) {
@@ -122,9 +123,11 @@ static uint32_t rank_list(const agent_t *a, int why, char *buf, size_t len)
         for (j = i + 1; j < a->nranks && rank_is(a, j, why); j++) {
         }
         n += j - i;
-        if (off + 24 >= len) {
-            if (off + 4 < len) {
-                off += (size_t)snprintf(buf + off, len - off, "...");
+        if (off + 28 >= len) {
+            /* Room is kept for one more range of two 10-digit ranks. */
+            if (!cut) {
+                snprintf(buf + off, len - off, "...");
+                cut = 1;
             }
             continue;
         }
