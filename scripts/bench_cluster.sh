@@ -133,11 +133,7 @@ for mpi in "$@"; do
         printf '\r%s %s: calibration            ' "$mpi" "$coll" >&2
         run "$mpi" stock "$coll" "$cal" -S || exit 1
         run "$mpi" stock "$coll" "$cal" -S || exit 1
-        times=$(awk '$1 ~ /^[0-9]+$/ && NF >= 5 {
-                         if (!($1 in p) || $2 < p[$1]) p[$1] = $2
-                         if (!($1 in seen)) { seen[$1] = 1; order[++n] = $1 } }
-                     END { for (i = 1; i <= n; i++)
-                               printf "%s%s=%.2f", (i > 1 ? "," : ""), order[i], 2 * p[order[i]] }' "$cal")
+        times=$(dps_compute_times "$cal")
         echo "$times" >"$RAW/$mpi-$coll-times.txt"
         for rep in $(seq "$REPS"); do
             order=$kinds

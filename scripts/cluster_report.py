@@ -5,32 +5,12 @@ collective, results/cluster/cluster.csv and a gnuplot PNG per MPI and
 collective (overall time per size for every column)."""
 import glob
 import os
-import statistics
 import subprocess
 import sys
 
+from idle_report import medians  # the same raw format
+
 KINDS = ("stock", "shim", "dpu", "async")
-
-
-def parse(path):
-    """size -> (pure, overall, compute, overlap, post) of one run."""
-    rows = {}
-    with open(path) as f:
-        for line in f:
-            p = line.split()
-            if len(p) >= 6 and p[0].isdigit():
-                rows[int(p[0])] = tuple(float(x) for x in p[1:6])
-    return rows
-
-
-def medians(files):
-    runs = [parse(f) for f in files]
-    out = {}
-    for s in sorted(set().union(*runs)) if runs else []:
-        vals = [r[s] for r in runs if s in r]
-        out[s] = tuple(statistics.median(v[i] for v in vals)
-                       for i in range(5))
-    return out, len(runs)
 
 
 def plot(out, mpi, coll, cols, sizes):

@@ -144,3 +144,14 @@ dps_mpis_ready() {
     done
     return $bad
 }
+
+# dps_compute_times FILE: "SIZE=US,..." with US = 2 x the lowest pure-comm
+# time at each size among the overlap runs in FILE (the idle and cluster
+# benchmarks' compute phase, the same for every column).
+dps_compute_times() {
+    awk '$1 ~ /^[0-9]+$/ && NF >= 5 {
+             if (!($1 in p) || $2 < p[$1]) p[$1] = $2
+             if (!($1 in seen)) { seen[$1] = 1; order[++n] = $1 } }
+         END { for (i = 1; i <= n; i++)
+                   printf "%s%s=%.2f", (i > 1 ? "," : ""), order[i], 2 * p[order[i]] }' "$1"
+}
