@@ -147,9 +147,12 @@ static void op_send(shim_op_t *op)
     f.nmembers = c->agent_knows ? 0 : (uint32_t)c->size;
     msg = dps_msg_encode_post(DPS_MSG_POST, &f, key,
                               f.nsteps ? sc->steps : NULL, c->members, &len);
-    if (msg != NULL && !shim.agent_dead &&
-        shim_send_agent(msg, len) == DPS_OK) {
+    if (msg != NULL && shim.agent_dead) {
+        free(msg);
         msg = NULL;
+    }
+    /* shim_send_agent takes msg, whether it sends it or not. */
+    if (msg != NULL && shim_send_agent(msg, len) == DPS_OK) {
         /* Small transfers: wake our engine now, so that it polls for the
          * commands to come (waking it later, on an idle core, costs more
          * than the copy). Not for large ones: the woken engine may get
@@ -172,7 +175,6 @@ static void op_send(shim_op_t *op)
         return;
     }
     /* The agent is gone: stock MPI takes the op over (failover/failover.c). */
-    free(msg);
     if (shim.fo_why[0] == '\0') {
         snprintf(shim.fo_why, sizeof(shim.fo_why),
                  "cannot hand a collective to agent %s", shim.agent_desc);
