@@ -555,5 +555,8 @@ SHIM_API int MPI_Finalize(void)
     shim_in_call++;
     shim_fini();
     shim_in_call--;
+    /* So that a hang in MPI's own finalize can be told from one in ours
+     * (scripts/cluster_check.sh: MPICH's over UCX on TCP). */
+    dps_info("MPI_Finalize: the shim's part is done, MPI's follows");
     return PMPI_Finalize();
 }
