@@ -104,7 +104,10 @@ const dps_cfg_entry_t dps_config_table[] = {
      "datatype the agents do not reduce; an operation they do not apply: "
      "user-defined, or not MPI's on the datatype; below DPUSHIM_MIN_BYTES; "
      "an intercommunicator; offload or the collective switched off; "
-     "anything else, such as arguments MPI refuses).",
+     "anything else, such as arguments MPI refuses); and a line for each "
+     "agent, \"dpushim: agent I of HOST (AGENT): ranks=R offloaded=N "
+     "cpu_ms=T\": the host its ranks run on, the agent (pid, or address "
+     "and the host it runs on), the calls its ranks handed it.",
      CFG_OFF(stats), 0, 0},
     {"LOG", DPS_CFG_LOGLEVEL, "warn",
      "Log level: error, warn, info or debug.", CFG_OFF(log_level), 0, 0},

@@ -1133,6 +1133,8 @@ no_agents_left() {
     [ -z "$left" ] || kill -9 $left  # this suite failed anyway
 }
 
+# scripts/cluster_check.sh run alone takes the functions above only.
+[ "${DPS_CHECK_LIB:-0}" = 1 ] && return 0
 if [ -n "$(dps_agents_left)" ]; then
     echo "note: dpu_agent processes of this run's tag ($DPS_RUN_TAG) were" \
          "running before the suite: $(dps_agents_left | tr '\n' ' ')"
@@ -1183,6 +1185,7 @@ for mpi in "$@"; do
     kill_case "$mpi" launcher
     [ "$mpi" = openmpi ] && thirdparty_mpi4py
 done
+source scripts/cluster_check.sh "$@"  # across emulated hosts; SKIP if not root
 no_agents_left
 echo "$PASS passed, $FAIL failed"
 [ "$FAIL" = 0 ]

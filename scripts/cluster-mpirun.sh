@@ -5,11 +5,15 @@
 # shim. Prints the launcher's command line first ("+ ..."), then its
 # output; exits with its status.
 #
-# usage: scripts/cluster-mpirun.sh [--shim] MPI HOSTS [VAR=value...] PROGRAM [ARG...]
+# usage: scripts/cluster-mpirun.sh [--shim] [--srun] MPI HOSTS [VAR=value...] PROGRAM [ARG...]
 #   MPI     openmpi or mpich (build/MPI/ must be built)
 #   HOSTS   host1:2,host2:2 (name:slots; the ranks fill them in order)
 #   --shim  preload build/MPI/libdpushim.so into the ranks (only them)
-#   VAR=value  passed to every rank (-x / -genv), e.g. DPUSHIM_STATS=1
+#   --srun  start the job with Slurm's srun instead (scripts/cluster-slurm.sh
+#           up first): every host the same number of ranks; the job is
+#           named $DPS_SRUN_NAME (default dpushim), for squeue and scancel
+#   VAR=value  passed to every rank (-x / -genv; for srun, in srun's
+#           environment, which it passes on), e.g. DPUSHIM_STATS=1
 #
 # Settings, and why:
 # Open MPI 4.1 (mpirun.openmpi):
@@ -26,6 +30,13 @@
 #   --mca btl_tcp_if_include / oob_tcp_if_include eth0   the cluster's
 #                           network only (lo is excluded by default; named
 #                           for machines where the hosts have more links)
+# srun (Slurm 22.05):
+#   --mpi=pmix (Open MPI) / --mpi=pmi2 (MPICH)   the PMI each MPI speaks
+#   -N, -w, --ntasks-per-node   the hosts and ranks of HOSTS, in order
+#   --export=ALL,LD_PRELOAD=... the shim for the ranks only, not for srun
+#   -K                          a rank that fails ends the job's other ranks
+#   OMPI_MCA_pml, _btl, _btl_tcp_if_include   as for mpirun above (the
+#                           environment, srun has no -x)
 # MPICH 4.0 (mpiexec.mpich, Hydra; Debian builds ch4:ucx):
 #   -launcher ssh -launcher-exec cluster-rsh   Hydra's ssh launcher (it
 #                           adds -x, which cluster-rsh ignores as ssh would)
@@ -37,13 +48,18 @@ set -euo pipefail
 
 DPS_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 RSH=$DPS_ROOT/scripts/cluster-rsh
-shim=0
-if [ "${1:-}" = --shim ]; then
-    shim=1
+shim=0 srun=0
+while [ $# -gt 0 ]; do
+    case $1 in
+    --shim) shim=1 ;;
+    --srun) srun=1 ;;
+    *) break ;;
+    esac
     shift
-fi
+done
 if [ $# -lt 3 ]; then
-    sed -n '/^# usage:/,/^#   VAR=value/s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
+    sed -n '/^# usage:/,/^#           environment, which/s/^# \{0,1\}//p' \
+        "${BASH_SOURCE[0]}" >&2
     exit 2
 fi
 mpi=$1 hosts=$2
@@ -54,14 +70,41 @@ while [ $# -gt 0 ] && [[ $1 =~ ^[A-Za-z_][A-Za-z0-9_]*= ]]; do
     shift
 done
 [ $# -ge 1 ] || { echo "cluster-mpirun.sh: no program" >&2; exit 2; }
-np=0
+np=0 names="" per=""
 IFS=, read -ra hl <<<"$hosts"
 for h in "${hl[@]}"; do
     n=${h#*:}
     [[ $h == *:* ]] || n=1
     np=$((np + n))
+    names+=${names:+,}${h%%:*}
+    if [ $srun = 1 ] && [ -n "$per" ] && [ "$per" != "$n" ]; then
+        echo "cluster-mpirun.sh: --srun: every host needs as many ranks" >&2
+        exit 2
+    fi
+    per=$n
 done
 lib=$DPS_ROOT/build/$mpi/libdpushim.so
+if [ $srun = 1 ]; then
+    env=(env)
+    case $mpi in
+    openmpi)
+        pmi=pmix
+        env+=(OMPI_MCA_pml=ob1 OMPI_MCA_btl=tcp,vader,self
+              OMPI_MCA_btl_tcp_if_include=eth0) ;;
+    mpich) pmi=pmi2 ;;
+    *) echo "cluster-mpirun.sh: unknown MPI '$mpi' (openmpi or mpich)" >&2
+       exit 2 ;;
+    esac
+    env+=(${vars[@]+"${vars[@]}"})
+    exp=ALL
+    [ $shim = 1 ] && exp+=",LD_PRELOAD=$lib"
+    args=("${env[@]}" srun -J "${DPS_SRUN_NAME:-dpushim}" -N "${#hl[@]}"
+          -n "$np" -w "$names" --ntasks-per-node="$per" --mpi="$pmi" -K
+          --export="$exp")
+    echo "+ scripts/cluster.sh run host1 ${args[*]} $*"
+    cd "$DPS_ROOT"
+    exec "$DPS_ROOT/scripts/cluster.sh" run host1 "${args[@]}" "$@" </dev/null
+fi
 case $mpi in
 openmpi)
     args=(mpirun.openmpi --allow-run-as-root --oversubscribe

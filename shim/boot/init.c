@@ -297,28 +297,113 @@ static void print_why(int coll, const uint64_t why[SHIM_NWHY])
            (unsigned long long)why[SHIM_WHY_OTHER]);
 }
 
-static void print_stats(void)
+/* One rank's part of the per-agent statistics (DPUSHIM_STATS=2). */
+typedef struct {
+    char     host[65];    /* the rank's host name */
+    char     desc[sizeof(shim.agent_desc)]; /* its agent, as in messages */
+    int32_t  leader;      /* 1: the rank that talks to the agent */
+    int32_t  have;        /* leader: the agent's counters came */
+    uint64_t offloaded;   /* the rank's calls handed to its agent */
+    uint64_t cpu_ns;      /* leader: the agent's CPU time */
+} agent_row_t;
+
+/* "0-1,4": the world ranks agent ag serves (shim.rank_agent). */
+static void agent_ranks(uint32_t ag, char *out, size_t len)
 {
-    uint64_t tot[DPS_COLL_MAX][SHIM_NSTAT], ag[5];
-    uint64_t reg[SHIM_REG_NSTAT], regtot[SHIM_REG_NSTAT];
-    uint64_t eng[4], engtot[4], prg[4], prgtot[4];
+    size_t at = 0;
+    int r, first;
+
+    out[0] = '\0';
+    for (r = 0; r < shim.world_size && at < len; r++) {
+        if (shim.rank_agent[r] != ag) {
+            continue;
+        }
+        for (first = r; r + 1 < shim.world_size &&
+                        shim.rank_agent[r + 1] == ag; r++) {
+        }
+        at += (size_t)snprintf(out + at, len - at, "%s%d", at ? "," : "",
+                               first);
+        if (r > first && at < len) {
+            at += (size_t)snprintf(out + at, len - at, "-%d", r);
+        }
+    }
+}
+
+/*
+ * DPUSHIM_STATS=2, every rank: its host, agent and counters to rank 0,
+ * which gets an array of world_size rows (malloc'ed; NULL elsewhere or
+ * without memory). Collective over MPI_COMM_WORLD.
+ */
+static agent_row_t *gather_agents(void)
+{
+    agent_row_t me, *rows = NULL;
     int c;
 
-    fetch_agent_stats();
-    PMPI_Reduce(shim.stats, tot, DPS_COLL_MAX * SHIM_NSTAT, MPI_UINT64_T,
-                MPI_SUM, 0, MPI_COMM_WORLD);
-    PMPI_Reduce(shim.agent_stats, ag, 5, MPI_UINT64_T, MPI_SUM, 0,
-                MPI_COMM_WORLD);
-    shim_reg_stats(reg);
-    PMPI_Reduce(reg, regtot, SHIM_REG_NSTAT, MPI_UINT64_T, MPI_SUM, 0,
-                MPI_COMM_WORLD);
-    shim_engine_stats(&eng[0], &eng[1], &eng[2], &eng[3]);
-    PMPI_Reduce(eng, engtot, 4, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
-    shim_prog_stats(&prg[0], &prg[1], &prg[2], &prg[3]);
-    PMPI_Reduce(prg, prgtot, 4, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
-    if (shim.world_rank != 0) {
-        return;
+    memset(&me, 0, sizeof(me));
+    if (gethostname(me.host, sizeof(me.host) - 1) != 0) {
+        snprintf(me.host, sizeof(me.host), "?");
     }
+    memcpy(me.desc, shim.agent_desc, sizeof(me.desc));
+    me.desc[sizeof(me.desc) - 1] = '\0';
+    me.leader = shim.is_leader;
+    me.have = shim.have_agent_stats;
+    me.cpu_ns = shim.agent_stats[0];
+    for (c = 1; c < DPS_COLL_MAX; c++) {
+        me.offloaded += shim.stats[c][SHIM_STAT_OFFLOADED];
+    }
+    if (shim.world_rank == 0 &&
+        (rows = calloc((size_t)shim.world_size, sizeof(*rows))) == NULL) {
+        dps_warn("no memory for the agents' statistics");
+    }
+    /* Every rank takes part, whatever rank 0 could allocate. */
+    PMPI_Gather(&me, (int)sizeof(me), MPI_BYTE, rows, (int)sizeof(me),
+                MPI_BYTE, 0, MPI_COMM_WORLD);
+    return rows;
+}
+
+/*
+ * Rank 0, DPUSHIM_STATS=2: a line for each agent, naming the host of its
+ * ranks and the agent (its pid, or its address and the host it runs on),
+ * with the calls its ranks handed it and its CPU time, so that a job
+ * across hosts shows that every host offloaded. Frees rows.
+ */
+static void print_agents(agent_row_t *rows)
+{
+    char ranks[256];
+    int r, q;
+
+    for (r = 0; rows != NULL && r < shim.world_size; r++) {
+        uint64_t offl = 0;
+
+        if (!rows[r].leader) {
+            continue;
+        }
+        for (q = 0; q < shim.world_size; q++) {
+            if (shim.rank_agent[q] == shim.rank_agent[r]) {
+                offl += rows[q].offloaded;
+            }
+        }
+        agent_ranks(shim.rank_agent[r], ranks, sizeof(ranks));
+        printf("dpushim: agent %u of %s (%s): ranks=%s offloaded=%llu ",
+               shim.rank_agent[r], rows[r].host, rows[r].desc, ranks,
+               (unsigned long long)offl);
+        if (shim.agent_dead) {
+            printf("failed\n");
+        } else if (rows[r].have) {
+            printf("cpu_ms=%.1f\n", rows[r].cpu_ns / 1e6);
+        } else {
+            printf("cpu_ms=?\n");
+        }
+    }
+    free(rows);
+}
+
+/* Rank 0: a line for each collective the job called, and after an agent
+ * failure what became of them; tot summed over ranks. */
+static void print_colls(uint64_t tot[DPS_COLL_MAX][SHIM_NSTAT])
+{
+    int c;
+
     /* A line for each collective the job called. */
     for (c = 1; c < DPS_COLL_MAX; c++) {
         if (tot[c][SHIM_STAT_OFFLOADED] + tot[c][SHIM_STAT_FALLBACK] == 0) {
@@ -344,6 +429,34 @@ static void print_stats(void)
                    (unsigned long long)tot[c][SHIM_STAT_AFTER]);
         }
     }
+}
+
+static void print_stats(void)
+{
+    uint64_t tot[DPS_COLL_MAX][SHIM_NSTAT], ag[5];
+    uint64_t reg[SHIM_REG_NSTAT], regtot[SHIM_REG_NSTAT];
+    uint64_t eng[4], engtot[4], prg[4], prgtot[4];
+    agent_row_t *rows = NULL;
+
+    fetch_agent_stats();
+    PMPI_Reduce(shim.stats, tot, DPS_COLL_MAX * SHIM_NSTAT, MPI_UINT64_T,
+                MPI_SUM, 0, MPI_COMM_WORLD);
+    PMPI_Reduce(shim.agent_stats, ag, 5, MPI_UINT64_T, MPI_SUM, 0,
+                MPI_COMM_WORLD);
+    shim_reg_stats(reg);
+    PMPI_Reduce(reg, regtot, SHIM_REG_NSTAT, MPI_UINT64_T, MPI_SUM, 0,
+                MPI_COMM_WORLD);
+    shim_engine_stats(&eng[0], &eng[1], &eng[2], &eng[3]);
+    PMPI_Reduce(eng, engtot, 4, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
+    shim_prog_stats(&prg[0], &prg[1], &prg[2], &prg[3]);
+    PMPI_Reduce(prg, prgtot, 4, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
+    if (shim.cfg.stats >= 2 && shim.active && shim.rank_agent != NULL) {
+        rows = gather_agents();
+    }
+    if (shim.world_rank != 0) {
+        return;
+    }
+    print_colls(tot);
     printf("dpushim: regcache hits=%llu misses=%llu invalidations=%llu\n",
            (unsigned long long)regtot[SHIM_REG_HITS],
            (unsigned long long)regtot[SHIM_REG_MISSES],
@@ -377,7 +490,26 @@ static void print_stats(void)
                (unsigned long long)ag[2], (unsigned long long)ag[3],
                (unsigned long long)ag[4]);
     }
+    print_agents(rows);
     fflush(stdout);
+}
+
+/* Ops the application freed with MPI_Request_free, or never waited for,
+ * may still be running: their memory registrations must outlive them.
+ * The agent-death check bounds this wait. */
+static void drain_ops(void)
+{
+    double deadline = dps_now() + SHIM_FINALIZE_DRAIN_SEC;
+
+    while (shim_any_pending() && dps_now() < deadline) {
+        if (shim_progress() == 0) {
+            shim_idle(0);
+        }
+    }
+    if (shim_any_pending()) {
+        dps_warn("%u offloaded collectives still running %d s into "
+                 "MPI_Finalize", shim.live, SHIM_FINALIZE_DRAIN_SEC);
+    }
 }
 
 /* Tear down before PMPI_Finalize; prints statistics when asked. */
@@ -387,20 +519,7 @@ static void shim_fini(void)
         return;
     }
     if (shim.active) {
-        /* Ops the application freed with MPI_Request_free, or never
-         * waited for, may still be running: their memory registrations
-         * must outlive them. The agent-death check bounds this wait. */
-        double deadline = dps_now() + SHIM_FINALIZE_DRAIN_SEC;
-
-        while (shim_any_pending() && dps_now() < deadline) {
-            if (shim_progress() == 0) {
-                shim_idle(0);
-            }
-        }
-        if (shim_any_pending()) {
-            dps_warn("%u offloaded collectives still running %d s into "
-                     "MPI_Finalize", shim.live, SHIM_FINALIZE_DRAIN_SEC);
-        }
+        drain_ops();
         shim_fo_fini();
         /* Our collectives are over: nothing is due to our buffers, and no
          * command is for the engine, nor any get or put for our worker.
@@ -466,5 +585,8 @@ SHIM_API int MPI_Finalize(void)
     shim_in_call++;
     shim_fini();
     shim_in_call--;
+    /* So that a hang in MPI's own finalize can be told from one in ours
+     * (scripts/cluster_check.sh: MPICH's over UCX on TCP). */
+    dps_info("MPI_Finalize: the shim's part is done, MPI's follows");
     return PMPI_Finalize();
 }

@@ -13,6 +13,13 @@
  *   FO_BLOCK=bcast  the same with a blocking MPI_Bcast from rank 0
  *   FO_LISTENER=PID  agents are children of this listening dpu_agent, not
  *                 of ranks: the same rank kills (stops) every one of them
+ *   FO_HOW=none   nobody fails an agent here: a fault comes from outside
+ *                 (scripts/cluster_check.sh: an agent on a DPU killed, a
+ *                 link cut, the job cancelled). With FO_WAIT=PATH the same
+ *                 rank then prints "rank R: collectives pending, waiting
+ *                 for PATH" and does not post the rest until PATH exists
+ *                 (at most FO_WAIT_S seconds, default 120), so that the
+ *                 fault finds collectives pending on every other rank
  *
  * Phase 1: checked collectives with the agents, on MPI_COMM_WORLD and on
  * a communicator made by MPI_Comm_idup (the shim gives it no twin to redo
@@ -39,6 +46,29 @@
 #include "tagent.h"
 
 #define NCOLL 7
+
+/* FO_HOW=none with FO_WAIT=PATH: wait until PATH exists (the fault is
+ * done), at most FO_WAIT_S seconds; 0 if it never came. */
+static int wait_for_fault(int rank)
+{
+    const char *path = getenv("FO_WAIT");
+    double limit = getenv("FO_WAIT_S") ? atof(getenv("FO_WAIT_S")) : 120;
+
+    if (path == NULL) {
+        return 1;
+    }
+    printf("rank %d: collectives pending, waiting for %s\n", rank, path);
+    fflush(stdout);
+    for (double t = 0; t < limit; t += 0.05) {
+        if (access(path, F_OK) == 0) {
+            return 1;
+        }
+        usleep(50000);
+    }
+    fprintf(stderr, "rank %d: %s did not appear in %.0f s\n", rank, path,
+            limit);
+    return 0;
+}
 
 static int rank, size, errors;
 
@@ -207,9 +237,12 @@ int main(int argc, char **argv)
             MPI_Ialltoall(s[i], (int)block, MPI_BYTE, r[i], (int)block,
                           MPI_BYTE, MPI_COMM_WORLD, &req[i]);
         }
-        if (i == 0 && rank == killer &&
-            signal_agents(rank, strcmp(how, "stop") == 0 ? SIGSTOP
-                                                         : SIGKILL) == 0) {
+        if (i == 0 && rank == killer && strcmp(how, "none") == 0) {
+            errors += !wait_for_fault(rank);
+        } else if (i == 0 && rank == killer &&
+                   signal_agents(rank, strcmp(how, "stop") == 0 ? SIGSTOP
+                                                                : SIGKILL)
+                   == 0) {
             fprintf(stderr, "rank %d: no agent found\n", rank);
             errors++;
         }

@@ -1,0 +1,549 @@
+#!/usr/bin/env bash
+# The tests that only a cluster can run (issue 23; DESIGN.md decision 11),
+# on emulated hosts (scripts/cluster.sh): suites across hosts with both
+# MPIs through mpirun, mpiexec and srun, agents listening on the DPUs,
+# and faults across hosts, each within a stated bound. docs/tests.md
+# ("Across hosts") lists what runs and why.
+#
+# usage: scripts/cluster_check.sh [MPI...]      (MPI: openmpi, mpich)
+#
+# Sourced at the end of scripts/check.sh, it counts in check.sh's totals
+# with check.sh's report(), and check.sh's cases (shim_case, err_case)
+# run across the hosts through run_job, which it redefines for that.
+# Run alone, it takes those functions from check.sh (DPS_CHECK_LIB=1) and
+# ends with its own "N passed, M failed".
+#
+# Not root, or no namespaces here (a container that forbids them): one
+# line "SKIP cluster: REASON", nothing else. A tool that scripts/deps.sh
+# installs but is missing fails, as a missing MPI does in check.sh.
+#
+# Its cluster (3 hosts and their DPUs, Slurm on the hosts) lives in a run
+# directory of its own, /run/dpushim-check/cluster.PID, taken down on
+# every exit path (and, if this run was killed with SIGKILL, by the next).
+#
+# Environment:
+#   DPU_AGENT      command that runs a DPU's listening agent, given
+#                  --listen and --secret-dir after it (default: the first
+#                  MPI's build/MPI/dpu_agent; for the Arm build, e.g.
+#                  "qemu-aarch64 -L /usr/aarch64-linux-gnu build/arm64/dpu_agent")
+#   DPU_AGENT_ENV  VAR=value words for that agent (default
+#                  DPUSHIM_TRANSPORT=ucx: until the agent uses CMA only
+#                  for ranks that share its process space, a DPU's agent
+#                  must not try CMA on its hosts' ranks)
+#   DPS_CLUSTER_BUDGET  seconds for the whole part (default 900); cases
+#                  not started by then fail as not run
+#   DPS_CLUSTER_JOB_TIMEOUT  seconds for one job (default 240)
+#   DPS_CLUSTER_DPU_TESTS  programs run with the DPUs' agents (default
+#                  t_alltoall_sizes; t_colls once ranks progress UCX in a
+#                  thread: cl_main says why)
+#   DPS_CLUSTER_ERR_CASES  erroneous calls, [MPI/]CASE:HANDLER words
+#                  (default "openmpi/a2a_size:fatal mpich/bcast_len:fatal";
+#                  a2a_size:return too, once ranks progress UCX in a thread)
+
+# One job across the hosts: shim jobs with 4 ranks run 2 per host on
+# host1 and host2, with 3 ranks one per host; CL_LAUNCH says how (mpirun:
+# mpirun or mpiexec; srun). Every rank's agent sleeps when idle
+# (DPUSHIM_AGENT_SCHED=eager): the emulated hosts share this machine's
+# cores, and an agent that believed it had a core of its own would poll.
+# cl_run_job LOG MPI NP SHIM VARS PROG...: check.sh's run_job, which
+# cl_main replaces with it.
+cl_run_job() {
+    local log=$1 mpi=$2 np=$3 shim=$4 vars=$5 hosts opt=() rc
+    shift 5
+    case $np in
+    3) hosts=host1:1,host2:1,host3:1 ;;
+    4) hosts=host1:2,host2:2 ;;
+    2) hosts=host1:1,host2:1 ;;
+    *) echo "cluster run_job: no layout for $np ranks" >"$log"; return 1 ;;
+    esac
+    [ "$shim" = 1 ] && opt+=(--shim)
+    [ "$CL_LAUNCH" = srun ] && opt+=(--srun)
+    # shellcheck disable=SC2086 # VARS are words
+    cl_launch "$log" "$np" "$mpi" "${opt[@]}" "$mpi" "$hosts" \
+        DPUSHIM_AGENT_SCHED=eager DPUSHIM_LOG=info $vars "$@"
+    rc=$?
+    [ $rc = 0 ] || return $rc
+    cl_hosts_offloaded "$log" "$np" "$vars"
+}
+
+# cl_launch LOG NP MPI ARGS...: scripts/cluster-mpirun.sh ARGS under the
+# job time limit, output in LOG. MPICH 4.0 over UCX 1.13 on TCP can hang
+# in its own MPI_Finalize (docs/tests.md): once every rank has logged
+# that the shim's part of MPI_Finalize is done, an MPICH job still
+# running CL_FIN_GRACE s later is ended and judged by its output, with a
+# note in the log. Returns the job's status (0 for such a job).
+cl_launch() {
+    local log=$1 np=$2 mpi=$3 pid t0 done_at="" n
+    shift 3
+    timeout -k 5 "$CL_JOB_TIMEOUT" "$CL_ROOT/scripts/cluster-mpirun.sh" \
+        "$@" >"$log" 2>&1 &
+    pid=$!
+    t0=$SECONDS
+    while kill -0 "$pid" 2>/dev/null; do
+        sleep 0.2
+        [ "$mpi" = mpich ] || continue
+        n=$(grep -o "^dpushim\[[0-9]*\]: info: MPI_Finalize: the shim's part is done" \
+            "$log" | sort -u | wc -l)
+        if [ "$n" -ge "$np" ] && [ -z "$done_at" ]; then
+            done_at=$SECONDS
+        elif [ -n "$done_at" ] && [ $((SECONDS - done_at)) -ge "$CL_FIN_GRACE" ]; then
+            kill -TERM "$pid" 2>/dev/null
+            wait "$pid" 2>/dev/null
+            echo "note: every rank had left the shim; MPICH's own" \
+                 "MPI_Finalize did not return in $CL_FIN_GRACE s (UCX on" \
+                 "TCP, docs/tests.md): the job was ended and is judged by" \
+                 "its output; job time: $((SECONDS - t0)) s" >>"$log"
+            CL_FIN_HANGS=$((CL_FIN_HANGS + 1))
+            return 0
+        fi
+    done
+    wait "$pid"
+    n=$?
+    echo "job time: $((SECONDS - t0)) s, exit status $n" >>"$log"
+    return $n
+}
+
+# cl_hosts_offloaded LOG NP VARS: with DPUSHIM_STATS=2, a job that printed
+# its result must show, for every host of its layout, an agent whose
+# ranks offloaded calls (and, with an agent map, an agent on that host's
+# DPU). 0 if so or not asked; else says which host in LOG.
+cl_hosts_offloaded() {
+    local log=$1 np=$2 vars=$3 h n ok=0 where
+    [[ " $vars " == *" DPUSHIM_STATS=2 "* ]] || return 0
+    grep -q '^result: ok' "$log" || return 0
+    case $np in 3) n=3 ;; *) n=2 ;; esac
+    for ((h = 1; h <= n; h++)); do
+        where=".*"
+        [[ $vars == *DPUSHIM_AGENT_MAP=* ]] && where=".* on host$h-dpu\)"
+        grep -Eq "^dpushim: agent [0-9]+ of host$h \($where\): ranks=[0-9,-]+ offloaded=[1-9][0-9]* cpu_ms=" "$log" || {
+            echo "host$h: no agent line with offloaded > 0" \
+                 "$([ "$where" = ".*" ] || echo "(on host$h-dpu)")" >>"$log"
+            ok=1
+        }
+    done
+    return $ok
+}
+
+# The processes left on the hosts and DPUs (cluster.sh status) besides
+# the cluster's own: the node servers, Slurm's daemons and munge, and the
+# DPUs' listening agents while they are meant to run (CL_LISTEN_PIDS).
+# Prints them; always 0.
+cl_leftovers() {
+    local p
+    "$CL_ROOT/scripts/cluster.sh" status 2>&1 | grep -E '^    [0-9]' |
+        grep -Ev 'cluster_node\.py|slurmd|slurmctld|slurmscriptd|munged' |
+        while read -r p rest; do
+            [[ " ${CL_LISTEN_PIDS[*]} " == *" $p "* ]] ||
+                echo "left: $p $rest"
+        done
+    return 0
+}
+
+# cl_wait_clean SECONDS: until nothing is left (cl_leftovers); prints
+# what is left at the end. 0 if clean in time.
+cl_wait_clean() {
+    local i left
+    for ((i = 0; i < $1 * 5; i++)); do
+        left=$(cl_leftovers)
+        [ -z "$left" ] && return 0
+        sleep 0.2
+    done
+    echo "$left"
+    return 1
+}
+
+# cl_node_pids NAME PATTERN: root-namespace pids of NAME's processes
+# whose command line matches PATTERN (as cluster.sh status lists them).
+cl_node_pids() {
+    "$CL_ROOT/scripts/cluster.sh" status 2>/dev/null | awk -v n="$1" -v p="$2" '
+        /^[^ ]/ { on = ($1 == n) }
+        on && /^    [0-9]/ && $0 ~ p { print $1 }'
+}
+
+# Listening agents on the DPUs of host1 and host2 (hostN-dpu:7420), the
+# map and the secret directory under the run directory, which every host
+# sees. Sets CL_MAP, CL_SEC and CL_LISTEN_PIDS; 0 when both listen.
+cl_listeners_up() {
+    local h i
+    CL_SEC=$CL_RUN/secrets CL_MAP=$CL_RUN/dpus.map
+    mkdir -p "$CL_SEC" && chmod 700 "$CL_SEC"
+    printf 'host1 host1-dpu:7420\nhost2 host2-dpu:7420\n' >"$CL_MAP"
+    for h in 1 2; do
+        # shellcheck disable=SC2086 # command and VAR=value words
+        "$CL_ROOT/scripts/cluster.sh" run "host$h-dpu" env $CL_DPU_ENV \
+            DPUSHIM_AGENT_SCHED=eager $CL_DPU_AGENT --listen 0.0.0.0:7420 \
+            --secret-dir "$CL_SEC" >"$LOGS/listener-host$h-dpu.log" 2>&1 &
+        CL_LISTENERS+=($!)
+    done
+    for ((i = 0; i < 200; i++)); do
+        if grep -q '^dpu_agent: listening on' "$LOGS/listener-host1-dpu.log" &&
+           grep -q '^dpu_agent: listening on' "$LOGS/listener-host2-dpu.log"; then
+            # shellcheck disable=SC2207 # one pid a word
+            CL_LISTEN_PIDS=($(cl_node_pids host1-dpu ' --listen')
+                            $(cl_node_pids host2-dpu ' --listen'))
+            return 0
+        fi
+        sleep 0.1
+    done
+    return 1
+}
+
+cl_listeners_down() {
+    local p
+    for p in "${CL_LISTENERS[@]}"; do kill "$p" 2>/dev/null; done
+    for p in "${CL_LISTENERS[@]}"; do wait "$p" 2>/dev/null; done
+    CL_LISTENERS=() CL_LISTEN_PIDS=()
+}
+
+# cl_wait_line LOG REGEX SECONDS PID: until REGEX is in LOG (0), PID ends
+# or the time is up (1).
+cl_wait_line() {
+    local i
+    for ((i = 0; i < $3 * 10; i++)); do
+        grep -Eq "$2" "$1" && return 0
+        kill -0 "$4" 2>/dev/null || return 1
+        sleep 0.1
+    done
+    return 1
+}
+
+# cl_fault_case NAME MPI LAUNCH VARS INJECT BOUND CHECK TITLE: a job of
+# failover_target (4 ranks, FO_HOW=none) whose rank 2 (on host2) stops
+# after posting its first collective and waits for a file, so that every
+# other rank has collectives pending; INJECT (a function) makes the
+# fault, then the file is made and the collectives go on. With CL_HEAL
+# (a function) and CL_HEAL_AFTER (seconds, or "job"), the fault is
+# undone that long after it began, or once the job has ended. The job
+# must end within BOUND s of the fault as CHECK (a function of the log)
+# says, and nothing may be left on any host or DPU 30 s after the job
+# (the DPUs' listeners and the cluster's daemons aside).
+cl_fault_case() {
+    local name=$1 mpi=$2 launch=$3 vars=$4 inject=$5 bound=$6 check=$7
+    local title=$8 log="$LOGS/$mpi-fault-$1.log" go="$CL_RUN/go-$1"
+    local pid ok=1 t0 left hosts=host1:2,host2:2 opt=(--shim)
+    local heal=${CL_HEAL:-} heal_after=${CL_HEAL_AFTER:-job}
+    rm -f "$go"
+    [ "$launch" = srun ] && opt+=(--srun)
+    # shellcheck disable=SC2086 # VARS are words
+    DPS_SRUN_NAME="dps-fault-$name" timeout -k 5 "$CL_JOB_TIMEOUT" \
+        "$CL_ROOT/scripts/cluster-mpirun.sh" "${opt[@]}" "$mpi" "$hosts" \
+        DPUSHIM_AGENT_SCHED=eager DPUSHIM_MIN_BYTES=1 DPUSHIM_STATS=1 \
+        DPUSHIM_LOG=info FO_HOW=none FO_RPD=2 FO_WAIT="$go" $vars \
+        "build/$mpi/tests/failover_target" >"$log" 2>&1 &
+    pid=$!
+    if ! cl_wait_line "$log" '^rank 2: collectives pending, waiting for' 120 "$pid"; then
+        echo "the job did not reach its collectives" >>"$log"
+        ok=0
+    else
+        t0=$SECONDS
+        "$inject" "$log" || { echo "fault injection failed" >>"$log"; ok=0; }
+        touch "$go"
+        while kill -0 "$pid" 2>/dev/null &&
+              [ $((SECONDS - t0)) -le "$bound" ]; do
+            sleep 0.2
+            if [ -n "$heal" ] && [ "$heal_after" != job ] &&
+               [ $((SECONDS - t0)) -ge "$heal_after" ]; then
+                "$heal" "$log" || echo "$heal failed" >>"$log"
+                heal=
+            fi
+        done
+        if kill -0 "$pid" 2>/dev/null; then
+            echo "the job did not end within $bound s of the fault" >>"$log"
+            kill -TERM "$pid" 2>/dev/null
+            ok=0
+        else
+            echo "the job ended $((SECONDS - t0)) s after the fault (bound" \
+                 "$bound s)" >>"$log"
+        fi
+    fi
+    wait "$pid" 2>/dev/null
+    "$check" "$log" || ok=0
+    [ -z "$heal" ] || "$heal" "$log" || echo "$heal failed" >>"$log"
+    if ! left=$(cl_wait_clean 30); then
+        echo "left 30 s after the job: $left" >>"$log"
+        ok=0
+    fi
+    report "$mpi $title" "$ok" "$log"
+}
+
+# A job that survived or took over: exact data and every pending request
+# ended (the program's "result: ok"), through MPI_Finalize.
+cl_ended_well() {
+    local r ok=0
+    grep -q '^result: ok' "$1" || { echo "no 'result: ok'" >>"$1"; ok=1; }
+    for r in 0 1 2 3; do
+        grep -Eq "^rank $r: pending collectives: [0-9]+ ended well" "$1" ||
+            { echo "rank $r did not end its pending collectives" >>"$1"; ok=1; }
+    done
+    return $ok
+}
+
+# ... and stock MPI took over from the failed agent.
+cl_took_over() {
+    cl_ended_well "$1" || return 1
+    grep -Eq '^dpushim: (ialltoall|ibcast) after agent failure: redone=[0-9]+ failed=[0-9]+ stock=[1-9]' "$1" ||
+        { echo "no statistics of collectives after the failure" >>"$1"; return 1; }
+}
+
+# (a) host2's DPU agent process (the listener's child serving this job)
+# killed while the job's collectives are pending.
+cl_kill_dpu_agent() {
+    local p n=0 all
+    all=" $(cl_node_pids host2-dpu dpu_agent | tr '\n' ' ') "
+    for p in $all; do
+        # a job's agent process is the listener's child
+        [[ $all == *" $(ps -o ppid= -p "$p" | tr -d ' ') "* ]] || continue
+        echo "fault: killing host2-dpu's agent process for the job, pid $p" >>"$1"
+        kill -9 "$p" && n=$((n + 1))
+    done
+    [ $n -gt 0 ]
+}
+
+# (b) host2's link down, then up (CL_HEAL).
+cl_host_link_down() {
+    echo "fault: host2 eth0 down" >>"$1"
+    "$CL_ROOT/scripts/cluster.sh" run host2 ip link set eth0 down
+}
+cl_host_link_up() {
+    echo "fault: host2 eth0 up, $((SECONDS - t0)) s after it went down" >>"$1"
+    "$CL_ROOT/scripts/cluster.sh" run host2 ip link set eth0 up
+}
+
+# (c) host2-dpu's link cut (up again once the job has ended).
+cl_dpu_link_cut() {
+    echo "fault: host2-dpu eth0 down" >>"$1"
+    "$CL_ROOT/scripts/cluster.sh" run host2-dpu ip link set eth0 down
+}
+cl_dpu_link_up() {
+    echo "host2-dpu eth0 up again (the job has ended)" >>"$1"
+    "$CL_ROOT/scripts/cluster.sh" run host2-dpu ip link set eth0 up
+}
+
+# (d) the Slurm job cancelled while its collectives are pending.
+cl_scancel() {
+    local id
+    id=$("$CL_ROOT/scripts/cluster.sh" run host1 squeue -h -o %i -n dps-fault-scancel)
+    echo "fault: scancel $id" >>"$1"
+    [ -n "$id" ] && "$CL_ROOT/scripts/cluster.sh" run host1 scancel "$id"
+}
+# A cancelled job ends with Slurm's message, and no rank went on.
+cl_cancelled() {
+    grep -Eq 'CANCELLED|Job step aborted|cancelled' "$1" ||
+        { echo "no message from Slurm that the job was cancelled" >>"$1"; return 1; }
+    ! grep -q '^result: ok' "$1" ||
+        { echo "the job went on to its end" >>"$1"; return 1; }
+}
+
+cl_up() {
+    local log=$LOGS/up.log
+    "$CL_ROOT/scripts/cluster.sh" up 3 --dpu >"$log" 2>&1 &&
+        "$CL_ROOT/scripts/cluster-slurm.sh" up >>"$log" 2>&1
+}
+
+cl_down() {
+    [ -n "${CL_RUN:-}" ] || return 0
+    cl_listeners_down
+    "$CL_ROOT/scripts/cluster-slurm.sh" down >/dev/null 2>&1
+    "$CL_ROOT/scripts/cluster.sh" down >/dev/null 2>&1
+    rm -f "$CL_BASE/cluster.$CL_OWNER.owner"
+}
+
+# Clusters of runs that are gone (killed with SIGKILL): take them down.
+cl_reap_stale() {
+    local f pid
+    for f in "$CL_BASE"/cluster.*.owner; do
+        [ -e "$f" ] || continue
+        pid=$(cat "$f" 2>/dev/null)
+        [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && continue
+        DPS_CLUSTER_DIR=${f%.owner} "$CL_ROOT/scripts/cluster.sh" down \
+            >/dev/null 2>&1
+        rm -f "$f"
+    done
+}
+
+# Why the cluster cannot be made here (empty if it can).
+cl_cannot() {
+    local out
+    if [ "$(id -u)" -ne 0 ]; then
+        echo "not root (the emulated hosts need namespaces, veths and mounts)"
+        return
+    fi
+    if ! out=$(unshare --net --pid --uts --mount --ipc --fork true 2>&1); then
+        echo "no namespaces here (unshare: ${out:-failed})"
+        return
+    fi
+}
+
+# The cases, for the MPIs given (the first one for the DPU and fault
+# cases). Each suite checks every byte itself; DPUSHIM_STATS=2 makes the
+# shim name each host's agent and the calls its ranks handed it, which
+# run_job checks for every host.
+cl_cases() {
+    local mpi t f first=$1 s2="DPUSHIM_STATS=2 DPUSHIM_MIN_BYTES=1"
+    local dpu
+    for mpi in "$@"; do
+        # 2 hosts x 2 ranks, an agent started on each host.
+        CL_LAUNCH=mpirun
+        f=f_colls_f08
+        [ "$mpi" = mpich ] && f=f_colls_mpif
+        for t in tests/t_colls tests/t_persist tests/t_neigh tests/t_group \
+                 tests/t_dtypes ftests/$f; do
+            cl_budget_left || return
+            shim_case "$mpi" "build/$mpi/$t" 4 "$s2" \
+                "2 hosts x 2 ranks, $(cl_launcher "$mpi")"
+        done
+        for t in $CL_ERR_CASES; do
+            [ "${t%%/*}" = "$t" ] || [ "${t%%/*}" = "$mpi" ] || continue
+            t=${t#*/}
+            cl_budget_left || return
+            err_case "$mpi" 4 "${t%:*}" "${t#*:}"
+        done
+    done
+    # 3 hosts x 1 rank through Slurm, every MPI (t_colls at 3 ranks runs
+    # in check.sh already; here the launch and the odd layout matter).
+    CL_LAUNCH=srun
+    for mpi in "$@"; do
+        t=t_neigh
+        [ "$mpi" = "$first" ] && t=t_group
+        cl_budget_left || return
+        shim_case "$mpi" "build/$mpi/tests/$t" 3 "$s2" "3 hosts x 1 rank, srun"
+    done
+    # Agents listening on the DPUs (DPU_AGENT, DPU_AGENT_ENV).
+    CL_LAUNCH=mpirun
+    cl_budget_left || return
+    if ! cl_listeners_up; then
+        report "listening agents start on host1-dpu and host2-dpu" 0 \
+            "$LOGS/listener-host1-dpu.log"
+        return
+    fi
+    dpu="DPUSHIM_AGENT_MAP=$CL_MAP DPUSHIM_SECRET_DIR=$CL_SEC"
+    for t in $CL_DPU_TESTS; do
+        cl_budget_left || return
+        shim_case "$first" "build/$first/tests/$t" 4 "$s2 $dpu" \
+            "2 hosts x 2 ranks, agents listening on their DPUs, $(cl_launcher "$first")" \
+            -dpu
+    done
+    # Faults, each with its bound.
+    cl_budget_left || return
+    cl_fault_case dpu-kill "$first" mpirun "$dpu" cl_kill_dpu_agent 20 \
+        cl_took_over \
+        "host2-dpu's agent killed mid-collective: host2's ranks see its connection end, stock MPI takes over, exact, within 20 s"
+    cl_budget_left || return
+    CL_HEAL=cl_dpu_link_up cl_fault_case dpu-link "$first" mpirun \
+        "$dpu DPUSHIM_AGENT_TIMEOUT=3" cl_dpu_link_cut 25 cl_took_over \
+        "host2-dpu's link cut mid-collective: its pings go unanswered (DPUSHIM_AGENT_TIMEOUT=3), stock MPI takes over, exact, within 25 s"
+    cl_listeners_down
+    cl_budget_left || return
+    CL_HEAL=cl_host_link_up CL_HEAL_AFTER=$CL_LINK_DOWN \
+        cl_fault_case link "$first" mpirun "" cl_host_link_down 40 cl_ended_well \
+        "host2's link down ${CL_LINK_DOWN} s mid-collective, then up: the job ends, exact, within 40 s"
+    cl_budget_left || return
+    cl_fault_case scancel "$first" srun "" cl_scancel 20 cl_cancelled \
+        "Slurm job cancelled (scancel) mid-collective: its ranks and agents are gone within 20 s"
+}
+
+cl_launcher() {
+    [ "$CL_LAUNCH" = srun ] && { echo srun; return; }
+    [ "$1" = mpich ] && echo mpiexec || echo mpirun
+}
+
+# 0 while time is left; else fails the rest once.
+cl_budget_left() {
+    [ $((SECONDS - CL_T0)) -lt "$CL_BUDGET" ] && return 0
+    if [ -z "${CL_OVER:-}" ]; then
+        CL_OVER=1
+        report "cluster tests within DPS_CLUSTER_BUDGET=$CL_BUDGET s (the rest not run)" 0
+    fi
+    return 1
+}
+
+# The cluster part: up, cases, down (also when interrupted). Its logs
+# are in $LOGS/cluster/, its results say "cluster:".
+cl_main() {
+    local why t tool left
+    why=$(cl_cannot)
+    if [ -n "$why" ]; then
+        echo "SKIP cluster: $why"
+        CL_SKIPPED=1
+        return 0
+    fi
+    CL_ROOT=$DPS_ROOT
+    CL_BASE=/run/dpushim-check
+    CL_OWNER=$BASHPID
+    CL_RUN=$CL_BASE/cluster.$CL_OWNER
+    CL_BUDGET=${DPS_CLUSTER_BUDGET:-900}
+    CL_JOB_TIMEOUT=${DPS_CLUSTER_JOB_TIMEOUT:-240}
+    CL_FIN_GRACE=3
+    CL_FIN_HANGS=0
+    CL_LINK_DOWN=3
+    # Agents on DPUs reach every rank with UCX get/put, which over TCP
+    # needs the rank to progress UCX: programs that block in a stock MPI
+    # call while data is due (t_colls, t_argerr) wait for the ranks'
+    # progress thread; until then the UCX-safe ones, as in check.sh.
+    CL_DPU_TESTS=${DPS_CLUSTER_DPU_TESTS:-t_alltoall_sizes}
+    # Erroneous calls (check.sh's err_case: [MPI/]CASE:HANDLER). With
+    # MPI_ERRORS_RETURN the right ranks wait for moves from ranks that
+    # have returned and block in MPI_Barrier, the same wait: fatal
+    # handlers only until then (the job aborts across the hosts).
+    CL_ERR_CASES=${DPS_CLUSTER_ERR_CASES:-openmpi/a2a_size:fatal mpich/bcast_len:fatal}
+    CL_LISTENERS=() CL_LISTEN_PIDS=()
+    CL_DPU_AGENT=${DPU_AGENT:-$CL_ROOT/build/$1/dpu_agent}
+    CL_DPU_ENV=${DPU_AGENT_ENV-DPUSHIM_TRANSPORT=ucx}
+    CL_T0=$SECONDS
+    LOGS=$LOGS/cluster
+    rm -rf "$LOGS"
+    mkdir -p "$LOGS"
+    # Every result of this part is check.sh's report, marked "cluster:".
+    eval "cl_check_report() $(declare -f report | tail -n +2)"
+    report() { cl_check_report "cluster: $1" "${@:2}"; }
+    # ... and check.sh's cases run their jobs across the hosts.
+    run_job() { cl_run_job "$@"; }
+    export DPS_CLUSTER_DIR=$CL_RUN
+    mkdir -p "$CL_BASE" && chmod 700 "$CL_BASE"
+    cl_reap_stale
+    echo "$CL_OWNER" >"$CL_BASE/cluster.$CL_OWNER.owner"
+    trap cl_down EXIT
+    trap 'exit 143' TERM INT HUP
+    for tool in unshare nsenter ip tc python3 slurmctld slurmd munged srun; do
+        command -v "$tool" >/dev/null || {
+            echo "$tool not found: scripts/deps.sh installs it" >"$LOGS/up.log"
+            report "$tool installed" 0 "$LOGS/up.log"
+            return
+        }
+    done
+    t=$SECONDS
+    if ! cl_up; then
+        report "3 emulated hosts with DPUs and Slurm come up" 0 "$LOGS/up.log"
+        return
+    fi
+    echo "cluster: 3 hosts, 3 DPUs and Slurm up in $((SECONDS - t)) s"
+    cl_cases "$@"
+    cl_listeners_down
+    left=$(cl_leftovers)
+    echo "${left:-nothing left}" >"$LOGS/left.log"
+    report "no process left on any host or DPU after the jobs" \
+        "$([ -z "$left" ] && echo 1 || echo 0)" "$LOGS/left.log"
+    [ "$CL_FIN_HANGS" = 0 ] ||
+        echo "cluster: note: $CL_FIN_HANGS MPICH job(s) hung in MPICH's own MPI_Finalize, after the shim's part (UCX on TCP; docs/tests.md)"
+    echo "cluster: $((SECONDS - CL_T0)) s in all"
+}
+
+if [ "${BASH_SOURCE[0]}" != "$0" ]; then
+    # Sourced by scripts/check.sh at its end: a subshell of its own (its
+    # traps and run_job stay there), the counts passed back.
+    _cl_counts=$(mktemp)
+    ( cl_main "$@"; echo "$PASS $FAIL" >"$_cl_counts" )
+    if [ -s "$_cl_counts" ]; then
+        read -r PASS FAIL <"$_cl_counts"
+    else
+        report "cluster tests ended early (killed?)" 0
+    fi
+    rm -f "$_cl_counts"
+else
+    cd "$(dirname "$0")/.." || exit 2
+    DPS_CHECK_LIB=1 source scripts/check.sh "$@" || exit 1
+    cl_main "${DPS_MPIS[@]}"
+    [ -z "${CL_SKIPPED:-}" ] || exit 0
+    echo "$PASS passed, $FAIL failed"
+    [ "$FAIL" = 0 ]
+fi
