@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The cluster scenario: ranks on different emulated hosts
 # (scripts/cluster.sh, hosts that share no memory, /dev/shm or process
-# ids, joined by a bridge), whose compute phase sleeps (a GPU kernel, I/O)
-# while a collective is in flight; the OSU overlap method otherwise
-# (tests/bench/overlap -S -T). Columns, alternating, in one run:
+# ids, joined by a bridge), with the OSU overlap method
+# (tests/bench/overlap -T): a collective is in flight while the compute
+# phase sleeps (idle: a GPU kernel, I/O; overlap -S) or spins (busy: no
+# spare cycles). Links unlimited and rate-limited with tc. Columns,
+# alternating, in one run:
 #   stock   stock MPI across the hosts (Open MPI: ob1/tcp; MPICH: ch4:ucx
 #           over TCP)
 #   shim    dpushim with agents spawned on the hosts
@@ -13,20 +15,22 @@
 #           the aarch64 build for correctness)
 #   async   MPICH only: its progress thread (MPIR_CVAR_ASYNC_PROGRESS=1)
 # The compute time C is 2 x stock's pure-comm time at each size (the lower
-# of two calibration runs), the same for every column. Medians; a table
-# per MPI and collective, results/cluster/cluster.csv and a plot per MPI
-# (results/cluster/cluster-<mpi>-<collective>.png).
+# of two calibration runs, per link rate), the same for every column and
+# both modes. Medians; a table per link rate, mode, MPI and collective,
+# results/cluster/cluster.csv and a plot per MPI, collective, mode and
+# rate (results/cluster/cluster-<mpi>-<collective>-<mode>-<rate>.png).
 #
 # usage: scripts/bench_cluster.sh [MPI...]   (default: openmpi mpich)
 # environment (all optional):
 #   BENCH_REPS=5                repetitions of each column (at least 3)
-#   BENCH_CLUSTER_SIZES=16384:4194304  sizes, bytes per block, powers of 2
-#   BENCH_CLUSTER_HOSTS=2       hosts, one rank each
-#   BENCH_CLUSTER_RATE=         a tc rate on every link (e.g. 10gbit);
-#                               empty: the veths' own speed
+#   BENCH_CLUSTER_SIZES=65536:4194304  sizes, bytes per block, powers of 2
+#   BENCH_CLUSTER_HOSTS=2       hosts, one rank each (one core each here)
+#   BENCH_CLUSTER_RATES="none 10gbit 1gbit"  tc rates on every link, one
+#                               cluster each; none: the veths' own speed
+#   BENCH_CLUSTER_MODES="idle busy"  the compute phase sleeps or spins
 #   BENCH_ITERS=50              timed iterations per size (a tenth above
 #                               64 KiB, as overlap does)
-#   BENCH_COLLS="ialltoall iallreduce"
+#   BENCH_COLLS="ialltoall ibcast iallreduce"
 #   BENCH_SHIM_VARS="DPUSHIM_MIN_BYTES=1"  variables for the shim columns
 #   BENCH_DPU_AGENT=build/MPI/dpu_agent    the DPUs' agent command
 #   BENCH_DPU_ENV=              VAR=value... for the DPUs' agents
@@ -43,17 +47,18 @@ set -- "${DPS_MPIS[@]}"
 
 REPS=${BENCH_REPS:-5}
 [ "$REPS" -ge 3 ] || REPS=3
-SIZES=${BENCH_CLUSTER_SIZES:-16384:4194304}
+SIZES=${BENCH_CLUSTER_SIZES:-65536:4194304}
 HOSTS=${BENCH_CLUSTER_HOSTS:-2}
-RATE=${BENCH_CLUSTER_RATE:-}
+RATES=${BENCH_CLUSTER_RATES:-none 10gbit 1gbit}
+MODES=${BENCH_CLUSTER_MODES:-idle busy}
 ITERS=${BENCH_ITERS:-50}
-COLLS=${BENCH_COLLS:-ialltoall iallreduce}
+COLLS=${BENCH_COLLS:-ialltoall ibcast iallreduce}
 SHIM_VARS=${BENCH_SHIM_VARS:-DPUSHIM_MIN_BYTES=1}
 export DPS_CLUSTER_DIR=/run/dpushim-bench-cluster
 OUT=results/cluster
 RAW=$OUT/raw
+rm -rf "$RAW"
 mkdir -p "$RAW"
-rm -f "$RAW"/*.txt
 hostlist=$(seq -f 'host%g:1' -s, 1 "$HOSTS")
 LPIDS=()
 
@@ -72,10 +77,15 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-up=(up "$HOSTS" --dpu)
-[ -n "$RATE" ] && up+=(--rate "$RATE")
-scripts/cluster.sh down >/dev/null 2>&1
-scripts/cluster.sh "${up[@]}" >/dev/null || { echo "cluster.sh up failed" >&2; exit 1; }
+# cluster_up RATE: the hosts and their DPUs, links limited to RATE
+# (none: unlimited).
+cluster_up() {
+    local up=(up "$HOSTS" --dpu)
+    [ "$1" = none ] || up+=(--rate "$1")
+    scripts/cluster.sh down >/dev/null 2>&1
+    scripts/cluster.sh "${up[@]}" >/dev/null ||
+        { echo "cluster.sh up ${up[*]} failed" >&2; return 1; }
+}
 
 # start_dpus MPI: a listening agent on every host's DPU; the map.
 start_dpus() {
@@ -87,18 +97,18 @@ start_dpus() {
         # shellcheck disable=SC2086  # the agent command may be several words
         env ${BENCH_DPU_ENV:-} scripts/cluster.sh run "host$h-dpu" $agent --listen "$ip:7420" \
             --secret-dir "$DPS_CLUSTER_DIR/sec" \
-            >"$RAW/$mpi-dpu$h-agent.log" 2>&1 &
+            >"$R/$mpi-dpu$h-agent.log" 2>&1 &
         LPIDS+=($!)
         echo "host$h $ip:7420" >>"$DPS_CLUSTER_DIR/map"
     done
     for h in $(seq "$HOSTS"); do
         for _ in $(seq 100); do
-            grep -q "listening on" "$RAW/$mpi-dpu$h-agent.log" && break
+            grep -q "listening on" "$R/$mpi-dpu$h-agent.log" && break
             sleep 0.1
         done
-        grep -q "listening on" "$RAW/$mpi-dpu$h-agent.log" ||
+        grep -q "listening on" "$R/$mpi-dpu$h-agent.log" ||
             { echo "the agent on host$h-dpu did not start:" >&2
-              cat "$RAW/$mpi-dpu$h-agent.log" >&2; return 1; }
+              cat "$R/$mpi-dpu$h-agent.log" >&2; return 1; }
     done
 }
 
@@ -124,30 +134,46 @@ run() {
                           return 1; }
 }
 
-for mpi in "$@"; do
-    kinds="stock shim dpu"
-    [ "$mpi" = mpich ] && kinds="stock shim dpu async"
-    start_dpus "$mpi" || exit 1
-    for coll in $COLLS; do
-        cal="$RAW/$mpi-$coll-calibration.txt"
-        printf '\r%s %s: calibration            ' "$mpi" "$coll" >&2
-        run "$mpi" stock "$coll" "$cal" -S || exit 1
-        run "$mpi" stock "$coll" "$cal" -S || exit 1
-        times=$(dps_compute_times "$cal")
-        echo "$times" >"$RAW/$mpi-$coll-times.txt"
-        for rep in $(seq "$REPS"); do
-            order=$kinds
-            [ $((rep % 2)) = 0 ] && order=$(echo "$kinds" | tr ' ' '\n' | tac | tr '\n' ' ')
-            for kind in $order; do
-                printf '\r%s %s rep %d/%d %s            ' "$mpi" "$coll" \
-                    "$rep" "$REPS" "$kind" >&2
-                run "$mpi" "$kind" "$coll" "$RAW/$mpi-$coll-$kind-$rep.txt" \
-                    -S -T "$times" || exit 1
+# One cluster per link rate; its raw results in $RAW/RATE/.
+for rate in $RATES; do
+    R=$RAW/$rate
+    mkdir -p "$R"
+    cluster_up "$rate" || exit 1
+    for mpi in "$@"; do
+        kinds="stock shim dpu"
+        [ "$mpi" = mpich ] && kinds="stock shim dpu async"
+        start_dpus "$mpi" || exit 1
+        for coll in $COLLS; do
+            cal="$R/$mpi-$coll-calibration.txt"
+            printf '\r%s %s %s: calibration            ' "$rate" "$mpi" \
+                "$coll" >&2
+            run "$mpi" stock "$coll" "$cal" -S || exit 1
+            run "$mpi" stock "$coll" "$cal" -S || exit 1
+            times=$(dps_compute_times "$cal")
+            echo "$times" >"$R/$mpi-$coll-times.txt"
+            for rep in $(seq "$REPS"); do
+                order=$kinds
+                [ $((rep % 2)) = 0 ] &&
+                    order=$(echo "$kinds" | tr ' ' '\n' | tac | tr '\n' ' ')
+                for mode in $MODES; do
+                    sleep=-S
+                    [ "$mode" = busy ] && sleep=
+                    for kind in $order; do
+                        printf '\r%s %s %s %s rep %d/%d %s            ' \
+                            "$rate" "$mpi" "$coll" "$mode" "$rep" "$REPS" \
+                            "$kind" >&2
+                        # shellcheck disable=SC2086 # $sleep: none or -S
+                        run "$mpi" "$kind" "$coll" \
+                            "$R/$mpi-$coll-$mode-$kind-$rep.txt" \
+                            $sleep -T "$times" || exit 1
+                    done
+                done
             done
         done
+        stop_dpus
     done
-    stop_dpus
 done
 printf '\r%60s\r' "" >&2
-BENCH_DESC="$HOSTS hosts x 1 rank${RATE:+, links limited to $RATE}; shim: $SHIM_VARS" \
-    /usr/bin/python3 scripts/cluster_report.py "$RAW" "$OUT" "$COLLS" "$@"
+BENCH_DESC="$HOSTS hosts x 1 rank; shim: $SHIM_VARS" \
+    /usr/bin/python3 scripts/cluster_report.py "$RAW" "$OUT" "$RATES" \
+    "$MODES" "$COLLS" "$@"

@@ -27,9 +27,16 @@ FAIL=0
 LOGS=build/check-logs
 mkdir -p "$LOGS"
 TIMEOUT=${DPS_TEST_TIMEOUT:-180}
+# Seconds since the previous result, and its name: where make check's
+# time goes (CI allows 30 minutes in all).
+TIMES=$LOGS/times.txt
+: >"$TIMES"
+REPORT_T=$SECONDS
 
 # report NAME OK(0|1) [LOG]: count one result; show the log of a failure.
 report() {
+    echo "$((SECONDS - REPORT_T)) $1" >>"$TIMES"
+    REPORT_T=$SECONDS
     if [ "$2" = 1 ]; then
         PASS=$((PASS + 1))
         echo "PASS $1"

@@ -23,22 +23,20 @@
 #
 # Environment:
 #   DPU_AGENT      command that runs a DPU's listening agent, given
-#                  --listen and --secret-dir after it (default: the first
-#                  MPI's build/MPI/dpu_agent; for the Arm build, e.g.
-#                  "qemu-aarch64 -L /usr/aarch64-linux-gnu build/arm64/dpu_agent")
-#   DPU_AGENT_ENV  VAR=value words for that agent (default
-#                  DPUSHIM_TRANSPORT=ucx: until the agent uses CMA only
-#                  for ranks that share its process space, a DPU's agent
-#                  must not try CMA on its hosts' ranks)
+#                  --listen and --secret-dir after it (default: the
+#                  aarch64 agent under qemu-user, "scripts/arm64-run.sh
+#                  dpu_agent", as a BlueField's Arm cores run it; the
+#                  first MPI's build/MPI/dpu_agent if build/arm64/ is
+#                  not built)
+#   DPU_AGENT_ENV  VAR=value words for that agent (default none)
 #   DPS_CLUSTER_BUDGET  seconds for the whole part (default 900); cases
 #                  not started by then fail as not run
 #   DPS_CLUSTER_JOB_TIMEOUT  seconds for one job (default 240)
 #   DPS_CLUSTER_DPU_TESTS  programs run with the DPUs' agents (default
-#                  t_alltoall_sizes; t_colls once ranks progress UCX in a
-#                  thread: cl_main says why)
+#                  t_colls t_persist)
 #   DPS_CLUSTER_ERR_CASES  erroneous calls, [MPI/]CASE:HANDLER words
-#                  (default "openmpi/a2a_size:fatal mpich/bcast_len:fatal";
-#                  a2a_size:return too, once ranks progress UCX in a thread)
+#                  (default "openmpi/a2a_size:fatal openmpi/a2a_size:return
+#                  mpich/bcast_len:fatal mpich/bcast_len:return")
 
 # One job across the hosts: shim jobs with 4 ranks run 2 per host on
 # host1 and host2, with 3 ranks one per host; CL_LAUNCH says how (mpirun:
@@ -420,7 +418,7 @@ cl_cases() {
     for t in $CL_DPU_TESTS; do
         cl_budget_left || return
         shim_case "$first" "build/$first/tests/$t" 4 "$s2 $dpu" \
-            "2 hosts x 2 ranks, agents listening on their DPUs, $(cl_launcher "$first")" \
+            "2 hosts x 2 ranks, $CL_DPU_KIND listening on their DPUs, $(cl_launcher "$first")" \
             -dpu
     done
     # Faults, each with its bound.
@@ -477,18 +475,28 @@ cl_main() {
     CL_FIN_HANGS=0
     CL_LINK_DOWN=3
     # Agents on DPUs reach every rank with UCX get/put, which over TCP
-    # needs the rank to progress UCX: programs that block in a stock MPI
-    # call while data is due (t_colls, t_argerr) wait for the ranks'
-    # progress thread; until then the UCX-safe ones, as in check.sh.
-    CL_DPU_TESTS=${DPS_CLUSTER_DPU_TESTS:-t_alltoall_sizes}
-    # Erroneous calls (check.sh's err_case: [MPI/]CASE:HANDLER). With
-    # MPI_ERRORS_RETURN the right ranks wait for moves from ranks that
-    # have returned and block in MPI_Barrier, the same wait: fatal
-    # handlers only until then (the job aborts across the hosts).
-    CL_ERR_CASES=${DPS_CLUSTER_ERR_CASES:-openmpi/a2a_size:fatal mpich/bcast_len:fatal}
+    # the ranks' progress thread serves while they block in stock MPI
+    # calls or compute (DPUSHIM_PROGRESS_THREAD=auto runs it here).
+    CL_DPU_TESTS=${DPS_CLUSTER_DPU_TESTS:-t_colls t_persist}
+    # Erroneous calls (check.sh's err_case: [MPI/]CASE:HANDLER): the job
+    # aborts across the hosts (fatal), or the right ranks get the error
+    # and the job goes on (return).
+    CL_ERR_CASES=${DPS_CLUSTER_ERR_CASES:-openmpi/a2a_size:fatal openmpi/a2a_size:return mpich/bcast_len:fatal mpich/bcast_len:return}
     CL_LISTENERS=() CL_LISTEN_PIDS=()
-    CL_DPU_AGENT=${DPU_AGENT:-$CL_ROOT/build/$1/dpu_agent}
-    CL_DPU_ENV=${DPU_AGENT_ENV-DPUSHIM_TRANSPORT=ucx}
+    # The DPUs' agents are the Arm build under qemu-user when it is
+    # built (make check builds it): the protocol between x86-64 ranks and
+    # an aarch64 agent across hosts.
+    CL_DPU_KIND="agents"
+    if [ -n "${DPU_AGENT:-}" ]; then
+        CL_DPU_AGENT=$DPU_AGENT
+    elif [ -x "$CL_ROOT/build/arm64/dpu_agent" ]; then
+        CL_DPU_AGENT="$CL_ROOT/scripts/arm64-run.sh dpu_agent"
+        CL_DPU_KIND="aarch64 agents (qemu-user)"
+    else
+        CL_DPU_AGENT=$CL_ROOT/build/$1/dpu_agent
+        CL_DPU_KIND="x86-64 agents"
+    fi
+    CL_DPU_ENV=${DPU_AGENT_ENV:-}
     CL_T0=$SECONDS
     LOGS=$LOGS/cluster
     rm -rf "$LOGS"
