@@ -84,7 +84,7 @@ HDRS       := $(wildcard common/*.h shim/*/*.h dpu_agent/*.h dpu_agent/*/*.h inc
 MPI_TESTS  := $(patsubst tests/mpi/%.c,%,$(wildcard tests/mpi/*.c))
 BENCH_SRC  := $(wildcard tests/bench/*.c)
 UNIT_TESTS := check_proto check_config check_shim_util check_listen check_shm check_build \
-              check_reduce check_cma
+              check_reduce check_cma check_defer
 
 .PHONY: all build mpi-list deps deps-full check demo bench clean unit fuzz install depgraph \
         agent-arm64 arm64-cc $(ALL_MPIS)

@@ -46,6 +46,44 @@ dps_inmsg_t *dps_inbox_pop(dps_inbox_t *box)
     return m;
 }
 
+/* A list of messages, reversed. */
+static dps_inmsg_t *inmsg_reversed(dps_inmsg_t *list)
+{
+    dps_inmsg_t *out = NULL, *m;
+
+    while ((m = list) != NULL) {
+        list = m->next;
+        m->next = out;
+        out = m;
+    }
+    return out;
+}
+
+unsigned dps_inmsg_retry(dps_inmsg_t **deferred,
+                         int (*handle)(void *ctx, dps_inmsg_t *m), void *ctx)
+{
+    unsigned total = 0, pass = 1;
+
+    while (pass > 0 && *deferred != NULL) {
+        dps_inmsg_t *list = inmsg_reversed(*deferred), *m; /* oldest first */
+
+        *deferred = NULL;
+        pass = 0;
+        while ((m = list) != NULL) {
+            list = m->next;
+            if (handle(ctx, m)) {
+                m->next = *deferred;    /* newest first again */
+                *deferred = m;
+                continue;
+            }
+            pass++;
+            free(m);
+        }
+        total += pass;
+    }
+    return total;
+}
+
 typedef struct {
     dps_inbox_t *box;
     dps_inmsg_t *msg;

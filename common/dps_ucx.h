@@ -47,6 +47,17 @@ void dps_ucx_close(dps_ucx_t *u);
 dps_inmsg_t *dps_inbox_pop(dps_inbox_t *box);
 
 /*
+ * Messages that had to wait (*deferred: newest first, as a receiver
+ * pushes them): handle(ctx, m) each again, oldest first, and again while
+ * a pass handles one, since a message can wait for another deferred one.
+ * handle returns nonzero to keep m (still waiting); m is freed otherwise.
+ * *deferred keeps the waiting ones, newest first. Returns how many were
+ * handled.
+ */
+unsigned dps_inmsg_retry(dps_inmsg_t **deferred,
+                         int (*handle)(void *ctx, dps_inmsg_t *m), void *ctx);
+
+/*
  * Send msg (malloc'ed, ownership taken: freed when UCX is done with it) on
  * ep as one active message. Returns DPS_OK or DPS_ERR_UCX; on error msg is
  * freed too.

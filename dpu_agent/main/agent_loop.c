@@ -64,24 +64,23 @@ static int drain_inbox(agent_t *a, dps_inmsg_t **deferred)
     return handled;
 }
 
-/* Retry deferred posts (their communicator may be known now). */
+/* A deferred message, handled again: 1 while it must still wait (a post
+ * whose communicator is not known, a ROUND or INST_FAIL before its
+ * post). */
+static int retry_one(void *ctx, dps_inmsg_t *m)
+{
+    dps_msg_t msg;
+
+    return dps_msg_decode(m->data, m->len, &msg, NULL, 0) == DPS_OK &&
+           agent_handle(ctx, &msg) == DPS_ERR_AGAIN;
+}
+
+/* Retry the deferred messages, oldest first and until none moves on: a
+ * ROUND deferred after the forwarded post it follows must not wait for
+ * a message that may never come, as every rank may wait for that round. */
 static void retry_deferred(agent_t *a, dps_inmsg_t **deferred)
 {
-    dps_inmsg_t *list = *deferred, *m;
-
-    *deferred = NULL;
-    while ((m = list) != NULL) {
-        dps_msg_t msg;
-
-        list = m->next;
-        if (dps_msg_decode(m->data, m->len, &msg, NULL, 0) == DPS_OK &&
-            agent_handle(a, &msg) == DPS_ERR_AGAIN) {
-            m->next = *deferred;
-            *deferred = m;
-            continue;
-        }
-        free(m);
-    }
+    dps_inmsg_retry(deferred, retry_one, a);
 }
 
 static int parent_gone(int fd)

@@ -46,6 +46,7 @@
 #define HAVE_PERS 1
 #endif
 
+#include <dirent.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -77,6 +78,8 @@ static struct {
     char               cas[200];
     char               hang[400];     /* watchdog message for this case */
     int                hang_len;
+    pid_t              agents[4];     /* agents this rank spawned */
+    int                nagents;
 } t;
 
 /* MPI_STATUSES_IGNORE, hidden from the compiler: some MPIs declare the
@@ -95,11 +98,51 @@ static inline double t_now(void)
  * async-signal-safe calls: the message was formatted by t_case(). */
 static inline void t_alarm(int sig)
 {
+    struct timespec nap = {0, 500000000L};
+
     (void)sig;
     if (t.hang_len > 0 && write(1, t.hang, (size_t)t.hang_len) < 0) {
         t.hang_len = 0;
     }
+    /* The agents this rank spawned print what each live collective
+     * waits for (SIGUSR1, dpu_agent/main/agent_loop.c) into the log. */
+    for (int i = 0; i < t.nagents; i++) {
+        kill(t.agents[i], SIGUSR1);
+    }
+    if (t.nagents > 0) {
+        nanosleep(&nap, NULL);
+    }
     _exit(3);
+}
+
+/* The dpu_agent processes this rank spawned (children named dpu_agent),
+ * for t_alarm; none under stock MPI or with listening agents. */
+static inline void t_find_agents(void)
+{
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+
+    while (d != NULL && (e = readdir(d)) != NULL &&
+           t.nagents < (int)(sizeof(t.agents) / sizeof(t.agents[0]))) {
+        char path[300], buf[512], *p;
+        FILE *f;
+        int ppid;
+
+        snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
+        if ((f = fopen(path, "r")) == NULL) {
+            continue;
+        }
+        if (fgets(buf, sizeof(buf), f) != NULL &&
+            strstr(buf, "(dpu_agent)") != NULL &&
+            (p = strrchr(buf, ')')) != NULL &&
+            sscanf(p + 2, "%*c %d", &ppid) == 1 && ppid == (int)getpid()) {
+            t.agents[t.nagents++] = (pid_t)atoi(e->d_name);
+        }
+        fclose(f);
+    }
+    if (d != NULL) {
+        closedir(d);
+    }
 }
 
 /* Name the current case (printf-style) and re-arm the watchdog. */
@@ -181,6 +224,7 @@ static inline void t_init(int *argc, char ***argv, const char *prog)
     MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
     MPI_Comm_rank(MPI_COMM_WORLD, &t.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &t.size);
+    t_find_agents();
 }
 
 /* A fresh seed: every filled buffer gets contents never used before. */
