@@ -74,6 +74,12 @@ set -euo pipefail
 SCRIPTS=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 NODE_PY=$SCRIPTS/cluster_node.py
 RUN=${DPS_CLUSTER_DIR:-/run/dpushim-cluster}
+case $RUN/ in
+/tmp/* | /dev/shm/*)
+    echo "cluster.sh: DPS_CLUSTER_DIR=$RUN: the hosts have a /tmp and" \
+         "/dev/shm of their own, so the run directory cannot be there" >&2
+    exit 2 ;;
+esac
 NET=10.77.0
 MAX_HOSTS=50
 DPU_BASE=100
@@ -116,15 +122,33 @@ start_node() {
     # setsid: out of the caller's session, so that a timeout or ^C around
     # `up` leaves the cluster running. --kill-child: the namespace set
     # also ends if its unshare is killed.
+    # The tree of these scripts stays visible at its path where a private
+    # /tmp or /dev/shm would hide it (a checkout under /tmp, as CI's may
+    # be): bound aside first, then back in place, as a cluster's shared
+    # home directory. The node's server starts in /; each command it runs
+    # gets its caller's directory.
     setsid unshare --net --pid --uts --mount --ipc --fork --mount-proc \
         --propagation private --kill-child=SIGKILL -- /bin/sh -c '
             set -e
             hostname "$1"
+            keep=
+            case $5/ in /tmp/*|/dev/shm/*) keep=$5 ;; esac
+            if [ -n "$keep" ]; then
+                mkdir -p "$6"
+                mount --bind "$keep" "$6"
+            fi
             mount -t tmpfs -o mode=1777 tmpfs /tmp
             mount -t tmpfs -o mode=1777 tmpfs /dev/shm
+            if [ -n "$keep" ]; then
+                mkdir -p "$keep"
+                mount --bind "$6" "$keep"
+                umount "$6"
+            fi
             mount --bind "$2" /etc/hosts
+            cd /
             exec python3 "$3" serve "$4"' \
         sh "$name" "$RUN/hosts" "$NODE_PY" "$RUN/$name.sock" \
+        "$(dirname "$SCRIPTS")" "$RUN/tree.$name" \
         </dev/null >>"$RUN/$name.log" 2>&1 &
     upid=$!
     # Up to 20 s: python's start on a loaded machine.
