@@ -32,8 +32,9 @@
 #   DPS_CLUSTER_BUDGET  seconds for the whole part (default 900); cases
 #                  not started by then fail as not run
 #   DPS_CLUSTER_JOB_TIMEOUT  seconds for one job (default 240)
-#   DPS_CLUSTER_DPU_TESTS  programs run with the DPUs' agents (default
-#                  t_colls t_persist)
+#   DPS_CLUSTER_DPU_TESTS  programs run with the DPUs' agents, [MPI/]PROG
+#                  words (default "openmpi/t_persist mpich/t_colls
+#                  mpich/t_outside"; no MPI: the first one given)
 #   DPS_CLUSTER_ERR_CASES  erroneous calls, [MPI/]CASE:HANDLER words
 #                  (default "openmpi/a2a_size:fatal openmpi/a2a_size:return
 #                  mpich/bcast_len:fatal mpich/bcast_len:return")
@@ -378,14 +379,16 @@ cl_cannot() {
 # run_job checks for every host.
 cl_cases() {
     local mpi t f first=$1 s2="DPUSHIM_STATS=2 DPUSHIM_MIN_BYTES=1"
-    local dpu
+    local dpu m
     for mpi in "$@"; do
-        # 2 hosts x 2 ranks, an agent started on each host.
+        # 2 hosts x 2 ranks, an agent started on each host; the longest
+        # suites, t_colls and t_persist (20-36 s each across hosts), once
+        # per MPI here and once with the DPUs' agents below.
         CL_LAUNCH=mpirun
-        f=f_colls_f08
-        [ "$mpi" = mpich ] && f=f_colls_mpif
-        for t in tests/t_colls tests/t_persist tests/t_neigh tests/t_group \
-                 tests/t_dtypes ftests/$f; do
+        f=f_colls_f08 t=tests/t_colls
+        [ "$mpi" = mpich ] && f=f_colls_mpif t=tests/t_persist
+        for t in $t tests/t_neigh tests/t_group tests/t_dtypes \
+                 tests/t_outside ftests/$f; do
             cl_budget_left || return
             shim_case "$mpi" "build/$mpi/$t" 4 "$s2" \
                 "2 hosts x 2 ranks, $(cl_launcher "$mpi")"
@@ -416,9 +419,13 @@ cl_cases() {
     fi
     dpu="DPUSHIM_AGENT_MAP=$CL_MAP DPUSHIM_SECRET_DIR=$CL_SEC"
     for t in $CL_DPU_TESTS; do
+        m=$first
+        [ "${t%%/*}" = "$t" ] || m=${t%%/*}
+        t=${t#*/}
+        [[ " $* " == *" $m "* ]] || continue
         cl_budget_left || return
-        shim_case "$first" "build/$first/tests/$t" 4 "$s2 $dpu" \
-            "2 hosts x 2 ranks, $CL_DPU_KIND listening on their DPUs, $(cl_launcher "$first")" \
+        shim_case "$m" "build/$m/tests/$t" 4 "$s2 $dpu" \
+            "2 hosts x 2 ranks, $CL_DPU_KIND listening on their DPUs, $(cl_launcher "$m")" \
             -dpu
     done
     # Faults, each with its bound.
@@ -477,7 +484,7 @@ cl_main() {
     # Agents on DPUs reach every rank with UCX get/put, which over TCP
     # the ranks' progress thread serves while they block in stock MPI
     # calls or compute (DPUSHIM_PROGRESS_THREAD=auto runs it here).
-    CL_DPU_TESTS=${DPS_CLUSTER_DPU_TESTS:-t_colls t_persist}
+    CL_DPU_TESTS=${DPS_CLUSTER_DPU_TESTS:-openmpi/t_persist mpich/t_colls mpich/t_outside}
     # Erroneous calls (check.sh's err_case: [MPI/]CASE:HANDLER): the job
     # aborts across the hosts (fatal), or the right ranks get the error
     # and the job goes on (return).
