@@ -177,7 +177,7 @@ static int parse_args(int argc, char **argv, int size, struct opts *o)
         {"persistent", no_argument, NULL, 'p'},
         {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
     const char *mode = NULL, *check = NULL, *grid = NULL;
-    char *end;
+    char *end, extra;
     int c, bad = 0;
 
     *o = (struct opts){.n = 32, .p1 = 1, .p2 = size, .k = 1, .steps = 10,
@@ -212,7 +212,7 @@ static int parse_args(int argc, char **argv, int size, struct opts *o)
         usage(stderr);
         return -1;
     }
-    if (grid && (sscanf(grid, "%dx%d%c", &o->p1, &o->p2, (char *)&c) != 2 ||
+    if (grid && (sscanf(grid, "%dx%d%c", &o->p1, &o->p2, &extra) != 2 ||
                  o->p1 <= 0 || o->p2 <= 0)) {
         fprintf(stderr, "fft3d: bad grid -g '%s' (P1xP2, e.g. 2x2)\n", grid);
         return -1;
@@ -309,14 +309,6 @@ static void chunk(int n, int k, int nk, int *lo, int *hi)
     *hi = (int)((long)n * (k + 1) / nk);
 }
 
-static double now(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
-
 /* The FFTs of one chunk (slot: transpose x pre/post): computed, and
  * timed in the warm-up step; or, gpu-like, slept for that time x F. */
 static void run_fft(struct fft *f, const struct lines *l, int slot, int k,
@@ -335,10 +327,10 @@ static void run_fft(struct fft *f, const struct lines *l, int slot, int k,
         }
         return;
     }
-    t0 = now();
+    t0 = MPI_Wtime();
     fft_chunk(f, l, lo, hi, sign);
     if (f->measure) {
-        *ns = (now() - t0) * 1e9;
+        *ns = (MPI_Wtime() - t0) * 1e9;
     }
 }
 
