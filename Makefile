@@ -139,14 +139,20 @@ build/%/ftests: $(FTEST_SRC) Makefile
 	    -o $@/f_rtypes_f08 tests/fortran/f_rtypes.F90
 	@touch $@
 
-# The programs using include/dpushim.h (examples/README.md).
-EXAMPLES   := pattern ring_bcast halo3d
+# The example programs (examples/README.md).
+EXAMPLES   := pattern ring_bcast halo3d fft3d
+# What an example links besides libm, as example=libraries (fft3d: FFTW
+# 3, Debian's libfftw3-dev, scripts/deps.sh).
+EXAMPLE_LIBS := fft3d=-lfftw3
 
 build/%/examples: $(addprefix examples/,$(addsuffix .c,$(EXAMPLES))) include/dpushim.h Makefile
 	@mkdir -p $@
 	@set -e; for e in $(EXAMPLES); do \
-	    echo "$(MPICC_$*) -o $@/$$e examples/$$e.c"; \
-	    $(MPICC_$*) $(WARN) $(CFLAGS) -Iinclude -o $@/$$e examples/$$e.c -lm; \
+	    libs=; for kv in $(EXAMPLE_LIBS); do \
+	        [ "$${kv%%=*}" = "$$e" ] && libs="$${kv#*=}"; done; \
+	    echo "$(MPICC_$*) -o $@/$$e examples/$$e.c$${libs:+ $$libs}"; \
+	    $(MPICC_$*) $(WARN) $(CFLAGS) -Iinclude -o $@/$$e examples/$$e.c \
+	        $$libs -lm; \
 	done
 	@touch $@
 

@@ -4,7 +4,8 @@
 # table per MPI, collective and compute mode (OSU busy time, fixed work),
 # plus CSV and PNG plots in results/<mode>/; then the idle-host scenario
 # (scripts/bench_idle.sh: the compute phase sleeps; stock, shim and MPICH's
-# progress thread), the blocking-call costs and the closing comparisons.
+# progress thread), the blocking-call costs, the examples, the 3-D FFT
+# and the closing comparisons.
 #
 # usage: scripts/bench.sh [MPI...]   (MPI: openmpi, mpich; default both)
 # environment (all optional):
@@ -32,6 +33,9 @@
 #   BENCH_APPS=1          0 skips the examples (scripts/bench_examples.sh:
 #                         ring broadcast and 3-D halo, plain MPI against
 #                         dpushim groups and neighbourhood collectives)
+#   BENCH_FFT=1           0 skips the 3-D FFT (scripts/bench_fft.sh:
+#                         stock, shim and MPICH's progress thread, N 64
+#                         to 256, K 1 4 8, cpu and gpu-like compute)
 #   BENCH_EXTRA=1         0 skips the closing comparisons (registration
 #                         cache on/off, copy threads 1 vs default, staged
 #                         against direct data path, a strided receive
@@ -205,6 +209,12 @@ fi
 if [ "${BENCH_APPS:-1}" = 1 ]; then
     BENCH_REPS=$REPS BENCH_NP=$NP BENCH_SHIM_VARS="$SHIM_VARS" \
         scripts/bench_examples.sh "$@" || exit 1
+fi
+# The pipelined 3-D FFT (examples/fft3d.c): stock MPI, the shim and
+# MPICH's progress thread, cpu and gpu-like compute (scripts/bench_fft.sh).
+if [ "${BENCH_FFT:-1}" = 1 ]; then
+    BENCH_REPS=$REPS BENCH_NP=$NP BENCH_SHIM_VARS="$SHIM_VARS" \
+        scripts/bench_fft.sh "$@" || exit 1
 fi
 
 [ "${BENCH_EXTRA:-1}" = 1 ] || exit 0

@@ -14,6 +14,7 @@ cd "$(dirname "$0")/.." || exit 2
 source scripts/lib.sh
 source scripts/listen_tests.sh
 source scripts/arm64_tests.sh
+source scripts/fft_check.sh
 
 dps_mpis_ready "$@" || {
     echo "check.sh: cannot test the MPIs above; 'make check' installs and" \
@@ -1194,6 +1195,7 @@ for mpi in "$@"; do
     pers_order_failover_case "$mpi" 4
     outsiders_case "$mpi"
     example_tests "$mpi"
+    fft_tests "$mpi"
     fortran_tests "$mpi"
     kill_case "$mpi" launcher
     [ "$mpi" = openmpi ] && thirdparty_mpi4py

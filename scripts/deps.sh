@@ -15,7 +15,9 @@ case ${1:-} in
 esac
 PKGS=(build-essential gfortran pkg-config libucx-dev ucx-utils uthash-dev check
       libibverbs-dev openmpi-bin libopenmpi-dev mpich libmpich-dev
-      gnuplot-nox procps python3-mpi4py python3-numpy clang libclang-rt-14-dev)
+      gnuplot-nox procps python3-mpi4py python3-numpy clang libclang-rt-14-dev
+      libfftw3-dev)
+# libfftw3-dev: examples/fft3d.c's 1-D transforms.
 [ $full = 1 ] && PKGS+=(iproute2 util-linux python3 slurm-wlm munge)
 # iproute2, util-linux, python3: scripts/cluster.sh (namespaces, veths, tc;
 # nsenter, unshare; its node holder, scripts/cluster_node.py); slurm-wlm,
