@@ -29,7 +29,14 @@
 #                  first MPI's build/MPI/dpu_agent if build/arm64/ is
 #                  not built)
 #   DPU_AGENT_ENV  VAR=value words for that agent (default none)
-#   DPS_CLUSTER_BUDGET  seconds for the whole part (default 900); cases
+#   DPS_CLUSTER_FULL=1  every suite (t_colls, t_persist, t_neigh, t_group,
+#                  t_dtypes, t_outside, f_colls) in every layout (host
+#                  agents, srun 3 x 1, the DPUs' agents) for every MPI,
+#                  and the erroneous calls at 3 x 1 too: about 15 minutes
+#                  more than the default, which CI's 30 minutes cannot
+#                  hold; the default spreads the suites over the layouts
+#   DPS_CLUSTER_BUDGET  seconds for the whole part (default 900, 3000
+#                  with DPS_CLUSTER_FULL=1); cases
 #                  not started by then fail as not run
 #   DPS_CLUSTER_JOB_TIMEOUT  seconds for one job (default 240)
 #   DPS_CLUSTER_DPU_TESTS  programs run with the DPUs' agents, [MPI/]PROG
@@ -385,10 +392,7 @@ cl_cases() {
         # suites, t_colls and t_persist (20-36 s each across hosts), once
         # per MPI here and once with the DPUs' agents below.
         CL_LAUNCH=mpirun
-        f=f_colls_f08 t=tests/t_colls
-        [ "$mpi" = mpich ] && f=f_colls_mpif t=tests/t_persist
-        for t in $t tests/t_neigh tests/t_group tests/t_dtypes \
-                 tests/t_outside ftests/$f; do
+        for t in $(cl_suites "$mpi" host); do
             cl_budget_left || return
             shim_case "$mpi" "build/$mpi/$t" 4 "$s2" \
                 "2 hosts x 2 ranks, $(cl_launcher "$mpi")"
@@ -404,10 +408,17 @@ cl_cases() {
     # in check.sh already; here the launch and the odd layout matter).
     CL_LAUNCH=srun
     for mpi in "$@"; do
-        t=t_neigh
-        [ "$mpi" = "$first" ] && t=t_group
-        cl_budget_left || return
-        shim_case "$mpi" "build/$mpi/tests/$t" 3 "$s2" "3 hosts x 1 rank, srun"
+        for t in $(cl_suites "$mpi" srun "$first"); do
+            cl_budget_left || return
+            shim_case "$mpi" "build/$mpi/$t" 3 "$s2" "3 hosts x 1 rank, srun"
+        done
+        [ "$CL_FULL" = 1 ] || continue
+        for t in $CL_ERR_CASES; do
+            [ "${t%%/*}" = "$t" ] || [ "${t%%/*}" = "$mpi" ] || continue
+            t=${t#*/}
+            cl_budget_left || return
+            err_case "$mpi" 3 "${t%:*}" "${t#*:}"
+        done
     done
     # Agents listening on the DPUs (DPU_AGENT, DPU_AGENT_ENV).
     CL_LAUNCH=mpirun
@@ -418,13 +429,10 @@ cl_cases() {
         return
     fi
     dpu="DPUSHIM_AGENT_MAP=$CL_MAP DPUSHIM_SECRET_DIR=$CL_SEC"
-    for t in $CL_DPU_TESTS; do
-        m=$first
-        [ "${t%%/*}" = "$t" ] || m=${t%%/*}
-        t=${t#*/}
-        [[ " $* " == *" $m "* ]] || continue
+    for t in $(cl_dpu_list "$@"); do
+        m=${t%%/*} t=${t#*/}
         cl_budget_left || return
-        shim_case "$m" "build/$m/tests/$t" 4 "$s2 $dpu" \
+        shim_case "$m" "build/$m/$t" 4 "$s2 $dpu" \
             "2 hosts x 2 ranks, $CL_DPU_KIND listening on their DPUs, $(cl_launcher "$m")" \
             -dpu
     done
@@ -445,6 +453,45 @@ cl_cases() {
     cl_budget_left || return
     cl_fault_case scancel "$first" srun "" cl_scancel 20 cl_cancelled \
         "Slurm job cancelled (scancel) mid-collective: its ranks and agents are gone within 20 s"
+}
+
+# cl_suites MPI WHERE [FIRST]: the suites of a layout (WHERE: host, srun),
+# paths under build/MPI/. With DPS_CLUSTER_FULL=1 every suite everywhere;
+# else, within CI's time, the longest suites (t_colls, t_persist: 20-36 s
+# each across hosts) once per MPI with host agents and once with the
+# DPUs' agents, and one suite per MPI through srun.
+cl_suites() {
+    local mpi=$1 f=ftests/f_colls_f08
+    [ "$mpi" = mpich ] && f=ftests/f_colls_mpif
+    if [ "$CL_FULL" = 1 ]; then
+        echo tests/t_colls tests/t_persist tests/t_neigh tests/t_group \
+             tests/t_dtypes tests/t_outside "$f"
+    elif [ "$2" = host ]; then
+        [ "$mpi" = mpich ] && echo tests/t_persist || echo tests/t_colls
+        echo tests/t_neigh tests/t_group tests/t_dtypes tests/t_outside "$f"
+    elif [ "$mpi" = "$3" ]; then
+        echo tests/t_group
+    else
+        echo tests/t_neigh
+    fi
+}
+
+# cl_dpu_list MPI...: MPI/PATH words of the jobs with the DPUs' agents
+# (CL_DPU_TESTS: [MPI/]PROG, no MPI: the first one; with
+# DPS_CLUSTER_FULL=1 every suite for every MPI).
+cl_dpu_list() {
+    local t m mpi
+    if [ "$CL_FULL" = 1 ]; then
+        for mpi in "$@"; do
+            for t in $(cl_suites "$mpi" dpu); do echo "$mpi/$t"; done
+        done
+        return
+    fi
+    for t in $CL_DPU_TESTS; do
+        m=$1
+        [ "${t%%/*}" = "$t" ] || m=${t%%/*}
+        [[ " $* " == *" $m "* ]] && echo "$m/tests/${t#*/}"
+    done
 }
 
 cl_launcher() {
@@ -476,7 +523,9 @@ cl_main() {
     CL_BASE=/run/dpushim-check
     CL_OWNER=$BASHPID
     CL_RUN=$CL_BASE/cluster.$CL_OWNER
+    CL_FULL=${DPS_CLUSTER_FULL:-0}
     CL_BUDGET=${DPS_CLUSTER_BUDGET:-900}
+    [ "$CL_FULL" = 1 ] && CL_BUDGET=${DPS_CLUSTER_BUDGET:-3000}
     CL_JOB_TIMEOUT=${DPS_CLUSTER_JOB_TIMEOUT:-240}
     CL_FIN_GRACE=3
     CL_FIN_HANGS=0
