@@ -6,7 +6,8 @@
 #   make demo            install, build, the demo for both MPIs
 #   make bench           side-by-side overlap benchmark and the examples
 #                        against plain MPI (scripts/)
-#   make install PREFIX=/usr/local   header, libraries, agents, pkg-config
+#   make install PREFIX=/usr/local   header, libraries, agents, pkg-config,
+#                        the runner (bin/dpushim), man pages, modulefile
 #   make depgraph        call and include loops between source files
 #   make agent-arm64     dpu_agent cross-built for aarch64 (a BlueField's
 #                        Arm cores) and the wire's tools, build/arm64/;

@@ -15,6 +15,7 @@ source scripts/lib.sh
 source scripts/listen_tests.sh
 source scripts/arm64_tests.sh
 source scripts/fft_check.sh
+source scripts/runner_check.sh
 
 dps_mpis_ready "$@" || {
     echo "check.sh: cannot test the MPIs above; 'make check' installs and" \
@@ -1155,6 +1156,7 @@ layout_check "$1"
 fuzz_decoder
 arm64_wire_tests
 install_check "$@"
+runner_tests "$@"
 for mpi in "$@"; do
     mpi_tests "$mpi"
     config_tests "$mpi"

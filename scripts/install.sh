@@ -5,6 +5,12 @@
 #       the agent found beside itself)
 #   PREFIX/lib/pkgconfig/dpushim-MPI.pc, and dpushim.pc for the first MPI
 #       named (Debian's default MPI, Open MPI, when both are built)
+#   PREFIX/bin/dpushim, the runner (scripts/dpushim), which then takes the
+#       libraries from PREFIX/lib/dpushim/
+#   PREFIX/share/man/man{1,3,7,8}/: man/'s pages
+#   PREFIX/share/modulefiles/dpushim/VERSION: a modulefile (Environment
+#       Modules and Lmod) putting PREFIX's bin, man pages and pkg-config
+#       files on PATH, MANPATH and PKG_CONFIG_PATH
 # DESTDIR, if set, is prepended to every path written (packaging).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -57,3 +63,51 @@ PC
     echo "installed $mpi: $lib (pkg-config dpushim-$mpi)"
 done
 echo "installed $prefix/include/dpushim.h; pkg-config dpushim is $first"
+
+# The runner, told it is installed and its version (it reads them from
+# the build tree otherwise).
+install -d "$dest$prefix/bin"
+sed -e 's/^DPS_LAYOUT=build$/DPS_LAYOUT=install/' \
+    -e "s/^DPS_VERSION=\$/DPS_VERSION=$version/" scripts/dpushim \
+    >"$dest$prefix/bin/dpushim"
+chmod 0755 "$dest$prefix/bin/dpushim"
+grep -qx "DPS_VERSION=$version" "$dest$prefix/bin/dpushim" || {
+    echo "install.sh: scripts/dpushim has no line DPS_VERSION=" >&2
+    exit 1
+}
+
+# The man pages, their footer naming the version.
+for page in man/*.[1-8]; do
+    sec=${page##*.}
+    install -d "$dest$prefix/share/man/man$sec"
+    sed "s/^\(\.TH .*\) \"dpushim\" /\1 \"dpushim $version\" /" "$page" \
+        >"$dest$prefix/share/man/man$sec/${page#man/}"
+    chmod 0644 "$dest$prefix/share/man/man$sec/${page#man/}"
+done
+
+# The modulefile (Tcl: Environment Modules 3 to 5, and Lmod).
+mod=$dest$prefix/share/modulefiles/dpushim
+install -d "$mod"
+cat >"$mod/$version" <<MOD
+#%Module1.0
+## dpushim $version, installed by scripts/install.sh in $prefix
+proc ModulesHelp { } {
+    puts stderr "dpushim $version: MPI collectives offloaded to a DPU agent."
+    puts stderr "Run a program under it: mpirun -np 4 dpushim ./app"
+    puts stderr "(mpiexec, srun alike); man dpushim, man 7 dpushim."
+}
+module-whatis "dpushim $version: MPI collectives offloaded to a DPU agent (mpirun -np 4 dpushim ./app)"
+conflict dpushim
+set root {$prefix}
+prepend-path PATH            \$root/bin
+# An empty MANPATH element keeps man's default search path: with MANPATH
+# unset, prepending alone would hide every other manual page.
+if { ![info exists ::env(MANPATH)] || \$::env(MANPATH) eq "" } {
+    setenv MANPATH :
+}
+prepend-path MANPATH         \$root/share/man
+prepend-path PKG_CONFIG_PATH \$root/lib/pkgconfig
+MOD
+chmod 0644 "$mod/$version"
+echo "installed $prefix/bin/dpushim, man pages in $prefix/share/man," \
+     "modulefile $prefix/share/modulefiles/dpushim/$version"
