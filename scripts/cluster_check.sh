@@ -62,7 +62,13 @@ cl_run_job() {
     2) hosts=host1:1,host2:1 ;;
     *) echo "cluster run_job: no layout for $np ranks" >"$log"; return 1 ;;
     esac
-    [ "$shim" = 1 ] && opt+=(--shim)
+    # Through Slurm the shim comes by the runner, as a user would start
+    # it there (srun dpushim ./app), elsewhere by LD_PRELOAD.
+    if [ "$shim" = 1 ] && [ "$CL_LAUNCH" = srun ]; then
+        set -- "$CL_ROOT/scripts/dpushim" "$@"
+    elif [ "$shim" = 1 ]; then
+        opt+=(--shim)
+    fi
     [ "$CL_LAUNCH" = srun ] && opt+=(--srun)
     # shellcheck disable=SC2086 # VARS are words
     cl_launch "$log" "$np" "$mpi" "${opt[@]}" "$mpi" "$hosts" \
@@ -410,7 +416,8 @@ cl_cases() {
     for mpi in "$@"; do
         for t in $(cl_suites "$mpi" srun "$first"); do
             cl_budget_left || return
-            shim_case "$mpi" "build/$mpi/$t" 3 "$s2" "3 hosts x 1 rank, srun"
+            shim_case "$mpi" "build/$mpi/$t" 3 "$s2" \
+                "3 hosts x 1 rank, srun dpushim (the runner)"
         done
         [ "$CL_FULL" = 1 ] || continue
         for t in $CL_ERR_CASES; do
