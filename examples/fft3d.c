@@ -59,8 +59,10 @@
 typedef fftw_complex cplx;
 
 struct opts {
-    int n, p1, p2, k, gpu, persistent, steps, check;
+    int n, p1, p2, k, gpu, persistent, steps, check, dtype;
     double factor;
+    double fft_ms; /* gpu-like: the FFTs' time per step, given (-t), or 0:
+                    * measured in the warm-up step */
 };
 
 /* Element (p, c, u, v) of a transpose's buffer, p the peer, c the free
@@ -70,10 +72,23 @@ struct side {
     size_t sp, sc, su, sv;
 };
 
-/* The 1-D FFTs done per chunk: which lines (see fft_chunk()). */
+/* The 1-D FFTs done per chunk: which lines (see fft_chunk()), all
+ * offsets and strides in elements. */
 struct lines {
     int in_b;
-    size_t no, so, lpc;
+    size_t no, so;      /* outer loop: count, stride */
+    size_t cs, hpc;     /* per chunk index: stride, lines */
+    size_t st, ds;      /* a line's element stride, next line's distance */
+};
+
+#define MAXPLAN 64
+
+/* A planned batch of lines (FFTW's advanced interface), reused on any
+ * array with the same shape (FFTW_UNALIGNED). */
+struct plan {
+    int hm, sign;
+    size_t st, ds;
+    fftw_plan p;
 };
 
 /* One transpose: which communicator, the chunked (free) dimension, and
@@ -90,6 +105,10 @@ struct xpose {
     int sign;
     int nuv;           /* block side: b for T1, a for T2 */
     struct side pack, unpack;
+    /* -d: the send and receive sides' types (index into fft.ty, per
+     * chunk) and elements per chunk index on both sides. */
+    int sty, rty;
+    size_t coff;
 };
 
 struct fft {
@@ -99,7 +118,10 @@ struct fft {
     MPI_Comm row, col;
     cplx *ac, *bb, *sbuf, *rbuf; /* A and C share storage (never live
                                   * together), B, the alltoall buffers */
-    fftw_plan plan[2];      /* one line, forward and backward, in place */
+    struct plan plan[MAXPLAN]; /* the batches of lines, planned as met */
+    int nplan;
+    MPI_Datatype *ty;       /* -d: 4 x K, per chunk: T1 on A, on B, T2 on
+                             * B, on C */
     struct xpose t[4];
     struct lines ln[4];     /* what t[] FFTs */
     MPI_Request *req;       /* 4 x K persistent requests, or NULL */
@@ -107,13 +129,15 @@ struct fft {
     int measure;            /* record fft_ns in this step */
     int sleep_fft;          /* gpu-like: sleep fft_ns x factor */
     double wait_s;          /* time inside MPI_Wait this step */
+    double move_s;          /* time packing and unpacking this step */
 };
 
 static void usage(FILE *out)
 {
     fprintf(out,
-        "usage: fft3d [-n N] [-g P1xP2] [-k K] [-m cpu|gpu-like] [-f F] [-M]\n"
-        "             [-p|--persistent] [-s STEPS] [-c auto|serial|input]\n"
+        "usage: fft3d [-n N] [-g P1xP2] [-k K] [-m cpu|gpu-like] [-f F]\n"
+        "             [-t MS] [-M] [-p|--persistent] [-d|--datatypes]\n"
+        "             [-s STEPS] [-c auto|serial|input]\n"
         "  -n N        global size N x N x N (default 32)\n"
         "  -g P1xP2    process grid, P1*P2 = ranks; 1xP is a slab\n"
         "              decomposition (default 1x<ranks>); P1, P2 divide N\n"
@@ -122,10 +146,16 @@ static void usage(FILE *out)
         "  -m MODE     cpu: FFTW in the timed steps; gpu-like: sleep for\n"
         "              the FFTs' measured CPU time x F (default cpu)\n"
         "  -f F        gpu-like factor, > 0 (default 1.0)\n"
+        "  -t MS       gpu-like: sleep MS x F per step in all, shared by\n"
+        "              the chunks by their line counts, instead of the\n"
+        "              time measured (so runs sleep alike)\n"
         "  -M          MPI_Init_thread(MPI_THREAD_MULTIPLE), as MPICH's\n"
         "              progress thread needs (MPIR_CVAR_ASYNC_PROGRESS=1)\n"
         "  -p          persistent MPI_Alltoall_init requests, started\n"
         "              every step (default MPI_Ialltoall)\n"
+        "  -d          derived datatypes: the transposes move blocks\n"
+        "              straight between the layouts (no pack, no unpack;\n"
+        "              as dtFFT), the 1-D FFTs run along strided lines\n"
         "  -s STEPS    timed forward+backward steps (default 10)\n"
         "  -c CHECK    auto: compare with a serial FFTW 3-D transform\n"
         "              when N <= %d; serial: always; input: only the\n"
@@ -175,6 +205,7 @@ static int parse_args(int argc, char **argv, int size, struct opts *o)
 {
     static const struct option lo[] = {
         {"persistent", no_argument, NULL, 'p'},
+        {"datatypes", no_argument, NULL, 'd'},
         {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
     const char *mode = NULL, *check = NULL, *grid = NULL;
     char *end, extra;
@@ -182,7 +213,7 @@ static int parse_args(int argc, char **argv, int size, struct opts *o)
 
     *o = (struct opts){.n = 32, .p1 = 1, .p2 = size, .k = 1, .steps = 10,
                        .factor = 1.0};
-    while (!bad && (c = getopt_long(argc, argv, "n:g:k:m:f:ps:c:Mh", lo,
+    while (!bad && (c = getopt_long(argc, argv, "n:g:k:m:f:t:pds:c:Mh", lo,
                                     NULL)) != -1) {
         switch (c) {
         case 'n': bad = parse_pos(optarg, "size -n", &o->n); break;
@@ -196,7 +227,16 @@ static int parse_args(int argc, char **argv, int size, struct opts *o)
                 bad = 1;
             }
             break;
+        case 't':
+            o->fft_ms = strtod(optarg, &end);
+            if (*optarg == '\0' || *end != '\0' || !(o->fft_ms > 0)) {
+                fprintf(stderr, "fft3d: bad FFT time -t '%s' (ms > 0)\n",
+                        optarg);
+                bad = 1;
+            }
+            break;
         case 'p': o->persistent = 1; break;
+        case 'd': o->dtype = 1; break;
         case 'M': break; /* main() looked before MPI_Init */
         case 's': bad = parse_pos(optarg, "step count -s", &o->steps); break;
         case 'c': check = optarg; break;
@@ -250,51 +290,87 @@ static void input_at(int n, int x, int y, int z, double *re, double *im)
     (void)n;
 }
 
-/* In-place 1-D transforms of nlines contiguous lines of length N. */
-static void fft_lines(struct fft *f, cplx *p, size_t nlines, int sign)
+/* In place: hm lines of length N from p, element stride st, each the
+ * next at distance ds; planned the first time the shape is met. */
+static void fft_lines(struct fft *f, cplx *p, int hm, size_t st, size_t ds,
+                      int sign)
 {
-    fftw_plan pl = f->plan[sign == FFTW_FORWARD ? 0 : 1];
-    size_t i;
+    struct plan *pl = f->plan;
+    int n = f->o.n;
 
-    for (i = 0; i < nlines; i++) {
-        fftw_execute_dft(pl, p + i * f->o.n, p + i * f->o.n);
+    while (pl < f->plan + f->nplan &&
+           (pl->hm != hm || pl->st != st || pl->ds != ds || pl->sign != sign))
+        pl++;
+    if (pl == f->plan + f->nplan) {
+        if (f->nplan == MAXPLAN) {
+            fprintf(stderr, "fft3d: more than %d line shapes\n", MAXPLAN);
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+        /* FFTW_ESTIMATE plans without touching the array. */
+        *pl = (struct plan){hm, sign, st, ds,
+                            fftw_plan_many_dft(1, &n, hm, p, NULL, (int)st,
+                                               (int)ds, p, NULL, (int)st,
+                                               (int)ds, sign,
+                                               FFTW_ESTIMATE |
+                                               FFTW_UNALIGNED)};
+        f->nplan++;
     }
+    fftw_execute_dft(pl->p, p, p);
 }
 
-/* The lines of chunk [lo, hi) of a layout: for o < no, (hi - lo) x lpc
- * lines from line o x so + lo x lpc on. */
+/* The lines of chunk [lo, hi) of a layout: for o < no and each chunk
+ * index c, hpc lines from o x so + c x cs on; one batch per o when the
+ * chunk indices' lines are evenly spaced. */
 static void fft_chunk(struct fft *f, const struct lines *l, int lo, int hi,
                       int sign)
 {
     cplx *arr = l->in_b ? f->bb : f->ac;
     size_t o;
+    int c;
 
     for (o = 0; o < l->no; o++) {
-        fft_lines(f, arr + (o * l->so + lo * l->lpc) * f->o.n,
-                  (hi - lo) * l->lpc, sign);
+        if (l->cs == l->hpc * l->ds) {
+            fft_lines(f, arr + o * l->so + lo * l->cs,
+                      (int)((hi - lo) * l->hpc), l->st, l->ds, sign);
+            continue;
+        }
+        for (c = lo; c < hi; c++) {
+            fft_lines(f, arr + o * l->so + c * l->cs, (int)l->hpc, l->st,
+                      l->ds, sign);
+        }
     }
 }
 
 /* Copy chunk [lo, hi) of a transpose between a layout and the buffer
  * (to_buf: the send buffer, else from the receive buffer), which holds
- * it as [peer][c - lo][u][v] from the chunk's offset on. */
+ * it as [peer][c - lo][u][v] from the chunk's offset on. The inner loop
+ * runs along whichever of u and v is contiguous in the layout, so the
+ * layout is walked in runs and the buffer's m x m block (small enough for
+ * the cache) takes the strided side: a transpose without a TLB miss per
+ * element. */
 static void move(struct fft *f, const struct xpose *t, const struct side *d,
                  int lo, int hi, int to_buf)
 {
     cplx *buf = (to_buf ? f->sbuf : f->rbuf) + lo * t->per_free * t->np;
     cplx *arr = d->in_b ? f->bb : f->ac;
-    int p, c, u, v, m = t->nuv;
+    int p, c, i, j, m = t->nuv, swap = d->sv > d->su;
+    /* Outer index i, inner j: (u, v), or (v, u) when v's stride is the
+     * larger; their strides in the layout and in the buffer. */
+    size_t si = swap ? d->sv : d->su, sj = swap ? d->su : d->sv;
+    size_t bi = swap ? 1 : (size_t)m, bj = swap ? (size_t)m : 1;
 
     for (p = 0; p < t->np; p++) {
-        for (c = lo; c < hi; c++) {
-            for (u = 0; u < m; u++) {
-                cplx *e = arr + p * d->sp + c * d->sc + u * d->su;
+        for (c = lo; c < hi; c++, buf += (size_t)m * m) {
+            cplx *e0 = arr + p * d->sp + c * d->sc;
 
-                for (v = 0; v < m; v++, buf++) {
+            for (i = 0; i < m; i++) {
+                cplx *e = e0 + i * si, *q = buf + i * bi;
+
+                for (j = 0; j < m; j++) {
                     if (to_buf) {
-                        memcpy(buf, e + v * d->sv, sizeof(cplx));
+                        memcpy(q + j * bj, e + j * sj, sizeof(cplx));
                     } else {
-                        memcpy(e + v * d->sv, buf, sizeof(cplx));
+                        memcpy(e + j * sj, q + j * bj, sizeof(cplx));
                     }
                 }
             }
@@ -334,12 +410,75 @@ static void run_fft(struct fft *f, const struct lines *l, int slot, int k,
     }
 }
 
+/* -t: each chunk's FFT time its share of the given time per step, by
+ * its lines (all of length N; a step transforms 6 x len / N lines). */
+static void given_fft_times(struct fft *f)
+{
+    double per_line = f->o.fft_ms * 1e6 / (6.0 * f->len / f->o.n);
+    int i, k, lo, hi, nk = f->o.k;
+
+    for (i = 0; i < 4; i++) {
+        const struct xpose *t = &f->t[i];
+        const struct lines *l[2] = {t->pre, t->post};
+        int j;
+
+        for (j = 0; j < 2; j++) {
+            for (k = 0; k < nk; k++) {
+                chunk(t->nfree, k, nk, &lo, &hi);
+                f->fft_ns[(2 * i + j) * nk + k] =
+                    l[j] ? per_line * l[j]->no * (hi - lo) * l[j]->hpc : 0;
+            }
+        }
+    }
+}
+
+/* move(), timed. */
+static void move_timed(struct fft *f, const struct xpose *t,
+                       const struct side *d, int lo, int hi, int to_buf)
+{
+    double t0 = MPI_Wtime();
+
+    move(f, t, d, lo, hi, to_buf);
+    f->move_s += MPI_Wtime() - t0;
+}
+
 static void wait_req(struct fft *f, MPI_Request *r)
 {
     double t0 = MPI_Wtime();
 
     MPI_Wait(r, MPI_STATUS_IGNORE);
     f->wait_s += MPI_Wtime() - t0;
+}
+
+/* Chunk k's alltoall: from the send buffer to the receive buffer, or
+ * (-d) from layout to layout, by the chunk's derived datatypes. */
+struct a2a {
+    void *sbuf, *rbuf;
+    int count;
+    MPI_Datatype stype, rtype;
+};
+
+static struct a2a xpose_args(const struct fft *f,
+                                     const struct xpose *t, int k)
+{
+    int lo, hi;
+
+    chunk(t->nfree, k, f->o.k, &lo, &hi);
+    if (f->o.dtype) {
+        /* T1f, T2b send from A or C, T2f, T1b from B. */
+        cplx *s = t->id % 2 ? f->bb : f->ac, *r = t->id % 2 ? f->ac : f->bb;
+        size_t off = (size_t)lo * t->coff;
+
+        return (struct a2a){s + off, r + off, 1,
+                                    f->ty[t->sty * f->o.k + k],
+                                    f->ty[t->rty * f->o.k + k]};
+    }
+    size_t off = (size_t)lo * t->per_free * t->np;
+    /* doubles per peer */
+    int cnt = (int)((size_t)(hi - lo) * t->per_free * 2);
+
+    return (struct a2a){f->sbuf + off, f->rbuf + off, cnt,
+                                MPI_DOUBLE, MPI_DOUBLE};
 }
 
 /* One transpose, pipelined: for each chunk its FFTs, pack, start; then
@@ -354,24 +493,26 @@ static void transpose(struct fft *f, const struct xpose *t)
         req = f->req + t->id * nk;
     }
     for (k = 0; k < nk; k++) {
-        size_t off, cnt;
-
         chunk(t->nfree, k, nk, &lo, &hi);
         run_fft(f, t->pre, 2 * t->id, k, lo, hi, t->sign);
-        move(f, t, &t->pack, lo, hi, 1);
-        off = (size_t)lo * t->per_free * t->np;
-        cnt = (size_t)(hi - lo) * t->per_free * 2; /* doubles per peer */
+        if (!f->o.dtype) {
+            move_timed(f, t, &t->pack, lo, hi, 1);
+        }
         if (f->req) {
             MPI_Start(&req[k]);
         } else {
-            MPI_Ialltoall(f->sbuf + off, (int)cnt, MPI_DOUBLE, f->rbuf + off,
-                          (int)cnt, MPI_DOUBLE, t->comm, &req[k]);
+            struct a2a a = xpose_args(f, t, k);
+
+            MPI_Ialltoall(a.sbuf, a.count, a.stype, a.rbuf, a.count,
+                          a.rtype, t->comm, &req[k]);
         }
     }
     for (k = 0; k < nk; k++) {
         chunk(t->nfree, k, nk, &lo, &hi);
         wait_req(f, &req[k]);
-        move(f, t, &t->unpack, lo, hi, 0);
+        if (!f->o.dtype) {
+            move_timed(f, t, &t->unpack, lo, hi, 0);
+        }
         run_fft(f, t->post, 2 * t->id + 1, k, lo, hi, t->sign);
     }
 }
@@ -412,19 +553,69 @@ static void setup_xposes(struct fft *f)
     struct lines *ax = &f->ln[0], *bx = &f->ln[1], *bz = &f->ln[2];
     struct lines *cz = &f->ln[3];
 
-    *ax = (struct lines){0, 1, 0, b};
-    *bx = (struct lines){1, 1, 0, b};
-    *bz = (struct lines){1, a, b, 1};
-    *cz = (struct lines){0, 1, 0, a};
-
+    *ax = (struct lines){0, 1, 0, b * n, b, 1, n};
+    if (f->o.dtype) {
+        /* -d: B [x a][y N][z b], C [x N][y a][z b]: y lines of stride
+         * b, x lines of stride a x b. */
+        *bx = (struct lines){1, 1, 0, n * b, b, b, 1};
+        *bz = (struct lines){1, a, n * b, 1, 1, b, 1};
+        *cz = (struct lines){0, a, b, 1, 1, a * b, 1};
+    } else {
+        *bx = (struct lines){1, 1, 0, b * n, b, 1, n};
+        *bz = (struct lines){1, a, b * n, n, 1, 1, n};
+        *cz = (struct lines){0, 1, 0, a * n, a, 1, n};
+    }
     f->t[0] = (struct xpose){0, f->row, f->o.p2, f->a, b * b, ax, NULL,
-                             FFTW_FORWARD, f->b, sa, sb1};
+                             FFTW_FORWARD, f->b, sa, sb1, 0, 1, b * n};
     f->t[1] = (struct xpose){1, f->col, f->o.p1, f->b, a * a, bz,
-                             cz, FFTW_FORWARD, f->a, sb2, sc};
+                             cz, FFTW_FORWARD, f->a, sb2, sc, 2, 3, 1};
     f->t[2] = (struct xpose){2, f->col, f->o.p1, f->b, a * a, cz, NULL,
-                             FFTW_BACKWARD, f->a, sc, sb2};
+                             FFTW_BACKWARD, f->a, sc, sb2, 3, 2, 1};
     f->t[3] = (struct xpose){3, f->row, f->o.p2, f->a, b * b, bx,
-                             ax, FFTW_BACKWARD, f->b, sb1, sa};
+                             ax, FFTW_BACKWARD, f->b, sb1, sa, 1, 0, b * n};
+}
+
+/* TYPE (doubles), its extent set to ext elements (one peer's stride). */
+static MPI_Datatype peer_type(MPI_Datatype type, size_t ext)
+{
+    MPI_Datatype r;
+
+    MPI_Type_create_resized(type, 0, (MPI_Aint)(ext * sizeof(cplx)), &r);
+    MPI_Type_commit(&r);
+    MPI_Type_free(&type);
+    return r;
+}
+
+/* -d: each chunk's four types (doubles; c chunk indices). Per peer,
+ * in the order both sides agree on:
+ *   T1 on A: (x, y, z in the peer's block): c x b runs of b, stride N
+ *   T1 on B: (x, y in the peer's block, z): c runs of b x b, stride N b
+ *   T2 on B: (x, y in the peer's block, z in chunk): a x a runs of c
+ *   T2 on C: (x in the peer's block, y, z in chunk): a x a runs of c
+ * each resized to the distance between two peers' blocks. */
+static void setup_types(struct fft *f)
+{
+    int k, lo, hi, c, nk = f->o.k, a = f->a, b = f->b, n = f->o.n;
+    MPI_Datatype *ty, v, yz;
+
+    f->ty = ty = malloc(sizeof(MPI_Datatype) * 4 * nk);
+    for (k = 0; k < nk; k++) {
+        chunk(a, k, nk, &lo, &hi);
+        c = hi - lo;
+        MPI_Type_vector(c * b, 2 * b, 2 * n, MPI_DOUBLE, &v);
+        ty[k] = peer_type(v, b);
+        MPI_Type_vector(c, 2 * b * b, 2 * n * b, MPI_DOUBLE, &v);
+        ty[nk + k] = peer_type(v, (size_t)b * b);
+        chunk(b, k, nk, &lo, &hi);
+        c = hi - lo;
+        MPI_Type_vector(a, 2 * c, 2 * b, MPI_DOUBLE, &yz);
+        MPI_Type_create_hvector(a, 1, (MPI_Aint)sizeof(cplx) * n * b, yz,
+                                &v);
+        MPI_Type_free(&yz);
+        ty[2 * nk + k] = peer_type(v, (size_t)a * b);
+        MPI_Type_vector(a * a, 2 * c, 2 * b, MPI_DOUBLE, &v);
+        ty[3 * nk + k] = peer_type(v, (size_t)a * a * b);
+    }
 }
 
 /* Persistent requests, one per transpose and chunk, on the same buffers
@@ -432,21 +623,18 @@ static void setup_xposes(struct fft *f)
 static void setup_persistent(struct fft *f)
 {
 #ifdef ALLTOALL_INIT
-    int i, k, lo, hi, nk = f->o.k;
+    int i, k, nk = f->o.k;
 
     f->req = malloc(sizeof(MPI_Request) * 4 * nk);
     for (i = 0; i < 4; i++) {
         const struct xpose *t = &f->t[i];
 
         for (k = 0; k < nk; k++) {
-            size_t off, cnt;
+            struct a2a x = xpose_args(f, t, k);
 
-            chunk(t->nfree, k, nk, &lo, &hi);
-            off = (size_t)lo * t->per_free * t->np;
-            cnt = (size_t)(hi - lo) * t->per_free * 2;
-            ALLTOALL_INIT(f->sbuf + off, (int)cnt, MPI_DOUBLE,
-                          f->rbuf + off, (int)cnt, MPI_DOUBLE, t->comm,
-                          MPI_INFO_NULL, &f->req[i * nk + k]);
+            ALLTOALL_INIT(x.sbuf, x.count, x.stype, x.rbuf, x.count,
+                          x.rtype, t->comm, MPI_INFO_NULL,
+                          &f->req[i * nk + k]);
         }
     }
 #else
@@ -457,7 +645,6 @@ static void setup_persistent(struct fft *f)
 /* Communicators, buffers, plans, transposes; 0 or -1 (out of memory). */
 static int setup(struct fft *f)
 {
-    cplx *line;
     int n = f->o.n;
 
     f->r1 = f->rank / f->o.p2;
@@ -469,22 +656,22 @@ static int setup(struct fft *f)
     MPI_Comm_split(MPI_COMM_WORLD, f->r2, f->r1, &f->col);
     f->ac = fftw_alloc_complex(f->len);
     f->bb = fftw_alloc_complex(f->len);
-    f->sbuf = fftw_alloc_complex(f->len);
-    f->rbuf = fftw_alloc_complex(f->len);
+    /* -d moves between the layouts: no alltoall buffers. */
+    if (!f->o.dtype) {
+        f->sbuf = fftw_alloc_complex(f->len);
+        f->rbuf = fftw_alloc_complex(f->len);
+    }
     f->fft_ns = calloc(NSLOT * f->o.k, sizeof(double));
-    line = fftw_alloc_complex(n);
-    if (!f->ac || !f->bb || !f->sbuf || !f->rbuf || !f->fft_ns || !line) {
+    if (!f->ac || !f->bb || !f->fft_ns ||
+        (!f->o.dtype && (!f->sbuf || !f->rbuf))) {
         fprintf(stderr, "fft3d: rank %d: out of memory for N=%d\n", f->rank,
                 n);
         return -1;
     }
-    /* One in-place line; lines start at any multiple of 16 bytes. */
-    f->plan[0] = fftw_plan_dft_1d(n, line, line, FFTW_FORWARD,
-                                  FFTW_ESTIMATE | FFTW_UNALIGNED);
-    f->plan[1] = fftw_plan_dft_1d(n, line, line, FFTW_BACKWARD,
-                                  FFTW_ESTIMATE | FFTW_UNALIGNED);
-    fftw_free(line);
     setup_xposes(f);
+    if (f->o.dtype) {
+        setup_types(f);
+    }
     if (f->o.persistent) {
         setup_persistent(f);
     }
@@ -536,13 +723,17 @@ static double serial_error(struct fft *f, const cplx *all)
         }
     }
     fftw_execute(p);
-    /* Rank r's C: [z' b][y' a][x N], z block r2, y block r1. */
-    for (r = 0, i = 0; r < f->o.p1 * f->o.p2; r++) {
+    /* Rank r's C: [z' b][y' a][x N] (-d: [x N][y' a][z' b]), z block r2,
+     * y block r1. */
+    for (r = 0; r < f->o.p1 * f->o.p2; r++) {
         for (zz = 0; zz < f->b; zz++) {
             for (yy = 0; yy < f->a; yy++) {
-                for (x = 0; x < n; x++, i++) {
+                for (x = 0; x < n; x++) {
                     y = (r / f->o.p2) * f->a + yy;
                     z = (r % f->o.p2) * f->b + zz;
+                    i = r * f->len + (f->o.dtype ?
+                                      ((size_t)x * f->a + yy) * f->b + zz :
+                                      ((size_t)zz * f->a + yy) * n + x);
                     const double *s = g[((size_t)x * n + y) * n + z];
 
                     err = fmax(err, hypot(all[i][0] - s[0],
@@ -600,39 +791,45 @@ static double median(double *v, int n)
 }
 
 /* The timed steps: per step the slowest rank's time and the ranks' mean
- * time in MPI_Wait, their medians in ms into ms[0], ms[1]; ms[2] the
- * FFTs' time per step. A warm-up
- * cpu step first measures the chunk FFT times gpu-like mode sleeps. */
-static void timed_steps(struct fft *f, double ms[3])
+ * times in MPI_Wait and packing, their medians in ms into ms[0], ms[1],
+ * ms[3]; ms[2] the FFTs' time per step. A warm-up cpu step first
+ * measures the chunk FFT times gpu-like mode sleeps (or -t gives them). */
+static void timed_steps(struct fft *f, double ms[4])
 {
     int s, nstep = f->o.steps, np = f->o.p1 * f->o.p2;
-    double *step = malloc(sizeof(double) * nstep);
-    double *wait = malloc(sizeof(double) * nstep), t0;
+    double *step = malloc(sizeof(double) * nstep * 3), t0;
+    double *wait = step + nstep, *mv = wait + nstep;
 
     f->measure = 1;
     forward(f);
     backward(f);
     f->measure = 0;
+    if (f->o.fft_ms > 0) {
+        given_fft_times(f);
+    }
     f->sleep_fft = f->o.gpu;
     for (s = 0; s < nstep; s++) {
         MPI_Barrier(MPI_COMM_WORLD);
         f->wait_s = 0;
+        f->move_s = 0;
         t0 = MPI_Wtime();
         forward(f);
         backward(f);
         step[s] = MPI_Wtime() - t0;
         wait[s] = f->wait_s;
+        mv[s] = f->move_s;
     }
     f->sleep_fft = 0;
     MPI_Allreduce(MPI_IN_PLACE, step, nstep, MPI_DOUBLE, MPI_MAX,
                   MPI_COMM_WORLD);
-    MPI_Allreduce(MPI_IN_PLACE, wait, nstep, MPI_DOUBLE, MPI_SUM,
+    MPI_Allreduce(MPI_IN_PLACE, wait, 2 * nstep, MPI_DOUBLE, MPI_SUM,
                   MPI_COMM_WORLD);
-    for (s = 0; s < nstep; s++) {
+    for (s = 0; s < 2 * nstep; s++) {
         wait[s] /= np;
     }
     ms[0] = 1e3 * median(step, nstep);
     ms[1] = 1e3 * median(wait, nstep);
+    ms[3] = 1e3 * median(mv, nstep);
     /* The FFTs' time per step (slept, x F, in gpu-like mode): the
      * slowest rank's. */
     for (s = 0, ms[2] = 0; s < NSLOT * f->o.k; s++) {
@@ -641,7 +838,6 @@ static void timed_steps(struct fft *f, double ms[3])
     MPI_Allreduce(MPI_IN_PLACE, &ms[2], 1, MPI_DOUBLE, MPI_MAX,
                   MPI_COMM_WORLD);
     free(step);
-    free(wait);
 }
 
 static void teardown(struct fft *f)
@@ -654,12 +850,19 @@ static void teardown(struct fft *f)
         }
         free(f->req);
     }
-    fftw_destroy_plan(f->plan[0]);
-    fftw_destroy_plan(f->plan[1]);
+    for (i = 0; i < f->nplan; i++) {
+        fftw_destroy_plan(f->plan[i].p);
+    }
+    for (i = 0; f->ty && i < 4 * f->o.k; i++) {
+        MPI_Type_free(&f->ty[i]);
+    }
+    free(f->ty);
     fftw_free(f->ac);
     fftw_free(f->bb);
-    fftw_free(f->sbuf);
-    fftw_free(f->rbuf);
+    if (f->sbuf) {
+        fftw_free(f->sbuf);
+        fftw_free(f->rbuf);
+    }
     free(f->fft_ns);
     MPI_Comm_free(&f->row);
     MPI_Comm_free(&f->col);
@@ -668,7 +871,7 @@ static void teardown(struct fft *f)
 int main(int argc, char **argv)
 {
     struct fft f = {0};
-    double err[2], err2, ms[3];
+    double err[2], err2, ms[4];
     int size, rc, bad, i, multiple = 0, provided;
 
     for (i = 1; i < argc; i++) {
@@ -705,11 +908,12 @@ int main(int argc, char **argv)
     bad |= !(err2 < TOL);
     if (f.rank == 0) {
         printf("fft3d: N=%d grid=%dx%d K=%d mode=%s factor=%g "
-               "persistent=%d steps=%d step_ms=%.3f wait_ms=%.3f "
-               "wait_share=%.3f fft_ms=%.3f\n", f.o.n, f.o.p1, f.o.p2,
+               "persistent=%d datatypes=%d steps=%d step_ms=%.3f wait_ms=%.3f "
+               "wait_share=%.3f fft_ms=%.3f move_ms=%.3f\n", f.o.n,
+               f.o.p1, f.o.p2,
                f.o.k, f.o.gpu ? "gpu-like" : "cpu", f.o.factor,
-               f.o.persistent, f.o.steps, ms[0], ms[1],
-               ms[0] > 0 ? ms[1] / ms[0] : 0, ms[2]);
+               f.o.persistent, f.o.dtype, f.o.steps, ms[0], ms[1],
+               ms[0] > 0 ? ms[1] / ms[0] : 0, ms[2], ms[3]);
         printf("fft3d: %s serial_err=%.3g roundtrip_err=%.3g "
                "after_steps_err=%.3g tol=%g (max abs error / max abs "
                "value)\n", bad ? "FAILED" : "ok", err[0], err[1], err2,
