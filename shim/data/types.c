@@ -243,16 +243,24 @@ static int type_index(shim_unpack_t *u, MPI_Datatype orig,
 /*
  * A scatter map of the staged region onto the blocks (data/flat.h), so
  * that the DMA engine can read transfers straight into place (or, for
- * send data, straight from it); NULL when a
- * block's type cannot be flattened or the map would not pay. Measured
- * (make bench, Ialltoall into a strided type, Open MPI, 2 ranks): reading
- * into place through process_vm_readv iovecs beats one contiguous read
- * and MPI_Unpack at completion from runs of about 2 KiB (1 MiB blocks:
- * 178 against 272 us with 2 KiB runs, 162 against 280 us with 4 KiB),
- * and loses below (387 against 286 us with 1 KiB runs, 994 against 367
- * us with 64 B): the kernel's cost per iovec dominates.
+ * send data, straight from it); NULL when a block's type cannot be
+ * flattened or the map would not pay: when its runs average under
+ * SCATTER_MIN_SEG bytes, the kernel's cost per iovec outweighs the copy
+ * it saves, and the data is packed in the call and unpacked at
+ * completion instead, on the rank's core.
+ *
+ * First set at 2 KiB from the pure transfer time alone (Open MPI, 2
+ * ranks, 1 MiB blocks: 387 against 286 us with 1 KiB runs). Lowered to
+ * 256 B for what the pack and the unpack cost the rank: examples/fft3d
+ * -d (an FFT's transposes by datatype; N=256, 2 ranks, K=4 chunks, its
+ * T2 runs of 512 B; ranks asleep as on a GPU, -m gpu-like -t 230) took
+ * 701 ms a step (Open MPI) and 898 ms (MPICH) with 2 KiB, 327 and 311 ms
+ * with 256 B, 326 and 315 with 512 B. With busy ranks too (tests/overlap
+ * -V, 1 MiB blocks, pure transfer, the middle of 3 runs): runs of 512 B
+ * 295 against 361 us (2 KiB); of 128 B 459 against 394 us (the map lost:
+ * below 256 B).
  */
-#define SCATTER_MIN_SEG 2048
+#define SCATTER_MIN_SEG 256
 
 static shim_scatter_t *scatter_map(const shim_blocks_t *b,
                                    const uint64_t *cnt, const uint64_t *off,
