@@ -130,6 +130,7 @@ struct fft {
     int sleep_fft;          /* gpu-like: sleep fft_ns x factor */
     double wait_s;          /* time inside MPI_Wait this step */
     double move_s;          /* time packing and unpacking this step */
+    double call_s;          /* time starting the alltoalls this step */
 };
 
 static void usage(FILE *out)
@@ -488,6 +489,7 @@ static void transpose(struct fft *f, const struct xpose *t)
 {
     MPI_Request local[f->o.k], *req = local;
     int k, lo, hi, nk = f->o.k;
+    double t0;
 
     if (f->req) {
         req = f->req + t->id * nk;
@@ -498,6 +500,7 @@ static void transpose(struct fft *f, const struct xpose *t)
         if (!f->o.dtype) {
             move_timed(f, t, &t->pack, lo, hi, 1);
         }
+        t0 = MPI_Wtime();
         if (f->req) {
             MPI_Start(&req[k]);
         } else {
@@ -506,6 +509,7 @@ static void transpose(struct fft *f, const struct xpose *t)
             MPI_Ialltoall(a.sbuf, a.count, a.stype, a.rbuf, a.count,
                           a.rtype, t->comm, &req[k]);
         }
+        f->call_s += MPI_Wtime() - t0;
     }
     for (k = 0; k < nk; k++) {
         chunk(t->nfree, k, nk, &lo, &hi);
@@ -791,14 +795,15 @@ static double median(double *v, int n)
 }
 
 /* The timed steps: per step the slowest rank's time and the ranks' mean
- * times in MPI_Wait and packing, their medians in ms into ms[0], ms[1],
- * ms[3]; ms[2] the FFTs' time per step. A warm-up cpu step first
- * measures the chunk FFT times gpu-like mode sleeps (or -t gives them). */
-static void timed_steps(struct fft *f, double ms[4])
+ * times in MPI_Wait, packing and starting the alltoalls, their medians in
+ * ms into ms[0], ms[1], ms[3], ms[4]; ms[2] the FFTs' time per step. A
+ * warm-up cpu step first measures the chunk FFT times gpu-like mode
+ * sleeps (or -t gives them). */
+static void timed_steps(struct fft *f, double ms[5])
 {
     int s, nstep = f->o.steps, np = f->o.p1 * f->o.p2;
-    double *step = malloc(sizeof(double) * nstep * 3), t0;
-    double *wait = step + nstep, *mv = wait + nstep;
+    double *step = malloc(sizeof(double) * nstep * 4), t0;
+    double *wait = step + nstep, *mv = wait + nstep, *call = mv + nstep;
 
     f->measure = 1;
     forward(f);
@@ -812,24 +817,27 @@ static void timed_steps(struct fft *f, double ms[4])
         MPI_Barrier(MPI_COMM_WORLD);
         f->wait_s = 0;
         f->move_s = 0;
+        f->call_s = 0;
         t0 = MPI_Wtime();
         forward(f);
         backward(f);
         step[s] = MPI_Wtime() - t0;
         wait[s] = f->wait_s;
         mv[s] = f->move_s;
+        call[s] = f->call_s;
     }
     f->sleep_fft = 0;
     MPI_Allreduce(MPI_IN_PLACE, step, nstep, MPI_DOUBLE, MPI_MAX,
                   MPI_COMM_WORLD);
-    MPI_Allreduce(MPI_IN_PLACE, wait, 2 * nstep, MPI_DOUBLE, MPI_SUM,
+    MPI_Allreduce(MPI_IN_PLACE, wait, 3 * nstep, MPI_DOUBLE, MPI_SUM,
                   MPI_COMM_WORLD);
-    for (s = 0; s < 2 * nstep; s++) {
+    for (s = 0; s < 3 * nstep; s++) {
         wait[s] /= np;
     }
     ms[0] = 1e3 * median(step, nstep);
     ms[1] = 1e3 * median(wait, nstep);
     ms[3] = 1e3 * median(mv, nstep);
+    ms[4] = 1e3 * median(call, nstep);
     /* The FFTs' time per step (slept, x F, in gpu-like mode): the
      * slowest rank's. */
     for (s = 0, ms[2] = 0; s < NSLOT * f->o.k; s++) {
@@ -871,7 +879,7 @@ static void teardown(struct fft *f)
 int main(int argc, char **argv)
 {
     struct fft f = {0};
-    double err[2], err2, ms[4];
+    double err[2], err2, ms[5];
     int size, rc, bad, i, multiple = 0, provided;
 
     for (i = 1; i < argc; i++) {
@@ -909,11 +917,10 @@ int main(int argc, char **argv)
     if (f.rank == 0) {
         printf("fft3d: N=%d grid=%dx%d K=%d mode=%s factor=%g "
                "persistent=%d datatypes=%d steps=%d step_ms=%.3f wait_ms=%.3f "
-               "wait_share=%.3f fft_ms=%.3f move_ms=%.3f\n", f.o.n,
-               f.o.p1, f.o.p2,
-               f.o.k, f.o.gpu ? "gpu-like" : "cpu", f.o.factor,
+               "wait_share=%.3f fft_ms=%.3f move_ms=%.3f call_ms=%.3f\n",
+               f.o.n, f.o.p1, f.o.p2, f.o.k, f.o.gpu ? "gpu-like" : "cpu", f.o.factor,
                f.o.persistent, f.o.dtype, f.o.steps, ms[0], ms[1],
-               ms[0] > 0 ? ms[1] / ms[0] : 0, ms[2], ms[3]);
+               ms[0] > 0 ? ms[1] / ms[0] : 0, ms[2], ms[3], ms[4]);
         printf("fft3d: %s serial_err=%.3g roundtrip_err=%.3g "
                "after_steps_err=%.3g tol=%g (max abs error / max abs "
                "value)\n", bad ? "FAILED" : "ok", err[0], err[1], err2,
