@@ -115,15 +115,16 @@ columns() {
 declare -A FFT_MS
 
 FAILED=0
-# job FILE MPI SHIM VARS ARGS...: one fft3d job into FILE, tagged, under
-# the time limit; its exit status (124: timed out).
+# job FILE MPI SHIM VARS ARGS...: one fft3d job of NP ranks (JOB_NP to
+# change it) into FILE, tagged, under the time limit; its exit status
+# (124: timed out).
 job() {
-    local f=$1 mpi=$2 shim=$3 vars=$4 rc
+    local f=$1 mpi=$2 shim=$3 vars=$4 rc np=${JOB_NP:-$NP}
     shift 4
     NJOB=$((NJOB + 1))
     TAG="$$-$NJOB"
     timeout -k 5 "$TIMEOUT" bash -c \
-        'source scripts/lib.sh; dps_launch "$@"' _ "$mpi" "$NP" "$shim" \
+        'source scripts/lib.sh; dps_launch "$@"' _ "$mpi" "$np" "$shim" \
         "DPS_BENCH_JOB=$TAG $vars" "build/$mpi/examples/fft3d" "$@" \
         >"$f" 2>&1 &
     JOB=$!
@@ -221,6 +222,30 @@ for mpi in "$@"; do
 done
 printf '\r%70s\r' "" >&2
 
+# Pencils, for correctness only (4 ranks on the cores the machine has,
+# oversubscribed): a 2x2 grid, each variant, stock MPI and the shim, the
+# checked result; no timing is reported.
+PENCIL=
+for mpi in "$@"; do
+    for v in $VARIANTS; do for shim in 0 1; do
+        f="$RAW/$mpi-$v-pencil-shim$shim.txt"
+        printf '\r%s %s 2x2 pencils, %s          ' "$mpi" "$v" \
+            "$([ $shim = 1 ] && echo shim || echo stock)" >&2
+        # shellcheck disable=SC2046
+        DPS_RANK_CPUS='' JOB_NP=4 job "$f" "$mpi" "$shim" \
+            "DPUSHIM_MIN_BYTES=1 DPUSHIM_RANKS_PER_DPU=2" -n 64 -g 2x2 -k 4 \
+            -s 2 -c serial $([ "$v" = dtype ] && echo -d)
+        rc=$?
+        if [ $rc -ne 0 ] || ! grep -q '^fft3d: ok ' "$f"; then
+            failed "$f" "$rc"
+        else
+            PENCIL="$PENCIL $mpi/$v/$([ $shim = 1 ] && echo shim ||
+                echo stock)"
+        fi
+    done; done
+done
+printf '\r%70s\r' "" >&2
+
 # table MPI: the medians, one row per variant, N, K and mode; CSV rows
 # too.
 table() {
@@ -297,10 +322,14 @@ EOF
 
 echo "mpi,variant,n,k,mode,column,step_ms,wait_ms,wait_share,move_ms,ratio_to_stock" \
     >"$OUT/fft.csv"
-for mpi in "$@"; do
-    table "$mpi"
-    plot "$mpi"
-done | tee "$OUT/table.txt"
+{
+    for mpi in "$@"; do
+        table "$mpi"
+        plot "$mpi"
+    done
+    echo "2x2 pencils, 4 ranks, N=64 K=4, checked against serial FFTW (no" \
+         "timing): ok:${PENCIL:- none}"
+} | tee "$OUT/table.txt"
 
 if [ $FAILED -ne 0 ]; then
     echo "bench_fft: some runs FAILED (see above and $RAW/)" >&2
