@@ -8,6 +8,8 @@
 #                        against plain MPI (scripts/)
 #   make install PREFIX=/usr/local   header, libraries, agents, pkg-config,
 #                        the runner (bin/dpushim), man pages, modulefile
+#   make deb             Debian packages (debian/, dpkg-buildpackage), checked
+#                        by lintian: build/deb/ (scripts/deb.sh)
 #   make depgraph        call and include loops between source files
 #   make agent-arm64     dpu_agent cross-built for aarch64 (a BlueField's
 #                        Arm cores) and the wire's tools, build/arm64/;
@@ -87,7 +89,7 @@ BENCH_SRC  := $(wildcard tests/bench/*.c)
 UNIT_TESTS := check_proto check_config check_shim_util check_listen check_shm check_build \
               check_reduce check_cma check_defer
 
-.PHONY: all build mpi-list deps deps-full check demo bench clean unit fuzz install depgraph \
+.PHONY: all build mpi-list deps deps-full check demo bench clean unit fuzz install deb depgraph \
         agent-arm64 arm64-cc $(ALL_MPIS)
 
 PREFIX     ?= /usr/local
@@ -262,6 +264,11 @@ bench: deps-full
 # What was built, for every MPI found (scripts/install.sh).
 install: build
 	@scripts/install.sh "$(PREFIX)" $(MPI)
+
+# Binary packages by Debian's tools, from a copy of the tree; lintian.
+deb:
+	@scripts/deps.sh --deb
+	@scripts/deb.sh
 
 clean:
 	rm -rf build

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# make deb: Debian binary packages of the tree, by Debian's own tools
+# (debian/, dpkg-buildpackage -b -us -uc), checked by lintian. It builds
+# on a copy of the tree's files (no build/, no .git) in a temporary
+# directory, since dpkg-buildpackage cleans the tree and writes beside
+# it; the packages, .buildinfo and .changes go to build/deb/, lintian's
+# report to build/deb/lintian.txt. Nothing else is left behind.
+#
+# usage: scripts/deb.sh [--if-changed]
+#   --if-changed  keep build/deb/ if it was built from these very files
+#                 (build/deb/SOURCE: a hash of every file copied)
+# environment: DEB_BUILD_OPTIONS, as for dpkg-buildpackage (default:
+#              parallel=<CPUs>)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+OUT=build/deb
+
+if_changed=0
+case ${1:-} in
+--if-changed) if_changed=1 ;;
+"") ;;
+*) echo "usage: scripts/deb.sh [--if-changed]" >&2; exit 2 ;;
+esac
+for t in dpkg-buildpackage dh lintian; do
+    command -v "$t" >/dev/null || {
+        echo "deb.sh: $t not found: run 'make deps' as root (scripts/deps.sh --deb)" >&2
+        exit 2
+    }
+done
+
+# The files of the tree: those git knows (tracked, or new and not
+# ignored) that exist; outside a git checkout, all but build/.
+tree_files() {
+    if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+        git ls-files -z --cached --others --exclude-standard |
+            while IFS= read -r -d '' f; do
+                [ -f "$f" ] && printf '%s\0' "$f"
+            done
+    else
+        find . -path ./build -prune -o -path ./.git -prune -o -type f \
+            -printf '%P\0'
+    fi
+}
+
+source_hash=$(tree_files | sort -z | xargs -0 sha256sum | sha256sum |
+              cut -d' ' -f1)
+if [ $if_changed = 1 ] && [ -f "$OUT/SOURCE" ] &&
+        [ "$(cat "$OUT/SOURCE")" = "$source_hash" ] &&
+        compgen -G "$OUT/*.deb" >/dev/null; then
+    echo "deb.sh: $OUT is up to date"
+    exit 0
+fi
+
+version=$(dpkg-parsechangelog -l debian/changelog -S Version)
+WORK=$(mktemp -d /var/tmp/dpushim-deb.XXXXXX)
+trap 'rm -rf "$WORK"' EXIT
+SRC=$WORK/dpushim-$version
+mkdir "$SRC"
+tree_files | tar -c --null -T - -f - | tar -x -C "$SRC" -f -
+
+t0=$SECONDS
+echo "== deb.sh: dpkg-buildpackage -b -us -uc (dpushim $version)"
+(cd "$SRC" &&
+    DEB_BUILD_OPTIONS=${DEB_BUILD_OPTIONS:-parallel=$(nproc)} \
+        dpkg-buildpackage -b -us -uc) >"$WORK/build.log" 2>&1 || {
+    tail -n 40 "$WORK/build.log" >&2
+    echo "deb.sh: dpkg-buildpackage failed" >&2
+    exit 1
+}
+rm -rf "$OUT"
+mkdir -p "$OUT"
+mv "$WORK"/*.deb "$WORK"/*.buildinfo "$WORK"/*.changes "$OUT"/
+# Debug symbols, where dh_strip made them (.ddeb).
+compgen -G "$WORK/*.ddeb" >/dev/null && mv "$WORK"/*.ddeb "$OUT"/
+mv "$WORK/build.log" "$OUT/build.log"
+echo "   built in $((SECONDS - t0)) s:"
+(cd "$OUT" && ls -1 ./*.deb | sed 's|^\./|   |')
+
+# lintian: errors and warnings fail; informational tags are shown (each
+# override in debian/*.lintian-overrides says why).
+echo "== deb.sh: lintian"
+rc=0
+lintian --fail-on error,warning --display-info --show-overrides \
+    "$OUT"/*.changes >"$OUT/lintian.txt" 2>&1 || rc=$?
+sed 's/^/   /' "$OUT/lintian.txt"
+if [ $rc != 0 ]; then
+    echo "deb.sh: lintian found errors or warnings (exit $rc)" >&2
+    exit 1
+fi
+echo "$source_hash" >"$OUT/SOURCE"
+echo "deb.sh: lintian clean (errors, warnings); packages in $OUT/"
