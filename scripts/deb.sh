@@ -7,24 +7,34 @@
 # it; the packages, .buildinfo and .changes go to build/deb/, lintian's
 # report to build/deb/lintian.txt. Nothing else is left behind.
 #
-# usage: scripts/deb.sh [--if-changed]
-#   --if-changed  keep build/deb/ if it was built from these very files
-#                 (build/deb/SOURCE: a hash of every file copied)
+# usage: scripts/deb.sh [--arm64] [--if-changed]
+#   --arm64       the agent's package alone (dpushim-agent), for arm64 (a
+#                 BlueField's Arm cores), cross-built (dpkg-buildpackage
+#                 -aarm64 -B -Ppkg.dpushim.agent-only; the cross compiler
+#                 and arm64 UCX of scripts/deps.sh --full): build/deb-arm64/
+#   --if-changed  keep the packages if built from these very files
+#                 (build/deb*/SOURCE: a hash of every file copied)
 # environment: DEB_BUILD_OPTIONS, as for dpkg-buildpackage (default:
 #              parallel=<CPUs>)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=build/deb
+BUILD=(-b)
 
-if_changed=0
-case ${1:-} in
---if-changed) if_changed=1 ;;
-"") ;;
-*) echo "usage: scripts/deb.sh [--if-changed]" >&2; exit 2 ;;
-esac
-for t in dpkg-buildpackage dh lintian; do
+if_changed=0 tools=(dpkg-buildpackage dh lintian)
+for arg; do
+    case $arg in
+    --if-changed) if_changed=1 ;;
+    --arm64)
+        OUT=build/deb-arm64
+        BUILD=(-aarm64 -B -Ppkg.dpushim.agent-only)
+        tools+=(aarch64-linux-gnu-gcc) ;;
+    *) echo "usage: scripts/deb.sh [--arm64] [--if-changed]" >&2; exit 2 ;;
+    esac
+done
+for t in "${tools[@]}"; do
     command -v "$t" >/dev/null || {
-        echo "deb.sh: $t not found: run 'make deps' as root (scripts/deps.sh --deb)" >&2
+        echo "deb.sh: $t not found: run scripts/deps.sh --deb (--full for --arm64) as root" >&2
         exit 2
     }
 done
@@ -60,10 +70,10 @@ mkdir "$SRC"
 tree_files | tar -c --null -T - -f - | tar -x -C "$SRC" -f -
 
 t0=$SECONDS
-echo "== deb.sh: dpkg-buildpackage -b -us -uc (dpushim $version)"
+echo "== deb.sh: dpkg-buildpackage ${BUILD[*]} -us -uc (dpushim $version)"
 (cd "$SRC" &&
     DEB_BUILD_OPTIONS=${DEB_BUILD_OPTIONS:-parallel=$(nproc)} \
-        dpkg-buildpackage -b -us -uc) >"$WORK/build.log" 2>&1 || {
+        dpkg-buildpackage "${BUILD[@]}" -us -uc) >"$WORK/build.log" 2>&1 || {
     tail -n 40 "$WORK/build.log" >&2
     echo "deb.sh: dpkg-buildpackage failed" >&2
     exit 1
