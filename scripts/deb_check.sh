@@ -6,43 +6,31 @@
 #
 # The packages build and lintian finds no error or warning in them
 # (scripts/deb.sh, kept if built from the same files); the agent's
-# package builds for arm64 too where the cross compiler is installed.
+# package cross-builds for arm64 (scripts/deps.sh --full's compiler).
 # Then, as scripts/fresh.sh does, a minimal Debian 12 root file system
 # (mmdebstrap --variant=apt): apt installs the packages there, pulling
-# in the MPI runtimes by their dependencies, and an example built here
+# in the MPI libraries by their dependencies (the launchers, which they
+# only recommend, by name), and an example built here
 # runs through the installed runner, found on PATH: mpirun -np 2 dpushim
 # --stats ./halo3d (and mpiexec for MPICH), its result checked and its
 # collectives offloaded. Everything it made is removed and every process
 # started inside the root killed, also on timeout or interrupt.
 #
-# environment: DPS_DEB_CHECK=0  skip these cases (each reported SKIP)
+# Not root, the packages are built and checked, not installed (a line
+# "SKIP Debian packages in a fresh root: not root", as the cluster's).
+#
+# environment: DPS_DEB_CHECK=0  skip these cases (one line SKIP)
 #              FRESH_MIRROR     Debian mirror (default: mmdebstrap's)
 
-# The fresh root of this run, and what to undo (deb_root_cleanup).
+# shellcheck source=scripts/root.sh
+source "$(dirname "${BASH_SOURCE[0]}")/root.sh"
+
+# The fresh root's directory while it exists (deb_root_cleanup).
 DEB_WORK=""
 
-# deb_root_pids: processes whose root directory is inside the root.
-deb_root_pids() {
-    local p r
-    for p in /proc/[0-9]*; do
-        r=$(readlink "$p/root" 2>/dev/null) || continue
-        [ "$r" = "$DEB_WORK/root" ] && echo "${p#/proc/}"
-    done
-}
-
 deb_root_cleanup() {
-    local pids i m root=$DEB_WORK/root
     [ -n "$DEB_WORK" ] || return 0
-    for i in 1 2 3; do
-        pids=$(deb_root_pids)
-        [ -n "$pids" ] || break
-        # shellcheck disable=SC2086
-        kill -9 $pids 2>/dev/null
-        sleep 0.5
-    done
-    for m in dev/shm dev/pts dev sys proc; do
-        mountpoint -q "$root/$m" && umount -l "$root/$m"
-    done
+    root_leave "$DEB_WORK/root"
     rm -rf --one-file-system "$DEB_WORK"
     DEB_WORK=""
 }
@@ -53,26 +41,15 @@ deb_root_make() {
     local log=$1 root
     DEB_WORK=$(mktemp -d /var/tmp/dpushim-debroot.XXXXXX) || return 1
     root=$DEB_WORK/root
-    # shellcheck disable=SC2086
     # Its package lists kept, for the apt-get install that follows.
+    # shellcheck disable=SC2086
     timeout -k 10 600 mmdebstrap --quiet --variant=apt \
         --skip=cleanup/apt/lists bookworm "$root" \
         ${FRESH_MIRROR:-} >>"$log" 2>&1 || {
         echo "mmdebstrap failed" >>"$log"
         return 1
     }
-    cp /etc/resolv.conf "$root/etc/resolv.conf"
-    grep -q localhost "$root/etc/hosts" 2>/dev/null ||
-        printf '127.0.0.1 localhost\n::1 localhost\n' >"$root/etc/hosts"
-    mount -t proc proc "$root/proc" &&
-        mount -t sysfs sysfs "$root/sys" &&
-        mount --bind /dev "$root/dev" &&
-        mount --make-private "$root/dev" &&
-        mount -t devpts -o newinstance,ptmxmode=0666 devpts "$root/dev/pts" &&
-        mount -t tmpfs -o mode=1777 tmpfs "$root/dev/shm" || {
-        echo "could not mount /proc, /sys and /dev in the root" >>"$log"
-        return 1
-    }
+    root_enter "$root" 2>>"$log"
 }
 
 # deb_in_root LOG SECONDS COMMAND: COMMAND by bash, as root in the root,
@@ -125,7 +102,7 @@ deb_install_tests() {
     : >"$log"
     t0=$SECONDS
     debs="dpushim dpushim-agent dpushim-dev"
-    pkgs=""
+    pkgs="pkg-config"
     for mpi in "$@"; do
         debs+=" dpushim-$mpi"
         pkgs+=" $([ "$mpi" = openmpi ] && echo openmpi-bin || echo mpich)"
@@ -136,7 +113,9 @@ deb_install_tests() {
         }
     done
     if [ "$(id -u)" != 0 ]; then
-        echo "not root: no chroot (run as root)" >>"$log"
+        # As the cluster's part: the root's mounts and chroot need root.
+        echo "SKIP Debian packages in a fresh root: not root"
+        return 0
     elif ! command -v mmdebstrap >/dev/null; then
         echo "mmdebstrap not installed (scripts/deps.sh --full)" >>"$log"
     elif deb_root_make "$log"; then
@@ -150,6 +129,7 @@ deb_install_tests() {
         done
         # The launchers (openmpi-bin, mpich) by name: the packages only
         # recommend them; the MPI libraries come as their dependencies.
+        # pkg-config: to read dpushim-dev's files.
         # shellcheck disable=SC2086
         deb_in_root "$log" 600 "apt-get install -y -q --no-install-recommends \
             /tmp/debs/*.deb $pkgs" && ok=1
@@ -159,9 +139,16 @@ deb_install_tests() {
         done
         deb_in_root "$log" 30 "dpushim --version | grep -x 'dpushim [0-9.]* (installed in /usr)'" ||
             ok=0
+        # dpushim-dev's pkg-config files name the installed libraries.
+        for mpi in "$@"; do
+            deb_in_root "$log" 30 "pkg-config --cflags --libs dpushim-$mpi &&
+                test -f \$(pkg-config --variable=preload dpushim-$mpi) &&
+                test -f \$(pkg-config --variable=includedir dpushim-$mpi)/dpushim.h" ||
+                ok=0
+        done
         echo "installed in $((SECONDS - t0)) s" >>"$log"
     fi
-    report "Debian packages ($debs) installed by apt into a fresh Debian 12 root, with their dependencies" \
+    report "Debian packages ($debs) installed by apt into a fresh Debian 12 root, with their dependencies; dpushim --version and pkg-config name the installed files" \
         "$ok" "$log"
     for mpi in "$@"; do
         log="$LOGS/$mpi-deb-job.log"
@@ -184,8 +171,8 @@ deb_install_tests() {
             "$job" "$log"
     done
     echo "in all $((SECONDS - t0)) s" >>"$LOGS/deb-install.log"
-    if [ -n "$DEB_WORK" ] && [ -n "$(deb_root_pids)" ]; then
-        echo "processes left in the root: $(deb_root_pids | tr '\n' ' ')" \
+    if [ -n "$DEB_WORK" ] && [ -n "$(root_pids "$DEB_WORK/root")" ]; then
+        echo "processes left in the root: $(root_pids "$DEB_WORK/root" | tr '\n' ' ')" \
             >>"$LOGS/deb-install.log"
         report "no process left in the packages' fresh root" 0 \
             "$LOGS/deb-install.log"
