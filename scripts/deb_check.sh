@@ -6,7 +6,8 @@
 #
 # The packages build and lintian finds no error or warning in them
 # (scripts/deb.sh, kept if built from the same files); the agent's
-# package cross-builds for arm64 (scripts/deps.sh --full's compiler).
+# package cross-builds for arm64 (scripts/deps.sh --full's compiler),
+# and its agent runs under qemu-user.
 # Then, as scripts/fresh.sh does, a minimal Debian 12 root file system
 # (mmdebstrap --variant=apt): apt installs the packages there, pulling
 # in the MPI libraries by their dependencies (the launchers, which they
@@ -83,15 +84,22 @@ deb_build_tests() {
     if ! command -v aarch64-linux-gnu-gcc >/dev/null; then
         echo "aarch64-linux-gnu-gcc not installed (scripts/deps.sh --full)" >"$log"
     else
+        # Its agent, under qemu-user as scripts/arm64-run.sh runs it: the
+        # multiarch arm64 libraries (scripts/deps.sh --full) stand in
+        # for the DPU's. --probe exits 1 where no DPU is found.
+        rm -rf "$LOGS/deb-arm64-x"
         scripts/deb.sh --arm64 --if-changed >"$log" 2>&1 &&
             dpkg-deb -x build/deb-arm64/dpushim-agent_*_arm64.deb \
                 "$LOGS/deb-arm64-x" &&
             LC_ALL=C readelf -h "$LOGS/deb-arm64-x/usr/sbin/dpu_agent" \
                 >>"$log" 2>&1 &&
             grep -q 'Machine: *AArch64' "$log" && ok=1
+        timeout 60 qemu-aarch64 "$LOGS/deb-arm64-x/usr/sbin/dpu_agent" \
+            --probe >>"$log" 2>&1
+        grep -q '^BlueField DPU: ' "$log" || ok=0
         rm -rf "$LOGS/deb-arm64-x"
     fi
-    report "make deb-arm64: dpushim-agent for arm64 (a DPU's agent), an AArch64 dpu_agent; lintian: no error or warning" \
+    report "make deb-arm64: dpushim-agent for arm64 (a DPU's agent), its AArch64 dpu_agent runs (qemu-user, --probe); lintian: no error or warning" \
         "$ok" "$log"
 }
 
