@@ -62,7 +62,16 @@ if [ $if_changed = 1 ] && [ -f "$OUT/SOURCE" ] &&
     exit 0
 fi
 
+# The packages' version is debian/changelog's: it must be the header's.
 version=$(dpkg-parsechangelog -l debian/changelog -S Version)
+hversion=$(sed -n 's/^#define DPUSHIM_VERSION_MAJOR \([0-9]*\)/\1/p' \
+           include/dpushim.h).$(sed -n \
+           's/^#define DPUSHIM_VERSION_MINOR \([0-9]*\)/\1/p' include/dpushim.h)
+[ "$version" = "$hversion" ] || {
+    echo "deb.sh: debian/changelog says $version, include/dpushim.h $hversion:" \
+         "give debian/changelog an entry for $hversion" >&2
+    exit 1
+}
 WORK=$(mktemp -d /var/tmp/dpushim-deb.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 SRC=$WORK/dpushim-$version
