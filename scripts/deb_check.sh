@@ -28,6 +28,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/root.sh"
 
 # The fresh root's directory while it exists (deb_root_cleanup).
 DEB_WORK=""
+# 1 once make deb has built and lintian passed the packages of this tree.
+DEB_BUILT=0
 
 deb_root_cleanup() {
     [ -n "$DEB_WORK" ] || return 0
@@ -79,6 +81,7 @@ deb_build_tests() {
     done
     report "make deb: dpushim, dpushim-openmpi, dpushim-mpich, dpushim-agent, dpushim-dev built by dpkg-buildpackage; lintian: no error or warning" \
         "$ok" "$log"
+    DEB_BUILT=$ok
     log="$LOGS/deb-build-arm64.log"
     ok=0
     if ! command -v aarch64-linux-gnu-gcc >/dev/null; then
@@ -124,6 +127,9 @@ deb_install_tests() {
         # As the cluster's part: the root's mounts and chroot need root.
         echo "SKIP Debian packages in a fresh root: not root"
         return 0
+    elif [ "$DEB_BUILT" != 1 ]; then
+        # build/deb/ may hold an older build's packages: not those.
+        echo "the packages did not build (make deb)" >>"$log"
     elif ! command -v mmdebstrap >/dev/null; then
         echo "mmdebstrap not installed (scripts/deps.sh --full)" >>"$log"
     elif deb_root_make "$log"; then
