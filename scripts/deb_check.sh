@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # make check's cases for the Debian packages (make deb, debian/), sourced
 # by scripts/check.sh: deb_tests MPI... uses its report and $LOGS. Run
 # alone (scripts/deb_check.sh [MPI...], as root), it takes those from

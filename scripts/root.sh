@@ -1,4 +1,5 @@
 # shellcheck shell=bash
+# SPDX-License-Identifier: BSD-3-Clause
 # A fresh Debian root file system to run in by chroot, as root: its
 # mounts, its processes and their end. Sourced by scripts/fresh.sh (make
 # demo or check on a fresh Debian 12) and scripts/deb_check.sh (the
