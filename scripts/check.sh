@@ -16,6 +16,7 @@ source scripts/listen_tests.sh
 source scripts/arm64_tests.sh
 source scripts/fft_check.sh
 source scripts/runner_check.sh
+source scripts/deb_check.sh
 
 dps_mpis_ready "$@" || {
     echo "check.sh: cannot test the MPIs above; 'make check' installs and" \
@@ -1157,6 +1158,7 @@ fuzz_decoder
 arm64_wire_tests
 install_check "$@"
 runner_tests "$@"
+deb_tests "$@"
 for mpi in "$@"; do
     mpi_tests "$mpi"
     config_tests "$mpi"

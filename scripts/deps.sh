@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
 # Install the Debian packages dpushim needs, if any are missing.
 # As root it runs apt-get; otherwise it prints the command to run.
-# usage: scripts/deps.sh [--full]
+# usage: scripts/deps.sh [--full | --deb]
 #   (none)  what building and running needs (make build, make demo)
-#   --full  also the emulated cluster's and the Arm agent's packages
-#           (make check, make bench)
+#   --deb   also Debian's packaging tools (make deb)
+#   --full  also those, the emulated cluster's and the Arm agent's
+#           packages (make check, make bench)
 set -euo pipefail
 
-full=0
+full=0 deb=0
 case ${1:-} in
---full) full=1 ;;
+--full) full=1 deb=1 ;;
+--deb) deb=1 ;;
 "") ;;
-*) echo "usage: scripts/deps.sh [--full]" >&2; exit 2 ;;
+*) echo "usage: scripts/deps.sh [--full | --deb]" >&2; exit 2 ;;
 esac
 PKGS=(build-essential gfortran pkg-config libucx-dev ucx-utils uthash-dev check
       libibverbs-dev openmpi-bin libopenmpi-dev mpich libmpich-dev
@@ -23,6 +25,11 @@ PKGS=(build-essential gfortran pkg-config libucx-dev ucx-utils uthash-dev check
 # iproute2, util-linux, python3: scripts/cluster.sh (namespaces, veths, tc;
 # nsenter, unshare; its node holder, scripts/cluster_node.py); slurm-wlm,
 # munge: scripts/cluster-slurm.sh (srun across the emulated hosts).
+# debhelper, dpkg-dev, lintian: make deb (dpkg-buildpackage, debian/);
+# mmdebstrap: the fresh root the packages are installed into
+# (scripts/deb_check.sh, scripts/fresh.sh).
+[ $deb = 1 ] && PKGS+=(debhelper dpkg-dev lintian)
+[ $full = 1 ] && PKGS+=(mmdebstrap)
 # groff-base, man-db, tcl: make check's man pages (groff -ww renders each,
 # man -w finds the installed ones) and modulefile (evaluated by tclsh);
 # scripts/runner_check.sh.

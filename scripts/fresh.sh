@@ -14,6 +14,7 @@
 #              FRESH_KEEP=1  keep the root file system (path printed)
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
+source scripts/root.sh
 REPO=$(pwd)
 TARGET=${1:-demo}
 TIMEOUT=${FRESH_TIMEOUT:-1500}
@@ -42,27 +43,8 @@ WORK=$(mktemp -d /var/tmp/dpushim-fresh.XXXXXX) || exit 1
 ROOT=$WORK/root
 LOG=$WORK/make.log
 
-# Processes whose root directory is inside the chroot.
-chroot_pids() {
-    local p r
-    for p in /proc/[0-9]*; do
-        r=$(readlink "$p/root" 2>/dev/null) || continue
-        [ "$r" = "$ROOT" ] && echo "${p#/proc/}"
-    done
-}
-
 cleanup() {
-    local pids i
-    for i in 1 2 3; do
-        pids=$(chroot_pids)
-        [ -n "$pids" ] || break
-        # shellcheck disable=SC2086
-        kill -9 $pids 2>/dev/null
-        sleep 0.5
-    done
-    for m in dev/shm dev/pts dev sys proc; do
-        mountpoint -q "$ROOT/$m" && umount -l "$ROOT/$m"
-    done
+    root_leave "$ROOT"
     if [ "${FRESH_KEEP:-0}" = 1 ]; then
         echo "fresh.sh: kept $WORK"
     else
@@ -86,18 +68,7 @@ echo "   made in $((t1 - t0)) s: $(du -sh "$ROOT" | cut -f1)"
 echo "== fresh.sh: cloning $(git rev-parse --short HEAD) into it"
 git clone -q --no-hardlinks "$REPO" "$ROOT/root/dpushim" &&
     git -C "$ROOT/root/dpushim" checkout -q "$(git rev-parse HEAD)" || exit 1
-cp /etc/resolv.conf "$ROOT/etc/resolv.conf"
-grep -q localhost "$ROOT/etc/hosts" 2>/dev/null ||
-    printf '127.0.0.1 localhost\n::1 localhost\n' >"$ROOT/etc/hosts"
-mount -t proc proc "$ROOT/proc" &&
-    mount -t sysfs sysfs "$ROOT/sys" &&
-    mount --bind /dev "$ROOT/dev" &&
-    mount --make-private "$ROOT/dev" && # mounts below stay in the chroot
-    mount -t devpts -o newinstance,ptmxmode=0666 devpts "$ROOT/dev/pts" &&
-    mount -t tmpfs -o mode=1777 tmpfs "$ROOT/dev/shm" || {
-    echo "fresh.sh: could not mount /proc, /sys and /dev in the chroot" >&2
-    exit 1
-}
+root_enter "$ROOT" || exit 1
 
 echo "== fresh.sh: make $TARGET, as root in the chroot (limit ${TIMEOUT} s)"
 timeout -k 10 "$TIMEOUT" chroot "$ROOT" /usr/bin/env -i HOME=/root \
@@ -137,8 +108,8 @@ else
         ok=0
     }
 fi
-if [ -n "$(chroot_pids)" ]; then
-    echo "fresh.sh: processes left in the chroot: $(chroot_pids | tr '\n' ' ')"
+if [ -n "$(root_pids "$ROOT")" ]; then
+    echo "fresh.sh: processes left in the chroot: $(root_pids "$ROOT" | tr '\n' ' ')"
     ok=0
 fi
 [ $ok = 1 ] && echo "fresh.sh: PASS (make $TARGET on a fresh Debian 12)"

@@ -1,0 +1,219 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# make check's cases for the Debian packages (make deb, debian/), sourced
+# by scripts/check.sh: deb_tests MPI... uses its report and $LOGS. Run
+# alone (scripts/deb_check.sh [MPI...], as root), it takes those from
+# check.sh (DPS_CHECK_LIB=1) and ends with its own "N passed, M failed".
+#
+# The packages build and lintian finds no error or warning in them
+# (scripts/deb.sh, kept if built from the same files); the agent's
+# package cross-builds for arm64 (scripts/deps.sh --full's compiler),
+# and its agent runs under qemu-user.
+# Then, as scripts/fresh.sh does, a minimal Debian 12 root file system
+# (mmdebstrap --variant=apt): apt installs the packages there, pulling
+# in the MPI libraries by their dependencies (the launchers, which they
+# only recommend, by name), and an example built here
+# runs through the installed runner, found on PATH: mpirun -np 2 dpushim
+# --stats ./halo3d (and mpiexec for MPICH), its result checked and its
+# collectives offloaded. Everything it made is removed and every process
+# started inside the root killed, also on timeout or interrupt.
+#
+# Not root, the packages are built and checked, not installed (a line
+# "SKIP Debian packages in a fresh root: not root", as the cluster's).
+#
+# environment: DPS_DEB_CHECK=0  skip these cases (one line SKIP)
+#              FRESH_MIRROR     Debian mirror (default: mmdebstrap's)
+
+# shellcheck source=scripts/root.sh
+source "$(dirname "${BASH_SOURCE[0]}")/root.sh"
+
+# The fresh root's directory while it exists (deb_root_cleanup).
+DEB_WORK=""
+# 1 once make deb has built and lintian passed the packages of this tree.
+DEB_BUILT=0
+
+deb_root_cleanup() {
+    [ -n "$DEB_WORK" ] || return 0
+    root_leave "$DEB_WORK/root"
+    rm -rf --one-file-system "$DEB_WORK"
+    DEB_WORK=""
+}
+
+# deb_root_make LOG: a minimal Debian 12 root with /proc, /sys and /dev
+# mounted, in $DEB_WORK/root.
+deb_root_make() {
+    local log=$1 root
+    DEB_WORK=$(mktemp -d /var/tmp/dpushim-debroot.XXXXXX) || return 1
+    root=$DEB_WORK/root
+    # Its package lists kept, for the apt-get install that follows.
+    # shellcheck disable=SC2086
+    timeout -k 10 600 mmdebstrap --quiet --variant=apt \
+        --skip=cleanup/apt/lists bookworm "$root" \
+        ${FRESH_MIRROR:-} >>"$log" 2>&1 || {
+        echo "mmdebstrap failed" >>"$log"
+        return 1
+    }
+    root_enter "$root" 2>>"$log"
+}
+
+# deb_in_root LOG SECONDS COMMAND: COMMAND by bash, as root in the root,
+# with a clean environment; its output appended to LOG.
+deb_in_root() {
+    local log=$1 secs=$2
+    echo "# $3" >>"$log"
+    timeout -k 10 "$secs" chroot "$DEB_WORK/root" /usr/bin/env -i \
+        HOME=/root LANG=C.UTF-8 TERM=dumb DEBIAN_FRONTEND=noninteractive \
+        PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+        OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+        OMPI_MCA_btl_base_warn_component_unused=0 \
+        /bin/bash -c "$3" >>"$log" 2>&1
+}
+
+# deb_build_tests: make deb, its lintian; the arm64 agent's package.
+deb_build_tests() {
+    local log="$LOGS/deb-build.log" ok=0 deb
+    scripts/deb.sh --if-changed >"$log" 2>&1 && ok=1
+    for deb in dpushim dpushim-openmpi dpushim-mpich dpushim-agent \
+               dpushim-dev; do
+        compgen -G "build/deb/${deb}_*.deb" >/dev/null || {
+            echo "no package $deb in build/deb/" >>"$log"
+            ok=0
+        }
+    done
+    report "make deb: dpushim, dpushim-openmpi, dpushim-mpich, dpushim-agent, dpushim-dev built by dpkg-buildpackage; lintian: no error or warning" \
+        "$ok" "$log"
+    DEB_BUILT=$ok
+    log="$LOGS/deb-build-arm64.log"
+    ok=0
+    if ! command -v aarch64-linux-gnu-gcc >/dev/null; then
+        echo "aarch64-linux-gnu-gcc not installed (scripts/deps.sh --full)" >"$log"
+    else
+        # Its agent, under qemu-user as scripts/arm64-run.sh runs it: the
+        # multiarch arm64 libraries (scripts/deps.sh --full) stand in
+        # for the DPU's. --probe exits 1 where no DPU is found.
+        rm -rf "$LOGS/deb-arm64-x"
+        scripts/deb.sh --arm64 --if-changed >"$log" 2>&1 &&
+            dpkg-deb -x build/deb-arm64/dpushim-agent_*_arm64.deb \
+                "$LOGS/deb-arm64-x" &&
+            LC_ALL=C readelf -h "$LOGS/deb-arm64-x/usr/sbin/dpu_agent" \
+                >>"$log" 2>&1 &&
+            grep -q 'Machine: *AArch64' "$log" && ok=1
+        timeout 60 qemu-aarch64 "$LOGS/deb-arm64-x/usr/sbin/dpu_agent" \
+            --probe >>"$log" 2>&1
+        grep -q '^BlueField DPU: ' "$log" || ok=0
+        rm -rf "$LOGS/deb-arm64-x"
+    fi
+    report "make deb-arm64: dpushim-agent for arm64 (a DPU's agent), its AArch64 dpu_agent runs (qemu-user, --probe); lintian: no error or warning" \
+        "$ok" "$log"
+}
+
+# deb_install_tests MPI...: the packages into a fresh root by apt; an
+# example through the installed runner under each MPI's launcher.
+deb_install_tests() {
+    local log="$LOGS/deb-install.log" ok=0 mpi debs pkgs t0 t1 launcher job
+    : >"$log"
+    t0=$SECONDS
+    debs="dpushim dpushim-agent dpushim-dev"
+    pkgs="pkg-config"
+    for mpi in "$@"; do
+        debs+=" dpushim-$mpi"
+        pkgs+=" $([ "$mpi" = openmpi ] && echo openmpi-bin || echo mpich)"
+        [ -x "build/$mpi/examples/halo3d" ] || {
+            echo "build/$mpi/examples/halo3d not built (make MPI=$mpi)" >>"$log"
+            report "Debian packages installed by apt into a fresh Debian 12 root" 0 "$log"
+            return
+        }
+    done
+    if [ "$(id -u)" != 0 ]; then
+        # As the cluster's part: the root's mounts and chroot need root.
+        echo "SKIP Debian packages in a fresh root: not root"
+        return 0
+    elif [ "$DEB_BUILT" != 1 ]; then
+        # build/deb/ may hold an older build's packages: not those.
+        echo "the packages did not build (make deb)" >>"$log"
+    elif ! command -v mmdebstrap >/dev/null; then
+        echo "mmdebstrap not installed (scripts/deps.sh --full)" >>"$log"
+    elif deb_root_make "$log"; then
+        echo "root made in $((SECONDS - t0)) s" >>"$log"
+        mkdir -p "$DEB_WORK/root/tmp/debs" "$DEB_WORK/root/root/app"
+        for d in $debs; do
+            cp build/deb/"${d}"_*.deb "$DEB_WORK/root/tmp/debs/"
+        done
+        for mpi in "$@"; do
+            cp "build/$mpi/examples/halo3d" "$DEB_WORK/root/root/app/halo3d-$mpi"
+        done
+        # The launchers (openmpi-bin, mpich) by name: the packages only
+        # recommend them; the MPI libraries come as their dependencies.
+        # pkg-config: to read dpushim-dev's files.
+        # shellcheck disable=SC2086
+        deb_in_root "$log" 600 "apt-get install -y -q --no-install-recommends \
+            /tmp/debs/*.deb $pkgs" && ok=1
+        for d in $debs; do
+            deb_in_root "$log" 30 "dpkg-query -W -f='\${Package} \${Version} \${Status}\n' $d" ||
+                ok=0
+        done
+        deb_in_root "$log" 30 "dpushim --version | grep -x 'dpushim [0-9.]* (installed in /usr)'" ||
+            ok=0
+        # dpushim-dev's pkg-config files name the installed libraries.
+        for mpi in "$@"; do
+            deb_in_root "$log" 30 "pkg-config --cflags --libs dpushim-$mpi &&
+                test -f \$(pkg-config --variable=preload dpushim-$mpi) &&
+                test -f \$(pkg-config --variable=includedir dpushim-$mpi)/dpushim.h" ||
+                ok=0
+        done
+        echo "installed in $((SECONDS - t0)) s" >>"$log"
+    fi
+    report "Debian packages ($debs) installed by apt into a fresh Debian 12 root, with their dependencies; dpushim --version and pkg-config name the installed files" \
+        "$ok" "$log"
+    for mpi in "$@"; do
+        log="$LOGS/$mpi-deb-job.log"
+        launcher=$([ "$mpi" = openmpi ] && echo "mpirun -np 2" ||
+                   echo "mpiexec.mpich -n 2")
+        : >"$log"
+        job=0
+        if [ "$ok" = 1 ]; then
+            t1=$SECONDS
+            deb_in_root "$log" 120 "cd /root/app && $launcher dpushim --stats \
+                --min-bytes 1 ./halo3d-$mpi -m neighbor -n 14,11,9 -i 20" &&
+                grep -q '^check: ok' "$log" &&
+                grep -Eq '^dpushim: neighbor_alltoallw_init offloaded=[1-9]' \
+                    "$log" && job=1
+            echo "$mpi job: $((SECONDS - t1)) s" >>"$LOGS/deb-install.log"
+        else
+            echo "the packages are not installed" >>"$log"
+        fi
+        report "$mpi, installed packages in a fresh root: $launcher dpushim --stats halo3d (the installed runner, library, agent): result checked, offloaded" \
+            "$job" "$log"
+    done
+    echo "in all $((SECONDS - t0)) s" >>"$LOGS/deb-install.log"
+    if [ -n "$DEB_WORK" ] && [ -n "$(root_pids "$DEB_WORK/root")" ]; then
+        echo "processes left in the root: $(root_pids "$DEB_WORK/root" | tr '\n' ' ')" \
+            >>"$LOGS/deb-install.log"
+        report "no process left in the packages' fresh root" 0 \
+            "$LOGS/deb-install.log"
+    fi
+    deb_root_cleanup
+}
+
+# deb_tests MPI...: every case above, for the MPIs given.
+deb_tests() {
+    if [ "${DPS_DEB_CHECK:-1}" = 0 ]; then
+        echo "SKIP Debian packages (DPS_DEB_CHECK=0)"
+        return 0
+    fi
+    trap deb_root_cleanup EXIT
+    trap 'exit 143' TERM INT HUP
+    deb_build_tests
+    deb_install_tests "$@"
+    trap - EXIT TERM INT HUP
+}
+
+# Run alone: check.sh's functions (it sources this file again, for the
+# definitions only: DPS_CHECK_LIB is set by then), then these cases.
+if [ "${BASH_SOURCE[0]}" = "$0" ] && [ -z "${DPS_CHECK_LIB:-}" ]; then
+    cd "$(dirname "$0")/.." || exit 2
+    DPS_CHECK_LIB=1 source scripts/check.sh "$@" || exit 1
+    deb_tests "${DPS_MPIS[@]}"
+    echo "$PASS passed, $FAIL failed"
+    [ "$FAIL" = 0 ]
+fi
