@@ -30,13 +30,25 @@
 #   --mca btl_tcp_if_include / oob_tcp_if_include eth0   the cluster's
 #                           network only (lo is excluded by default; named
 #                           for machines where the hosts have more links)
+#   --mca mpi_yield_when_idle 1   a rank waiting in MPI yields its core.
+#                           The emulated hosts' packets cross their veths
+#                           in softirqs that ksoftirqd runs, on the same
+#                           cores as the ranks; a rank spinning in
+#                           MPI_Wait holds it off until the scheduler's
+#                           next tick (4 ms at HZ=250). Without it every
+#                           Ialltoall took 1 tick up to 32 KiB and 3 from
+#                           64 KiB (4.0 and 12.0 ms, the "floor" earlier
+#                           benches showed); with it 0.03 ms at 1 KiB, 0.11
+#                           ms at 64 KiB, 1.85 ms at 1 MiB (tests/overlap,
+#                           2 hosts, pure comm). MPICH (UCX) was not held.
 # srun (Slurm 22.05):
 #   --mpi=pmix (Open MPI) / --mpi=pmi2 (MPICH)   the PMI each MPI speaks
 #   -N, -w, --ntasks-per-node   the hosts and ranks of HOSTS, in order
 #   --export=ALL,LD_PRELOAD=... the shim for the ranks only, not for srun
 #   -K                          a rank that fails ends the job's other ranks
-#   OMPI_MCA_pml, _btl, _btl_tcp_if_include   as for mpirun above (the
-#                           environment, srun has no -x)
+#   OMPI_MCA_pml, _btl, _btl_tcp_if_include, _mpi_yield_when_idle   as
+#                           for mpirun above (the environment, srun has
+#                           no -x)
 # MPICH 4.0 (mpiexec.mpich, Hydra; Debian builds ch4:ucx):
 #   -launcher ssh -launcher-exec cluster-rsh   Hydra's ssh launcher (it
 #                           adds -x, which cluster-rsh ignores as ssh would)
@@ -90,7 +102,8 @@ if [ $srun = 1 ]; then
     openmpi)
         pmi=pmix
         env+=(OMPI_MCA_pml=ob1 OMPI_MCA_btl=tcp,vader,self
-              OMPI_MCA_btl_tcp_if_include=eth0) ;;
+              OMPI_MCA_btl_tcp_if_include=eth0
+              OMPI_MCA_mpi_yield_when_idle=1) ;;
     mpich) pmi=pmi2 ;;
     *) echo "cluster-mpirun.sh: unknown MPI '$mpi' (openmpi or mpich)" >&2
        exit 2 ;;
@@ -111,7 +124,8 @@ openmpi)
           --host "$hosts" -np "$np"
           --mca plm_rsh_agent "$RSH"
           --mca pml ob1 --mca btl tcp,vader,self
-          --mca btl_tcp_if_include eth0 --mca oob_tcp_if_include eth0)
+          --mca btl_tcp_if_include eth0 --mca oob_tcp_if_include eth0
+          --mca mpi_yield_when_idle 1)
     [ $shim = 1 ] && args+=(-x "LD_PRELOAD=$lib")
     for kv in ${vars[@]+"${vars[@]}"}; do args+=(-x "$kv"); done
     ;;
