@@ -7,6 +7,9 @@
 # and exits non-zero if anything failed.
 #
 # usage: scripts/check.sh [MPI...]    (MPI: openmpi, mpich; default both)
+# DPS_CHECK_PART=FUNC: only that part (FUNC MPI..., e.g. runner_tests),
+# then its own "N passed, M failed" (scripts/runner_check.sh and
+# scripts/deb_check.sh run alone this way).
 # An MPI that is not installed or not built, or missing unit or fuzz
 # programs, fail the run before anything else: skipping is never green.
 set -uo pipefail
@@ -1147,6 +1150,12 @@ no_agents_left() {
 
 # scripts/cluster_check.sh run alone takes the functions above only.
 [ "${DPS_CHECK_LIB:-0}" = 1 ] && return 0
+if [ -n "${DPS_CHECK_PART:-}" ]; then
+    "$DPS_CHECK_PART" "$@"
+    echo "$PASS passed, $FAIL failed"
+    [ "$FAIL" = 0 ]
+    exit
+fi
 if [ -n "$(dps_agents_left)" ]; then
     echo "note: dpu_agent processes of this run's tag ($DPS_RUN_TAG) were" \
          "running before the suite: $(dps_agents_left | tr '\n' ' ')"

@@ -3,7 +3,7 @@
 # make check's cases for the Debian packages (make deb, debian/), sourced
 # by scripts/check.sh: deb_tests MPI... uses its report and $LOGS. Run
 # alone (scripts/deb_check.sh [MPI...], as root), it takes those from
-# check.sh (DPS_CHECK_LIB=1) and ends with its own "N passed, M failed".
+# check.sh (DPS_CHECK_PART) and ends with its own "N passed, M failed".
 #
 # The packages build and lintian finds no error or warning in them
 # (scripts/deb.sh, kept if built from the same files); the agent's
@@ -208,12 +208,7 @@ deb_tests() {
     trap - EXIT TERM INT HUP
 }
 
-# Run alone: check.sh's functions (it sources this file again, for the
-# definitions only: DPS_CHECK_LIB is set by then), then these cases.
-if [ "${BASH_SOURCE[0]}" = "$0" ] && [ -z "${DPS_CHECK_LIB:-}" ]; then
-    cd "$(dirname "$0")/.." || exit 2
-    DPS_CHECK_LIB=1 source scripts/check.sh "$@" || exit 1
-    deb_tests "${DPS_MPIS[@]}"
-    echo "$PASS passed, $FAIL failed"
-    [ "$FAIL" = 0 ]
+# Run alone: check.sh, these cases only.
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+    DPS_CHECK_PART=deb_tests exec "$(dirname "$0")/check.sh" "$@"
 fi

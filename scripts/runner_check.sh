@@ -3,7 +3,7 @@
 # make install adds with it, sourced by scripts/check.sh: runner_tests
 # MPI... uses its report, run_job, stats_match and $LOGS. About 30 s.
 # Run alone (scripts/runner_check.sh [MPI...]), it takes those from
-# check.sh (DPS_CHECK_LIB=1) and ends with its own "N passed, M failed".
+# check.sh (DPS_CHECK_PART) and ends with its own "N passed, M failed".
 #
 # Which MPI the runner tells for C and Fortran programs of both MPIs and
 # for mpi4py, its errors (exit status 2, naming both sides) for a program
@@ -427,12 +427,7 @@ runner_tests() {
     rn_install_tests "$@"
 }
 
-# Run alone: check.sh's functions (it sources this file again, for the
-# definitions only: DPS_CHECK_LIB is set by then), then these cases.
-if [ "${BASH_SOURCE[0]}" = "$0" ] && [ -z "${DPS_CHECK_LIB:-}" ]; then
-    cd "$(dirname "$0")/.." || exit 2
-    DPS_CHECK_LIB=1 source scripts/check.sh "$@" || exit 1
-    runner_tests "${DPS_MPIS[@]}"
-    echo "$PASS passed, $FAIL failed"
-    [ "$FAIL" = 0 ]
+# Run alone: check.sh, these cases only.
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+    DPS_CHECK_PART=runner_tests exec "$(dirname "$0")/check.sh" "$@"
 fi
