@@ -141,6 +141,12 @@ build/%/ftests: $(FTEST_SRC) Makefile
 	    -o $@/f_rtypes_mpi tests/fortran/f_rtypes.F90
 	$(MPIF90_$*) $(CFLAGS) -Wall -cpp -DSTYLE_F08 -J $@ \
 	    -o $@/f_rtypes_f08 tests/fortran/f_rtypes.F90
+	$(MPIF90_$*) $(CFLAGS) -Wall -cpp -DSTYLE_MPIF -J $@ $(FMISMATCH) \
+	    -o $@/f_answers_mpif tests/fortran/f_answers.F90 $@/fc_helper.o
+	$(MPIF90_$*) $(CFLAGS) -Wall -cpp -J $@ $(FMISMATCH) \
+	    -o $@/f_answers_mpi tests/fortran/f_answers.F90 $@/fc_helper.o
+	$(MPIF90_$*) $(CFLAGS) -Wall -cpp -DSTYLE_F08 -J $@ \
+	    -o $@/f_answers_f08 tests/fortran/f_answers.F90 $@/fc_helper.o
 	@touch $@
 
 # The example programs (examples/README.md).

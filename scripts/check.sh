@@ -777,6 +777,51 @@ fortran_tests() {
     done
 }
 
+# answers_tests MPI: every completion call answers under the shim what
+# it answers on stock MPI in the same build (tests/mpi/answers.c, and
+# tests/fortran/f_answers.F90 in each binding style): return codes,
+# flags, indices (MPICH 4.0.2's mpi_f08 ones count from 0), outcounts,
+# statuses word for word, what became of each request; with the shim
+# offloading the collectives among them, with the agents up and nothing
+# offloaded (a threshold above the 64 KiB blocks), and with the default
+# threshold (here, on 2 cores, stock MPI beneath a watching shim). 2
+# ranks.
+answers_tests() {
+    local mpi=$1 t name log ok vars what
+    for t in tests/answers ftests/f_answers_mpif ftests/f_answers_mpi \
+             ftests/f_answers_f08; do
+        name=$(basename "$t")
+        t=build/$mpi/$t
+        log="$LOGS/$mpi-$name-stock.log"
+        run_job "$log" "$mpi" 2 0 "" "$t"
+        ok=$?
+        [ $ok = 0 ] && grep -q '^result: ok' "$log" &&
+            [ "$(grep -c '^ans: ' "$log")" -ge 100 ] && ok=1 || ok=0
+        report "$mpi $name stock MPI, 2 ranks: $(grep -c '^ans: ' "$log") answers" \
+            "$ok" "$log"
+        for what in offloaded above default; do
+            vars="DPUSHIM_STATS=1"
+            [ $what = offloaded ] && vars+=" DPUSHIM_MIN_BYTES=1"
+            [ $what = above ] && vars+=" DPUSHIM_MIN_BYTES=1m"
+            log="$LOGS/$mpi-$name-$what.log"
+            run_job "$log" "$mpi" 2 1 "$vars" "$t"
+            ok=$?
+            [ $ok = 0 ] && grep -q '^result: ok' "$log" && ok=1 || ok=0
+            diff <(grep '^ans: ' "$LOGS/$mpi-$name-stock.log") \
+                 <(grep '^ans: ' "$log") >>"$log" || ok=0
+            if [ $what = offloaded ]; then
+                grep -Eq '^dpushim: ialltoall offloaded=[1-9]' "$log" ||
+                    { echo "nothing offloaded" >>"$log"; ok=0; }
+            elif [ $what = above ]; then
+                grep -Eq '^dpushim: ialltoall offloaded=0 ' "$log" ||
+                    { echo "offloaded above the threshold" >>"$log"; ok=0; }
+            fi
+            report "$mpi $name under the shim ($what), 2 ranks: the same answers as stock MPI" \
+                "$ok" "$log"
+        done
+    done
+}
+
 # start_listener MPI DIR [HOSTNAME|pidns]: a listening agent on 127.0.0.1
 # (any port) with secrets in DIR/sec; sets LISTEN_PID and LISTEN_PORT,
 # writes DIR/map. With HOSTNAME it runs in a UTS namespace of that host
@@ -1210,6 +1255,7 @@ for mpi in "$@"; do
     example_tests "$mpi"
     fft_tests "$mpi"
     fortran_tests "$mpi"
+    answers_tests "$mpi"
     kill_case "$mpi" launcher
     [ "$mpi" = openmpi ] && thirdparty_mpi4py
 done

@@ -59,14 +59,29 @@ static void op_release_memory(shim_op_t *op)
     op->redo = NULL;
 }
 
+/*
+ * MPI leaves the source and tag of a finished collective's status
+ * undefined. Open MPI's own collectives say 0 and 0, and so does the
+ * shim's there; MPICH 4.0's carry what its last internal message left
+ * (a source, a tag, a count that change from call to call), no value to
+ * copy: MPI_UNDEFINED.
+ */
+#if defined(OPEN_MPI) && OPEN_MPI
+#define COLL_SOURCE 0
+#define COLL_TAG 0
+#else
+#define COLL_SOURCE MPI_UNDEFINED
+#define COLL_TAG MPI_UNDEFINED
+#endif
+
 static int query_fn(void *extra, MPI_Status *status)
 {
     shim_op_t *op = extra;
 
     PMPI_Status_set_elements(status, MPI_BYTE, 0);
     PMPI_Status_set_cancelled(status, 0);
-    status->MPI_SOURCE = MPI_UNDEFINED;
-    status->MPI_TAG = MPI_UNDEFINED;
+    status->MPI_SOURCE = COLL_SOURCE;
+    status->MPI_TAG = COLL_TAG;
     status->MPI_ERROR = op->error;
     return op->error;
 }

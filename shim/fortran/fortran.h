@@ -30,6 +30,10 @@ void *shim_fbuf(void *p);
 int shim_fst_ignored(const MPI_Fint *s);
 int shim_fsts_ignored(const MPI_Fint *s);
 
+/* Fortran's MPI_STATUS_IGNORE as the library's bindings know it, or
+ * NULL if it cannot be found. */
+MPI_Fint *shim_fst_ignore_arg(void);
+
 /* Set ierror if present (optional in mpi_f08). */
 void shim_fset(MPI_Fint *ierr, int rc);
 

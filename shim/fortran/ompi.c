@@ -68,6 +68,17 @@ int shim_fst_ignored(const MPI_Fint *s)
     return s == NULL || s == MPI_F_STATUS_IGNORE || is_any(s, fs.st_ignore);
 }
 
+MPI_Fint *shim_fst_ignore_arg(void)
+{
+    pthread_once(&fs.once, fs_init);
+    for (int i = 0; i < 4; i++) {
+        if (fs.st_ignore[i] != NULL) {
+            return (MPI_Fint *)fs.st_ignore[i];
+        }
+    }
+    return NULL;
+}
+
 int shim_fsts_ignored(const MPI_Fint *s)
 {
     return s == NULL || s == MPI_F_STATUSES_IGNORE ||

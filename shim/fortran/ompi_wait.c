@@ -4,6 +4,8 @@
 
 #if defined(OPEN_MPI) && OPEN_MPI
 
+#include <dlfcn.h>
+#include <pthread.h>
 #include <stdlib.h>
 
 /* ---- completion -------------------------------------------------------- */
@@ -239,6 +241,59 @@ FORTRAN_P(testsome, TESTSOME, P_SOME);
 
 #define P_GETST (MPI_Fint *req, MPI_Fint *flag, MPI_Fint *status,            \
                  MPI_Fint *ierr)
+
+static int gs_query(void *extra, MPI_Status *st)
+{
+    (void)extra;
+    PMPI_Status_set_elements(st, MPI_BYTE, 0);
+    PMPI_Status_set_cancelled(st, 0);
+    return MPI_SUCCESS;
+}
+
+static int gs_free(void *extra)
+{
+    (void)extra;
+    return MPI_SUCCESS;
+}
+
+static int gs_cancel(void *extra, int complete)
+{
+    (void)extra;
+    (void)complete;
+    return MPI_SUCCESS;
+}
+
+/*
+ * Open MPI 4.1's own MPI_REQUEST_GET_STATUS answers .FALSE. whenever the
+ * status argument is MPI_STATUS_IGNORE, finished or not (its binding
+ * sets the flag and never reads C's answer back), and a program written
+ * for it may count on that. Whether the library beneath does is found
+ * once, by asking its binding about a finished generalized request.
+ */
+static struct {
+    pthread_once_t once;
+    int            ignore_false;
+} gs = {PTHREAD_ONCE_INIT, 0};
+
+static void gs_probe(void)
+{
+    void (*fn)P_GETST = (void (*)P_GETST)dlsym(RTLD_NEXT,
+                                               "ompi_request_get_status_f");
+    MPI_Fint fr, flag = FTRUE, ierr = -1;
+    MPI_Request r;
+
+    if (fn == NULL || shim_fst_ignore_arg() == NULL ||
+        PMPI_Grequest_start(gs_query, gs_free, gs_cancel, NULL, &r) !=
+            MPI_SUCCESS) {
+        return;
+    }
+    PMPI_Grequest_complete(r);
+    fr = PMPI_Request_c2f(r);
+    fn(&fr, &flag, shim_fst_ignore_arg(), &ierr);
+    gs.ignore_false = ierr == MPI_SUCCESS && flag == 0;
+    PMPI_Wait(&r, MPI_STATUS_IGNORE);
+}
+
 void f_request_get_status P_GETST;
 void f_request_get_status P_GETST
 {
@@ -246,6 +301,10 @@ void f_request_get_status P_GETST
     int fl = 0, rc = MPI_Request_get_status(PMPI_Request_f2c(*req), &fl,
                                             &st);
 
+    if (rc == MPI_SUCCESS && shim_fst_ignored(status)) {
+        pthread_once(&gs.once, gs_probe);
+        fl = fl && !gs.ignore_false;
+    }
     if (rc == MPI_SUCCESS) {
         *flag = fl ? FTRUE : 0;
         if (fl) {

@@ -119,18 +119,31 @@ static int wait_all(int count, MPI_Request requests[],
     }
 }
 
-/* No active request among them: an empty status, as MPI says (MPICH 4.0's
- * PMPI_Testany leaves it unwritten). */
-static int empty_if_none(int rc, const int *index, const int *flag,
-                         MPI_Status *status)
+/*
+ * The wait loops below finish with the test form of the call. Where no
+ * request was active, the library's own wait form gives the answer
+ * instead (at once: there is nothing to wait for), so that the status is
+ * the one the program would have had without the shim; the two forms
+ * differ there (MPICH 4.0's MPI_Testany leaves the status of inactive
+ * requests unwritten, which its MPI_Waitany writes; neither writes
+ * MPI_ERROR).
+ */
+static int none_active_any(int rc, int count, MPI_Request requests[],
+                           int *index, MPI_Status *status)
 {
-    if (rc == MPI_SUCCESS && *flag && *index == MPI_UNDEFINED &&
-        status != MPI_STATUS_IGNORE) {
-        status->MPI_SOURCE = MPI_ANY_SOURCE;
-        status->MPI_TAG = MPI_ANY_TAG;
-        status->MPI_ERROR = MPI_SUCCESS;
-        PMPI_Status_set_elements(status, MPI_BYTE, 0);
-        PMPI_Status_set_cancelled(status, 0);
+    if (rc == MPI_SUCCESS && *index == MPI_UNDEFINED) {
+        return PMPI_Waitany(count, requests, index, status);
+    }
+    return rc;
+}
+
+static int none_active_some(int rc, int incount, MPI_Request requests[],
+                            int *outcount, int indices[],
+                            MPI_Status statuses[])
+{
+    if (rc == MPI_SUCCESS && *outcount == MPI_UNDEFINED) {
+        return PMPI_Waitsome(incount, requests, outcount, indices,
+                             statuses);
     }
     return rc;
 }
@@ -148,13 +161,13 @@ static int wait_any(int count, MPI_Request requests[], int *index,
             shim_fo_progress();
             rc = PMPI_Testany(count, requests, index, &flag, status);
         } while (rc == MPI_SUCCESS && !flag);
-        return empty_if_none(rc, index, &flag, status);
+        return none_active_any(rc, count, requests, index, status);
     }
     for (;;) {
         shim_progress();
         rc = PMPI_Testany(count, requests, index, &flag, status);
         if (rc != MPI_SUCCESS || flag) {
-            return empty_if_none(rc, index, &flag, status);
+            return none_active_any(rc, count, requests, index, status);
         }
         shim_idle(!need_pmpi(count, requests));
     }
@@ -175,13 +188,15 @@ static int wait_some(int incount, MPI_Request requests[], int *outcount,
             rc = PMPI_Testsome(incount, requests, outcount, indices,
                                statuses);
         } while (rc == MPI_SUCCESS && *outcount == 0);
-        return rc;
+        return none_active_some(rc, incount, requests, outcount, indices,
+                                statuses);
     }
     for (;;) {
         shim_progress();
         rc = PMPI_Testsome(incount, requests, outcount, indices, statuses);
         if (rc != MPI_SUCCESS || *outcount != 0) {
-            return rc;
+            return none_active_some(rc, incount, requests, outcount,
+                                    indices, statuses);
         }
         shim_idle(!need_pmpi(incount, requests));
     }
@@ -225,8 +240,7 @@ static int test_any(int count, MPI_Request requests[], int *index,
 {
     int rc = PMPI_Testany(count, requests, index, flag, status);
 
-    return assisted(empty_if_none(rc, index, flag, status), *flag, count,
-                    requests);
+    return assisted(rc, *flag, count, requests);
 }
 
 static int test_some(int incount, MPI_Request requests[], int *outcount,
