@@ -72,7 +72,7 @@ SHIM_SRC   := shim/base/state.c shim/core/hooks.c shim/boot/init.c shim/boot/spa
               shim/wrap/pers_dup.c \
               shim/wrap/start.c shim/wrap/group.c shim/fortran/ompi.c \
               shim/fortran/ompi_colls.c shim/fortran/ompi_wait.c \
-              shim/fortran/mpich.c $(BLD_SRC)
+              shim/fortran/mpich.c shim/fortran/probe.c $(BLD_SRC)
 # The agent's folders, from the top down (AGENT_LAYERS): main, the job
 # and listening, schedule execution, moves and engines, keys, core.
 AGENT_SRC  := dpu_agent/main/agent_main.c dpu_agent/main/agent_loop.c \

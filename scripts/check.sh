@@ -822,6 +822,32 @@ answers_tests() {
     done
 }
 
+# idup_tests MPI: nonblocking collectives and MPI_Comm_idup outstanding
+# together, then work on the new communicators (tests/mpi/idup_nbc.c,
+# the pattern of MPICH's comm/comm_idup_nb), three rounds a job, on stock
+# MPI and under the shim offloading them, at 2 and 4 ranks.
+idup_tests() {
+    local mpi=$1 log ok run np rpd vars
+    log="$LOGS/$mpi-idup_nbc-stock.log"
+    run_job "$log" "$mpi" 4 0 "IDUP_ROUNDS=3" "build/$mpi/tests/idup_nbc"
+    ok=$?
+    [ $ok = 0 ] && grep -q '^result: ok' "$log" && ok=1 || ok=0
+    report "$mpi idup_nbc stock MPI, 4 ranks" "$ok" "$log"
+    for run in 2:0 4:0 4:2; do
+        np=${run%:*} rpd=${run#*:}
+        vars="IDUP_ROUNDS=3 DPUSHIM_STATS=1 DPUSHIM_MIN_BYTES=1"
+        [ "$rpd" = 0 ] || vars+=" DPUSHIM_RANKS_PER_DPU=$rpd"
+        log="$LOGS/$mpi-idup_nbc-np$np-rpd$rpd.log"
+        run_job "$log" "$mpi" "$np" 1 "$vars" "build/$mpi/tests/idup_nbc"
+        ok=$?
+        [ $ok = 0 ] && grep -q '^result: ok' "$log" && ok=1 || ok=0
+        grep -Eq '^dpushim: ialltoall offloaded=[1-9]' "$log" ||
+            { echo "nothing offloaded" >>"$log"; ok=0; }
+        report "$mpi idup_nbc under the shim, $np ranks, $([ "$rpd" = 0 ] && echo 1 agent || echo "$rpd ranks an agent"): collectives and MPI_Comm_idup together" \
+            "$ok" "$log"
+    done
+}
+
 # start_listener MPI DIR [HOSTNAME|pidns]: a listening agent on 127.0.0.1
 # (any port) with secrets in DIR/sec; sets LISTEN_PID and LISTEN_PORT,
 # writes DIR/map. With HOSTNAME it runs in a UTS namespace of that host
@@ -1256,6 +1282,7 @@ for mpi in "$@"; do
     fft_tests "$mpi"
     fortran_tests "$mpi"
     answers_tests "$mpi"
+    idup_tests "$mpi"
     kill_case "$mpi" launcher
     [ "$mpi" = openmpi ] && thirdparty_mpi4py
 done

@@ -8,6 +8,7 @@
  * quirks included (see f08_bases).
  */
 #include "shim/wrap/coll.h"
+#include "shim/fortran/probe.h"
 
 #if defined(MPICH)
 
@@ -125,27 +126,6 @@ typedef void (*testany_t)(MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *,
 typedef void (*some_t)(MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *,
                        MPI_F08_status *, MPI_Fint *);
 
-static int done_query(void *extra, MPI_Status *st)
-{
-    (void)extra;
-    PMPI_Status_set_elements(st, MPI_BYTE, 0);
-    PMPI_Status_set_cancelled(st, 0);
-    return MPI_SUCCESS;
-}
-
-static int done_free(void *extra)
-{
-    (void)extra;
-    return MPI_SUCCESS;
-}
-
-static int done_cancel(void *extra, int complete)
-{
-    (void)extra;
-    (void)complete;
-    return MPI_SUCCESS;
-}
-
 /* Call c of the library's binding on {null, finished}, or on nulls alone
  * (finished 0; the any forms): the index it gives, or -1 if it could not
  * be asked. */
@@ -157,11 +137,9 @@ static int f08_ask(int c, void *fn, int finished)
     MPI_Request r;
 
     if (finished) {
-        if (PMPI_Grequest_start(done_query, done_free, done_cancel, NULL,
-                                &r) != MPI_SUCCESS) {
+        if (shim_fprobe_req(&r) != MPI_SUCCESS) {
             return -1;
         }
-        PMPI_Grequest_complete(r);
         reqs[1] = (MPI_Fint)r;
     }
     if (c == F_WAITANY) {

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Fortran on Open MPI (fortran/fortran.h): the completion and request calls. */
 #include "shim/fortran/fortran.h"
+#include "shim/fortran/probe.h"
 
 #if defined(OPEN_MPI) && OPEN_MPI
 
@@ -242,27 +243,6 @@ FORTRAN_P(testsome, TESTSOME, P_SOME);
 #define P_GETST (MPI_Fint *req, MPI_Fint *flag, MPI_Fint *status,            \
                  MPI_Fint *ierr)
 
-static int gs_query(void *extra, MPI_Status *st)
-{
-    (void)extra;
-    PMPI_Status_set_elements(st, MPI_BYTE, 0);
-    PMPI_Status_set_cancelled(st, 0);
-    return MPI_SUCCESS;
-}
-
-static int gs_free(void *extra)
-{
-    (void)extra;
-    return MPI_SUCCESS;
-}
-
-static int gs_cancel(void *extra, int complete)
-{
-    (void)extra;
-    (void)complete;
-    return MPI_SUCCESS;
-}
-
 /*
  * Open MPI 4.1's own MPI_REQUEST_GET_STATUS answers .FALSE. whenever the
  * status argument is MPI_STATUS_IGNORE, finished or not (its binding
@@ -283,11 +263,9 @@ static void gs_probe(void)
     MPI_Request r;
 
     if (fn == NULL || shim_fst_ignore_arg() == NULL ||
-        PMPI_Grequest_start(gs_query, gs_free, gs_cancel, NULL, &r) !=
-            MPI_SUCCESS) {
+        shim_fprobe_req(&r) != MPI_SUCCESS) {
         return;
     }
-    PMPI_Grequest_complete(r);
     fr = PMPI_Request_c2f(r);
     fn(&fr, &flag, shim_fst_ignore_arg(), &ierr);
     gs.ignore_false = ierr == MPI_SUCCESS && flag == 0;

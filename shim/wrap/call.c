@@ -162,7 +162,22 @@ static int begin(int coll, MPI_Comm comm, shim_comm_t **cp, shim_call_t *k,
     }
     memset(k, 0, sizeof(*k));
     shim_in_call++;
-    shim_fo_progress();   /* a failure notice changes the path */
+    /*
+     * A failure already known here changes the path: drive its takeover.
+     * Failure notices from other ranks are not looked for here: that
+     * would run MPI's progress engine inside a call that starts a
+     * collective, where stock MPI runs none, and at a moment that differs
+     * from rank to rank (the look is timed). Open MPI starts the later
+     * rounds of an MPI_Comm_idup from its progress engine, each under the
+     * next tag of the parent communicator: run between two of the
+     * application's calls on one rank and after them on another, a round
+     * took a different tag on each and the ranks' collectives crossed
+     * (MPICH's test comm/comm_idup_nb hung). The completion calls look
+     * for notices, as they look for everything else.
+     */
+    if (shim.fo_state != SHIM_FO_NONE || shim.fo_why[0] != '\0') {
+        shim_fo_progress();
+    }
     c = shim_stream != NULL ? shim_stream : shim_comm_get(comm);
     shim_in_call--;
     if (c == NULL) {
