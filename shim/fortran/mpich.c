@@ -223,7 +223,8 @@ SHIM_API void mpi_waitsome_f08_(MPI_Fint *n, MPI_Fint *reqs, MPI_Fint *out,
                                 MPI_Fint *indices, MPI_F08_status *sts,
                                 MPI_Fint *ierr)
 {
-    some_f08(F_WAITSOME, MPI_Waitsome(*n, REQS(reqs), out, indices, sts_c(sts)), out,
+    some_f08(F_WAITSOME,
+             MPI_Waitsome(*n, REQS(reqs), out, indices, sts_c(sts)), out,
              indices, ierr);
 }
 
@@ -231,7 +232,8 @@ SHIM_API void mpi_testsome_f08_(MPI_Fint *n, MPI_Fint *reqs, MPI_Fint *out,
                                 MPI_Fint *indices, MPI_F08_status *sts,
                                 MPI_Fint *ierr)
 {
-    some_f08(F_TESTSOME, MPI_Testsome(*n, REQS(reqs), out, indices, sts_c(sts)), out,
+    some_f08(F_TESTSOME,
+             MPI_Testsome(*n, REQS(reqs), out, indices, sts_c(sts)), out,
              indices, ierr);
 }
 

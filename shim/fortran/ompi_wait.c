@@ -259,15 +259,14 @@ static void gs_probe(void)
 {
     void (*fn)P_GETST = (void (*)P_GETST)dlsym(RTLD_NEXT,
                                                "ompi_request_get_status_f");
-    MPI_Fint fr, flag = FTRUE, ierr = -1;
+    MPI_Fint fr, flag = FTRUE, ierr = -1, *ignore = shim_fst_ignore_arg();
     MPI_Request r;
 
-    if (fn == NULL || shim_fst_ignore_arg() == NULL ||
-        shim_fprobe_req(&r) != MPI_SUCCESS) {
+    if (fn == NULL || ignore == NULL || shim_fprobe_req(&r) != MPI_SUCCESS) {
         return;
     }
     fr = PMPI_Request_c2f(r);
-    fn(&fr, &flag, shim_fst_ignore_arg(), &ierr);
+    fn(&fr, &flag, ignore, &ierr);
     gs.ignore_false = ierr == MPI_SUCCESS && flag == 0;
     PMPI_Wait(&r, MPI_STATUS_IGNORE);
 }
