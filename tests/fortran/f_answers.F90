@@ -228,7 +228,7 @@ contains
             call MPI_WAIT(side(k), MPI_STATUS_IGNORE, ierr)
             if (kinds(k:k) == 'C') then
                 do p = 0, nproc - 1
-                    do j = 1, block, 997
+                    do j = 1, block
                         if (rb(p * block + j, k) /= &
                             p * 1000003 + rank * block + j) then
                             print '(a,i0)', 'f_answers: alltoall data wrong ' &
