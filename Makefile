@@ -52,7 +52,7 @@ COMMON_SRC := common/dps_log.c common/dps_config.c common/dps_proto.c \
               common/dps_encode.c common/dps_sched.c \
               common/dps_ucx.c common/dps_listen.c common/dps_secret.c \
               common/dps_agentmap.c common/dps_shm.c common/dps_rtypes.c \
-              common/dps_cma.c
+              common/dps_cma.c common/dps_grant.c
 BLD_SRC    := shim/compile/build.c shim/compile/moves.c shim/compile/reductions.c \
               shim/compile/steps.c
 SHIM_SRC   := shim/base/state.c shim/core/hooks.c shim/boot/init.c shim/boot/spawn.c shim/boot/place.c \
@@ -81,7 +81,7 @@ AGENT_SRC  := dpu_agent/main/agent_main.c dpu_agent/main/agent_loop.c \
               dpu_agent/sched/agent_sched.c dpu_agent/sched/agent_inst.c \
               dpu_agent/sched/agent_post.c \
               dpu_agent/move/agent_exec.c dpu_agent/move/agent_cma.c \
-              dpu_agent/move/agent_engines.c \
+              dpu_agent/move/agent_engines.c dpu_agent/move/agent_fetch.c \
               dpu_agent/keys/agent_keys.c \
               dpu_agent/core/agent_chan.c
 HDRS       := $(wildcard common/*.h shim/*/*.h dpu_agent/*.h dpu_agent/*/*.h include/*.h)

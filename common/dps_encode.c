@@ -113,6 +113,11 @@ void *dps_msg_encode_shutdown(size_t *len)
     return msg_alloc(DPS_MSG_SHUTDOWN, 0, len);
 }
 
+void *dps_msg_encode_fetch(const dps_msg_fetch_t *f, size_t *len)
+{
+    return msg_fixed(DPS_MSG_FETCH, f, sizeof(*f), len);
+}
+
 void *dps_msg_encode_stats_req(size_t *len)
 {
     return msg_alloc(DPS_MSG_STATS_REQ, 0, len);

@@ -15,7 +15,7 @@ const char *dps_msg_type_str(unsigned type)
         "?", "hello", "job_info", "ready", "post", "complete", "comm_free",
         "peer_post", "send_done", "shutdown", "procs", "stats_req",
         "stats", "reg_free", "ping", "pong", "shm", "inst_fail", "round",
-        "sched_free"
+        "sched_free", "fetch"
     };
 
     return (type < DPS_MSG_TYPE_MAX) ? names[type] : "?";
@@ -268,6 +268,11 @@ static int decode_fixed(const char *body, size_t blen, dps_msg_t *msg)
         return take_fixed(body, blen, &msg->u.round,
                           sizeof(dps_msg_round_t), 1) ||
                msg->u.round.rank >= DPS_MAX_RANKS;
+    case DPS_MSG_FETCH:
+        return take_fixed(body, blen, &msg->u.fetch,
+                          sizeof(dps_msg_fetch_t), 1) ||
+               msg->u.fetch.src >= DPS_MAX_RANKS ||
+               msg->u.fetch.dst >= DPS_MAX_RANKS;
     case DPS_MSG_INST_FAIL:
         return take_fixed(body, blen, &msg->u.inst_fail,
                           sizeof(dps_msg_inst_fail_t), 1) ||

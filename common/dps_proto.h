@@ -16,7 +16,7 @@
 #include <stdint.h>
 
 #define DPS_PROTO_MAGIC    0x48535044u /* "DPSH" */
-#define DPS_PROTO_VERSION 8
+#define DPS_PROTO_VERSION 9
 #define DPS_AM_ID          7           /* the one UCX active message id */
 #define DPS_MAX_RKEY       4096        /* bytes of one packed rkey */
 #define DPS_MAX_ADDR       8192        /* bytes of one worker address */
@@ -48,6 +48,8 @@ typedef enum {
     DPS_MSG_ROUND,       /* agent -> agent: a rank reached a round */
     DPS_MSG_SCHED_FREE,  /* rank -> its agent, agent -> agent: drop
                           * schedules (body as REG_FREE's) */
+    DPS_MSG_FETCH,       /* agent -> agent: read bytes of a rank of yours
+                          * and send them to me (tagged) */
     DPS_MSG_TYPE_MAX
 } dps_msg_type_t;
 
@@ -150,9 +152,14 @@ typedef struct dps_msg_stats {
     uint64_t cma_bytes;      /* staged path: bytes the agent read and
                               * wrote with CMA (ranks that proved it
                               * reaches them) */
-    uint64_t ucx_bytes;      /* ... and with UCX get/put */
+    uint64_t ucx_bytes;      /* ... and with UCX get/put: bytes the
+                              * ranks' own UCX workers served */
+    uint64_t dma_bytes;      /* ... and through the ranks' grants
+                              * (dps_grant.h: emulated PCIe DMA) */
+    uint64_t net_bytes;      /* sent to other agents (FETCH answers) */
+    uint64_t fetches;        /* FETCHes this agent sent */
 } dps_msg_stats_t;
-_Static_assert(sizeof(dps_msg_stats_t) == 40, "stats layout");
+_Static_assert(sizeof(dps_msg_stats_t) == 64, "stats layout");
 
 /* SHM body: once the token is read back at pid (as in HELLO: the pid
  * is the rank's, not another process's), the agent maps
@@ -180,6 +187,9 @@ _Static_assert(offsetof(dps_msg_shm_t, token_addr) == 16 &&
 #define DPS_READY_CMA_NODE 4u /* CMA, and CMA reaches every rank of the
                                * agent's node it does not serve too: the
                                * rank's unpacked send data can be read */
+#define DPS_READY_DMA      8u /* the rank's grant (dps_grant.h) reached
+                               * the agent and was proved: it reads and
+                               * writes the rank's memory itself */
 
 typedef struct dps_msg_ready {
     int32_t  status;     /* dps_status_t of the agent's set-up */
@@ -296,6 +306,26 @@ typedef struct dps_msg_round {
 } dps_msg_round_t;
 _Static_assert(sizeof(dps_msg_round_t) == 24, "round layout");
 
+/*
+ * FETCH (agent of the receiver -> agent of the sender): of instance
+ * (comm_id, seq), read len bytes at offset off of the k-th SEND step of
+ * comm rank src to comm rank dst and send them to me as one UCX tagged
+ * message with tag `tag`. The sender's agent takes the address from the
+ * sender's own schedule and post, never from the message. A reply of
+ * another length means the read failed.
+ */
+typedef struct dps_msg_fetch {
+    uint64_t comm_id;
+    uint32_t seq;
+    uint32_t src;
+    uint32_t dst;
+    uint32_t k;
+    uint64_t off;
+    uint64_t len;
+    uint64_t tag;
+} dps_msg_fetch_t;
+_Static_assert(sizeof(dps_msg_fetch_t) == 48, "fetch layout");
+
 typedef struct dps_msg_inst_fail {
     uint64_t comm_id;
     uint32_t seq;
@@ -315,6 +345,7 @@ typedef struct dps_msg {
         dps_msg_send_done_t send_done;
         dps_msg_round_t     round;
         dps_msg_inst_fail_t inst_fail;
+        dps_msg_fetch_t     fetch;
         dps_msg_stats_t     stats;
         struct {
             dps_msg_job_t   fixed;
@@ -370,6 +401,7 @@ void *dps_msg_encode_send_done(uint64_t comm_id, uint32_t seq, uint32_t src,
 void *dps_msg_encode_round(uint64_t comm_id, uint32_t seq, uint32_t rank,
                            uint32_t round, size_t *len);
 void *dps_msg_encode_shutdown(size_t *len);
+void *dps_msg_encode_fetch(const dps_msg_fetch_t *f, size_t *len);
 void *dps_msg_encode_inst_fail(uint64_t comm_id, uint32_t seq,
                                int32_t status, size_t *len);
 void *dps_msg_encode_stats_req(size_t *len);

@@ -174,7 +174,8 @@ int dps_ucx_open(dps_ucx_t *u, ucs_thread_mode_t mode)
     }
     memset(&params, 0, sizeof(params));
     params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_NAME;
-    params.features = UCP_FEATURE_AM | UCP_FEATURE_RMA | UCP_FEATURE_WAKEUP;
+    params.features = UCP_FEATURE_AM | UCP_FEATURE_RMA | UCP_FEATURE_TAG |
+                      UCP_FEATURE_WAKEUP;
     params.name = "dpushim";
     st = ucp_init(&params, config, &u->context);
     ucp_config_release(config);

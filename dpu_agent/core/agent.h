@@ -161,6 +161,7 @@ typedef struct agent_slot {
                                        * thread (atomic) */
     ucs_status_t       status;
     int                threaded;      /* a copy thread reads and writes */
+    uint64_t           got;           /* a FETCH's answer: bytes that came */
     ucs_status_t       wstatus;       /* its write's status */
     char              *buf;           /* slot start (AGENT_ALIGN-aligned) */
     char              *data;          /* where this chunk is staged */
@@ -210,6 +211,14 @@ typedef struct agent {
     unsigned long  collectives;   /* completed, where we serve rank 0 */
     uint64_t       cma_bytes;     /* staged: read and written with CMA */
     uint64_t       ucx_bytes;     /* staged: read and written with UCX */
+    uint64_t       dma_bytes;     /* staged: through the ranks' grants */
+    uint64_t       net_bytes;     /* sent to other agents for FETCHes */
+    uint64_t       fetches;       /* FETCHes sent */
+    uint64_t       next_tag;      /* of the last FETCH */
+    int            grant_fd;      /* grant socket (dps_grant.h), or -1 */
+    char           grant_path[108];
+    int           *rank_memfd;    /* per world rank: its grant, or -1 */
+    struct agent_serve *serves;   /* FETCHes being read with UCX */
     uint64_t       cpu_base_ns;   /* CPU time used by set-up */
     int            quit;
     int            eager;         /* DPUSHIM_AGENT_SCHED=eager */
@@ -272,12 +281,33 @@ static inline agent_link_t *agent_link(const agent_t *a, uint32_t w)
                               * (common/dps_cma.h): it shares this
                               * agent's process space. A shared node name
                               * alone is no proof (a DPU, a container) */
+#define AGENT_RANK_DMA   4u  /* it granted us its memory and its token
+                              * was read back through the grant
+                              * (common/dps_grant.h: emulated PCIe DMA) */
 
 /* Are the rank's bytes copied with CMA (by this agent or by a DMA engine
  * at its command)? Only if it proved it shares our process space. */
 static inline int agent_rank_cma(const agent_t *a, uint32_t world)
 {
     return !a->force_ucx && (a->rank_st[world] & AGENT_RANK_SEEN) != 0;
+}
+
+/* Does this agent read and write the rank's memory through its grant
+ * (emulated PCIe DMA)? Only where CMA does not reach it, and not with
+ * DPUSHIM_TRANSPORT=ucx (the ranks serve UCX get/put). */
+static inline int agent_rank_dma(const agent_t *a, uint32_t world)
+{
+    return !a->force_ucx && !agent_rank_cma(a, world) &&
+           (a->rank_st[world] & AGENT_RANK_DMA) != 0;
+}
+
+/* Is the rank's memory another agent's to read (it serves the rank and
+ * we do not reach it ourselves)? Then a move reads it by FETCH from that
+ * agent, never from the rank's own UCX worker. */
+static inline int agent_rank_fetch(const agent_t *a, uint32_t world)
+{
+    return !a->force_ucx && a->rank_agent[world] != a->self &&
+           !agent_rank_cma(a, world);
 }
 
 #endif

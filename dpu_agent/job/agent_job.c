@@ -12,6 +12,7 @@
 #include "dpu_agent/sched/agent_sched.h"
 #include "dpu_agent/core/agent_chan.h"
 #include "common/dps_cma.h"
+#include "common/dps_grant.h"
 #include "common/dps_log.h"
 #include "common/dps_status.h"
 
@@ -20,6 +21,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 /* CPU time of this process (user + system), in ns. */
 static uint64_t cpu_ns(void)
@@ -49,6 +51,9 @@ static int send_stats(agent_t *a)
     st.missed_wakeups = a->missed_wakeups;
     st.cma_bytes = a->cma_bytes;
     st.ucx_bytes = a->ucx_bytes;
+    st.dma_bytes = a->dma_bytes;
+    st.net_bytes = a->net_bytes;
+    st.fetches = a->fetches;
     for (i = 0; i < a->nranks && a->rank_agent[i] != a->self; i++) {
     }
     msg = dps_msg_encode_stats(&st, &len);
@@ -87,6 +92,9 @@ static void send_ready(agent_t *a, uint32_t rank)
         if (!a->force_ucx) {
             cma |= DPS_READY_CMA | (a->node_seen ? DPS_READY_CMA_NODE : 0);
         }
+    }
+    if (agent_rank_dma(a, rank)) {
+        cma |= DPS_READY_DMA;
     }
     msg = dps_msg_encode_ready(DPS_OK, dps_reduce_formats(), cma, &len);
     if (msg == NULL || dps_ucx_send(a->rank_ep[rank], msg, len)) {
@@ -240,6 +248,57 @@ static int try_ready(agent_t *a)
     return DPS_OK;
 }
 
+/* Take the grants our ranks sent (they send them before HELLO, so a
+ * rank's is here by the time its HELLO is handled): keep each one of a
+ * rank of ours, of this job, until its HELLO proves it. */
+static void grants_take(agent_t *a)
+{
+    dps_grant_msg_t g;
+    int fd, rc;
+
+    while (a->grant_fd >= 0 && (rc = dps_grant_recv(a->grant_fd, &g, &fd))) {
+        if (rc < 0) {
+            dps_warn("malformed grant dropped");
+            continue;
+        }
+        if (g.world_rank >= a->nranks || g.job_key != a->job_key ||
+            a->rank_agent[g.world_rank] != a->self) {
+            dps_warn("grant from rank %u of job key %#x refused: not a "
+                     "rank of ours", g.world_rank, g.job_key);
+            close(fd);
+            continue;
+        }
+        if (a->rank_memfd[g.world_rank] >= 0) {
+            close(a->rank_memfd[g.world_rank]);
+        }
+        a->rank_memfd[g.world_rank] = fd;
+    }
+}
+
+/* Rank r's grant, if it sent one: does its token read back through it?
+ * Then its memory is ours to read and write (AGENT_RANK_DMA). */
+static void grant_check(agent_t *a, uint32_t r, uint64_t addr,
+                        uint64_t token)
+{
+    uint64_t v = 0;
+    int e;
+
+    grants_take(a);
+    if (a->rank_memfd[r] < 0) {
+        return;
+    }
+    e = token != 0 ? dps_dma_read(a->rank_memfd[r], addr, &v, sizeof(v))
+                   : EINVAL;
+    if (e == 0 && v == token) {
+        a->rank_st[r] |= AGENT_RANK_DMA;
+        return;
+    }
+    dps_warn("rank %u's grant refused: %s", r,
+             e != 0 ? strerror(e) : "its token does not read back");
+    close(a->rank_memfd[r]);
+    a->rank_memfd[r] = -1;
+}
+
 /* A rank of ours says hello (once we are ready: until then it waits in
  * the loop's deferred messages): check its token, answer READY. */
 static int handle_hello(agent_t *a, const dps_msg_hello_t *h)
@@ -260,6 +319,9 @@ static int handle_hello(agent_t *a, const dps_msg_hello_t *h)
         a->rank_st[r] &= (uint8_t)~AGENT_RANK_SEEN;
     } else {
         rank_check(a, r, h->pid, h->token_addr, h->token);
+    }
+    if (!(a->rank_st[r] & AGENT_RANK_SEEN)) {
+        grant_check(a, r, h->token_addr, h->token);
     }
     if (!(a->rank_st[r] & AGENT_RANK_HELLO)) {
         a->rank_st[r] |= AGENT_RANK_HELLO;
@@ -289,9 +351,13 @@ static int handle_job(agent_t *a, const dps_msg_t *msg)
     a->agent_ep = calloc(a->nagents, sizeof(ucp_ep_h));
     a->rank_st = calloc(a->nranks, sizeof(*a->rank_st));
     a->rank_why = calloc(a->nranks, sizeof(*a->rank_why));
+    a->rank_memfd = malloc(a->nranks * sizeof(*a->rank_memfd));
     if (!a->rank_agent || !a->rank_ep || !a->agent_ep || !a->rank_st ||
-        !a->rank_why) {
+        !a->rank_why || !a->rank_memfd) {
         return DPS_ERR_NOMEM;
+    }
+    for (i = 0; i < a->nranks; i++) {
+        a->rank_memfd[i] = -1;
     }
     a->have_job = 1;
     a->job_key = f->job_key;
@@ -381,6 +447,7 @@ int agent_handle(agent_t *a, const dps_msg_t *msg)
     case DPS_MSG_PEER_POST:
     case DPS_MSG_SEND_DONE:
     case DPS_MSG_ROUND:
+    case DPS_MSG_FETCH:
     case DPS_MSG_INST_FAIL:
     case DPS_MSG_COMM_FREE:
     case DPS_MSG_REG_FREE:

@@ -14,6 +14,7 @@
 #include "dpu_agent/core/agent_chan.h"
 #include "common/dps_config.h"
 #include "common/dps_listen.h"
+#include "common/dps_grant.h"
 #include "common/dps_log.h"
 #include "common/dps_rtypes.h"
 #include "common/dps_status.h"
@@ -130,11 +131,39 @@ static int publish_address(agent_t *a, int fd, int on_socket)
     return DPS_OK;
 }
 
-/* Serve one job: the whole life of a spawned agent, or of a listener's
- * child (addr_fd == parent_fd, the job's connection; on_socket). */
-static int serve(const dps_config_t *cfg, int addr_fd, int parent_fd,
-                 int on_socket)
+/* A listener's: where jobs' secrets, and our grant socket, are. */
+static const char *listen_dir;
+
+/* A listener's child: the socket our ranks grant us their memory
+ * through (common/dps_grant.h), named for the job, this host and pid,
+ * before the "ok" line that tells the ranks both. */
+static void grant_open(agent_t *a, const char *job)
 {
+    char host[256];
+
+    if (gethostname(host, sizeof(host)) != 0) {
+        snprintf(host, sizeof(host), "unknown");
+    }
+    host[sizeof(host) - 1] = '\0';
+    if (dps_grant_path(listen_dir, job, host, (uint32_t)getpid(),
+                       a->grant_path, sizeof(a->grant_path)) != 0) {
+        dps_warn("no DMA grants: %s is too long a directory for a socket",
+                 listen_dir);
+        return;
+    }
+    a->grant_fd = dps_grant_listen(a->grant_path);
+    if (a->grant_fd < 0) {
+        dps_warn("no DMA grants: cannot bind %s: %m", a->grant_path);
+        a->grant_path[0] = '\0';
+    }
+}
+
+/* Serve one job: the whole life of a spawned agent, or of a listener's
+ * child (addr_fd == parent_fd, the job's connection; job: its name). */
+static int serve(const dps_config_t *cfg, int addr_fd, int parent_fd,
+                 const char *job)
+{
+    int on_socket = job != NULL;
     agent_t a;
     int rc = 1;
     uint32_t i;
@@ -142,6 +171,7 @@ static int serve(const dps_config_t *cfg, int addr_fd, int parent_fd,
     memset(&a, 0, sizeof(a));
     a.parent_fd = parent_fd;
     a.kick_fd[0] = a.kick_fd[1] = -1;
+    a.grant_fd = -1;
     a.force_ucx = (cfg->transport == DPS_TRANSPORT_UCX);
     /* What lower parts call up into (core/agent.h, agent_upcalls_t). */
     agent_job_init(&a);
@@ -163,6 +193,9 @@ static int serve(const dps_config_t *cfg, int addr_fd, int parent_fd,
     a.nslots = cfg->pipeline_depth;
     if (agent_exec_init(&a) != DPS_OK) {
         goto out_exec;
+    }
+    if (on_socket) {
+        grant_open(&a, job);
     }
     if (publish_address(&a, addr_fd, on_socket) != DPS_OK) {
         goto out_exec;
@@ -189,6 +222,16 @@ out:
     if (a.epfd >= 0) {
         close(a.epfd);
     }
+    if (a.grant_fd >= 0) {
+        close(a.grant_fd);
+        unlink(a.grant_path);
+    }
+    for (i = 0; a.rank_memfd != NULL && i < a.nranks; i++) {
+        if (a.rank_memfd[i] >= 0) {
+            close(a.rank_memfd[i]);
+        }
+    }
+    free(a.rank_memfd);
     free(a.rank_agent);
     free(a.rank_pid);
     free(a.rank_node);
@@ -204,7 +247,7 @@ out:
 static int serve_listened(int fd, const char *job, void *arg)
 {
     dps_info("serving job '%s'", job);
-    return serve(arg, fd, fd, 1);
+    return serve(arg, fd, fd, job);
 }
 
 /* The options go together; else says why (the caller prints usage). */
@@ -294,7 +337,7 @@ int main(int argc, char **argv)
     dps_config_load(&cfg, environ, NULL, 0, NULL);
     dps_log_level = cfg.log_level;
     if (listen_at == NULL) {
-        return serve(&cfg, addr_fd, parent_fd, 0);
+        return serve(&cfg, addr_fd, parent_fd, NULL);
     }
     if (dps_listen_split_hostport(listen_at, 1, dir, sizeof(dir), port,
                                   sizeof(port), err, sizeof(err)) != DPS_OK) {
@@ -310,5 +353,6 @@ int main(int argc, char **argv)
         }
     }
     /* No UCX here: each job's child creates its own after the fork. */
+    listen_dir = secret_dir;
     return agent_listen_run(listen_at, secret_dir, serve_listened, &cfg);
 }

@@ -10,8 +10,11 @@
  * - staged: the agent itself reads each chunk of DPUSHIM_CHUNK_BYTES
  *   into a staging slot and writes it out (for a reduction it also reads
  *   the destination's chunk, reduces, and writes that back): with CMA for
- *   ranks of its own host (agent_cma.c), with UCX get/put and the
- *   ranks' keys for others.
+ *   ranks of its own host (agent_cma.c), by DMA through the grants of
+ *   its ranks that CMA does not reach (a DPU's), by FETCH from the agent
+ *   of a source rank of another agent (agent_fetch.c), and with UCX
+ *   get/put served by the ranks themselves where nothing else reaches
+ *   them (DPUSHIM_TRANSPORT=ucx, or a rank that sent no grant).
  *
  * A move is done when its bytes are visible in the destination: the
  * next steps of the schedule read them, here or on other agents (a ring
@@ -55,7 +58,8 @@ int agent_may_sleep(const agent_t *a)
         }
     }
     /* Work we could start, or UCX operations and flushes to progress. */
-    return !(a->q_head != NULL && free_slot) && a->inflight == a->copy_jobs;
+    return !(a->q_head != NULL && free_slot) && a->inflight == a->copy_jobs &&
+           a->serves == NULL;
 }
 
 int agent_exec_init(agent_t *a)
@@ -213,6 +217,15 @@ static void slot_start(agent_t *a, agent_slot_t *s)
         a->cma_bytes += s->len;
         s->status = agent_cma_stage(a, s, s->state, world_of(m, r));
         s->completed = 1;
+        return;
+    }
+    if (agent_rank_dma(a, world_of(m, r))) {
+        s->status = agent_dma_stage(a, s, s->state, world_of(m, r));
+        s->completed = 1;
+        return;
+    }
+    if (s->state == 1 && agent_rank_fetch(a, world_of(m, r))) {
+        agent_fetch_start(a, s);
         return;
     }
     a->ucx_bytes += s->len;
@@ -398,6 +411,7 @@ void agent_schedule(agent_t *a)
             progress |= slot_run(a, &a->slots[i]);
         }
         progress |= flushes_reap(a);
+        progress |= agent_serves_progress(a);
     }
 }
 
@@ -418,6 +432,7 @@ void agent_exec_fini(agent_t *a)
     }
     agent_copiers_stop(a);
     agent_engines_fini(a);
+    agent_serves_fini(a);
     free(a->slots);
     a->slots = NULL;
     if (a->staging_memh != NULL) {

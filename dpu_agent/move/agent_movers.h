@@ -16,6 +16,16 @@
 ucs_status_t agent_cma_stage(agent_t *a, agent_slot_t *s, int stage,
                              uint32_t world);
 
+/* The same through the rank's grant (emulated PCIe DMA, agent_fetch.c);
+ * counts dma_bytes. */
+ucs_status_t agent_dma_stage(agent_t *a, agent_slot_t *s, int stage,
+                             uint32_t world);
+
+/* Stage 1 of slot s, whose source rank is another agent's: post the
+ * tagged receive into the slot and send that agent a FETCH. The slot
+ * completes when the answer came (status: an error if it is short). */
+void agent_fetch_start(agent_t *a, agent_slot_t *s);
+
 /* Hand slot s (both sides copied with CMA) to a copy thread, starting
  * them the first time; 0, or -1 if there are none (copy it here). */
 int agent_copiers_submit(agent_t *a, agent_slot_t *s);

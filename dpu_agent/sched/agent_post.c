@@ -9,6 +9,7 @@
 #include "dpu_agent/sched/agent_sched.h"
 #include "dpu_agent/keys/agent_keys.h"
 #include "dpu_agent/core/agent_chan.h"
+#include "dpu_agent/move/agent_move.h"
 #include "common/dps_log.h"
 #include "common/dps_status.h"
 
@@ -380,6 +381,72 @@ static int handle_round(agent_t *a, const dps_msg_round_t *m)
     return DPS_OK;
 }
 
+/*
+ * FETCH from the agent of a receiver: the bytes of our rank's k-th SEND
+ * to it, at an offset. The address is our rank's, from its own post and
+ * schedule; anything that does not fit is answered with nothing (the
+ * asker fails that collective), never with other memory.
+ */
+static int handle_fetch(agent_t *a, const dps_msg_fetch_t *f)
+{
+    agent_inst_key_t key = {f->comm_id, f->seq};
+    agent_inst_t *in = inst_of(a, f->comm_id, f->seq);
+    const agent_rstate_t *rs;
+    const agent_sched_t *s;
+    const dps_step_t *st;
+    ucp_rkey_h rkey = NULL;
+    uint64_t addr = 0;
+    uint32_t to;
+    int ok = 0;
+
+    if (in == NULL && !agent_tomb_has(a, &key)) {
+        return DPS_ERR_AGAIN;   /* overtook the post it follows */
+    }
+    if (in != NULL && (f->dst >= in->comm->size || f->src >= in->comm->size ||
+                       !is_local(a, in->comm, f->src) ||
+                       is_local(a, in->comm, f->dst))) {
+        dps_error("unexpected fetch (%u -> %u) for instance %u of "
+                  "communicator %#llx", f->src, f->dst, f->seq,
+                  (unsigned long long)f->comm_id);
+        return DPS_ERR_PROTO;
+    }
+    if (in == NULL) {
+        /* Failed and ended here (the asker's fails too): answer with
+         * nothing, so that its slot is freed. */
+        agent_comm_t *c;
+
+        HASH_FIND(hh, a->comms, &f->comm_id, sizeof(f->comm_id), c);
+        if (c != NULL && f->dst < c->size) {
+            agent_fetch_serve(a, agent_of(a, c, f->dst), 0, 0, 0, f->tag,
+                              NULL, 0);
+        }
+        return DPS_OK;
+    }
+    to = agent_of(a, in->comm, f->dst);
+    rs = &in->rs[f->src];
+    if (!in->failed && rs->posted && (s = rs->sched) != NULL &&
+        f->k < s->send_start[f->dst + 1] - s->send_start[f->dst]) {
+        st = &s->steps[s->send_idx[s->send_start[f->dst] + f->k]];
+        ok = f->off <= st->len && f->len <= st->len - f->off &&
+             !(st->src_buf == DPS_BUF_SEND && rs->send_map != 0);
+        addr = rs->addr[st->src_buf] + st->src_off + f->off;
+        if (ok && rs->key[st->src_buf] != NULL) {
+            rkey = agent_key_rkey(a, rs->key[st->src_buf]);
+        }
+    }
+    if (!ok) {
+        dps_error("fetch of %llu bytes at %llu of rank %u's send #%u to "
+                  "rank %u (instance %u of communicator %#llx) does not "
+                  "fit its post: answered with nothing",
+                  (unsigned long long)f->len, (unsigned long long)f->off,
+                  in->comm->members[f->src], f->k, in->comm->members[f->dst],
+                  f->seq, (unsigned long long)f->comm_id);
+    }
+    agent_fetch_serve(a, to, in->comm->members[f->src], addr, f->len,
+                      f->tag, rkey, ok);
+    return DPS_OK;
+}
+
 /* INST_FAIL from another agent: fail the instance here too, creating it
  * failed if none of our ranks has posted it yet. */
 static int handle_inst_fail(agent_t *a, const dps_msg_inst_fail_t *m)
@@ -438,6 +505,8 @@ int agent_handle_coll(agent_t *a, const dps_msg_t *msg)
         return handle_round(a, &msg->u.round);
     case DPS_MSG_INST_FAIL:
         return handle_inst_fail(a, &msg->u.inst_fail);
+    case DPS_MSG_FETCH:
+        return handle_fetch(a, &msg->u.fetch);
     case DPS_MSG_COMM_FREE:
         return handle_comm_free(a, &msg->u.comm_free);
     case DPS_MSG_REG_FREE:

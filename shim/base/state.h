@@ -70,6 +70,8 @@ typedef struct shim_state {
                                    * or the listening agent's connection */
     int            listen_agent;  /* leader: agent from DPUSHIM_AGENT_MAP */
     char           agent_desc[600]; /* "pid N" or "ADDR:PORT (pid N on H)" */
+    char           grant_path[108]; /* a listening agent's grant socket
+                                     * (common/dps_grant.h), or "" */
     int            agent_dead;
     int            kick_fd;       /* our wake-up socket, or -1 */
     dps_ucx_t      ucx;
@@ -112,8 +114,9 @@ typedef struct shim_state {
                                    * unpacked send data reaches it */
     uint64_t       next_sched;    /* schedule ids handed out */
     int            have_agent_stats; /* leader: STATS received */
-    uint64_t       agent_stats[5];   /* cpu_ns, collectives, missed,
-                                      * cma_bytes, ucx_bytes */
+    uint64_t       agent_stats[8];   /* cpu_ns, collectives, missed,
+                                      * cma_bytes, ucx_bytes, dma_bytes,
+                                      * net_bytes, fetches */
 } shim_state_t;
 
 extern shim_state_t shim;

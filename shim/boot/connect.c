@@ -12,6 +12,7 @@
 #include "shim/data/engine.h"
 #include "shim/data/reg.h"
 #include "common/dps_cma.h"
+#include "common/dps_grant.h"
 #include "common/dps_log.h"
 #include "common/dps_proto.h"
 #include "common/dps_status.h"
@@ -204,6 +205,28 @@ static int tables_alloc(job_tables_t *t, int nr)
            shim.node_agents != NULL &&
            shim.rank_agent != NULL && shim.rank_node != NULL &&
            shim.rank_direct != NULL;
+}
+
+/*
+ * A listening agent, which may not share our process space (a DPU), gets
+ * our memory through a grant (common/dps_grant.h), before HELLO so that
+ * it has it when it answers READY. Refused or unreachable: it serves us
+ * over UCX, as without a grant.
+ */
+static void grant_offer(int job_key)
+{
+    int e;
+
+    if (shim.grant_path[0] == '\0' ||
+        shim.cfg.transport == DPS_TRANSPORT_UCX) {
+        return;
+    }
+    e = dps_grant_send(shim.grant_path, (uint32_t)shim.world_rank,
+                       (uint32_t)job_key);
+    if (e != 0) {
+        dps_info("cannot grant the agent our memory through %s: %s: it "
+                 "reaches us over UCX", shim.grant_path, strerror(e));
+    }
 }
 
 /* Leaders, agent indices (the order of leaders), pids, nodes, CMA
@@ -449,6 +472,7 @@ int boot_connect_job(MPI_Comm vnode, const void *agent_addr,
     }
     if (ok) {
         shm_offer();
+        grant_offer(t.job_key);
         send_hello_wait_ready(&ok);
     }
     if (ok) {

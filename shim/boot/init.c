@@ -142,7 +142,8 @@ static int get_agents(vnode_t *v, const job_secret_t *js, void **addr,
         int      pid;
         uint32_t len;
         char     desc[sizeof(shim.agent_desc)];
-    } info = {0, 0, 0, ""};
+        char     grant[sizeof(shim.grant_path)];
+    } info = {0, 0, 0, "", ""};
 
     if (shim.is_leader) {
         info.ok = (shim.cfg.agent_map[0] != '\0'
@@ -159,9 +160,12 @@ static int get_agents(vnode_t *v, const job_secret_t *js, void **addr,
                      info.pid);
         }
         memcpy(info.desc, shim.agent_desc, sizeof(info.desc));
+        memcpy(info.grant, shim.grant_path, sizeof(info.grant));
     }
     PMPI_Bcast(&info, (int)sizeof(info), MPI_BYTE, 0, v->vnode);
     memcpy(shim.agent_desc, info.desc, sizeof(shim.agent_desc));
+    memcpy(shim.grant_path, info.grant, sizeof(shim.grant_path));
+    shim.grant_path[sizeof(shim.grant_path) - 1] = '\0';
     boot_agent_affinity(&v->cpus);
     if (!shim.is_leader && info.ok) {
         *addr = malloc(info.len);
@@ -433,7 +437,7 @@ static void print_colls(uint64_t tot[DPS_COLL_MAX][SHIM_NSTAT])
 
 static void print_stats(void)
 {
-    uint64_t tot[DPS_COLL_MAX][SHIM_NSTAT], ag[5];
+    uint64_t tot[DPS_COLL_MAX][SHIM_NSTAT], ag[8];
     uint64_t reg[SHIM_REG_NSTAT], regtot[SHIM_REG_NSTAT];
     uint64_t eng[4], engtot[4], prg[4], prgtot[4];
     agent_row_t *rows = NULL;
@@ -441,7 +445,7 @@ static void print_stats(void)
     fetch_agent_stats();
     PMPI_Reduce(shim.stats, tot, DPS_COLL_MAX * SHIM_NSTAT, MPI_UINT64_T,
                 MPI_SUM, 0, MPI_COMM_WORLD);
-    PMPI_Reduce(shim.agent_stats, ag, 5, MPI_UINT64_T, MPI_SUM, 0,
+    PMPI_Reduce(shim.agent_stats, ag, 8, MPI_UINT64_T, MPI_SUM, 0,
                 MPI_COMM_WORLD);
     shim_reg_stats(reg);
     PMPI_Reduce(reg, regtot, SHIM_REG_NSTAT, MPI_UINT64_T, MPI_SUM, 0,
@@ -481,14 +485,19 @@ static void print_stats(void)
         printf("dpushim: agents failed: no agent statistics\n");
     } else if (shim.active) {
         /* Every agent's CPU, user and system, from start to now; the
-         * bytes they copied themselves (staged path) by CMA and UCX. */
+         * bytes they copied themselves (staged path) by CMA, by UCX
+         * get/put that the ranks' workers serve, and by DMA through the
+         * ranks' grants; the bytes agents sent each other for their
+         * FETCHes. */
         printf("dpushim: agents cpu_ms=%.1f collectives=%llu "
                "cpu_us_per_collective=%.1f missed_wakeups=%llu "
-               "cma_bytes=%llu ucx_bytes=%llu\n",
+               "cma_bytes=%llu ucx_bytes=%llu dma_bytes=%llu "
+               "net_bytes=%llu fetches=%llu\n",
                ag[0] / 1e6, (unsigned long long)ag[1],
                ag[1] ? ag[0] / 1e3 / (double)ag[1] : 0.0,
                (unsigned long long)ag[2], (unsigned long long)ag[3],
-               (unsigned long long)ag[4]);
+               (unsigned long long)ag[4], (unsigned long long)ag[5],
+               (unsigned long long)ag[6], (unsigned long long)ag[7]);
     }
     print_agents(rows);
     fflush(stdout);

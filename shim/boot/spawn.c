@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include "shim/boot/boot.h"
 #include "shim/boot/env.h"
+#include "common/dps_grant.h"
 #include "common/dps_log.h"
 #include "common/dps_status.h"
 
@@ -299,7 +300,7 @@ int boot_connect_listener(const job_secret_t *js, unsigned vidx,
                           void **addr, size_t *addr_len)
 {
     char host[256], ahost[256], hostport[DPS_LISTEN_HOSTPORT_MAX];
-    char err[512];
+    char err[512], dir[4096];
     uint32_t pid = 0;
     int rc, fd = -1;
 
@@ -327,6 +328,13 @@ int boot_connect_listener(const job_secret_t *js, unsigned vidx,
     shim.agent_pid = strcmp(ahost, host) == 0 ? (pid_t)pid : 0;
     snprintf(shim.agent_desc, sizeof(shim.agent_desc), "%s (pid %u on %s)",
              hostport, pid, ahost);
+    /* Where our memory is granted to it (emulated PCIe DMA). */
+    if (secret_dir(dir, sizeof(dir)) == NULL ||
+        dps_grant_path(dir, js->job, ahost, pid, shim.grant_path,
+                       sizeof(shim.grant_path)) != 0) {
+        dps_info("no DMA grant for agent %s: the secret directory's path "
+                 "is too long for a socket", hostport);
+    }
     dps_info("connected to agent %s (pid %u on %s) for job %s", hostport,
              pid, ahost, js->job);
     return DPS_OK;

@@ -178,6 +178,9 @@ static void agent_msg(const void *data, size_t len)
         shim.agent_stats[2] = msg.u.stats.missed_wakeups;
         shim.agent_stats[3] = msg.u.stats.cma_bytes;
         shim.agent_stats[4] = msg.u.stats.ucx_bytes;
+        shim.agent_stats[5] = msg.u.stats.dma_bytes;
+        shim.agent_stats[6] = msg.u.stats.net_bytes;
+        shim.agent_stats[7] = msg.u.stats.fetches;
         shim.have_agent_stats = 1;
     } else if (msg.type == DPS_MSG_PONG) {
         /* alive */

@@ -4,6 +4,7 @@
  * the rank's pid; here the test process and its children play both. */
 #define _GNU_SOURCE
 #include "common/dps_cma.h"
+#include "common/dps_grant.h"
 
 #include <check.h>
 #include <errno.h>
@@ -11,6 +12,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -21,6 +23,90 @@ static uint64_t addr_of(volatile const void *p)
 {
     return (uint64_t)(uintptr_t)p;
 }
+
+/* A grant (dps_grant.h): a child sends its /proc/self/mem to our socket;
+ * we read and write its memory through it, it sees our write; once it
+ * has exited, nothing reads through it any more. */
+START_TEST(grant_child)
+{
+    static char buf[8192];
+    char path[108], dir[] = "/tmp/check_grant.XXXXXX", got[8192];
+    int sock, fd = -1, pipe_go[2], pipe_back[2], st = 0;
+    dps_grant_msg_t g;
+    pid_t pid;
+    char c = 0;
+    size_t i;
+
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    ck_assert_int_eq(dps_grant_path(dir, "job", "host", 42, path,
+                                    sizeof(path)), 0);
+    sock = dps_grant_listen(path);
+    ck_assert_int_ge(sock, 0);
+    ck_assert_int_eq(dps_grant_recv(sock, &g, &fd), 0);   /* none yet */
+    ck_assert_int_eq(pipe(pipe_go), 0);
+    ck_assert_int_eq(pipe(pipe_back), 0);
+    for (i = 0; i < sizeof(buf); i++) {
+        buf[i] = (char)(i * 7 + 1);
+    }
+    pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        int ok = dps_grant_send(path, 3, 77) == 0;
+
+        memset(buf, 'x', 16);   /* the child's own copy changes */
+        ok = ok && write(pipe_back[1], "s", 1) == 1;
+        ok = ok && read(pipe_go[0], &c, 1) == 1;   /* we wrote into it */
+        ok = ok && buf[100] == 'Q' && buf[101] == 'R';
+        _exit(ok ? 0 : 1);
+    }
+    ck_assert_int_eq(read(pipe_back[0], &c, 1), 1);
+    ck_assert_int_eq(dps_grant_recv(sock, &g, &fd), 1);
+    ck_assert_uint_eq(g.world_rank, 3);
+    ck_assert_uint_eq(g.job_key, 77);
+    ck_assert_int_eq(dps_dma_read(fd, addr_of(buf), got, sizeof(got)), 0);
+    for (i = 0; i < 16; i++) {
+        ck_assert_int_eq(got[i], 'x');
+    }
+    for (i = 16; i < sizeof(buf); i++) {
+        ck_assert_int_eq(got[i], buf[i]);
+    }
+    ck_assert_int_eq(dps_dma_write(fd, addr_of(buf) + 100, "QR", 2), 0);
+    ck_assert_int_eq(write(pipe_go[1], "g", 1), 1);
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    ck_assert_int_ne(dps_dma_read(fd, addr_of(buf), got, 8), 0);
+    close(fd);
+    close(sock);
+    unlink(path);
+    rmdir(dir);
+    for (i = 0; i < 2; i++) {
+        close(pipe_go[i]);
+        close(pipe_back[i]);
+    }
+}
+END_TEST
+
+/* Socket names: the same for the same job, host and pid, different
+ * otherwise; too long a directory gives none. */
+START_TEST(grant_names)
+{
+    char a[108], b[108], longdir[120];
+
+    ck_assert_int_eq(dps_grant_path("/d", "j", "h", 1, a, sizeof(a)), 0);
+    ck_assert_int_eq(dps_grant_path("/d", "j", "h", 1, b, sizeof(b)), 0);
+    ck_assert_str_eq(a, b);
+    ck_assert_int_eq(dps_grant_path("/d", "j", "h", 2, b, sizeof(b)), 0);
+    ck_assert_str_ne(a, b);
+    ck_assert_int_eq(dps_grant_path("/d", "j", "h2", 1, b, sizeof(b)), 0);
+    ck_assert_str_ne(a, b);
+    memset(longdir, 'd', sizeof(longdir) - 1);
+    longdir[0] = '/';
+    longdir[sizeof(longdir) - 1] = '\0';
+    ck_assert_int_eq(dps_grant_path(longdir, "j", "h", 1, a, sizeof(a)),
+                     -1);
+    ck_assert_str_eq(a, "");
+}
+END_TEST
 
 START_TEST(token_new)
 {
@@ -177,6 +263,8 @@ int main(void)
     tcase_add_test(tc, straddling);
     tcase_add_test(tc, zeros);
     tcase_add_test(tc, exited_child);
+    tcase_add_test(tc, grant_child);
+    tcase_add_test(tc, grant_names);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

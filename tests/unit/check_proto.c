@@ -149,19 +149,19 @@ static void *resized(const void *msg, size_t len, int delta, size_t *nlen)
 
 enum { FX_HELLO, FX_READY, FX_COMPLETE, FX_COMM_FREE, FX_SEND_DONE,
        FX_ROUND, FX_SHUTDOWN, FX_PING, FX_PONG, FX_SHM, FX_INST_FAIL,
-       FX_COUNT };
+       FX_FETCH, FX_COUNT };
 
 static const unsigned fx_type[FX_COUNT] = {
     DPS_MSG_HELLO, DPS_MSG_READY, DPS_MSG_COMPLETE, DPS_MSG_COMM_FREE,
     DPS_MSG_SEND_DONE, DPS_MSG_ROUND, DPS_MSG_SHUTDOWN, DPS_MSG_PING,
-    DPS_MSG_PONG, DPS_MSG_SHM, DPS_MSG_INST_FAIL
+    DPS_MSG_PONG, DPS_MSG_SHM, DPS_MSG_INST_FAIL, DPS_MSG_FETCH
 };
 static const size_t fx_body[FX_COUNT] = {
     sizeof(dps_msg_hello_t), sizeof(dps_msg_ready_t),
     sizeof(dps_msg_complete_t), sizeof(dps_msg_comm_free_t),
     sizeof(dps_msg_send_done_t), sizeof(dps_msg_round_t), 0,
     sizeof(dps_msg_hello_t), 0, sizeof(dps_msg_shm_t),
-    sizeof(dps_msg_inst_fail_t)
+    sizeof(dps_msg_inst_fail_t), sizeof(dps_msg_fetch_t)
 };
 
 /* A valid encoded message of a fixed-size type. */
@@ -193,6 +193,12 @@ static void *make_fixed(int which, size_t *len)
     case FX_ROUND:
         m = dps_msg_encode_round(7, 8, 9, 3, len);
         break;
+    case FX_FETCH: {
+        dps_msg_fetch_t f = {7, 8, 9, 10, 11, 1u << 20, 4096, 77};
+
+        m = dps_msg_encode_fetch(&f, len);
+        break;
+    }
     case FX_SHUTDOWN:
         m = dps_msg_encode_shutdown(len);
         break;
@@ -584,6 +590,48 @@ START_TEST(rt_round)
         ck_assert_uint_eq(msg.u.round.rank, rank[i]);
         ck_assert_uint_eq(msg.u.round.round, round[i]);
         ck_assert_uint_eq(msg.u.round.pad, 0);
+        free(m);
+    }
+}
+END_TEST
+
+/* FETCH: every field through, byte for byte as laid out. */
+START_TEST(rt_fetch)
+{
+    static const uint64_t big[] = {0, 1, UINT64_MAX, 0x0102030405060708ull};
+    size_t i, len;
+
+    for (i = 0; i < sizeof(big) / sizeof(big[0]); i++) {
+        dps_msg_fetch_t want = {big[i], (uint32_t)i, DPS_MAX_RANKS - 1,
+                                (uint32_t)i * 3, UINT32_MAX - (uint32_t)i,
+                                big[3 - i], big[i] ^ 5, big[3 - i] + 1};
+        dps_msg_t msg;
+        char *m = dps_msg_encode_fetch(&want, &len);
+
+        check_hdr(m, len, DPS_MSG_FETCH);
+        ck_assert_uint_eq(len, HDR + 48);
+        ck_assert_mem_eq(m + HDR, &want, sizeof(want));
+        DECODE_OK(m, len, &msg);
+        ck_assert_int_eq(msg.type, DPS_MSG_FETCH);
+        ck_assert_mem_eq(&msg.u.fetch, &want, sizeof(want));
+        free(m);
+    }
+}
+END_TEST
+
+/* FETCH names communicator ranks: none at or above DPS_MAX_RANKS. */
+START_TEST(bad_fetch)
+{
+    static const uint32_t bad[] = {DPS_MAX_RANKS, UINT32_MAX};
+    size_t i, len;
+
+    for (i = 0; i < 4; i++) {
+        dps_msg_fetch_t f = {1, 2, i & 1 ? 0 : bad[i / 2],
+                             i & 1 ? bad[i / 2] : 0, 0, 0, 8, 1};
+        char *m = dps_msg_encode_fetch(&f, &len);
+
+        ck_assert_ptr_nonnull(m);
+        REJECT(m, len, "fetch rank out of range");
         free(m);
     }
 }
@@ -2264,7 +2312,8 @@ END_TEST
 /* STATS_REQ and STATS: round trip; wrong body sizes refused. */
 START_TEST(rt_stats)
 {
-    dps_msg_stats_t st = {123456789012345ull, 42, 7, 1ull << 40, 3};
+    dps_msg_stats_t st = {123456789012345ull, 42, 7, 1ull << 40, 3,
+                          5ull << 33, 9, 11};
     dps_msg_t msg;
     char err[128];
     size_t len;
@@ -2273,7 +2322,7 @@ START_TEST(rt_stats)
 
     m = dps_msg_encode_stats(&st, &len);
     ck_assert_ptr_nonnull(m);
-    ck_assert_uint_eq(len, 16 + 40);
+    ck_assert_uint_eq(len, 16 + 64);
     ck_assert_int_eq(dps_msg_decode(m, len, &msg, err, sizeof(err)), DPS_OK);
     ck_assert_int_eq(msg.type, DPS_MSG_STATS);
     ck_assert_uint_eq(msg.u.stats.cpu_ns, st.cpu_ns);
@@ -2281,6 +2330,9 @@ START_TEST(rt_stats)
     ck_assert_uint_eq(msg.u.stats.missed_wakeups, 7);
     ck_assert_uint_eq(msg.u.stats.cma_bytes, 1ull << 40);
     ck_assert_uint_eq(msg.u.stats.ucx_bytes, 3);
+    ck_assert_uint_eq(msg.u.stats.dma_bytes, 5ull << 33);
+    ck_assert_uint_eq(msg.u.stats.net_bytes, 9);
+    ck_assert_uint_eq(msg.u.stats.fetches, 11);
     t = malloc(len - 1);
     memcpy(t, m, len - 1);
     l32 = (uint32_t)(len - 1);
@@ -2644,6 +2696,8 @@ static Suite *proto_suite(void)
     tcase_add_test(tc, bad_send_done);
     tcase_add_test(tc, rt_round);
     tcase_add_test(tc, bad_round);
+    tcase_add_test(tc, rt_fetch);
+    tcase_add_test(tc, bad_fetch);
     tcase_add_test(tc, rt_shutdown);
     tcase_add_test(tc, rt_header_bytes);
     tcase_add_test(tc, rt_type_str);
