@@ -1089,15 +1089,15 @@ listen_pidns_tests() {
     log="$LOGS/$mpi-pidns-job.log"
     run_job "$log" "$mpi" 4 1 "$vars" "build/$mpi/tests/t_alltoall_sizes" &&
         grep -q '^result: ok' "$log" && stats_match "$log" &&
-        grep -Eq '^dpushim: agents .* cma_bytes=0 ucx_bytes=[1-9][0-9]*$' "$log" &&
+        grep -Eq '^dpushim: agents .* cma_bytes=0 ucx_bytes=0 dma_bytes=[1-9][0-9]* ' "$log" &&
         grep -q "shares this host's name but not its process space" "$log" &&
         ! grep -q 'runs on the' "$log" && ok=1 || ok=0
     stop_pidns_listener
-    grep -q "ranks 0-3 share this agent's node name but not its process space (No such process): served over UCX" \
+    grep -q "ranks 0-3 share this agent's node name but not its process space (No such process): reached by DMA through their grants, by their own agent" \
         "$dir/listener.log" || ok=0
     ! grep -q 'No such process$' "$dir/listener.log" || ok=0
     sed 's/^/listener: /' "$dir/listener.log" >>"$log"
-    report "$mpi agents in their own PID namespace (same host name), 4 ranks, 2 agents: no CMA by pid (tokens not read back, said once), every rank over UCX, results and statistics exact" \
+    report "$mpi agents in their own PID namespace (same host name), 4 ranks, 2 agents: no CMA by pid (tokens not read back, said once), every rank reached by DMA through its grant (no byte served by a rank's UCX worker), results and statistics exact" \
         "$ok" "$log"
     rm -rf "$dir"
 }

@@ -148,6 +148,22 @@ static uint32_t rank_list(const agent_t *a, int why, char *buf, size_t len)
 
 /* Once every rank of ours said HELLO: which ranks of this node CMA
  * reaches (debug) and, once per job, which it does not and why. */
+/* Is the memory of all the ranks rank_is(why) picks reached by DMA
+ * through their grants: ours by us, the others' by their agents (FETCH)?
+ * Else some are served by their own UCX workers. */
+static int all_dma(const agent_t *a, int why)
+{
+    uint32_t i;
+
+    for (i = 0; i < a->nranks; i++) {
+        if (rank_is(a, i, why) && !agent_rank_dma(a, i) &&
+            !agent_rank_fetch(a, i)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
 static void cma_report(agent_t *a)
 {
     int told[8];
@@ -178,8 +194,11 @@ static void cma_report(agent_t *a)
         told[ntold++] = a->rank_why[i];
         n = rank_list(a, a->rank_why[i], list, sizeof(list));
         dps_info("%s %s share%s this agent's node name but not its process "
-                 "space (%s): served over UCX", n > 1 ? "ranks" : "rank",
-                 list, n > 1 ? "" : "s", dps_cma_why(a->rank_why[i]));
+                 "space (%s): %s", n > 1 ? "ranks" : "rank",
+                 list, n > 1 ? "" : "s", dps_cma_why(a->rank_why[i]),
+                 all_dma(a, a->rank_why[i])
+                 ? "reached by DMA through their grants, by their own agent"
+                 : "served over UCX");
     }
 }
 

@@ -62,6 +62,11 @@ static void layout(void)
     FIELD(dps_msg_stats_t, cpu_ns);
     FIELD(dps_msg_stats_t, collectives);
     FIELD(dps_msg_stats_t, missed_wakeups);
+    FIELD(dps_msg_stats_t, cma_bytes);
+    FIELD(dps_msg_stats_t, ucx_bytes);
+    FIELD(dps_msg_stats_t, dma_bytes);
+    FIELD(dps_msg_stats_t, net_bytes);
+    FIELD(dps_msg_stats_t, fetches);
     SIZE(dps_msg_shm_t);
     FIELD(dps_msg_shm_t, world_rank);
     FIELD(dps_msg_shm_t, pid);
@@ -116,6 +121,15 @@ static void layout(void)
     FIELD(dps_msg_round_t, rank);
     FIELD(dps_msg_round_t, round);
     FIELD(dps_msg_round_t, pad);
+    SIZE(dps_msg_fetch_t);
+    FIELD(dps_msg_fetch_t, comm_id);
+    FIELD(dps_msg_fetch_t, seq);
+    FIELD(dps_msg_fetch_t, src);
+    FIELD(dps_msg_fetch_t, dst);
+    FIELD(dps_msg_fetch_t, k);
+    FIELD(dps_msg_fetch_t, off);
+    FIELD(dps_msg_fetch_t, len);
+    FIELD(dps_msg_fetch_t, tag);
     SIZE(dps_msg_inst_fail_t);
     FIELD(dps_msg_inst_fail_t, comm_id);
     FIELD(dps_msg_inst_fail_t, seq);
