@@ -128,7 +128,7 @@ run() {
     local mpi=$1 kind=$2 coll=$3 f=$4 args=() t_done="" rc
     local last="^ +${SIZES#*:} "
     shift 4
-    local prog=(build/"$mpi"/tests/overlap -c "$coll" -m "$SIZES" -i "$ITERS")
+    local prog=(build/"$mpi"/tests/overlap -c "$coll" -m "$SIZES" -i "$ITERS" -C)
     # shellcheck disable=SC2206  # SHIM_VARS is a list of VAR=value
     case $kind in
     stock) args=("$mpi" "$hostlist" "${prog[@]}" "$@") ;;

@@ -75,7 +75,31 @@ cl_run_job() {
         DPUSHIM_AGENT_SCHED=eager DPUSHIM_LOG=info $vars "$@"
     rc=$?
     [ $rc = 0 ] || return $rc
-    cl_hosts_offloaded "$log" "$np" "$vars"
+    cl_hosts_offloaded "$log" "$np" "$vars" && cl_data_path "$log" "$vars"
+}
+
+# cl_data_path LOG VARS: a job across hosts that printed its result and
+# the agents' statistics moved no byte through a rank's own UCX worker
+# (ucx_bytes=0: the ranks' CPUs are out of the data path, issue 35);
+# agents on DPUs reached their ranks by DMA through the ranks' grants
+# (dma_bytes > 0), agents on hosts by CMA; between hosts the agents
+# carried the bytes (net_bytes > 0, for their fetches). 0 if so or not
+# asked (no statistics, DPUSHIM_TRANSPORT=ucx, or a job that failed
+# over); else says why in LOG.
+cl_data_path() {
+    local log=$1 vars=$2 line
+    grep -q '^result: ok' "$log" || return 0
+    [[ " $vars " == *" DPUSHIM_TRANSPORT=ucx "* ]] && return 0
+    line=$(grep -E '^dpushim: agents cpu_ms=' "$log") || return 0
+    [[ $line =~ \ ucx_bytes=0\  ]] ||
+        { echo "data path: bytes served by ranks' UCX workers: $line" >>"$log"; return 1; }
+    [[ $line =~ \ net_bytes=[1-9] && $line =~ \ fetches=[1-9] ]] ||
+        { echo "data path: no bytes between agents: $line" >>"$log"; return 1; }
+    if [[ $vars == *DPUSHIM_AGENT_MAP=* ]]; then
+        [[ $line =~ \ dma_bytes=[1-9] && $line =~ \ cma_bytes=0\  ]] ||
+            { echo "data path: the DPUs' agents did not DMA: $line" >>"$log"; return 1; }
+    fi
+    return 0
 }
 
 # cl_launch LOG NP MPI ARGS...: scripts/cluster-mpirun.sh ARGS under the

@@ -7,6 +7,8 @@ gnuplot PNG for each of them (overall time per size for every column).
 usage: cluster_report.py RAW OUT "RATES" "MODES" "COLLS" MPI..."""
 import glob
 import os
+import re
+import statistics
 import subprocess
 import sys
 
@@ -45,13 +47,60 @@ plot {lines}
         print(f"warning: no plot {png}: {e}", file=sys.stderr)
 
 
+def agent_cpu(files):
+    """Median over runs of the agents' CPU per collective (the shim's
+    statistics line: every agent, the whole job), or None."""
+    vals = []
+    for f in files:
+        with open(f) as fh:
+            m = re.search(r"^dpushim: agents cpu_ms=\S+ collectives=\S+ "
+                          r"cpu_us_per_collective=(\S+)", fh.read(), re.M)
+        if m:
+            vals.append(float(m.group(1)))
+    return statistics.median(vals) if vals else None
+
+
+def cpu_table(cols, agents, mode):
+    """Host CPU per collective (overlap -C: every process of each emulated
+    host, per iteration and host), each column beside stock's."""
+    if not all(len(v) >= 7 for k in cols for v in cols[k].values()):
+        return
+    st = cols["stock"]
+    print(f"   host CPU per collective, us (ranks and all their threads, "
+          f"the launcher's daemon, host agents){'' if mode == 'idle' else ', compute included'}:")
+    head = f"{'size':>8}"
+    for k in cols:
+        head += f" | {k + ' cpu':>10}"
+    for k in cols:
+        if k != "stock":
+            head += f" {k + '/stock':>11}"
+    print(head)
+    for s in sorted(st):
+        line = f"{s:>8}"
+        for k in cols:
+            v = cols[k].get(s)
+            line += f" | {v[6]:>10.1f}" if v else f" | {'-':>10}"
+        for k in cols:
+            v = cols[k].get(s)
+            if k != "stock":
+                line += (f" {v[6] / st[s][6]:>11.2f}" if v and st[s][6] > 0
+                         else f" {'-':>11}")
+        print(line)
+    for k, a in agents.items():
+        if a is not None:
+            print(f"   {k}: agents' CPU per collective, whole job, every "
+                  f"size: {a:.1f} us")
+
+
 def table(c, raw, out, rate, mode, mpi, coll):
     """One table (and plot, and CSV rows) from RAW/RATE/MPI-COLL-MODE-*."""
-    cols, runs = {}, {}
+    cols, runs, agents = {}, {}, {}
     for k in KINDS:
-        m, n = medians(glob.glob(f"{raw}/{rate}/{mpi}-{coll}-{mode}-{k}-*.txt"))
+        files = glob.glob(f"{raw}/{rate}/{mpi}-{coll}-{mode}-{k}-*.txt")
+        m, n = medians(files)
         if n:
             cols[k], runs[k] = m, n
+            agents[k] = agent_cpu(files)
     if "stock" not in cols:
         return
     st = cols["stock"]
@@ -82,8 +131,12 @@ def table(c, raw, out, rate, mode, mpi, coll):
                     rate, mode, mpi, coll, str(s), f"{st[s][2]:.2f}", k,
                     f"{v[0]:.2f}", f"{v[1]:.2f}", f"{v[3]:.1f}",
                     f"{v[4]:.2f}", f"{v[1] / st[s][1]:.3f}",
-                    str(runs[k])]) + "\n")
+                    str(runs[k]),
+                    f"{v[6]:.2f}" if len(v) >= 7 else "",
+                    f"{agents[k]:.1f}" if agents[k] is not None else ""])
+                    + "\n")
         print(line)
+    cpu_table(cols, agents, mode)
     plot(out, f"cluster-{mpi}-{coll}-{mode}-{rate}",
          f"{mpi} {coll} across emulated hosts, {links}, "
          f"{MODE_SAYS.get(mode, mode)}", cols, sizes)
@@ -95,7 +148,8 @@ def main():
     csv = os.path.join(out, "cluster.csv")
     with open(csv, "w") as c:
         c.write("rate,mode,mpi,collective,size,compute_us,kind,pure_us,"
-                "overall_us,overlap_pct,post_us,over_stock,runs\n")
+                "overall_us,overlap_pct,post_us,over_stock,runs,"
+                "host_cpu_us,agent_cpu_us_per_coll\n")
         for rate in rates.split():
             for mode in modes.split():
                 for mpi in mpis:

@@ -10,13 +10,14 @@ import sys
 
 
 def parse(path):
-    """size -> (pure, overall, compute, overlap, post) of one run."""
+    """size -> (pure, overall, compute, overlap, post[, rank_cpu,
+    host_cpu]) of one run (the CPU columns with overlap -C)."""
     rows = {}
     with open(path) as f:
         for line in f:
             p = line.split()
             if len(p) >= 6 and p[0].isdigit():
-                rows[int(p[0])] = tuple(float(x) for x in p[1:6])
+                rows[int(p[0])] = tuple(float(x) for x in p[1:8])
     return rows
 
 
@@ -26,7 +27,7 @@ def medians(files):
     for s in sorted(set().union(*runs)) if runs else []:
         vals = [r[s] for r in runs if s in r]
         out[s] = tuple(statistics.median(v[i] for v in vals)
-                       for i in range(5))
+                       for i in range(min(len(v) for v in vals)))
     return out, len(runs)
 
 

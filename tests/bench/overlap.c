@@ -15,11 +15,13 @@
  */
 #define _GNU_SOURCE
 #include <mpi.h>
+#include <dirent.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <time.h>
 
 static const char *coll = "ialltoall";
@@ -77,6 +79,58 @@ static void calibrate(void)
     batches_per_sec = n / (MPI_Wtime() - t0);
 }
 
+/* CPU time of this process, every thread (user + system), in s. */
+static double rank_cpu(void)
+{
+    struct rusage ru;
+
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+           (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
+}
+
+/* CPU time of every thread of every process this /proc shows, in s, from
+ * their schedstat (ns). In an emulated host (its own PID namespace and
+ * /proc) that is the host: ranks, their threads, the launcher's daemon,
+ * an agent on the host; not the agents on its DPU. Threads that ended in
+ * between are not counted. */
+static double host_cpu(void)
+{
+    DIR *d = opendir("/proc"), *t;
+    struct dirent *e, *f;
+    unsigned long long ns, sum = 0;
+    char path[600];
+    FILE *fp;
+
+    while (d != NULL && (e = readdir(d)) != NULL) {
+        if (e->d_name[0] < '1' || e->d_name[0] > '9') {
+            continue;
+        }
+        snprintf(path, sizeof(path), "/proc/%s/task", e->d_name);
+        if ((t = opendir(path)) == NULL) {
+            continue;
+        }
+        while ((f = readdir(t)) != NULL) {
+            if (f->d_name[0] < '1' || f->d_name[0] > '9') {
+                continue;
+            }
+            snprintf(path, sizeof(path), "/proc/%s/task/%s/schedstat",
+                     e->d_name, f->d_name);
+            if ((fp = fopen(path, "r")) != NULL) {
+                if (fscanf(fp, "%llu", &ns) == 1) {
+                    sum += ns;
+                }
+                fclose(fp);
+            }
+        }
+        closedir(t);
+    }
+    if (d != NULL) {
+        closedir(d);
+    }
+    return sum * 1e-9;
+}
+
 static void usage(void)
 {
     fprintf(stderr,
@@ -105,7 +159,11 @@ static void usage(void)
         "      doubles N doubles apart, in a buffer twice its size (a\n"
         "      strided vector type, as an FFT transpose's); sizes from\n"
         "      8 N bytes, whole runs\n"
-        "  -B  with -V: the send side in the same strided type too\n");
+        "  -B  with -V: the send side in the same strided type too\n"
+        "  -C  CPU columns, over the overlapped iterations: rank_cpu, a\n"
+        "      rank's process (all its threads) per iteration; host_cpu,\n"
+        "      every process this /proc shows (in an emulated host: the\n"
+        "      host's), per iteration and host (us)\n");
 }
 
 static const char *const colls[] = {"ialltoall", "ibcast", "iallgather",
@@ -201,7 +259,7 @@ int main(int argc, char **argv)
 {
     long min = 1, max = 4 << 20, n;
     int iters0 = 100, warm = 10, tests = 0, rank, size, c, work = 0;
-    int multiple = 0, provided;
+    int multiple = 0, provided, cpu = 0, host_first = 0, nhosts = 1;
     const char *times = NULL;
     char *s, *r;
 
@@ -215,7 +273,7 @@ int main(int argc, char **argv)
     }
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    while ((c = getopt(argc, argv, "c:m:i:x:t:WST:MV:Bh")) != -1) {
+    while ((c = getopt(argc, argv, "c:m:i:x:t:WST:MV:BCh")) != -1) {
         switch (c) {
         case 'c': coll = optarg; break;
         case 'm':
@@ -232,6 +290,7 @@ int main(int argc, char **argv)
         case 'M': break;
         case 'V': strided = atoi(optarg); break;
         case 'B': both = 1; break;
+        case 'C': cpu = 1; break;
         default:
             if (rank == 0) {
                 usage();
@@ -264,6 +323,19 @@ int main(int argc, char **argv)
          * compute phase unevenly. */
         prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
     }
+    if (cpu) {
+        /* One rank of each host samples the host's processes. */
+        MPI_Comm node;
+        int nr;
+
+        MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank,
+                            MPI_INFO_NULL, &node);
+        MPI_Comm_rank(node, &nr);
+        host_first = nr == 0;
+        MPI_Allreduce(&host_first, &nhosts, 1, MPI_INT, MPI_SUM,
+                      MPI_COMM_WORLD);
+        MPI_Comm_free(&node);
+    }
     memset(s, rank + 1, (size_t)max * size * (strided ? 2 : 1));
     memset(r, 0, (size_t)max * size * (strided ? 2 : 1));
     if (rank == 0) {
@@ -276,14 +348,15 @@ int main(int argc, char **argv)
                    "type)%s\n", strided, strided,
                    both ? ", sent from the same" : "");
         }
-        printf("# %10s %12s %12s %12s %9s %9s\n", "size", "pure_comm",
+        printf("# %10s %12s %12s %12s %9s %9s", "size", "pure_comm",
                "overall", "compute", "overlap%", "post");
+        printf(cpu ? " %10s %10s\n" : "\n", "rank_cpu", "host_cpu");
     }
     for (n = min; n <= max; n *= 2) {
         int iters = n > 65536 ? (iters0 / 10 > 10 ? iters0 / 10 : 10)
                               : iters0, i;
-        double t, pure = 0, overall = 0, comp = 0, postt = 0, v[4], sum[4];
-        double ctime;
+        double t, pure = 0, overall = 0, comp = 0, postt = 0, v[6], sum[6];
+        double ctime, rc0 = 0, hc0 = 0;
         MPI_Request req;
 
         for (i = 0; i < warm + iters; i++) {
@@ -305,6 +378,8 @@ int main(int argc, char **argv)
             if (i == warm) {
                 MPI_Barrier(MPI_COMM_WORLD);
                 overall = comp = 0;
+                rc0 = cpu ? rank_cpu() : 0;
+                hc0 = cpu && host_first ? host_cpu() : 0;
             }
             t = MPI_Wtime();
             post(s, r, (int)n, &req);
@@ -318,13 +393,20 @@ int main(int argc, char **argv)
         v[1] = overall / iters;
         v[2] = comp / iters;
         v[3] = postt / iters;
-        MPI_Reduce(v, sum, 4, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+        v[4] = cpu ? (rank_cpu() - rc0) / iters : 0;
+        v[5] = cpu && host_first ? (host_cpu() - hc0) / iters : 0;
+        MPI_Reduce(v, sum, 6, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
         if (rank == 0) {
             double p = sum[0] / size, o = sum[1] / size, k = sum[2] / size;
             double ov = 100.0 - 100.0 * (o - k) / p;
 
-            printf("  %10ld %12.2f %12.2f %12.2f %9.1f %9.2f\n", n, p * 1e6,
+            printf("  %10ld %12.2f %12.2f %12.2f %9.1f %9.2f", n, p * 1e6,
                    o * 1e6, k * 1e6, ov < 0 ? 0 : ov, sum[3] / size * 1e6);
+            if (cpu) {
+                printf(" %10.2f %10.2f", sum[4] / size * 1e6,
+                       sum[5] / nhosts * 1e6);
+            }
+            printf("\n");
             fflush(stdout);
         }
     }
