@@ -27,7 +27,8 @@
 # environment (all optional):
 #   BENCH_REPS=5                repetitions of each column (at least 3)
 #   BENCH_CLUSTER_SIZES=65536:4194304  sizes, bytes per block, powers of 2
-#   BENCH_CLUSTER_HOSTS=2       hosts, one rank each (one core each here)
+#   BENCH_CLUSTER_HOSTS=2       hosts
+#   BENCH_CLUSTER_RANKS=1       ranks per host (1: one core each here)
 #   BENCH_CLUSTER_RATES="none 10gbit 1gbit"  tc rates on every link, one
 #                               cluster each; none: the veths' own speed
 #   BENCH_CLUSTER_MODES="idle busy"  the compute phase sleeps or spins
@@ -64,7 +65,8 @@ OUT=results/cluster
 RAW=$OUT/raw
 rm -rf "$RAW"
 mkdir -p "$RAW"
-hostlist=$(seq -f 'host%g:1' -s, 1 "$HOSTS")
+RANKS=${BENCH_CLUSTER_RANKS:-1}
+hostlist=$(seq -f "host%g:$RANKS" -s, 1 "$HOSTS")
 LPIDS=()
 
 stop_dpus() {
@@ -204,6 +206,6 @@ for rate in $RATES; do
     done
 done
 printf '\r%60s\r' "" >&2
-BENCH_DESC="$HOSTS hosts x 1 rank; shim: $SHIM_VARS" \
+BENCH_DESC="$HOSTS hosts x $RANKS rank(s); shim: $SHIM_VARS" \
     /usr/bin/python3 scripts/cluster_report.py "$RAW" "$OUT" "$RATES" \
     "$MODES" "$COLLS" "$@"
