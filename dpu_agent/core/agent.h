@@ -162,6 +162,7 @@ typedef struct agent_slot {
     ucs_status_t       status;
     int                threaded;      /* a copy thread reads and writes */
     uint64_t           got;           /* a FETCH's answer: bytes that came */
+    int                fetching;      /* waiting for that answer */
     ucs_status_t       wstatus;       /* its write's status */
     char              *buf;           /* slot start (AGENT_ALIGN-aligned) */
     char              *data;          /* where this chunk is staged */
@@ -215,6 +216,7 @@ typedef struct agent {
     uint64_t       net_bytes;     /* sent to other agents for FETCHes */
     uint64_t       fetches;       /* FETCHes sent */
     uint64_t       next_tag;      /* of the last FETCH */
+    unsigned       fetch_wait;    /* slots waiting for FETCH answers */
     int            grant_fd;      /* grant socket (dps_grant.h), or -1 */
     char           grant_path[108];
     int           *rank_memfd;    /* per world rank: its grant, or -1 */

@@ -57,9 +57,11 @@ int agent_may_sleep(const agent_t *a)
             return 0;
         }
     }
-    /* Work we could start, or UCX operations and flushes to progress. */
-    return !(a->q_head != NULL && free_slot) && a->inflight == a->copy_jobs &&
-           a->serves == NULL;
+    /* Work we could start, or UCX operations and flushes to progress.
+     * FETCH answers wake us through the worker's event descriptor: over
+     * TCP a spinning agent would hold off the softirqs that bring them. */
+    return !(a->q_head != NULL && free_slot) &&
+           a->inflight == a->copy_jobs + a->fetch_wait && a->serves == NULL;
 }
 
 int agent_exec_init(agent_t *a)
@@ -280,6 +282,10 @@ static int slot_advance(agent_t *a, agent_slot_t *s)
 {
     agent_move_t *m = s->move;
 
+    if (s->fetching) {
+        s->fetching = 0;
+        a->fetch_wait--;
+    }
     if (s->status != UCS_OK) {
         dps_error("%s of %llu bytes for rank %u failed: %s",
                   s->state == 2 ? "write" : "read",

@@ -127,6 +127,10 @@ void agent_fetch_start(agent_t *a, agent_slot_t *s)
         s->completed = 1;
         return;
     }
+    /* Waiting on the network alone: the agent may sleep meanwhile
+     * (agent_may_sleep), leaving the core to whoever moves the packets. */
+    s->fetching = 1;
+    a->fetch_wait++;
     msg = dps_msg_encode_fetch(&f, &len);
     if (msg == NULL || agent_send_agent(a, ag, msg, len) != DPS_OK) {
         dps_error("cannot ask agent %u for %llu bytes of rank %u", ag,
