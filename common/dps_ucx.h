@@ -40,6 +40,11 @@ typedef struct dps_ucx {
  */
 int dps_ucx_open(dps_ucx_t *u, ucs_thread_mode_t mode);
 
+/* Does this host have RDMA devices (/sys/class/infiniband not empty)?
+ * Without, dps_ucx_open turns UCX's rendezvous off (UCX_RNDV_THRESH=inf)
+ * unless the user set it. */
+int dps_have_rdma(void);
+
 /* Destroy what dps_ucx_open created and free queued messages. */
 void dps_ucx_close(dps_ucx_t *u);
 

@@ -185,13 +185,6 @@ static int serve(const dps_config_t *cfg, int addr_fd, int parent_fd,
         goto out;
     }
     a.kick_fd[0] = dps_kick_open((int)getpid(), DPS_KICK_AGENT);
-    /* Without RDMA, UCX's rendezvous for the agents' FETCH answers
-     * (256 KiB) over TCP costs 5x the eager protocol's time (measured:
-     * 27 against 5.4 ms a 1 MiB Ialltoall, 2 hosts x 2 ranks); with
-     * RDMA, rendezvous is the zero-copy path. A user's setting wins. */
-    if (getenv("UCX_RNDV_THRESH") == NULL && !agent_has_rdma()) {
-        setenv("UCX_RNDV_THRESH", "inf", 0);
-    }
     /* Only the event loop's thread touches UCX (copy threads do CMA). */
     if (dps_ucx_open(&a.ucx, UCS_THREAD_MODE_SINGLE) != DPS_OK) {
         goto out;

@@ -37,17 +37,6 @@ static const char *port_state(enum ibv_port_state s)
     }
 }
 
-int agent_has_rdma(void)
-{
-    int n = 0;
-    struct ibv_device **list = ibv_get_device_list(&n);
-
-    if (list != NULL) {
-        ibv_free_device_list(list);
-    }
-    return list != NULL && n > 0;
-}
-
 int agent_probe(FILE *out)
 {
     struct ibv_device **list;

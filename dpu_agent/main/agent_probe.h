@@ -13,7 +13,4 @@ int agent_probe(FILE *out);
 /* "BlueField-2" etc. for a verbs vendor OUI and part id, else NULL. */
 const char *agent_bluefield_name(uint32_t vendor_id, uint32_t part_id);
 
-/* Does rdma-core list any RDMA device here? */
-int agent_has_rdma(void);
-
 #endif

@@ -375,30 +375,23 @@ static void wait_all_wired(void)
 /*
  * Does an agent reach this rank's memory with UCX get/put (then the
  * progress thread must progress our worker while we are outside MPI)?
- * DPUSHIM_TRANSPORT=ucx: every agent, for every rank. Ranks on another
- * node: their agents read and write ours with UCX (agent_rank_cma). Our
- * agent on another host (a listening agent on a DPU: its pid, 0, tells
- * every rank of the virtual node, not only the leader that connected):
- * UCX is all it has. Not where every transfer is a copy on this host.
+ * DPUSHIM_TRANSPORT=ucx: every agent, for every rank. Otherwise only our
+ * own agent could, where neither CMA nor our grant reaches us (READY
+ * says which); agents of other nodes ask ours for our bytes (FETCH).
+ * Messages need no thread: without RDMA every one goes eagerly
+ * (dps_ucx_open), and a COMPLETE waits for our next MPI call.
  */
-static int prog_wanted(int node_id)
+static int prog_wanted(void)
 {
-    int i;
-
     if (shim.cfg.progress_thread != DPS_AUTOBOOL_AUTO) {
         return shim.cfg.progress_thread == DPS_AUTOBOOL_ON;
     }
-    /* Our own agent reaches us with UCX (DPUSHIM_TRANSPORT=ucx, or it
-     * could not read our token: another host, a DPU), or agents of
-     * other nodes do. */
+    /* Our own agent reaches us with UCX get/put (DPUSHIM_TRANSPORT=ucx,
+     * or neither CMA nor a grant reaches us). Agents of other nodes
+     * never do: they ask ours (FETCH). */
     if (shim.cfg.transport == DPS_TRANSPORT_UCX ||
-        !(shim.agent_cma & DPS_READY_CMA)) {
+        !(shim.agent_cma & (DPS_READY_CMA | DPS_READY_DMA))) {
         return 1;
-    }
-    for (i = 0; i < shim.world_size; i++) {
-        if (shim.rank_node[i] != node_id) {
-            return 1;
-        }
     }
     return 0;
 }
@@ -484,7 +477,7 @@ int boot_connect_job(MPI_Comm vnode, const void *agent_addr,
     if (ok) {
         after_ready(&t, node_id);
     }
-    if (ok && prog_wanted(node_id)) {
+    if (ok && prog_wanted()) {
         shim_prog_start();  /* without it: in MPI calls only, as before */
     }
 out:

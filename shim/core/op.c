@@ -25,6 +25,9 @@
 
 #define SHIM_UCX_POLL_SEC 200e-6    /* UCX polling with the shm channel on */
 #define SHIM_WAIT_SPIN_SEC 50e-6    /* a wait polls this long, then sleeps */
+#define SHIM_REMOTE_SLEEP_MS 10     /* a wait on a remote agent's COMPLETE
+                                     * sleeps on the worker at most this
+                                     * long: the liveness check runs */
 #define SHIM_POKE_MAX_BYTES (256u * 1024) /* see op_send */
 #define SHIM_APP_GAP_SEC 200e-6     /* a polling loop's longest step */
 
@@ -476,6 +479,38 @@ int shim_any_pending(void)
                            shim.fo_state == SHIM_FO_ENTRIES);
 }
 
+/*
+ * A wait on our requests alone, whose agent talks to us over UCX (no
+ * shared-memory channel: an agent on a DPU or another host). Its
+ * COMPLETE arrives on the worker: sleep on the worker's event descriptor
+ * (and our kick socket) rather than waking every millisecond, so that a
+ * rank waiting for a long collective costs its host next to no CPU.
+ * Returns 0 if events were already there (the caller progresses now).
+ */
+static int idle_on_worker(double now)
+{
+    struct pollfd pfd[2] = {{shim.ucx.efd, POLLIN, 0},
+                            {shim.kick_fd, POLLIN, 0}};
+    ucs_status_t st;
+
+    pthread_mutex_lock(&shim.lock);
+    while (ucp_worker_progress(shim.ucx.worker) != 0) {
+    }
+    st = shim.ucx.inbox.head != NULL ? UCS_ERR_BUSY
+                                      : ucp_worker_arm(shim.ucx.worker);
+    pthread_mutex_unlock(&shim.lock);
+    if (st != UCS_OK) {
+        return 0;
+    }
+    /* The progress thread keeps aside meanwhile: we watch the worker. */
+    app_busy(now, SHIM_REMOTE_SLEEP_MS * 1e-3);
+    if (poll(pfd, shim.kick_fd >= 0 ? 2 : 1, SHIM_REMOTE_SLEEP_MS) > 0 &&
+        (pfd[1].revents & POLLIN)) {
+        dps_kick_drain(shim.kick_fd);
+    }
+    return 1;
+}
+
 void shim_idle(int only_ours)
 {
     /* A wait first polls (SHIM_WAIT_SPIN_SEC), running its own DMA
@@ -502,6 +537,12 @@ void shim_idle(int only_ours)
     last = now;
     if (shim.fo_state != SHIM_FO_NONE) {
         only_ours = 0;   /* stock MPI does the work: keep testing */
+    }
+    /* A remote agent's COMPLETE comes over the network: no use
+     * polling for it, sleep at once. */
+    if (s == NULL && only_ours && shim.ucx.efd >= 0 && !shim.agent_dead &&
+        idle_on_worker(now)) {
+        return;
     }
     if (now - since < SHIM_WAIT_SPIN_SEC) {
         sched_yield();   /* an agent or engine on this core runs now */
