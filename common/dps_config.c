@@ -129,10 +129,16 @@ const dps_cfg_entry_t dps_config_table[] = {
      "How agents move data: auto copies with CMA the data of the ranks "
      "an agent has verified (it read each one's random token back at its "
      "pid: a shared node name is not enough, e.g. for an agent on a DPU "
-     "or in another PID namespace) and uses UCX get/put for every other "
-     "rank; ucx uses UCX get/put for every rank (a test mode here: UCX "
-     "1.13 emulates RMA over shared memory with messages the ranks' UCX "
-     "workers handle, which their progress threads do, "
+     "or in another PID namespace), reads and writes by DMA through the "
+     "grant of its ranks it cannot verify (an agent on a DPU: each rank "
+     "sends it its memory's descriptor), asks another agent for the data "
+     "of that agent's ranks (between hosts), and uses UCX get/put, "
+     "served by the rank's own UCX worker, only where nothing else "
+     "reaches a rank; ucx (on the ranks and, for listening agents, in "
+     "the agents' environment) uses UCX get/put for every rank, as on "
+     "RDMA hardware the NIC would read and write host memory with the "
+     "ranks' keys (here UCX 1.13 emulates it over TCP and shared memory "
+     "with messages the ranks' progress threads handle, "
      "DPUSHIM_PROGRESS_THREAD).",
      CFG_OFF(transport), 0, 0},
     {"DATA_PATH", DPS_CFG_DATAPATH, "direct",
@@ -141,23 +147,23 @@ const dps_cfg_entry_t dps_config_table[] = {
      "reads the source rank's memory with process_vm_readv at its agent's "
      "command, as a DPU's DMA engine would); staged, by the agent through "
      "its staging buffers (two copies, as a DPU staging through its own "
-     "memory). Ranks on other hosts are always staged (UCX get/put).",
+     "memory). Ranks on other hosts are always staged (through their "
+     "agents).",
      CFG_OFF(data_path), 0, 0},
     {"PROGRESS_THREAD", DPS_CFG_AUTOBOOL, "auto",
      "A thread in each rank that progresses the rank's UCX worker while "
-     "the application is outside MPI, so that agents reaching the rank's "
-     "memory with UCX get/put (ranks on other nodes) finish collectives "
-     "while ranks compute or sleep: over TCP and shared memory UCX 1.13 "
-     "emulates get/put with messages the rank's worker must handle. It "
-     "sleeps on the worker's event file descriptor, waking only for "
-     "UCX's traffic (and every 0.1 s while the rank's collectives run, "
-     "every 1 s otherwise), so it costs nothing while idle, "
-     "and leaves the worker to the rank while the rank waits in MPI. 1 "
-     "always, 0 never (such collectives then move only while ranks call "
-     "MPI); auto: where agents reach the rank's memory with UCX get/put "
-     "(the job spans more than one node, the rank's agent is on another "
-     "host, or DPUSHIM_TRANSPORT=ucx), not where every transfer is a "
-     "copy on one host.",
+     "the application is outside MPI, so that an agent reaching the "
+     "rank's memory with UCX get/put finishes collectives while ranks "
+     "compute or sleep: over TCP and shared memory UCX 1.13 emulates "
+     "get/put with messages the rank's worker must handle. It sleeps on "
+     "the worker's event file descriptor, waking only for UCX's traffic "
+     "(and every 0.1 s while the rank's collectives run, every 1 s "
+     "otherwise), so it costs nothing while idle, and leaves the worker "
+     "to the rank while the rank waits in MPI. 1 always, 0 never (such "
+     "collectives then move only while ranks call MPI); auto: where the "
+     "rank's own agent reaches its memory with UCX get/put "
+     "(DPUSHIM_TRANSPORT=ucx, or neither CMA nor the rank's grant reaches "
+     "it); agents of other hosts never do, they ask the rank's agent.",
      CFG_OFF(progress_thread), 0, 0},
     {"AGENT_CPUS", DPS_CFG_CPULIST, "",
      "CPUs the agents run on, as a list like 0,2-3 (e.g. cores kept free "

@@ -13,6 +13,10 @@
 #           host's emulated DPU, reached over the network only (x86-64
 #           build: qemu's speed would distort timings; make check runs
 #           the aarch64 build for correctness)
+#   dpuucx  the same DPUs' agents on the ranks' own UCX path
+#           (DPUSHIM_TRANSPORT=ucx, ranks and agents): the agents get and
+#           put the ranks' memory with their keys, as a NIC would over RDMA
+#           (GVMI), served here by each rank's progress thread
 #   async   the MPI's own progress thread: MPICH's
 #           (MPIR_CVAR_ASYNC_PROGRESS=1), Open MPI's TCP one
 #           (btl_tcp_progress_thread=1, which also polls its sockets at
@@ -29,6 +33,7 @@
 #   BENCH_CLUSTER_SIZES=65536:4194304  sizes, bytes per block, powers of 2
 #   BENCH_CLUSTER_HOSTS=2       hosts
 #   BENCH_CLUSTER_RANKS=1       ranks per host (1: one core each here)
+#   BENCH_CLUSTER_KINDS="stock shim dpu dpuucx async"  the columns
 #   BENCH_CLUSTER_RATES="none 10gbit 1gbit"  tc rates on every link, one
 #                               cluster each; none: the veths' own speed
 #   BENCH_CLUSTER_MODES="idle busy"  the compute phase sleeps or spins
@@ -66,6 +71,7 @@ RAW=$OUT/raw
 rm -rf "$RAW"
 mkdir -p "$RAW"
 RANKS=${BENCH_CLUSTER_RANKS:-1}
+KINDS=${BENCH_CLUSTER_KINDS:-stock shim dpu dpuucx async}
 hostlist=$(seq -f "host%g:$RANKS" -s, 1 "$HOSTS")
 LPIDS=()
 
@@ -96,27 +102,38 @@ cluster_up() {
 }
 
 # start_dpus MPI: a listening agent on every host's DPU; the map.
+# Listening agents on each DPU: port 7420 (map), and, for the dpuucx
+# column, port 7421 with DPUSHIM_TRANSPORT=ucx (map-ucx).
 start_dpus() {
-    local mpi=$1 agent=${BENCH_DPU_AGENT:-build/$mpi/dpu_agent} h ip
+    local mpi=$1 agent=${BENCH_DPU_AGENT:-build/$mpi/dpu_agent} h ip p log
     mkdir -p "$DPS_CLUSTER_DIR/sec" && chmod 700 "$DPS_CLUSTER_DIR/sec"
     : >"$DPS_CLUSTER_DIR/map"
+    : >"$DPS_CLUSTER_DIR/map-ucx"
     for h in $(seq "$HOSTS"); do
         ip=10.77.0.$((100 + h))
-        # shellcheck disable=SC2086  # the agent command may be several words
-        env ${BENCH_DPU_ENV:-} scripts/cluster.sh run "host$h-dpu" $agent --listen "$ip:7420" \
-            --secret-dir "$DPS_CLUSTER_DIR/sec" \
-            >"$R/$mpi-dpu$h-agent.log" 2>&1 &
-        LPIDS+=($!)
+        for p in 7420 7421; do
+            # shellcheck disable=SC2046,SC2086  # the agent command and
+            # BENCH_DPU_ENV may be several words
+            env ${BENCH_DPU_ENV:-} $([ $p = 7421 ] && echo DPUSHIM_TRANSPORT=ucx) \
+                scripts/cluster.sh run "host$h-dpu" $agent --listen "$ip:$p" \
+                --secret-dir "$DPS_CLUSTER_DIR/sec" \
+                >"$R/$mpi-dpu$h-$p-agent.log" 2>&1 &
+            LPIDS+=($!)
+        done
         echo "host$h $ip:7420" >>"$DPS_CLUSTER_DIR/map"
+        echo "host$h $ip:7421" >>"$DPS_CLUSTER_DIR/map-ucx"
     done
     for h in $(seq "$HOSTS"); do
-        for _ in $(seq 100); do
-            grep -q "listening on" "$R/$mpi-dpu$h-agent.log" && break
-            sleep 0.1
+        for p in 7420 7421; do
+            log=$R/$mpi-dpu$h-$p-agent.log
+            for _ in $(seq 100); do
+                grep -q "listening on" "$log" && break
+                sleep 0.1
+            done
+            grep -q "listening on" "$log" ||
+                { echo "the agent on host$h-dpu:$p did not start:" >&2
+                  cat "$log" >&2; return 1; }
         done
-        grep -q "listening on" "$R/$mpi-dpu$h-agent.log" ||
-            { echo "the agent on host$h-dpu did not start:" >&2
-              cat "$R/$mpi-dpu$h-agent.log" >&2; return 1; }
     done
 }
 
@@ -138,6 +155,9 @@ run() {
                  "${prog[@]}" "$@") ;;
     dpu)   args=(--shim "$mpi" "$hostlist" $SHIM_VARS DPUSHIM_STATS=1
                  "DPUSHIM_AGENT_MAP=$DPS_CLUSTER_DIR/map"
+                 "DPUSHIM_SECRET_DIR=$DPS_CLUSTER_DIR/sec" "${prog[@]}" "$@") ;;
+    dpuucx) args=(--shim "$mpi" "$hostlist" $SHIM_VARS DPUSHIM_STATS=1
+                 DPUSHIM_TRANSPORT=ucx "DPUSHIM_AGENT_MAP=$DPS_CLUSTER_DIR/map-ucx"
                  "DPUSHIM_SECRET_DIR=$DPS_CLUSTER_DIR/sec" "${prog[@]}" "$@") ;;
     async) args=("$mpi" "$hostlist" MPIR_CVAR_ASYNC_PROGRESS=1
                  OMPI_MCA_btl_tcp_progress_thread=1 "${prog[@]}" -M "$@") ;;
@@ -173,7 +193,7 @@ for rate in $RATES; do
     mkdir -p "$R"
     cluster_up "$rate" || exit 1
     for mpi in "$@"; do
-        kinds="stock shim dpu async"
+        kinds=$KINDS
         start_dpus "$mpi" || exit 1
         for coll in $COLLS; do
             cal="$R/$mpi-$coll-calibration.txt"

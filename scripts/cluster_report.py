@@ -14,7 +14,7 @@ import sys
 
 from idle_report import medians  # the same raw format
 
-KINDS = ("stock", "shim", "dpu", "async")
+KINDS = ("stock", "shim", "dpu", "dpuucx", "async")
 
 
 MODE_SAYS = {"idle": "compute phase asleep", "busy": "compute phase spinning"}

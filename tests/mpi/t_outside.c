@@ -89,8 +89,6 @@ static int prog_expected(void)
     static const char *const yes[] = {"1", "y", "yes", "on", "true", NULL};
     static const char *const no[] = {"0", "n", "no", "off", "false", NULL};
     static const char *const ucx[] = {"ucx", NULL};
-    MPI_Comm node;
-    int nsize = 0;
 
     if (!shim || getenv("DPUSHIM_AGENT_MAP") != NULL ||
         env_word("DPUSHIM_OFFLOAD", no)) {
@@ -102,12 +100,11 @@ static int prog_expected(void)
     if (env_word("DPUSHIM_PROGRESS_THREAD", no)) {
         return 0;
     }
-    /* auto: UCX get/put for every rank, or ranks on another node. */
-    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, t.rank,
-                        MPI_INFO_NULL, &node);
-    MPI_Comm_size(node, &nsize);
-    MPI_Comm_free(&node);
-    return env_word("DPUSHIM_TRANSPORT", ucx) || nsize < t.size;
+    /* auto: only where the rank's own agent gets and puts its memory
+     * with UCX (DPUSHIM_TRANSPORT=ucx; an agent it spawned on its host
+     * copies with CMA). Agents of other nodes ask that agent for the
+     * rank's bytes (FETCH): ranks on several nodes need no thread. */
+    return env_word("DPUSHIM_TRANSPORT", ucx);
 }
 
 /* Does buf hold exp? Volatile loads: another process or thread writes
