@@ -528,7 +528,11 @@ void shim_scatter_finish(shim_scatter_t *m)
 
 void shim_scatter_free(shim_scatter_t *m)
 {
-    free(m->seg);
+    if (m->keep != NULL) {
+        shim_keep_unref(m->keep);
+    } else {
+        free(m->seg);
+    }
     free(m->done);
     memset(m, 0, sizeof(*m));
 }

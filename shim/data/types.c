@@ -165,7 +165,8 @@ static int pack_at(int unpack, const void *addr, int count, MPI_Datatype t,
 
 static shim_scatter_t *scatter_map(const shim_blocks_t *b,
                                    const uint64_t *cnt, const uint64_t *off,
-                                   char *base, uint64_t len);
+                                   char *base, uint64_t len,
+                                   shim_keep_t *kp, int side);
 
 int shim_place_send(shim_call_t *k, const shim_blocks_t *b, uint64_t *cnt,
                     uint64_t *off)
@@ -187,7 +188,8 @@ int shim_place_send(shim_call_t *k, const shim_blocks_t *b, uint64_t *cnt,
     }
     if (k->gather_ok && !b->copy && len > 0 && k->owned == NULL &&
         k->gather == NULL &&
-        (k->gather = scatter_map(b, cnt, off, NULL, len)) != NULL) {
+        (k->gather = scatter_map(b, cnt, off, NULL, len, k->keep, 0)) !=
+        NULL) {
         /* Read in place by the engines: no copy here. */
         k->buf[0] = k->gather->seg;
         k->len[0] = len;
@@ -262,12 +264,74 @@ static int type_index(shim_unpack_t *u, MPI_Datatype orig,
  */
 #define SCATTER_MIN_SEG 256
 
+static shim_scatter_t *scatter_build(const shim_blocks_t *b,
+                                     const uint64_t *cnt,
+                                     const uint64_t *off, char *base,
+                                     uint64_t len, size_t max);
+
 static shim_scatter_t *scatter_map(const shim_blocks_t *b,
                                    const uint64_t *cnt, const uint64_t *off,
-                                   char *base, uint64_t len)
+                                   char *base, uint64_t len,
+                                   shim_keep_t *kp, int side)
+{
+    shim_scatter_t *m;
+    size_t max = len / SCATTER_MIN_SEG + 64;
+
+    if (kp != NULL && kp->len[side] == len &&
+        (kp->seg[side] != NULL || kp->none[side])) {
+        /* A persistent request's later start: the first one's map. */
+        if (kp->none[side] || (m = calloc(1, sizeof(*m))) == NULL) {
+            return NULL;
+        }
+        m->seg = kp->seg[side];
+        m->nseg = m->seg_cap = kp->nseg[side];
+        m->keep = kp;
+        __atomic_add_fetch(&kp->refs, 1, __ATOMIC_RELAXED);
+        m->base = base;
+        m->len = len;
+        return m;
+    }
+    m = scatter_build(b, cnt, off, base, len, max);
+    if (kp != NULL && kp->seg[side] == NULL && !kp->none[side]) {
+        /* The first start: keep its map (or that there is none). */
+        kp->len[side] = len;
+        kp->none[side] = m == NULL;
+        if (m != NULL) {
+            kp->seg[side] = m->seg;
+            kp->nseg[side] = m->nseg;
+            m->keep = kp;
+            __atomic_add_fetch(&kp->refs, 1, __ATOMIC_RELAXED);
+        }
+    }
+    return m;
+}
+
+shim_keep_t *shim_keep_new(void)
+{
+    shim_keep_t *kp = calloc(1, sizeof(*kp));
+
+    if (kp != NULL) {
+        kp->refs = 1;
+    }
+    return kp;
+}
+
+void shim_keep_unref(shim_keep_t *kp)
+{
+    if (kp == NULL || __atomic_sub_fetch(&kp->refs, 1, __ATOMIC_ACQ_REL)) {
+        return;
+    }
+    free(kp->seg[0]);
+    free(kp->seg[1]);
+    free(kp);
+}
+
+static shim_scatter_t *scatter_build(const shim_blocks_t *b,
+                                     const uint64_t *cnt,
+                                     const uint64_t *off, char *base,
+                                     uint64_t len, size_t max)
 {
     shim_scatter_t *m = calloc(1, sizeof(*m));
-    size_t max = len / SCATTER_MIN_SEG + 64;
 
     if (m == NULL) {
         return NULL;
@@ -354,7 +418,7 @@ int shim_place_recv(shim_call_t *k, const shim_blocks_t *b, uint64_t *cnt,
         return MPI_ERR_NO_MEM;
     }
     if (len > 0) {
-        u->scat = scatter_map(b, cnt, off, u->from, len);
+        u->scat = scatter_map(b, cnt, off, u->from, len, k->keep, 1);
     }
     if (u->scat == NULL && (rc = unpack_blocks(u, b, cnt, off)) !=
         MPI_SUCCESS) {

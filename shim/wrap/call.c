@@ -13,6 +13,7 @@
 #include <string.h>
 
 __thread int shim_as;
+__thread shim_keep_t *shim_keep_as;
 __thread struct shim_sched **shim_pin;
 __thread shim_comm_t *shim_stream;
 __thread int shim_probing;
@@ -186,6 +187,7 @@ static int begin(int coll, MPI_Comm comm, shim_comm_t **cp, shim_call_t *k,
     *cp = c;
     k->coll = coll;
     k->stat = shim_as != 0 ? shim_as : coll;
+    k->keep = shim_keep_as;
     k->seq = c->seq++;
     k->gather_ok = gather_ok(c, coll);
     /* A persistent collective's start never goes to a stock collective

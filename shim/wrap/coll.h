@@ -18,6 +18,9 @@
 /* While a persistent collective starts (wrap/start.c): its dps_coll_t,
  * whose switch and statistics line the nonblocking call it runs uses. */
 extern __thread int shim_as;
+/* A persistent start's kept maps (data/types.h), or NULL: set around the
+ * nonblocking call a start runs (wrap/pers_init.c). */
+extern __thread shim_keep_t *shim_keep_as;
 
 /* ... and where it pins its schedule (shim_sched_pinned). */
 extern __thread struct shim_sched **shim_pin;

@@ -31,6 +31,7 @@ typedef struct pargs {
     MPI_Request   priv_req; /* that duplication, until waited for */
     int           ns, nr;   /* entries of the send, receive arrays */
     int           kept;     /* the arrays are copies (keep_args) */
+    shim_keep_t  *maps;     /* the starts' kept maps (data/types.h) */
     MPI_Datatype *dups;     /* to free with it */
     int           ndups;
     int           oom;
@@ -55,6 +56,7 @@ static void pargs_free(void *arg)
     }
     shim_in_call--;
     free(p->dups);
+    shim_keep_unref(p->maps);
     if (p->kept) {   /* copies (keep_args); else the application's own */
         free((void *)p->a.scounts);
         free((void *)p->a.sdispls);
@@ -180,7 +182,13 @@ static int start(shim_pers_t *pers, MPI_Request *r)
     int rc;
 
     if (!p->fallback) {
-        return run(&p->a, p->a.comm, r);
+        if (p->maps == NULL) {
+            p->maps = shim_keep_new();   /* none: maps made each start */
+        }
+        shim_keep_as = p->maps;
+        rc = run(&p->a, p->a.comm, r);
+        shim_keep_as = NULL;
+        return rc;
     }
     /* Stock MPI's nonblocking call, on a communicator of this request's
      * own: matched by its starts alone, so in init order. Its duplication
