@@ -526,6 +526,26 @@ void shim_scatter_finish(shim_scatter_t *m)
     }
 }
 
+shim_keep_t *shim_keep_new(void)
+{
+    shim_keep_t *kp = calloc(1, sizeof(*kp));
+
+    if (kp != NULL) {
+        kp->refs = 1;
+    }
+    return kp;
+}
+
+void shim_keep_unref(shim_keep_t *kp)
+{
+    if (kp == NULL || __atomic_sub_fetch(&kp->refs, 1, __ATOMIC_ACQ_REL)) {
+        return;
+    }
+    free(kp->seg[0]);
+    free(kp->seg[1]);
+    free(kp);
+}
+
 void shim_scatter_free(shim_scatter_t *m)
 {
     if (m->keep != NULL) {

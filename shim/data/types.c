@@ -306,26 +306,6 @@ static shim_scatter_t *scatter_map(const shim_blocks_t *b,
     return m;
 }
 
-shim_keep_t *shim_keep_new(void)
-{
-    shim_keep_t *kp = calloc(1, sizeof(*kp));
-
-    if (kp != NULL) {
-        kp->refs = 1;
-    }
-    return kp;
-}
-
-void shim_keep_unref(shim_keep_t *kp)
-{
-    if (kp == NULL || __atomic_sub_fetch(&kp->refs, 1, __ATOMIC_ACQ_REL)) {
-        return;
-    }
-    free(kp->seg[0]);
-    free(kp->seg[1]);
-    free(kp);
-}
-
 static shim_scatter_t *scatter_build(const shim_blocks_t *b,
                                      const uint64_t *cnt,
                                      const uint64_t *off, char *base,
