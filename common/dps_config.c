@@ -15,62 +15,25 @@ const dps_cfg_entry_t dps_config_table[] = {
     {"OFFLOAD", DPS_CFG_BOOL, "1",
      "Master switch: 0 runs every call on stock MPI (no agent is started).",
      CFG_OFF(offload), 0, 0},
-#define COLL_SWITCH(NAME, mpi, idx) \
-    {NAME, DPS_CFG_BOOL, "1", "Offload " mpi ".", CFG_OFF(coll[idx]), 0, 0}
-#define PERS_SWITCH(NAME, mpi, idx)                                         \
-    {NAME, DPS_CFG_BOOL, "1",                                               \
-     "Offload MPI_" mpi "_init (MPIX_" mpi "_init in Open MPI 4.1), "       \
-     "started with MPI_Start.", CFG_OFF(coll[idx]), 0, 0}
-    COLL_SWITCH("IALLTOALL", "MPI_Ialltoall", 0),
-    COLL_SWITCH("IBCAST", "MPI_Ibcast", 1),
-    COLL_SWITCH("IBARRIER", "MPI_Ibarrier", 2),
-    COLL_SWITCH("IGATHER", "MPI_Igather", 3),
-    COLL_SWITCH("IGATHERV", "MPI_Igatherv", 4),
-    COLL_SWITCH("ISCATTER", "MPI_Iscatter", 5),
-    COLL_SWITCH("ISCATTERV", "MPI_Iscatterv", 6),
-    COLL_SWITCH("IALLGATHER", "MPI_Iallgather", 7),
-    COLL_SWITCH("IALLGATHERV", "MPI_Iallgatherv", 8),
-    COLL_SWITCH("IALLTOALLV", "MPI_Ialltoallv", 9),
-    COLL_SWITCH("IALLTOALLW", "MPI_Ialltoallw", 10),
-    COLL_SWITCH("IREDUCE", "MPI_Ireduce", 11),
-    COLL_SWITCH("IALLREDUCE", "MPI_Iallreduce", 12),
-    COLL_SWITCH("IREDUCE_SCATTER", "MPI_Ireduce_scatter", 13),
-    COLL_SWITCH("IREDUCE_SCATTER_BLOCK", "MPI_Ireduce_scatter_block", 14),
-    COLL_SWITCH("ISCAN", "MPI_Iscan", 15),
-    COLL_SWITCH("IEXSCAN", "MPI_Iexscan", 16),
-    COLL_SWITCH("INEIGHBOR_ALLGATHER", "MPI_Ineighbor_allgather", 17),
-    COLL_SWITCH("INEIGHBOR_ALLGATHERV", "MPI_Ineighbor_allgatherv", 18),
-    COLL_SWITCH("INEIGHBOR_ALLTOALL", "MPI_Ineighbor_alltoall", 19),
-    COLL_SWITCH("INEIGHBOR_ALLTOALLV", "MPI_Ineighbor_alltoallv", 20),
-    COLL_SWITCH("INEIGHBOR_ALLTOALLW", "MPI_Ineighbor_alltoallw", 21),
+#define COLL_SWITCH(ID, name, ...)                                          \
+    {"I" #ID, DPS_CFG_BOOL, "1", "Offload MPI_I" #name ".",                 \
+     CFG_OFF(coll[DPS_COLL_##ID - 1]), 0, 0},
+#define PERS_SWITCH(ID, name, Name, ...)                                    \
+    {#ID "_INIT", DPS_CFG_BOOL, "1",                                        \
+     "Offload MPI_" #Name "_init (MPIX_" #Name "_init in Open MPI 4.1), "   \
+     "started with MPI_Start.", CFG_OFF(coll[DPS_COLL_##ID##_INIT - 1]), 0, \
+     0},
+    DPS_COLLS(COLL_SWITCH)
     {"GROUP", DPS_CFG_BOOL, "1",
      "Offload pattern groups (dpushim.h); 0: dpushim_group_begin returns "
-     "DPUSHIM_ERR_OFF.", CFG_OFF(coll[22]), 0, 0},
-    PERS_SWITCH("ALLTOALL_INIT", "Alltoall", 23),
-    PERS_SWITCH("BCAST_INIT", "Bcast", 24),
-    PERS_SWITCH("BARRIER_INIT", "Barrier", 25),
-    PERS_SWITCH("GATHER_INIT", "Gather", 26),
-    PERS_SWITCH("GATHERV_INIT", "Gatherv", 27),
-    PERS_SWITCH("SCATTER_INIT", "Scatter", 28),
-    PERS_SWITCH("SCATTERV_INIT", "Scatterv", 29),
-    PERS_SWITCH("ALLGATHER_INIT", "Allgather", 30),
-    PERS_SWITCH("ALLGATHERV_INIT", "Allgatherv", 31),
-    PERS_SWITCH("ALLTOALLV_INIT", "Alltoallv", 32),
-    PERS_SWITCH("ALLTOALLW_INIT", "Alltoallw", 33),
-    PERS_SWITCH("REDUCE_INIT", "Reduce", 34),
-    PERS_SWITCH("ALLREDUCE_INIT", "Allreduce", 35),
-    PERS_SWITCH("REDUCE_SCATTER_INIT", "Reduce_scatter", 36),
-    PERS_SWITCH("REDUCE_SCATTER_BLOCK_INIT", "Reduce_scatter_block", 37),
-    PERS_SWITCH("SCAN_INIT", "Scan", 38),
-    PERS_SWITCH("EXSCAN_INIT", "Exscan", 39),
-    PERS_SWITCH("NEIGHBOR_ALLGATHER_INIT", "Neighbor_allgather", 40),
-    PERS_SWITCH("NEIGHBOR_ALLGATHERV_INIT", "Neighbor_allgatherv", 41),
-    PERS_SWITCH("NEIGHBOR_ALLTOALL_INIT", "Neighbor_alltoall", 42),
-    PERS_SWITCH("NEIGHBOR_ALLTOALLV_INIT", "Neighbor_alltoallv", 43),
-    PERS_SWITCH("NEIGHBOR_ALLTOALLW_INIT", "Neighbor_alltoallw", 44),
+     "DPUSHIM_ERR_OFF.", CFG_OFF(coll[DPS_COLL_GROUP - 1]), 0, 0},
+    DPS_COLLS(PERS_SWITCH)
     {"GROUP_INIT", DPS_CFG_BOOL, "1",
      "Offload persistent pattern groups (dpushim_group_end_persistent); 0: "
-     "it returns DPUSHIM_ERR_OFF.", CFG_OFF(coll[45]), 0, 0},
+     "it returns DPUSHIM_ERR_OFF.", CFG_OFF(coll[DPS_COLL_GROUP_INIT - 1]),
+     0, 0},
+#undef COLL_SWITCH
+#undef PERS_SWITCH
     {"MIN_BYTES", DPS_CFG_THRESHOLD, "auto",
      "Offload only messages of at least this many bytes, measured where "
      "every rank knows the size: one block for Igather, Iscatter, "

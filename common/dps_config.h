@@ -3,6 +3,8 @@
 #ifndef DPS_CONFIG_H
 #define DPS_CONFIG_H
 
+#include "common/dps_colls.h"
+
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -11,7 +13,7 @@
 
 /* Switches DPUSHIM_IALLTOALL ... DPUSHIM_GROUP_INIT, one per dps_coll_t
  * (dps_proto.h) but the first. */
-#define DPS_CFG_NCOLL 46
+#define DPS_CFG_NCOLL (DPS_COLL_MAX - 1)
 
 /* DPUSHIM_MIN_BYTES=auto: the shim chooses at MPI_Init by placement. */
 #define DPS_MIN_BYTES_AUTO UINT64_MAX
@@ -19,7 +21,7 @@
 typedef struct dps_config {
     int      offload;        /* master switch */
     int      coll[DPS_CFG_NCOLL]; /* offload each collective:
-                                   * index dps_coll_t - 1 (dps_proto.h) */
+                                   * index dps_coll_t - 1 (dps_colls.h) */
     uint64_t min_bytes;      /* smallest message offloaded, or AUTO */
     unsigned ranks_per_dpu;  /* 0: one agent per host */
     int      stats;          /* print totals at MPI_Finalize: 1; and

@@ -23,24 +23,27 @@ const char *dps_msg_type_str(unsigned type)
 
 const char *dps_coll_str(unsigned coll)
 {
+#define NB(ID, name, ...) "MPI_I" #name,
+#define PERS(ID, name, Name, ...) "MPI_" #Name "_init",
     static const char *names[DPS_COLL_MAX] = {
-        "?", "MPI_Ialltoall", "MPI_Ibcast", "MPI_Ibarrier", "MPI_Igather",
-        "MPI_Igatherv", "MPI_Iscatter", "MPI_Iscatterv", "MPI_Iallgather",
-        "MPI_Iallgatherv", "MPI_Ialltoallv", "MPI_Ialltoallw", "MPI_Ireduce",
-        "MPI_Iallreduce", "MPI_Ireduce_scatter", "MPI_Ireduce_scatter_block",
-        "MPI_Iscan", "MPI_Iexscan", "MPI_Ineighbor_allgather",
-        "MPI_Ineighbor_allgatherv", "MPI_Ineighbor_alltoall",
-        "MPI_Ineighbor_alltoallv", "MPI_Ineighbor_alltoallw",
-        "dpushim_group_end", "MPI_Alltoall_init", "MPI_Bcast_init",
-        "MPI_Barrier_init", "MPI_Gather_init", "MPI_Gatherv_init",
-        "MPI_Scatter_init", "MPI_Scatterv_init", "MPI_Allgather_init",
-        "MPI_Allgatherv_init", "MPI_Alltoallv_init", "MPI_Alltoallw_init",
-        "MPI_Reduce_init", "MPI_Allreduce_init", "MPI_Reduce_scatter_init",
-        "MPI_Reduce_scatter_block_init", "MPI_Scan_init", "MPI_Exscan_init",
-        "MPI_Neighbor_allgather_init", "MPI_Neighbor_allgatherv_init",
-        "MPI_Neighbor_alltoall_init", "MPI_Neighbor_alltoallv_init",
-        "MPI_Neighbor_alltoallw_init", "dpushim_group_end_persistent"
+        "?", DPS_COLLS(NB) "dpushim_group_end",
+        DPS_COLLS(PERS) "dpushim_group_end_persistent"
     };
+#undef NB
+#undef PERS
+
+    return coll < DPS_COLL_MAX ? names[coll] : "?";
+}
+
+const char *dps_coll_short(unsigned coll)
+{
+#define NB(ID, name, ...) "i" #name,
+#define PERS(ID, name, ...) #name "_init",
+    static const char *names[DPS_COLL_MAX] = {
+        "?", DPS_COLLS(NB) "group", DPS_COLLS(PERS) "group_init"
+    };
+#undef NB
+#undef PERS
 
     return coll < DPS_COLL_MAX ? names[coll] : "?";
 }

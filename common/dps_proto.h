@@ -10,6 +10,7 @@
 #ifndef DPS_PROTO_H
 #define DPS_PROTO_H
 
+#include "common/dps_colls.h"
 #include "common/dps_sched.h"
 
 #include <stddef.h>
@@ -53,44 +54,8 @@ typedef enum {
     DPS_MSG_TYPE_MAX
 } dps_msg_type_t;
 
-/* Which MPI call a schedule came from: for messages only (agents execute
- * schedules and know nothing of collectives). */
-typedef enum {
-    DPS_COLL_ALLTOALL = 1, DPS_COLL_BCAST, DPS_COLL_BARRIER,
-    DPS_COLL_GATHER, DPS_COLL_GATHERV, DPS_COLL_SCATTER, DPS_COLL_SCATTERV,
-    DPS_COLL_ALLGATHER, DPS_COLL_ALLGATHERV, DPS_COLL_ALLTOALLV,
-    DPS_COLL_ALLTOALLW, DPS_COLL_REDUCE, DPS_COLL_ALLREDUCE,
-    DPS_COLL_REDUCE_SCATTER, DPS_COLL_REDUCE_SCATTER_BLOCK, DPS_COLL_SCAN,
-    DPS_COLL_EXSCAN,
-    DPS_COLL_NEIGHBOR_ALLGATHER, DPS_COLL_NEIGHBOR_ALLGATHERV,
-    DPS_COLL_NEIGHBOR_ALLTOALL, DPS_COLL_NEIGHBOR_ALLTOALLV,
-    DPS_COLL_NEIGHBOR_ALLTOALLW,
-    DPS_COLL_GROUP,                 /* dpushim.h: a pattern group */
-    /* Persistent forms, in the order above: DPS_COLL_X + DPS_COLL_GROUP. */
-    DPS_COLL_ALLTOALL_INIT, DPS_COLL_BCAST_INIT, DPS_COLL_BARRIER_INIT,
-    DPS_COLL_GATHER_INIT, DPS_COLL_GATHERV_INIT, DPS_COLL_SCATTER_INIT,
-    DPS_COLL_SCATTERV_INIT, DPS_COLL_ALLGATHER_INIT,
-    DPS_COLL_ALLGATHERV_INIT, DPS_COLL_ALLTOALLV_INIT,
-    DPS_COLL_ALLTOALLW_INIT, DPS_COLL_REDUCE_INIT, DPS_COLL_ALLREDUCE_INIT,
-    DPS_COLL_REDUCE_SCATTER_INIT, DPS_COLL_REDUCE_SCATTER_BLOCK_INIT,
-    DPS_COLL_SCAN_INIT, DPS_COLL_EXSCAN_INIT,
-    DPS_COLL_NEIGHBOR_ALLGATHER_INIT, DPS_COLL_NEIGHBOR_ALLGATHERV_INIT,
-    DPS_COLL_NEIGHBOR_ALLTOALL_INIT, DPS_COLL_NEIGHBOR_ALLTOALLV_INIT,
-    DPS_COLL_NEIGHBOR_ALLTOALLW_INIT, DPS_COLL_GROUP_INIT,
-    DPS_COLL_MAX
-} dps_coll_t;
-
-_Static_assert(DPS_COLL_GROUP_INIT == 2 * DPS_COLL_GROUP, "persistent ids");
-
-/* The call a persistent collective starts (DPS_COLL_ALLTOALL for
- * DPS_COLL_ALLTOALL_INIT); coll itself for the others. */
-static inline int dps_coll_base(int coll)
-{
-    return coll > DPS_COLL_GROUP ? coll - DPS_COLL_GROUP : coll;
-}
-
-/* "MPI_Ialltoall" and so on; "?" when out of range. */
-const char *dps_coll_str(unsigned coll);
+/* Which MPI call a schedule came from (dps_colls.h): for messages only
+ * (agents execute schedules and know nothing of collectives). */
 
 typedef struct dps_msg_hdr {
     uint32_t magic;      /* DPS_PROTO_MAGIC */

@@ -31,23 +31,3 @@ void shim_hello(dps_msg_hello_t *out)
     out->token = shim.cma_token;
 }
 
-const char *shim_coll_name(int coll)
-{
-    static const char *names[DPS_COLL_MAX] = {
-        "?", "ialltoall", "ibcast", "ibarrier", "igather", "igatherv",
-        "iscatter", "iscatterv", "iallgather", "iallgatherv", "ialltoallv",
-        "ialltoallw", "ireduce", "iallreduce", "ireduce_scatter",
-        "ireduce_scatter_block", "iscan", "iexscan", "ineighbor_allgather",
-        "ineighbor_allgatherv", "ineighbor_alltoall", "ineighbor_alltoallv",
-        "ineighbor_alltoallw", "group", "alltoall_init", "bcast_init",
-        "barrier_init", "gather_init", "gatherv_init", "scatter_init",
-        "scatterv_init", "allgather_init", "allgatherv_init",
-        "alltoallv_init", "alltoallw_init", "reduce_init", "allreduce_init",
-        "reduce_scatter_init", "reduce_scatter_block_init", "scan_init",
-        "exscan_init", "neighbor_allgather_init", "neighbor_allgatherv_init",
-        "neighbor_alltoall_init", "neighbor_alltoallv_init",
-        "neighbor_alltoallw_init", "group_init"
-    };
-
-    return coll > 0 && coll < DPS_COLL_MAX ? names[coll] : "?";
-}

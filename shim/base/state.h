@@ -134,8 +134,4 @@ extern __thread MPI_Request *shim_busy_req;
  * token (its address and value; both 0 when we have none). */
 void shim_hello(dps_msg_hello_t *out);
 
-/* The lower-case name of a collective (a dps_coll_t) without "mpi_":
- * "ialltoallw"; "?" for none. For statistics lines and messages. */
-const char *shim_coll_name(int coll);
-
 #endif

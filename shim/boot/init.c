@@ -292,7 +292,7 @@ static void fetch_agent_stats(void)
 static void print_why(int coll, const uint64_t why[SHIM_NWHY])
 {
     printf("dpushim: %s fallback: type=%llu op=%llu small=%llu comm=%llu "
-           "off=%llu other=%llu\n", shim_coll_name(coll),
+           "off=%llu other=%llu\n", dps_coll_short(coll),
            (unsigned long long)why[SHIM_WHY_TYPE],
            (unsigned long long)why[SHIM_WHY_OP],
            (unsigned long long)why[SHIM_WHY_SMALL],
@@ -414,7 +414,7 @@ static void print_colls(uint64_t tot[DPS_COLL_MAX][SHIM_NSTAT])
             continue;
         }
         printf("dpushim: %s offloaded=%llu fallback=%llu bytes=%llu\n",
-               shim_coll_name(c),
+               dps_coll_short(c),
                (unsigned long long)tot[c][SHIM_STAT_OFFLOADED],
                (unsigned long long)tot[c][SHIM_STAT_FALLBACK],
                (unsigned long long)tot[c][SHIM_STAT_BYTES]);
@@ -427,7 +427,7 @@ static void print_colls(uint64_t tot[DPS_COLL_MAX][SHIM_NSTAT])
         if (tot[c][SHIM_STAT_REDONE] + tot[c][SHIM_STAT_FAILED] +
             tot[c][SHIM_STAT_AFTER] > 0) {
             printf("dpushim: %s after agent failure: redone=%llu "
-                   "failed=%llu stock=%llu\n", shim_coll_name(c),
+                   "failed=%llu stock=%llu\n", dps_coll_short(c),
                    (unsigned long long)tot[c][SHIM_STAT_REDONE],
                    (unsigned long long)tot[c][SHIM_STAT_FAILED],
                    (unsigned long long)tot[c][SHIM_STAT_AFTER]);

@@ -12,21 +12,12 @@ int bld_build(const bld_args_t *a, bld_t *b)
         bld_topo_init(&t, a->size, a->agent) != 0) {
         return -1;
     }
-    switch (a->coll) {
-    case DPS_COLL_REDUCE:
-    case DPS_COLL_ALLREDUCE:
-    case DPS_COLL_REDUCE_SCATTER:
-    case DPS_COLL_REDUCE_SCATTER_BLOCK:
-    case DPS_COLL_SCAN:
-    case DPS_COLL_EXSCAN:
+    switch (dps_coll_family(a->coll)) {
+    case DPS_FAM_REDUCE:
         rc = bld_reduction(a, &t, b);
         break;
-    case DPS_COLL_NEIGHBOR_ALLGATHER:
-    case DPS_COLL_NEIGHBOR_ALLGATHERV:
-    case DPS_COLL_NEIGHBOR_ALLTOALL:
-    case DPS_COLL_NEIGHBOR_ALLTOALLV:
-    case DPS_COLL_NEIGHBOR_ALLTOALLW:
-    case DPS_COLL_GROUP:
+    case DPS_FAM_NEIGHBOR:
+    case DPS_FAM_GROUP:
         rc = bld_pairs(a, b);
         break;
     default:

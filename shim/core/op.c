@@ -11,7 +11,7 @@
 #include "shim/data/reg.h"
 #include "shim/core/redo.h"
 #include "shim/core/sched.h"
-#include "shim/data/types.h"
+#include "shim/data/call.h"
 #include "common/dps_log.h"
 #include "common/dps_proto.h"
 #include "common/dps_status.h"
@@ -119,7 +119,7 @@ static void op_refused(shim_op_t *op)
 {
     dps_error("%s #%u ends with an error: another rank's call that "
               "initialised this persistent request was refused by MPI",
-              shim_coll_name(op->call.stat), op->call.seq);
+              dps_coll_short(op->call.stat), op->call.seq);
     op->error = MPI_ERR_TRUNCATE;
     op->raise = !op->call.error;
     HASH_DELETE(hh_token, shim.by_token, op);   /* no agent answers it */

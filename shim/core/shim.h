@@ -12,7 +12,7 @@
 #define SHIM_H
 
 #include "shim/base/state.h"
-#include "shim/data/types.h"
+#include "shim/data/call.h"
 #include "common/dps_proto.h"
 
 #include <mpi.h>

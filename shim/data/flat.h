@@ -9,7 +9,7 @@
 #ifndef SHIM_FLAT_H
 #define SHIM_FLAT_H
 
-#include "shim/data/types.h"
+#include "shim/data/call.h"
 
 #include <mpi.h>
 #include <stddef.h>

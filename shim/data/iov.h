@@ -3,7 +3,7 @@
 #ifndef SHIM_IOV_H
 #define SHIM_IOV_H
 
-#include "shim/data/types.h"
+#include "shim/data/call.h"
 #include "common/dps_shm.h"
 
 #include <stdint.h>

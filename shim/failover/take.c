@@ -95,7 +95,7 @@ static int take_one(shim_op_t *op)
          * its own receives: only a twin is safe. */
         dps_error("%s #%u on communicator %#llx fails: the communicator "
                   "was made by a call the shim does not see (no twin to "
-                  "redo it on)", shim_coll_name(coll), op->call.seq,
+                  "redo it on)", dps_coll_short(coll), op->call.seq,
                   (unsigned long long)c->id);
         shim.stats[coll][SHIM_STAT_FAILED]++;
         return MPI_ERR_OTHER;
@@ -116,7 +116,7 @@ static int take_one(shim_op_t *op)
     }
     shim.stats[coll][op->after ? SHIM_STAT_AFTER : SHIM_STAT_REDONE]++;
     dps_debug("%s #%u on communicator %#llx: %s on stock MPI",
-              shim_coll_name(coll), op->call.seq, (unsigned long long)c->id,
+              dps_coll_short(coll), op->call.seq, (unsigned long long)c->id,
               op->after ? "run" : "redone");
     return MPI_SUCCESS;
 }
@@ -234,7 +234,7 @@ static void pending_text(char *buf, size_t len)
             o += (size_t)snprintf(buf + o, len - o,
                                   "%s%s #%u on %s (%llu bytes sent)%s",
                                   n == 1 ? "" : ", ",
-                                  shim_coll_name(op->call.stat),
+                                  dps_coll_short(op->call.stat),
                                   op->call.seq, cname,
                                   (unsigned long long)op->call.len[0],
                                   op->taken ? ", started on stock MPI"

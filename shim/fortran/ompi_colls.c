@@ -3,9 +3,10 @@
  * Fortran on Open MPI (fortran/fortran.h): the nonblocking and
  * neighbourhood collectives and their persistent forms (Open MPI 4.1's
  * MPIX_*_INIT), each binding converting its arguments and calling the
- * shim's C function. Those that only convert come from one list (FCOLLS)
- * of argument shapes, both forms from each row; the w forms, which fall
- * back to Open MPI's own binding, are written out.
+ * shim's C function. Those that only convert come from the one list
+ * (common/dps_colls.h) and argument shapes, both forms from each row;
+ * the w forms, which fall back to Open MPI's own binding, are written
+ * out.
  */
 #include "shim/fortran/fortran.h"
 
@@ -96,30 +97,32 @@
                        MPI_Aint *rds, MPI_Fint *rts, MPI_Fint *comm,        \
                        info MPI_Fint *req, MPI_Fint *ierr)
 
-/* X(name, Name, NAME, shape): the collective's name as the Fortran
- * bindings, the C persistent init and the mpif.h upper case spell it. */
-#define FCOLLS(X)                                                          \
-    X(barrier, Barrier, BARRIER, BARRIER)                                  \
-    X(bcast, Bcast, BCAST, BCAST)                                          \
-    X(gather, Gather, GATHER, ROOTED)                                      \
-    X(scatter, Scatter, SCATTER, ROOTED)                                   \
-    X(gatherv, Gatherv, GATHERV, GATHERV)                                  \
-    X(scatterv, Scatterv, SCATTERV, SCATTERV)                              \
-    X(allgather, Allgather, ALLGATHER, ALL)                                \
-    X(allgatherv, Allgatherv, ALLGATHERV, ALLV)                            \
-    X(alltoall, Alltoall, ALLTOALL, ALL)                                   \
-    X(alltoallv, Alltoallv, ALLTOALLV, A2AV)                               \
-    X(reduce, Reduce, REDUCE, REDUCE)                                      \
-    X(allreduce, Allreduce, ALLREDUCE, ALLRED)                             \
-    X(reduce_scatter, Reduce_scatter, REDUCE_SCATTER, REDSC)               \
-    X(reduce_scatter_block, Reduce_scatter_block, REDUCE_SCATTER_BLOCK,    \
-      ALLRED)                                                              \
-    X(scan, Scan, SCAN, ALLRED)                                            \
-    X(exscan, Exscan, EXSCAN, ALLRED)                                      \
-    X(neighbor_allgather, Neighbor_allgather, NEIGHBOR_ALLGATHER, ALL)     \
-    X(neighbor_allgatherv, Neighbor_allgatherv, NEIGHBOR_ALLGATHERV, ALLV) \
-    X(neighbor_alltoall, Neighbor_alltoall, NEIGHBOR_ALLTOALL, ALL)        \
-    X(neighbor_alltoallv, Neighbor_alltoallv, NEIGHBOR_ALLTOALLV, A2AV)
+/*
+ * The rows of common/dps_colls.h that only convert, all but the w forms:
+ * FROW expands each as FX(name, Name, NAME, shape), FX defined at each
+ * use; name, Name and NAME are the collective's name as the Fortran
+ * bindings, the C persistent init and mpif.h's upper case spell it.
+ * Ireduce_scatter_block's Fortran arguments are Iallreduce's.
+ */
+#define P_REDSCB P_ALLRED
+#define A_REDSCB A_ALLRED
+#define FROW(ID, name, Name, family, shape, entry) \
+    FROW_##shape(FX, name, Name, ID, shape)
+#define FROW_CONVERT(X, ...) X(__VA_ARGS__)
+#define FROW_BARRIER FROW_CONVERT
+#define FROW_BCAST FROW_CONVERT
+#define FROW_ROOTED FROW_CONVERT
+#define FROW_GATHERV FROW_CONVERT
+#define FROW_SCATTERV FROW_CONVERT
+#define FROW_ALL FROW_CONVERT
+#define FROW_ALLV FROW_CONVERT
+#define FROW_A2AV FROW_CONVERT
+#define FROW_REDUCE FROW_CONVERT
+#define FROW_ALLRED FROW_CONVERT
+#define FROW_REDSC FROW_CONVERT
+#define FROW_REDSCB FROW_CONVERT
+#define FROW_A2AW(...)
+#define FROW_NA2AW(...)
 
 /* Fortran datatype arrays as C ones (n entries); NULL: out of memory. */
 static MPI_Datatype *ftypes(const MPI_Fint *f, int n)
@@ -171,7 +174,9 @@ static int w_types(MPI_Comm comm, int neighbor, const MPI_Fint *sts,
     }                                                                      \
     FORTRAN(i##name, I##NAME, P_##shape(NO_INFO));
 
-FCOLLS(NONBLOCKING)
+#define FX NONBLOCKING
+DPS_COLLS(FROW)
+#undef FX
 
 /*
  * The w forms' datatype arrays are converted for the call: the shim
@@ -273,7 +278,9 @@ FORTRAN(ineighbor_alltoallw, INEIGHBOR_ALLTOALLW, P_NA2AW(NO_INFO));
     }                                                                      \
     PFORTRAN(name, NAME, P_##shape(WITH_INFO));
 
-FCOLLS(PERSISTENT)
+#define FX PERSISTENT
+DPS_COLLS(FROW)
+#undef FX
 
 /* The w forms: the shim's init copies the datatype arrays
  * (wrap/pers_init.c); stock MPI's keeps reading them, so there Open

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The MPI_I* wrappers' common path: decide, begin, post (wrap/coll.h). */
 #include "shim/wrap/coll.h"
-#include "shim/wrap/coll_list.h"
+#include "shim/wrap/shapes.h"
 #include "shim/data/engine.h"
 #include "shim/failover/failover.h"
 #include "shim/core/sched.h"
@@ -106,12 +106,12 @@ int shim_size_offloads(MPI_Datatype dt, int count, int refused)
 int shim_coll_stock(const shim_coll_args_t *a, MPI_Comm m,
                     MPI_Request *req)
 {
-#define STOCK(id, nonblocking, persistent, ...)                            \
-    case DPS_COLL_##id:                                                    \
-        return PMPI_##nonblocking(__VA_ARGS__, req);
+#define STOCK(ID, name, Name, family, shape, entry)                       \
+    case DPS_COLL_##ID:                                                    \
+        return PMPI_I##name(SHIM_C_##shape(a) m, req);
 
     switch (dps_coll_base(a->coll)) {
-    SHIM_COLLS(STOCK)
+    DPS_COLLS(STOCK)
     default:
         return MPI_ERR_INTERN;
     }
@@ -127,10 +127,7 @@ int shim_coll_stock(const shim_coll_args_t *a, MPI_Comm m,
  * packed). */
 static int gather_ok(shim_comm_t *c, int coll)
 {
-    int reduction = coll == DPS_COLL_REDUCE || coll == DPS_COLL_ALLREDUCE ||
-                    coll == DPS_COLL_REDUCE_SCATTER ||
-                    coll == DPS_COLL_REDUCE_SCATTER_BLOCK ||
-                    coll == DPS_COLL_SCAN || coll == DPS_COLL_EXSCAN;
+    int reduction = dps_coll_family(coll) == DPS_FAM_REDUCE;
 
     if (reduction || shim.fo_state != SHIM_FO_NONE || !shim_engine_running() ||
         shim.cfg.data_path != DPS_DATA_DIRECT ||
@@ -247,7 +244,7 @@ int shim_call_post(shim_comm_t *c, shim_call_t *k, MPI_Request *req)
         s->need[DPS_BUF_RECV] > k->len[1]) {
         /* Builder and wrapper disagree: a bug, never a silent overrun. */
         dps_error("%s: the schedule needs %llu and %llu bytes, the buffers "
-                  "hold %llu and %llu", shim_coll_name(k->coll),
+                  "hold %llu and %llu", dps_coll_short(k->coll),
                   (unsigned long long)s->need[DPS_BUF_SEND],
                   (unsigned long long)s->need[DPS_BUF_RECV],
                   (unsigned long long)k->len[0],

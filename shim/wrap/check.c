@@ -28,7 +28,7 @@ int shim_coll_check(const shim_coll_args_t *a, shim_check_t *out)
     out->raise_on = a->comm;
     if (a->comm == MPI_COMM_NULL ||
         PMPI_Comm_test_inter(a->comm, &inter) != MPI_SUCCESS || inter ||
-        k.coll < DPS_COLL_ALLTOALL || k.coll > DPS_COLL_NEIGHBOR_ALLTOALLW) {
+        k.coll <= DPS_COLL_NONE || k.coll >= DPS_COLL_GROUP) {
         return MPI_SUCCESS;   /* left to the MPI library */
     }
     PMPI_Comm_rank(a->comm, &k.rank);

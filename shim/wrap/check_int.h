@@ -67,8 +67,7 @@ int ck_degrees(MPI_Comm comm, int rank, int *in, int *out);
 
 static inline int ck_is_neighbor(int coll)
 {
-    return coll >= DPS_COLL_NEIGHBOR_ALLGATHER &&
-           coll <= DPS_COLL_NEIGHBOR_ALLTOALLW;
+    return dps_coll_family(coll) == DPS_FAM_NEIGHBOR;
 }
 
 /* The MPI library's own checks of k's call (wrap/check_mpich.c,

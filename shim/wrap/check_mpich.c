@@ -373,7 +373,9 @@ int ck_mpi(ck_t *k)
     const shim_coll_args_t *a = k->a;
     int in = 0, out = 0;
 
-    switch (k->coll) {
+    /* Every reduction (common/dps_colls.h) as Ireduce. */
+    switch (dps_coll_family(k->coll) == DPS_FAM_REDUCE ? DPS_COLL_REDUCE
+                                                       : k->coll) {
     case DPS_COLL_BARRIER:
         break;
     case DPS_COLL_BCAST:
@@ -408,11 +410,6 @@ int ck_mpi(ck_t *k)
         TRY(m_alltoall(k));
         break;
     case DPS_COLL_REDUCE:
-    case DPS_COLL_ALLREDUCE:
-    case DPS_COLL_REDUCE_SCATTER:
-    case DPS_COLL_REDUCE_SCATTER_BLOCK:
-    case DPS_COLL_SCAN:
-    case DPS_COLL_EXSCAN:
         TRY(m_reduce(k));
         break;
     default:

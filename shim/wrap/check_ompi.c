@@ -360,7 +360,9 @@ int ck_mpi(ck_t *k)
     if (!ck_cfg.on) {
         return MPI_SUCCESS;   /* mpi_param_check off: no checks at all */
     }
-    switch (k->coll) {
+    /* Every reduction (common/dps_colls.h) as Ireduce. */
+    switch (dps_coll_family(k->coll) == DPS_FAM_REDUCE ? DPS_COLL_REDUCE
+                                                       : k->coll) {
     case DPS_COLL_BARRIER:
         return MPI_SUCCESS;
     case DPS_COLL_BCAST:
@@ -382,11 +384,6 @@ int ck_mpi(ck_t *k)
     case DPS_COLL_ALLTOALLW:
         return o_alltoall(k);
     case DPS_COLL_REDUCE:
-    case DPS_COLL_ALLREDUCE:
-    case DPS_COLL_REDUCE_SCATTER:
-    case DPS_COLL_REDUCE_SCATTER_BLOCK:
-    case DPS_COLL_SCAN:
-    case DPS_COLL_EXSCAN:
         return o_reduce(k);
     default:
         if (!ck_is_neighbor(k->coll) ||

@@ -54,6 +54,15 @@ extern __thread int shim_why;
  * call's). */
 int shim_fallback(int coll, int rc);
 
+/* The entries of common/dps_colls.h: shim_coll_<entry>(a) offloads the
+ * call a describes (a->coll one of the row's ids, nonblocking) or leaves
+ * it to stock MPI, as the public wrapper MPI_I<name> (wrap/colls.c) and
+ * a persistent request's start (wrap/pers_init.c) do. */
+#define SHIM_COLL_ENTRY(ID, name, Name, family, shape, entry) \
+    int shim_coll_##entry(const shim_coll_args_t *a);
+DPS_COLLS(SHIM_COLL_ENTRY)
+#undef SHIM_COLL_ENTRY
+
 /* Stock MPI's nonblocking call for a's collective, on comm, into *req
  * (never counted). */
 int shim_coll_stock(const shim_coll_args_t *a, MPI_Comm comm,

@@ -25,14 +25,6 @@ static int barrier(shim_comm_t *c, shim_call_t *k, const shim_coll_args_t *a)
     return shim_call_post(c, k, a->request);
 }
 
-SHIM_API int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request)
-{
-    shim_coll_args_t a = {.coll = DPS_COLL_BARRIER, .comm = comm,
-                          .request = request};
-
-    return shim_coll_run(&a, any_size, barrier);
-}
-
 static int root_ok(const shim_coll_args_t *a, const shim_check_t *chk)
 {
     return chk != NULL ||
@@ -65,16 +57,6 @@ static int bcast(shim_comm_t *c, shim_call_t *k, const shim_coll_args_t *a)
     }
     k->bytes = l.bytes;   /* the message, on every rank */
     return shim_call_post(c, k, a->request);
-}
-
-SHIM_API int MPI_Ibcast(void *buffer, int count, MPI_Datatype datatype,
-                        int root, MPI_Comm comm, MPI_Request *request)
-{
-    shim_coll_args_t a = {.coll = DPS_COLL_BCAST, .comm = comm,
-                          .sbuf = buffer, .scount = count, .stype = datatype,
-                          .root = root, .request = request};
-
-    return shim_coll_run(&a, bcast_offloads, bcast);
 }
 
 /* The rank's own block of a gathered buffer (rooted or all), when it is
@@ -200,64 +182,6 @@ static int rooted_offloads(const shim_coll_args_t *a,
     return shim_size_offloads(a->stype, a->scount, chk != NULL);
 }
 
-SHIM_API int MPI_Igather(const void *sendbuf, int sendcount,
-                         MPI_Datatype sendtype, void *recvbuf, int recvcount,
-                         MPI_Datatype recvtype, int root, MPI_Comm comm,
-                         MPI_Request *request)
-{
-    shim_coll_args_t a = {.coll = DPS_COLL_GATHER, .comm = comm,
-                          .sbuf = sendbuf, .scount = sendcount,
-                          .stype = sendtype, .rbuf = recvbuf,
-                          .rcount = recvcount, .rtype = recvtype, .root = root,
-                          .request = request};
-
-    return shim_coll_run(&a, rooted_offloads, rooted);
-}
-
-SHIM_API int MPI_Igatherv(const void *sendbuf, int sendcount,
-                          MPI_Datatype sendtype, void *recvbuf,
-                          const int recvcounts[], const int displs[],
-                          MPI_Datatype recvtype, int root, MPI_Comm comm,
-                          MPI_Request *request)
-{
-    shim_coll_args_t a = {.coll = DPS_COLL_GATHERV, .comm = comm,
-                          .sbuf = sendbuf, .scount = sendcount,
-                          .stype = sendtype, .rbuf = recvbuf,
-                          .rcounts = recvcounts, .rdispls = displs,
-                          .rtype = recvtype, .root = root, .request = request};
-
-    return shim_coll_run(&a, rooted_offloads, rooted);
-}
-
-SHIM_API int MPI_Iscatter(const void *sendbuf, int sendcount,
-                          MPI_Datatype sendtype, void *recvbuf,
-                          int recvcount, MPI_Datatype recvtype, int root,
-                          MPI_Comm comm, MPI_Request *request)
-{
-    shim_coll_args_t a = {.coll = DPS_COLL_SCATTER, .comm = comm,
-                          .sbuf = sendbuf, .scount = sendcount,
-                          .stype = sendtype, .rbuf = recvbuf,
-                          .rcount = recvcount, .rtype = recvtype, .root = root,
-                          .request = request};
-
-    return shim_coll_run(&a, rooted_offloads, rooted);
-}
-
-SHIM_API int MPI_Iscatterv(const void *sendbuf, const int sendcounts[],
-                           const int displs[], MPI_Datatype sendtype,
-                           void *recvbuf, int recvcount,
-                           MPI_Datatype recvtype, int root, MPI_Comm comm,
-                           MPI_Request *request)
-{
-    shim_coll_args_t a = {.coll = DPS_COLL_SCATTERV, .comm = comm,
-                          .sbuf = sendbuf, .scounts = sendcounts,
-                          .sdispls = displs, .stype = sendtype, .rbuf = recvbuf,
-                          .rcount = recvcount, .rtype = recvtype, .root = root,
-                          .request = request};
-
-    return shim_coll_run(&a, rooted_offloads, rooted);
-}
-
 /* The block size of a regular allgather or alltoall, by the receive
  * side's type signature (never a rank's layout). */
 static int recv_block(const shim_coll_args_t *a, const shim_check_t *chk)
@@ -324,35 +248,6 @@ static int allgather(shim_comm_t *c, shim_call_t *k,
     return shim_call_post(c, k, request);
 }
 
-SHIM_API int MPI_Iallgather(const void *sendbuf, int sendcount,
-                            MPI_Datatype sendtype, void *recvbuf,
-                            int recvcount, MPI_Datatype recvtype,
-                            MPI_Comm comm, MPI_Request *request)
-{
-    shim_coll_args_t a = {.coll = DPS_COLL_ALLGATHER, .comm = comm,
-                          .sbuf = sendbuf, .scount = sendcount,
-                          .stype = sendtype, .rbuf = recvbuf,
-                          .rcount = recvcount, .rtype = recvtype,
-                          .request = request};
-
-    return shim_coll_run(&a, recv_block, allgather);
-}
-
-SHIM_API int MPI_Iallgatherv(const void *sendbuf, int sendcount,
-                             MPI_Datatype sendtype, void *recvbuf,
-                             const int recvcounts[], const int displs[],
-                             MPI_Datatype recvtype, MPI_Comm comm,
-                             MPI_Request *request)
-{
-    shim_coll_args_t a = {.coll = DPS_COLL_ALLGATHERV, .comm = comm,
-                          .sbuf = sendbuf, .scount = sendcount,
-                          .stype = sendtype, .rbuf = recvbuf,
-                          .rcounts = recvcounts, .rdispls = displs,
-                          .rtype = recvtype, .request = request};
-
-    return shim_coll_run(&a, mean_block, allgather);
-}
-
 /* Alltoall, v or w, after the decision. */
 static int alltoall(shim_comm_t *c, shim_call_t *k,
                     const shim_coll_args_t *a)
@@ -409,50 +304,38 @@ static int alltoall(shim_comm_t *c, shim_call_t *k,
     return shim_call_post(c, k, request);
 }
 
-SHIM_API int MPI_Ialltoall(const void *sendbuf, int sendcount,
-                           MPI_Datatype sendtype, void *recvbuf,
-                           int recvcount, MPI_Datatype recvtype,
-                           MPI_Comm comm, MPI_Request *request)
+/* The entries (common/dps_colls.h): each call's decision and post. */
+int shim_coll_barrier(const shim_coll_args_t *a)
 {
-    shim_coll_args_t a = {.coll = DPS_COLL_ALLTOALL, .comm = comm,
-                          .sbuf = sendbuf, .scount = sendcount,
-                          .stype = sendtype, .rbuf = recvbuf,
-                          .rcount = recvcount, .rtype = recvtype,
-                          .request = request};
-
-    return shim_coll_run(&a, recv_block, alltoall);
+    return shim_coll_run(a, any_size, barrier);
 }
 
-SHIM_API int MPI_Ialltoallv(const void *sendbuf, const int sendcounts[],
-                            const int sdispls[], MPI_Datatype sendtype,
-                            void *recvbuf, const int recvcounts[],
-                            const int rdispls[], MPI_Datatype recvtype,
-                            MPI_Comm comm, MPI_Request *request)
+int shim_coll_bcast(const shim_coll_args_t *a)
 {
-    shim_coll_args_t a = {.coll = DPS_COLL_ALLTOALLV, .comm = comm,
-                          .sbuf = sendbuf, .scounts = sendcounts,
-                          .sdispls = sdispls, .stype = sendtype,
-                          .rbuf = recvbuf, .rcounts = recvcounts,
-                          .rdispls = rdispls, .rtype = recvtype,
-                          .request = request};
-
-    return shim_coll_run(&a, any_size, alltoall);
+    return shim_coll_run(a, bcast_offloads, bcast);
 }
 
-SHIM_API int MPI_Ialltoallw(const void *sendbuf, const int sendcounts[],
-                            const int sdispls[],
-                            const MPI_Datatype sendtypes[], void *recvbuf,
-                            const int recvcounts[], const int rdispls[],
-                            const MPI_Datatype recvtypes[], MPI_Comm comm,
-                            MPI_Request *request)
+int shim_coll_rooted(const shim_coll_args_t *a)
 {
-    shim_coll_args_t a = {.coll = DPS_COLL_ALLTOALLW, .comm = comm,
-                          .sbuf = sendbuf, .scounts = sendcounts,
-                          .sdispls = sdispls, .stype = MPI_DATATYPE_NULL,
-                          .stypes = sendtypes, .rbuf = recvbuf,
-                          .rcounts = recvcounts, .rdispls = rdispls,
-                          .rtype = MPI_DATATYPE_NULL, .rtypes = recvtypes,
-                          .request = request};
+    return shim_coll_run(a, rooted_offloads, rooted);
+}
 
-    return shim_coll_run(&a, any_size, alltoall);
+int shim_coll_allgather(const shim_coll_args_t *a)
+{
+    return shim_coll_run(a, recv_block, allgather);
+}
+
+int shim_coll_allgatherv(const shim_coll_args_t *a)
+{
+    return shim_coll_run(a, mean_block, allgather);
+}
+
+int shim_coll_alltoall(const shim_coll_args_t *a)
+{
+    return shim_coll_run(a, recv_block, alltoall);
+}
+
+int shim_coll_alltoallv(const shim_coll_args_t *a)
+{
+    return shim_coll_run(a, any_size, alltoall);
 }

@@ -257,7 +257,7 @@ static int nbr_offloads(const shim_coll_args_t *a, const shim_check_t *chk)
            (topo == MPI_CART || topo == MPI_GRAPH || topo == MPI_DIST_GRAPH);
 }
 
-static int neighbor(const shim_coll_args_t *a)
+int shim_coll_neighbor(const shim_coll_args_t *a)
 {
     int in = 0, out = 0, cart = 0, go, rc;
     int *srcs = NULL, *dsts = NULL;
@@ -286,88 +286,4 @@ static int neighbor(const shim_coll_args_t *a)
     free(srcs);
     free(dsts);
     return rc;
-}
-
-SHIM_API int MPI_Ineighbor_allgather(const void *sendbuf, int sendcount,
-                                     MPI_Datatype sendtype, void *recvbuf,
-                                     int recvcount, MPI_Datatype recvtype,
-                                     MPI_Comm comm, MPI_Request *request)
-{
-    shim_coll_args_t a = {.coll = DPS_COLL_NEIGHBOR_ALLGATHER, .comm = comm,
-                          .sbuf = sendbuf, .scount = sendcount,
-                          .stype = sendtype, .rbuf = recvbuf,
-                          .rcount = recvcount, .rtype = recvtype,
-                          .request = request};
-
-    return neighbor(&a);
-}
-
-SHIM_API int MPI_Ineighbor_allgatherv(const void *sendbuf, int sendcount,
-                                      MPI_Datatype sendtype, void *recvbuf,
-                                      const int recvcounts[],
-                                      const int displs[],
-                                      MPI_Datatype recvtype, MPI_Comm comm,
-                                      MPI_Request *request)
-{
-    shim_coll_args_t a = {.coll = DPS_COLL_NEIGHBOR_ALLGATHERV,
-                          .comm = comm, .sbuf = sendbuf,
-                          .scount = sendcount, .stype = sendtype,
-                          .rbuf = recvbuf, .rcounts = recvcounts,
-                          .rdispls = displs, .rtype = recvtype,
-                          .request = request};
-
-    return neighbor(&a);
-}
-
-SHIM_API int MPI_Ineighbor_alltoall(const void *sendbuf, int sendcount,
-                                    MPI_Datatype sendtype, void *recvbuf,
-                                    int recvcount, MPI_Datatype recvtype,
-                                    MPI_Comm comm, MPI_Request *request)
-{
-    shim_coll_args_t a = {.coll = DPS_COLL_NEIGHBOR_ALLTOALL, .comm = comm,
-                          .sbuf = sendbuf, .scount = sendcount,
-                          .stype = sendtype, .rbuf = recvbuf,
-                          .rcount = recvcount, .rtype = recvtype,
-                          .request = request};
-
-    return neighbor(&a);
-}
-
-SHIM_API int MPI_Ineighbor_alltoallv(const void *sendbuf,
-                                     const int sendcounts[],
-                                     const int sdispls[],
-                                     MPI_Datatype sendtype, void *recvbuf,
-                                     const int recvcounts[],
-                                     const int rdispls[],
-                                     MPI_Datatype recvtype, MPI_Comm comm,
-                                     MPI_Request *request)
-{
-    shim_coll_args_t a = {.coll = DPS_COLL_NEIGHBOR_ALLTOALLV, .comm = comm,
-                          .sbuf = sendbuf, .scounts = sendcounts,
-                          .sdispls = sdispls, .stype = sendtype,
-                          .rbuf = recvbuf, .rcounts = recvcounts,
-                          .rdispls = rdispls, .rtype = recvtype,
-                          .request = request};
-
-    return neighbor(&a);
-}
-
-SHIM_API int MPI_Ineighbor_alltoallw(const void *sendbuf,
-                                     const int sendcounts[],
-                                     const MPI_Aint sdispls[],
-                                     const MPI_Datatype sendtypes[],
-                                     void *recvbuf, const int recvcounts[],
-                                     const MPI_Aint rdispls[],
-                                     const MPI_Datatype recvtypes[],
-                                     MPI_Comm comm, MPI_Request *request)
-{
-    shim_coll_args_t a = {.coll = DPS_COLL_NEIGHBOR_ALLTOALLW, .comm = comm,
-                          .sbuf = sendbuf, .scounts = sendcounts,
-                          .sad = sdispls, .stype = MPI_DATATYPE_NULL,
-                          .stypes = sendtypes, .rbuf = recvbuf,
-                          .rcounts = recvcounts, .rad = rdispls,
-                          .rtype = MPI_DATATYPE_NULL, .rtypes = recvtypes,
-                          .request = request};
-
-    return neighbor(&a);
 }

@@ -12,7 +12,7 @@
  * MPI's own.
  */
 #include "shim/wrap/coll.h"
-#include "shim/wrap/coll_list.h"
+#include "shim/wrap/shapes.h"
 #include "shim/wrap/pers.h"
 #include "shim/wrap/start.h"
 #include "common/dps_log.h"
@@ -144,15 +144,20 @@ static void keep_args(pargs_t *p)
 }
 
 /* The shim's nonblocking call with a's arguments, on m: a start is
- * decided and offloaded as that call is. */
+ * decided and offloaded as that call is (its row's entry). */
 static int run(const shim_coll_args_t *a, MPI_Comm m, MPI_Request *req)
 {
-#define RUN(id, nonblocking, persistent, ...)                              \
-    case DPS_COLL_##id:                                                    \
-        return MPI_##nonblocking(__VA_ARGS__, req);
+    shim_coll_args_t b = *a;
 
-    switch (dps_coll_base(a->coll)) {
-    SHIM_COLLS(RUN)
+    b.coll = dps_coll_base(a->coll);
+    b.comm = m;
+    b.request = req;
+#define RUN(ID, name, Name, family, shape, entry)                          \
+    case DPS_COLL_##ID:                                                    \
+        return shim_coll_##entry(&b);
+
+    switch (b.coll) {
+    DPS_COLLS(RUN)
     default:
         return MPI_ERR_INTERN;
     }
@@ -162,14 +167,12 @@ static int run(const shim_coll_args_t *a, MPI_Comm m, MPI_Request *req)
 /* Stock MPI's persistent init with a's arguments. */
 static int stock_init(const shim_coll_args_t *a)
 {
-    MPI_Comm m = a->comm;
-
-#define INIT(id, nonblocking, persistent, ...)                             \
-    case DPS_COLL_##id:                                                    \
-        return PPERS(persistent)(__VA_ARGS__, a->info, a->request);
+#define INIT(ID, name, Name, family, shape, entry)                         \
+    case DPS_COLL_##ID:                                                    \
+        return PPERS(Name)(SHIM_C_##shape(a) a->comm, a->info, a->request);
 
     switch (dps_coll_base(a->coll)) {
-    SHIM_COLLS(INIT)
+    DPS_COLLS(INIT)
     default:
         return MPI_ERR_INTERN;
     }
@@ -228,8 +231,7 @@ static pargs_t *wanted(const shim_coll_args_t *a)
         !shim_coll_wanted(a->coll, a->comm)) {
         return NULL;
     }
-    if (base >= DPS_COLL_NEIGHBOR_ALLGATHER &&
-        base <= DPS_COLL_NEIGHBOR_ALLTOALLW) {
+    if (dps_coll_family(base) == DPS_FAM_NEIGHBOR) {
         if (shim_neighbors(a->comm, &in, &s, &out, &d, &cart) != 0) {
             return NULL;
         }
@@ -298,7 +300,7 @@ static int refuse(pargs_t *p, int pcoll, int go, const shim_check_t *chk,
         *request = MPI_REQUEST_NULL;
     }
     shim_fallback(pcoll, MPI_SUCCESS);   /* nothing offloaded */
-    dps_error("%s: %s", shim_coll_name(pcoll), chk->what);
+    dps_error("%s: %s", dps_coll_short(pcoll), chk->what);
     shim_in_call++;
     PMPI_Comm_call_errhandler(chk->raise_on, chk->cls);
     shim_in_call--;

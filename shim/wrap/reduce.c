@@ -212,73 +212,23 @@ static int scatter(shim_comm_t *c, shim_call_t *k, const shim_coll_args_t *a)
     return vec_post(c, k, &v, (int)total, a->rcounts[c->rank], 1, a);
 }
 
-SHIM_API int MPI_Ireduce(const void *sendbuf, void *recvbuf, int count,
-                         MPI_Datatype datatype, MPI_Op op, int root,
-                         MPI_Comm comm, MPI_Request *request)
+/* The entries (common/dps_colls.h): each call's decision and post. */
+int shim_coll_reduce(const shim_coll_args_t *a)
 {
-    shim_coll_args_t a = {.coll = DPS_COLL_REDUCE, .comm = comm,
-                          .sbuf = sendbuf, .scount = count, .stype = datatype,
-                          .rbuf = recvbuf, .op = op, .root = root,
-                          .request = request};
-
-    return shim_coll_run(&a, count_offloads, reduce);
+    return shim_coll_run(a, count_offloads, reduce);
 }
 
-SHIM_API int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count,
-                            MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
-                            MPI_Request *request)
+int shim_coll_allreduce(const shim_coll_args_t *a)
 {
-    shim_coll_args_t a = {.coll = DPS_COLL_ALLREDUCE, .comm = comm,
-                          .sbuf = sendbuf, .scount = count, .stype = datatype,
-                          .rbuf = recvbuf, .op = op, .request = request};
-
-    return shim_coll_run(&a, count_offloads, all);
+    return shim_coll_run(a, count_offloads, all);
 }
 
-SHIM_API int MPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf,
-                                       int recvcount, MPI_Datatype datatype,
-                                       MPI_Op op, MPI_Comm comm,
-                                       MPI_Request *request)
+int shim_coll_reduce_scatter_block(const shim_coll_args_t *a)
 {
-    shim_coll_args_t a = {.coll = DPS_COLL_REDUCE_SCATTER_BLOCK, .comm = comm,
-                          .sbuf = sendbuf, .rcount = recvcount,
-                          .stype = datatype, .rbuf = recvbuf, .op = op,
-                          .request = request};
-
-    return shim_coll_run(&a, block_offloads, block);
+    return shim_coll_run(a, block_offloads, block);
 }
 
-SHIM_API int MPI_Ireduce_scatter(const void *sendbuf, void *recvbuf,
-                                 const int recvcounts[],
-                                 MPI_Datatype datatype, MPI_Op op,
-                                 MPI_Comm comm, MPI_Request *request)
+int shim_coll_reduce_scatter(const shim_coll_args_t *a)
 {
-    shim_coll_args_t a = {.coll = DPS_COLL_REDUCE_SCATTER, .comm = comm,
-                          .sbuf = sendbuf, .rcounts = recvcounts,
-                          .stype = datatype, .rbuf = recvbuf, .op = op,
-                          .request = request};
-
-    return shim_coll_run(&a, mean_offloads, scatter);
-}
-
-SHIM_API int MPI_Iscan(const void *sendbuf, void *recvbuf, int count,
-                       MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
-                       MPI_Request *request)
-{
-    shim_coll_args_t a = {.coll = DPS_COLL_SCAN, .comm = comm,
-                          .sbuf = sendbuf, .scount = count, .stype = datatype,
-                          .rbuf = recvbuf, .op = op, .request = request};
-
-    return shim_coll_run(&a, count_offloads, all);
-}
-
-SHIM_API int MPI_Iexscan(const void *sendbuf, void *recvbuf, int count,
-                         MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
-                         MPI_Request *request)
-{
-    shim_coll_args_t a = {.coll = DPS_COLL_EXSCAN, .comm = comm,
-                          .sbuf = sendbuf, .scount = count, .stype = datatype,
-                          .rbuf = recvbuf, .op = op, .request = request};
-
-    return shim_coll_run(&a, count_offloads, all);
+    return shim_coll_run(a, mean_offloads, scatter);
 }

@@ -87,13 +87,13 @@ static int start_one(shim_pers_t *p)
 
     if (p->active) {
         dps_error("MPI_Start: the persistent %s request is active (started "
-                  "and not completed)", shim_coll_name(p->coll));
+                  "and not completed)", dps_coll_short(p->coll));
         return MPI_ERR_REQUEST;
     }
     if (p->comm->freed) {
         /* Erroneous; stock MPI may or may not cope. Never a crash. */
         dps_error("MPI_Start: the communicator of this persistent %s "
-                  "request was freed", shim_coll_name(p->coll));
+                  "request was freed", dps_coll_short(p->coll));
         return MPI_ERR_COMM;
     }
     shim_as = p->coll;

@@ -524,7 +524,7 @@ static int check_reduce(sim_t *s, const call_t *c, uint8_t **first)
 
 static int is_reduction(int coll)
 {
-    return coll >= DPS_COLL_REDUCE && coll <= DPS_COLL_EXSCAN;
+    return dps_coll_family(coll) == DPS_FAM_REDUCE;
 }
 
 /* Build, run in several random orders, check. */
