@@ -68,7 +68,7 @@ SHIM_SRC   := shim/base/state.c shim/core/hooks.c shim/boot/init.c shim/boot/spa
               shim/wrap/check_common.c shim/wrap/check_mpich.c \
               shim/wrap/check_ompi.c \
               shim/wrap/move.c shim/wrap/reduce.c shim/wrap/neigh.c \
-              shim/wrap/persistent.c shim/wrap/pers_init.c \
+              shim/wrap/colls.c shim/wrap/pers_init.c \
               shim/wrap/pers_dup.c \
               shim/wrap/start.c shim/wrap/group.c shim/fortran/ompi.c \
               shim/fortran/ompi_colls.c shim/fortran/ompi_wait.c \
@@ -90,7 +90,7 @@ BENCH_SRC  := $(wildcard tests/bench/*.c)
 UNIT_TESTS := check_proto check_config check_shim_util check_listen check_shm check_build \
               check_reduce check_cma check_defer
 
-.PHONY: all build mpi-list deps deps-full check demo bench clean unit fuzz install deb deb-arm64 depgraph \
+.PHONY: all build mpi-list deps deps-full check check-quick demo bench clean unit fuzz install deb deb-arm64 depgraph \
         agent-arm64 arm64-cc $(ALL_MPIS)
 
 PREFIX     ?= /usr/local
@@ -191,7 +191,14 @@ build/unit/%: tests/unit/%.c $(COMMON_SRC) shim/boot/env.c $(BLD_SRC) $(HDRS) Ma
 	$(CC) $(WARN) $(INC) $(CFLAGS) -o $@ $< $(COMMON_SRC) shim/boot/env.c $(BLD_SRC) \
 	    $$(pkg-config --cflags --libs check) $(UCX_LIBS)
 
-unit: $(addprefix build/unit/,$(UNIT_TESTS))
+# The collectives' table against each MPI's names (run with that MPI's
+# libdpushim.so): built with the MPI's compiler wrapper.
+build/%/check_colls: tests/unit/check_colls.c $(COMMON_SRC) $(HDRS) Makefile
+	@mkdir -p $(@D)
+	$(MPICC_$*) $(WARN) $(INC) $(CFLAGS) -o $@ $< $(COMMON_SRC) \
+	    $$(pkg-config --cflags --libs check) $(UCX_LIBS) -ldl
+
+unit: $(addprefix build/unit/,$(UNIT_TESTS)) $(foreach m,$(MPI),build/$(m)/check_colls)
 
 # libFuzzer harness for the wire decoder (clang), and its seed writer.
 FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer,address,undefined \
@@ -259,6 +266,12 @@ deps-full:
 check: deps-full
 	@$(MAKE) --no-print-directory MPI="$(RUN_MPIS)" build unit fuzz agent-arm64
 	@scripts/check.sh $(RUN_MPIS)
+
+# The unit tests and a few MPI cases of each MPI (tests/cases.py,
+# bin/dps-test --quick): under 2 minutes once built.
+check-quick: deps
+	@$(MAKE) --no-print-directory MPI="$(RUN_MPIS)" build unit
+	@bin/dps-test --quick $(RUN_MPIS)
 
 demo: deps
 	@$(MAKE) --no-print-directory MPI="$(RUN_MPIS)" build

@@ -93,33 +93,27 @@ stats_match() {
     done < <(grep '^expect~: ' "$log" | sed 's/^expect~: //')
 }
 
+# runner ARGS...: cases of the matrix (tests/cases.py) run by
+# bin/dps-test with ARGS, their results added to this run's.
+runner() {
+    local out=$LOGS/dps-test.out n f
+    bin/dps-test --logs "$LOGS" --times "$TIMES" --timeout "$TIMEOUT" "$@" |
+        tee "$out"
+    read -r n f < <(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p' \
+                    "$out" | tail -n 1)
+    if [ -z "${n:-}" ]; then
+        report "bin/dps-test $* (no summary)" 0 "$out"
+        return
+    fi
+    PASS=$((PASS + n))
+    FAIL=$((FAIL + f))
+    REPORT_T=$SECONDS
+}
+
+# The unit tests, and for each MPI the collectives' table against its
+# names (tests/unit/check_colls.c).
 unit_tests() {
-    local t log out n f e
-    for t in $(make -s --no-print-directory print-UNIT_TESTS); do
-        t=build/unit/$t
-        if [ ! -x "$t" ]; then
-            echo "$t not built (make unit)" >"$LOGS/unit-missing.log"
-            report "unit $(basename "$t") built" 0 "$LOGS/unit-missing.log"
-            continue
-        fi
-        log="$LOGS/unit-$(basename "$t").log"
-        # Check's 4 s per test is too short on a loaded 2-core machine.
-        CK_DEFAULT_TIMEOUT=${CK_DEFAULT_TIMEOUT:-60} \
-            timeout -k 5 "$TIMEOUT" "$t" >"$log" 2>&1
-        out=$(grep -Eo 'Checks: [0-9]+, Failures: [0-9]+, Errors: [0-9]+' \
-              "$log" | tail -n 1)
-        if [ -z "$out" ]; then
-            report "unit $(basename "$t") (no summary)" 0 "$log"
-            continue
-        fi
-        read -r n f e < <(echo "$out" | grep -Eo '[0-9]+' | tr '\n' ' ')
-        PASS=$((PASS + n - f - e))
-        FAIL=$((FAIL + f + e))
-        echo "$( [ $((f + e)) = 0 ] && echo PASS || echo FAIL ) unit" \
-             "$(basename "$t"): $out"
-        [ $((f + e)) = 0 ] || sed 's/^/    | /' "$log" | grep -v ':P:' |
-            tail -n 40
-    done
+    runner --kind unit "$@"
 }
 
 # The sources' layout (docs/architecture.md): no two files call or include
@@ -156,89 +150,9 @@ readme_check() {
         "$ok" "$log"
 }
 
+# The MPI programs of tests/mpi, each several ways (tests/cases.py).
 mpi_tests() {
-    local mpi=$1 t name log ok rc np rpd run
-    local base="DPUSHIM_STATS=1 DPUSHIM_MIN_BYTES=1"
-    for t in tests/mpi/t_*.c; do
-        name=$(basename "$t" .c)
-        t=build/$mpi/tests/$name
-        if [ ! -x "$t" ]; then
-            log="$LOGS/$mpi-$name-missing.log"
-            echo "$t not built (make MPI=$mpi)" >"$log"
-            report "$mpi $name built" 0 "$log"
-            continue
-        fi
-        log="$LOGS/$mpi-$name-stock.log"
-        run_job "$log" "$mpi" 2 0 "" "$t"
-        rc=$?
-        ok=0
-        [ $rc = 0 ] && grep -q '^result: ok' "$log" && ok=1
-        report "$mpi $name stock MPI, 2 ranks" "$ok" "$log"
-
-        shim_case "$mpi" "$t" 2 "$base" "2 ranks, 1 agent"
-        shim_case "$mpi" "$t" 4 "$base DPUSHIM_RANKS_PER_DPU=2" \
-            "4 ranks, 2 agents"
-    done
-    # Odd communicator sizes: 3 ranks, agents serving 2 and 1 (t_rtypes,
-    # every reducible type, runs at 2 and 4: 45 s more at 3 for what
-    # t_colls' reductions show there).
-    for name in t_odd t_mixed t_colls t_dtypes t_persist t_neigh t_group \
-                t_pers_order t_argerr; do
-        shim_case "$mpi" "build/$mpi/tests/$name" 3 \
-            "$base DPUSHIM_RANKS_PER_DPU=2" "3 ranks, 2 agents"
-    done
-    # t_argerr's reference (stock MPI's refusals) at every size too.
-    for np in 3 4; do
-        log="$LOGS/$mpi-t_argerr-stock-np$np.log"
-        run_job "$log" "$mpi" "$np" 0 "" "build/$mpi/tests/t_argerr"
-        rc=$?
-        ok=0
-        [ $rc = 0 ] && grep -q '^result: ok' "$log" && ok=1
-        report "$mpi t_argerr stock MPI, $np ranks" "$ok" "$log"
-    done
-    # Fallbacks by reason (DPUSHIM_STATS=2): t_rtypes expects each
-    # collective's reasons line. An agent per rank (four agents for four
-    # ranks took 130-270 s on two busy cores). (T_CASE names the log.)
-    shim_case "$mpi" "build/$mpi/tests/t_rtypes" 2 \
-        "DPUSHIM_STATS=2 DPUSHIM_MIN_BYTES=1 DPUSHIM_RANKS_PER_DPU=1 T_CASE=reasons" \
-        "2 ranks, 2 agents, fallbacks by reason"
-    # The staged data path (the agent copies through its own buffers, as
-    # a DPU staging in its memory) beside the default direct one.
-    for name in t_alltoall_sizes t_bcast_roots t_chunks t_comms t_engine \
-                t_colls t_dtypes t_persist t_neigh t_group t_pers_order; do
-        shim_case "$mpi" "build/$mpi/tests/$name" 4 \
-            "$base DPUSHIM_RANKS_PER_DPU=2 DPUSHIM_DATA_PATH=staged" \
-            "4 ranks, 2 agents, staged data path"
-    done
-    # The UCX get/put path that serves ranks of other nodes on a cluster.
-    # Here UCX emulates RMA with messages the ranks progress in MPI calls,
-    # so programs that block in MPI_Recv while data is due are left out.
-    for name in t_alltoall_sizes t_bcast_roots t_comms t_edge t_buffers \
-                t_regcache t_regmem t_reglru t_outside; do
-        shim_case "$mpi" "build/$mpi/tests/$name" 4 \
-            "$base DPUSHIM_RANKS_PER_DPU=2 DPUSHIM_TRANSPORT=ucx" \
-            "4 ranks, 2 agents, UCX get/put for every rank"
-    done
-    # Ranks on other nodes as on a cluster without RDMA (issue 27): the
-    # UCX get/put path for every rank, staged through the agents, and
-    # the agents' UCX on TCP only (scripts/agent_tcp.sh says why not
-    # UCX_TLS for the whole job); each rank an agent of its own and two
-    # ranks per agent, at 2, 3 and 4 ranks (three agents at 3, two at 4).
-    # t_landed runs every nonblocking and persistent collective around
-    # the 256 KiB chunk, twice each: over TCP a put completes long before
-    # it lands, so a step that reads a block the round before wrote sees
-    # old bytes unless the agent waited for it. Between real hosts the
-    # cluster part (scripts/cluster_check.sh) runs the suites over TCP.
-    local tcp="DPUSHIM_DATA_PATH=staged DPUSHIM_TRANSPORT=ucx"
-    tcp+=" DPUSHIM_AGENT=$PWD/scripts/agent_tcp.sh"
-    tcp+=" DPS_AGENT_BIN=$PWD/build/$mpi/dpu_agent"
-    for run in 2:2 3:1 4:2; do
-        np=${run%:*} rpd=${run#*:}
-        shim_case "$mpi" "build/$mpi/tests/t_landed" "$np" \
-            "$base DPUSHIM_RANKS_PER_DPU=$rpd $tcp" \
-            "$np ranks, $rpd per agent, staged, UCX get/put over TCP" \
-            "-rpd$rpd"
-    done
+    runner --kind mpi "$1"
 }
 
 # shim_case MPI PROG NP VARS TITLE [TAG]: data correct, statistics as
@@ -1231,7 +1145,7 @@ if [ -n "$(dps_agents_left)" ]; then
     echo "note: dpu_agent processes of this run's tag ($DPS_RUN_TAG) were" \
          "running before the suite: $(dps_agents_left | tr '\n' ' ')"
 fi
-unit_tests
+unit_tests "$@"
 readme_check
 layout_check "$1"
 fuzz_decoder
