@@ -105,7 +105,8 @@ cluster_up() {
 # Listening agents on each DPU: port 7420 (map), and, for the dpuucx
 # column, port 7421 with DPUSHIM_TRANSPORT=ucx (map-ucx).
 start_dpus() {
-    local mpi=$1 agent=${BENCH_DPU_AGENT:-build/$mpi/dpu_agent} h ip p log
+    local mpi=$1
+    local agent=${BENCH_DPU_AGENT:-build/$mpi/dpu_agent} h ip p log
     mkdir -p "$DPS_CLUSTER_DIR/sec" && chmod 700 "$DPS_CLUSTER_DIR/sec"
     : >"$DPS_CLUSTER_DIR/map"
     : >"$DPS_CLUSTER_DIR/map-ucx"

@@ -116,6 +116,15 @@ unit_tests() {
     runner --kind unit "$@"
 }
 
+# The shell scripts pass shellcheck at severity warning (a finding that
+# is the intent carries a disable comment saying why).
+shellcheck_check() {
+    local log=$LOGS/shellcheck.log ok=1
+    shellcheck -S warning -f gcc scripts/*.sh scripts/dpushim \
+        scripts/cluster-rsh .ci/run >"$log" 2>&1 || ok=0
+    report "shell scripts pass shellcheck -S warning" "$ok" "$log"
+}
+
 # The sources' layout (docs/architecture.md): no two files call or include
 # each other in a loop, and no folder calls or includes one above it.
 layout_check() {
@@ -211,7 +220,7 @@ err_case() {
         sleep 0.1
     done
     [ -z "$(dps_agents_left)" ] || {
-        echo "agents left: $(dps_pids_describe $(dps_agents_left))" >>"$log"
+        echo "agents left: $(dps_agents_described)" >>"$log"
         ok=0; }
     report "$mpi erroneous call ($cas, $np ranks, $([ $h = fatal ] &&
         echo "fatal handler: aborts" || echo "MPI_ERRORS_RETURN: errors returned")), no hang" \
@@ -237,7 +246,8 @@ regcache_off_case() {
 # dpu_agent --probe: a plain answer about BlueField, exit status to match;
 # --help names every option the agent accepts.
 agent_cli_tests() {
-    local mpi=$1 log="$LOGS/$mpi-agent-probe.log" rc ok=0 o
+    local mpi=$1
+    local log="$LOGS/$mpi-agent-probe.log" rc ok=0 o
     "build/$mpi/dpu_agent" --probe >"$log" 2>&1
     rc=$?
     if [ $rc = 0 ]; then
@@ -271,7 +281,7 @@ require_case() {
     [ "$(grep -Ec -- "$re" "$log")" = 1 ] || {
         echo "expected /$re/ once in the output" >>"$log"; ok=0; }
     [ -z "$(dps_agents_left)" ] || {
-        echo "agent left: $(dps_pids_describe $(dps_agents_left))" >>"$log"
+        echo "agent left: $(dps_agents_described)" >>"$log"
         ok=0; }
     report "$mpi DPUSHIM_REQUIRE: $name aborts" "$ok" "$log"
 }
@@ -417,7 +427,7 @@ kill_case() {
     done
     if [ -n "$(dps_agents_left)" ]; then
         echo "agents left 10 s after killing $what:" \
-            "$(dps_pids_describe $(dps_agents_left))" >>"$log"
+            "$(dps_agents_described)" >>"$log"
         ok=0
     fi
     # Clean up the rest of the job, whatever the launcher does.
@@ -487,7 +497,7 @@ failover_case() {
         [ -z "$(dps_agents_left)" ] && break
         sleep 0.1
     done
-    [ -z "$(dps_agents_left)" ] || { echo "agents left: $(dps_pids_describe $(dps_agents_left))" >>"$log"; ok=0; }
+    [ -z "$(dps_agents_left)" ] || { echo "agents left: $(dps_agents_described)" >>"$log"; ok=0; }
     local what="killed (SIGKILL)"
     local outcome="requests end, results exact, job finishes on stock MPI"
     [ "$how" = stop ] && what="stopped (SIGSTOP, silent)"
@@ -521,7 +531,7 @@ failover_kinds_case() {
             { echo "no statistics of $name after the failure" >>"$log"; ok=0; }
     done
     [ -z "$(dps_agents_left)" ] || sleep 2
-    [ -z "$(dps_agents_left)" ] || { echo "agents left: $(dps_pids_describe $(dps_agents_left))" >>"$log"; ok=0; }
+    [ -z "$(dps_agents_left)" ] || { echo "agents left: $(dps_agents_described)" >>"$log"; ok=0; }
     report "$mpi agent killed with one collective of every kind pending, $np ranks: each ends (exact, or an error), all run on stock MPI after" "$ok" "$log"
 }
 
@@ -1054,7 +1064,7 @@ listen_bad_input_tests() {
             "DPUSHIM_MIN_BYTES=1 DPUSHIM_AGENT_MAP=$dir/map DPUSHIM_SECRET_DIR=$full" \
             "+cannot write $full/job-[0-9a-f]+\.key: No space left on device" \
             "+ialltoall $off"
-        [ -z "$(ls "$full" | grep -v '^fill$')" ] ||
+        [ -z "$(find "$full" -mindepth 1 -maxdepth 1 ! -name fill)" ] ||
             report "$mpi no partial secret file left on a full file system" 0
         umount "$full"
     else
@@ -1148,6 +1158,7 @@ fi
 unit_tests "$@"
 readme_check
 layout_check "$1"
+shellcheck_check
 fuzz_decoder
 arm64_wire_tests
 install_check "$@"

@@ -101,6 +101,7 @@ if [ $srun = 1 ]; then
     case $mpi in
     openmpi)
         pmi=pmix
+        # shellcheck disable=SC2054 # the commas are the value's
         env+=(OMPI_MCA_pml=ob1 OMPI_MCA_btl=tcp,vader,self
               OMPI_MCA_btl_tcp_if_include=eth0
               OMPI_MCA_mpi_yield_when_idle=1) ;;
@@ -120,6 +121,7 @@ if [ $srun = 1 ]; then
 fi
 case $mpi in
 openmpi)
+    # shellcheck disable=SC2054 # the commas are the values'
     args=(mpirun.openmpi --allow-run-as-root --oversubscribe
           --host "$hosts" -np "$np"
           --mca plm_rsh_agent "$RSH"

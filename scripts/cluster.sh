@@ -229,7 +229,8 @@ cmd_up() {
         say "a cluster is up in $RUN (scripts/cluster.sh down first)"
         exit 1
     fi
-    mkdir -m 0700 -p "$RUN"
+    mkdir -p "$RUN"
+    chmod 0700 "$RUN"
     trap 'say "up failed; taking down what was made"; cmd_down >/dev/null' ERR
     {
         echo "127.0.0.1 localhost"

@@ -19,7 +19,8 @@ set -- "${DPS_MPIS[@]}"
 NP=${DPS_DEMO_NP:-2}
 # The standard placement: one rank per core (the agent shares the cores).
 if [ -z "${DPS_RANK_CPUS+x}" ] && [ "$NP" -le "$(nproc)" ]; then
-    export DPS_RANK_CPUS=$(seq -s, 0 $((NP - 1)))
+    DPS_RANK_CPUS=$(seq -s, 0 $((NP - 1)))
+    export DPS_RANK_CPUS
 fi
 SIZE=$((1 << 20))
 out=$(mktemp -d)

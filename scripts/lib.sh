@@ -112,6 +112,13 @@ dps_pids_describe() {
     return 0
 }
 
+# This run's agents still running, each as "PID: command line".
+dps_agents_described() {
+    local pids
+    mapfile -t pids < <(dps_agents_left)
+    dps_pids_describe "${pids[@]}"
+}
+
 # dps_mpis_ready [MPI...]: sets DPS_MPIS to the MPIs given (none given:
 # openmpi and mpich), after checking that each is installed and built.
 # Prints what is missing, naming it, and returns 1 when any is: a script

@@ -68,10 +68,10 @@ _lt_handshake() {
 # of its own: it is a test tool).
 _lt_build_client() {
     local mpi=$1
-    local log=$2 src
+    local log=$2 src common
     # The library's common sources, as the Makefile lists them.
-    src=(tests/tools/listen_client.c
-         $(make -s --no-print-directory print-COMMON_SRC))
+    read -r -a common < <(make -s --no-print-directory print-COMMON_SRC)
+    src=(tests/tools/listen_client.c "${common[@]}")
     _lt_client=build/$mpi/listen_client
     ${CC:-cc} -std=gnu11 -Wall -Wextra -Werror -I. -O2 -g -o "$_lt_client" \
         "${src[@]}" -lucp -lucs >>"$log" 2>&1
