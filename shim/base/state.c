@@ -6,6 +6,8 @@
  */
 #include "shim/base/state.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <unistd.h>
 
 shim_state_t shim = {
@@ -31,3 +33,16 @@ void shim_hello(dps_msg_hello_t *out)
     out->token = shim.cma_token;
 }
 
+int shim_fo_notice(shim_fo_cause_t cause, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (shim.fo_cause != SHIM_FO_NO_CAUSE || cause == SHIM_FO_NO_CAUSE) {
+        return 0;
+    }
+    shim.fo_cause = cause;
+    va_start(ap, fmt);
+    vsnprintf(shim.fo_why, sizeof(shim.fo_why), fmt, ap);
+    va_end(ap);
+    return 1;
+}

@@ -100,7 +100,9 @@ typedef struct shim_state {
                                    * until then: the progress thread
                                    * stands aside (core/progress.c) */
     double         ping_sent;     /* outstanding PING, or 0 */
-    char           fo_why[700];   /* failure seen here, to act on */
+    int            fo_cause;      /* shim_fo_cause_t: the failure
+                                   * noticed (shim_fo_notice) */
+    char           fo_why[700];   /* ... what happened, for messages */
     int            fo_state;      /* SHIM_FO_* */
     MPI_Comm       fo_ctrl;       /* notices and Finalize (p2p, barrier) */
     MPI_Comm       fo_agree;      /* the agreement's collectives */
@@ -129,6 +131,34 @@ extern __thread int shim_in_call;
  * attribute delete callback, shim_comm_delete) when the last request on
  * it ends, from inside that very call. */
 extern __thread MPI_Request *shim_busy_req;
+
+/* Why the shim stops using its agent: the failure that starts a
+ * takeover by stock MPI (shim/failover/). */
+typedef enum {
+    SHIM_FO_NO_CAUSE = 0,
+    SHIM_FO_AGENT_DIED,     /* its process, or another agent's of this
+                             * node, ended */
+    SHIM_FO_AGENT_GONE,     /* the connection to a listening agent ended */
+    SHIM_FO_AGENT_SILENT,   /* no answer within DPUSHIM_AGENT_TIMEOUT */
+    SHIM_FO_AGENT_CORRUPT,  /* it wrote a corrupt message ring */
+    SHIM_FO_POST_FAILED,    /* a collective could not be handed to it */
+    SHIM_FO_REPORTED        /* another rank told of a failure */
+} shim_fo_cause_t;
+
+/*
+ * Notice a failure: the first one noticed is kept (its cause, and fmt's
+ * text for the messages), later ones are ignored; the takeover starts at
+ * the next progress (failover/failover.h). 1 if this one was the first.
+ * Lock held.
+ */
+int shim_fo_notice(shim_fo_cause_t cause, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* The failure noticed, or SHIM_FO_NO_CAUSE. */
+static inline shim_fo_cause_t shim_fo_noticed(void)
+{
+    return (shim_fo_cause_t)shim.fo_cause;
+}
 
 /* Who we are, for HELLO, PING and SHM: world rank, pid and our CMA
  * token (its address and value; both 0 when we have none). */

@@ -104,7 +104,8 @@ int shim_pid_alive(pid_t pid)
 
 /*
  * Called with the lock held, while agents serve: is our agent, or another
- * on this node, dead, or has ours stopped answering? Sets shim.fo_why.
+ * on this node, dead, or has ours stopped answering? Notices it
+ * (shim_fo_notice).
  */
 void shim_agent_check(void)
 {
@@ -112,22 +113,21 @@ void shim_agent_check(void)
     pid_t dead;
     int i;
 
-    if (shim.fo_why[0] != '\0' || shim.by_token == NULL ||
+    if (shim_fo_noticed() != SHIM_FO_NO_CAUSE || shim.by_token == NULL ||
         now - shim.last_liveness < SHIM_LIVENESS_PERIOD) {
         return;
     }
     shim.last_liveness = now;
     /* Agents on this host: by pid (0: on a DPU, not ours to see). */
     if (shim.agent_pid > 0 && !shim_pid_alive(shim.agent_pid)) {
-        snprintf(shim.fo_why, sizeof(shim.fo_why), "agent %s died",
-                 shim.agent_desc);
+        shim_fo_notice(SHIM_FO_AGENT_DIED, "agent %s died", shim.agent_desc);
         return;
     }
     for (i = 0; i < shim.n_node_agents; i++) {
         dead = shim.node_agents[i];
         if (dead > 0 && !shim_pid_alive(dead)) {
-            snprintf(shim.fo_why, sizeof(shim.fo_why), "agent pid %d of "
-                     "this node died", (int)dead);
+            shim_fo_notice(SHIM_FO_AGENT_DIED,
+                           "agent pid %d of this node died", (int)dead);
             return;
         }
     }
@@ -136,17 +136,18 @@ void shim_agent_check(void)
         struct pollfd pfd = {shim.parent_fd, POLLIN, 0};
 
         if (poll(&pfd, 1, 0) > 0) {
-            snprintf(shim.fo_why, sizeof(shim.fo_why),
-                     "the connection to agent %s ended", shim.agent_desc);
+            shim_fo_notice(SHIM_FO_AGENT_GONE,
+                           "the connection to agent %s ended",
+                           shim.agent_desc);
             return;
         }
     }
     /* Alive but silent: ping it; no answer within the timeout fails it. */
     if (shim.ping_sent > 0 && now - shim.ping_sent > half) {
-        snprintf(shim.fo_why, sizeof(shim.fo_why),
-                 "agent %s has not answered for %u s "
-                 "(DPUSHIM_AGENT_TIMEOUT)", shim.agent_desc,
-                 shim.cfg.agent_timeout);
+        shim_fo_notice(SHIM_FO_AGENT_SILENT,
+                       "agent %s has not answered for %u s "
+                       "(DPUSHIM_AGENT_TIMEOUT)", shim.agent_desc,
+                       shim.cfg.agent_timeout);
     } else if (shim.ping_sent == 0 && now - shim.last_heard > half) {
         dps_msg_hello_t me;
         size_t len;
@@ -243,10 +244,9 @@ void shim_agent_msgs(void)
         if (n < 0) {
             dps_error("the shared-memory channel from agent %s is corrupt",
                       shim.agent_desc);
-            if (shim.fo_why[0] == '\0') {
-                snprintf(shim.fo_why, sizeof(shim.fo_why), "agent %s wrote "
-                         "a corrupt message ring", shim.agent_desc);
-            }
+            shim_fo_notice(SHIM_FO_AGENT_CORRUPT,
+                           "agent %s wrote a corrupt message ring",
+                           shim.agent_desc);
             break;
         }
         agent_msg(buf, (size_t)n);

@@ -206,10 +206,8 @@ static void op_send(shim_op_t *op)
         return;
     }
     /* The agent is gone: stock MPI takes the op over (failover/failover.c). */
-    if (shim.fo_why[0] == '\0') {
-        snprintf(shim.fo_why, sizeof(shim.fo_why),
-                 "cannot hand a collective to agent %s", shim.agent_desc);
-    }
+    shim_fo_notice(SHIM_FO_POST_FAILED,
+                   "cannot hand a collective to agent %s", shim.agent_desc);
 }
 
 /* op's TMP buffer and the registrations of its buffers, taken under the

@@ -146,8 +146,9 @@ void shim_comm_progress(void);
 /* Send a message (ownership taken) to our agent and wake it up. */
 int shim_send_agent(void *msg, size_t len);
 
-/* Is the agent alive (checked every 0.1 s at most)? On a failure, sets
- * shim.fo_why: the takeover starts at the next progress. Lock held. */
+/* Is the agent alive (checked every 0.1 s at most)? On a failure,
+ * notices it (shim_fo_notice): the takeover starts at the next progress.
+ * Lock held. */
 void shim_agent_check(void);
 
 /* Take in the agent's messages (lock held). */

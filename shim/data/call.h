@@ -103,6 +103,8 @@ typedef struct shim_call {
     shim_unpack_t unpack;       /* RECV staged, to unpack */
     shim_keep_t  *keep;         /* a persistent start's kept maps, or
                                  * NULL */
+    struct shim_sched **pin;    /* where a persistent start pins its
+                                 * schedule (shim_sched_pinned), or NULL */
     int           error;        /* nonzero: this rank's arguments are
                                  * wrong (dps_status_t): the agent fails
                                  * the instance on every rank */

@@ -142,8 +142,8 @@ static void stop_our_agent(void)
     }
 }
 
-/* A failure seen here or told of (shim.fo_why says which, never empty
- * here): tell the others, stop our agent, and begin the agreement. */
+/* A failure seen here or told of (shim_fo_noticed; shim.fo_why says
+ * which): tell the others, stop our agent, and begin the agreement. */
 static void fo_start(void)
 {
     const char *why = shim.fo_why;
@@ -260,12 +260,12 @@ static void notice_taken(int expected)
         fo.heard[from] = 1;
     }
     fo.recv_buf[FO_WHY_LEN - 1] = '\0';
-    if (shim.fo_state == SHIM_FO_NONE && shim.fo_why[0] == '\0') {
-        snprintf(shim.fo_why, sizeof(shim.fo_why), "rank %d reports: %.600s",
-                 from, strncmp(fo.recv_buf, "rank ", 5) == 0 ?
-                 strstr(fo.recv_buf, ": ") ? strstr(fo.recv_buf, ": ") + 2
-                                           : fo.recv_buf
-                 : fo.recv_buf);
+    if (shim.fo_state == SHIM_FO_NONE) {
+        shim_fo_notice(SHIM_FO_REPORTED, "rank %d reports: %.600s", from,
+                       strncmp(fo.recv_buf, "rank ", 5) == 0 ?
+                       strstr(fo.recv_buf, ": ") ? strstr(fo.recv_buf, ": ") + 2
+                                                 : fo.recv_buf
+                       : fo.recv_buf);
     }
     fo.recv_req = MPI_REQUEST_NULL;
     if (fo.received < expected) {
@@ -291,7 +291,7 @@ void shim_fo_progress(void)
 {
     /* Every watched MPI call comes here: while nothing has failed, look
      * for notices only every FO_POLL_SEC, at the cost of a clock read. */
-    if (shim.fo_state == SHIM_FO_NONE && shim.fo_why[0] == '\0') {
+    if (shim.fo_state == SHIM_FO_NONE && shim_fo_noticed() == SHIM_FO_NO_CAUSE) {
         double now = dps_now();
 
         if (now < fo.next_poll) {
@@ -303,7 +303,7 @@ void shim_fo_progress(void)
         return;
     }
     poll_notices();
-    if (shim.fo_state == SHIM_FO_NONE && shim.fo_why[0] != '\0') {
+    if (shim.fo_state == SHIM_FO_NONE && shim_fo_noticed() != SHIM_FO_NO_CAUSE) {
         fo_start();
     }
     if (shim.fo_state == SHIM_FO_COUNTS || shim.fo_state == SHIM_FO_ENTRIES) {
@@ -333,7 +333,7 @@ void shim_fo_settle(void)
         if (shim.fo_state == SHIM_FO_DECIDED && fo.all_started) {
             break;
         }
-        if (shim.fo_state == SHIM_FO_NONE && shim.fo_why[0] == '\0') {
+        if (shim.fo_state == SHIM_FO_NONE && shim_fo_noticed() == SHIM_FO_NO_CAUSE) {
             break;            /* nothing known here after all */
         }
         usleep(20);
@@ -375,7 +375,7 @@ void shim_fo_fini(void)
         PMPI_Cancel(&fo.recv_req);
         PMPI_Wait(&fo.recv_req, MPI_STATUS_IGNORE);
     }
-    if (shim.fo_state == SHIM_FO_NONE && shim.fo_why[0] != '\0') {
+    if (shim.fo_state == SHIM_FO_NONE && shim_fo_noticed() != SHIM_FO_NO_CAUSE) {
         fo_start();
     }
     while (shim.fo_state == SHIM_FO_COUNTS ||

@@ -186,8 +186,10 @@ DPS_COLLS(FROW)
  */
 static int w_offloads(int coll, MPI_Comm comm)
 {
-    return shim.initialized && shim_coll_wanted(coll, comm) &&
-           shim_any_size();
+    shim_ctx_t x = shim_ctx_app();
+
+    return shim.initialized && shim_coll_wanted(&x, coll, comm) &&
+           shim_any_size(&x);
 }
 
 void f_ialltoallw P_A2AW(NO_INFO);
@@ -285,6 +287,14 @@ DPS_COLLS(FROW)
 /* The w forms: the shim's init copies the datatype arrays
  * (wrap/pers_init.c); stock MPI's keeps reading them, so there Open
  * MPI's binding runs. */
+/* Whether the shim may offload the persistent form coll on comm. */
+static int p_wanted(int coll, MPI_Comm comm)
+{
+    shim_ctx_t x = shim_ctx_app();
+
+    return shim.initialized && shim_coll_wanted(&x, coll, comm);
+}
+
 void fp_alltoallw P_A2AW(WITH_INFO);
 void fp_alltoallw P_A2AW(WITH_INFO)
 {
@@ -293,7 +303,7 @@ void fp_alltoallw P_A2AW(WITH_INFO)
     MPI_Request r = MPI_REQUEST_NULL;
     int rc;
 
-    if (!(shim.initialized && shim_coll_wanted(DPS_COLL_ALLTOALLW_INIT, c))) {
+    if (!p_wanted(DPS_COLL_ALLTOALLW_INIT, c)) {
         void (*own) P_A2AW(WITH_INFO);
 
         *(void **)&own = dlsym(RTLD_NEXT, "ompix_alltoallw_init_f");
@@ -321,8 +331,7 @@ void fp_neighbor_alltoallw P_NA2AW(WITH_INFO)
     MPI_Request r = MPI_REQUEST_NULL;
     int rc;
 
-    if (!(shim.initialized &&
-          shim_coll_wanted(DPS_COLL_NEIGHBOR_ALLTOALLW_INIT, c))) {
+    if (!p_wanted(DPS_COLL_NEIGHBOR_ALLTOALLW_INIT, c)) {
         void (*own) P_NA2AW(WITH_INFO);
 
         *(void **)&own = dlsym(RTLD_NEXT, "ompix_neighbor_alltoallw_init_f");

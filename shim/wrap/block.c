@@ -168,7 +168,7 @@ SHIM_API int MPI_Probe(int source, int tag, MPI_Comm comm,
 #define SHIM_BLOCKING_COLL(call)                                            \
     do {                                                                    \
         if (__builtin_expect(shim.fo_state != SHIM_FO_NONE ||               \
-                             shim.fo_why[0] != '\0', 0)) {                  \
+                             shim_fo_noticed() != SHIM_FO_NO_CAUSE, 0)) {    \
             shim_fo_settle();                                               \
         }                                                                   \
         return PMPI_##call;                                                 \

@@ -12,34 +12,33 @@
 #include <stdlib.h>
 #include <string.h>
 
-__thread int shim_as;
-__thread shim_keep_t *shim_keep_as;
-__thread struct shim_sched **shim_pin;
-__thread shim_comm_t *shim_stream;
-__thread int shim_probing;
-__thread shim_check_t *shim_probe_chk;
-__thread int shim_why;
-
-/* The statistics line a call counts on: its persistent form's while that
- * is being started. */
+/* Add n to coll's statistic stat. */
 static void count(int coll, int stat, uint64_t n)
 {
-    if (shim_as != 0) {
-        coll = shim_as;
-    }
     pthread_mutex_lock(&shim.lock);
     shim.stats[coll][stat] += n;
     pthread_mutex_unlock(&shim.lock);
 }
 
-int shim_fallback(int coll, int rc)
+/* The decision says no, for this reason (x may be NULL: not recorded). */
+static int say_no(shim_ctx_t *x, int why)
 {
-    int why = shim_why >= 0 && shim_why < SHIM_NWHY ? shim_why
-                                                    : SHIM_WHY_OTHER;
+    if (x != NULL) {
+        x->why = why;
+    }
+    return 0;
+}
 
+int shim_fallback(shim_ctx_t *x, int coll, int rc)
+{
+    int why = x->why >= 0 && x->why < SHIM_NWHY ? x->why : SHIM_WHY_OTHER;
+
+    if (x->as != 0) {
+        coll = x->as;   /* the statistics line of the persistent form */
+    }
     count(coll, SHIM_STAT_FALLBACK, 1);
     count(coll, SHIM_STAT_WHY + why, 1);
-    shim_why = SHIM_WHY_OTHER;
+    x->why = SHIM_WHY_OTHER;
     return rc;
 }
 
@@ -53,54 +52,46 @@ int shim_comm_size(MPI_Comm comm)
     return n;
 }
 
-int shim_coll_wanted(int coll, MPI_Comm comm)
+int shim_coll_wanted(shim_ctx_t *x, int coll, MPI_Comm comm)
 {
     int inter = 0;
 
-    shim_why = SHIM_WHY_OTHER;   /* a new decision */
-    if (shim_as != 0) {
-        coll = shim_as;   /* a persistent collective's own switch */
+    x->why = SHIM_WHY_OTHER;   /* a new decision */
+    if (x->as != 0) {
+        coll = x->as;   /* a persistent collective's own switch */
     }
     if (!shim.active || !shim.cfg.coll[coll - 1]) {
-        shim_why = SHIM_WHY_OFF;
-        return 0;
+        return say_no(x, SHIM_WHY_OFF);
     }
     if (comm != MPI_COMM_NULL) {
         PMPI_Comm_test_inter(comm, &inter);
     }
     if (comm == MPI_COMM_NULL || inter) {
-        shim_why = SHIM_WHY_COMM;
-        return 0;
+        return say_no(x, SHIM_WHY_COMM);
     }
     return 1;
 }
 
-int shim_big_enough(uint64_t bytes)
+int shim_big_enough(shim_ctx_t *x, uint64_t bytes)
 {
-    if (bytes > 0 && bytes >= shim.min_bytes) {
-        return 1;
-    }
-    shim_why = SHIM_WHY_SMALL;
-    return 0;
+    return (bytes > 0 && bytes >= shim.min_bytes) ||
+           say_no(x, SHIM_WHY_SMALL);
 }
 
-int shim_any_size(void)
+int shim_any_size(shim_ctx_t *x)
 {
-    if (shim.min_bytes != DPS_MIN_BYTES_AUTO) {
-        return 1;
-    }
-    shim_why = SHIM_WHY_SMALL;
-    return 0;
+    return shim.min_bytes != DPS_MIN_BYTES_AUTO || say_no(x, SHIM_WHY_SMALL);
 }
 
-int shim_size_offloads(MPI_Datatype dt, int count, int refused)
+int shim_size_offloads(shim_ctx_t *x, MPI_Datatype dt, int count,
+                       int refused)
 {
     shim_layout_t l;
 
     if (!shim_layout(dt, count, &l)) {
-        return refused && shim_any_size();
+        return refused && shim_any_size(x);
     }
-    return shim_big_enough(l.bytes);
+    return shim_big_enough(x, l.bytes);
 }
 
 int shim_coll_stock(const shim_coll_args_t *a, MPI_Comm m,
@@ -149,15 +140,12 @@ static int gather_ok(shim_comm_t *c, int coll)
     return c->one_node == 1;
 }
 
-static int begin(int coll, MPI_Comm comm, shim_comm_t **cp, shim_call_t *k,
-                 MPI_Comm *use, int direct_ok)
+static int begin(shim_ctx_t *x, int coll, MPI_Comm comm, shim_comm_t **cp,
+                 shim_call_t *k, MPI_Comm *use, int direct_ok)
 {
     shim_comm_t *c;
     int rc;
 
-    if (shim_probing) {
-        return SHIM_PROBED;
-    }
     memset(k, 0, sizeof(*k));
     shim_in_call++;
     /*
@@ -173,18 +161,20 @@ static int begin(int coll, MPI_Comm comm, shim_comm_t **cp, shim_call_t *k,
      * (MPICH's test comm/comm_idup_nb hung). The completion calls look
      * for notices, as they look for everything else.
      */
-    if (shim.fo_state != SHIM_FO_NONE || shim.fo_why[0] != '\0') {
+    if (shim.fo_state != SHIM_FO_NONE ||
+        shim_fo_noticed() != SHIM_FO_NO_CAUSE) {
         shim_fo_progress();
     }
-    c = shim_stream != NULL ? shim_stream : shim_comm_get(comm);
+    c = x->stream != NULL ? x->stream : shim_comm_get(comm);
     shim_in_call--;
     if (c == NULL) {
         return SHIM_FAIL;
     }
     *cp = c;
     k->coll = coll;
-    k->stat = shim_as != 0 ? shim_as : coll;
-    k->keep = shim_keep_as;
+    k->stat = x->as != 0 ? x->as : coll;
+    k->keep = x->keep;
+    k->pin = x->pin;
     k->seq = c->seq++;
     k->gather_ok = gather_ok(c, coll);
     /* A persistent collective's start never goes to a stock collective
@@ -201,18 +191,18 @@ static int begin(int coll, MPI_Comm comm, shim_comm_t **cp, shim_call_t *k,
     return SHIM_GO;
 }
 
-int shim_coll_begin(int coll, MPI_Comm comm, shim_comm_t **cp,
-                    shim_call_t *k, MPI_Comm *use)
+int shim_coll_begin(shim_ctx_t *x, int coll, MPI_Comm comm,
+                    shim_comm_t **cp, shim_call_t *k, MPI_Comm *use)
 {
-    return begin(coll, comm, cp, k, use, 1);
+    return begin(x, coll, comm, cp, k, use, 1);
 }
 
-int shim_coll_begin_sched(int coll, MPI_Comm comm, shim_comm_t **cp,
-                          shim_call_t *k)
+int shim_coll_begin_sched(shim_ctx_t *x, int coll, MPI_Comm comm,
+                          shim_comm_t **cp, shim_call_t *k)
 {
     MPI_Comm use = comm;
 
-    return begin(coll, comm, cp, k, &use, 0);
+    return begin(x, coll, comm, cp, k, &use, 0);
 }
 
 uint64_t *shim_call_arrays(shim_call_t *k, int size, int n)
@@ -226,15 +216,15 @@ int shim_call_post(shim_comm_t *c, shim_call_t *k, MPI_Request *req)
 {
     shim_sched_t *s;
     uint64_t bytes;
-    int rc, coll;
+    int rc, stat;
 
     k->args.coll = k->coll;
     k->args.size = (uint32_t)c->size;
     k->args.rank = (uint32_t)c->rank;
     k->args.agent = c->agent;
     pthread_mutex_lock(&shim.lock);
-    s = shim_pin != NULL ? shim_sched_pinned(c, &k->args, shim_pin)
-                         : shim_sched_get(c, &k->args);
+    s = k->pin != NULL ? shim_sched_pinned(c, &k->args, k->pin)
+                       : shim_sched_get(c, &k->args);
     pthread_mutex_unlock(&shim.lock);
     if (s == NULL) {
         shim_call_clear(k);
@@ -255,7 +245,7 @@ int shim_call_post(shim_comm_t *c, shim_call_t *k, MPI_Request *req)
         shim_call_clear(k);
         return MPI_ERR_INTERN;
     }
-    coll = k->coll;
+    stat = k->stat;   /* the persistent form's line while it starts */
     bytes = k->bytes;
     if (k->unpack.scat != NULL && !s->reads_recv) {
         /* Received bytes go straight into place (the engine reads them
@@ -266,8 +256,8 @@ int shim_call_post(shim_comm_t *c, shim_call_t *k, MPI_Request *req)
     rc = shim_op_start(c, k, s, req);   /* takes k's contents */
     shim_in_call--;
     if (rc == MPI_SUCCESS && shim.fo_state == SHIM_FO_NONE) {
-        count(coll, SHIM_STAT_OFFLOADED, 1);
-        count(coll, SHIM_STAT_BYTES, bytes);
+        count(stat, SHIM_STAT_OFFLOADED, 1);
+        count(stat, SHIM_STAT_BYTES, bytes);
     }
     return rc;
 }
@@ -296,57 +286,60 @@ int shim_call_erroneous(shim_comm_t *c, shim_call_t *k, int status,
     return mpi_class;
 }
 
-/* While probing (a persistent init): the decision, nothing done. */
+/* Probing (a persistent init): the decision into x->verdict, MPI's
+ * verdict on the call into x->chk, nothing done. */
 static int probed(const shim_coll_args_t *a, shim_offloads_fn offloads,
-                  int *rc)
+                  shim_ctx_t *x)
 {
     shim_coll_args_t init = *a;
-    shim_check_t chk;
+    const shim_check_t *refused = NULL;
 
-    if (!shim_coll_wanted(dps_coll_base(a->coll), a->comm)) {
-        *rc = SHIM_PROBE_STOCK;
-        return 1;
+    x->chk.cls = MPI_SUCCESS;
+    x->verdict = SHIM_TO_STOCK;
+    if (!shim_coll_wanted(x, dps_coll_base(a->coll), a->comm)) {
+        return MPI_SUCCESS;
     }
-    init.coll = shim_as != 0 ? shim_as : a->coll;   /* MPI's *_init checks */
-    if (shim_coll_check(&init, &chk) != MPI_SUCCESS) {
-        if (shim_probe_chk != NULL) {
-            *shim_probe_chk = chk;
-        }
-        *rc = offloads(a, &chk) ? SHIM_PROBE_GO : SHIM_PROBE_STOCK;
-        return 1;
+    init.coll = x->as != 0 ? x->as : a->coll;   /* MPI's *_init checks */
+    if (shim_coll_check(&init, &x->chk) != MPI_SUCCESS) {
+        refused = &x->chk;
     }
-    *rc = offloads(a, NULL) ? SHIM_PROBE_GO : SHIM_PROBE_STOCK;
-    return 1;
+    if (offloads(a, refused, x)) {
+        x->verdict = SHIM_OFFLOAD;
+    }
+    return MPI_SUCCESS;
 }
 
 int shim_coll_start(const shim_coll_args_t *a, shim_offloads_fn offloads,
-                    int *rc)
+                    shim_ctx_t *x, int *rc)
 {
     shim_check_t chk;
     int coll = dps_coll_base(a->coll);
 
-    if (shim_probing) {
-        return probed(a, offloads, rc);
+    if (x->probe) {
+        *rc = probed(a, offloads, x);
+        return 1;
     }
     /* Off, or not an intracommunicator: stock MPI, checks and all, on
      * every rank alike. */
-    if (!shim_coll_wanted(coll, a->comm)) {
-        *rc = shim_fallback(coll, shim_coll_stock(a, a->comm, a->request));
+    if (!shim_coll_wanted(x, coll, a->comm)) {
+        *rc = shim_fallback(x, coll,
+                            shim_coll_stock(a, a->comm, a->request));
         return 1;
     }
     if (shim_coll_check(a, &chk) != MPI_SUCCESS) {
-        *rc = shim_call_rejected(a, &chk, offloads(a, &chk));
+        *rc = shim_call_rejected(a, &chk, offloads(a, &chk, x), x);
         return 1;
     }
-    if (!offloads(a, NULL)) {
-        *rc = shim_fallback(coll, shim_coll_stock(a, a->comm, a->request));
+    if (!offloads(a, NULL, x)) {
+        *rc = shim_fallback(x, coll,
+                            shim_coll_stock(a, a->comm, a->request));
         return 1;
     }
     return 0;
 }
 
-int shim_coll_run(const shim_coll_args_t *a, shim_offloads_fn offloads,
-                  shim_post_fn post)
+int shim_coll_run(const shim_coll_args_t *a, shim_ctx_t *x,
+                  shim_offloads_fn offloads, shim_post_fn post)
 {
     MPI_Comm use = a->comm;
     shim_comm_t *c;
@@ -356,14 +349,12 @@ int shim_coll_run(const shim_coll_args_t *a, shim_offloads_fn offloads,
     if (shim_in_call || !shim.initialized) {
         return shim_coll_stock(a, a->comm, a->request);
     }
-    if (shim_coll_start(a, offloads, &rc)) {
+    if (shim_coll_start(a, offloads, x, &rc)) {
         return rc;
     }
-    switch (shim_coll_begin(a->coll, a->comm, &c, &k, &use)) {
+    switch (shim_coll_begin(x, a->coll, a->comm, &c, &k, &use)) {
     case SHIM_GO:
         return post(c, &k, a);
-    case SHIM_PROBED:
-        return SHIM_PROBE_GO;
     case SHIM_STOCK:
         return shim_coll_stock(a, use, a->request);
     default:
@@ -372,7 +363,7 @@ int shim_coll_run(const shim_coll_args_t *a, shim_offloads_fn offloads,
 }
 
 int shim_call_rejected(const shim_coll_args_t *a, const shim_check_t *chk,
-                       int offload)
+                       int offload, shim_ctx_t *x)
 {
     int coll = dps_coll_base(a->coll);
     MPI_Comm use = a->comm;
@@ -381,14 +372,15 @@ int shim_call_rejected(const shim_coll_args_t *a, const shim_check_t *chk,
     char what[200];
 
     if (!offload) {
-        return shim_fallback(coll, shim_coll_stock(a, a->comm, a->request));
+        return shim_fallback(x, coll,
+                             shim_coll_stock(a, a->comm, a->request));
     }
     snprintf(what, sizeof(what), "%s: %s", dps_coll_str((unsigned)coll),
              chk->what);
-    switch (shim_coll_begin(coll, a->comm, &c, &k, &use)) {
+    switch (shim_coll_begin(x, coll, a->comm, &c, &k, &use)) {
     case SHIM_GO:
         /* Nothing runs: counted as left to MPI, as MPI's answer it is. */
-        return shim_fallback(coll, shim_call_erroneous(c, &k, DPS_ERR_ARG,
+        return shim_fallback(x, coll, shim_call_erroneous(c, &k, DPS_ERR_ARG,
                                                        chk->cls,
                                                        chk->raise_on,
                                                        a->request, what));

@@ -15,51 +15,73 @@
 #include "shim/core/shim.h"
 #include "shim/data/types.h"
 
-/* While a persistent collective starts (wrap/start.c): its dps_coll_t,
- * whose switch and statistics line the nonblocking call it runs uses. */
-extern __thread int shim_as;
-/* A persistent start's kept maps (data/types.h), or NULL: set around the
- * nonblocking call a start runs (wrap/pers_init.c). */
-extern __thread shim_keep_t *shim_keep_as;
+/*
+ * How a call is made, passed down its phases (decide, begin, post) by
+ * whoever makes it: the application through a public wrapper (all zero:
+ * shim_ctx_app), a persistent init asking only the decision (probe), or
+ * a persistent request's start (as, keep, pin, stream).
+ */
+typedef struct shim_ctx {
+    int                 as;      /* a persistent form's dps_coll_t, whose
+                                  * switch and statistics line the call
+                                  * uses; 0: the call's own */
+    shim_keep_t        *keep;    /* a start's kept maps, or NULL */
+    struct shim_sched **pin;     /* where a start pins its schedule */
+    shim_comm_t        *stream;  /* a start's matching stream
+                                  * (shim_comm_stream_new), used in place
+                                  * of its communicator's state */
+    int                 probe;   /* 1: decide only (a persistent init's
+                                  * question), doing nothing else */
+    int                 verdict; /* probe's answer: SHIM_OFFLOAD or
+                                  * SHIM_TO_STOCK */
+    shim_check_t        chk;     /* probe's: MPI's verdict on the call
+                                  * (chk.cls MPI_SUCCESS: none) */
+    int                 why;     /* why the decision said stock MPI
+                                  * (SHIM_WHY_*): set by the test that says
+                                  * no, counted by shim_fallback */
+} shim_ctx_t;
 
-/* ... and where it pins its schedule (shim_sched_pinned). */
-extern __thread struct shim_sched **shim_pin;
+enum { SHIM_OFFLOAD = 1, SHIM_TO_STOCK };
 
-/* Offload considered for coll on comm: the shim is on, coll's switch is
- * on, comm an intracommunicator. */
-int shim_coll_wanted(int coll, MPI_Comm comm);
+/* The application's own call's context. */
+static inline shim_ctx_t shim_ctx_app(void)
+{
+    shim_ctx_t x = {0};
+
+    return x;
+}
+
+/* Offload considered for coll on comm (x->as's switch while a persistent
+ * form starts): the shim is on, the switch is on, comm an
+ * intracommunicator. Sets x->why (SHIM_WHY_OTHER when yes: a new
+ * decision). */
+int shim_coll_wanted(shim_ctx_t *x, int coll, MPI_Comm comm);
 
 /* Large enough to offload (DPUSHIM_MIN_BYTES), for a size every rank
  * knows; collectives whose sizes differ by rank offload whenever any
- * size would (shim_any_size). */
-int shim_big_enough(uint64_t bytes);
-int shim_any_size(void);
+ * size would (shim_any_size). No: x->why says so (x may be NULL). */
+int shim_big_enough(shim_ctx_t *x, uint64_t bytes);
+int shim_any_size(shim_ctx_t *x);
 
 /* Large enough to offload: count elements of dt by the type signature
  * (shim_big_enough). For a call MPI refuses (refused), whose count or
  * datatype may be the wrong input and say nothing of the other ranks'
  * sizes: whenever some size offloads (shim_any_size). */
-int shim_size_offloads(MPI_Datatype dt, int count, int refused);
+int shim_size_offloads(shim_ctx_t *x, MPI_Datatype dt, int count,
+                       int refused);
 
+/* Count a fallback of coll (x->as's while a persistent form starts) to
+ * stock MPI, under x->why; returns rc (the PMPI call's). */
+int shim_fallback(shim_ctx_t *x, int coll, int rc);
 
-/*
- * Why the call being decided would go to stock MPI (SHIM_WHY_*): set by
- * the test that says no (shim_coll_wanted, which every decision makes
- * first, starts it at SHIM_WHY_OTHER; shim_big_enough, shim_any_size,
- * the reductions' type test), counted and reset by shim_fallback.
- */
-extern __thread int shim_why;
-
-/* Count a fallback to stock MPI, under shim_why; returns rc (the PMPI
- * call's). */
-int shim_fallback(int coll, int rc);
-
-/* The entries of common/dps_colls.h: shim_coll_<entry>(a) offloads the
- * call a describes (a->coll one of the row's ids, nonblocking) or leaves
- * it to stock MPI, as the public wrapper MPI_I<name> (wrap/colls.c) and
- * a persistent request's start (wrap/pers_init.c) do. */
+/* The entries of common/dps_colls.h: shim_coll_<entry>(a, x) offloads
+ * the call a describes (a->coll one of the row's ids, nonblocking), made
+ * as x says, or leaves it to stock MPI: the public wrapper MPI_I<name>
+ * (wrap/colls.c) calls it, and so do a persistent init (x->probe) and
+ * its starts (wrap/pers_init.c). An MPI return code; probing, the answer
+ * is x->verdict (and x->chk). */
 #define SHIM_COLL_ENTRY(ID, name, Name, family, shape, entry) \
-    int shim_coll_##entry(const shim_coll_args_t *a);
+    int shim_coll_##entry(const shim_coll_args_t *a, shim_ctx_t *x);
 DPS_COLLS(SHIM_COLL_ENTRY)
 #undef SHIM_COLL_ENTRY
 
@@ -73,15 +95,16 @@ int shim_coll_stock(const shim_coll_args_t *a, MPI_Comm comm,
  * (chk says why): decide without the inputs it has wrong, as the ranks
  * whose calls are right would (shim_call_rejected). */
 typedef int (*shim_offloads_fn)(const shim_coll_args_t *a,
-                                const shim_check_t *chk);
+                                const shim_check_t *chk, shim_ctx_t *x);
 
 /*
- * Every wrapper's start, after the re-entry test: 1 when the call is
+ * Every entry's decision, after the re-entry test: 1 when the call is
  * over (*rc its result: stock MPI's, counted as a fallback, or the
- * refusal of a call MPI refuses), 0 when it is to be offloaded.
+ * refusal of a call MPI refuses; probing, MPI_SUCCESS and x->verdict),
+ * 0 when it is to be offloaded.
  */
 int shim_coll_start(const shim_coll_args_t *a, shim_offloads_fn offloads,
-                    int *rc);
+                    shim_ctx_t *x, int *rc);
 
 /*
  * A nonblocking call MPI refuses at call time (shim_coll_check said so
@@ -104,30 +127,19 @@ int shim_coll_start(const shim_coll_args_t *a, shim_offloads_fn offloads,
  * by one: after an error the communicator is not usable, as under MPI).
  */
 int shim_call_rejected(const shim_coll_args_t *a, const shim_check_t *chk,
-                       int offload);
-
-enum { SHIM_GO, SHIM_STOCK, SHIM_FAIL,
-       SHIM_PROBED };   /* shim_probing: the call would be offloaded */
-
-/* While MPI_Start runs a persistent request: its matching stream
- * (shim_comm_stream_new), which the call uses in place of its
- * communicator's state. */
-extern __thread shim_comm_t *shim_stream;
+                       int offload, shim_ctx_t *x);
 
 /*
- * While a persistent *_init asks whether its starts will be offloaded
- * (the answer is the same at every start: it depends on the arguments,
- * the switches and the sizes alone), a wrapper only decides: it returns
- * SHIM_PROBE_STOCK where it would call stock MPI, SHIM_PROBE_GO where it
- * would offload (shim_coll_start), and does nothing else. A call MPI
- * refuses also answers what the ranks whose calls are right decide, and
- * leaves MPI's verdict in *shim_probe_chk (with chk.cls set).
+ * A persistent *_init asks whether its starts will be offloaded (the
+ * answer is the same at every start: it depends on the arguments, the
+ * switches and the sizes alone) by calling the entry with x->probe set:
+ * it only decides, answering x->verdict (SHIM_TO_STOCK where it would
+ * call stock MPI, SHIM_OFFLOAD where it would offload), and does nothing
+ * else. A call MPI refuses also answers what the ranks whose calls are
+ * right decide, and leaves MPI's verdict in x->chk (chk.cls set).
  */
-extern __thread int shim_probing;
-#define SHIM_PROBE_STOCK (-1)
-#define SHIM_PROBE_GO    (-2)
-extern __thread shim_check_t *shim_probe_chk;
 
+enum { SHIM_GO, SHIM_STOCK, SHIM_FAIL };
 
 /*
  * Offload it is: the communicator's state and the instance's number,
@@ -136,14 +148,14 @@ extern __thread shim_check_t *shim_probe_chk;
  * wrapper returns MPI_ERR_NO_MEM: other ranks may offload, so falling
  * back could hang).
  */
-int shim_coll_begin(int coll, MPI_Comm comm, shim_comm_t **cp,
-                    shim_call_t *k, MPI_Comm *use);
+int shim_coll_begin(shim_ctx_t *x, int coll, MPI_Comm comm,
+                    shim_comm_t **cp, shim_call_t *k, MPI_Comm *use);
 
 /* The same for a call no MPI collective does (a pattern group): after an
  * agent failure it is posted all the same, and stock MPI runs its
  * schedule. SHIM_GO or SHIM_FAIL. */
-int shim_coll_begin_sched(int coll, MPI_Comm comm, shim_comm_t **cp,
-                          shim_call_t *k);
+int shim_coll_begin_sched(shim_ctx_t *x, int coll, MPI_Comm comm,
+                          shim_comm_t **cp, shim_call_t *k);
 
 /* What a wrapper does once the call is to be offloaded: place a's data
  * in k (begun on c by shim_coll_begin) and post it (shim_call_post).
@@ -155,10 +167,10 @@ typedef int (*shim_post_fn)(shim_comm_t *c, shim_call_t *k,
  * Every MPI_I* wrapper's skeleton (the house style's), for the call with
  * a's arguments: the shim inactive or re-entered, stock MPI's call; else
  * shim_coll_start's decision by offloads; offloaded, shim_coll_begin and
- * post. The call's result (SHIM_PROBE_* while probing).
+ * post. The call's result (probing: MPI_SUCCESS, x->verdict the answer).
  */
-int shim_coll_run(const shim_coll_args_t *a, shim_offloads_fn offloads,
-                  shim_post_fn post);
+int shim_coll_run(const shim_coll_args_t *a, shim_ctx_t *x,
+                  shim_offloads_fn offloads, shim_post_fn post);
 
 /* Arrays of size entries for the builder's per-rank counts and offsets:
  * k->arrays holds them. NULL when out of memory. */

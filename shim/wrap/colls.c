@@ -16,8 +16,9 @@
     {                                                                      \
         shim_coll_args_t a = {.coll = DPS_COLL_##ID, .comm = comm,         \
                               SHIM_A_##shape.request = request};           \
+        shim_ctx_t x = shim_ctx_app();                                     \
                                                                            \
-        return shim_coll_##entry(&a);                                      \
+        return shim_coll_##entry(&a, &x);                                  \
     }
 
 DPS_COLLS(NONBLOCKING)

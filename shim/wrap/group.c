@@ -72,6 +72,7 @@ DPUSHIM_API int dpushim_impl_available(void)
 DPUSHIM_API int dpushim_impl_group_begin(MPI_Comm comm,
                                          dpushim_group_t *group)
 {
+    shim_ctx_t x = shim_ctx_app();
     struct dpushim_group *g;
 
     if (group == NULL) {
@@ -80,7 +81,7 @@ DPUSHIM_API int dpushim_impl_group_begin(MPI_Comm comm,
     }
     *group = NULL;
     if (!shim.initialized || comm == MPI_COMM_NULL ||
-        !shim_coll_wanted(DPS_COLL_GROUP, comm)) {
+        !shim_coll_wanted(&x, DPS_COLL_GROUP, comm)) {
         return comm == MPI_COMM_NULL && shim.initialized ? DPUSHIM_ERR_ARG
                                                          : DPUSHIM_ERR_OFF;
     }
@@ -227,7 +228,7 @@ static void blocks_free(shim_blocks_t *b, int *peer)
 }
 
 /* Post the group (sorted): an MPI error code or MPI_SUCCESS. */
-static int post(struct dpushim_group *g, MPI_Request *req)
+static int post(struct dpushim_group *g, MPI_Request *req, shim_ctx_t *x)
 {
     shim_blocks_t sb, rb;
     int *sp = NULL, *rp = NULL, go, rc;
@@ -243,7 +244,7 @@ static int post(struct dpushim_group *g, MPI_Request *req)
     }
     /* After an agent failure too: stock MPI runs the schedule (no MPI
      * call does what a group does). */
-    go = shim_coll_begin_sched(DPS_COLL_GROUP, g->comm, &c, &k);
+    go = shim_coll_begin_sched(x, DPS_COLL_GROUP, g->comm, &c, &k);
     rc = go == SHIM_FAIL ? MPI_ERR_NO_MEM
                          : shim_pairs_post(c, &k, &sb, sp, &rb, rp, g->comm,
                                            req);
@@ -255,6 +256,7 @@ static int post(struct dpushim_group *g, MPI_Request *req)
 /* Checks shared by both ends; sorts the group. */
 static int ending(dpushim_group_t *group, MPI_Request *request, int coll)
 {
+    shim_ctx_t x = shim_ctx_app();
     struct dpushim_group *g;
 
     if (request == NULL || group == NULL || *group == NULL) {
@@ -267,7 +269,7 @@ static int ending(dpushim_group_t *group, MPI_Request *request, int coll)
     }
     *request = MPI_REQUEST_NULL;
     g = *group;
-    if (!shim_coll_wanted(coll, g->comm)) {
+    if (!shim_coll_wanted(&x, coll, g->comm)) {
         dpushim_impl_group_free(group);
         return DPUSHIM_ERR_OFF;
     }
@@ -282,15 +284,17 @@ static int end_now(dpushim_group_t *group, MPI_Request *request)
     int rc = ending(group, request, DPS_COLL_GROUP);
 
     if (rc == DPUSHIM_SUCCESS) {
-        rc = post(*group, request);
+        shim_ctx_t x = shim_ctx_app();
+
+        rc = post(*group, request, &x);
         dpushim_impl_group_free(group);
     }
     return rc;
 }
 
-static int start(shim_pers_t *p, MPI_Request *r)
+static int start(shim_pers_t *p, MPI_Request *r, shim_ctx_t *x)
 {
-    return post(p->args, r);
+    return post(p->args, r, x);
 }
 
 /* Derived types duplicated: the program may free its own. */

@@ -12,11 +12,12 @@
 /* Whether the ranks offload a call with a's arguments (shim_offloads_fn;
  * chk: a call MPI refuses, whose wrong inputs must not decide). Sizes
  * that differ by rank: whenever any size would. */
-static int any_size(const shim_coll_args_t *a, const shim_check_t *chk)
+static int any_size(const shim_coll_args_t *a, const shim_check_t *chk,
+                    shim_ctx_t *x)
 {
     (void)a;
     (void)chk;
-    return shim_any_size();
+    return shim_any_size(x);
 }
 
 /* Ibarrier, after the decision (shim_post_fn): no data. */
@@ -31,10 +32,11 @@ static int root_ok(const shim_coll_args_t *a, const shim_check_t *chk)
            (a->root >= 0 && a->root < shim_comm_size(a->comm));
 }
 
-static int bcast_offloads(const shim_coll_args_t *a, const shim_check_t *chk)
+static int bcast_offloads(const shim_coll_args_t *a, const shim_check_t *chk,
+                          shim_ctx_t *x)
 {
     return root_ok(a, chk) &&
-           shim_size_offloads(a->stype, a->scount, chk != NULL);
+           shim_size_offloads(x, a->stype, a->scount, chk != NULL);
 }
 
 /* Ibcast, after the decision: the buffer is sent at the root, received
@@ -161,7 +163,7 @@ static int rooted(shim_comm_t *c, shim_call_t *k, const shim_coll_args_t *a)
 /* The decision for gather and scatter: the block size where every rank
  * knows it (regular), any size (v). */
 static int rooted_offloads(const shim_coll_args_t *a,
-                           const shim_check_t *chk)
+                           const shim_check_t *chk, shim_ctx_t *x)
 {
     int gather = a->coll == DPS_COLL_GATHER || a->coll == DPS_COLL_GATHERV;
     int v = a->coll == DPS_COLL_GATHERV || a->coll == DPS_COLL_SCATTERV;
@@ -171,26 +173,28 @@ static int rooted_offloads(const shim_coll_args_t *a,
         return 0;
     }
     if (v) {
-        return shim_any_size();
+        return shim_any_size(x);
     }
     PMPI_Comm_rank(a->comm, &rank);
     /* The root's block size from its many-side arguments (it may be in
      * place on the other side); the others' from their own. */
     if ((rank == a->root) == gather) {
-        return shim_size_offloads(a->rtype, a->rcount, chk != NULL);
+        return shim_size_offloads(x, a->rtype, a->rcount, chk != NULL);
     }
-    return shim_size_offloads(a->stype, a->scount, chk != NULL);
+    return shim_size_offloads(x, a->stype, a->scount, chk != NULL);
 }
 
 /* The block size of a regular allgather or alltoall, by the receive
  * side's type signature (never a rank's layout). */
-static int recv_block(const shim_coll_args_t *a, const shim_check_t *chk)
+static int recv_block(const shim_coll_args_t *a, const shim_check_t *chk,
+                      shim_ctx_t *x)
 {
-    return shim_size_offloads(a->rtype, a->rcount, chk != NULL);
+    return shim_size_offloads(x, a->rtype, a->rcount, chk != NULL);
 }
 
 /* Allgatherv: every rank has every count, so the mean block is agreed. */
-static int mean_block(const shim_coll_args_t *a, const shim_check_t *chk)
+static int mean_block(const shim_coll_args_t *a, const shim_check_t *chk,
+                      shim_ctx_t *x)
 {
     int size = shim_comm_size(a->comm), i, ok;
     uint64_t total = 0;
@@ -202,9 +206,9 @@ static int mean_block(const shim_coll_args_t *a, const shim_check_t *chk)
         total += (uint64_t)a->rcounts[i] * l.size;
     }
     if (!ok || size == 0) {
-        return chk != NULL && shim_any_size();
+        return chk != NULL && shim_any_size(x);
     }
-    return shim_big_enough(total / (uint64_t)size);
+    return shim_big_enough(x, total / (uint64_t)size);
 }
 
 /* Allgather, regular or v, after the decision. */
@@ -305,37 +309,37 @@ static int alltoall(shim_comm_t *c, shim_call_t *k,
 }
 
 /* The entries (common/dps_colls.h): each call's decision and post. */
-int shim_coll_barrier(const shim_coll_args_t *a)
+int shim_coll_barrier(const shim_coll_args_t *a, shim_ctx_t *x)
 {
-    return shim_coll_run(a, any_size, barrier);
+    return shim_coll_run(a, x, any_size, barrier);
 }
 
-int shim_coll_bcast(const shim_coll_args_t *a)
+int shim_coll_bcast(const shim_coll_args_t *a, shim_ctx_t *x)
 {
-    return shim_coll_run(a, bcast_offloads, bcast);
+    return shim_coll_run(a, x, bcast_offloads, bcast);
 }
 
-int shim_coll_rooted(const shim_coll_args_t *a)
+int shim_coll_rooted(const shim_coll_args_t *a, shim_ctx_t *x)
 {
-    return shim_coll_run(a, rooted_offloads, rooted);
+    return shim_coll_run(a, x, rooted_offloads, rooted);
 }
 
-int shim_coll_allgather(const shim_coll_args_t *a)
+int shim_coll_allgather(const shim_coll_args_t *a, shim_ctx_t *x)
 {
-    return shim_coll_run(a, recv_block, allgather);
+    return shim_coll_run(a, x, recv_block, allgather);
 }
 
-int shim_coll_allgatherv(const shim_coll_args_t *a)
+int shim_coll_allgatherv(const shim_coll_args_t *a, shim_ctx_t *x)
 {
-    return shim_coll_run(a, mean_block, allgather);
+    return shim_coll_run(a, x, mean_block, allgather);
 }
 
-int shim_coll_alltoall(const shim_coll_args_t *a)
+int shim_coll_alltoall(const shim_coll_args_t *a, shim_ctx_t *x)
 {
-    return shim_coll_run(a, recv_block, alltoall);
+    return shim_coll_run(a, x, recv_block, alltoall);
 }
 
-int shim_coll_alltoallv(const shim_coll_args_t *a)
+int shim_coll_alltoallv(const shim_coll_args_t *a, shim_ctx_t *x)
 {
-    return shim_coll_run(a, any_size, alltoall);
+    return shim_coll_run(a, x, any_size, alltoall);
 }

@@ -248,16 +248,17 @@ out:
 /* Whether the ranks offload (shim_offloads_fn): a topology, any size,
  * and not in place (which MPI does not define here; Open MPI refuses
  * it, and so a refused call does not decide by it). */
-static int nbr_offloads(const shim_coll_args_t *a, const shim_check_t *chk)
+static int nbr_offloads(const shim_coll_args_t *a, const shim_check_t *chk,
+                        shim_ctx_t *x)
 {
     int topo = MPI_UNDEFINED;
 
-    return shim_any_size() && (chk != NULL || a->sbuf != MPI_IN_PLACE) &&
+    return shim_any_size(x) && (chk != NULL || a->sbuf != MPI_IN_PLACE) &&
            PMPI_Topo_test(a->comm, &topo) == MPI_SUCCESS &&
            (topo == MPI_CART || topo == MPI_GRAPH || topo == MPI_DIST_GRAPH);
 }
 
-int shim_coll_neighbor(const shim_coll_args_t *a)
+int shim_coll_neighbor(const shim_coll_args_t *a, shim_ctx_t *x)
 {
     int in = 0, out = 0, cart = 0, go, rc;
     int *srcs = NULL, *dsts = NULL;
@@ -269,13 +270,13 @@ int shim_coll_neighbor(const shim_coll_args_t *a)
     if (shim_in_call || !shim.initialized) {
         return shim_coll_stock(a, comm, req);
     }
-    if (shim_coll_start(a, nbr_offloads, &rc)) {
+    if (shim_coll_start(a, nbr_offloads, x, &rc)) {
         return rc;
     }
     if (shim_neighbors(comm, &in, &srcs, &out, &dsts, &cart) != 0) {
-        return shim_fallback(a->coll, shim_coll_stock(a, comm, req));
+        return shim_fallback(x, a->coll, shim_coll_stock(a, comm, req));
     }
-    go = shim_coll_begin(a->coll, comm, &c, &k, &use);
+    go = shim_coll_begin(x, a->coll, comm, &c, &k, &use);
     if (go == SHIM_GO) {
         rc = offload(a, c, &k, in, srcs, out, dsts, cart, comm, req);
     } else if (go == SHIM_STOCK) {

@@ -6,7 +6,7 @@
  * free) and hands out a persistent request (wrap/start.h). Each
  * MPI_Start runs the nonblocking collective with them, counted on the
  * persistent form's statistics line and switched by its own variable
- * (shim_as): the schedule it compiled and pinned the first time is
+ * (the start's context, wrap/coll.h): the schedule it compiled and pinned the first time is
  * posted by id (shim_sched_pinned), the buffers' registrations come from
  * the cache. With offload off or switched off for it, the init is stock
  * MPI's own.
@@ -143,9 +143,10 @@ static void keep_args(pargs_t *p)
     }
 }
 
-/* The shim's nonblocking call with a's arguments, on m: a start is
- * decided and offloaded as that call is (its row's entry). */
-static int run(const shim_coll_args_t *a, MPI_Comm m, MPI_Request *req)
+/* The shim's nonblocking call with a's arguments, on m, made as x says:
+ * a start is decided and offloaded as that call is (its row's entry). */
+static int run(const shim_coll_args_t *a, MPI_Comm m, MPI_Request *req,
+               shim_ctx_t *x)
 {
     shim_coll_args_t b = *a;
 
@@ -154,7 +155,7 @@ static int run(const shim_coll_args_t *a, MPI_Comm m, MPI_Request *req)
     b.request = req;
 #define RUN(ID, name, Name, family, shape, entry)                          \
     case DPS_COLL_##ID:                                                    \
-        return shim_coll_##entry(&b);
+        return shim_coll_##entry(&b, x);
 
     switch (b.coll) {
     DPS_COLLS(RUN)
@@ -179,7 +180,7 @@ static int stock_init(const shim_coll_args_t *a)
 #undef INIT
 }
 
-static int start(shim_pers_t *pers, MPI_Request *r)
+static int start(shim_pers_t *pers, MPI_Request *r, shim_ctx_t *x)
 {
     pargs_t *p = pers->args;
     int rc;
@@ -188,10 +189,8 @@ static int start(shim_pers_t *pers, MPI_Request *r)
         if (p->maps == NULL) {
             p->maps = shim_keep_new();   /* none: maps made each start */
         }
-        shim_keep_as = p->maps;
-        rc = run(&p->a, p->a.comm, r);
-        shim_keep_as = NULL;
-        return rc;
+        x->keep = p->maps;
+        return run(&p->a, p->a.comm, r, x);
     }
     /* Stock MPI's nonblocking call, on a communicator of this request's
      * own: matched by its starts alone, so in init order. Its duplication
@@ -201,10 +200,10 @@ static int start(shim_pers_t *pers, MPI_Request *r)
     if (p->priv_req != MPI_REQUEST_NULL) {
         shim_pers_dup_wait(&p->priv_req);
     }
-    rc = run(&p->a, p->priv, r);
+    rc = run(&p->a, p->priv, r, x);
     shim_in_call--;
-    shim_why = p->why;
-    return shim_fallback(pers->coll, rc);
+    x->why = p->why;
+    return shim_fallback(x, pers->coll, rc);
 }
 
 /* Is this rank the root of a rooted collective? */
@@ -221,14 +220,14 @@ static int is_root(MPI_Comm comm, int root)
  * the number of send-side and receive-side entries in its arrays
  * (comm's size, or its neighbours' numbers). NULL: stock MPI's init.
  */
-static pargs_t *wanted(const shim_coll_args_t *a)
+static pargs_t *wanted(const shim_coll_args_t *a, shim_ctx_t *x)
 {
     int in = 0, out = 0, cart, *s = NULL, *d = NULL;
     int base = dps_coll_base(a->coll);
     pargs_t *p;
 
     if (shim_in_call || !shim.initialized ||
-        !shim_coll_wanted(a->coll, a->comm)) {
+        !shim_coll_wanted(x, a->coll, a->comm)) {
         return NULL;
     }
     if (dps_coll_family(base) == DPS_FAM_NEIGHBOR) {
@@ -277,9 +276,10 @@ typedef struct orphan {
  * would leave them waiting for this rank); with stock MPI, they wait as
  * they would under MPI.
  */
-static int refuse(pargs_t *p, int pcoll, int go, const shim_check_t *chk,
-                  MPI_Request *request)
+static int refuse(pargs_t *p, int pcoll, shim_ctx_t *x, MPI_Request *request)
 {
+    const shim_check_t *chk = &x->chk;
+    int go = x->verdict == SHIM_OFFLOAD;
     shim_comm_t *c, *s;
     orphan_t *o;
 
@@ -299,7 +299,8 @@ static int refuse(pargs_t *p, int pcoll, int go, const shim_check_t *chk,
     if (request != NULL) {
         *request = MPI_REQUEST_NULL;
     }
-    shim_fallback(pcoll, MPI_SUCCESS);   /* nothing offloaded */
+    x->as = 0;
+    shim_fallback(x, pcoll, MPI_SUCCESS);   /* nothing offloaded */
     dps_error("%s: %s", dps_coll_short(pcoll), chk->what);
     shim_in_call++;
     PMPI_Comm_call_errhandler(chk->raise_on, chk->cls);
@@ -320,38 +321,31 @@ static int refuse(pargs_t *p, int pcoll, int go, const shim_check_t *chk,
  */
 static int made(pargs_t *p, int pcoll, MPI_Request *request)
 {
-    shim_check_t chk;
+    shim_ctx_t x = {.as = pcoll, .probe = 1};
     int rc;
 
     if (p->oom) {
         pargs_free(p);
         return MPI_ERR_NO_MEM;
     }
-    chk.cls = MPI_SUCCESS;
-    shim_as = pcoll;
-    shim_probing = 1;
-    shim_probe_chk = &chk;
-    rc = run(&p->a, p->a.comm, request);   /* checked, never written */
-    shim_probing = 0;
-    shim_probe_chk = NULL;
-    shim_as = 0;
-    if (chk.cls != MPI_SUCCESS &&
-        (rc == SHIM_PROBE_GO || rc == SHIM_PROBE_STOCK)) {
-        return refuse(p, pcoll, rc == SHIM_PROBE_GO, &chk, request);
+    x.chk.cls = MPI_SUCCESS;
+    rc = run(&p->a, p->a.comm, request, &x);   /* checked, never written */
+    if (rc == MPI_SUCCESS && x.verdict != 0 && x.chk.cls != MPI_SUCCESS) {
+        return refuse(p, pcoll, &x, request);
     }
     keep_args(p);
     if (p->oom) {
         pargs_free(p);
         return MPI_ERR_NO_MEM;
     }
-    if (rc == SHIM_PROBE_STOCK) {
+    if (rc == MPI_SUCCESS && x.verdict == SHIM_TO_STOCK) {
         p->fallback = 1;
-        p->why = shim_why;
+        p->why = x.why;
         shim_in_call++;
         rc = shim_pers_dup(p->a.comm, &p->priv, &p->priv_req);
         shim_in_call--;
-    } else if (rc == SHIM_PROBE_GO) {
-        rc = MPI_SUCCESS;
+    } else if (rc == MPI_SUCCESS && x.verdict != SHIM_OFFLOAD) {
+        rc = MPI_ERR_INTERN;   /* the entry did not answer */
     }
     if (rc != MPI_SUCCESS) {
         pargs_free(p);
@@ -363,7 +357,8 @@ static int made(pargs_t *p, int pcoll, MPI_Request *request)
 
 int shim_pers_init(const shim_coll_args_t *a)
 {
-    pargs_t *p = wanted(a);
+    shim_ctx_t x = shim_ctx_app();
+    pargs_t *p = wanted(a, &x);
     int counted, rc;
 
     if (p != NULL) {
@@ -371,7 +366,7 @@ int shim_pers_init(const shim_coll_args_t *a)
     }
     counted = !shim_in_call && shim.initialized;
     rc = stock_init(a);
-    return counted ? shim_fallback(a->coll, rc) : rc;
+    return counted ? shim_fallback(&x, a->coll, rc) : rc;
 }
 
 #endif /* SHIM_PERSISTENT */

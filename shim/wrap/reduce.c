@@ -27,8 +27,8 @@ typedef struct vec {
 
 /* Can the agents reduce elements of dt with op (the types and operations
  * the library was found to compute as they do, data/rtypes.c)? Sets
- * v->op, v->dtype; if not, shim_why says why. */
-static int reducible(MPI_Datatype dt, MPI_Op op, vec_t *v)
+ * v->op, v->dtype; if not, x->why says why (x may be NULL). */
+static int reducible(MPI_Datatype dt, MPI_Op op, vec_t *v, shim_ctx_t *x)
 {
     shim_layout_t one;
     int why;
@@ -42,7 +42,9 @@ static int reducible(MPI_Datatype dt, MPI_Op op, vec_t *v)
         why = SHIM_WHY_TYPE;
     }
     if (why != 0) {
-        shim_why = why;
+        if (x != NULL) {
+            x->why = why;
+        }
         return 0;
     }
     return 1;
@@ -52,10 +54,10 @@ static int reducible(MPI_Datatype dt, MPI_Op op, vec_t *v)
  * refuses for its operation or datatype (chk) says nothing of the other
  * ranks': theirs may be one the agents reduce. */
 static int red_op_ok(const shim_coll_args_t *a, const shim_check_t *chk,
-                     vec_t *v)
+                     vec_t *v, shim_ctx_t *x)
 {
     memset(v, 0, sizeof(*v));
-    return reducible(a->stype, a->op, v) ||
+    return reducible(a->stype, a->op, v, x) ||
            (chk != NULL && (chk->bad & SHIM_BAD_OP));
 }
 
@@ -64,12 +66,12 @@ static int red_op_ok(const shim_coll_args_t *a, const shim_check_t *chk,
  * rank knows alike) of a->stype with a->op; v gets their layout and the
  * agents' operation and element type (shim_offloads_fn). A refused call
  * (chk): see red_op_ok; an unknown size, any size that offloads; the
- * root taken for valid.
+ * root taken for valid. x may be NULL (v wanted, not the reason).
  */
 static int red_offloads(const shim_coll_args_t *a, const shim_check_t *chk,
-                        int count, vec_t *v)
+                        int count, vec_t *v, shim_ctx_t *x)
 {
-    if (!red_op_ok(a, chk, v)) {
+    if (!red_op_ok(a, chk, v, x)) {
         return 0;
     }
     if (chk == NULL && a->coll == DPS_COLL_REDUCE &&
@@ -77,22 +79,24 @@ static int red_offloads(const shim_coll_args_t *a, const shim_check_t *chk,
         return 0;
     }
     return shim_layout(a->stype, count, &v->l)
-           ? shim_big_enough(v->l.bytes)
-           : chk != NULL && shim_any_size();
+           ? shim_big_enough(x, v->l.bytes)
+           : chk != NULL && shim_any_size(x);
 }
 
-static int count_offloads(const shim_coll_args_t *a, const shim_check_t *chk)
+static int count_offloads(const shim_coll_args_t *a, const shim_check_t *chk,
+                          shim_ctx_t *x)
 {
     vec_t v;
 
-    return red_offloads(a, chk, a->scount, &v);
+    return red_offloads(a, chk, a->scount, &v, x);
 }
 
-static int block_offloads(const shim_coll_args_t *a, const shim_check_t *chk)
+static int block_offloads(const shim_coll_args_t *a, const shim_check_t *chk,
+                          shim_ctx_t *x)
 {
     vec_t v;
 
-    return red_offloads(a, chk, a->rcount, &v) &&
+    return red_offloads(a, chk, a->rcount, &v, x) &&
            (a->rcount < 0 ||
             (uint64_t)a->rcount * (uint64_t)shim_comm_size(a->comm) <=
             INT32_MAX);
@@ -100,14 +104,15 @@ static int block_offloads(const shim_coll_args_t *a, const shim_check_t *chk)
 
 /* Reduce_scatter: recvcounts is alike on every rank, so the mean block
  * is agreed; with a count negative (or none given) it is unknown. */
-static int mean_offloads(const shim_coll_args_t *a, const shim_check_t *chk)
+static int mean_offloads(const shim_coll_args_t *a, const shim_check_t *chk,
+                         shim_ctx_t *x)
 {
     int size = shim_comm_size(a->comm), i;
     uint64_t total = 0;
     shim_layout_t l;
     vec_t v;
 
-    if (!red_op_ok(a, chk, &v) || size == 0) {
+    if (!red_op_ok(a, chk, &v, x) || size == 0) {
         return 0;
     }
     for (i = 0; a->rcounts != NULL && i < size; i++) {
@@ -117,10 +122,10 @@ static int mean_offloads(const shim_coll_args_t *a, const shim_check_t *chk)
         total += (uint64_t)a->rcounts[i];
     }
     if (a->rcounts == NULL || i < size || !shim_layout(a->stype, 0, &l)) {
-        return chk != NULL && shim_any_size();
+        return chk != NULL && shim_any_size(x);
     }
     return total <= INT32_MAX &&
-           shim_big_enough(total * l.size / (uint64_t)size);
+           shim_big_enough(x, total * l.size / (uint64_t)size);
 }
 
 /*
@@ -157,7 +162,7 @@ static int reduce(shim_comm_t *c, shim_call_t *k, const shim_coll_args_t *a)
 {
     vec_t v;
 
-    red_offloads(a, NULL, a->scount, &v);
+    red_offloads(a, NULL, a->scount, &v, NULL);
     k->args.root = (uint32_t)a->root;
     k->args.bytes = v.l.bytes;
     if (c->rank != a->root && a->sbuf == MPI_IN_PLACE) {
@@ -174,7 +179,7 @@ static int all(shim_comm_t *c, shim_call_t *k, const shim_coll_args_t *a)
 {
     vec_t v;
 
-    red_offloads(a, NULL, a->scount, &v);
+    red_offloads(a, NULL, a->scount, &v, NULL);
     k->args.bytes = v.l.bytes;
     return vec_post(c, k, &v, a->scount, a->scount, 1, a);
 }
@@ -185,7 +190,7 @@ static int block(shim_comm_t *c, shim_call_t *k, const shim_coll_args_t *a)
     int size = shim_comm_size(a->comm);
     vec_t v;
 
-    red_offloads(a, NULL, a->rcount, &v);
+    red_offloads(a, NULL, a->rcount, &v, NULL);
     k->args.bytes = v.l.bytes;
     return vec_post(c, k, &v, a->rcount * size, a->rcount, 1, a);
 }
@@ -197,7 +202,7 @@ static int scatter(shim_comm_t *c, shim_call_t *k, const shim_coll_args_t *a)
     uint64_t total = 0, *arr;
     vec_t v;
 
-    red_offloads(a, NULL, 0, &v);
+    red_offloads(a, NULL, 0, &v, NULL);
     for (i = 0; i < size; i++) {
         total += (uint64_t)a->rcounts[i];
     }
@@ -213,22 +218,22 @@ static int scatter(shim_comm_t *c, shim_call_t *k, const shim_coll_args_t *a)
 }
 
 /* The entries (common/dps_colls.h): each call's decision and post. */
-int shim_coll_reduce(const shim_coll_args_t *a)
+int shim_coll_reduce(const shim_coll_args_t *a, shim_ctx_t *x)
 {
-    return shim_coll_run(a, count_offloads, reduce);
+    return shim_coll_run(a, x, count_offloads, reduce);
 }
 
-int shim_coll_allreduce(const shim_coll_args_t *a)
+int shim_coll_allreduce(const shim_coll_args_t *a, shim_ctx_t *x)
 {
-    return shim_coll_run(a, count_offloads, all);
+    return shim_coll_run(a, x, count_offloads, all);
 }
 
-int shim_coll_reduce_scatter_block(const shim_coll_args_t *a)
+int shim_coll_reduce_scatter_block(const shim_coll_args_t *a, shim_ctx_t *x)
 {
-    return shim_coll_run(a, block_offloads, block);
+    return shim_coll_run(a, x, block_offloads, block);
 }
 
-int shim_coll_reduce_scatter(const shim_coll_args_t *a)
+int shim_coll_reduce_scatter(const shim_coll_args_t *a, shim_ctx_t *x)
 {
-    return shim_coll_run(a, mean_offloads, scatter);
+    return shim_coll_run(a, x, mean_offloads, scatter);
 }

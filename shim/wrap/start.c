@@ -83,6 +83,7 @@ int shim_pers_new(int coll, MPI_Comm comm, shim_pers_start_t start,
 
 static int start_one(shim_pers_t *p)
 {
+    shim_ctx_t x = shim_ctx_app();
     int rc;
 
     if (p->active) {
@@ -96,13 +97,10 @@ static int start_one(shim_pers_t *p)
                   "request was freed", dps_coll_short(p->coll));
         return MPI_ERR_COMM;
     }
-    shim_as = p->coll;
-    shim_pin = &p->pin;
-    shim_stream = p->stream;
-    rc = p->start(p, &p->inner);
-    shim_as = 0;
-    shim_pin = NULL;
-    shim_stream = NULL;
+    x.as = p->coll;
+    x.pin = &p->pin;
+    x.stream = p->stream;
+    rc = p->start(p, &p->inner, &x);
     p->active = rc == MPI_SUCCESS && p->inner != MPI_REQUEST_NULL;
     return rc;
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Persistent requests the shim runs (wrap/start.c): persistent collectives
- * (wrap/persistent.c) and persistent pattern groups (wrap/group.c).
+ * (wrap/colls.c, wrap/pers_init.c) and persistent pattern groups (wrap/group.c).
  *
  * The application holds a handle MPI made: an inactive persistent receive
  * from MPI_PROC_NULL, which stock MPI's completion calls treat as an
@@ -19,8 +19,13 @@
 
 typedef struct shim_pers shim_pers_t;
 
-/* Post p once more: MPI_SUCCESS and *inner, or an MPI error code. */
-typedef int (*shim_pers_start_t)(shim_pers_t *p, MPI_Request *inner);
+struct shim_ctx;
+
+/* Post p once more, made as x says (wrap/coll.h: the persistent form,
+ * where its schedule is pinned, its stream): MPI_SUCCESS and *inner, or
+ * an MPI error code. */
+typedef int (*shim_pers_start_t)(shim_pers_t *p, MPI_Request *inner,
+                                 struct shim_ctx *x);
 
 struct shim_pers {
     MPI_Request       handle;   /* the application's */
