@@ -11,38 +11,35 @@
 #include <unistd.h>
 
 shim_state_t shim = {
-    .parent_fd = -1,
-    .kick_fd = -1,
+    .chan = {.parent_fd = -1, .kick_fd = -1, .shm_fd = -1,
+             .tx_lock = PTHREAD_MUTEX_INITIALIZER},
     .keyval = MPI_KEYVAL_INVALID,
-    .fo_ctrl = MPI_COMM_NULL,
-    .fo_agree = MPI_COMM_NULL,
+    .fo = {.ctrl = MPI_COMM_NULL, .agree = MPI_COMM_NULL},
     .lock = PTHREAD_MUTEX_INITIALIZER,
     .agree_lock = PTHREAD_MUTEX_INITIALIZER,
-    .tx_lock = PTHREAD_MUTEX_INITIALIZER,
-    .shm_fd = -1,
 };
 __thread int shim_in_call;
 __thread MPI_Request *shim_busy_req;
 
 void shim_hello(dps_msg_hello_t *out)
 {
-    out->world_rank = (uint32_t)shim.world_rank;
+    out->world_rank = (uint32_t)shim.topo.world_rank;
     out->pid = (uint32_t)getpid();
-    out->token_addr = shim.cma_token != 0
-                      ? (uint64_t)(uintptr_t)&shim.cma_token : 0;
-    out->token = shim.cma_token;
+    out->token_addr = shim.chan.cma_token != 0
+                      ? (uint64_t)(uintptr_t)&shim.chan.cma_token : 0;
+    out->token = shim.chan.cma_token;
 }
 
 int shim_fo_notice(shim_fo_cause_t cause, const char *fmt, ...)
 {
     va_list ap;
 
-    if (shim.fo_cause != SHIM_FO_NO_CAUSE || cause == SHIM_FO_NO_CAUSE) {
+    if (shim.fo.cause != SHIM_FO_NO_CAUSE || cause == SHIM_FO_NO_CAUSE) {
         return 0;
     }
-    shim.fo_cause = cause;
+    shim.fo.cause = cause;
     va_start(ap, fmt);
-    vsnprintf(shim.fo_why, sizeof(shim.fo_why), fmt, ap);
+    vsnprintf(shim.fo.why, sizeof(shim.fo.why), fmt, ap);
     va_end(ap);
     return 1;
 }

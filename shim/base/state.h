@@ -50,13 +50,23 @@ enum { SHIM_FO_NONE,       /* agents serve */
 struct shim_op;
 struct shim_comm;
 
-typedef struct shim_state {
-    int            initialized;   /* shim_init ran */
-    int            active;        /* offload usable job-wide */
-    dps_config_t   cfg;
-    uint64_t       min_bytes;     /* DPUSHIM_MIN_BYTES, auto resolved */
+/* Where the job's ranks are (boot/place.c fills it at MPI_Init). */
+typedef struct shim_topo {
     int            world_rank, world_size;
     int            is_leader;     /* first rank of its virtual node */
+    MPI_Comm       vnode;         /* ranks sharing this agent */
+    uint32_t      *rank_agent;    /* agent index of each world rank */
+    int           *rank_node;     /* node of each world rank */
+    int           *rank_direct;   /* per world rank: its DMA engine runs
+                                   * and its agent reaches every rank of
+                                   * its node with CMA (DPS_READY_CMA_NODE):
+                                   * unpacked send data reaches it */
+} shim_topo_t;
+
+/* The rank's channel to its agent: who it is, how it reaches us, the
+ * shared-memory ring and UCX, its liveness (boot/ opens it, core/channel.c
+ * runs it). */
+typedef struct shim_chan {
     pid_t          agent_pid;     /* our agent */
     unsigned       agent_formats; /* DPS_FMT_* it computes (READY) */
     unsigned       agent_cma;     /* DPS_READY_*: how it reaches our
@@ -83,8 +93,45 @@ typedef struct shim_state {
     int            shm_tx_ucx;    /* one was too big for it: UCX from then */
     pthread_mutex_t tx_lock;      /* producers of shm->to_agent */
     double         next_ucx_poll; /* with shm_on, UCX is polled seldom */
+    double         last_liveness; /* time of the last agent check */
+    double         last_heard;    /* time of the agent's last message */
+    double         app_until;     /* an application thread polls in MPI
+                                   * until then: the progress thread
+                                   * stands aside (core/progress.c) */
+    double         ping_sent;     /* outstanding PING, or 0 */
+} shim_chan_t;
+
+/* Taking over from failed agents: what was noticed (shim_fo_notice, any
+ * layer), how far the takeover is (failover/ alone writes the rest). */
+typedef struct shim_fo {
+    int            cause;         /* shim_fo_cause_t: the failure noticed */
+    char           why[700];      /* ... what happened, for messages */
+    int            state;         /* SHIM_FO_* */
+    MPI_Comm       ctrl;          /* notices and Finalize (p2p, barrier) */
+    MPI_Comm       agree;         /* the agreement's collectives */
+} shim_fo_t;
+
+/* What is counted (statistics at MPI_Finalize, boot/init.c). */
+typedef struct shim_stat {
+    uint64_t       coll[DPS_COLL_MAX][SHIM_NSTAT]; /* by dps_coll_t */
+    int            have_agent;    /* leader: STATS received */
+    uint64_t       agent[8];      /* cpu_ns, collectives, missed,
+                                   * cma_bytes, ucx_bytes, dma_bytes,
+                                   * net_bytes, fetches */
+} shim_stat_t;
+
+/* The shim's state, by the part each layer owns; the rest is the core's
+ * (operations, communicators, schedules). */
+typedef struct shim_state {
+    int            initialized;   /* shim_init ran */
+    int            active;        /* offload usable job-wide */
+    dps_config_t   cfg;
+    uint64_t       min_bytes;     /* DPUSHIM_MIN_BYTES, auto resolved */
+    shim_topo_t    topo;
+    shim_chan_t    chan;
+    shim_fo_t      fo;
+    shim_stat_t    stat;
     int            keyval;        /* communicator attribute */
-    MPI_Comm       vnode;         /* ranks sharing this agent */
     uint64_t       next_comm;     /* ids handed out by this rank */
     uint64_t       next_token;
     struct shim_op *by_token, *by_req;
@@ -94,31 +141,8 @@ typedef struct shim_state {
                                    * taken inside, nor across our callbacks */
     struct shim_op *done_list;    /* completed, MPI not told yet */
     pthread_mutex_t lock;
-    double         last_liveness; /* time of the last agent check */
-    double         last_heard;    /* time of the agent's last message */
-    double         app_until;     /* an application thread polls in MPI
-                                   * until then: the progress thread
-                                   * stands aside (core/progress.c) */
-    double         ping_sent;     /* outstanding PING, or 0 */
-    int            fo_cause;      /* shim_fo_cause_t: the failure
-                                   * noticed (shim_fo_notice) */
-    char           fo_why[700];   /* ... what happened, for messages */
-    int            fo_state;      /* SHIM_FO_* */
-    MPI_Comm       fo_ctrl;       /* notices and Finalize (p2p, barrier) */
-    MPI_Comm       fo_agree;      /* the agreement's collectives */
     struct shim_comm *comms;      /* every communicator state */
-    uint64_t       stats[DPS_COLL_MAX][SHIM_NSTAT]; /* by dps_coll_t */
-    uint32_t      *rank_agent;    /* agent index of each world rank */
-    int           *rank_node;     /* node of each world rank */
-    int           *rank_direct;   /* per world rank: its DMA engine runs
-                                   * and its agent reaches every rank of
-                                   * its node with CMA (DPS_READY_CMA_NODE):
-                                   * unpacked send data reaches it */
     uint64_t       next_sched;    /* schedule ids handed out */
-    int            have_agent_stats; /* leader: STATS received */
-    uint64_t       agent_stats[8];   /* cpu_ns, collectives, missed,
-                                      * cma_bytes, ucx_bytes, dma_bytes,
-                                      * net_bytes, fetches */
 } shim_state_t;
 
 extern shim_state_t shim;
@@ -157,7 +181,7 @@ int shim_fo_notice(shim_fo_cause_t cause, const char *fmt, ...)
 /* The failure noticed, or SHIM_FO_NO_CAUSE. */
 static inline shim_fo_cause_t shim_fo_noticed(void)
 {
-    return (shim_fo_cause_t)shim.fo_cause;
+    return (shim_fo_cause_t)shim.fo.cause;
 }
 
 /* Who we are, for HELLO, PING and SHM: world rank, pid and our CMA

@@ -47,13 +47,13 @@ static void send_hello_wait_ready(int *ok)
         dps_inmsg_t *m;
         dps_msg_t dm;
 
-        ucp_worker_progress(shim.ucx.worker);
-        while ((m = dps_inbox_pop(&shim.ucx.inbox)) != NULL) {
+        ucp_worker_progress(shim.chan.ucx.worker);
+        while ((m = dps_inbox_pop(&shim.chan.ucx.inbox)) != NULL) {
             int rc = dps_msg_decode(m->data, m->len, &dm, NULL, 0);
 
             if (rc == DPS_OK && dm.type == DPS_MSG_READY) {
-                shim.agent_formats = dm.u.ready.formats;
-                shim.agent_cma = dm.u.ready.cma;
+                shim.chan.agent_formats = dm.u.ready.formats;
+                shim.chan.agent_cma = dm.u.ready.cma;
                 if (dm.u.ready.status != DPS_OK) {
                     dps_error("agent failed to set up: %s",
                               dps_status_str(dm.u.ready.status));
@@ -67,7 +67,7 @@ static void send_hello_wait_ready(int *ok)
         }
         if (dps_now() > deadline) {
             dps_error("agent (pid %d) not ready after %d s",
-                      (int)shim.agent_pid, SHIM_CONNECT_TIMEOUT_MS / 1000);
+                      (int)shim.chan.agent_pid, SHIM_CONNECT_TIMEOUT_MS / 1000);
             *ok = 0;
         }
     }
@@ -84,17 +84,17 @@ static void shm_offer(void)
     size_t len;
     void *msg;
 
-    if (shim.agent_pid <= 0) {
+    if (shim.chan.agent_pid <= 0) {
         return;
     }
-    shim.shm = dps_shm_create((uint32_t)shim.world_rank, &shim.shm_fd);
-    if (shim.shm == NULL) {
+    shim.chan.shm = dps_shm_create((uint32_t)shim.topo.world_rank, &shim.chan.shm_fd);
+    if (shim.chan.shm == NULL) {
         dps_info("no shared-memory channel to the agent (memfd: %m): "
                  "messages go by UCX");
         return;
     }
     shim_hello(&me);
-    msg = dps_msg_encode_shm(&me, shim.shm_fd, &len);
+    msg = dps_msg_encode_shm(&me, shim.chan.shm_fd, &len);
     if (msg == NULL || shim_send_agent(msg, len) != DPS_OK) {
         dps_warn("cannot offer the shared-memory channel to the agent");
     }
@@ -110,14 +110,14 @@ static void shm_offer(void)
  */
 static void agent_pid_check(void)
 {
-    if (shim.cfg.agent_map[0] == '\0' || shim.agent_pid <= 0 ||
-        (shim.agent_cma & DPS_READY_SEEN)) {
+    if (shim.cfg.agent_map[0] == '\0' || shim.chan.agent_pid <= 0 ||
+        (shim.chan.agent_cma & DPS_READY_SEEN)) {
         return;
     }
     dps_info("agent %s shares this host's name but not its process "
              "space: its pid is not used here (no pid checks, kicks or "
-             "kills; its connection and pings tell)", shim.agent_desc);
-    shim.agent_pid = 0;
+             "kills; its connection and pings tell)", shim.chan.agent_desc);
+    shim.chan.agent_pid = 0;
 }
 
 /* READY came: use the channel if the agent mapped it, and start the DMA
@@ -125,31 +125,31 @@ static void agent_pid_check(void)
  * with CMA (it read our token back: READY says so). */
 static void shm_accepted(void)
 {
-    if (shim.shm == NULL) {
+    if (shim.chan.shm == NULL) {
         return;
     }
-    if (!__atomic_load_n(&shim.shm->attached, __ATOMIC_ACQUIRE)) {
+    if (!__atomic_load_n(&shim.chan.shm->attached, __ATOMIC_ACQUIRE)) {
         dps_info("agent %s did not map the shared-memory channel: "
-                 "messages go by UCX", shim.agent_desc);
+                 "messages go by UCX", shim.chan.agent_desc);
         return;
     }
-    shim.shm_on = 1;
+    shim.chan.shm_on = 1;
     if (shim.cfg.data_path == DPS_DATA_DIRECT &&
         shim.cfg.transport != DPS_TRANSPORT_UCX &&
-        (shim.agent_cma & DPS_READY_CMA)) {
-        shim_engine_start(shim.shm, shim.agent_pid);
+        (shim.chan.agent_cma & DPS_READY_CMA)) {
+        shim_engine_start(shim.chan.shm, shim.chan.agent_pid);
     }
 }
 
 static void shm_close(void)
 {
     shim_engine_stop();
-    shim.shm_on = 0;
-    dps_shm_detach(shim.shm);
-    shim.shm = NULL;
-    if (shim.shm_fd >= 0) {
-        close(shim.shm_fd);
-        shim.shm_fd = -1;
+    shim.chan.shm_on = 0;
+    dps_shm_detach(shim.chan.shm);
+    shim.chan.shm = NULL;
+    if (shim.chan.shm_fd >= 0) {
+        close(shim.chan.shm_fd);
+        shim.chan.shm_fd = -1;
     }
 }
 
@@ -197,14 +197,14 @@ static int tables_alloc(job_tables_t *t, int nr)
     }
     t->token = calloc(2 * (size_t)nr, sizeof(uint64_t));
     t->after = calloc(2 * (size_t)nr, sizeof(int));
-    shim.node_agents = calloc((size_t)nr, sizeof(pid_t));
-    shim.rank_agent = calloc((size_t)nr, sizeof(uint32_t));
-    shim.rank_node = calloc((size_t)nr, sizeof(int));
-    shim.rank_direct = calloc((size_t)nr, sizeof(int));
+    shim.chan.node_agents = calloc((size_t)nr, sizeof(pid_t));
+    shim.topo.rank_agent = calloc((size_t)nr, sizeof(uint32_t));
+    shim.topo.rank_node = calloc((size_t)nr, sizeof(int));
+    shim.topo.rank_direct = calloc((size_t)nr, sizeof(int));
     return t->token != NULL && t->after != NULL &&
-           shim.node_agents != NULL &&
-           shim.rank_agent != NULL && shim.rank_node != NULL &&
-           shim.rank_direct != NULL;
+           shim.chan.node_agents != NULL &&
+           shim.topo.rank_agent != NULL && shim.topo.rank_node != NULL &&
+           shim.topo.rank_direct != NULL;
 }
 
 /*
@@ -217,15 +217,15 @@ static void grant_offer(int job_key)
 {
     int e;
 
-    if (shim.grant_path[0] == '\0' ||
+    if (shim.chan.grant_path[0] == '\0' ||
         shim.cfg.transport == DPS_TRANSPORT_UCX) {
         return;
     }
-    e = dps_grant_send(shim.grant_path, (uint32_t)shim.world_rank,
+    e = dps_grant_send(shim.chan.grant_path, (uint32_t)shim.topo.world_rank,
                        (uint32_t)job_key);
     if (e != 0) {
         dps_info("cannot grant the agent our memory through %s: %s: it "
-                 "reaches us over UCX", shim.grant_path, strerror(e));
+                 "reaches us over UCX", shim.chan.grant_path, strerror(e));
     }
 }
 
@@ -234,20 +234,20 @@ static void grant_offer(int job_key)
  * it stall, so every rank watches them all (core/op.c, check_agent). */
 static void gather_ranks(job_tables_t *t, MPI_Comm vnode, int node_id)
 {
-    int nr = shim.world_size, i, v;
+    int nr = shim.topo.world_size, i, v;
     dps_msg_hello_t me;
     uint64_t tok[2];
 
-    PMPI_Allgather(&shim.is_leader, 1, MPI_INT, t->leader, 1, MPI_INT,
+    PMPI_Allgather(&shim.topo.is_leader, 1, MPI_INT, t->leader, 1, MPI_INT,
                    MPI_COMM_WORLD);
-    for (i = 0; i < shim.world_rank; i++) {
+    for (i = 0; i < shim.topo.world_rank; i++) {
         t->my_agent += t->leader[i];
     }
     PMPI_Bcast(&t->my_agent, 1, MPI_INT, 0, vnode);
     PMPI_Allgather(&t->my_agent, 1, MPI_INT, t->agent, 1, MPI_INT,
                    MPI_COMM_WORLD);
     for (i = 0; i < nr; i++) {
-        shim.rank_agent[i] = (uint32_t)t->agent[i];   /* for the builders */
+        shim.topo.rank_agent[i] = (uint32_t)t->agent[i];   /* for the builders */
     }
     v = (int)getpid();
     PMPI_Allgather(&v, 1, MPI_INT, t->pid, 1, MPI_INT, MPI_COMM_WORLD);
@@ -260,16 +260,16 @@ static void gather_ranks(job_tables_t *t, MPI_Comm vnode, int node_id)
     tok[1] = me.token;
     PMPI_Allgather(tok, 2, MPI_UINT64_T, t->token, 2, MPI_UINT64_T,
                    MPI_COMM_WORLD);
-    memcpy(shim.rank_node, t->node, sizeof(int) * (size_t)nr);
-    v = (int)shim.agent_pid;
+    memcpy(shim.topo.rank_node, t->node, sizeof(int) * (size_t)nr);
+    v = (int)shim.chan.agent_pid;
     PMPI_Allgather(&v, 1, MPI_INT, t->apid, 1, MPI_INT, MPI_COMM_WORLD);
     for (i = 0; i < nr; i++) {
         if (t->leader[i] && t->node[i] == node_id) {
-            shim.node_agents[shim.n_node_agents++] = (pid_t)t->apid[i];
+            shim.chan.node_agents[shim.chan.n_node_agents++] = (pid_t)t->apid[i];
         }
     }
     /* Agents name their wake-up sockets after agent 0's pid. */
-    t->job_key = shim.agent_pid > 0 ? (int)shim.agent_pid
+    t->job_key = shim.chan.agent_pid > 0 ? (int)shim.chan.agent_pid
                                     : (int)(getpid() | 0x40000000);
     PMPI_Bcast(&t->job_key, 1, MPI_INT, 0, MPI_COMM_WORLD);
 }
@@ -283,9 +283,9 @@ static int gather_addresses(job_tables_t *t, const void *mine,
     int i = (int)mine_len;
 
     PMPI_Allgather(&i, 1, MPI_INT, t->rlen, 1, MPI_INT, MPI_COMM_WORLD);
-    i = shim.is_leader ? (int)agent_addr_len : 0;
+    i = shim.topo.is_leader ? (int)agent_addr_len : 0;
     PMPI_Allgather(&i, 1, MPI_INT, t->alen, 1, MPI_INT, MPI_COMM_WORLD);
-    for (i = 0; i < shim.world_size; i++) {
+    for (i = 0; i < shim.topo.world_size; i++) {
         t->rdisp[i] = (int)rt;
         t->adisp[i] = (int)at;
         rt += (size_t)t->rlen[i];
@@ -298,7 +298,7 @@ static int gather_addresses(job_tables_t *t, const void *mine,
     }
     PMPI_Allgatherv(mine, (int)mine_len, MPI_BYTE, t->rbuf, t->rlen,
                     t->rdisp, MPI_BYTE, MPI_COMM_WORLD);
-    PMPI_Allgatherv((void *)agent_addr, shim.is_leader ?
+    PMPI_Allgatherv((void *)agent_addr, shim.topo.is_leader ?
                     (int)agent_addr_len : 0, MPI_BYTE, t->abuf, t->alen,
                     t->adisp, MPI_BYTE, MPI_COMM_WORLD);
     return 1;
@@ -308,7 +308,7 @@ static int gather_addresses(job_tables_t *t, const void *mine,
  * address) and the process table to its agent; 1 on success. */
 static int send_job(const job_tables_t *t)
 {
-    int nr = shim.world_size, i, k = 0, ok = 0;
+    int nr = shim.topo.world_size, i, k = 0, ok = 0;
     const void **rp = calloc(nr, sizeof(void *));
     const void **ap = calloc(nr, sizeof(void *));
     uint32_t *rl = calloc(nr, sizeof(uint32_t));
@@ -367,7 +367,7 @@ static void wait_all_wired(void)
 
     PMPI_Ibarrier(MPI_COMM_WORLD, &br);
     while (!flag) {
-        ucp_worker_progress(shim.ucx.worker);
+        ucp_worker_progress(shim.chan.ucx.worker);
         PMPI_Test(&br, &flag, MPI_STATUS_IGNORE);
     }
 }
@@ -390,7 +390,7 @@ static int prog_wanted(void)
      * or neither CMA nor a grant reaches us). Agents of other nodes
      * never do: they ask ours (FETCH). */
     if (shim.cfg.transport == DPS_TRANSPORT_UCX ||
-        !(shim.agent_cma & (DPS_READY_CMA | DPS_READY_DMA))) {
+        !(shim.chan.agent_cma & (DPS_READY_CMA | DPS_READY_DMA))) {
         return 1;
     }
     return 0;
@@ -405,14 +405,14 @@ static void after_ready(job_tables_t *t, int node_id)
     int mine[2], i;
 
     mine[0] = shim_engine_running() &&
-              (shim.agent_cma & DPS_READY_CMA_NODE) != 0;
-    mine[1] = (int)shim.agent_pid;
+              (shim.chan.agent_cma & DPS_READY_CMA_NODE) != 0;
+    mine[1] = (int)shim.chan.agent_pid;
     PMPI_Allgather(mine, 2, MPI_INT, t->after, 2, MPI_INT, MPI_COMM_WORLD);
-    shim.n_node_agents = 0;
-    for (i = 0; i < shim.world_size; i++) {
-        shim.rank_direct[i] = t->after[2 * i];
+    shim.chan.n_node_agents = 0;
+    for (i = 0; i < shim.topo.world_size; i++) {
+        shim.topo.rank_direct[i] = t->after[2 * i];
         if (t->leader[i] && t->node[i] == node_id) {
-            shim.node_agents[shim.n_node_agents++] =
+            shim.chan.node_agents[shim.chan.n_node_agents++] =
                 (pid_t)t->after[2 * i + 1];
         }
     }
@@ -428,7 +428,7 @@ int boot_connect_job(MPI_Comm vnode, const void *agent_addr,
 
     /* Serialized: the progress thread shares it, every user holds
      * shim.lock (core/progress.c). */
-    if (dps_ucx_open(&shim.ucx, UCS_THREAD_MODE_SERIALIZED) != DPS_OK) {
+    if (dps_ucx_open(&shim.chan.ucx, UCS_THREAD_MODE_SERIALIZED) != DPS_OK) {
         ok = 0;
     } else {
         shim_reg_init(shim_send_agent);
@@ -437,17 +437,17 @@ int boot_connect_job(MPI_Comm vnode, const void *agent_addr,
         return 0;
     }
     wattr.field_mask = UCP_WORKER_ATTR_FIELD_ADDRESS;
-    if (ucp_worker_query(shim.ucx.worker, &wattr) != UCS_OK) {
+    if (ucp_worker_query(shim.chan.ucx.worker, &wattr) != UCS_OK) {
         dps_error("ucp_worker_query failed");
         ok = 0;
         wattr.address = NULL;
         wattr.address_length = 0;
     }
-    ok = tables_alloc(&t, shim.world_size) && ok;
+    ok = tables_alloc(&t, shim.topo.world_size) && ok;
     if (!boot_agree(ok)) {
         goto out;
     }
-    if ((e = dps_cma_token_new(&shim.cma_token)) != 0) {
+    if ((e = dps_cma_token_new(&shim.chan.cma_token)) != 0) {
         dps_info("no CMA token (getrandom: %s): agents reach this rank "
                  "over UCX only", strerror(e));
     }
@@ -457,10 +457,10 @@ int boot_connect_job(MPI_Comm vnode, const void *agent_addr,
         ok = 0;
         goto out;
     }
-    shim.kick_fd = dps_kick_open((int)getpid(), DPS_KICK_RANK);
-    ok = dps_ucx_ep_create(shim.ucx.worker, agent_addr, NULL, NULL,
-                           &shim.agent_ep) == DPS_OK;
-    if (ok && shim.is_leader) {
+    shim.chan.kick_fd = dps_kick_open((int)getpid(), DPS_KICK_RANK);
+    ok = dps_ucx_ep_create(shim.chan.ucx.worker, agent_addr, NULL, NULL,
+                           &shim.chan.agent_ep) == DPS_OK;
+    if (ok && shim.topo.is_leader) {
         ok = send_job(&t);
     }
     if (ok) {
@@ -482,7 +482,7 @@ int boot_connect_job(MPI_Comm vnode, const void *agent_addr,
     }
 out:
     if (wattr.address != NULL) {
-        ucp_worker_release_address(shim.ucx.worker, wattr.address);
+        ucp_worker_release_address(shim.chan.ucx.worker, wattr.address);
     }
     tables_free(&t);
     return ok;
@@ -492,21 +492,21 @@ void boot_teardown_ucx(void)
 {
     shim_prog_stop();   /* before the worker goes */
     shm_close();
-    if (shim.kick_fd >= 0) {
-        close(shim.kick_fd);
-        shim.kick_fd = -1;
+    if (shim.chan.kick_fd >= 0) {
+        close(shim.chan.kick_fd);
+        shim.chan.kick_fd = -1;
     }
-    if (shim.agent_ep != NULL) {
-        dps_ucx_ep_close(shim.ucx.worker, shim.agent_ep, 100);
-        shim.agent_ep = NULL;
+    if (shim.chan.agent_ep != NULL) {
+        dps_ucx_ep_close(shim.chan.ucx.worker, shim.chan.agent_ep, 100);
+        shim.chan.agent_ep = NULL;
     }
-    if (shim.ucx.worker != NULL && shim.live > 0) {
+    if (shim.chan.ucx.worker != NULL && shim.live > 0) {
         /* Registrations still in use: destroying the context would
          * abort in UCX. The process is ending; leave it to exit. */
         dps_warn("leaving UCX context open: %u operations never ended",
                  shim.live);
-    } else if (shim.ucx.worker != NULL) {
+    } else if (shim.chan.ucx.worker != NULL) {
         shim_reg_fini();
-        dps_ucx_close(&shim.ucx);
+        dps_ucx_close(&shim.chan.ucx);
     }
 }

@@ -37,12 +37,12 @@ extern char **environ;
 static void cannot_offload(const char *why)
 {
     if (!shim.cfg.require) {
-        if (shim.world_rank == 0) {
+        if (shim.topo.world_rank == 0) {
             dps_error("%s: running on stock MPI", why);
         }
         return;
     }
-    if (shim.world_rank == 0) {
+    if (shim.topo.world_rank == 0) {
         dps_error("%s, and DPUSHIM_REQUIRE is set: aborting", why);
         fflush(stderr);
     }
@@ -61,7 +61,7 @@ static int load_config(void)
     const char *req = getenv("DPUSHIM_REQUIRE");
     int nbad, v;
 
-    snprintf(who, sizeof(who), "%d", shim.world_rank);
+    snprintf(who, sizeof(who), "%d", shim.topo.world_rank);
     dps_log_set_who(who);
     nbad = dps_config_load(&shim.cfg, environ, msgs, sizeof(msgs), NULL);
     /* A DPUSHIM_REQUIRE that is not a boolean asks for strictness. */
@@ -73,7 +73,7 @@ static int load_config(void)
     /* Same environment everywhere: report once, from rank 0. */
     for (line = strtok_r(msgs, "\n", &save); line != NULL;
          line = strtok_r(NULL, "\n", &save)) {
-        if (shim.world_rank == 0) {
+        if (shim.topo.world_rank == 0) {
             if (nbad > 0 && strncmp(line, "unknown", 7) != 0) {
                 dps_error("%s", line);
             } else {
@@ -105,10 +105,10 @@ static void make_vnodes(vnode_t *v)
     int node_rank = 0, node_size = 0, vrank = 0;
 
     PMPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED,
-                         shim.world_rank, MPI_INFO_NULL, &v->node);
+                         shim.topo.world_rank, MPI_INFO_NULL, &v->node);
     PMPI_Comm_rank(v->node, &node_rank);
     PMPI_Comm_size(v->node, &node_size);
-    v->node_id = shim.world_rank;
+    v->node_id = shim.topo.world_rank;
     PMPI_Bcast(&v->node_id, 1, MPI_INT, 0, v->node);
     v->rpd = shim.cfg.ranks_per_dpu ? (int)shim.cfg.ranks_per_dpu
                                     : node_size;
@@ -116,7 +116,7 @@ static void make_vnodes(vnode_t *v)
     PMPI_Comm_split(v->node, v->vidx, node_rank, &v->vnode);
     PMPI_Comm_rank(v->vnode, &vrank);
     PMPI_Comm_size(v->vnode, &v->vsize);
-    shim.is_leader = (vrank == 0);
+    shim.topo.is_leader = (vrank == 0);
     boot_ranks_cpus(v->vnode, &v->cpus);
 }
 
@@ -141,11 +141,11 @@ static int get_agents(vnode_t *v, const job_secret_t *js, void **addr,
         int      ok;
         int      pid;
         uint32_t len;
-        char     desc[sizeof(shim.agent_desc)];
-        char     grant[sizeof(shim.grant_path)];
+        char     desc[sizeof(shim.chan.agent_desc)];
+        char     grant[sizeof(shim.chan.grant_path)];
     } info = {0, 0, 0, "", ""};
 
-    if (shim.is_leader) {
+    if (shim.topo.is_leader) {
         info.ok = (shim.cfg.agent_map[0] != '\0'
                    ? boot_connect_listener(js, (unsigned)v->vidx, addr,
                                            &len)
@@ -153,21 +153,21 @@ static int get_agents(vnode_t *v, const job_secret_t *js, void **addr,
                                       boot_agent_has_core(&v->cpus,
                                                           v->vsize)))
                   == DPS_OK;
-        info.pid = (int)shim.agent_pid;
+        info.pid = (int)shim.chan.agent_pid;
         info.len = (uint32_t)len;
-        if (!shim.listen_agent) {
-            snprintf(shim.agent_desc, sizeof(shim.agent_desc), "pid %d",
+        if (!shim.chan.listen_agent) {
+            snprintf(shim.chan.agent_desc, sizeof(shim.chan.agent_desc), "pid %d",
                      info.pid);
         }
-        memcpy(info.desc, shim.agent_desc, sizeof(info.desc));
-        memcpy(info.grant, shim.grant_path, sizeof(info.grant));
+        memcpy(info.desc, shim.chan.agent_desc, sizeof(info.desc));
+        memcpy(info.grant, shim.chan.grant_path, sizeof(info.grant));
     }
     PMPI_Bcast(&info, (int)sizeof(info), MPI_BYTE, 0, v->vnode);
-    memcpy(shim.agent_desc, info.desc, sizeof(shim.agent_desc));
-    memcpy(shim.grant_path, info.grant, sizeof(shim.grant_path));
-    shim.grant_path[sizeof(shim.grant_path) - 1] = '\0';
+    memcpy(shim.chan.agent_desc, info.desc, sizeof(shim.chan.agent_desc));
+    memcpy(shim.chan.grant_path, info.grant, sizeof(shim.chan.grant_path));
+    shim.chan.grant_path[sizeof(shim.chan.grant_path) - 1] = '\0';
     boot_agent_affinity(&v->cpus);
-    if (!shim.is_leader && info.ok) {
+    if (!shim.topo.is_leader && info.ok) {
         *addr = malloc(info.len);
         info.ok = *addr != NULL;
     }
@@ -175,7 +175,7 @@ static int get_agents(vnode_t *v, const job_secret_t *js, void **addr,
         return 0;
     }
     PMPI_Bcast(*addr, (int)info.len, MPI_BYTE, 0, v->vnode);
-    shim.agent_pid = (pid_t)info.pid;
+    shim.chan.agent_pid = (pid_t)info.pid;
     *addr_len = info.len;
     return 1;
 }
@@ -206,8 +206,8 @@ static void shim_init(void)
 
     /* Before the attribute whose delete callback calls it exists. */
     shim_hooks.freeing = shim_pers_comm_free;
-    PMPI_Comm_rank(MPI_COMM_WORLD, &shim.world_rank);
-    PMPI_Comm_size(MPI_COMM_WORLD, &shim.world_size);
+    PMPI_Comm_rank(MPI_COMM_WORLD, &shim.topo.world_rank);
+    PMPI_Comm_size(MPI_COMM_WORLD, &shim.topo.world_size);
     if (!load_config() ||
         PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, shim_comm_delete,
                                 &shim.keyval, NULL) != MPI_SUCCESS) {
@@ -220,7 +220,7 @@ static void shim_init(void)
         return;
     }
     if (shim.cfg.agent_map[0] != '\0' && !boot_make_job_secret(&js)) {
-        if (shim.world_rank == 0) {
+        if (shim.topo.world_rank == 0) {
             dps_error("%s", js.why);
         }
         free_vnodes(&v);
@@ -240,20 +240,20 @@ static void shim_init(void)
         cannot_offload("connecting ranks and agents failed");
         goto err_agent;
     }
-    shim_rtypes_init(shim.agent_formats);
+    shim_rtypes_init(shim.chan.agent_formats);
     if (shim_fo_init() != DPS_OK) {
         dps_error("cannot create the communicators for taking over from "
                   "a failed agent");
     }
     shim_check_init();
     shim.active = 1;
-    shim.last_liveness = shim.last_heard = dps_now();
-    if (shim.world_rank == 0) {
-        dps_info("offload active: %d ranks, %d per agent", shim.world_size,
+    shim.chan.last_liveness = shim.chan.last_heard = dps_now();
+    if (shim.topo.world_rank == 0) {
+        dps_info("offload active: %d ranks, %d per agent", shim.topo.world_size,
                  v.rpd);
     }
     free(addr);
-    shim.vnode = v.vnode;
+    shim.topo.vnode = v.vnode;
     v.vnode = MPI_COMM_NULL;
     free_vnodes(&v);
     return;
@@ -271,20 +271,20 @@ static void fetch_agent_stats(void)
     size_t len;
     void *msg;
 
-    if (!shim.active || !shim.is_leader || shim.agent_dead) {
+    if (!shim.active || !shim.topo.is_leader || shim.chan.agent_dead) {
         return;
     }
     msg = dps_msg_encode_stats_req(&len);
     if (msg == NULL || shim_send_agent(msg, len) != DPS_OK) {
         return;
     }
-    while (!shim.have_agent_stats && dps_now() < deadline) {
+    while (!shim.stat.have_agent && dps_now() < deadline) {
         if (shim_progress() == 0) {
             shim_idle(1);
         }
     }
-    if (!shim.have_agent_stats) {
-        dps_warn("agent %s sent no statistics", shim.agent_desc);
+    if (!shim.stat.have_agent) {
+        dps_warn("agent %s sent no statistics", shim.chan.agent_desc);
     }
 }
 
@@ -304,26 +304,26 @@ static void print_why(int coll, const uint64_t why[SHIM_NWHY])
 /* One rank's part of the per-agent statistics (DPUSHIM_STATS=2). */
 typedef struct {
     char     host[65];    /* the rank's host name */
-    char     desc[sizeof(shim.agent_desc)]; /* its agent, as in messages */
+    char     desc[sizeof(shim.chan.agent_desc)]; /* its agent, as in messages */
     int32_t  leader;      /* 1: the rank that talks to the agent */
     int32_t  have;        /* leader: the agent's counters came */
     uint64_t offloaded;   /* the rank's calls handed to its agent */
     uint64_t cpu_ns;      /* leader: the agent's CPU time */
 } agent_row_t;
 
-/* "0-1,4": the world ranks agent ag serves (shim.rank_agent). */
+/* "0-1,4": the world ranks agent ag serves (shim.topo.rank_agent). */
 static void agent_ranks(uint32_t ag, char *out, size_t len)
 {
     size_t at = 0;
     int r, first;
 
     out[0] = '\0';
-    for (r = 0; r < shim.world_size && at < len; r++) {
-        if (shim.rank_agent[r] != ag) {
+    for (r = 0; r < shim.topo.world_size && at < len; r++) {
+        if (shim.topo.rank_agent[r] != ag) {
             continue;
         }
-        for (first = r; r + 1 < shim.world_size &&
-                        shim.rank_agent[r + 1] == ag; r++) {
+        for (first = r; r + 1 < shim.topo.world_size &&
+                        shim.topo.rank_agent[r + 1] == ag; r++) {
         }
         at += (size_t)snprintf(out + at, len - at, "%s%d", at ? "," : "",
                                first);
@@ -347,16 +347,16 @@ static agent_row_t *gather_agents(void)
     if (gethostname(me.host, sizeof(me.host) - 1) != 0) {
         snprintf(me.host, sizeof(me.host), "?");
     }
-    memcpy(me.desc, shim.agent_desc, sizeof(me.desc));
+    memcpy(me.desc, shim.chan.agent_desc, sizeof(me.desc));
     me.desc[sizeof(me.desc) - 1] = '\0';
-    me.leader = shim.is_leader;
-    me.have = shim.have_agent_stats;
-    me.cpu_ns = shim.agent_stats[0];
+    me.leader = shim.topo.is_leader;
+    me.have = shim.stat.have_agent;
+    me.cpu_ns = shim.stat.agent[0];
     for (c = 1; c < DPS_COLL_MAX; c++) {
-        me.offloaded += shim.stats[c][SHIM_STAT_OFFLOADED];
+        me.offloaded += shim.stat.coll[c][SHIM_STAT_OFFLOADED];
     }
-    if (shim.world_rank == 0 &&
-        (rows = calloc((size_t)shim.world_size, sizeof(*rows))) == NULL) {
+    if (shim.topo.world_rank == 0 &&
+        (rows = calloc((size_t)shim.topo.world_size, sizeof(*rows))) == NULL) {
         dps_warn("no memory for the agents' statistics");
     }
     /* Every rank takes part, whatever rank 0 could allocate. */
@@ -376,22 +376,22 @@ static void print_agents(agent_row_t *rows)
     char ranks[256];
     int r, q;
 
-    for (r = 0; rows != NULL && r < shim.world_size; r++) {
+    for (r = 0; rows != NULL && r < shim.topo.world_size; r++) {
         uint64_t offl = 0;
 
         if (!rows[r].leader) {
             continue;
         }
-        for (q = 0; q < shim.world_size; q++) {
-            if (shim.rank_agent[q] == shim.rank_agent[r]) {
+        for (q = 0; q < shim.topo.world_size; q++) {
+            if (shim.topo.rank_agent[q] == shim.topo.rank_agent[r]) {
                 offl += rows[q].offloaded;
             }
         }
-        agent_ranks(shim.rank_agent[r], ranks, sizeof(ranks));
+        agent_ranks(shim.topo.rank_agent[r], ranks, sizeof(ranks));
         printf("dpushim: agent %u of %s (%s): ranks=%s offloaded=%llu ",
-               shim.rank_agent[r], rows[r].host, rows[r].desc, ranks,
+               shim.topo.rank_agent[r], rows[r].host, rows[r].desc, ranks,
                (unsigned long long)offl);
-        if (shim.agent_dead) {
+        if (shim.chan.agent_dead) {
             printf("failed\n");
         } else if (rows[r].have) {
             printf("cpu_ms=%.1f\n", rows[r].cpu_ns / 1e6);
@@ -443,9 +443,9 @@ static void print_stats(void)
     agent_row_t *rows = NULL;
 
     fetch_agent_stats();
-    PMPI_Reduce(shim.stats, tot, DPS_COLL_MAX * SHIM_NSTAT, MPI_UINT64_T,
+    PMPI_Reduce(shim.stat.coll, tot, DPS_COLL_MAX * SHIM_NSTAT, MPI_UINT64_T,
                 MPI_SUM, 0, MPI_COMM_WORLD);
-    PMPI_Reduce(shim.agent_stats, ag, 8, MPI_UINT64_T, MPI_SUM, 0,
+    PMPI_Reduce(shim.stat.agent, ag, 8, MPI_UINT64_T, MPI_SUM, 0,
                 MPI_COMM_WORLD);
     shim_reg_stats(reg);
     PMPI_Reduce(reg, regtot, SHIM_REG_NSTAT, MPI_UINT64_T, MPI_SUM, 0,
@@ -454,10 +454,10 @@ static void print_stats(void)
     PMPI_Reduce(eng, engtot, 4, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
     shim_prog_stats(&prg[0], &prg[1], &prg[2], &prg[3]);
     PMPI_Reduce(prg, prgtot, 4, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
-    if (shim.cfg.stats >= 2 && shim.active && shim.rank_agent != NULL) {
+    if (shim.cfg.stats >= 2 && shim.active && shim.topo.rank_agent != NULL) {
         rows = gather_agents();
     }
-    if (shim.world_rank != 0) {
+    if (shim.topo.world_rank != 0) {
         return;
     }
     print_colls(tot);
@@ -481,7 +481,7 @@ static void print_stats(void)
                (unsigned long long)prgtot[0], (unsigned long long)prgtot[1],
                (unsigned long long)prgtot[2], prgtot[3] / 1e6);
     }
-    if (shim.active && shim.agent_dead) {
+    if (shim.active && shim.chan.agent_dead) {
         printf("dpushim: agents failed: no agent statistics\n");
     } else if (shim.active) {
         /* Every agent's CPU, user and system, from start to now; the
@@ -543,19 +543,19 @@ static void shim_fini(void)
     if (shim.active) {
         shim.active = 0;
         /* Nobody of this node talks to the agent any more. */
-        PMPI_Barrier(shim.vnode);
-        if (shim.is_leader && !shim.agent_dead) {
+        PMPI_Barrier(shim.topo.vnode);
+        if (shim.topo.is_leader && !shim.chan.agent_dead) {
             size_t len;
             void *msg = dps_msg_encode_shutdown(&len);
 
             if (msg != NULL) {
                 shim_send_agent(msg, len);
-                ucp_worker_progress(shim.ucx.worker);
+                ucp_worker_progress(shim.chan.ucx.worker);
             }
         }
         boot_teardown_ucx();
         boot_stop_agent();
-        PMPI_Comm_free(&shim.vnode);
+        PMPI_Comm_free(&shim.topo.vnode);
         shim_check_fini();
     }
     if (shim.keyval != MPI_KEYVAL_INVALID) {

@@ -48,19 +48,19 @@ void boot_agent_affinity(const cpu_set_t *ranks)
     /* A listening agent runs where whoever started it put it; and the
      * pid it reports may name another process here (another PID
      * namespace of the same host name: connect.c, agent_pid_check). */
-    if (!shim.is_leader || shim.agent_pid <= 0 || shim.listen_agent) {
+    if (!shim.topo.is_leader || shim.chan.agent_pid <= 0 || shim.chan.listen_agent) {
         return;
     }
     agent_cpus(ranks, &set);
     if (CPU_COUNT(&set) > 0 &&
-        sched_setaffinity(shim.agent_pid, sizeof(set), &set) != 0) {
+        sched_setaffinity(shim.chan.agent_pid, sizeof(set), &set) != 0) {
         dps_warn("cannot set the agent's CPU affinity: %m");
     } else if (shim.cfg.agent_cpus[0] != '\0') {
-        dps_info("agent pid %d runs on CPUs %s", (int)shim.agent_pid,
+        dps_info("agent pid %d runs on CPUs %s", (int)shim.chan.agent_pid,
                  shim.cfg.agent_cpus);
     } else {
         dps_info("agent pid %d runs on the %d CPUs of its ranks",
-                 (int)shim.agent_pid, CPU_COUNT(&set));
+                 (int)shim.chan.agent_pid, CPU_COUNT(&set));
     }
 }
 
@@ -97,7 +97,7 @@ uint64_t boot_resolve_min_bytes(const cpu_set_t *ranks, int vsize)
         mine = SHIM_AUTO_MIN_BYTES;
     }
     PMPI_Allreduce(&mine, &all, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
-    if (all == DPS_MIN_BYTES_AUTO && shim.world_rank == 0 &&
+    if (all == DPS_MIN_BYTES_AUTO && shim.topo.world_rank == 0 &&
         !shim.cfg.require) {
         dps_warn("DPUSHIM_MIN_BYTES=auto: the agents would share every "
                  "core with computing ranks, where offload was measured "

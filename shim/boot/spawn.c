@@ -101,7 +101,7 @@ static int read_line(int fd, char *buf, size_t len, int timeout_ms)
 /* Start the agent at path with argv and env: fd a becomes its
  * descriptor 3 (where it writes its address), fd p its 4 (its parent's
  * pipe), /dev/null its stdin, and no signal is blocked in it. 0 and
- * shim.agent_pid, or an errno value. */
+ * shim.chan.agent_pid, or an errno value. */
 static int spawn(const char *path, char *const argv[], int a, int p,
                  char *const env[])
 {
@@ -118,7 +118,7 @@ static int spawn(const char *path, char *const argv[], int a, int p,
     sigemptyset(&none);
     posix_spawnattr_setsigmask(&attr, &none);
     posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
-    err = posix_spawn(&shim.agent_pid, path, &fa, &attr, argv, env);
+    err = posix_spawn(&shim.chan.agent_pid, path, &fa, &attr, argv, env);
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&attr);
     return err;
@@ -136,7 +136,7 @@ static int read_addr(int fd, char *line, const char *path, void **addr,
     rc = read_line(fd, line, 2 * DPS_MAX_ADDR + 2, 30000);
     if (rc != DPS_OK) {
         dps_error("agent %s (pid %d) did not report its address: %s",
-                  path, (int)shim.agent_pid, dps_status_str(rc));
+                  path, (int)shim.chan.agent_pid, dps_status_str(rc));
         return rc;
     }
     *addr = malloc(DPS_MAX_ADDR);
@@ -186,7 +186,7 @@ int boot_spawn_agent(void **addr, size_t *addr_len, int own_core)
     err = spawn(path, argv, ap[1], pp[0], env);
     if (err != 0) {
         dps_error("cannot start agent %s: %s", path, strerror(err));
-        shim.agent_pid = 0;
+        shim.chan.agent_pid = 0;
         rc = DPS_ERR_IO;
         goto out;
     }
@@ -194,11 +194,11 @@ int boot_spawn_agent(void **addr, size_t *addr_len, int own_core)
     ap[1] = -1;
     close(pp[0]);
     pp[0] = -1;
-    shim.parent_fd = pp[1]; /* kept open: its closing ends the agent */
+    shim.chan.parent_fd = pp[1]; /* kept open: its closing ends the agent */
     pp[1] = -1;
     rc = read_addr(ap[0], line, path, addr, addr_len);
     if (rc == DPS_OK) {
-        dps_info("started agent %s, pid %d", path, (int)shim.agent_pid);
+        dps_info("started agent %s, pid %d", path, (int)shim.chan.agent_pid);
     }
 out:
     for (int i = 0; i < 2; i++) {
@@ -220,33 +220,33 @@ void boot_stop_agent(void)
     double deadline = dps_now() + 2.0;
     int status;
 
-    if (!shim.is_leader || (shim.agent_pid <= 0 && !shim.listen_agent)) {
+    if (!shim.topo.is_leader || (shim.chan.agent_pid <= 0 && !shim.chan.listen_agent)) {
         return;
     }
-    if (shim.parent_fd >= 0) {
-        close(shim.parent_fd);  /* EOF: the agent exits */
-        shim.parent_fd = -1;
+    if (shim.chan.parent_fd >= 0) {
+        close(shim.chan.parent_fd);  /* EOF: the agent exits */
+        shim.chan.parent_fd = -1;
     }
-    if (shim.listen_agent) {
+    if (shim.chan.listen_agent) {
         /* Not our child: its listener reaps it. */
-        while (shim.agent_pid > 0 && shim_pid_alive(shim.agent_pid) &&
+        while (shim.chan.agent_pid > 0 && shim_pid_alive(shim.chan.agent_pid) &&
                dps_now() < deadline) {
             usleep(1000);
         }
-        shim.agent_pid = 0;
+        shim.chan.agent_pid = 0;
         return;
     }
-    while (waitpid(shim.agent_pid, &status, WNOHANG) == 0) {
+    while (waitpid(shim.chan.agent_pid, &status, WNOHANG) == 0) {
         if (dps_now() > deadline) {
             dps_warn("agent pid %d did not exit: killing it",
-                     (int)shim.agent_pid);
-            kill(shim.agent_pid, SIGKILL);
-            waitpid(shim.agent_pid, &status, 0);
+                     (int)shim.chan.agent_pid);
+            kill(shim.chan.agent_pid, SIGKILL);
+            waitpid(shim.chan.agent_pid, &status, 0);
             break;
         }
         usleep(1000);
     }
-    shim.agent_pid = 0;
+    shim.chan.agent_pid = 0;
 }
 
 static const char *secret_dir(char *buf, size_t len)
@@ -266,7 +266,7 @@ int boot_make_job_secret(job_secret_t *js)
     uint64_t r = 0;
 
     memset(js, 0, sizeof(*js));
-    if (shim.world_rank == 0) {
+    if (shim.topo.world_rank == 0) {
         if (getentropy(&r, sizeof(r)) != 0) {
             r = (uint64_t)getpid() * 2654435761u ^ (uint64_t)time(NULL);
         }
@@ -288,7 +288,7 @@ void boot_remove_job_secret(const job_secret_t *js)
 {
     char dir[4096];
 
-    if (shim.world_rank == 0 && js->ok &&
+    if (shim.topo.world_rank == 0 && js->ok &&
         secret_dir(dir, sizeof(dir)) != NULL) {
         dps_secret_remove(dir, js->job);
     }
@@ -320,18 +320,18 @@ int boot_connect_listener(const job_secret_t *js, unsigned vidx,
         dps_error("%s (DPUSHIM_AGENT_MAP=%s)", err, shim.cfg.agent_map);
         return rc;
     }
-    shim.parent_fd = fcntl(fd, F_DUPFD_CLOEXEC, 10);
+    shim.chan.parent_fd = fcntl(fd, F_DUPFD_CLOEXEC, 10);
     close(fd);
-    shim.listen_agent = 1;
+    shim.chan.listen_agent = 1;
     /* Same host (a test, or a host-side agent): pid checks and kicks
      * work. On a DPU the connection's end and pings tell. */
-    shim.agent_pid = strcmp(ahost, host) == 0 ? (pid_t)pid : 0;
-    snprintf(shim.agent_desc, sizeof(shim.agent_desc), "%s (pid %u on %s)",
+    shim.chan.agent_pid = strcmp(ahost, host) == 0 ? (pid_t)pid : 0;
+    snprintf(shim.chan.agent_desc, sizeof(shim.chan.agent_desc), "%s (pid %u on %s)",
              hostport, pid, ahost);
     /* Where our memory is granted to it (emulated PCIe DMA). */
     if (secret_dir(dir, sizeof(dir)) == NULL ||
-        dps_grant_path(dir, js->job, ahost, pid, shim.grant_path,
-                       sizeof(shim.grant_path)) != 0) {
+        dps_grant_path(dir, js->job, ahost, pid, shim.chan.grant_path,
+                       sizeof(shim.chan.grant_path)) != 0) {
         dps_info("no DMA grant for agent %s: the secret directory's path "
                  "is too long for a socket", hostport);
     }

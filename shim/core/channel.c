@@ -25,7 +25,7 @@
  * (too big: never fits), DPS_ERR_TIMEOUT (the agent takes nothing). */
 static int shm_put(const void *msg, size_t len)
 {
-    dps_shm_t *s = shim.shm;
+    dps_shm_t *s = shim.chan.shm;
     double deadline = 0;
     int rc;
 
@@ -40,13 +40,13 @@ static int shm_put(const void *msg, size_t len)
         } else if (dps_now() > deadline) {
             return DPS_ERR_TIMEOUT;
         }
-        dps_kick((int)shim.agent_pid, DPS_KICK_AGENT);
+        dps_kick((int)shim.chan.agent_pid, DPS_KICK_AGENT);
         usleep(20);
     }
     if (rc == DPS_OK) {
         dps_shm_fence();
         if (__atomic_load_n(&s->agent_sleeping, __ATOMIC_RELAXED)) {
-            dps_kick((int)shim.agent_pid, DPS_KICK_AGENT);
+            dps_kick((int)shim.chan.agent_pid, DPS_KICK_AGENT);
         }
     }
     return rc;
@@ -56,30 +56,30 @@ int shim_send_agent(void *msg, size_t len)
 {
     int rc;
 
-    if (shim.shm_on) {
-        pthread_mutex_lock(&shim.tx_lock);
-        rc = shim.shm_tx_ucx ? DPS_ERR_INVALID : shm_put(msg, len);
-        if (rc == DPS_ERR_INVALID && !shim.shm_tx_ucx) {
+    if (shim.chan.shm_on) {
+        pthread_mutex_lock(&shim.chan.tx_lock);
+        rc = shim.chan.shm_tx_ucx ? DPS_ERR_INVALID : shm_put(msg, len);
+        if (rc == DPS_ERR_INVALID && !shim.chan.shm_tx_ucx) {
             /* Too big for the ring (a huge communicator's member list):
              * once the agent has taken everything before it, this and
              * every later message go by UCX, so none overtakes another. */
             double deadline = dps_now() + shim.cfg.agent_timeout;
 
-            while (!dps_shm_msg_empty(&shim.shm->to_agent) &&
+            while (!dps_shm_msg_empty(&shim.chan.shm->to_agent) &&
                    dps_now() < deadline) {
-                dps_kick((int)shim.agent_pid, DPS_KICK_AGENT);
+                dps_kick((int)shim.chan.agent_pid, DPS_KICK_AGENT);
                 usleep(20);
             }
-            shim.shm_tx_ucx = 1;
+            shim.chan.shm_tx_ucx = 1;
         }
-        pthread_mutex_unlock(&shim.tx_lock);
+        pthread_mutex_unlock(&shim.chan.tx_lock);
         if (rc != DPS_ERR_INVALID) {
             free(msg);
             return rc;
         }
     }
-    rc = dps_ucx_send(shim.agent_ep, msg, len);
-    dps_kick((int)shim.agent_pid, DPS_KICK_AGENT);
+    rc = dps_ucx_send(shim.chan.agent_ep, msg, len);
+    dps_kick((int)shim.chan.agent_pid, DPS_KICK_AGENT);
     return rc;
 }
 
@@ -114,17 +114,17 @@ void shim_agent_check(void)
     int i;
 
     if (shim_fo_noticed() != SHIM_FO_NO_CAUSE || shim.by_token == NULL ||
-        now - shim.last_liveness < SHIM_LIVENESS_PERIOD) {
+        now - shim.chan.last_liveness < SHIM_LIVENESS_PERIOD) {
         return;
     }
-    shim.last_liveness = now;
+    shim.chan.last_liveness = now;
     /* Agents on this host: by pid (0: on a DPU, not ours to see). */
-    if (shim.agent_pid > 0 && !shim_pid_alive(shim.agent_pid)) {
-        shim_fo_notice(SHIM_FO_AGENT_DIED, "agent %s died", shim.agent_desc);
+    if (shim.chan.agent_pid > 0 && !shim_pid_alive(shim.chan.agent_pid)) {
+        shim_fo_notice(SHIM_FO_AGENT_DIED, "agent %s died", shim.chan.agent_desc);
         return;
     }
-    for (i = 0; i < shim.n_node_agents; i++) {
-        dead = shim.node_agents[i];
+    for (i = 0; i < shim.chan.n_node_agents; i++) {
+        dead = shim.chan.node_agents[i];
         if (dead > 0 && !shim_pid_alive(dead)) {
             shim_fo_notice(SHIM_FO_AGENT_DIED,
                            "agent pid %d of this node died", (int)dead);
@@ -132,23 +132,23 @@ void shim_agent_check(void)
         }
     }
     /* A listening agent's connection ends when its process does. */
-    if (shim.listen_agent && shim.parent_fd >= 0) {
-        struct pollfd pfd = {shim.parent_fd, POLLIN, 0};
+    if (shim.chan.listen_agent && shim.chan.parent_fd >= 0) {
+        struct pollfd pfd = {shim.chan.parent_fd, POLLIN, 0};
 
         if (poll(&pfd, 1, 0) > 0) {
             shim_fo_notice(SHIM_FO_AGENT_GONE,
                            "the connection to agent %s ended",
-                           shim.agent_desc);
+                           shim.chan.agent_desc);
             return;
         }
     }
     /* Alive but silent: ping it; no answer within the timeout fails it. */
-    if (shim.ping_sent > 0 && now - shim.ping_sent > half) {
+    if (shim.chan.ping_sent > 0 && now - shim.chan.ping_sent > half) {
         shim_fo_notice(SHIM_FO_AGENT_SILENT,
                        "agent %s has not answered for %u s "
-                       "(DPUSHIM_AGENT_TIMEOUT)", shim.agent_desc,
+                       "(DPUSHIM_AGENT_TIMEOUT)", shim.chan.agent_desc,
                        shim.cfg.agent_timeout);
-    } else if (shim.ping_sent == 0 && now - shim.last_heard > half) {
+    } else if (shim.chan.ping_sent == 0 && now - shim.chan.last_heard > half) {
         dps_msg_hello_t me;
         size_t len;
         void *msg;
@@ -157,7 +157,7 @@ void shim_agent_check(void)
         msg = dps_msg_encode_ping(&me, &len);
 
         if (msg != NULL && shim_send_agent(msg, len) == DPS_OK) {
-            shim.ping_sent = now;
+            shim.chan.ping_sent = now;
         }
     }
 }
@@ -169,20 +169,20 @@ static void agent_msg(const void *data, size_t len)
     dps_msg_t msg;
     shim_op_t *op;
 
-    shim.last_heard = dps_now();
-    shim.ping_sent = 0;
+    shim.chan.last_heard = dps_now();
+    shim.chan.ping_sent = 0;
     if (dps_msg_decode(data, len, &msg, err, sizeof(err)) != DPS_OK) {
         dps_error("malformed message from the agent: %s", err);
     } else if (msg.type == DPS_MSG_STATS) {
-        shim.agent_stats[0] = msg.u.stats.cpu_ns;
-        shim.agent_stats[1] = msg.u.stats.collectives;
-        shim.agent_stats[2] = msg.u.stats.missed_wakeups;
-        shim.agent_stats[3] = msg.u.stats.cma_bytes;
-        shim.agent_stats[4] = msg.u.stats.ucx_bytes;
-        shim.agent_stats[5] = msg.u.stats.dma_bytes;
-        shim.agent_stats[6] = msg.u.stats.net_bytes;
-        shim.agent_stats[7] = msg.u.stats.fetches;
-        shim.have_agent_stats = 1;
+        shim.stat.agent[0] = msg.u.stats.cpu_ns;
+        shim.stat.agent[1] = msg.u.stats.collectives;
+        shim.stat.agent[2] = msg.u.stats.missed_wakeups;
+        shim.stat.agent[3] = msg.u.stats.cma_bytes;
+        shim.stat.agent[4] = msg.u.stats.ucx_bytes;
+        shim.stat.agent[5] = msg.u.stats.dma_bytes;
+        shim.stat.agent[6] = msg.u.stats.net_bytes;
+        shim.stat.agent[7] = msg.u.stats.fetches;
+        shim.stat.have_agent = 1;
     } else if (msg.type == DPS_MSG_PONG) {
         /* alive */
     } else if (msg.type != DPS_MSG_COMPLETE) {
@@ -234,8 +234,8 @@ void shim_agent_msgs(void)
     static uint64_t buf[DPS_SHM_MAX_MSG / sizeof(uint64_t)];
     dps_inmsg_t *m;
 
-    while (shim.shm_on) {
-        long n = dps_shm_msg_get(&shim.shm->to_rank, shim.shm->to_rank_buf,
+    while (shim.chan.shm_on) {
+        long n = dps_shm_msg_get(&shim.chan.shm->to_rank, shim.chan.shm->to_rank_buf,
                                  buf, sizeof(buf));
 
         if (n == 0) {
@@ -243,15 +243,15 @@ void shim_agent_msgs(void)
         }
         if (n < 0) {
             dps_error("the shared-memory channel from agent %s is corrupt",
-                      shim.agent_desc);
+                      shim.chan.agent_desc);
             shim_fo_notice(SHIM_FO_AGENT_CORRUPT,
                            "agent %s wrote a corrupt message ring",
-                           shim.agent_desc);
+                           shim.chan.agent_desc);
             break;
         }
         agent_msg(buf, (size_t)n);
     }
-    while ((m = dps_inbox_pop(&shim.ucx.inbox)) != NULL) {
+    while ((m = dps_inbox_pop(&shim.chan.ucx.inbox)) != NULL) {
         agent_msg(m->data, m->len);
         free(m);
     }

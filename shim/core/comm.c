@@ -23,9 +23,9 @@ static void tell_freed(uint64_t comm_id)
     if (!shim.active) {
         return;
     }
-    msg = dps_msg_encode_comm_free(comm_id, (uint32_t)shim.world_rank, &len);
+    msg = dps_msg_encode_comm_free(comm_id, (uint32_t)shim.topo.world_rank, &len);
     pthread_mutex_lock(&shim.lock);
-    if (msg != NULL && !shim.agent_dead) {
+    if (msg != NULL && !shim.chan.agent_dead) {
         shim_send_agent(msg, len);
     } else {
         free(msg);
@@ -96,7 +96,7 @@ static void comm_link(shim_comm_t *c)
 static void comm_agree(shim_comm_t *c, MPI_Comm comm)
 {
     if (c->rank == 0) {
-        c->id_buf = ((uint64_t)(shim.world_rank + 1) << 32) |
+        c->id_buf = ((uint64_t)(shim.topo.world_rank + 1) << 32) |
                     ++shim.next_comm;
     }
     PMPI_Ibcast(&c->id_buf, 1, MPI_UINT64_T, 0, comm, &c->id_req);
@@ -147,7 +147,7 @@ shim_comm_t *shim_comm_stream_new(shim_comm_t *parent, int refused)
     /* The id is rank 0's proposal, the flag anyone's refusal: the
      * largest of each. */
     if (c->rank == 0) {
-        c->agree[0] = ((uint64_t)(shim.world_rank + 1) << 32) |
+        c->agree[0] = ((uint64_t)(shim.topo.world_rank + 1) << 32) |
                       ++shim.next_comm;
     }
     c->agree[1] = refused != 0;
@@ -269,7 +269,7 @@ shim_comm_t *shim_comm_state_new(MPI_Comm comm, MPI_Comm shadow)
     PMPI_Group_translate_ranks(group, c->size, in, world, out);
     for (i = 0; i < c->size; i++) {
         c->members[i] = (uint32_t)out[i];
-        c->agent[i] = shim.rank_agent != NULL ? shim.rank_agent[out[i]] : 0;
+        c->agent[i] = shim.topo.rank_agent != NULL ? shim.topo.rank_agent[out[i]] : 0;
     }
     PMPI_Group_free(&group);
     PMPI_Group_free(&world);
@@ -282,7 +282,7 @@ shim_comm_t *shim_comm_state_new(MPI_Comm comm, MPI_Comm shadow)
     } else if (shadow != MPI_COMM_NULL) {
         /* Every member is here (the call that made comm): agree now. */
         if (c->rank == 0) {
-            c->id_buf = ((uint64_t)(shim.world_rank + 1) << 32) |
+            c->id_buf = ((uint64_t)(shim.topo.world_rank + 1) << 32) |
                         ++shim.next_comm;
         }
         PMPI_Bcast(&c->id_buf, 1, MPI_UINT64_T, 0, comm);

@@ -40,7 +40,7 @@ static void app_busy(double now, double away)
 {
     double until = now + away + SHIM_APP_GAP_SEC;
 
-    __atomic_store(&shim.app_until, &until, __ATOMIC_RELAXED);
+    __atomic_store(&shim.chan.app_until, &until, __ATOMIC_RELAXED);
 }
 
 /* Called with the lock held. */
@@ -152,7 +152,7 @@ static void op_send(shim_op_t *op)
     f.coll = (uint32_t)k->coll;
     f.comm_rank = (uint32_t)c->rank;
     f.comm_size = (uint32_t)c->size;
-    f.world_rank = (uint32_t)shim.world_rank;
+    f.world_rank = (uint32_t)shim.topo.world_rank;
     f.error = k->error;
     /* A key goes to the agent with the first post that uses it; later
      * posts name the registration by its id alone. Likewise the steps. */
@@ -178,7 +178,7 @@ static void op_send(shim_op_t *op)
     f.nmembers = c->agent_knows ? 0 : (uint32_t)c->size;
     msg = dps_msg_encode_post(DPS_MSG_POST, &f, key,
                               f.nsteps ? sc->steps : NULL, c->members, &len);
-    if (msg != NULL && shim.agent_dead) {
+    if (msg != NULL && shim.chan.agent_dead) {
         free(msg);
         msg = NULL;
     }
@@ -207,7 +207,7 @@ static void op_send(shim_op_t *op)
     }
     /* The agent is gone: stock MPI takes the op over (failover/failover.c). */
     shim_fo_notice(SHIM_FO_POST_FAILED,
-                   "cannot hand a collective to agent %s", shim.agent_desc);
+                   "cannot hand a collective to agent %s", shim.chan.agent_desc);
 }
 
 /* op's TMP buffer and the registrations of its buffers, taken under the
@@ -281,7 +281,7 @@ int shim_op_start(shim_comm_t *c, shim_call_t *k, shim_sched_t *sc,
                   MPI_Request *req)
 {
     shim_op_t *op;
-    int rc, stock = (shim.fo_state != SHIM_FO_NONE);
+    int rc, stock = (shim.fo.state != SHIM_FO_NONE);
 
     op = calloc(1, sizeof(*op));
     if (op == NULL) {
@@ -352,7 +352,7 @@ void shim_comm_progress(void)
             c->wait_head = op->next_wait;
             if (c->refused) {
                 op_refused(op);
-            } else if (shim.fo_state == SHIM_FO_NONE) {
+            } else if (shim.fo.state == SHIM_FO_NONE) {
                 op_send(op);
             }   /* else stock MPI takes it over */
         }
@@ -397,17 +397,17 @@ int shim_progress(void)
         shim_comm_progress();
     }
     pthread_mutex_lock(&shim.lock);
-    if (shim.fo_state == SHIM_FO_NONE) {
+    if (shim.fo.state == SHIM_FO_NONE) {
         /* With the shm channel, UCX carries only what did not fit. */
         double now = dps_now();
 
         /* We are in MPI and poll the worker: the progress thread keeps
          * out of the way (core/progress.c). */
         app_busy(now, 0);
-        if (!shim.shm_on || shim.shm_tx_ucx || now >= shim.next_ucx_poll) {
-            while (ucp_worker_progress(shim.ucx.worker)) {
+        if (!shim.chan.shm_on || shim.chan.shm_tx_ucx || now >= shim.chan.next_ucx_poll) {
+            while (ucp_worker_progress(shim.chan.ucx.worker)) {
             }
-            shim.next_ucx_poll = now + SHIM_UCX_POLL_SEC;
+            shim.chan.next_ucx_poll = now + SHIM_UCX_POLL_SEC;
         }
         shim_agent_msgs();
         shim_agent_check();
@@ -473,8 +473,8 @@ int shim_req_pending(const MPI_Request *req)
 int shim_any_pending(void)
 {
     return shim.active && (shim.live > 0 || shim.agreeing != NULL ||
-                           shim.fo_state == SHIM_FO_COUNTS ||
-                           shim.fo_state == SHIM_FO_ENTRIES);
+                           shim.fo.state == SHIM_FO_COUNTS ||
+                           shim.fo.state == SHIM_FO_ENTRIES);
 }
 
 /*
@@ -487,24 +487,24 @@ int shim_any_pending(void)
  */
 static int idle_on_worker(double now)
 {
-    struct pollfd pfd[2] = {{shim.ucx.efd, POLLIN, 0},
-                            {shim.kick_fd, POLLIN, 0}};
+    struct pollfd pfd[2] = {{shim.chan.ucx.efd, POLLIN, 0},
+                            {shim.chan.kick_fd, POLLIN, 0}};
     ucs_status_t st;
 
     pthread_mutex_lock(&shim.lock);
-    while (ucp_worker_progress(shim.ucx.worker) != 0) {
+    while (ucp_worker_progress(shim.chan.ucx.worker) != 0) {
     }
-    st = shim.ucx.inbox.head != NULL ? UCS_ERR_BUSY
-                                      : ucp_worker_arm(shim.ucx.worker);
+    st = shim.chan.ucx.inbox.head != NULL ? UCS_ERR_BUSY
+                                      : ucp_worker_arm(shim.chan.ucx.worker);
     pthread_mutex_unlock(&shim.lock);
     if (st != UCS_OK) {
         return 0;
     }
     /* The progress thread keeps aside meanwhile: we watch the worker. */
     app_busy(now, SHIM_REMOTE_SLEEP_MS * 1e-3);
-    if (poll(pfd, shim.kick_fd >= 0 ? 2 : 1, SHIM_REMOTE_SLEEP_MS) > 0 &&
+    if (poll(pfd, shim.chan.kick_fd >= 0 ? 2 : 1, SHIM_REMOTE_SLEEP_MS) > 0 &&
         (pfd[1].revents & POLLIN)) {
-        dps_kick_drain(shim.kick_fd);
+        dps_kick_drain(shim.chan.kick_fd);
     }
     return 1;
 }
@@ -520,9 +520,9 @@ void shim_idle(int only_ours)
      * own requests: MPI needs PMPI_Test calls to progress them, so sleep
      * only briefly. */
     static __thread double since, last;
-    struct pollfd pfd = {shim.kick_fd, POLLIN, 0};
+    struct pollfd pfd = {shim.chan.kick_fd, POLLIN, 0};
     double now = dps_now();
-    dps_shm_t *s = shim.shm_on ? shim.shm : NULL;
+    dps_shm_t *s = shim.chan.shm_on ? shim.chan.shm : NULL;
     int n;
 
     if (shim_engine_help() > 0) {
@@ -533,12 +533,12 @@ void shim_idle(int only_ours)
         since = now;     /* a new wait */
     }
     last = now;
-    if (shim.fo_state != SHIM_FO_NONE) {
+    if (shim.fo.state != SHIM_FO_NONE) {
         only_ours = 0;   /* stock MPI does the work: keep testing */
     }
     /* A remote agent's COMPLETE comes over the network: no use
      * polling for it, sleep at once. */
-    if (s == NULL && only_ours && shim.ucx.efd >= 0 && !shim.agent_dead &&
+    if (s == NULL && only_ours && shim.chan.ucx.efd >= 0 && !shim.chan.agent_dead &&
         idle_on_worker(now)) {
         return;
     }
@@ -546,7 +546,7 @@ void shim_idle(int only_ours)
         sched_yield();   /* an agent or engine on this core runs now */
         return;
     }
-    if (shim.kick_fd < 0) {
+    if (shim.chan.kick_fd < 0) {
         sched_yield();
         return;
     }
@@ -567,7 +567,7 @@ void shim_idle(int only_ours)
         __atomic_store_n(&s->rank_sleeping, 0, __ATOMIC_RELAXED);
     }
     if (n > 0) {
-        dps_kick_drain(shim.kick_fd);
+        dps_kick_drain(shim.chan.kick_fd);
     } else if (!only_ours) {
         usleep(50);
     }

@@ -63,7 +63,7 @@ static struct {
 
 static void *prog_main(void *arg)
 {
-    struct pollfd pfd[2] = {{shim.ucx.efd, POLLIN, 0},
+    struct pollfd pfd[2] = {{shim.chan.ucx.efd, POLLIN, 0},
                             {prog.stop_fd, POLLIN, 0}};
     struct timespec cpu;
     int timed_out = 0;
@@ -75,13 +75,13 @@ static void *prog_main(void *arg)
         unsigned did = 0, n;
 
         pthread_mutex_lock(&shim.lock);
-        if (shim.fo_state != SHIM_FO_NONE || shim.agent_dead) {
+        if (shim.fo.state != SHIM_FO_NONE || shim.chan.agent_dead) {
             /* Stock MPI has the collectives now: nothing may land in
              * their buffers any more. */
             pthread_mutex_unlock(&shim.lock);
             break;
         }
-        __atomic_load(&shim.app_until, &until, __ATOMIC_RELAXED);
+        __atomic_load(&shim.chan.app_until, &until, __ATOMIC_RELAXED);
         if ((aside = until - dps_now()) > 0) {
             /* The rank is in MPI and polls the worker itself (shim_idle,
              * shim_progress): keep out of its way until it may be gone. */
@@ -93,7 +93,7 @@ static void *prog_main(void *arg)
             timed_out = 0;
             continue;
         }
-        while ((n = ucp_worker_progress(shim.ucx.worker)) != 0) {
+        while ((n = ucp_worker_progress(shim.chan.ucx.worker)) != 0) {
             did += n;
         }
         if (timed_out && did > 0) {
@@ -101,7 +101,7 @@ static void *prog_main(void *arg)
         }
         timed_out = 0;
         if (pfd[0].fd >= 0) {
-            st = ucp_worker_arm(shim.ucx.worker);
+            st = ucp_worker_arm(shim.chan.ucx.worker);
         }
         pthread_mutex_unlock(&shim.lock);
         if (st == UCS_ERR_BUSY) {

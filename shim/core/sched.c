@@ -64,9 +64,9 @@ static uint8_t *key_of(const bld_args_t *a, size_t *len)
 
 static void sched_free(shim_sched_t *s)
 {
-    if (s->agent_has && !shim.agent_dead && shim.active) {
+    if (s->agent_has && !shim.chan.agent_dead && shim.active) {
         size_t len;
-        void *msg = dps_msg_encode_sched_free((uint32_t)shim.world_rank, 1,
+        void *msg = dps_msg_encode_sched_free((uint32_t)shim.topo.world_rank, 1,
                                               &s->id, &len);
 
         if (msg == NULL || shim_send_agent(msg, len) != DPS_OK) {

@@ -132,7 +132,7 @@ static void release(shim_reg_t *r)
     if (r->rkey != NULL) {
         ucp_rkey_buffer_release(r->rkey);
     }
-    ucp_mem_unmap(shim.ucx.context, r->memh);
+    ucp_mem_unmap(shim.chan.ucx.context, r->memh);
     free(r);
 }
 
@@ -212,20 +212,20 @@ static int do_register(const void *addr, size_t len, shim_reg_t *r)
                     UCP_MEM_MAP_PARAM_FIELD_LENGTH;
     mp.address = (void *)addr;
     mp.length = len;
-    st = ucp_mem_map(shim.ucx.context, &mp, &r->memh);
+    st = ucp_mem_map(shim.chan.ucx.context, &mp, &r->memh);
     if (st != UCS_OK) {
         dps_error("cannot register %zu bytes at %p: %s", len, addr,
                   ucs_status_string(st));
         return -1;
     }
-    st = ucp_rkey_pack(shim.ucx.context, r->memh, &r->rkey, &r->rkey_len);
+    st = ucp_rkey_pack(shim.chan.ucx.context, r->memh, &r->rkey, &r->rkey_len);
     if (st != UCS_OK || r->rkey_len > DPS_MAX_RKEY) {
         dps_error("cannot pack the key of %zu bytes at %p: %s", len, addr,
                   st != UCS_OK ? ucs_status_string(st) : "key too long");
         if (st == UCS_OK) {
             ucp_rkey_buffer_release(r->rkey);
         }
-        ucp_mem_unmap(shim.ucx.context, r->memh);
+        ucp_mem_unmap(shim.chan.ucx.context, r->memh);
         return -1;
     }
     return 0;
@@ -320,12 +320,12 @@ void shim_reg_send_frees(void)
 {
     size_t done = 0;
 
-    while (done < rc.ngone && !shim.agent_dead && rc.send != NULL) {
+    while (done < rc.ngone && !shim.chan.agent_dead && rc.send != NULL) {
         size_t n = rc.ngone - done, len;
         void *msg;
 
         n = n > DPS_MAX_REG_FREE ? DPS_MAX_REG_FREE : n;
-        msg = dps_msg_encode_reg_free((uint32_t)shim.world_rank,
+        msg = dps_msg_encode_reg_free((uint32_t)shim.topo.world_rank,
                                       (uint32_t)n, rc.gone + done, &len);
         if (msg == NULL || rc.send(msg, len) != DPS_OK) {
             break; /* the agent keeps some dead keys: harmless */

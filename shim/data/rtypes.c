@@ -456,7 +456,7 @@ void shim_rtypes_init(unsigned agent_formats)
             tab[i].ops = 0;
             why[i] = "the ranks' MPI libraries differ on it";
         }
-        if ((why[i] != NULL || bad[i] != 0) && shim.world_rank == 0) {
+        if ((why[i] != NULL || bad[i] != 0) && shim.topo.world_rank == 0) {
             char ops[120] = "";
             size_t k = 0;
 

@@ -111,7 +111,7 @@ void fo_comm_dropped(const shim_comm_t *c)
 {
     /* After shim_fo_fini (MPI_Finalize frees MPI_COMM_SELF's state):
      * nothing can fail over any more. */
-    if (shim.fo_ctrl != MPI_COMM_NULL) {
+    if (shim.fo.ctrl != MPI_COMM_NULL) {
         fo_comm_entries(c, &fo.freed, &fo.nfreed, &fo.freed_cap);
     }
 }

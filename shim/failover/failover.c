@@ -66,26 +66,26 @@ int shim_fo_init(void)
     shim_hooks.progress = shim_fo_progress;
     shim_hooks.finished = fo_comm_finished;
     shim_hooks.dropped = fo_comm_dropped;
-    if (PMPI_Comm_dup(MPI_COMM_WORLD, &shim.fo_ctrl) != MPI_SUCCESS ||
-        PMPI_Comm_dup(MPI_COMM_WORLD, &shim.fo_agree) != MPI_SUCCESS ||
+    if (PMPI_Comm_dup(MPI_COMM_WORLD, &shim.fo.ctrl) != MPI_SUCCESS ||
+        PMPI_Comm_dup(MPI_COMM_WORLD, &shim.fo.agree) != MPI_SUCCESS ||
         PMPI_Comm_dup(MPI_COMM_WORLD, &sh[0]) != MPI_SUCCESS ||
         PMPI_Comm_dup(MPI_COMM_SELF, &sh[1]) != MPI_SUCCESS ||
         shim_comm_state_new(MPI_COMM_WORLD, sh[0]) == NULL ||
         shim_comm_state_new(MPI_COMM_SELF, sh[1]) == NULL) {
         return DPS_ERR_INVALID;
     }
-    fo.heard = calloc((size_t)shim.world_size, 1);
+    fo.heard = calloc((size_t)shim.topo.world_size, 1);
     if (fo.heard == NULL) {
         return DPS_ERR_NOMEM;
     }
     PMPI_Irecv(fo.recv_buf, FO_WHY_LEN, MPI_CHAR, MPI_ANY_SOURCE, FO_TAG,
-               shim.fo_ctrl, &fo.recv_req);
+               shim.fo.ctrl, &fo.recv_req);
     return DPS_OK;
 }
 
 static void send_notices(void)
 {
-    int i, n = shim.world_size - 1, k = 0;
+    int i, n = shim.topo.world_size - 1, k = 0;
 
     if (fo.sent || fo.quiet || n == 0) {
         return;
@@ -100,11 +100,11 @@ static void send_notices(void)
     }
     /* What we saw, passed on as it came: "agent pid N died", or "rank R
      * reports: agent pid N died" from the notice that told us. */
-    memcpy(fo.send_buf, shim.fo_why, FO_WHY_LEN - 1);
-    for (i = 0; i < shim.world_size; i++) {
-        if (i != shim.world_rank) {
+    memcpy(fo.send_buf, shim.fo.why, FO_WHY_LEN - 1);
+    for (i = 0; i < shim.topo.world_size; i++) {
+        if (i != shim.topo.world_rank) {
             PMPI_Isend(fo.send_buf, FO_WHY_LEN, MPI_CHAR, i, FO_TAG,
-                       shim.fo_ctrl, &fo.send_reqs[k++]);
+                       shim.fo.ctrl, &fo.send_reqs[k++]);
         }
     }
     fo.sent = 1;
@@ -120,37 +120,37 @@ static void stop_our_agent(void)
     double deadline = dps_now() + shim.cfg.agent_timeout;
     int status;
 
-    if (shim.listen_agent && shim.parent_fd >= 0) {
-        close(shim.parent_fd);   /* the agent exits when it sees EOF */
-        shim.parent_fd = -1;
+    if (shim.chan.listen_agent && shim.chan.parent_fd >= 0) {
+        close(shim.chan.parent_fd);   /* the agent exits when it sees EOF */
+        shim.chan.parent_fd = -1;
     }
-    if (shim.agent_pid <= 0) {
+    if (shim.chan.agent_pid <= 0) {
         usleep(FO_REMOTE_GRACE_US);
         return;
     }
-    kill(shim.agent_pid, SIGKILL);
-    while (shim_pid_alive(shim.agent_pid)) {
-        if (shim.is_leader && !shim.listen_agent) {
-            waitpid(shim.agent_pid, &status, WNOHANG);
+    kill(shim.chan.agent_pid, SIGKILL);
+    while (shim_pid_alive(shim.chan.agent_pid)) {
+        if (shim.topo.is_leader && !shim.chan.listen_agent) {
+            waitpid(shim.chan.agent_pid, &status, WNOHANG);
         }
         if (dps_now() > deadline) {
             dps_error("agent %s still running %u s after SIGKILL",
-                      shim.agent_desc, shim.cfg.agent_timeout);
+                      shim.chan.agent_desc, shim.cfg.agent_timeout);
             break;
         }
         usleep(1000);
     }
 }
 
-/* A failure seen here or told of (shim_fo_noticed; shim.fo_why says
+/* A failure seen here or told of (shim_fo_noticed; shim.fo.why says
  * which): tell the others, stop our agent, and begin the agreement. */
 static void fo_start(void)
 {
-    const char *why = shim.fo_why;
+    const char *why = shim.fo.why;
     shim_comm_t *c;
     shim_op_t *op, *tmp;
 
-    if (shim.fo_state != SHIM_FO_NONE || !shim.active) {
+    if (shim.fo.state != SHIM_FO_NONE || !shim.active) {
         return;
     }
     fo.started = dps_now();
@@ -165,11 +165,11 @@ static void fo_start(void)
 
     pthread_mutex_lock(&shim.lock);
     /* Completions the agent sent before it stopped still count. */
-    while (ucp_worker_progress(shim.ucx.worker)) {
+    while (ucp_worker_progress(shim.chan.ucx.worker)) {
     }
     shim_agent_msgs();
-    shim.agent_dead = 1;
-    shim.fo_state = SHIM_FO_COUNTS;
+    shim.chan.agent_dead = 1;
+    shim.fo.state = SHIM_FO_COUNTS;
     /* No COMPLETE is taken from here on. */
     HASH_ITER(hh_token, shim.by_token, op, tmp) {
         HASH_DELETE(hh_token, shim.by_token, op);
@@ -192,8 +192,8 @@ static void fo_start(void)
             *fo_entry_add(&fo.mine, &fo.nmine, &cap) = fo.freed[i];
         }
     }
-    fo.counts = malloc(sizeof(int) * (size_t)shim.world_size);
-    fo.displs = malloc(sizeof(int) * (size_t)shim.world_size);
+    fo.counts = malloc(sizeof(int) * (size_t)shim.topo.world_size);
+    fo.displs = malloc(sizeof(int) * (size_t)shim.topo.world_size);
     if (fo.counts == NULL || fo.displs == NULL) {
         pthread_mutex_unlock(&shim.lock);
         dps_error("out of memory: aborting the job");
@@ -202,7 +202,7 @@ static void fo_start(void)
     }
     pthread_mutex_unlock(&shim.lock);
     PMPI_Iallgather(&fo.nmine, 1, MPI_INT, fo.counts, 1, MPI_INT,
-                    shim.fo_agree, &fo.req);
+                    shim.fo.agree, &fo.req);
 }
 
 static void agree_step(void)
@@ -216,8 +216,8 @@ static void agree_step(void)
     if (!flag) {
         return;
     }
-    if (shim.fo_state == SHIM_FO_COUNTS) {
-        for (i = 0; i < shim.world_size; i++) {
+    if (shim.fo.state == SHIM_FO_COUNTS) {
+        for (i = 0; i < shim.topo.world_size; i++) {
             fo.displs[i] = 3 * total;
             total += fo.counts[i];
             fo.counts[i] *= 3;
@@ -228,9 +228,9 @@ static void agree_step(void)
             PMPI_Abort(MPI_COMM_WORLD, 1);
         }
         fo.nall = total;
-        shim.fo_state = SHIM_FO_ENTRIES;
+        shim.fo.state = SHIM_FO_ENTRIES;
         PMPI_Iallgatherv(fo.mine, 3 * fo.nmine, MPI_UINT64_T, fo.all,
-                         fo.counts, fo.displs, MPI_UINT64_T, shim.fo_agree,
+                         fo.counts, fo.displs, MPI_UINT64_T, shim.fo.agree,
                          &fo.req);
         return;
     }
@@ -244,7 +244,7 @@ static void agree_step(void)
                   fo.all[i].kind < 3 ? kind[fo.all[i].kind] : "?",
                   (unsigned long long)fo.all[i].seq);
     }
-    shim.fo_state = SHIM_FO_DECIDED;
+    shim.fo.state = SHIM_FO_DECIDED;
     dps_info("stock MPI takes over, %.3f s after the failure was seen",
              dps_now() - fo.started);
 }
@@ -256,11 +256,11 @@ static void notice_taken(int expected)
     int from = fo.recv_st.MPI_SOURCE;
 
     fo.received++;
-    if (from >= 0 && from < shim.world_size) {
+    if (from >= 0 && from < shim.topo.world_size) {
         fo.heard[from] = 1;
     }
     fo.recv_buf[FO_WHY_LEN - 1] = '\0';
-    if (shim.fo_state == SHIM_FO_NONE) {
+    if (shim.fo.state == SHIM_FO_NONE) {
         shim_fo_notice(SHIM_FO_REPORTED, "rank %d reports: %.600s", from,
                        strncmp(fo.recv_buf, "rank ", 5) == 0 ?
                        strstr(fo.recv_buf, ": ") ? strstr(fo.recv_buf, ": ") + 2
@@ -270,7 +270,7 @@ static void notice_taken(int expected)
     fo.recv_req = MPI_REQUEST_NULL;
     if (fo.received < expected) {
         PMPI_Irecv(fo.recv_buf, FO_WHY_LEN, MPI_CHAR, MPI_ANY_SOURCE,
-                   FO_TAG, shim.fo_ctrl, &fo.recv_req);
+                   FO_TAG, shim.fo.ctrl, &fo.recv_req);
     }
 }
 
@@ -283,7 +283,7 @@ static void poll_notices(void)
         if (!flag) {
             break;
         }
-        notice_taken(shim.world_size - 1);
+        notice_taken(shim.topo.world_size - 1);
     }
 }
 
@@ -291,7 +291,7 @@ void shim_fo_progress(void)
 {
     /* Every watched MPI call comes here: while nothing has failed, look
      * for notices only every FO_POLL_SEC, at the cost of a clock read. */
-    if (shim.fo_state == SHIM_FO_NONE && shim_fo_noticed() == SHIM_FO_NO_CAUSE) {
+    if (shim.fo.state == SHIM_FO_NONE && shim_fo_noticed() == SHIM_FO_NO_CAUSE) {
         double now = dps_now();
 
         if (now < fo.next_poll) {
@@ -299,20 +299,20 @@ void shim_fo_progress(void)
         }
         fo.next_poll = now + FO_POLL_SEC;
     }
-    if (shim.fo_ctrl == MPI_COMM_NULL || pthread_mutex_trylock(&fo_lock)) {
+    if (shim.fo.ctrl == MPI_COMM_NULL || pthread_mutex_trylock(&fo_lock)) {
         return;
     }
     poll_notices();
-    if (shim.fo_state == SHIM_FO_NONE && shim_fo_noticed() != SHIM_FO_NO_CAUSE) {
+    if (shim.fo.state == SHIM_FO_NONE && shim_fo_noticed() != SHIM_FO_NO_CAUSE) {
         fo_start();
     }
-    if (shim.fo_state == SHIM_FO_COUNTS || shim.fo_state == SHIM_FO_ENTRIES) {
+    if (shim.fo.state == SHIM_FO_COUNTS || shim.fo.state == SHIM_FO_ENTRIES) {
         agree_step();
     }
-    if (shim.fo_state == SHIM_FO_DECIDED) {
+    if (shim.fo.state == SHIM_FO_DECIDED) {
         fo_drive_ops();
     }
-    if (shim.fo_state != SHIM_FO_NONE && !fo.settled &&
+    if (shim.fo.state != SHIM_FO_NONE && !fo.settled &&
         dps_now() > fo.started + shim.cfg.agent_timeout) {
         fo_give_up();
     }
@@ -330,10 +330,10 @@ void shim_fo_settle(void)
             shim_comm_progress();
         }
         shim_fo_progress();   /* gives up at the takeover's deadline */
-        if (shim.fo_state == SHIM_FO_DECIDED && fo.all_started) {
+        if (shim.fo.state == SHIM_FO_DECIDED && fo.all_started) {
             break;
         }
-        if (shim.fo_state == SHIM_FO_NONE && shim_fo_noticed() == SHIM_FO_NO_CAUSE) {
+        if (shim.fo.state == SHIM_FO_NONE && shim_fo_noticed() == SHIM_FO_NO_CAUSE) {
             break;            /* nothing known here after all */
         }
         usleep(20);
@@ -354,10 +354,10 @@ void shim_fo_fini(void)
     MPI_Request bar;
     int flag = 0, senders = 0;
 
-    if (shim.fo_ctrl == MPI_COMM_NULL) {
+    if (shim.fo.ctrl == MPI_COMM_NULL) {
         return;
     }
-    PMPI_Ibarrier(shim.fo_ctrl, &bar);
+    PMPI_Ibarrier(shim.fo.ctrl, &bar);
     while (!flag) {
         shim_fo_progress();
         PMPI_Test(&bar, &flag, MPI_STATUS_IGNORE);
@@ -366,7 +366,7 @@ void shim_fo_fini(void)
         }
     }
     fo.quiet = 1;
-    PMPI_Allreduce(&fo.sent, &senders, 1, MPI_INT, MPI_SUM, shim.fo_ctrl);
+    PMPI_Allreduce(&fo.sent, &senders, 1, MPI_INT, MPI_SUM, shim.fo.ctrl);
     while (fo.received < senders - fo.sent) {
         PMPI_Wait(&fo.recv_req, &fo.recv_st);
         notice_taken(senders - fo.sent);
@@ -375,15 +375,15 @@ void shim_fo_fini(void)
         PMPI_Cancel(&fo.recv_req);
         PMPI_Wait(&fo.recv_req, MPI_STATUS_IGNORE);
     }
-    if (shim.fo_state == SHIM_FO_NONE && shim_fo_noticed() != SHIM_FO_NO_CAUSE) {
+    if (shim.fo.state == SHIM_FO_NONE && shim_fo_noticed() != SHIM_FO_NO_CAUSE) {
         fo_start();
     }
-    while (shim.fo_state == SHIM_FO_COUNTS ||
-           shim.fo_state == SHIM_FO_ENTRIES) {
+    while (shim.fo.state == SHIM_FO_COUNTS ||
+           shim.fo.state == SHIM_FO_ENTRIES) {
         agree_step();
         usleep(100);
     }
-    for (int i = 0; fo.sent && i < shim.world_size - 1; i++) {
+    for (int i = 0; fo.sent && i < shim.topo.world_size - 1; i++) {
         PMPI_Wait(&fo.send_reqs[i], MPI_STATUS_IGNORE);
     }
     free(fo.send_reqs);
@@ -396,8 +396,8 @@ void shim_fo_fini(void)
     free(fo.freed);
     fo.freed = NULL;
     fo.nfreed = fo.freed_cap = 0;
-    PMPI_Comm_free(&shim.fo_ctrl);
-    PMPI_Comm_free(&shim.fo_agree);
+    PMPI_Comm_free(&shim.fo.ctrl);
+    PMPI_Comm_free(&shim.fo.agree);
 }
 
 /* Wait until the takeover is agreed and c's id known (progressing both);
@@ -433,7 +433,7 @@ int shim_fo_direct(shim_comm_t *c, uint32_t seq, int coll, MPI_Comm *use)
     direct = seq >= fo_posted_max(c->id) &&
              fo_stock_comm(c, seq, coll, use, 1);
     if (direct) {
-        shim.stats[coll][SHIM_STAT_AFTER]++;
+        shim.stat.coll[coll][SHIM_STAT_AFTER]++;
     }
     pthread_mutex_unlock(&shim.lock);
     return direct;

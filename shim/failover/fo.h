@@ -13,7 +13,7 @@
 
 #define FO_TAG 4242
 #define FO_POLL_SEC 50e-6   /* between looks for notices, all being well */
-#define FO_WHY_LEN 700      /* a notice: what its sender saw (fo_why) */
+#define FO_WHY_LEN 700      /* a notice: what its sender saw (shim.fo.why) */
 
 enum { FO_FIN_ONE,        /* seq finished */
        FO_FIN_BELOW,      /* every seq below seq finished */
@@ -55,7 +55,7 @@ extern fo_state_t fo;   /* failover/entries.c */
 /* Is c ready for stock MPI: agreement done, id known? */
 static inline int fo_comm_ready(const shim_comm_t *c)
 {
-    return shim.fo_state == SHIM_FO_DECIDED && c->id_known;
+    return shim.fo.state == SHIM_FO_DECIDED && c->id_known;
 }
 
 /* ---- failover/entries.c: this rank's entries, and everyone's --------- */

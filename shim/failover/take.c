@@ -44,7 +44,7 @@ int fo_stock_comm(shim_comm_t *c, uint32_t seq, int coll, MPI_Comm *use,
     }
     dps_error("collective %u on communicator %#llx fails: %s", seq,
               (unsigned long long)c->id, why);
-    shim.stats[coll][SHIM_STAT_FAILED]++;
+    shim.stat.coll[coll][SHIM_STAT_FAILED]++;
     return 0;
 }
 
@@ -97,11 +97,11 @@ static int take_one(shim_op_t *op)
                   "was made by a call the shim does not see (no twin to "
                   "redo it on)", dps_coll_short(coll), op->call.seq,
                   (unsigned long long)c->id);
-        shim.stats[coll][SHIM_STAT_FAILED]++;
+        shim.stat.coll[coll][SHIM_STAT_FAILED]++;
         return MPI_ERR_OTHER;
     }
     if (op->call.gather != NULL && pack_gathered(&op->call) != 0) {
-        shim.stats[coll][SHIM_STAT_FAILED]++;
+        shim.stat.coll[coll][SHIM_STAT_FAILED]++;
         return MPI_ERR_NO_MEM;
     }
     if (op->call.unpack.scat != NULL) {
@@ -111,10 +111,10 @@ static int take_one(shim_op_t *op)
     }
     op->redo = shim_redo_start(op, use, redo_tag(c, op->call.seq));
     if (op->redo == NULL) {
-        shim.stats[coll][SHIM_STAT_FAILED]++;
+        shim.stat.coll[coll][SHIM_STAT_FAILED]++;
         return MPI_ERR_OTHER;
     }
-    shim.stats[coll][op->after ? SHIM_STAT_AFTER : SHIM_STAT_REDONE]++;
+    shim.stat.coll[coll][op->after ? SHIM_STAT_AFTER : SHIM_STAT_REDONE]++;
     dps_debug("%s #%u on communicator %#llx: %s on stock MPI",
               dps_coll_short(coll), op->call.seq, (unsigned long long)c->id,
               op->after ? "run" : "redone");
@@ -193,8 +193,8 @@ static void ranks_text(char *buf, size_t len, const unsigned char *in,
     int i, n = 0;
 
     buf[0] = '\0';
-    for (i = 0; i < shim.world_size && o < len; i++) {
-        if (i == shim.world_rank || (in[i] != 0) != want) {
+    for (i = 0; i < shim.topo.world_size && o < len; i++) {
+        if (i == shim.topo.world_rank || (in[i] != 0) != want) {
             continue;
         }
         if (++n <= 8) {
@@ -260,7 +260,7 @@ void fo_give_up(void)
     pthread_mutex_lock(&shim.lock);
     pending_text(what, sizeof(what));
     pthread_mutex_unlock(&shim.lock);
-    if (shim.fo_state != SHIM_FO_DECIDED) {
+    if (shim.fo.state != SHIM_FO_DECIDED) {
         snprintf(why, sizeof(why), "rank%s %s never joined it (blocked in "
                  "an MPI call such as a blocking collective, or not "
                  "calling MPI)", strchr(who, ',') ? "s" : "", who);
@@ -272,7 +272,7 @@ void fo_give_up(void)
     }
     dps_error("%s; stock MPI could not take over within %u s "
               "(DPUSHIM_AGENT_TIMEOUT): %s. Collectives that cannot be "
-              "recovered: %s. Aborting the job", shim.fo_why,
+              "recovered: %s. Aborting the job", shim.fo.why,
               shim.cfg.agent_timeout, why, what);
     fflush(stderr);
     usleep(300000);   /* let the launcher forward it (Hydra drops it) */

@@ -28,7 +28,7 @@
 /* Should a blocking point-to-point call watch for failures? */
 static int watching(void)
 {
-    return !shim_in_call && shim.active && shim.fo_state != SHIM_FO_DECIDED;
+    return !shim_in_call && shim.active && shim.fo.state != SHIM_FO_DECIDED;
 }
 
 /* Complete req, driving the takeover meanwhile. */
@@ -167,7 +167,7 @@ SHIM_API int MPI_Probe(int source, int tag, MPI_Comm comm,
  * test costs two loads while nothing has failed. */
 #define SHIM_BLOCKING_COLL(call)                                            \
     do {                                                                    \
-        if (__builtin_expect(shim.fo_state != SHIM_FO_NONE ||               \
+        if (__builtin_expect(shim.fo.state != SHIM_FO_NONE ||               \
                              shim_fo_noticed() != SHIM_FO_NO_CAUSE, 0)) {    \
             shim_fo_settle();                                               \
         }                                                                   \

@@ -16,7 +16,7 @@
 static void count(int coll, int stat, uint64_t n)
 {
     pthread_mutex_lock(&shim.lock);
-    shim.stats[coll][stat] += n;
+    shim.stat.coll[coll][stat] += n;
     pthread_mutex_unlock(&shim.lock);
 }
 
@@ -112,7 +112,7 @@ int shim_coll_stock(const shim_coll_args_t *a, MPI_Comm m,
 /* May this call's send data stay unpacked, read in place by the DMA
  * engines? Only when every rank of c is on this node, has its engine
  * running and an agent that reaches every rank of the node with CMA
- * (shim.rank_direct, the same table on every rank: all decide alike),
+ * (shim.topo.rank_direct, the same table on every rank: all decide alike),
  * and the data path is direct (the staged path, to other hosts, needs
  * packed data), and not for reductions (their elements are combined as
  * packed). */
@@ -120,19 +120,19 @@ static int gather_ok(shim_comm_t *c, int coll)
 {
     int reduction = dps_coll_family(coll) == DPS_FAM_REDUCE;
 
-    if (reduction || shim.fo_state != SHIM_FO_NONE || !shim_engine_running() ||
+    if (reduction || shim.fo.state != SHIM_FO_NONE || !shim_engine_running() ||
         shim.cfg.data_path != DPS_DATA_DIRECT ||
-        shim.cfg.transport == DPS_TRANSPORT_UCX || shim.rank_node == NULL ||
-        shim.rank_direct == NULL) {
+        shim.cfg.transport == DPS_TRANSPORT_UCX || shim.topo.rank_node == NULL ||
+        shim.topo.rank_direct == NULL) {
         return 0;
     }
     if (c->one_node == 0) {
-        int me = shim.rank_node[shim.world_rank];
+        int me = shim.topo.rank_node[shim.topo.world_rank];
 
         c->one_node = 1;
         for (int i = 0; i < c->size; i++) {
-            if (shim.rank_node[c->members[i]] != me ||
-                !shim.rank_direct[c->members[i]]) {
+            if (shim.topo.rank_node[c->members[i]] != me ||
+                !shim.topo.rank_direct[c->members[i]]) {
                 c->one_node = -1;
             }
         }
@@ -161,7 +161,7 @@ static int begin(shim_ctx_t *x, int coll, MPI_Comm comm, shim_comm_t **cp,
      * (MPICH's test comm/comm_idup_nb hung). The completion calls look
      * for notices, as they look for everything else.
      */
-    if (shim.fo_state != SHIM_FO_NONE ||
+    if (shim.fo.state != SHIM_FO_NONE ||
         shim_fo_noticed() != SHIM_FO_NO_CAUSE) {
         shim_fo_progress();
     }
@@ -180,7 +180,7 @@ static int begin(shim_ctx_t *x, int coll, MPI_Comm comm, shim_comm_t **cp,
     /* A persistent collective's start never goes to a stock collective
      * call (matched in call order, not init order): it is queued, and
      * redone from its schedule under its stream's tag (failover/take.c). */
-    if (shim.fo_state != SHIM_FO_NONE && direct_ok && c->stream == 0) {
+    if (shim.fo.state != SHIM_FO_NONE && direct_ok && c->stream == 0) {
         shim_in_call++;
         rc = shim_fo_direct(c, k->seq, k->stat, use);
         shim_in_call--;
@@ -255,7 +255,7 @@ int shim_call_post(shim_comm_t *c, shim_call_t *k, MPI_Request *req)
     shim_in_call++;
     rc = shim_op_start(c, k, s, req);   /* takes k's contents */
     shim_in_call--;
-    if (rc == MPI_SUCCESS && shim.fo_state == SHIM_FO_NONE) {
+    if (rc == MPI_SUCCESS && shim.fo.state == SHIM_FO_NONE) {
         count(stat, SHIM_STAT_OFFLOADED, 1);
         count(stat, SHIM_STAT_BYTES, bytes);
     }
