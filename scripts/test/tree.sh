@@ -1,0 +1,140 @@
+# shellcheck shell=bash
+# scripts/check.sh's part: the tree itself: unit tests, shellcheck, the layout of the sources, the manual against the tree, the decoder fuzzed, the installed tree, the MPI programs through the matrix, and no agent left behind.
+# Sourced by scripts/check.sh (which defines LOGS, TIMEOUT, PASS and
+# FAIL); functions only.
+
+# The unit tests, and for each MPI the collectives' table against its
+# names (tests/unit/check_colls.c).
+unit_tests() {
+    runner --kind unit "$@"
+}
+
+# The shell scripts pass shellcheck at severity warning (a finding that
+# is the intent carries a disable comment saying why).
+shellcheck_check() {
+    local log=$LOGS/shellcheck.log ok=1
+    shellcheck -S warning -f gcc scripts/*.sh scripts/test/*.sh scripts/dpushim \
+        scripts/cluster-rsh .ci/run >"$log" 2>&1 || ok=0
+    report "shell scripts pass shellcheck -S warning" "$ok" "$log"
+}
+
+# The sources' layout (docs/architecture.md): no two files call or include
+# each other in a loop, and no folder calls or includes one above it.
+layout_check() {
+    local log="$LOGS/depgraph.log" ok=1
+    make -s --no-print-directory MPI="$1" depgraph >"$log" 2>&1 ||
+        ok=0
+    report "sources: no call or include loop between files, none up between folders (make depgraph)" \
+        "$ok" "$log"
+}
+
+# The manual (README.md, docs/) against the tree: its generated tables,
+# its complete example, the source paths it names and its links.
+readme_check() {
+    local log="$LOGS/readme.log" ok=1
+    scripts/readme_table.sh --check >"$log" 2>&1 || ok=0
+    report "docs/variables.md's DPUSHIM_* table and docs/reductions.md's reducible datatypes match common/dps_config.c and common/dps_rtypes.h" "$ok" \
+        "$log"
+    log="$LOGS/readme-example.log"
+    ok=1
+    diff <(sed -n '/^A complete program/,/^Build and run it/p' docs/api.md |
+           sed -n '/^```c$/,/^```$/p' | sed '1d;$d') \
+         <(sed -n '/^#include <dpushim.h>/,$p' examples/pattern.c) \
+        >"$log" 2>&1 || ok=0
+    report "docs/api.md's complete dpushim.h example is examples/pattern.c" \
+        "$ok" "$log"
+    # Source files moved or renamed leave the manual naming old paths:
+    # the log lists each as FILE:LINE.
+    log="$LOGS/readme-refs.log"
+    ok=1
+    scripts/doc_refs.sh >"$log" 2>&1 || ok=0
+    report "README.md and docs/ name only source paths that exist, and their links resolve" \
+        "$ok" "$log"
+}
+
+# The MPI programs of tests/mpi, each several ways (tests/cases.py).
+mpi_tests() {
+    runner --kind mpi "$1"
+}
+
+# The decoders under libFuzzer with AddressSanitizer, briefly (longer by
+# hand: build/fuzz/fuzz_decode -max_total_time=600 build/fuzz/corpus, and
+# build/fuzz/fuzz_hello -max_total_time=600 build/fuzz/hello-corpus): the
+# wire messages of ranks and agents, and the hello a listening agent takes
+# from anyone who connects.
+fuzz_decoder() {
+    local log="$LOGS/fuzz-decode.log" logh="$LOGS/fuzz-hello.log" ok=0
+    local seeds=build/fuzz/seeds hseeds=build/fuzz/hello-seeds
+    local t=${DPS_FUZZ_SECONDS:-15}
+    if [ ! -x build/fuzz/fuzz_decode ] || [ ! -x build/fuzz/fuzz_hello ]; then
+        echo "build/fuzz/fuzz_decode or fuzz_hello not built (make fuzz, needs clang)" >"$log"
+        cp "$log" "$logh"
+    else
+        rm -rf "$seeds" "$hseeds" &&
+            mkdir -p "$seeds" "$hseeds" build/fuzz/corpus build/fuzz/hello-corpus &&
+            build/fuzz/mkseeds "$seeds" "$hseeds" &&
+            timeout 120 build/fuzz/fuzz_decode -max_total_time="$t" \
+                -seed=1 -artifact_prefix=build/fuzz/ build/fuzz/corpus "$seeds" \
+                >"$log" 2>&1 &&
+            grep -q '^Done [0-9]* runs' "$log" && ok=1
+    fi
+    report "wire decoder fuzzed (libFuzzer, ASan, UBSan) without a fault" \
+        "$ok" "$log"
+    ok=0
+    [ -x build/fuzz/fuzz_hello ] &&
+        timeout 120 build/fuzz/fuzz_hello -max_total_time="$t" -seed=1 \
+            -artifact_prefix=build/fuzz/hello- build/fuzz/hello-corpus "$hseeds" \
+            >"$logh" 2>&1 &&
+        grep -q '^Done [0-9]* runs' "$logh" && ok=1
+    report "listener hello decoder fuzzed (libFuzzer, ASan, UBSan): accepted hellos re-encode exactly" \
+        "$ok" "$logh"
+}
+
+# install_check MPI...: `make install` into a scratch prefix; the API
+# example built with pkg-config runs under the shim through the linked
+# library alone (no LD_PRELOAD), and built with the header alone runs on
+# stock MPI, told that offload is not available.
+install_check() {
+    local prefix="$PWD/$LOGS/prefix" mpi log ok pc
+    rm -rf "$prefix"
+    log="$LOGS/install.log"
+    scripts/install.sh "$prefix" "$@" >"$log" 2>&1
+    ok=$?
+    [ $ok = 0 ] && [ -f "$prefix/include/dpushim.h" ] &&
+        [ -f "$prefix/lib/pkgconfig/dpushim.pc" ] && ok=1 || ok=0
+    report "make install PREFIX=...: header, libraries, agents, pkg-config" \
+        "$ok" "$log"
+    for mpi in "$@"; do
+        log="$LOGS/$mpi-install-linked.log"
+        pc="PKG_CONFIG_PATH=$prefix/lib/pkgconfig"
+        ok=0
+        env "$pc" bash -c "mpicc.$mpi -o $LOGS/$mpi-pattern examples/pattern.c \
+            \$(pkg-config --cflags --libs dpushim-$mpi)" >"$log" 2>&1 &&
+            run_job "$log.run" "$mpi" 2 0 \
+                "DPUSHIM_MIN_BYTES=1 DPUSHIM_STATS=1" "$LOGS/$mpi-pattern" &&
+            grep -q '^ok: 0 wrong values' "$log.run" &&
+            grep -Eq '^dpushim: group_init offloaded=20 fallback=0' \
+                "$log.run" && ok=1
+        cat "$log.run" >>"$log" 2>/dev/null
+        report "$mpi installed: examples/pattern.c linked with pkg-config dpushim-$mpi offloads its group, no LD_PRELOAD" "$ok" "$log"
+        log="$LOGS/$mpi-install-header.log"
+        ok=0
+        env "$pc" bash -c "mpicc.$mpi -o $LOGS/$mpi-pattern-h examples/pattern.c \
+            \$(pkg-config --cflags dpushim-$mpi)" >"$log" 2>&1 &&
+            run_job "$log.run" "$mpi" 2 0 "" "$LOGS/$mpi-pattern-h" &&
+            grep -q '^no offload (offload is not available' "$log.run" &&
+            grep -q '^ok: 0 wrong values' "$log.run" && ok=1
+        cat "$log.run" >>"$log" 2>/dev/null
+        report "$mpi installed: the header alone, without the library, falls back to MPI" "$ok" "$log"
+    done
+}
+
+no_agents_left() {
+    local log="$LOGS/agents-left.log" left
+    left=$(dps_agents_left)
+    echo "this run's dpu_agent processes: ${left:-none}" >"$log"
+    dps_pids_describe $left >>"$log"
+    report "no dpu_agent process left after the suite" \
+        "$([ -z "$left" ] && echo 1 || echo 0)" "$log"
+    [ -z "$left" ] || kill -9 $left  # this suite failed anyway
+}
