@@ -172,6 +172,14 @@ typedef int (*shim_post_fn)(shim_comm_t *c, shim_call_t *k,
 int shim_coll_run(const shim_coll_args_t *a, shim_ctx_t *x,
                   shim_offloads_fn offloads, shim_post_fn post);
 
+/* Define the entry shim_coll_<entry> of a row (common/dps_colls.h) as
+ * shim_coll_run with its decision and post functions. */
+#define SHIM_COLL_ENTRY_RUN(entry, offloads, post)                         \
+    int shim_coll_##entry(const shim_coll_args_t *a, shim_ctx_t *x)        \
+    {                                                                      \
+        return shim_coll_run(a, x, offloads, post);                        \
+    }
+
 /* Arrays of size entries for the builder's per-rank counts and offsets:
  * k->arrays holds them. NULL when out of memory. */
 uint64_t *shim_call_arrays(shim_call_t *k, int size, int n);

@@ -309,37 +309,10 @@ static int alltoall(shim_comm_t *c, shim_call_t *k,
 }
 
 /* The entries (common/dps_colls.h): each call's decision and post. */
-int shim_coll_barrier(const shim_coll_args_t *a, shim_ctx_t *x)
-{
-    return shim_coll_run(a, x, any_size, barrier);
-}
-
-int shim_coll_bcast(const shim_coll_args_t *a, shim_ctx_t *x)
-{
-    return shim_coll_run(a, x, bcast_offloads, bcast);
-}
-
-int shim_coll_rooted(const shim_coll_args_t *a, shim_ctx_t *x)
-{
-    return shim_coll_run(a, x, rooted_offloads, rooted);
-}
-
-int shim_coll_allgather(const shim_coll_args_t *a, shim_ctx_t *x)
-{
-    return shim_coll_run(a, x, recv_block, allgather);
-}
-
-int shim_coll_allgatherv(const shim_coll_args_t *a, shim_ctx_t *x)
-{
-    return shim_coll_run(a, x, mean_block, allgather);
-}
-
-int shim_coll_alltoall(const shim_coll_args_t *a, shim_ctx_t *x)
-{
-    return shim_coll_run(a, x, recv_block, alltoall);
-}
-
-int shim_coll_alltoallv(const shim_coll_args_t *a, shim_ctx_t *x)
-{
-    return shim_coll_run(a, x, any_size, alltoall);
-}
+SHIM_COLL_ENTRY_RUN(barrier, any_size, barrier)
+SHIM_COLL_ENTRY_RUN(bcast, bcast_offloads, bcast)
+SHIM_COLL_ENTRY_RUN(rooted, rooted_offloads, rooted)
+SHIM_COLL_ENTRY_RUN(allgather, recv_block, allgather)
+SHIM_COLL_ENTRY_RUN(allgatherv, mean_block, allgather)
+SHIM_COLL_ENTRY_RUN(alltoall, recv_block, alltoall)
+SHIM_COLL_ENTRY_RUN(alltoallv, any_size, alltoall)

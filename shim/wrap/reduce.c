@@ -218,22 +218,7 @@ static int scatter(shim_comm_t *c, shim_call_t *k, const shim_coll_args_t *a)
 }
 
 /* The entries (common/dps_colls.h): each call's decision and post. */
-int shim_coll_reduce(const shim_coll_args_t *a, shim_ctx_t *x)
-{
-    return shim_coll_run(a, x, count_offloads, reduce);
-}
-
-int shim_coll_allreduce(const shim_coll_args_t *a, shim_ctx_t *x)
-{
-    return shim_coll_run(a, x, count_offloads, all);
-}
-
-int shim_coll_reduce_scatter_block(const shim_coll_args_t *a, shim_ctx_t *x)
-{
-    return shim_coll_run(a, x, block_offloads, block);
-}
-
-int shim_coll_reduce_scatter(const shim_coll_args_t *a, shim_ctx_t *x)
-{
-    return shim_coll_run(a, x, mean_offloads, scatter);
-}
+SHIM_COLL_ENTRY_RUN(reduce, count_offloads, reduce)
+SHIM_COLL_ENTRY_RUN(allreduce, count_offloads, all)
+SHIM_COLL_ENTRY_RUN(reduce_scatter_block, block_offloads, block)
+SHIM_COLL_ENTRY_RUN(reduce_scatter, mean_offloads, scatter)
