@@ -120,10 +120,10 @@ static int gather_ok(shim_comm_t *c, int coll)
 {
     int reduction = dps_coll_family(coll) == DPS_FAM_REDUCE;
 
-    if (reduction || shim.fo.state != SHIM_FO_NONE || !shim_engine_running() ||
-        shim.cfg.data_path != DPS_DATA_DIRECT ||
-        shim.cfg.transport == DPS_TRANSPORT_UCX || shim.topo.rank_node == NULL ||
-        shim.topo.rank_direct == NULL) {
+    if (reduction || shim.fo.state != SHIM_FO_NONE ||
+        !shim_engine_running() || shim.cfg.data_path != DPS_DATA_DIRECT ||
+        shim.cfg.transport == DPS_TRANSPORT_UCX ||
+        shim.topo.rank_node == NULL || shim.topo.rank_direct == NULL) {
         return 0;
     }
     if (c->one_node == 0) {
@@ -380,10 +380,10 @@ int shim_call_rejected(const shim_coll_args_t *a, const shim_check_t *chk,
     switch (shim_coll_begin(x, coll, a->comm, &c, &k, &use)) {
     case SHIM_GO:
         /* Nothing runs: counted as left to MPI, as MPI's answer it is. */
-        return shim_fallback(x, coll, shim_call_erroneous(c, &k, DPS_ERR_ARG,
-                                                       chk->cls,
-                                                       chk->raise_on,
-                                                       a->request, what));
+        return shim_fallback(x, coll,
+                             shim_call_erroneous(c, &k, DPS_ERR_ARG,
+                                                 chk->cls, chk->raise_on,
+                                                 a->request, what));
     case SHIM_STOCK:
         /* After an agent failure every rank runs this instance on stock
          * MPI, which refuses the call itself. */

@@ -6,10 +6,10 @@
  * free) and hands out a persistent request (wrap/start.h). Each
  * MPI_Start runs the nonblocking collective with them, counted on the
  * persistent form's statistics line and switched by its own variable
- * (the start's context, wrap/coll.h): the schedule it compiled and pinned the first time is
- * posted by id (shim_sched_pinned), the buffers' registrations come from
- * the cache. With offload off or switched off for it, the init is stock
- * MPI's own.
+ * (the start's context, wrap/coll.h): the schedule it compiled and
+ * pinned the first time is posted by id (shim_sched_pinned), the
+ * buffers' registrations come from the cache. With offload off or
+ * switched off for it, the init is stock MPI's own.
  */
 #include "shim/wrap/coll.h"
 #include "shim/wrap/shapes.h"

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Persistent requests the shim runs (wrap/start.c): persistent collectives
- * (wrap/colls.c, wrap/pers_init.c) and persistent pattern groups (wrap/group.c).
+ * Persistent requests the shim runs (wrap/start.c): persistent
+ * collectives (wrap/colls.c, wrap/pers_init.c) and persistent pattern
+ * groups (wrap/group.c).
  *
  * The application holds a handle MPI made: an inactive persistent receive
  * from MPI_PROC_NULL, which stock MPI's completion calls treat as an
