@@ -9,12 +9,12 @@
 #   make install PREFIX=/usr/local   header, libraries, agents, pkg-config,
 #                        the runner (bin/dpushim), man pages, modulefile
 #   make deb             Debian packages (debian/, dpkg-buildpackage), checked
-#                        by lintian: build/deb/ (scripts/deb.sh)
+#                        by lintian: build/deb/ (scripts/dev/deb.sh)
 #   make deb-arm64       the agent's package for arm64 (a DPU): build/deb-arm64/
 #   make depgraph        call and include loops between source files
 #   make agent-arm64     dpu_agent cross-built for aarch64 (a BlueField's
 #                        Arm cores) and the wire's tools, build/arm64/;
-#                        run with qemu-user (scripts/arm64-run.sh,
+#                        run with qemu-user (scripts/cluster/arm64-run.sh,
 #                        docs/bluefield.md)
 # check, demo and bench run for both MPIs unless MPI=... names them: the
 # list is taken after `make deps` has installed them, never before.
@@ -229,9 +229,9 @@ build/tools/wire_dump: tests/tools/wire_dump.c $(WIRE_SRC) $(HDRS) Makefile
 	@mkdir -p $(@D)
 	$(CC) $(WARN) $(INC) $(CFLAGS) -o $@ tests/tools/wire_dump.c $(WIRE_SRC) $(UCX_LIBS)
 
-# For aarch64 (a BlueField's Arm cores): the agent alone, the shim stays
-# with the x86-64 ranks; and the wire's tools, whose outputs on both ISAs
-# must be equal (wire_dump.c). Run with scripts/arm64-run.sh (qemu-user).
+# For aarch64 (a BlueField's Arm cores): the agent alone, the shim stays with
+# the x86-64 ranks; and the wire's tools, whose outputs on both ISAs must be
+# equal (wire_dump.c). Run with scripts/cluster/arm64-run.sh (qemu-user).
 # Explicit rules: they take precedence over build/%/dpu_agent.
 ARM64_TOOLS := mkseeds wire_dump
 agent-arm64: build/arm64/dpu_agent $(addprefix build/arm64/,$(ARM64_TOOLS)) \
@@ -265,7 +265,7 @@ deps-full:
 # deps first, then a sub-make: it sees the MPIs deps just installed.
 check: deps-full
 	@$(MAKE) --no-print-directory MPI="$(RUN_MPIS)" build unit fuzz agent-arm64
-	@scripts/check.sh $(RUN_MPIS)
+	@scripts/test/check.sh $(RUN_MPIS)
 
 # The unit tests and a few MPI cases of each MPI (tests/cases.py,
 # bin/dps-test --quick): under 2 minutes once built.
@@ -279,7 +279,7 @@ demo: deps
 
 bench: deps-full
 	@$(MAKE) --no-print-directory MPI="$(RUN_MPIS)" build
-	@scripts/bench.sh $(RUN_MPIS)
+	@scripts/bench/bench.sh $(RUN_MPIS)
 
 # What was built, for every MPI found (scripts/install.sh).
 install: build
@@ -288,11 +288,11 @@ install: build
 # Binary packages by Debian's tools, from a copy of the tree; lintian.
 deb:
 	@scripts/deps.sh --deb
-	@scripts/deb.sh
+	@scripts/dev/deb.sh
 
 # The agent alone, cross-built for a BlueField's Arm cores.
 deb-arm64: deps-full
-	@scripts/deb.sh --arm64
+	@scripts/dev/deb.sh --arm64
 
 clean:
 	rm -rf build
@@ -307,7 +307,7 @@ SHIM_LAYERS := shim/fortran > shim/wrap shim/boot > shim/failover > \
 AGENT_LAYERS := dpu_agent/main > dpu_agent/job > dpu_agent/sched > \
                 dpu_agent/move > dpu_agent/keys > dpu_agent/core > common
 depgraph:
-	@scripts/depgraph.py --check -I. \
+	@scripts/dev/depgraph.py --check -I. \
 	    --layers shim "$(SHIM_LAYERS)" \
 	    --layers dpu_agent "$(AGENT_LAYERS)" \
 	    --part shim "$(DEP_MPICC) $(WARN) $(INC) -fPIC" $(SHIM_SRC) \

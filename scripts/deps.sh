@@ -22,19 +22,19 @@ PKGS=(build-essential gfortran pkg-config libucx-dev ucx-utils uthash-dev check
 # libfftw3-dev: examples/fft3d.c's 1-D transforms.
 [ $full = 1 ] && PKGS+=(iproute2 util-linux python3 slurm-wlm munge
                         groff-base man-db tcl shellcheck)
-# iproute2, util-linux, python3: scripts/cluster.sh (namespaces, veths, tc;
-# nsenter, unshare; its node holder, scripts/cluster_node.py); slurm-wlm,
-# munge: scripts/cluster-slurm.sh (srun across the emulated hosts).
-# debhelper, dpkg-dev, lintian: make deb (dpkg-buildpackage, debian/);
+# iproute2, util-linux, python3: scripts/cluster/cluster.sh (namespaces, veths,
+# tc; nsenter, unshare; its node holder, scripts/cluster/cluster_node.py);
+# slurm-wlm, munge: scripts/cluster/cluster-slurm.sh (srun across the emulated
+# hosts). debhelper, dpkg-dev, lintian: make deb (dpkg-buildpackage, debian/);
 # mmdebstrap: the fresh root the packages are installed into
-# (scripts/deb_check.sh, scripts/fresh.sh).
+# (scripts/test/deb_check.sh, scripts/test/fresh.sh).
 [ $deb = 1 ] && PKGS+=(debhelper dpkg-dev lintian)
 [ $full = 1 ] && PKGS+=(mmdebstrap)
 # groff-base, man-db, tcl: make check's man pages (groff -ww renders each,
 # man -w finds the installed ones) and modulefile (evaluated by tclsh);
-# scripts/runner_check.sh. shellcheck: make check lints the scripts.
+# scripts/test/runner_check.sh. shellcheck: make check lints the scripts.
 # The agent for a BlueField's Arm cores (make agent-arm64), run here under
-# qemu-user (scripts/arm64-run.sh): Debian's cross compiler and its C
+# qemu-user (scripts/cluster/arm64-run.sh): Debian's cross compiler and its C
 # library, and the arm64 builds of what the agent links, through
 # multiarch (Multi-Arch: same, beside the amd64 ones; their arm64 C
 # library is what qemu runs the agent with). qemu-user, not

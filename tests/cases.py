@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # The test matrix of bin/dps-test: what runs, how, and what it must show.
-# Data only (read by bin/dps-test). scripts/check.sh (make check) runs
+# Data only (read by bin/dps-test). scripts/test/check.sh (make check) runs
 # every case, make check-quick the quick ones; bin/dps-test --list shows
 # the cases by name, bin/dps-test -k NAME runs those whose name holds NAME.
 #
@@ -40,7 +40,7 @@ UNIT = [
 
 # The agents' UCX on TCP only, for the staged UCX get/put path (below).
 _TCP = ["DPUSHIM_DATA_PATH=staged", "DPUSHIM_TRANSPORT=ucx",
-        "DPUSHIM_AGENT={root}/scripts/agent_tcp.sh",
+        "DPUSHIM_AGENT={root}/scripts/cluster/agent_tcp.sh",
         "DPS_AGENT_BIN={root}/build/{mpi}/dpu_agent"]
 
 MPI = [
@@ -89,16 +89,15 @@ MPI = [
          runs=[dict(tag="np4-ucx",
                     title="4 ranks, 2 agents, UCX get/put for every rank",
                     np=4, rpd=2, vars=["DPUSHIM_TRANSPORT=ucx"])]),
-    # Ranks on other nodes as on a cluster without RDMA (issue 27): the
-    # UCX get/put path for every rank, staged through the agents, and the
-    # agents' UCX on TCP only (scripts/agent_tcp.sh says why not UCX_TLS
-    # for the whole job); each rank an agent of its own and two ranks per
-    # agent, at 2, 3 and 4 ranks. t_landed runs every nonblocking and
-    # persistent collective around the 256 KiB chunk, twice each: over
-    # TCP a put completes long before it lands, so a step that reads a
-    # block the round before wrote sees old bytes unless the agent waited
-    # for it. Between real hosts the cluster part
-    # (scripts/cluster_check.sh) runs the suites over TCP.
+    # Ranks on other nodes as on a cluster without RDMA (issue 27): the UCX
+    # get/put path for every rank, staged through the agents, and the agents'
+    # UCX on TCP only (scripts/cluster/agent_tcp.sh says why not UCX_TLS for
+    # the whole job); each rank an agent of its own and two ranks per agent, at
+    # 2, 3 and 4 ranks. t_landed runs every nonblocking and persistent
+    # collective around the 256 KiB chunk, twice each: over TCP a put completes
+    # long before it lands, so a step that reads a block the round before wrote
+    # sees old bytes unless the agent waited for it. Between real hosts the
+    # cluster part (scripts/test/cluster_check.sh) runs the suites over TCP.
     dict(programs=["t_landed"], runs=[
         dict(tag=f"np{np}-tcp", np=np, rpd=rpd, vars=_TCP,
              title=f"{np} ranks, {rpd} per agent, staged, "

@@ -1,6 +1,6 @@
 # shellcheck shell=bash
-# scripts/check.sh's part: the helpers every part uses: counting results, running a job under its time limit, matching the statistics lines, a case under the shim, an erroneous call, and the matrix runner (bin/dps-test).
-# Sourced by scripts/check.sh (which defines LOGS, TIMEOUT, PASS and
+# scripts/test/check.sh's part: the helpers every part uses: counting results, running a job under its time limit, matching the statistics lines, a case under the shim, an erroneous call, and the matrix runner (bin/dps-test).
+# Sourced by scripts/test/check.sh (which defines LOGS, TIMEOUT, PASS and
 # FAIL); functions only.
 
 # report NAME OK(0|1) [LOG]: count one result; show the log of a failure.

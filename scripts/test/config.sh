@@ -1,6 +1,6 @@
 # shellcheck shell=bash
-# scripts/check.sh's part: the DPUSHIM_* variables and the agent's command line: every bad value named, every switch honoured.
-# Sourced by scripts/check.sh (which defines LOGS, TIMEOUT, PASS and
+# scripts/test/check.sh's part: the DPUSHIM_* variables and the agent's command line: every bad value named, every switch honoured.
+# Sourced by scripts/test/check.sh (which defines LOGS, TIMEOUT, PASS and
 # FAIL); functions only.
 
 # Without the cache every lookup of t_regcache's 300 per rank misses, and

@@ -1,6 +1,6 @@
 # shellcheck shell=bash
-# scripts/check.sh's part: programs as users write them: the examples, Fortran in three binding styles, the completion calls' answers, MPI_Comm_idup beside collectives, mpi4py.
-# Sourced by scripts/check.sh (which defines LOGS, TIMEOUT, PASS and
+# scripts/test/check.sh's part: programs as users write them: the examples, Fortran in three binding styles, the completion calls' answers, MPI_Comm_idup beside collectives, mpi4py.
+# Sourced by scripts/test/check.sh (which defines LOGS, TIMEOUT, PASS and
 # FAIL); functions only.
 
 # example_case MPI NP SHIM STATLINE PROG ARGS...: an example (examples/,

@@ -1,6 +1,6 @@
 # shellcheck shell=bash
-# scripts/check.sh's part: the tree itself: unit tests, shellcheck, the layout of the sources, the manual against the tree, the decoder fuzzed, the installed tree, the MPI programs through the matrix, and no agent left behind.
-# Sourced by scripts/check.sh (which defines LOGS, TIMEOUT, PASS and
+# scripts/test/check.sh's part: the tree itself: unit tests, shellcheck, the layout of the sources, the manual against the tree, the decoder fuzzed, the installed tree, the MPI programs through the matrix, and no agent left behind.
+# Sourced by scripts/test/check.sh (which defines LOGS, TIMEOUT, PASS and
 # FAIL); functions only.
 
 # The unit tests, and for each MPI the collectives' table against its
@@ -13,8 +13,8 @@ unit_tests() {
 # is the intent carries a disable comment saying why).
 shellcheck_check() {
     local log=$LOGS/shellcheck.log ok=1
-    shellcheck -S warning -f gcc scripts/*.sh scripts/test/*.sh scripts/dpushim \
-        scripts/cluster-rsh .ci/run >"$log" 2>&1 || ok=0
+    shellcheck -S warning -f gcc scripts/*.sh scripts/*/*.sh scripts/dpushim \
+        scripts/cluster/cluster-rsh .ci/run >"$log" 2>&1 || ok=0
     report "shell scripts pass shellcheck -S warning" "$ok" "$log"
 }
 
@@ -32,7 +32,7 @@ layout_check() {
 # its complete example, the source paths it names and its links.
 readme_check() {
     local log="$LOGS/readme.log" ok=1
-    scripts/readme_table.sh --check >"$log" 2>&1 || ok=0
+    scripts/dev/readme_table.sh --check >"$log" 2>&1 || ok=0
     report "docs/variables.md's DPUSHIM_* table and docs/reductions.md's reducible datatypes match common/dps_config.c and common/dps_rtypes.h" "$ok" \
         "$log"
     log="$LOGS/readme-example.log"
@@ -47,7 +47,7 @@ readme_check() {
     # the log lists each as FILE:LINE.
     log="$LOGS/readme-refs.log"
     ok=1
-    scripts/doc_refs.sh >"$log" 2>&1 || ok=0
+    scripts/dev/doc_refs.sh >"$log" 2>&1 || ok=0
     report "README.md and docs/ name only source paths that exist, and their links resolve" \
         "$ok" "$log"
 }

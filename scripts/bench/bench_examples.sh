@@ -14,7 +14,7 @@
 # did not offload what it should. Raw output in results/raw-examples/,
 # medians in results/examples.csv.
 #
-# usage: scripts/bench_examples.sh [MPI...]   (openmpi, mpich; default both)
+# usage: scripts/bench/bench_examples.sh [MPI...]   (openmpi, mpich; default both)
 # environment (all optional):
 #   BENCH_REPS=3            repetitions of each column (medians)
 #   BENCH_NP=2              ranks
@@ -27,7 +27,7 @@
 #   BENCH_SHIM_VARS="DPUSHIM_MIN_BYTES=1"  variables for the shim runs
 #   BENCH_TIMEOUT=120       seconds allowed for each run
 set -uo pipefail
-cd "$(dirname "$0")/.." || exit 2
+cd "$(dirname "$0")/../.." || exit 2
 source scripts/lib.sh
 dps_mpis_ready "$@" || exit 1
 set -- "${DPS_MPIS[@]}"

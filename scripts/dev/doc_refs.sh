@@ -12,7 +12,7 @@
 # more. "shim/stock" (a ratio in prose) is not one. A path names a program
 # when PATH.c exists (tests/bench/overlap).
 set -uo pipefail
-cd "$(dirname "$0")/.." || exit 2
+cd "$(dirname "$0")/../.." || exit 2
 
 mds=$(find . \( -name .git -o -name build -o -name results \) -prune -o \
            -name '*.md' -type f -print | sed 's|^\./||' | sort)

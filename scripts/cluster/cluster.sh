@@ -3,14 +3,14 @@
 # no process ids, no /tmp or /dev/shm, no SysV IPC and no memory, joined
 # only by a network, so that what only a cluster does runs here.
 #
-# usage: scripts/cluster.sh up H [--dpu] [--rate RATE]
-#        scripts/cluster.sh down
-#        scripts/cluster.sh run HOST CMD [ARG...]
-#        scripts/cluster.sh status
+# usage: scripts/cluster/cluster.sh up H [--dpu] [--rate RATE]
+#        scripts/cluster/cluster.sh down
+#        scripts/cluster/cluster.sh run HOST CMD [ARG...]
+#        scripts/cluster/cluster.sh status
 #
 # up H      H emulated hosts host1..hostH (1 <= H <= 50). Each is a set of
 #           Linux namespaces of its own (network, PID, UTS, mount, IPC)
-#           whose PID 1 is scripts/cluster_node.py: hostname hostN; private
+#           whose PID 1 is scripts/cluster/cluster_node.py: hostname hostN; private
 #           tmpfs on /tmp and /dev/shm; a hosts file naming every host
 #           bind-mounted on /etc/hosts (the machine's stays untouched);
 #           loopback up; eth0 = 10.77.0.N/24, a veth whose other end is a
@@ -41,20 +41,20 @@
 # Exit status: 0 ok; 1 failed; 2 usage; 77 not root (the namespaces,
 # veths and mounts need root: it says so and does nothing).
 #
-# Launchers across hosts (scripts/cluster-rsh is ssh for these hosts):
-#   scripts/cluster.sh run host1 mpirun.openmpi --allow-run-as-root \
+# Launchers across hosts (scripts/cluster/cluster-rsh is ssh for these hosts):
+#   scripts/cluster/cluster.sh run host1 mpirun.openmpi --allow-run-as-root \
 #       --oversubscribe --host host1:2,host2:2 -np 4 \
-#       --mca plm_rsh_agent "$PWD/scripts/cluster-rsh" \
+#       --mca plm_rsh_agent "$PWD/scripts/cluster/cluster-rsh" \
 #       --mca btl tcp,vader,self --mca btl_tcp_if_include eth0 \
 #       --mca oob_tcp_if_include eth0 --mca pml ob1 build/openmpi/tests/t_colls
-#   scripts/cluster.sh run host1 mpiexec.mpich -hosts host1:2,host2:2 -n 4 \
-#       -launcher ssh -launcher-exec "$PWD/scripts/cluster-rsh" \
+#   scripts/cluster/cluster.sh run host1 mpiexec.mpich -hosts host1:2,host2:2 -n 4 \
+#       -launcher ssh -launcher-exec "$PWD/scripts/cluster/cluster-rsh" \
 #       build/mpich/tests/t_colls
-# scripts/cluster-mpirun.sh wraps these with the settings that work here
-# (and says why each is there); scripts/cluster-slurm.sh up starts Slurm
-# on the hosts (srun --mpi=pmix for Open MPI, --mpi=pmi2 for MPICH).
+# scripts/cluster/cluster-mpirun.sh wraps these with the settings that work
+# here (and says why each is there); scripts/cluster/cluster-slurm.sh up starts
+# Slurm on the hosts (srun --mpi=pmix for Open MPI, --mpi=pmi2 for MPICH).
 # A DPU's listening agent (with --dpu; the map names hostN-dpu:PORT):
-#   scripts/cluster.sh run host1-dpu \
+#   scripts/cluster/cluster.sh run host1-dpu \
 #       build/openmpi/dpu_agent --listen 0.0.0.0:7420 --secret-dir DIR
 # (DIR: one the hosts see too, e.g. under the run directory). The agent
 # copies with CMA only ranks whose token it reads back at their pid
@@ -148,7 +148,7 @@ start_node() {
             cd /
             exec python3 "$3" serve "$4"' \
         sh "$name" "$RUN/hosts" "$NODE_PY" "$RUN/$name.sock" \
-        "$(dirname "$SCRIPTS")" "$RUN/tree.$name" \
+        "$(cd "$SCRIPTS/../.." && pwd)" "$RUN/tree.$name" \
         </dev/null >>"$RUN/$name.log" 2>&1 &
     upid=$!
     # Up to 20 s: python's start on a loaded machine.
@@ -226,7 +226,7 @@ cmd_up() {
         exit 2
     fi
     if [ -e "$RUN" ] || [ -n "$(holder_pids)" ]; then
-        say "a cluster is up in $RUN (scripts/cluster.sh down first)"
+        say "a cluster is up in $RUN (scripts/cluster/cluster.sh down first)"
         exit 1
     fi
     mkdir -p "$RUN"
@@ -289,7 +289,7 @@ cmd_run() {
     local host=$1
     shift
     if [ ! -S "$RUN/$host.sock" ]; then
-        say "run: no host '$host' (scripts/cluster.sh status)"
+        say "run: no host '$host' (scripts/cluster/cluster.sh status)"
         exit 255
     fi
     exec python3 "$NODE_PY" call "$RUN/$host.sock" "$@"
@@ -300,7 +300,7 @@ cmd_status() {
     python3 "$NODE_PY" status "$RUN" && return 0
     pids=$(holder_pids)
     [ -e "$RUN/nodes" ] || [ -z "$pids" ] ||
-        echo "  stray holders (scripts/cluster.sh down): $pids"
+        echo "  stray holders (scripts/cluster/cluster.sh down): $pids"
     return 1
 }
 

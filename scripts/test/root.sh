@@ -1,8 +1,8 @@
 # shellcheck shell=bash
 # SPDX-License-Identifier: BSD-3-Clause
 # A fresh Debian root file system to run in by chroot, as root: its
-# mounts, its processes and their end. Sourced by scripts/fresh.sh (make
-# demo or check on a fresh Debian 12) and scripts/deb_check.sh (the
+# mounts, its processes and their end. Sourced by scripts/test/fresh.sh (make
+# demo or check on a fresh Debian 12) and scripts/test/deb_check.sh (the
 # packages installed there); it defines functions only. Whoever calls
 # root_enter also calls root_leave, on every way out (a trap on EXIT).
 

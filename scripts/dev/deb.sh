@@ -7,7 +7,7 @@
 # it; the packages, .buildinfo and .changes go to build/deb/, lintian's
 # report to build/deb/lintian.txt. Nothing else is left behind.
 #
-# usage: scripts/deb.sh [--arm64] [--if-changed]
+# usage: scripts/dev/deb.sh [--arm64] [--if-changed]
 #   --arm64       the agent's package alone (dpushim-agent), for arm64 (a
 #                 BlueField's Arm cores), cross-built (dpkg-buildpackage
 #                 -aarm64 -B -Ppkg.dpushim.agent-only; the cross compiler
@@ -17,7 +17,7 @@
 # environment: DEB_BUILD_OPTIONS, as for dpkg-buildpackage (default:
 #              parallel=<CPUs>)
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 OUT=build/deb
 BUILD=(-b)
 
@@ -29,7 +29,7 @@ for arg; do
         OUT=build/deb-arm64
         BUILD=(-aarm64 -B -Ppkg.dpushim.agent-only)
         tools+=(aarch64-linux-gnu-gcc) ;;
-    *) echo "usage: scripts/deb.sh [--arm64] [--if-changed]" >&2; exit 2 ;;
+    *) echo "usage: scripts/dev/deb.sh [--arm64] [--if-changed]" >&2; exit 2 ;;
     esac
 done
 for t in "${tools[@]}"; do

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# Side-by-side overlap benchmark: tests/bench/overlap (OSU method) on stock
-# MPI and under the shim, alternating, repeated; medians per size in one
-# table per MPI, collective and compute mode (OSU busy time, fixed work),
-# plus CSV and PNG plots in results/<mode>/; then the idle-host scenario
-# (scripts/bench_idle.sh: the compute phase sleeps; stock, shim and MPICH's
-# progress thread), the blocking-call costs, the examples, the 3-D FFT
+# Side-by-side overlap benchmark: tests/bench/overlap (OSU method) on stock MPI
+# and under the shim, alternating, repeated; medians per size in one table per
+# MPI, collective and compute mode (OSU busy time, fixed work), plus CSV and
+# PNG plots in results/<mode>/; then the idle-host scenario
+# (scripts/bench/bench_idle.sh: the compute phase sleeps; stock, shim and
+# MPICH's progress thread), the blocking-call costs, the examples, the 3-D FFT
 # and the closing comparisons.
 #
-# usage: scripts/bench.sh [MPI...]   (MPI: openmpi, mpich; default both)
+# usage: scripts/bench/bench.sh [MPI...]   (MPI: openmpi, mpich; default both)
 # environment (all optional):
 #   BENCH_REPS=3          repetitions of each stock/shim pair (medians)
 #   BENCH_SIZES=1:4194304 message sizes, powers of two (bytes per block)
@@ -30,10 +30,10 @@
 #   BENCH_AGENT_CPUS=     CPU list for the agents (DPUSHIM_AGENT_CPUS)
 #   BENCH_RPD=0           ranks per agent (DPUSHIM_RANKS_PER_DPU)
 #   BENCH_BLOCKING=1      0 skips the blocking-call costs (stock vs shim)
-#   BENCH_APPS=1          0 skips the examples (scripts/bench_examples.sh:
+#   BENCH_APPS=1          0 skips the examples (scripts/bench/bench_examples.sh:
 #                         ring broadcast and 3-D halo, plain MPI against
 #                         dpushim groups and neighbourhood collectives)
-#   BENCH_FFT=1           0 skips the 3-D FFT (scripts/bench_fft.sh:
+#   BENCH_FFT=1           0 skips the 3-D FFT (scripts/bench/bench_fft.sh:
 #                         stock, shim and MPICH's progress thread, N 64
 #                         to 256, K 1 4 8, cpu and gpu-like compute)
 #   BENCH_EXTRA=1         0 skips the closing comparisons (registration
@@ -41,7 +41,7 @@
 #                         against direct data path, a strided receive
 #                         type against stock MPI)
 set -uo pipefail
-cd "$(dirname "$0")/.." || exit 2
+cd "$(dirname "$0")/../.." || exit 2
 source scripts/lib.sh
 dps_mpis_ready "$@" || exit 1
 set -- "${DPS_MPIS[@]}"
@@ -123,21 +123,21 @@ max=${SIZES##*:}
 build/"$1"/tests/copylimit $((NP * NP * max)) >"$OUT/copylimit-ialltoall.txt"
 build/"$1"/tests/copylimit $(((NP - 1) * max)) >"$OUT/copylimit-ibcast.txt"
 build/"$1"/tests/copylimit $((NP * (NP - 1) * max)) >"$OUT/copylimit-iallgather.txt"
-BENCH_SHIM_DESC="$SHIM_VARS" /usr/bin/python3 scripts/bench_report.py "$RAW" "$OUT" "$MODE" "$NP" \
+BENCH_SHIM_DESC="$SHIM_VARS" /usr/bin/python3 scripts/bench/bench_report.py "$RAW" "$OUT" "$MODE" "$NP" \
     "$TESTS" "$@"
 done   # modes
 OUT=$TOP
 RAW=$RAWTOP
 
 if [ "${BENCH_IDLE:-1}" = 1 ]; then
-    BENCH_REPS=$REPS BENCH_SHIM_VARS="$SHIM_VARS" scripts/bench_idle.sh "$@" ||
+    BENCH_REPS=$REPS BENCH_SHIM_VARS="$SHIM_VARS" scripts/bench/bench_idle.sh "$@" ||
         exit 1
 fi
-# Across emulated hosts (scripts/bench_cluster.sh; root only).
+# Across emulated hosts (scripts/bench/bench_cluster.sh; root only).
 if [ "${BENCH_CLUSTER:-1}" = 1 ]; then
     if [ "$(id -u)" = 0 ]; then
         BENCH_REPS=$REPS BENCH_SHIM_VARS="$SHIM_VARS" \
-            scripts/bench_cluster.sh "$@" || exit 1
+            scripts/bench/bench_cluster.sh "$@" || exit 1
     else
         echo "cluster scenario skipped: the emulated hosts need root"
     fi
@@ -208,13 +208,13 @@ fi
 # against plain MPI point-to-point, their results checked.
 if [ "${BENCH_APPS:-1}" = 1 ]; then
     BENCH_REPS=$REPS BENCH_NP=$NP BENCH_SHIM_VARS="$SHIM_VARS" \
-        scripts/bench_examples.sh "$@" || exit 1
+        scripts/bench/bench_examples.sh "$@" || exit 1
 fi
-# The pipelined 3-D FFT (examples/fft3d.c): stock MPI, the shim and
-# MPICH's progress thread, cpu and gpu-like compute (scripts/bench_fft.sh).
+# The pipelined 3-D FFT (examples/fft3d.c): stock MPI, the shim and MPICH's
+# progress thread, cpu and gpu-like compute (scripts/bench/bench_fft.sh).
 if [ "${BENCH_FFT:-1}" = 1 ]; then
     BENCH_REPS=$REPS BENCH_NP=$NP BENCH_SHIM_VARS="$SHIM_VARS" \
-        scripts/bench_fft.sh "$@" || exit 1
+        scripts/bench/bench_fft.sh "$@" || exit 1
 fi
 
 [ "${BENCH_EXTRA:-1}" = 1 ] || exit 0

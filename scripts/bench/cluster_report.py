@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: BSD-3-Clause
-"""Medians of scripts/bench_cluster.sh runs: a table per link rate,
+"""Medians of scripts/bench/bench_cluster.sh runs: a table per link rate,
 compute mode, MPI and collective, results/cluster/cluster.csv and a
 gnuplot PNG for each of them (overall time per size for every column).
 

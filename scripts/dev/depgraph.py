@@ -3,7 +3,7 @@
 """The dependency graph of dpushim's sources: which file calls which, which
 header includes which, the loops among them and the longest include chain.
 
-  scripts/depgraph.py [--check] [--dot FILE] [-I DIR]...
+  scripts/dev/depgraph.py [--check] [--dot FILE] [-I DIR]...
                       [--layers NAME "TOP > NEXT OTHER > ... > BOTTOM"]
                       --part NAME "CC FLAGS" SRC... [--part ...]
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""One emulated host of scripts/cluster.sh: its init process and its "sshd".
+"""One emulated host of scripts/cluster/cluster.sh: its init process and its "sshd".
 
     cluster_node.py serve SOCK        (PID 1 of the host's namespaces)
     cluster_node.py call [--ssh] SOCK ARG...

@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # make check's cases for the Debian packages (make deb, debian/), sourced
-# by scripts/check.sh: deb_tests MPI... uses its report and $LOGS. Run
-# alone (scripts/deb_check.sh [MPI...], as root), it takes those from
+# by scripts/test/check.sh: deb_tests MPI... uses its report and $LOGS. Run
+# alone (scripts/test/deb_check.sh [MPI...], as root), it takes those from
 # check.sh (DPS_CHECK_PART) and ends with its own "N passed, M failed".
 #
 # The packages build and lintian finds no error or warning in them
-# (scripts/deb.sh, kept if built from the same files); the agent's
+# (scripts/dev/deb.sh, kept if built from the same files); the agent's
 # package cross-builds for arm64 (scripts/deps.sh --full's compiler),
 # and its agent runs under qemu-user.
-# Then, as scripts/fresh.sh does, a minimal Debian 12 root file system
+# Then, as scripts/test/fresh.sh does, a minimal Debian 12 root file system
 # (mmdebstrap --variant=apt): apt installs the packages there, pulling
 # in the MPI libraries by their dependencies (the launchers, which they
 # only recommend, by name), and an example built here
@@ -24,7 +24,7 @@
 # environment: DPS_DEB_CHECK=0  skip these cases (one line SKIP)
 #              FRESH_MIRROR     Debian mirror (default: mmdebstrap's)
 
-# shellcheck source=scripts/root.sh
+# shellcheck source=scripts/test/root.sh
 source "$(dirname "${BASH_SOURCE[0]}")/root.sh"
 
 # The fresh root's directory while it exists (deb_root_cleanup).
@@ -72,7 +72,7 @@ deb_in_root() {
 # deb_build_tests: make deb, its lintian; the arm64 agent's package.
 deb_build_tests() {
     local log="$LOGS/deb-build.log" ok=0 deb
-    scripts/deb.sh --if-changed >"$log" 2>&1 && ok=1
+    scripts/dev/deb.sh --if-changed >"$log" 2>&1 && ok=1
     for deb in dpushim dpushim-openmpi dpushim-mpich dpushim-agent \
                dpushim-dev; do
         compgen -G "build/deb/${deb}_*.deb" >/dev/null || {
@@ -88,11 +88,11 @@ deb_build_tests() {
     if ! command -v aarch64-linux-gnu-gcc >/dev/null; then
         echo "aarch64-linux-gnu-gcc not installed (scripts/deps.sh --full)" >"$log"
     else
-        # Its agent, under qemu-user as scripts/arm64-run.sh runs it: the
-        # multiarch arm64 libraries (scripts/deps.sh --full) stand in
-        # for the DPU's. --probe exits 1 where no DPU is found.
+        # Its agent, under qemu-user as scripts/cluster/arm64-run.sh runs it:
+        # the multiarch arm64 libraries (scripts/deps.sh --full) stand in for
+        # the DPU's. --probe exits 1 where no DPU is found.
         rm -rf "$LOGS/deb-arm64-x"
-        scripts/deb.sh --arm64 --if-changed >"$log" 2>&1 &&
+        scripts/dev/deb.sh --arm64 --if-changed >"$log" 2>&1 &&
             dpkg-deb -x build/deb-arm64/dpushim-agent_*_arm64.deb \
                 "$LOGS/deb-arm64-x" &&
             LC_ALL=C readelf -h "$LOGS/deb-arm64-x/usr/sbin/dpu_agent" \

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: BSD-3-Clause
-"""Medians of scripts/bench_idle.sh runs: a table per MPI and collective
+"""Medians of scripts/bench/bench_idle.sh runs: a table per MPI and collective
 and results/idle.csv (stock, shim and MPICH's progress thread side by
 side, the compute phase sleeping for 2 x stock's pure-comm time)."""
 import glob

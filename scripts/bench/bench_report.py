@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: BSD-3-Clause
-"""Medians of scripts/bench.sh runs: tables, CSV and gnuplot PNGs."""
+"""Medians of scripts/bench/bench.sh runs: tables, CSV and gnuplot PNGs."""
 import glob
 import os
 import statistics

@@ -1,25 +1,25 @@
 #!/usr/bin/env bash
 # Run the whole test suite: Check unit tests, the manual's checks
-# (scripts/readme_table.sh, scripts/doc_refs.sh, the example), and for
+# (scripts/dev/readme_table.sh, scripts/dev/doc_refs.sh, the example), and for
 # every MPI given the MPI tests (2 ranks with one agent, 4 ranks with two
 # agents, and the same programs on stock MPI), the configuration tests
 # and the no-orphan-agent tests. Ends with one line "N passed, M failed"
 # and exits non-zero if anything failed.
 #
-# usage: scripts/check.sh [MPI...]    (MPI: openmpi, mpich; default both)
+# usage: scripts/test/check.sh [MPI...]    (MPI: openmpi, mpich; default both)
 # DPS_CHECK_PART=FUNC: only that part (FUNC MPI..., e.g. runner_tests),
-# then its own "N passed, M failed" (scripts/runner_check.sh and
-# scripts/deb_check.sh run alone this way).
+# then its own "N passed, M failed" (scripts/test/runner_check.sh and
+# scripts/test/deb_check.sh run alone this way).
 # An MPI that is not installed or not built, or missing unit or fuzz
 # programs, fail the run before anything else: skipping is never green.
 set -uo pipefail
-cd "$(dirname "$0")/.." || exit 2
+cd "$(dirname "$0")/../.." || exit 2
 source scripts/lib.sh
-source scripts/listen_tests.sh
-source scripts/arm64_tests.sh
-source scripts/fft_check.sh
-source scripts/runner_check.sh
-source scripts/deb_check.sh
+source scripts/test/listen_tests.sh
+source scripts/test/arm64_tests.sh
+source scripts/test/fft_check.sh
+source scripts/test/runner_check.sh
+source scripts/test/deb_check.sh
 
 dps_mpis_ready "$@" || {
     echo "check.sh: cannot test the MPIs above; 'make check' installs and" \
@@ -49,7 +49,7 @@ source scripts/test/programs.sh
 source scripts/test/listen.sh
 
 
-# scripts/cluster_check.sh run alone takes the functions above only.
+# scripts/test/cluster_check.sh run alone takes the functions above only.
 [ "${DPS_CHECK_LIB:-0}" = 1 ] && return 0
 if [ -n "${DPS_CHECK_PART:-}" ]; then
     "$DPS_CHECK_PART" "$@"
@@ -117,7 +117,7 @@ for mpi in "$@"; do
     kill_case "$mpi" launcher
     [ "$mpi" = openmpi ] && thirdparty_mpi4py
 done
-source scripts/cluster_check.sh "$@"  # across emulated hosts; SKIP if not root
+source scripts/test/cluster_check.sh "$@"  # across emulated hosts; SKIP if not root
 no_agents_left
 echo "$PASS passed, $FAIL failed"
 [ "$FAIL" = 0 ]

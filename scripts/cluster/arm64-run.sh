@@ -4,9 +4,9 @@
 # cores would run it: the protocol between x86-64 ranks and an Arm agent
 # (docs/bluefield.md).
 #
-# usage: scripts/arm64-run.sh PROGRAM [ARG...]
-#   scripts/arm64-run.sh dpu_agent --probe
-#   scripts/arm64-run.sh dpu_agent --listen 127.0.0.1:0 --secret-dir DIR
+# usage: scripts/cluster/arm64-run.sh PROGRAM [ARG...]
+#   scripts/cluster/arm64-run.sh dpu_agent --probe
+#   scripts/cluster/arm64-run.sh dpu_agent --listen 127.0.0.1:0 --secret-dir DIR
 #
 # The arguments go to the program unchanged; this script execs qemu, so
 # its pid is the program's (a signal to it reaches the agent). qemu is
@@ -19,7 +19,7 @@
 # cannot copy with CMA itself (its ranks' DMA engines can).
 set -euo pipefail
 
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 if [ $# -lt 1 ]; then
     sed -n '/^# usage:/,/^#   scripts.*--listen/s/^# \{0,1\}//p' \
         "${BASH_SOURCE[0]}" >&2

@@ -1,11 +1,11 @@
 # shellcheck shell=bash
 # Tests of the agent built for aarch64 (a BlueField's Arm cores: make
-# agent-arm64) and run under qemu-user (scripts/arm64-run.sh), serving
+# agent-arm64) and run under qemu-user (scripts/cluster/arm64-run.sh), serving
 # x86-64 ranks: the protocol proven between ISAs (DESIGN.md decision 11).
 # Source it; it defines functions only. The caller provides
 #   report NAME OK(1 pass, 0 fail) [LOG], run_job LOG MPI NP SHIM VARS
 #   PROG..., stats_match LOG, and LOGS (a log directory),
-# as scripts/check.sh does, and calls:
+# as scripts/test/check.sh does, and calls:
 #   arm64_wire_tests          no MPI: encoders, decoders, layouts (2 s)
 #   arm64_agent_tests MPI     jobs served by an Arm listening agent
 #   arm64_reduce_tests MPI    every reduction type computed on Arm
@@ -24,10 +24,10 @@ _a64_start() {
     if [ -n "$name" ]; then
         # shellcheck disable=SC2016 # expanded by that sh, not here
         unshare -u sh -c 'hostname "$1" && shift && exec "$@"' _ "$name" \
-            scripts/arm64-run.sh dpu_agent --listen 127.0.0.1:0 \
+            scripts/cluster/arm64-run.sh dpu_agent --listen 127.0.0.1:0 \
             --secret-dir "$dir/sec" >"$dir/listener.log" 2>&1 &
     else
-        scripts/arm64-run.sh dpu_agent --listen 127.0.0.1:0 \
+        scripts/cluster/arm64-run.sh dpu_agent --listen 127.0.0.1:0 \
             --secret-dir "$dir/sec" >"$dir/listener.log" 2>&1 &
     fi
     _a64_pid=$!
@@ -86,7 +86,7 @@ arm64_wire_tests() {
     mkdir -p "$d/x" "$d/xh" "$d/a" "$d/ah"
     {
         build/fuzz/mkseeds "$d/x" "$d/xh" &&
-            timeout 60 scripts/arm64-run.sh mkseeds "$d/a" "$d/ah" &&
+            timeout 60 scripts/cluster/arm64-run.sh mkseeds "$d/a" "$d/ah" &&
             diff -r "$d/x" "$d/a" && diff -r "$d/xh" "$d/ah"
     } >"$log" 2>&1 || ok=0
     report "wire messages of every type and listener hellos encoded on aarch64 (qemu): byte for byte x86-64's" \
@@ -94,9 +94,9 @@ arm64_wire_tests() {
     log="$LOGS/arm64-decode.log" ok=1
     {
         build/tools/wire_dump "$d"/x/* >"$d/x.txt" &&
-            timeout 60 scripts/arm64-run.sh wire_dump "$d"/x/* >"$d/a.txt" &&
+            timeout 60 scripts/cluster/arm64-run.sh wire_dump "$d"/x/* >"$d/a.txt" &&
             build/tools/wire_dump --hello "$d"/xh/* >>"$d/x.txt" &&
-            timeout 60 scripts/arm64-run.sh wire_dump --hello "$d"/xh/* \
+            timeout 60 scripts/cluster/arm64-run.sh wire_dump --hello "$d"/xh/* \
                 >>"$d/a.txt" &&
             diff "$d/x.txt" "$d/a.txt" &&
             [ "$(grep -c '^[a-z_]*: ' "$d/x.txt")" -ge 20 ]
@@ -106,7 +106,7 @@ arm64_wire_tests() {
     log="$LOGS/arm64-layout.log" ok=1
     {
         build/tools/wire_dump --layout >"$d/xl.txt" &&
-            timeout 60 scripts/arm64-run.sh wire_dump --layout >"$d/al.txt" &&
+            timeout 60 scripts/cluster/arm64-run.sh wire_dump --layout >"$d/al.txt" &&
             diff "$d/xl.txt" "$d/al.txt"
     } >"$log" 2>&1 || ok=0
     report "wire and shared-memory layouts (every field's offset and size) equal on x86-64 and aarch64" \
@@ -138,7 +138,7 @@ arm64_agent_tests() {
     log="$LOGS/$mpi-arm64-cli.log" ok=1
     for o in --help --probe --config-markdown --types-markdown; do
         x=$("build/$mpi/dpu_agent" "$o" 2>&1; echo "exit $?")
-        a=$(timeout 60 scripts/arm64-run.sh dpu_agent "$o" 2>&1; echo "exit $?")
+        a=$(timeout 60 scripts/cluster/arm64-run.sh dpu_agent "$o" 2>&1; echo "exit $?")
         [ "$x" = "$a" ] || {
             echo "dpu_agent $o differs:"
             diff <(echo "$x") <(echo "$a")

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The cluster scenario: ranks on different emulated hosts
-# (scripts/cluster.sh, hosts that share no memory, /dev/shm or process
+# (scripts/cluster/cluster.sh, hosts that share no memory, /dev/shm or process
 # ids, joined by a bridge), with the OSU overlap method
 # (tests/bench/overlap -T): a collective is in flight while the compute
 # phase sleeps (idle: a GPU kernel, I/O; overlap -S) or spins (busy: no
@@ -27,7 +27,7 @@
 # results/cluster/cluster.csv and a plot per MPI, collective, mode and
 # rate (results/cluster/cluster-<mpi>-<collective>-<mode>-<rate>.png).
 #
-# usage: scripts/bench_cluster.sh [MPI...]   (default: openmpi mpich)
+# usage: scripts/bench/bench_cluster.sh [MPI...]   (default: openmpi mpich)
 # environment (all optional):
 #   BENCH_REPS=5                repetitions of each column (at least 3)
 #   BENCH_CLUSTER_SIZES=65536:4194304  sizes, bytes per block, powers of 2
@@ -45,7 +45,7 @@
 #   BENCH_DPU_ENV=              VAR=value... for the DPUs' agents
 # Needs root (namespaces): as another user it says so and exits 77.
 set -uo pipefail
-cd "$(dirname "$0")/.." || exit 2
+cd "$(dirname "$0")/../.." || exit 2
 source scripts/lib.sh
 if [ "$(id -u)" != 0 ]; then
     echo "bench_cluster.sh: the emulated hosts need root (namespaces): skipped" >&2
@@ -86,7 +86,7 @@ stop_dpus() {
 cleanup() {
     [ -z "${JOB:-}" ] || { kill -TERM "$JOB" 2>/dev/null; wait "$JOB" 2>/dev/null; }
     stop_dpus
-    scripts/cluster.sh down >/dev/null 2>&1
+    scripts/cluster/cluster.sh down >/dev/null 2>&1
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -96,8 +96,8 @@ trap 'exit 130' INT TERM
 cluster_up() {
     local up=(up "$HOSTS" --dpu)
     [ "$1" = none ] || up+=(--rate "$1")
-    scripts/cluster.sh down >/dev/null 2>&1
-    scripts/cluster.sh "${up[@]}" >/dev/null ||
+    scripts/cluster/cluster.sh down >/dev/null 2>&1
+    scripts/cluster/cluster.sh "${up[@]}" >/dev/null ||
         { echo "cluster.sh up ${up[*]} failed" >&2; return 1; }
 }
 
@@ -116,7 +116,7 @@ start_dpus() {
             # shellcheck disable=SC2046,SC2086  # the agent command and
             # BENCH_DPU_ENV may be several words
             env ${BENCH_DPU_ENV:-} $([ $p = 7421 ] && echo DPUSHIM_TRANSPORT=ucx) \
-                scripts/cluster.sh run "host$h-dpu" $agent --listen "$ip:$p" \
+                scripts/cluster/cluster.sh run "host$h-dpu" $agent --listen "$ip:$p" \
                 --secret-dir "$DPS_CLUSTER_DIR/sec" \
                 >"$R/$mpi-dpu$h-$p-agent.log" 2>&1 &
             LPIDS+=($!)
@@ -163,7 +163,7 @@ run() {
     async) args=("$mpi" "$hostlist" MPIR_CVAR_ASYNC_PROGRESS=1
                  OMPI_MCA_btl_tcp_progress_thread=1 "${prog[@]}" -M "$@") ;;
     esac
-    timeout -k 5 900 scripts/cluster-mpirun.sh "${args[@]}" >>"$f" 2>&1 &
+    timeout -k 5 900 scripts/cluster/cluster-mpirun.sh "${args[@]}" >>"$f" 2>&1 &
     JOB=$!
     while kill -0 "$JOB" 2>/dev/null; do
         sleep 0.5
@@ -228,5 +228,5 @@ for rate in $RATES; do
 done
 printf '\r%60s\r' "" >&2
 BENCH_DESC="$HOSTS hosts x $RANKS rank(s); shim: $SHIM_VARS" \
-    /usr/bin/python3 scripts/cluster_report.py "$RAW" "$OUT" "$RATES" \
+    /usr/bin/python3 scripts/bench/cluster_report.py "$RAW" "$OUT" "$RATES" \
     "$MODES" "$COLLS" "$@"

@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # make check's cases for examples/fft3d.c (the pipelined 3-D FFT), sourced
-# by scripts/check.sh: fft_tests MPI uses its report, run_job and $LOGS.
+# by scripts/test/check.sh: fft_tests MPI uses its report, run_job and $LOGS.
 # Small sizes, a few steps: about 15 s per MPI on two cores.
 
 # fft_case MPI NP SHIM ARGS...: one run of fft3d; its result line must be

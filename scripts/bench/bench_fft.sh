@@ -19,7 +19,7 @@
 # (step time against N, each column, both modes, at K =
 # BENCH_FFT_PLOT_K, for the variant BENCH_FFT_PLOT_V).
 #
-# usage: scripts/bench_fft.sh [MPI...]   (openmpi, mpich; default both)
+# usage: scripts/bench/bench_fft.sh [MPI...]   (openmpi, mpich; default both)
 # environment (all optional):
 #   BENCH_REPS=3              repetitions of each column (medians)
 #   BENCH_NP=2                ranks, grid 1xNP (slab)
@@ -37,7 +37,7 @@
 #                             each); default 0,...,NP-1 when NP fits
 #   BENCH_TIMEOUT=300         seconds allowed for each run
 set -uo pipefail
-cd "$(dirname "$0")/.." || exit 2
+cd "$(dirname "$0")/../.." || exit 2
 source scripts/lib.sh
 dps_mpis_ready "$@" || exit 1
 set -- "${DPS_MPIS[@]}"

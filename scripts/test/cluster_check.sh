@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # The tests that only a cluster can run (issue 23; DESIGN.md decision 11),
-# on emulated hosts (scripts/cluster.sh): suites across hosts with both
+# on emulated hosts (scripts/cluster/cluster.sh): suites across hosts with both
 # MPIs through mpirun, mpiexec and srun, agents listening on the DPUs,
 # and faults across hosts, each within a stated bound. docs/tests.md
 # ("Across hosts") lists what runs and why.
 #
-# usage: scripts/cluster_check.sh [MPI...]      (MPI: openmpi, mpich)
+# usage: scripts/test/cluster_check.sh [MPI...]      (MPI: openmpi, mpich)
 #
-# Sourced at the end of scripts/check.sh, it counts in check.sh's totals
+# Sourced at the end of scripts/test/check.sh, it counts in check.sh's totals
 # with check.sh's report(), and check.sh's cases (shim_case, err_case)
 # run across the hosts through run_job, which it redefines for that.
 # Run alone, it takes those functions from check.sh (DPS_CHECK_LIB=1) and
@@ -24,7 +24,7 @@
 # Environment:
 #   DPU_AGENT      command that runs a DPU's listening agent, given
 #                  --listen and --secret-dir after it (default: the
-#                  aarch64 agent under qemu-user, "scripts/arm64-run.sh
+#                  aarch64 agent under qemu-user, "scripts/cluster/arm64-run.sh
 #                  dpu_agent", as a BlueField's Arm cores run it; the
 #                  first MPI's build/MPI/dpu_agent if build/arm64/ is
 #                  not built)
@@ -102,16 +102,16 @@ cl_data_path() {
     return 0
 }
 
-# cl_launch LOG NP MPI ARGS...: scripts/cluster-mpirun.sh ARGS under the
-# job time limit, output in LOG. MPICH 4.0 over UCX 1.13 on TCP can hang
-# in its own MPI_Finalize (docs/tests.md): once every rank has logged
-# that the shim's part of MPI_Finalize is done, an MPICH job still
-# running CL_FIN_GRACE s later is ended and judged by its output, with a
-# note in the log. Returns the job's status (0 for such a job).
+# cl_launch LOG NP MPI ARGS...: scripts/cluster/cluster-mpirun.sh ARGS under
+# the job time limit, output in LOG. MPICH 4.0 over UCX 1.13 on TCP can hang in
+# its own MPI_Finalize (docs/tests.md): once every rank has logged that the
+# shim's part of MPI_Finalize is done, an MPICH job still running CL_FIN_GRACE
+# s later is ended and judged by its output, with a note in the log. Returns
+# the job's status (0 for such a job).
 cl_launch() {
     local log=$1 np=$2 mpi=$3 pid t0 done_at="" n
     shift 3
-    timeout -k 5 "$CL_JOB_TIMEOUT" "$CL_ROOT/scripts/cluster-mpirun.sh" \
+    timeout -k 5 "$CL_JOB_TIMEOUT" "$CL_ROOT/scripts/cluster/cluster-mpirun.sh" \
         "$@" >"$log" 2>&1 &
     pid=$!
     t0=$SECONDS
@@ -166,7 +166,7 @@ cl_hosts_offloaded() {
 # Prints them; always 0.
 cl_leftovers() {
     local p
-    "$CL_ROOT/scripts/cluster.sh" status 2>&1 | grep -E '^    [0-9]' |
+    "$CL_ROOT/scripts/cluster/cluster.sh" status 2>&1 | grep -E '^    [0-9]' |
         grep -Ev 'cluster_node\.py|slurmd|slurmctld|slurmscriptd|munged' |
         while read -r p rest; do
             [[ " ${CL_LISTEN_PIDS[*]} " == *" $p "* ]] ||
@@ -191,7 +191,7 @@ cl_wait_clean() {
 # cl_node_pids NAME PATTERN: root-namespace pids of NAME's processes
 # whose command line matches PATTERN (as cluster.sh status lists them).
 cl_node_pids() {
-    "$CL_ROOT/scripts/cluster.sh" status 2>/dev/null | awk -v n="$1" -v p="$2" '
+    "$CL_ROOT/scripts/cluster/cluster.sh" status 2>/dev/null | awk -v n="$1" -v p="$2" '
         /^[^ ]/ { on = ($1 == n) }
         on && /^    [0-9]/ && $0 ~ p { print $1 }'
 }
@@ -206,7 +206,7 @@ cl_listeners_up() {
     printf 'host1 host1-dpu:7420\nhost2 host2-dpu:7420\n' >"$CL_MAP"
     for h in 1 2; do
         # shellcheck disable=SC2086 # command and VAR=value words
-        "$CL_ROOT/scripts/cluster.sh" run "host$h-dpu" env $CL_DPU_ENV \
+        "$CL_ROOT/scripts/cluster/cluster.sh" run "host$h-dpu" env $CL_DPU_ENV \
             DPUSHIM_AGENT_SCHED=eager $CL_DPU_AGENT --listen 0.0.0.0:7420 \
             --secret-dir "$CL_SEC" >"$LOGS/listener-host$h-dpu.log" 2>&1 &
         CL_LISTENERS+=($!)
@@ -262,7 +262,7 @@ cl_fault_case() {
     [ "$launch" = srun ] && opt+=(--srun)
     # shellcheck disable=SC2086 # VARS are words
     DPS_SRUN_NAME="dps-fault-$name" timeout -k 5 "$CL_JOB_TIMEOUT" \
-        "$CL_ROOT/scripts/cluster-mpirun.sh" "${opt[@]}" "$mpi" "$hosts" \
+        "$CL_ROOT/scripts/cluster/cluster-mpirun.sh" "${opt[@]}" "$mpi" "$hosts" \
         DPUSHIM_AGENT_SCHED=eager DPUSHIM_MIN_BYTES=1 DPUSHIM_STATS=1 \
         DPUSHIM_LOG=info FO_HOW=none FO_RPD=2 FO_WAIT="$go" $vars \
         "build/$mpi/tests/failover_target" >"$log" 2>&1 &
@@ -338,29 +338,29 @@ cl_kill_dpu_agent() {
 # (b) host2's link down, then up (CL_HEAL).
 cl_host_link_down() {
     echo "fault: host2 eth0 down" >>"$1"
-    "$CL_ROOT/scripts/cluster.sh" run host2 ip link set eth0 down
+    "$CL_ROOT/scripts/cluster/cluster.sh" run host2 ip link set eth0 down
 }
 cl_host_link_up() {
     echo "fault: host2 eth0 up, $((SECONDS - t0)) s after it went down" >>"$1"
-    "$CL_ROOT/scripts/cluster.sh" run host2 ip link set eth0 up
+    "$CL_ROOT/scripts/cluster/cluster.sh" run host2 ip link set eth0 up
 }
 
 # (c) host2-dpu's link cut (up again once the job has ended).
 cl_dpu_link_cut() {
     echo "fault: host2-dpu eth0 down" >>"$1"
-    "$CL_ROOT/scripts/cluster.sh" run host2-dpu ip link set eth0 down
+    "$CL_ROOT/scripts/cluster/cluster.sh" run host2-dpu ip link set eth0 down
 }
 cl_dpu_link_up() {
     echo "host2-dpu eth0 up again (the job has ended)" >>"$1"
-    "$CL_ROOT/scripts/cluster.sh" run host2-dpu ip link set eth0 up
+    "$CL_ROOT/scripts/cluster/cluster.sh" run host2-dpu ip link set eth0 up
 }
 
 # (d) the Slurm job cancelled while its collectives are pending.
 cl_scancel() {
     local id
-    id=$("$CL_ROOT/scripts/cluster.sh" run host1 squeue -h -o %i -n dps-fault-scancel)
+    id=$("$CL_ROOT/scripts/cluster/cluster.sh" run host1 squeue -h -o %i -n dps-fault-scancel)
     echo "fault: scancel $id" >>"$1"
-    [ -n "$id" ] && "$CL_ROOT/scripts/cluster.sh" run host1 scancel "$id"
+    [ -n "$id" ] && "$CL_ROOT/scripts/cluster/cluster.sh" run host1 scancel "$id"
 }
 # A cancelled job ends with Slurm's message, and no rank went on.
 cl_cancelled() {
@@ -372,15 +372,15 @@ cl_cancelled() {
 
 cl_up() {
     local log=$LOGS/up.log
-    "$CL_ROOT/scripts/cluster.sh" up 3 --dpu >"$log" 2>&1 &&
-        "$CL_ROOT/scripts/cluster-slurm.sh" up >>"$log" 2>&1
+    "$CL_ROOT/scripts/cluster/cluster.sh" up 3 --dpu >"$log" 2>&1 &&
+        "$CL_ROOT/scripts/cluster/cluster-slurm.sh" up >>"$log" 2>&1
 }
 
 cl_down() {
     [ -n "${CL_RUN:-}" ] || return 0
     cl_listeners_down
-    "$CL_ROOT/scripts/cluster-slurm.sh" down >/dev/null 2>&1
-    "$CL_ROOT/scripts/cluster.sh" down >/dev/null 2>&1
+    "$CL_ROOT/scripts/cluster/cluster-slurm.sh" down >/dev/null 2>&1
+    "$CL_ROOT/scripts/cluster/cluster.sh" down >/dev/null 2>&1
     rm -f "$CL_BASE/cluster.$CL_OWNER.owner"
 }
 
@@ -391,7 +391,7 @@ cl_reap_stale() {
         [ -e "$f" ] || continue
         pid=$(cat "$f" 2>/dev/null)
         [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && continue
-        DPS_CLUSTER_DIR=${f%.owner} "$CL_ROOT/scripts/cluster.sh" down \
+        DPS_CLUSTER_DIR=${f%.owner} "$CL_ROOT/scripts/cluster/cluster.sh" down \
             >/dev/null 2>&1
         rm -f "$f"
     done
@@ -577,7 +577,7 @@ cl_main() {
     if [ -n "${DPU_AGENT:-}" ]; then
         CL_DPU_AGENT=$DPU_AGENT
     elif [ -x "$CL_ROOT/build/arm64/dpu_agent" ]; then
-        CL_DPU_AGENT="$CL_ROOT/scripts/arm64-run.sh dpu_agent"
+        CL_DPU_AGENT="$CL_ROOT/scripts/cluster/arm64-run.sh dpu_agent"
         CL_DPU_KIND="aarch64 agents (qemu-user)"
     else
         CL_DPU_AGENT=$CL_ROOT/build/$1/dpu_agent
@@ -624,7 +624,7 @@ cl_main() {
 }
 
 if [ "${BASH_SOURCE[0]}" != "$0" ]; then
-    # Sourced by scripts/check.sh at its end: a subshell of its own (its
+    # Sourced by scripts/test/check.sh at its end: a subshell of its own (its
     # traps and run_job stay there), the counts passed back.
     _cl_counts=$(mktemp)
     ( cl_main "$@"; echo "$PASS $FAIL" >"$_cl_counts" )
@@ -635,8 +635,8 @@ if [ "${BASH_SOURCE[0]}" != "$0" ]; then
     fi
     rm -f "$_cl_counts"
 else
-    cd "$(dirname "$0")/.." || exit 2
-    DPS_CHECK_LIB=1 source scripts/check.sh "$@" || exit 1
+    cd "$(dirname "$0")/../.." || exit 2
+    DPS_CHECK_LIB=1 source scripts/test/check.sh "$@" || exit 1
     cl_main "${DPS_MPIS[@]}"
     [ -z "${CL_SKIPPED:-}" ] || exit 0
     echo "$PASS passed, $FAIL failed"

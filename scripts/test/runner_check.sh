@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # make check's cases for the runner (scripts/dpushim, issue 25) and what
-# make install adds with it, sourced by scripts/check.sh: runner_tests
+# make install adds with it, sourced by scripts/test/check.sh: runner_tests
 # MPI... uses its report, run_job, stats_match and $LOGS. About 30 s.
-# Run alone (scripts/runner_check.sh [MPI...]), it takes those from
+# Run alone (scripts/test/runner_check.sh [MPI...]), it takes those from
 # check.sh (DPS_CHECK_PART) and ends with its own "N passed, M failed".
 #
 # Which MPI the runner tells for C and Fortran programs of both MPIs and
@@ -332,12 +332,12 @@ rn_man_tests() {
         "$ok" "$log"
     log="$LOGS/runner-man-table.log"
     ok=1
-    scripts/readme_table.sh --check >"$log" 2>&1
+    scripts/dev/readme_table.sh --check >"$log" 2>&1
     if grep -q '^man/dpushim.7' "$log" || ! grep -q '^\.TP$' man/dpushim.7
     then
         ok=0
     fi
-    report "man/dpushim.7 lists every variable as common/dps_config.c's table (scripts/readme_table.sh)" \
+    report "man/dpushim.7 lists every variable as common/dps_config.c's table (scripts/dev/readme_table.sh)" \
         "$ok" "$log"
 }
 

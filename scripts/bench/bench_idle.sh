@@ -8,7 +8,7 @@
 # size, measured first, and the same for every column. Medians over the
 # repetitions, a table per MPI and collective, results/idle.csv.
 #
-# usage: scripts/bench_idle.sh [MPI...]     (default: openmpi mpich)
+# usage: scripts/bench/bench_idle.sh [MPI...]     (default: openmpi mpich)
 # environment (all optional):
 #   BENCH_REPS=5            repetitions of each column (at least 5)
 #   BENCH_IDLE_SIZES=1024:4194304  sizes in bytes, powers of two
@@ -17,7 +17,7 @@
 #   BENCH_SHIM_VARS="DPUSHIM_MIN_BYTES=1"  variables for the shim runs
 #   BENCH_COLLS="ialltoall ibcast iallgather iallreduce"
 set -uo pipefail
-cd "$(dirname "$0")/.." || exit 2
+cd "$(dirname "$0")/../.." || exit 2
 source scripts/lib.sh
 dps_mpis_ready "$@" || exit 1
 set -- "${DPS_MPIS[@]}"
@@ -83,5 +83,5 @@ for mpi in "$@"; do
     done
 done
 printf '\r%60s\r' "" >&2
-BENCH_SHIM_DESC="$SHIM_VARS" /usr/bin/python3 scripts/idle_report.py \
+BENCH_SHIM_DESC="$SHIM_VARS" /usr/bin/python3 scripts/bench/idle_report.py \
     "$RAW" "$OUT" "$NP" "$COLLS" "$@"

@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
-# One MPI job across the emulated hosts of scripts/cluster.sh, started on
-# host1 the way a cluster starts it (the launcher reaches the other hosts
-# through its ssh agent, here scripts/cluster-rsh), with or without the
-# shim. Prints the launcher's command line first ("+ ..."), then its
-# output; exits with its status.
+# One MPI job across the emulated hosts of scripts/cluster/cluster.sh, started
+# on host1 the way a cluster starts it (the launcher reaches the other hosts
+# through its ssh agent, here scripts/cluster/cluster-rsh), with or without the
+# shim. Prints the launcher's command line first ("+ ..."), then its output;
+# exits with its status.
 #
-# usage: scripts/cluster-mpirun.sh [--shim] [--srun] MPI HOSTS [VAR=value...] PROGRAM [ARG...]
+# usage: scripts/cluster/cluster-mpirun.sh [--shim] [--srun] MPI HOSTS [VAR=value...] PROGRAM [ARG...]
 #   MPI     openmpi or mpich (build/MPI/ must be built)
 #   HOSTS   host1:2,host2:2 (name:slots; the ranks fill them in order)
 #   --shim  preload build/MPI/libdpushim.so into the ranks (only them)
-#   --srun  start the job with Slurm's srun instead (scripts/cluster-slurm.sh
+#   --srun  start the job with Slurm's srun instead (scripts/cluster/cluster-slurm.sh
 #           up first): every host the same number of ranks; the job is
 #           named $DPS_SRUN_NAME (default dpushim), for squeue and scancel
 #   VAR=value  passed to every rank (-x / -genv; for srun, in srun's
@@ -58,8 +58,8 @@
 #   one; no UCX_TLS needed.
 set -euo pipefail
 
-DPS_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-RSH=$DPS_ROOT/scripts/cluster-rsh
+DPS_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+RSH=$DPS_ROOT/scripts/cluster/cluster-rsh
 shim=0 srun=0
 while [ $# -gt 0 ]; do
     case $1 in
@@ -115,9 +115,9 @@ if [ $srun = 1 ]; then
     args=("${env[@]}" srun -J "${DPS_SRUN_NAME:-dpushim}" -N "${#hl[@]}"
           -n "$np" -w "$names" --ntasks-per-node="$per" --mpi="$pmi" -K
           --export="$exp")
-    echo "+ scripts/cluster.sh run host1 ${args[*]} $*"
+    echo "+ scripts/cluster/cluster.sh run host1 ${args[*]} $*"
     cd "$DPS_ROOT"
-    exec "$DPS_ROOT/scripts/cluster.sh" run host1 "${args[@]}" "$@" </dev/null
+    exec "$DPS_ROOT/scripts/cluster/cluster.sh" run host1 "${args[@]}" "$@" </dev/null
 fi
 case $mpi in
 openmpi)
@@ -142,6 +142,6 @@ mpich)
     exit 2
     ;;
 esac
-echo "+ scripts/cluster.sh run host1 ${args[*]} $*"
+echo "+ scripts/cluster/cluster.sh run host1 ${args[*]} $*"
 cd "$DPS_ROOT"
-exec "$DPS_ROOT/scripts/cluster.sh" run host1 "${args[@]}" "$@" </dev/null
+exec "$DPS_ROOT/scripts/cluster/cluster.sh" run host1 "${args[@]}" "$@" </dev/null

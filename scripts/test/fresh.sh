@@ -8,19 +8,19 @@
 # every process it started inside the chroot is killed at the end, also on
 # timeout or interrupt.
 #
-# usage: scripts/fresh.sh [demo|check]       (as root; default demo)
+# usage: scripts/test/fresh.sh [demo|check]       (as root; default demo)
 # environment: FRESH_MIRROR  Debian mirror (default: mmdebstrap's)
 #              FRESH_TIMEOUT seconds for the make run (default 1500)
 #              FRESH_KEEP=1  keep the root file system (path printed)
 set -uo pipefail
-cd "$(dirname "$0")/.." || exit 2
-source scripts/root.sh
+cd "$(dirname "$0")/../.." || exit 2
+source scripts/test/root.sh
 REPO=$(pwd)
 TARGET=${1:-demo}
 TIMEOUT=${FRESH_TIMEOUT:-1500}
 
 case $TARGET in demo | check) ;;
-*) echo "usage: scripts/fresh.sh [demo|check]" >&2; exit 2 ;; esac
+*) echo "usage: scripts/test/fresh.sh [demo|check]" >&2; exit 2 ;; esac
 if [ "$(id -u)" -ne 0 ]; then
     echo "fresh.sh: needs root (mmdebstrap, chroot, mounts); run it as root" >&2
     exit 1
