@@ -40,15 +40,15 @@ static int host_match(const char *pat, const char *hostname)
 }
 
 typedef struct map_host {
-    char     *name;
-    unsigned  line;
+    char    *name;
+    unsigned line;
 } map_host_t;
 
 /* What the lines read so far say. */
 typedef struct {
     map_host_t *hosts;
     size_t      nhosts;
-    char       *best;       /* the agent for us, from the best match */
+    char       *best; /* the agent for us, from the best match */
     int         best_level;
 } map_state_t;
 
@@ -57,25 +57,27 @@ static int map_line(char *line, const char *where, unsigned lineno,
                     const char *hostname, unsigned vnode_idx, map_state_t *m,
                     char *err, size_t errlen)
 {
-    char h[DPS_LISTEN_HOSTPORT_MAX], port[8], why[512], *save, *agents[256];
+    char  h[DPS_LISTEN_HOSTPORT_MAX], port[8], why[512], *save, *agents[256];
     char *tok = strtok_r(line, " \t", &save);
     unsigned n = 0;
-    size_t i;
-    int level;
+    size_t   i;
+    int      level;
 
     if (tok == NULL) {
         return DPS_OK;
     }
     while ((agents[n] = strtok_r(NULL, " \t", &save)) != NULL) {
         if (++n == sizeof(agents) / sizeof(agents[0])) {
-            dps_seterr(err, errlen, "%s: more than %u agents on a line",
-                       where, n - 1);
+            dps_seterr(err, errlen, "%s: more than %u agents on a line", where,
+                       n - 1);
             return DPS_ERR_INVALID;
         }
     }
     if (n == 0) {
-        dps_seterr(err, errlen, "%s: expected HOST ADDR:PORT "
-                   "[ADDR:PORT...]", where);
+        dps_seterr(err, errlen,
+                   "%s: expected HOST ADDR:PORT "
+                   "[ADDR:PORT...]",
+                   where);
         return DPS_ERR_INVALID;
     }
     for (i = 0; i < n; i++) {
@@ -88,8 +90,8 @@ static int map_line(char *line, const char *where, unsigned lineno,
     }
     for (i = 0; i < m->nhosts; i++) {
         if (strcasecmp(m->hosts[i].name, tok) == 0) {
-            dps_seterr(err, errlen, "%s: host %s already has line %u",
-                       where, tok, m->hosts[i].line);
+            dps_seterr(err, errlen, "%s: host %s already has line %u", where,
+                       tok, m->hosts[i].line);
             return DPS_ERR_INVALID;
         }
     }
@@ -126,11 +128,11 @@ int dps_agent_map_lookup(const char *path, const char *hostname,
                          char *err, size_t errlen)
 {
     map_state_t m = {NULL, 0, NULL, 0};
-    char *line = NULL, where[4200];
-    unsigned lineno = 0;
-    size_t cap = 0, i;
-    int rc = DPS_OK;
-    FILE *f;
+    char       *line = NULL, where[4200];
+    unsigned    lineno = 0;
+    size_t      cap = 0, i;
+    int         rc = DPS_OK;
+    FILE       *f;
 
     if (path == NULL || hostname == NULL || *hostname == '\0') {
         dps_seterr(err, errlen, "agent map lookup: no %s given",

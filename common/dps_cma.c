@@ -31,10 +31,10 @@ int dps_cma_token_new(uint64_t *token)
 
 int dps_cma_check(uint32_t pid, uint64_t addr, uint64_t token)
 {
-    uint64_t v = 0;
+    uint64_t     v = 0;
     struct iovec l = {&v, sizeof(v)};
     struct iovec r = {(void *)(uintptr_t)addr, sizeof(v)};
-    ssize_t n;
+    ssize_t      n;
 
     /* pid 0 and pids beyond pid_t would name no process, or this one. */
     if (pid == 0 || pid > INT_MAX || addr == 0 || token == 0 ||
@@ -48,7 +48,7 @@ int dps_cma_check(uint32_t pid, uint64_t addr, uint64_t token)
         return errno;
     }
     if (n != (ssize_t)sizeof(v)) {
-        return EFAULT;      /* the token would straddle an unmapped page */
+        return EFAULT; /* the token would straddle an unmapped page */
     }
     return v == token ? 0 : DPS_CMA_OTHER;
 }

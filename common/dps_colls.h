@@ -27,6 +27,8 @@
 #ifndef DPS_COLLS_H
 #define DPS_COLLS_H
 
+/* One row per line, laid out by hand. */
+/* clang-format off */
 #define DPS_COLLS(X)                                                        \
     X(ALLTOALL, alltoall, Alltoall, MOVE, ALL, alltoall)                    \
     X(BCAST, bcast, Bcast, MOVE, BCAST, bcast)                              \
@@ -57,6 +59,7 @@
       A2AV, neighbor)                                                       \
     X(NEIGHBOR_ALLTOALLW, neighbor_alltoallw, Neighbor_alltoallw, NEIGHBOR, \
       NA2AW, neighbor)
+/* clang-format on */
 
 /* The ids: the rows, the pattern group (dpushim.h), the rows' persistent
  * forms, the persistent pattern group. */
@@ -65,11 +68,11 @@ typedef enum {
 #define DPS_COLL_ID(ID, ...) DPS_COLL_##ID,
     DPS_COLLS(DPS_COLL_ID)
 #undef DPS_COLL_ID
-    DPS_COLL_GROUP,
+        DPS_COLL_GROUP,
 #define DPS_COLL_ID(ID, ...) DPS_COLL_##ID##_INIT,
     DPS_COLLS(DPS_COLL_ID)
 #undef DPS_COLL_ID
-    DPS_COLL_GROUP_INIT,
+        DPS_COLL_GROUP_INIT,
     DPS_COLL_MAX
 } dps_coll_t;
 
@@ -78,7 +81,10 @@ _Static_assert(DPS_COLL_GROUP_INIT == 2 * DPS_COLL_GROUP, "persistent ids");
 /* The families (the table's column), and DPS_FAM_GROUP for pattern
  * groups; DPS_FAM_NONE out of range. */
 typedef enum {
-    DPS_FAM_NONE, DPS_FAM_MOVE, DPS_FAM_REDUCE, DPS_FAM_NEIGHBOR,
+    DPS_FAM_NONE,
+    DPS_FAM_MOVE,
+    DPS_FAM_REDUCE,
+    DPS_FAM_NEIGHBOR,
     DPS_FAM_GROUP
 } dps_family_t;
 
@@ -100,14 +106,11 @@ static inline dps_family_t dps_coll_family(int coll)
 {
     switch (dps_coll_base(coll)) {
 #define DPS_COLL_FAM(ID, name, Name, fam, ...) \
-    case DPS_COLL_##ID:                        \
-        return DPS_FAM_##fam;
-    DPS_COLLS(DPS_COLL_FAM)
+    case DPS_COLL_##ID: return DPS_FAM_##fam;
+        DPS_COLLS(DPS_COLL_FAM)
 #undef DPS_COLL_FAM
-    case DPS_COLL_GROUP:
-        return DPS_FAM_GROUP;
-    default:
-        return DPS_FAM_NONE;
+    case DPS_COLL_GROUP: return DPS_FAM_GROUP;
+    default: return DPS_FAM_NONE;
     }
 }
 

@@ -15,6 +15,8 @@ const dps_cfg_entry_t dps_config_table[] = {
     {"OFFLOAD", DPS_CFG_BOOL, "1",
      "Master switch: 0 runs every call on stock MPI (no agent is started).",
      CFG_OFF(offload), 0, 0},
+/* One switch per row of DPS_COLLS, laid out by hand. */
+/* clang-format off */
 #define COLL_SWITCH(ID, name, ...)                                          \
     {"I" #ID, DPS_CFG_BOOL, "1", "Offload MPI_I" #name ".",                 \
      CFG_OFF(coll[DPS_COLL_##ID - 1]), 0, 0},
@@ -34,6 +36,7 @@ const dps_cfg_entry_t dps_config_table[] = {
      0, 0},
 #undef COLL_SWITCH
 #undef PERS_SWITCH
+    /* clang-format on */
     {"MIN_BYTES", DPS_CFG_THRESHOLD, "auto",
      "Offload only messages of at least this many bytes, measured where "
      "every rank knows the size: one block for Igather, Iscatter, "
@@ -72,11 +75,12 @@ const dps_cfg_entry_t dps_config_table[] = {
      "cpu_ms=T\": the host its ranks run on, the agent (pid, or address "
      "and the host it runs on), the calls its ranks handed it.",
      CFG_OFF(stats), 0, 0},
-    {"LOG", DPS_CFG_LOGLEVEL, "warn",
-     "Log level: error, warn, info or debug.", CFG_OFF(log_level), 0, 0},
+    {"LOG", DPS_CFG_LOGLEVEL, "warn", "Log level: error, warn, info or debug.",
+     CFG_OFF(log_level), 0, 0},
     {"AGENT", DPS_CFG_PATH, "",
      "Path of the dpu_agent binary; default: dpu_agent beside "
-     "libdpushim.so.", CFG_OFF(agent), 0, 0},
+     "libdpushim.so.",
+     CFG_OFF(agent), 0, 0},
     {"AGENT_MAP", DPS_CFG_PATH, "",
      "Agent map file: each host's ranks connect to the listening agents "
      "(dpu_agent --listen, e.g. on the host's DPU) its line names, instead "
@@ -87,7 +91,8 @@ const dps_cfg_entry_t dps_config_table[] = {
      "With DPUSHIM_AGENT_MAP: directory where rank 0 writes the job's "
      "secret (JOB.key, mode 0600) for the agents to check, and removes it "
      "once they are connected; it must be one the agents read too. "
-     "Default: ${TMPDIR:-/tmp}/dpushim-UID.", CFG_OFF(secret_dir), 0, 0},
+     "Default: ${TMPDIR:-/tmp}/dpushim-UID.",
+     CFG_OFF(secret_dir), 0, 0},
     {"TRANSPORT", DPS_CFG_TRANSPORT, "auto",
      "How agents move data: auto copies with CMA the data of the ranks "
      "an agent has verified (it read each one's random token back at its "
@@ -131,7 +136,8 @@ const dps_cfg_entry_t dps_config_table[] = {
     {"AGENT_CPUS", DPS_CFG_CPULIST, "",
      "CPUs the agents run on, as a list like 0,2-3 (e.g. cores kept free "
      "of ranks to emulate a DPU); empty: the union of the CPUs their "
-     "ranks may use.", CFG_OFF(agent_cpus), 0, 0},
+     "ranks may use.",
+     CFG_OFF(agent_cpus), 0, 0},
     {"AGENT_SCHED", DPS_CFG_SCHED, "auto",
      "How an agent waits for work: poll never sleeps (an agent with a "
      "core of its own, as on a DPU); eager sleeps when idle and runs at "
@@ -140,7 +146,8 @@ const dps_cfg_entry_t dps_config_table[] = {
      "SCHED_BATCH, on idle cores and by fair share only. auto: poll where "
      "the agent has a CPU no rank is bound to (or its ranks fewer CPUs "
      "than it may use) and for listening agents, eager where it shares "
-     "every core with ranks.", CFG_OFF(agent_sched), 0, 0},
+     "every core with ranks.",
+     CFG_OFF(agent_sched), 0, 0},
     {"REGCACHE_BYTES", DPS_CFG_SIZE, "1g",
      "Registration cache of each rank: buffers are registered with UCX "
      "once and their keys sent to the agent once, while they stay mapped; "
@@ -154,7 +161,8 @@ const dps_cfg_entry_t dps_config_table[] = {
     {"PIPELINE_DEPTH", DPS_CFG_UINT, "4",
      "Chunks an agent moves at once: with CMA, copy threads, each reading "
      "one chunk while another writes; with UCX, gets and puts in flight. "
-     "1 to 64.", CFG_OFF(pipeline_depth), 1, 64},
+     "1 to 64.",
+     CFG_OFF(pipeline_depth), 1, 64},
     {"REQUIRE", DPS_CFG_BOOL, "0",
      "1: if offload cannot be set up at MPI_Init (a bad DPUSHIM_* value, "
      "no agent, offload switched off or not worth it by "
@@ -170,14 +178,13 @@ const dps_cfg_entry_t dps_config_table[] = {
      "in a blocking collective, say) aborts the job, naming the agent and "
      "what is lost. 1 to 3600.",
      CFG_OFF(agent_timeout), 1, 3600},
-    {NULL, DPS_CFG_BOOL, NULL, NULL, 0, 0, 0}
-};
+    {NULL, DPS_CFG_BOOL, NULL, NULL, 0, 0, 0}};
 
 static int parse_bool(const char *v, int *out)
 {
     static const char *yes[] = {"1", "y", "yes", "on", "true"};
     static const char *no[] = {"0", "n", "no", "off", "false"};
-    size_t i;
+    size_t             i;
 
     for (i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
         if (!strcasecmp(v, yes[i])) {
@@ -195,8 +202,8 @@ static int parse_bool(const char *v, int *out)
 static int parse_u64(const char *v, int allow_suffix, uint64_t *out)
 {
     unsigned long long x;
-    uint64_t mult = 1;
-    char *end;
+    uint64_t           mult = 1;
+    char              *end;
 
     if (!isdigit((unsigned char)v[0])) {
         return -1; /* rejects "", "-1", " 1" */
@@ -214,7 +221,7 @@ static int parse_u64(const char *v, int allow_suffix, uint64_t *out)
         case 'k': mult = 1ull << 10; break;
         case 'm': mult = 1ull << 20; break;
         case 'g': mult = 1ull << 30; break;
-        default:  return -1;
+        default: return -1;
         }
     }
     if (x > UINT64_MAX / mult) {
@@ -232,20 +239,18 @@ typedef struct cfg_word {
 
 #define CFG_NWORDS(_w) (sizeof(_w) / sizeof((_w)[0]))
 
-static const cfg_word_t cfg_levels[] = {
-    {"error", DPS_LOG_ERROR}, {"warn", DPS_LOG_WARN},
-    {"info", DPS_LOG_INFO}, {"debug", DPS_LOG_DEBUG}
-};
-static const cfg_word_t cfg_transports[] = {
-    {"auto", DPS_TRANSPORT_AUTO}, {"ucx", DPS_TRANSPORT_UCX}
-};
-static const cfg_word_t cfg_scheds[] = {
-    {"eager", DPS_SCHED_EAGER}, {"batch", DPS_SCHED_BATCH},
-    {"poll", DPS_SCHED_POLL}, {"auto", DPS_SCHED_AUTO}
-};
-static const cfg_word_t cfg_datapaths[] = {
-    {"direct", DPS_DATA_DIRECT}, {"staged", DPS_DATA_STAGED}
-};
+static const cfg_word_t cfg_levels[] = {{"error", DPS_LOG_ERROR},
+                                        {"warn", DPS_LOG_WARN},
+                                        {"info", DPS_LOG_INFO},
+                                        {"debug", DPS_LOG_DEBUG}};
+static const cfg_word_t cfg_transports[] = {{"auto", DPS_TRANSPORT_AUTO},
+                                            {"ucx", DPS_TRANSPORT_UCX}};
+static const cfg_word_t cfg_scheds[] = {{"eager", DPS_SCHED_EAGER},
+                                        {"batch", DPS_SCHED_BATCH},
+                                        {"poll", DPS_SCHED_POLL},
+                                        {"auto", DPS_SCHED_AUTO}};
+static const cfg_word_t cfg_datapaths[] = {{"direct", DPS_DATA_DIRECT},
+                                           {"staged", DPS_DATA_STAGED}};
 
 /* v is one of the n words (case ignored): its value in *out. 0, or -1. */
 static int parse_word(const char *v, const cfg_word_t *words, size_t n,
@@ -305,8 +310,7 @@ int dps_config_parse_value(dps_cfg_type_t type, const char *v, void *out)
     uint64_t u;
 
     switch (type) {
-    case DPS_CFG_BOOL:
-        return parse_bool(v, out);
+    case DPS_CFG_BOOL: return parse_bool(v, out);
     case DPS_CFG_AUTOBOOL:
         if (!strcasecmp(v, "auto")) {
             *(int *)out = DPS_AUTOBOOL_AUTO;
@@ -319,10 +323,8 @@ int dps_config_parse_value(dps_cfg_type_t type, const char *v, void *out)
             return 0;
         }
         return parse_bool(v, out);
-    case DPS_CFG_SIZE:
-        return parse_u64(v, 1, out);
-    case DPS_CFG_THRESHOLD:
-        return parse_threshold(v, out);
+    case DPS_CFG_SIZE: return parse_u64(v, 1, out);
+    case DPS_CFG_THRESHOLD: return parse_threshold(v, out);
     case DPS_CFG_UINT:
         if (parse_u64(v, 0, &u) || u > 1000000) {
             return -1;
@@ -332,22 +334,20 @@ int dps_config_parse_value(dps_cfg_type_t type, const char *v, void *out)
     case DPS_CFG_LOGLEVEL:
         return parse_word(v, cfg_levels, CFG_NWORDS(cfg_levels), out);
     case DPS_CFG_TRANSPORT:
-        return parse_word(v, cfg_transports, CFG_NWORDS(cfg_transports),
-                          out);
+        return parse_word(v, cfg_transports, CFG_NWORDS(cfg_transports), out);
     case DPS_CFG_SCHED:
         return parse_word(v, cfg_scheds, CFG_NWORDS(cfg_scheds), out);
     case DPS_CFG_DATAPATH:
         return parse_word(v, cfg_datapaths, CFG_NWORDS(cfg_datapaths), out);
-    case DPS_CFG_CPULIST:
-        return parse_cpulist(v, out);
+    case DPS_CFG_CPULIST: return parse_cpulist(v, out);
     case DPS_CFG_PATH:
         return parse_string(v, sizeof(((dps_config_t *)0)->agent), out);
     }
     return -1;
 }
 
-static void msg_append(char *msgs, size_t len, const char *fmt,
-                       const char *a, const char *b)
+static void msg_append(char *msgs, size_t len, const char *fmt, const char *a,
+                       const char *b)
 {
     size_t used;
 
@@ -363,20 +363,22 @@ static void msg_append(char *msgs, size_t len, const char *fmt,
 static const char *type_hint(dps_cfg_type_t type)
 {
     switch (type) {
-    case DPS_CFG_BOOL:     return "0/1, yes/no, on/off or true/false";
-    case DPS_CFG_STATS:    return "0, 1 or 2 (no/yes, off/on, false/true "
-                                  "for 0/1)";
+    case DPS_CFG_BOOL: return "0/1, yes/no, on/off or true/false";
+    case DPS_CFG_STATS:
+        return "0, 1 or 2 (no/yes, off/on, false/true "
+               "for 0/1)";
     case DPS_CFG_AUTOBOOL: return "auto, 0/1, yes/no, on/off or true/false";
-    case DPS_CFG_SIZE:     return "a byte count, optionally with k, m or g";
-    case DPS_CFG_THRESHOLD: return "auto, or a byte count below 2^64-1, "
-                                   "optionally with k, m or g";
-    case DPS_CFG_UINT:     return "a whole number from 0 to 1000000";
+    case DPS_CFG_SIZE: return "a byte count, optionally with k, m or g";
+    case DPS_CFG_THRESHOLD:
+        return "auto, or a byte count below 2^64-1, "
+               "optionally with k, m or g";
+    case DPS_CFG_UINT: return "a whole number from 0 to 1000000";
     case DPS_CFG_LOGLEVEL: return "error, warn, info or debug";
-    case DPS_CFG_PATH:     return "a path shorter than 4096 bytes";
+    case DPS_CFG_PATH: return "a path shorter than 4096 bytes";
     case DPS_CFG_TRANSPORT: return "auto or ucx";
-    case DPS_CFG_SCHED:    return "auto, poll, eager or batch";
+    case DPS_CFG_SCHED: return "auto, poll, eager or batch";
     case DPS_CFG_DATAPATH: return "direct or staged";
-    case DPS_CFG_CPULIST:  return "a CPU list such as 0,2-3";
+    case DPS_CFG_CPULIST: return "a CPU list such as 0,2-3";
     }
     return "?";
 }
@@ -384,13 +386,13 @@ static const char *type_hint(dps_cfg_type_t type)
 int dps_cpulist_parse(const char *list, unsigned long *out, int max_cpus)
 {
     const size_t bpw = 8 * sizeof(unsigned long);
-    const char *p = list;
-    int n = 0;
+    const char  *p = list;
+    int          n = 0;
 
     memset(out, 0, ((size_t)max_cpus + bpw - 1) / bpw * sizeof(*out));
     for (;;) {
         unsigned long lo, hi, c;
-        char *end;
+        char         *end;
 
         if (!isdigit((unsigned char)*p)) {
             return -1;
@@ -446,10 +448,10 @@ static int in_range(const dps_cfg_entry_t *e, const void *field)
 int dps_config_load(dps_config_t *cfg, char *const *envp, char *msgs,
                     size_t msgs_len, int *nunknown)
 {
-    const size_t plen = strlen(DPS_ENV_PREFIX);
+    const size_t           plen = strlen(DPS_ENV_PREFIX);
     const dps_cfg_entry_t *e;
-    int nbad = 0, nunk = 0;
-    char *const *p;
+    int                    nbad = 0, nunk = 0;
+    char *const           *p;
 
     memset(cfg, 0, sizeof(*cfg));
     if (msgs != NULL && msgs_len > 0) {
@@ -463,7 +465,7 @@ int dps_config_load(dps_config_t *cfg, char *const *envp, char *msgs,
     }
     for (p = envp; p != NULL && *p != NULL; p++) {
         const char *name = *p, *eq = strchr(name, '=');
-        char var[128];
+        char        var[128];
 
         if (eq == NULL || strncmp(name, DPS_ENV_PREFIX, plen) != 0) {
             continue;
@@ -475,18 +477,17 @@ int dps_config_load(dps_config_t *cfg, char *const *envp, char *msgs,
             }
         }
         if (e->name == NULL) {
-            msg_append(msgs, msgs_len,
-                       "unknown variable %s ignored%s\n", var, "");
+            msg_append(msgs, msgs_len, "unknown variable %s ignored%s\n", var,
+                       "");
             nunk++;
             continue;
         }
-        if (dps_config_parse_value(e->type, eq + 1,
-                                   (char *)cfg + e->offset)) {
+        if (dps_config_parse_value(e->type, eq + 1, (char *)cfg + e->offset)) {
             char what[600];
 
             snprintf(what, sizeof(what), "%s='%.400s'", var, eq + 1);
-            msg_append(msgs, msgs_len, "invalid value %s: expected %s\n",
-                       what, type_hint(e->type));
+            msg_append(msgs, msgs_len, "invalid value %s: expected %s\n", what,
+                       type_hint(e->type));
             nbad++;
         } else if (!in_range(e, (char *)cfg + e->offset)) {
             char what[600], range[128];
@@ -495,10 +496,9 @@ int dps_config_load(dps_config_t *cfg, char *const *envp, char *msgs,
             snprintf(range, sizeof(range), "%s, from %llu to %llu",
                      type_hint(e->type), (unsigned long long)e->min,
                      (unsigned long long)e->max);
-            msg_append(msgs, msgs_len, "invalid value %s: expected %s\n",
-                       what, range);
-            dps_config_parse_value(e->type, e->deflt,
-                                   (char *)cfg + e->offset);
+            msg_append(msgs, msgs_len, "invalid value %s: expected %s\n", what,
+                       range);
+            dps_config_parse_value(e->type, e->deflt, (char *)cfg + e->offset);
             nbad++;
         }
     }
@@ -518,11 +518,11 @@ void dps_config_print(FILE *out, int markdown)
     }
     for (e = dps_config_table; e->name != NULL; e++) {
         if (markdown) {
-            fprintf(out, "| `%s%s` | `%s` | %s |\n", DPS_ENV_PREFIX,
-                    e->name, e->deflt[0] ? e->deflt : "(empty)", e->help);
+            fprintf(out, "| `%s%s` | `%s` | %s |\n", DPS_ENV_PREFIX, e->name,
+                    e->deflt[0] ? e->deflt : "(empty)", e->help);
         } else {
-            fprintf(out, "  %s%-14s default '%s'\n      %s\n",
-                    DPS_ENV_PREFIX, e->name, e->deflt, e->help);
+            fprintf(out, "  %s%-14s default '%s'\n      %s\n", DPS_ENV_PREFIX,
+                    e->name, e->deflt, e->help);
         }
     }
 }

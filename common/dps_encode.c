@@ -11,7 +11,7 @@
 static void *msg_alloc(dps_msg_type_t type, size_t body, size_t *len)
 {
     dps_msg_hdr_t *h;
-    size_t total = sizeof(*h) + body;
+    size_t         total = sizeof(*h) + body;
 
     if (total > UINT32_MAX) {
         return NULL;
@@ -20,10 +20,10 @@ static void *msg_alloc(dps_msg_type_t type, size_t body, size_t *len)
     if (h == NULL) {
         return NULL;
     }
-    h->magic   = DPS_PROTO_MAGIC;
+    h->magic = DPS_PROTO_MAGIC;
     h->version = DPS_PROTO_VERSION;
-    h->type    = (uint16_t)type;
-    h->length  = (uint32_t)total;
+    h->type = (uint16_t)type;
+    h->length = (uint32_t)total;
     *len = total;
     return h;
 }
@@ -100,8 +100,8 @@ void *dps_msg_encode_round(uint64_t comm_id, uint32_t seq, uint32_t rank,
     return msg_fixed(DPS_MSG_ROUND, &b, sizeof(b), len);
 }
 
-void *dps_msg_encode_inst_fail(uint64_t comm_id, uint32_t seq,
-                               int32_t status, size_t *len)
+void *dps_msg_encode_inst_fail(uint64_t comm_id, uint32_t seq, int32_t status,
+                               size_t *len)
 {
     dps_msg_inst_fail_t b = {comm_id, seq, status};
 
@@ -133,8 +133,7 @@ void *dps_msg_encode_pong(size_t *len)
     return msg_alloc(DPS_MSG_PONG, 0, len);
 }
 
-void *dps_msg_encode_shm(const dps_msg_hello_t *who, int32_t fd,
-                         size_t *len)
+void *dps_msg_encode_shm(const dps_msg_hello_t *who, int32_t fd, size_t *len)
 {
     dps_msg_shm_t b;
 
@@ -161,12 +160,12 @@ void *dps_msg_encode_procs(uint32_t nranks, const uint32_t *pid,
                            const uint64_t *token, size_t *len)
 {
     dps_msg_procs_t f = {nranks, 0};
-    size_t tab = sizeof(uint32_t) * (size_t)nranks;
-    char *m, *p;
-    uint32_t i;
+    size_t          tab = sizeof(uint32_t) * (size_t)nranks;
+    char           *m, *p;
+    uint32_t        i;
 
-    if (nranks == 0 || nranks > DPS_MAX_RANKS || pid == NULL ||
-        node == NULL || token_addr == NULL || token == NULL) {
+    if (nranks == 0 || nranks > DPS_MAX_RANKS || pid == NULL || node == NULL ||
+        token_addr == NULL || token == NULL) {
         return NULL;
     }
     for (i = 0; i < nranks; i++) {
@@ -193,8 +192,8 @@ void *dps_msg_encode_post(dps_msg_type_t type, const dps_msg_post_t *fixed,
                           size_t *len)
 {
     size_t mlen, slen;
-    char *m, *p;
-    int b;
+    char  *m, *p;
+    int    b;
 
     if ((type != DPS_MSG_POST && type != DPS_MSG_PEER_POST) ||
         dps_msg_post_check(fixed, NULL, 0) != DPS_OK ||
@@ -247,7 +246,7 @@ void *dps_msg_encode_reg_free(uint32_t world_rank, uint32_t count,
                               const uint64_t *ids, size_t *len)
 {
     dps_msg_reg_free_t f = {world_rank, count};
-    char *m;
+    char              *m;
 
     if (count == 0 || count > DPS_MAX_REG_FREE || ids == NULL) {
         return NULL;
@@ -262,15 +261,15 @@ void *dps_msg_encode_reg_free(uint32_t world_rank, uint32_t count,
 }
 
 void *dps_msg_encode_job(const dps_msg_job_t *fixed,
-                         const uint32_t *rank_agent,
-                         const void *const *rank_addrs,
-                         const uint32_t *rank_addr_len,
-                         const void *const *agent_addrs,
+                         const uint32_t      *rank_agent,
+                         const void *const   *rank_addrs,
+                         const uint32_t      *rank_addr_len,
+                         const void *const   *agent_addrs,
                          const uint32_t *agent_addr_len, size_t *len)
 {
-    size_t body, addrs = 0;
+    size_t   body, addrs = 0;
     uint32_t i;
-    char *m, *p;
+    char    *m, *p;
 
     if (fixed->nranks == 0 || fixed->nranks > DPS_MAX_RANKS ||
         fixed->nagents == 0 || fixed->nagents > fixed->nranks ||

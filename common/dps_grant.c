@@ -27,9 +27,9 @@ int dps_grant_path(const char *dir, const char *job, const char *host,
                    uint32_t pid, char *out, size_t len)
 {
     struct sockaddr_un sa;
-    char p[16];
-    uint64_t h = 0xcbf29ce484222325ull;
-    int n;
+    char               p[16];
+    uint64_t           h = 0xcbf29ce484222325ull;
+    int                n;
 
     snprintf(p, sizeof(p), "%u", pid);
     h = fnv(fnv(fnv(h, job), host), p);
@@ -46,7 +46,7 @@ int dps_grant_path(const char *dir, const char *job, const char *host,
 int dps_grant_listen(const char *path)
 {
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    int s, e;
+    int                s, e;
 
     if (strlen(path) >= sizeof(sa.sun_path)) {
         errno = ENAMETOOLONG;
@@ -71,15 +71,15 @@ int dps_grant_listen(const char *path)
 int dps_grant_send(const char *path, uint32_t world_rank, uint32_t job_key)
 {
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    dps_grant_msg_t m = {DPS_GRANT_MAGIC, world_rank, job_key, 0};
-    struct iovec iov = {&m, sizeof(m)};
+    dps_grant_msg_t    m = {DPS_GRANT_MAGIC, world_rank, job_key, 0};
+    struct iovec       iov = {&m, sizeof(m)};
     union {
         struct cmsghdr h;
         char           b[CMSG_SPACE(sizeof(int))];
     } c;
-    struct msghdr mh = {0};
+    struct msghdr   mh = {0};
     struct cmsghdr *ch;
-    int fd, s, e = 0;
+    int             fd, s, e = 0;
 
     if (strlen(path) >= sizeof(sa.sun_path)) {
         return ENAMETOOLONG;
@@ -114,7 +114,7 @@ int dps_grant_send(const char *path, uint32_t world_rank, uint32_t job_key)
         }
     }
     close(s);
-    close(fd);   /* the agent holds its own copy */
+    close(fd); /* the agent holds its own copy */
     return e;
 }
 
@@ -125,10 +125,10 @@ int dps_grant_recv(int sock, dps_grant_msg_t *msg, int *fd)
         struct cmsghdr h;
         char           b[CMSG_SPACE(4 * sizeof(int))];
     } c;
-    struct msghdr mh = {0};
+    struct msghdr   mh = {0};
     struct cmsghdr *ch;
-    int got = -1, bad = 0;
-    ssize_t n;
+    int             got = -1, bad = 0;
+    ssize_t         n;
 
     mh.msg_iov = &iov;
     mh.msg_iovlen = 1;

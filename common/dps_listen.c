@@ -27,7 +27,7 @@
 #include <unistd.h>
 
 /* "ok " pid ' ' host ' ' hex '\n', with room to spare. */
-#define REPLY_MAX       (64 + 256 + 2 * DPS_MAX_ADDR)
+#define REPLY_MAX (64 + 256 + 2 * DPS_MAX_ADDR)
 
 void dps_seterr(char *err, size_t errlen, const char *fmt, ...)
 {
@@ -100,9 +100,9 @@ int dps_listen_split_hostport(const char *s, int allow_zero, char *host,
                               size_t hostlen, char *port, size_t portlen,
                               char *err, size_t errlen)
 {
-    const char *h, *he, *p;
+    const char   *h, *he, *p;
     unsigned long v = 0;
-    size_t i, n;
+    size_t        i, n;
 
     if (s == NULL || *s == '\0') {
         dps_seterr(err, errlen, "empty address (expected ADDR:PORT)");
@@ -124,8 +124,10 @@ int dps_listen_split_hostport(const char *s, int allow_zero, char *host,
             return DPS_ERR_INVALID;
         }
         if (memchr(h, ':', (size_t)(he - h)) != NULL) {
-            dps_seterr(err, errlen, "an IPv6 address goes in brackets, "
-                       "[ADDR]:PORT, not '%s'", s);
+            dps_seterr(err, errlen,
+                       "an IPv6 address goes in brackets, "
+                       "[ADDR]:PORT, not '%s'",
+                       s);
             return DPS_ERR_INVALID;
         }
         p = he + 1;
@@ -160,11 +162,11 @@ int dps_listen_split_hostport(const char *s, int allow_zero, char *host,
 /* Hello                                                              */
 /* ------------------------------------------------------------------ */
 
-void *dps_listen_encode_hello(const char *job,
+void *dps_listen_encode_hello(const char   *job,
                               const uint8_t secret[DPS_SECRET_LEN],
-                              size_t *len)
+                              size_t       *len)
 {
-    size_t n;
+    size_t   n;
     uint8_t *buf;
 
     if (!dps_listen_name_ok(job)) {
@@ -190,10 +192,10 @@ int dps_listen_decode_hello(const void *buf, size_t len, char *job,
                             char *err, size_t errlen)
 {
     const uint8_t *p = buf;
-    uint8_t magic[4];
-    uint32_t name_len;
-    size_t i, have;
-    char c[16];
+    uint8_t        magic[4];
+    uint32_t       name_len;
+    size_t         i, have;
+    char           c[16];
 
     if (joblen <= DPS_LISTEN_NAME_MAX) {
         dps_seterr(err, errlen, "job name buffer too small");
@@ -204,7 +206,8 @@ int dps_listen_decode_hello(const void *buf, size_t len, char *job,
     put_le32(magic, DPS_LISTEN_MAGIC);
     for (i = 0; i < len && i < 4; i++) {
         if (p[i] != magic[i]) {
-            dps_seterr(err, errlen, "malformed hello: bad magic (not a "
+            dps_seterr(err, errlen,
+                       "malformed hello: bad magic (not a "
                        "dpushim client)");
             return DPS_ERR_PROTO;
         }
@@ -224,8 +227,10 @@ int dps_listen_decode_hello(const void *buf, size_t len, char *job,
     }
     name_len = get_le32(p + 8);
     if (name_len == 0 || name_len > DPS_LISTEN_NAME_MAX) {
-        dps_seterr(err, errlen, "malformed hello: name length %u (expected 1 "
-                   "to %d)", name_len, DPS_LISTEN_NAME_MAX);
+        dps_seterr(err, errlen,
+                   "malformed hello: name length %u (expected 1 "
+                   "to %d)",
+                   name_len, DPS_LISTEN_NAME_MAX);
         return DPS_ERR_PROTO;
     }
     have = len > DPS_LISTEN_HDR_LEN ? len - DPS_LISTEN_HDR_LEN : 0;
@@ -266,7 +271,7 @@ static int ms_left(double deadline)
 static int wait_fd(int fd, short events, double deadline)
 {
     struct pollfd pfd = {fd, events, 0};
-    int n;
+    int           n;
 
     for (;;) {
         n = poll(&pfd, 1, ms_left(deadline));
@@ -285,10 +290,10 @@ static int wait_fd(int fd, short events, double deadline)
 static int connect_one(const struct addrinfo *ai, double deadline)
 {
     socklen_t sl = sizeof(int);
-    int s, e = 0, r;
+    int       s, e = 0, r;
 
-    s = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK |
-               SOCK_CLOEXEC, ai->ai_protocol);
+    s = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
+               ai->ai_protocol);
     if (s < 0) {
         return -1;
     }
@@ -331,11 +336,11 @@ static void printable(const char *text, char *out, size_t len)
 static int parse_ok(const char *line, void **addr, size_t *addr_len,
                     uint32_t *pid, char *host, size_t hostlen)
 {
-    const char *p = line + 3, *h, *x;
+    const char   *p = line + 3, *h, *x;
     unsigned long v;
-    char *end;
-    void *a;
-    long n;
+    char         *end;
+    void         *a;
+    long          n;
 
     if (!isdigit((unsigned char)*p)) {
         return -1;
@@ -374,7 +379,7 @@ static int connect_any(const char *hostport, const char *h, const char *port,
                        size_t errlen)
 {
     struct addrinfo hints, *res = NULL, *ai;
-    int r, e = 0;
+    int             r, e = 0;
 
     memset(&hints, 0, sizeof(hints));
     hints.ai_family = AF_UNSPEC;
@@ -398,8 +403,10 @@ static int connect_any(const char *hostport, const char *h, const char *port,
         return DPS_OK;
     }
     if (e == ETIMEDOUT) {
-        dps_seterr(err, errlen, "cannot connect to agent %s: no answer "
-                   "within %d ms", hostport, timeout_ms);
+        dps_seterr(err, errlen,
+                   "cannot connect to agent %s: no answer "
+                   "within %d ms",
+                   hostport, timeout_ms);
         return DPS_ERR_TIMEOUT;
     }
     dps_seterr(err, errlen, "cannot connect to agent %s: %s", hostport,
@@ -412,7 +419,7 @@ static int send_hello(int s, const uint8_t *hello, size_t hello_len,
                       size_t errlen)
 {
     size_t off = 0;
-    int r, e;
+    int    r, e;
 
     while (off < hello_len) {
         ssize_t n = send(s, hello + off, hello_len - off, MSG_NOSIGNAL);
@@ -444,13 +451,12 @@ static int send_hello(int s, const uint8_t *hello, size_t hello_len,
 
 /* The agent sends one line and then nothing until the job ends: read it
  * into line (REPLY_MAX + 1 bytes), without its newline. */
-static int read_answer(int s, char *line, const char *hostport,
-                       int timeout_ms, double deadline, char *err,
-                       size_t errlen)
+static int read_answer(int s, char *line, const char *hostport, int timeout_ms,
+                       double deadline, char *err, size_t errlen)
 {
     size_t got = 0;
-    char *nl = NULL;
-    int r;
+    char  *nl = NULL;
+    int    r;
 
     while (nl == NULL) {
         ssize_t n;
@@ -468,8 +474,10 @@ static int read_answer(int s, char *line, const char *hostport,
             continue;
         }
         if (n == 0) {
-            dps_seterr(err, errlen, "agent %s closed the connection "
-                       "without answering", hostport);
+            dps_seterr(err, errlen,
+                       "agent %s closed the connection "
+                       "without answering",
+                       hostport);
             return DPS_ERR_DEAD;
         }
         if (errno == EAGAIN || errno == EINTR) {
@@ -478,8 +486,10 @@ static int read_answer(int s, char *line, const char *hostport,
                 continue;
             }
             if (r == 0) {
-                dps_seterr(err, errlen, "agent %s did not answer within "
-                           "%d ms", hostport, timeout_ms);
+                dps_seterr(err, errlen,
+                           "agent %s did not answer within "
+                           "%d ms",
+                           hostport, timeout_ms);
                 return DPS_ERR_TIMEOUT;
             }
         }
@@ -493,15 +503,14 @@ static int read_answer(int s, char *line, const char *hostport,
 
 int dps_listen_connect(const char *hostport, const char *job,
                        const uint8_t secret[DPS_SECRET_LEN], int timeout_ms,
-                       int *fd, void **addr, size_t *addr_len,
-                       uint32_t *pid, char *host, size_t hostlen,
-                       char *err, size_t errlen)
+                       int *fd, void **addr, size_t *addr_len, uint32_t *pid,
+                       char *host, size_t hostlen, char *err, size_t errlen)
 {
-    char h[DPS_LISTEN_HOSTPORT_MAX], port[8], *line = NULL, why[256];
-    double deadline = dps_now() + timeout_ms / 1000.0;
-    size_t hello_len = 0;
+    char     h[DPS_LISTEN_HOSTPORT_MAX], port[8], *line = NULL, why[256];
+    double   deadline = dps_now() + timeout_ms / 1000.0;
+    size_t   hello_len = 0;
     uint8_t *hello = NULL;
-    int s = -1, rc;
+    int      s = -1, rc;
 
     rc = dps_listen_split_hostport(hostport, 0, h, sizeof(h), port,
                                    sizeof(port), why, sizeof(why));
@@ -512,20 +521,20 @@ int dps_listen_connect(const char *hostport, const char *job,
     hello = dps_listen_encode_hello(job, secret, &hello_len);
     line = malloc(REPLY_MAX + 1);
     if (hello == NULL || line == NULL) {
-        dps_seterr(err, errlen, dps_listen_name_ok(job) ? "out of memory" :
-                   "invalid job name");
+        dps_seterr(err, errlen,
+                   dps_listen_name_ok(job) ? "out of memory"
+                                           : "invalid job name");
         rc = dps_listen_name_ok(job) ? DPS_ERR_NOMEM : DPS_ERR_INVALID;
     } else if ((rc = connect_any(hostport, h, port, timeout_ms, deadline, &s,
                                  err, errlen)) != DPS_OK ||
-               (rc = send_hello(s, hello, hello_len, hostport, deadline,
-                                err, errlen)) != DPS_OK ||
-               (rc = read_answer(s, line, hostport, timeout_ms, deadline,
-                                 err, errlen)) != DPS_OK) {
+               (rc = send_hello(s, hello, hello_len, hostport, deadline, err,
+                                errlen)) != DPS_OK ||
+               (rc = read_answer(s, line, hostport, timeout_ms, deadline, err,
+                                 errlen)) != DPS_OK) {
         /* err says why */
     } else if (strncmp(line, "refused ", 8) == 0) {
         printable(line + 8, why, sizeof(why));
-        dps_seterr(err, errlen, "agent %s refused the job: %s", hostport,
-                   why);
+        dps_seterr(err, errlen, "agent %s refused the job: %s", hostport, why);
         rc = DPS_ERR_INVALID;
     } else if (strncmp(line, "ok ", 3) != 0 ||
                parse_ok(line, addr, addr_len, pid, host, hostlen) != 0) {

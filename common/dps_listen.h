@@ -44,12 +44,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define DPS_LISTEN_MAGIC       0x4C535044u /* "DPSL" */
-#define DPS_LISTEN_HDR_LEN     44          /* hello bytes before the name */
-#define DPS_LISTEN_NAME_MAX    64
-#define DPS_LISTEN_HELLO_MAX   (DPS_LISTEN_HDR_LEN + DPS_LISTEN_NAME_MAX)
-#define DPS_SECRET_LEN         32
-#define DPS_LISTEN_HOSTPORT_MAX 300        /* "[v6 or host name]:port\0" */
+#define DPS_LISTEN_MAGIC        0x4C535044u /* "DPSL" */
+#define DPS_LISTEN_HDR_LEN      44          /* hello bytes before the name */
+#define DPS_LISTEN_NAME_MAX     64
+#define DPS_LISTEN_HELLO_MAX    (DPS_LISTEN_HDR_LEN + DPS_LISTEN_NAME_MAX)
+#define DPS_SECRET_LEN          32
+#define DPS_LISTEN_HOSTPORT_MAX 300 /* "[v6 or host name]:port\0" */
 
 /* Is name a valid job name (1..64 characters of [A-Za-z0-9._-])? */
 int dps_listen_name_ok(const char *name);
@@ -101,9 +101,9 @@ void dps_secret_remove(const char *dir, const char *job);
 
 /* The hello for job (malloc'ed, length in *len), or NULL if the name is
  * invalid or memory is short. */
-void *dps_listen_encode_hello(const char *job,
+void *dps_listen_encode_hello(const char   *job,
                               const uint8_t secret[DPS_SECRET_LEN],
-                              size_t *len);
+                              size_t       *len);
 
 /*
  * Decode len received bytes of a hello. Returns DPS_OK when buf is one
@@ -131,9 +131,8 @@ int dps_listen_decode_hello(const void *buf, size_t len, char *job,
  */
 int dps_listen_connect(const char *hostport, const char *job,
                        const uint8_t secret[DPS_SECRET_LEN], int timeout_ms,
-                       int *fd, void **addr, size_t *addr_len,
-                       uint32_t *pid, char *host, size_t hostlen,
-                       char *err, size_t errlen);
+                       int *fd, void **addr, size_t *addr_len, uint32_t *pid,
+                       char *host, size_t hostlen, char *err, size_t errlen);
 
 /*
  * Find the agent of virtual node vnode_idx of host hostname in the agent

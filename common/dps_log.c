@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-int dps_log_level = DPS_LOG_WARN;
+int         dps_log_level = DPS_LOG_WARN;
 static char dps_log_who[48] = "?";
 
 void dps_log_set_who(const char *who)
@@ -18,9 +18,9 @@ void dps_log_set_who(const char *who)
 void dps_log_print(int level, const char *fmt, ...)
 {
     static const char *names[] = {"error", "warning", "info", "debug"};
-    char line[1024];
-    va_list ap;
-    int n;
+    char               line[1024];
+    va_list            ap;
+    int                n;
 
     n = snprintf(line, sizeof(line), "dpushim[%s]: %s: ", dps_log_who,
                  names[level < 0 ? 0 : (level > 3 ? 3 : level)]);
@@ -40,19 +40,19 @@ void dps_log_print(int level, const char *fmt, ...)
 const char *dps_status_str(int status)
 {
     switch (status) {
-    case DPS_OK:          return "success";
+    case DPS_OK: return "success";
     case DPS_ERR_INVALID: return "invalid argument";
-    case DPS_ERR_NOMEM:   return "out of memory";
-    case DPS_ERR_IO:      return "i/o error";
-    case DPS_ERR_UCX:     return "ucx error";
+    case DPS_ERR_NOMEM: return "out of memory";
+    case DPS_ERR_IO: return "i/o error";
+    case DPS_ERR_UCX: return "ucx error";
     case DPS_ERR_TIMEOUT: return "timed out";
-    case DPS_ERR_PROTO:   return "protocol error";
-    case DPS_ERR_DEAD:    return "peer is gone";
-    case DPS_ERR_UNSUPP:  return "unsupported";
-    case DPS_ERR_AGAIN:   return "try again";
+    case DPS_ERR_PROTO: return "protocol error";
+    case DPS_ERR_DEAD: return "peer is gone";
+    case DPS_ERR_UNSUPP: return "unsupported";
+    case DPS_ERR_AGAIN: return "try again";
     case DPS_ERR_MISMATCH: return "ranks' arguments do not match";
-    case DPS_ERR_ARG:     return "erroneous arguments";
-    case DPS_ERR_BUFFER:  return "send and receive buffers alias";
-    default:              return "unknown error";
+    case DPS_ERR_ARG: return "erroneous arguments";
+    case DPS_ERR_BUFFER: return "send and receive buffers alias";
+    default: return "unknown error";
     }
 }

@@ -7,8 +7,8 @@
 
 typedef enum {
     DPS_LOG_ERROR = 0,
-    DPS_LOG_WARN  = 1,
-    DPS_LOG_INFO  = 2,
+    DPS_LOG_WARN = 1,
+    DPS_LOG_INFO = 2,
     DPS_LOG_DEBUG = 3
 } dps_log_level_t;
 
@@ -22,11 +22,11 @@ void dps_log_print(int level, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 /* The level test comes before the arguments are evaluated. */
-#define dps_log(_lvl, ...) \
-    do { \
-        if ((_lvl) <= dps_log_level) { \
+#define dps_log(_lvl, ...)                      \
+    do {                                        \
+        if ((_lvl) <= dps_log_level) {          \
             dps_log_print((_lvl), __VA_ARGS__); \
-        } \
+        }                                       \
     } while (0)
 
 #define dps_error(...) dps_log(DPS_LOG_ERROR, __VA_ARGS__)

@@ -12,21 +12,22 @@
 const char *dps_msg_type_str(unsigned type)
 {
     static const char *names[] = {
-        "?", "hello", "job_info", "ready", "post", "complete", "comm_free",
-        "peer_post", "send_done", "shutdown", "procs", "stats_req",
-        "stats", "reg_free", "ping", "pong", "shm", "inst_fail", "round",
-        "sched_free", "fetch"
-    };
+        "?",        "hello",     "job_info",  "ready",     "post",
+        "complete", "comm_free", "peer_post", "send_done", "shutdown",
+        "procs",    "stats_req", "stats",     "reg_free",  "ping",
+        "pong",     "shm",       "inst_fail", "round",     "sched_free",
+        "fetch"};
 
     return (type < DPS_MSG_TYPE_MAX) ? names[type] : "?";
 }
 
 const char *dps_coll_str(unsigned coll)
 {
-#define NB(ID, name, ...) "MPI_I" #name,
+#define NB(ID, name, ...)         "MPI_I" #name,
 #define PERS(ID, name, Name, ...) "MPI_" #Name "_init",
     static const char *names[DPS_COLL_MAX] = {
-        "?", DPS_COLLS(NB) "dpushim_group_end",
+        "?",
+        DPS_COLLS(NB) "dpushim_group_end",
         DPS_COLLS(PERS) "dpushim_group_end_persistent"
     };
 #undef NB
@@ -37,10 +38,12 @@ const char *dps_coll_str(unsigned coll)
 
 const char *dps_coll_short(unsigned coll)
 {
-#define NB(ID, name, ...) "i" #name,
+#define NB(ID, name, ...)   "i" #name,
 #define PERS(ID, name, ...) #name "_init",
     static const char *names[DPS_COLL_MAX] = {
-        "?", DPS_COLLS(NB) "group", DPS_COLLS(PERS) "group_init"
+        "?",
+        DPS_COLLS(NB) "group",
+        DPS_COLLS(PERS) "group_init"
     };
 #undef NB
 #undef PERS
@@ -93,8 +96,8 @@ int dps_msg_post_check(const dps_msg_post_t *f, char *err, size_t err_len)
                     f->nsteps);
     }
     if (f->nmembers != 0 && f->nmembers != f->comm_size) {
-        return fail(err, err_len, "post: %u members for size %u",
-                    f->nmembers, f->comm_size);
+        return fail(err, err_len, "post: %u members for size %u", f->nmembers,
+                    f->comm_size);
     }
     if (f->error == 0 && f->sched_id == 0) {
         return fail(err, err_len, "post: no schedule id");
@@ -102,8 +105,7 @@ int dps_msg_post_check(const dps_msg_post_t *f, char *err, size_t err_len)
     return DPS_OK;
 }
 
-int dps_msg_token_ok(uint32_t world_rank, uint64_t token_addr,
-                     uint64_t token)
+int dps_msg_token_ok(uint32_t world_rank, uint64_t token_addr, uint64_t token)
 {
     return world_rank < DPS_MAX_RANKS && (token_addr == 0) == (token == 0);
 }
@@ -126,25 +128,26 @@ static int take_fixed(const char *body, size_t blen, void *out, size_t n,
     return 0;
 }
 
-static int decode_job(const char *body, size_t blen, dps_msg_t *msg,
-                      char *err, size_t err_len)
+static int decode_job(const char *body, size_t blen, dps_msg_t *msg, char *err,
+                      size_t err_len)
 {
     dps_msg_job_t *f = &msg->u.job.fixed;
-    size_t need, addrs = 0;
-    uint32_t i;
-    const char *p;
+    size_t         need, addrs = 0;
+    uint32_t       i;
+    const char    *p;
 
     if (take_fixed(body, blen, f, sizeof(*f), 0)) {
         return fail(err, err_len, "job_info shorter than its fixed part");
     }
     if (f->nranks == 0 || f->nranks > DPS_MAX_RANKS || f->nagents == 0 ||
         f->nagents > f->nranks || f->agent_idx >= f->nagents) {
-        return fail(err, err_len, "job_info counts out of range "
-                    "(nranks %u nagents %u agent %u)", f->nranks,
-                    f->nagents, f->agent_idx);
+        return fail(err, err_len,
+                    "job_info counts out of range "
+                    "(nranks %u nagents %u agent %u)",
+                    f->nranks, f->nagents, f->agent_idx);
     }
-    need = sizeof(*f) +
-           sizeof(uint32_t) * (2 * (size_t)f->nranks + f->nagents);
+    need =
+        sizeof(*f) + sizeof(uint32_t) * (2 * (size_t)f->nranks + f->nagents);
     if (blen < need) {
         return fail(err, err_len, "job_info tables truncated");
     }
@@ -158,8 +161,8 @@ static int decode_job(const char *body, size_t blen, dps_msg_t *msg,
     p += sizeof(uint32_t) * f->nagents;
     for (i = 0; i < f->nranks; i++) {
         if (dps_msg_u32(msg->u.job.rank_agent, i) >= f->nagents) {
-            return fail(err, err_len, "job_info: rank %u has agent %u",
-                        i, dps_msg_u32(msg->u.job.rank_agent, i));
+            return fail(err, err_len, "job_info: rank %u has agent %u", i,
+                        dps_msg_u32(msg->u.job.rank_agent, i));
         }
         uint32_t l = dps_msg_u32(msg->u.job.rank_addr_len, i);
 
@@ -177,8 +180,8 @@ static int decode_job(const char *body, size_t blen, dps_msg_t *msg,
         addrs += l;
     }
     if (blen != need + addrs) {
-        return fail(err, err_len, "job_info length %zu, expected %zu",
-                    blen, need + addrs);
+        return fail(err, err_len, "job_info length %zu, expected %zu", blen,
+                    need + addrs);
     }
     msg->u.job.rank_addrs = (const uint8_t *)p;
     for (i = 0; i < f->nranks; i++) {
@@ -192,8 +195,8 @@ static int decode_post(const char *body, size_t blen, dps_msg_t *msg,
                        char *err, size_t err_len)
 {
     dps_msg_post_t *f = &msg->u.post.fixed;
-    const char *p;
-    int b;
+    const char     *p;
+    int             b;
 
     if (take_fixed(body, blen, f, sizeof(*f), 0)) {
         return fail(err, err_len, "post shorter than its fixed part");
@@ -247,15 +250,15 @@ static int decode_fixed(const char *body, size_t blen, dps_msg_t *msg)
     switch (msg->type) {
     case DPS_MSG_HELLO:
     case DPS_MSG_PING:
-        return take_fixed(body, blen, &msg->u.hello,
-                          sizeof(dps_msg_hello_t), 1);
+        return take_fixed(body, blen, &msg->u.hello, sizeof(dps_msg_hello_t),
+                          1);
     case DPS_MSG_READY:
-        return take_fixed(body, blen, &msg->u.ready,
-                          sizeof(dps_msg_ready_t), 1) ||
+        return take_fixed(body, blen, &msg->u.ready, sizeof(dps_msg_ready_t),
+                          1) ||
                msg->u.ready.pad != 0;
     case DPS_MSG_SHM:
-        return take_fixed(body, blen, &msg->u.shm, sizeof(dps_msg_shm_t),
-                          1) || msg->u.shm.fd < 0 || msg->u.shm.pad != 0;
+        return take_fixed(body, blen, &msg->u.shm, sizeof(dps_msg_shm_t), 1) ||
+               msg->u.shm.fd < 0 || msg->u.shm.pad != 0;
     case DPS_MSG_COMPLETE:
         return take_fixed(body, blen, &msg->u.complete,
                           sizeof(dps_msg_complete_t), 1);
@@ -268,27 +271,25 @@ static int decode_fixed(const char *body, size_t blen, dps_msg_t *msg)
                msg->u.send_done.src >= DPS_MAX_RANKS ||
                msg->u.send_done.dst >= DPS_MAX_RANKS;
     case DPS_MSG_ROUND:
-        return take_fixed(body, blen, &msg->u.round,
-                          sizeof(dps_msg_round_t), 1) ||
+        return take_fixed(body, blen, &msg->u.round, sizeof(dps_msg_round_t),
+                          1) ||
                msg->u.round.rank >= DPS_MAX_RANKS;
     case DPS_MSG_FETCH:
-        return take_fixed(body, blen, &msg->u.fetch,
-                          sizeof(dps_msg_fetch_t), 1) ||
+        return take_fixed(body, blen, &msg->u.fetch, sizeof(dps_msg_fetch_t),
+                          1) ||
                msg->u.fetch.src >= DPS_MAX_RANKS ||
                msg->u.fetch.dst >= DPS_MAX_RANKS;
     case DPS_MSG_INST_FAIL:
         return take_fixed(body, blen, &msg->u.inst_fail,
                           sizeof(dps_msg_inst_fail_t), 1) ||
-               msg->u.inst_fail.status >= 0;   /* a failure, never OK */
+               msg->u.inst_fail.status >= 0; /* a failure, never OK */
     case DPS_MSG_SHUTDOWN:
     case DPS_MSG_STATS_REQ:
-    case DPS_MSG_PONG:
-        return blen != 0;
+    case DPS_MSG_PONG: return blen != 0;
     case DPS_MSG_STATS:
-        return take_fixed(body, blen, &msg->u.stats,
-                          sizeof(dps_msg_stats_t), 1);
-    default:
-        return 1;
+        return take_fixed(body, blen, &msg->u.stats, sizeof(dps_msg_stats_t),
+                          1);
+    default: return 1;
     }
 }
 
@@ -300,8 +301,10 @@ static int check_token(const dps_msg_t *msg, char *err, size_t err_len)
     if (msg->type == DPS_MSG_SHM) {
         if (!dps_msg_token_ok(msg->u.shm.world_rank, msg->u.shm.token_addr,
                               msg->u.shm.token)) {
-            return fail(err, err_len, "shm from rank %u: token %#llx at "
-                        "%#llx", msg->u.shm.world_rank,
+            return fail(err, err_len,
+                        "shm from rank %u: token %#llx at "
+                        "%#llx",
+                        msg->u.shm.world_rank,
                         (unsigned long long)msg->u.shm.token,
                         (unsigned long long)msg->u.shm.token_addr);
         }
@@ -320,14 +323,16 @@ static int decode_procs(const char *body, size_t blen, dps_msg_t *msg,
 {
     uint32_t i, n;
 
-    if (take_fixed(body, blen, &msg->u.procs.fixed,
-                   sizeof(dps_msg_procs_t), 0) ||
+    if (take_fixed(body, blen, &msg->u.procs.fixed, sizeof(dps_msg_procs_t),
+                   0) ||
         msg->u.procs.fixed.nranks == 0 ||
         msg->u.procs.fixed.nranks > DPS_MAX_RANKS ||
-        blen != sizeof(dps_msg_procs_t) +
-                24 * (size_t)msg->u.procs.fixed.nranks) {
-        return fail(err, err_len, "procs message of %zu bytes is "
-                    "inconsistent", blen);
+        blen !=
+            sizeof(dps_msg_procs_t) + 24 * (size_t)msg->u.procs.fixed.nranks) {
+        return fail(err, err_len,
+                    "procs message of %zu bytes is "
+                    "inconsistent",
+                    blen);
     }
     n = msg->u.procs.fixed.nranks;
     msg->u.procs.pid = (const uint32_t *)(body + sizeof(dps_msg_procs_t));
@@ -337,8 +342,10 @@ static int decode_procs(const char *body, size_t blen, dps_msg_t *msg,
     for (i = 0; i < n; i++) {
         if (!dps_msg_token_ok(i, dps_msg_u64(msg->u.procs.token_addr, i),
                               dps_msg_u64(msg->u.procs.token, i))) {
-            return fail(err, err_len, "procs: rank %u has a token address "
-                        "without a token, or a token without one", i);
+            return fail(err, err_len,
+                        "procs: rank %u has a token address "
+                        "without a token, or a token without one",
+                        i);
         }
     }
     return DPS_OK;
@@ -352,22 +359,24 @@ static int decode_id_list(const char *body, size_t blen, dps_msg_t *msg,
         msg->u.reg_free.fixed.count == 0 ||
         msg->u.reg_free.fixed.count > DPS_MAX_REG_FREE ||
         blen != sizeof(dps_msg_reg_free_t) +
-                8 * (size_t)msg->u.reg_free.fixed.count) {
-        return fail(err, err_len, "reg_free message of %zu bytes is "
-                    "inconsistent", blen);
+                    8 * (size_t)msg->u.reg_free.fixed.count) {
+        return fail(err, err_len,
+                    "reg_free message of %zu bytes is "
+                    "inconsistent",
+                    blen);
     }
-    msg->u.reg_free.ids = (const uint64_t *)(body +
-                                             sizeof(dps_msg_reg_free_t));
+    msg->u.reg_free.ids =
+        (const uint64_t *)(body + sizeof(dps_msg_reg_free_t));
     return DPS_OK;
 }
 
-int dps_msg_decode(const void *buf, size_t len, dps_msg_t *msg,
-                   char *err, size_t err_len)
+int dps_msg_decode(const void *buf, size_t len, dps_msg_t *msg, char *err,
+                   size_t err_len)
 {
     dps_msg_hdr_t h;
-    const char *body;
-    size_t blen;
-    int rc = check_header(buf, len, &h, err, err_len);
+    const char   *body;
+    size_t        blen;
+    int           rc = check_header(buf, len, &h, err, err_len);
 
     if (rc != DPS_OK) {
         return rc;
@@ -377,18 +386,14 @@ int dps_msg_decode(const void *buf, size_t len, dps_msg_t *msg,
     body = (const char *)buf + sizeof(h);
     blen = len - sizeof(h);
     switch (msg->type) {
-    case DPS_MSG_JOB_INFO:
-        return decode_job(body, blen, msg, err, err_len);
-    case DPS_MSG_PROCS:
-        return decode_procs(body, blen, msg, err, err_len);
+    case DPS_MSG_JOB_INFO: return decode_job(body, blen, msg, err, err_len);
+    case DPS_MSG_PROCS: return decode_procs(body, blen, msg, err, err_len);
     case DPS_MSG_POST:
-    case DPS_MSG_PEER_POST:
-        return decode_post(body, blen, msg, err, err_len);
+    case DPS_MSG_PEER_POST: return decode_post(body, blen, msg, err, err_len);
     case DPS_MSG_REG_FREE:
     case DPS_MSG_SCHED_FREE:
         return decode_id_list(body, blen, msg, err, err_len);
-    default:
-        break;
+    default: break;
     }
     if (decode_fixed(body, blen, msg)) {
         return fail(err, err_len, "%s message with body of %zu bytes",

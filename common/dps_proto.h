@@ -16,41 +16,41 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define DPS_PROTO_MAGIC    0x48535044u /* "DPSH" */
+#define DPS_PROTO_MAGIC   0x48535044u /* "DPSH" */
 #define DPS_PROTO_VERSION 9
-#define DPS_AM_ID          7           /* the one UCX active message id */
-#define DPS_MAX_RKEY       4096        /* bytes of one packed rkey */
-#define DPS_MAX_ADDR       8192        /* bytes of one worker address */
-#define DPS_MAX_RANKS      (1u << 20)
-#define DPS_MAX_REG_FREE   4096        /* ids in one REG_FREE */
+#define DPS_AM_ID         7    /* the one UCX active message id */
+#define DPS_MAX_RKEY      4096 /* bytes of one packed rkey */
+#define DPS_MAX_ADDR      8192 /* bytes of one worker address */
+#define DPS_MAX_RANKS     (1u << 20)
+#define DPS_MAX_REG_FREE  4096 /* ids in one REG_FREE */
 
 typedef enum {
-    DPS_MSG_HELLO = 1,   /* rank -> its agent: I am world rank r */
-    DPS_MSG_JOB_INFO,    /* vnode leader -> its agent: the job's layout */
-    DPS_MSG_READY,       /* agent -> rank: connected to everyone */
-    DPS_MSG_POST,        /* rank -> its agent: a collective was posted */
-    DPS_MSG_COMPLETE,    /* agent -> rank: an offloaded op finished */
-    DPS_MSG_COMM_FREE,   /* rank -> its agent: communicator freed */
-    DPS_MSG_PEER_POST,   /* agent -> agent: a rank of yours posted */
-    DPS_MSG_SEND_DONE,   /* agent -> agent: a rank's SEND steps were read */
-    DPS_MSG_SHUTDOWN,    /* vnode leader -> its agent: job ends */
-    DPS_MSG_PROCS,       /* vnode leader -> its agent: pid, node and
-                          * CMA token of ranks */
-    DPS_MSG_STATS_REQ,   /* vnode leader -> its agent: send your counters */
-    DPS_MSG_STATS,       /* agent -> vnode leader: the counters */
-    DPS_MSG_REG_FREE,    /* rank -> its agent, agent -> agent: drop keys */
-    DPS_MSG_PING,        /* rank -> its agent: still there? (hello body) */
-    DPS_MSG_PONG,        /* agent -> rank: yes */
-    DPS_MSG_SHM,         /* rank -> its agent, before HELLO: map my
-                          * shared-memory channel (dps_shm.h) */
-    DPS_MSG_INST_FAIL,   /* agent -> agent: a collective instance fails
-                          * on every rank (mismatched or erroneous
-                          * arguments): complete your ranks with it */
-    DPS_MSG_ROUND,       /* agent -> agent: a rank reached a round */
-    DPS_MSG_SCHED_FREE,  /* rank -> its agent, agent -> agent: drop
-                          * schedules (body as REG_FREE's) */
-    DPS_MSG_FETCH,       /* agent -> agent: read bytes of a rank of yours
-                          * and send them to me (tagged) */
+    DPS_MSG_HELLO = 1,  /* rank -> its agent: I am world rank r */
+    DPS_MSG_JOB_INFO,   /* vnode leader -> its agent: the job's layout */
+    DPS_MSG_READY,      /* agent -> rank: connected to everyone */
+    DPS_MSG_POST,       /* rank -> its agent: a collective was posted */
+    DPS_MSG_COMPLETE,   /* agent -> rank: an offloaded op finished */
+    DPS_MSG_COMM_FREE,  /* rank -> its agent: communicator freed */
+    DPS_MSG_PEER_POST,  /* agent -> agent: a rank of yours posted */
+    DPS_MSG_SEND_DONE,  /* agent -> agent: a rank's SEND steps were read */
+    DPS_MSG_SHUTDOWN,   /* vnode leader -> its agent: job ends */
+    DPS_MSG_PROCS,      /* vnode leader -> its agent: pid, node and
+                         * CMA token of ranks */
+    DPS_MSG_STATS_REQ,  /* vnode leader -> its agent: send your counters */
+    DPS_MSG_STATS,      /* agent -> vnode leader: the counters */
+    DPS_MSG_REG_FREE,   /* rank -> its agent, agent -> agent: drop keys */
+    DPS_MSG_PING,       /* rank -> its agent: still there? (hello body) */
+    DPS_MSG_PONG,       /* agent -> rank: yes */
+    DPS_MSG_SHM,        /* rank -> its agent, before HELLO: map my
+                         * shared-memory channel (dps_shm.h) */
+    DPS_MSG_INST_FAIL,  /* agent -> agent: a collective instance fails
+                         * on every rank (mismatched or erroneous
+                         * arguments): complete your ranks with it */
+    DPS_MSG_ROUND,      /* agent -> agent: a rank reached a round */
+    DPS_MSG_SCHED_FREE, /* rank -> its agent, agent -> agent: drop
+                         * schedules (body as REG_FREE's) */
+    DPS_MSG_FETCH,      /* agent -> agent: read bytes of a rank of yours
+                         * and send them to me (tagged) */
     DPS_MSG_TYPE_MAX
 } dps_msg_type_t;
 
@@ -58,11 +58,11 @@ typedef enum {
  * (agents execute schedules and know nothing of collectives). */
 
 typedef struct dps_msg_hdr {
-    uint32_t magic;      /* DPS_PROTO_MAGIC */
-    uint16_t version;    /* DPS_PROTO_VERSION */
-    uint16_t type;       /* dps_msg_type_t */
-    uint32_t length;     /* whole message, header included */
-    uint32_t reserved;   /* 0 */
+    uint32_t magic;    /* DPS_PROTO_MAGIC */
+    uint16_t version;  /* DPS_PROTO_VERSION */
+    uint16_t type;     /* dps_msg_type_t */
+    uint32_t length;   /* whole message, header included */
+    uint32_t reserved; /* 0 */
 } dps_msg_hdr_t;
 _Static_assert(sizeof(dps_msg_hdr_t) == 16, "header layout");
 
@@ -80,7 +80,8 @@ typedef struct dps_msg_hello {
 } dps_msg_hello_t;
 _Static_assert(sizeof(dps_msg_hello_t) == 24, "hello layout");
 _Static_assert(offsetof(dps_msg_hello_t, token_addr) == 8 &&
-               offsetof(dps_msg_hello_t, token) == 16, "hello layout");
+                   offsetof(dps_msg_hello_t, token) == 16,
+               "hello layout");
 
 /*
  * JOB_INFO body: this fixed part, then uint32_t rank_agent[nranks],
@@ -88,10 +89,10 @@ _Static_assert(offsetof(dps_msg_hello_t, token_addr) == 8 &&
  * the rank worker addresses and the agent worker addresses back to back.
  */
 typedef struct dps_msg_job {
-    uint32_t nranks;     /* world size */
-    uint32_t nagents;    /* number of agents in the job */
-    uint32_t agent_idx;  /* index of the receiving agent */
-    uint32_t job_key;    /* names the agents' wake-up sockets (dps_kick) */
+    uint32_t nranks;    /* world size */
+    uint32_t nagents;   /* number of agents in the job */
+    uint32_t agent_idx; /* index of the receiving agent */
+    uint32_t job_key;   /* names the agents' wake-up sockets (dps_kick) */
 } dps_msg_job_t;
 _Static_assert(sizeof(dps_msg_job_t) == 16, "job layout");
 
@@ -141,27 +142,32 @@ typedef struct dps_msg_shm {
 } dps_msg_shm_t;
 _Static_assert(sizeof(dps_msg_shm_t) == 32, "shm layout");
 _Static_assert(offsetof(dps_msg_shm_t, token_addr) == 16 &&
-               offsetof(dps_msg_shm_t, token) == 24, "shm layout");
+                   offsetof(dps_msg_shm_t, token) == 24,
+               "shm layout");
 
 /* READY's cma flags: how the agent reaches the rank's memory. */
-#define DPS_READY_SEEN     1u /* it read the rank's token at its pid: the
-                               * two share a process space */
-#define DPS_READY_CMA      2u /* SEEN, and it copies the rank's memory
-                               * with CMA (DPUSHIM_TRANSPORT is not ucx):
-                               * a DMA engine in the rank gets commands */
-#define DPS_READY_CMA_NODE 4u /* CMA, and CMA reaches every rank of the
-                               * agent's node it does not serve too: the
-                               * rank's unpacked send data can be read */
-#define DPS_READY_DMA      8u /* the rank's grant (dps_grant.h) reached
-                               * the agent and was proved: it reads and
-                               * writes the rank's memory itself */
+#define DPS_READY_SEEN \
+    1u /* it read the rank's token at its pid: the
+        * two share a process space */
+#define DPS_READY_CMA \
+    2u /* SEEN, and it copies the rank's memory
+        * with CMA (DPUSHIM_TRANSPORT is not ucx):
+        * a DMA engine in the rank gets commands */
+#define DPS_READY_CMA_NODE \
+    4u /* CMA, and CMA reaches every rank of the
+        * agent's node it does not serve too: the
+        * rank's unpacked send data can be read */
+#define DPS_READY_DMA \
+    8u /* the rank's grant (dps_grant.h) reached
+        * the agent and was proved: it reads and
+        * writes the rank's memory itself */
 
 typedef struct dps_msg_ready {
-    int32_t  status;     /* dps_status_t of the agent's set-up */
-    uint32_t formats;    /* DPS_FMT_*: the reduction formats the agent
-                          * computes (dps_reduce_formats) */
-    uint32_t cma;        /* DPS_READY_* */
-    uint32_t pad;        /* 0 */
+    int32_t  status;  /* dps_status_t of the agent's set-up */
+    uint32_t formats; /* DPS_FMT_*: the reduction formats the agent
+                       * computes (dps_reduce_formats) */
+    uint32_t cma;     /* DPS_READY_* */
+    uint32_t pad;     /* 0 */
 } dps_msg_ready_t;
 _Static_assert(sizeof(dps_msg_ready_t) == 16, "ready layout");
 
@@ -184,36 +190,37 @@ _Static_assert(sizeof(dps_msg_ready_t) == 16, "ready layout");
  * SEND steps to that agent's ranks.
  */
 typedef struct dps_msg_post {
-    uint64_t comm_id;       /* job-wide communicator id */
-    uint64_t op_token;      /* rank-local id echoed in COMPLETE */
-    uint64_t sched_id;      /* the poster's schedule */
+    uint64_t comm_id;  /* job-wide communicator id */
+    uint64_t op_token; /* rank-local id echoed in COMPLETE */
+    uint64_t sched_id; /* the poster's schedule */
     uint64_t buf_addr[DPS_NBUF];
     uint64_t buf_len[DPS_NBUF];
     uint64_t buf_reg[DPS_NBUF];
-    uint32_t seq;           /* collective instance on this communicator */
-    uint32_t coll;          /* dps_coll_t: for messages only */
-    uint32_t comm_rank;     /* the poster's rank in the communicator */
+    uint32_t seq;       /* collective instance on this communicator */
+    uint32_t coll;      /* dps_coll_t: for messages only */
+    uint32_t comm_rank; /* the poster's rank in the communicator */
     uint32_t comm_size;
-    uint32_t world_rank;    /* the poster's world rank */
-    uint32_t nsteps;        /* steps carried (0: the agent has sched_id) */
+    uint32_t world_rank; /* the poster's world rank */
+    uint32_t nsteps;     /* steps carried (0: the agent has sched_id) */
     uint32_t rkey_len[DPS_NBUF]; /* 0: the agent has the id's key */
     uint32_t nmembers;
-    int32_t  error;         /* 0, or the dps_status_t of a poster's own
-                             * erroneous arguments: the instance fails on
-                             * every rank (never silently dropped) */
-    uint32_t flags;         /* DPS_POST_SCHED: the schedule travels (its
-                             * nsteps steps, perhaps none) */
-    uint64_t send_map;      /* DPS_POST_GATHER: the SEND region is not
-                             * packed; its bytes, at packed offsets, lie
-                             * where send_nmap segments (dps_seg_t, in the
-                             * poster's memory at send_map) say */
+    int32_t  error;    /* 0, or the dps_status_t of a poster's own
+                        * erroneous arguments: the instance fails on
+                        * every rank (never silently dropped) */
+    uint32_t flags;    /* DPS_POST_SCHED: the schedule travels (its
+                        * nsteps steps, perhaps none) */
+    uint64_t send_map; /* DPS_POST_GATHER: the SEND region is not
+                        * packed; its bytes, at packed offsets, lie
+                        * where send_nmap segments (dps_seg_t, in the
+                        * poster's memory at send_map) say */
     uint64_t send_nmap;
 } dps_msg_post_t;
 _Static_assert(sizeof(dps_msg_post_t) == 160, "post layout");
 
-#define DPS_POST_SCHED  1u
-#define DPS_POST_GATHER 2u  /* read the SEND region through send_map: only
-                             * by a DMA engine on the poster's host */
+#define DPS_POST_SCHED 1u
+#define DPS_POST_GATHER \
+    2u /* read the SEND region through send_map: only
+        * by a DMA engine on the poster's host */
 
 /* A piece of a gathered region: len bytes at packed offset off lie at
  * addr in the poster's memory; sorted by off, contiguous in off. */
@@ -231,20 +238,20 @@ typedef struct dps_seg {
  */
 typedef struct dps_msg_reg_free {
     uint32_t world_rank;
-    uint32_t count;         /* 1 .. DPS_MAX_REG_FREE */
+    uint32_t count; /* 1 .. DPS_MAX_REG_FREE */
 } dps_msg_reg_free_t;
 _Static_assert(sizeof(dps_msg_reg_free_t) == 8, "reg_free layout");
 
 typedef struct dps_msg_complete {
-    uint64_t op_token;      /* from the POST */
-    int32_t  status;        /* dps_status_t */
+    uint64_t op_token; /* from the POST */
+    int32_t  status;   /* dps_status_t */
     uint32_t pad;
 } dps_msg_complete_t;
 _Static_assert(sizeof(dps_msg_complete_t) == 16, "complete layout");
 
 typedef struct dps_msg_comm_free {
     uint64_t comm_id;
-    uint32_t world_rank;    /* the member that freed it */
+    uint32_t world_rank; /* the member that freed it */
     uint32_t pad;
 } dps_msg_comm_free_t;
 _Static_assert(sizeof(dps_msg_comm_free_t) == 16, "comm_free layout");
@@ -294,7 +301,7 @@ _Static_assert(sizeof(dps_msg_fetch_t) == 48, "fetch layout");
 typedef struct dps_msg_inst_fail {
     uint64_t comm_id;
     uint32_t seq;
-    int32_t  status;        /* dps_status_t: why */
+    int32_t  status; /* dps_status_t: why */
 } dps_msg_inst_fail_t;
 _Static_assert(sizeof(dps_msg_inst_fail_t) == 16, "inst_fail layout");
 
@@ -317,26 +324,26 @@ typedef struct dps_msg {
             const uint32_t *rank_agent;
             const uint32_t *rank_addr_len;
             const uint32_t *agent_addr_len;
-            const uint8_t  *rank_addrs;   /* back to back */
-            const uint8_t  *agent_addrs;  /* back to back */
+            const uint8_t  *rank_addrs;  /* back to back */
+            const uint8_t  *agent_addrs; /* back to back */
         } job;
         struct {
             dps_msg_procs_t fixed;
             const uint32_t *pid;
             const uint32_t *node;
-            const uint64_t *token_addr;   /* read with dps_msg_u64 */
+            const uint64_t *token_addr; /* read with dps_msg_u64 */
             const uint64_t *token;
         } procs;
         struct {
             dps_msg_reg_free_t fixed;
-            const uint64_t    *ids;       /* read with dps_msg_u64 */
+            const uint64_t    *ids; /* read with dps_msg_u64 */
         } reg_free;
         struct {
             dps_msg_post_t  fixed;
             const uint8_t  *rkey[DPS_NBUF];
-            const uint8_t  *steps;        /* nsteps dps_step_t, unaligned:
-                                           * read with dps_msg_step */
-            const uint32_t *members;      /* NULL when nmembers == 0 */
+            const uint8_t  *steps;   /* nsteps dps_step_t, unaligned:
+                                      * read with dps_msg_step */
+            const uint32_t *members; /* NULL when nmembers == 0 */
         } post;
     } u;
 } dps_msg_t;
@@ -346,8 +353,8 @@ typedef struct dps_msg {
  * *msg, or DPS_ERR_PROTO with a reason in err (may be NULL) for anything
  * malformed: bad magic, version, type, length, counts or offsets.
  */
-int dps_msg_decode(const void *buf, size_t len, dps_msg_t *msg,
-                   char *err, size_t err_len);
+int dps_msg_decode(const void *buf, size_t len, dps_msg_t *msg, char *err,
+                   size_t err_len);
 
 /*
  * Encoders: each returns a malloc'ed message (free() it) and its length in
@@ -357,8 +364,7 @@ void *dps_msg_encode_hello(const dps_msg_hello_t *hello, size_t *len);
 /* cma: DPS_READY_* flags. */
 void *dps_msg_encode_ready(int32_t status, uint32_t formats, uint32_t cma,
                            size_t *len);
-void *dps_msg_encode_complete(uint64_t op_token, int32_t status,
-                              size_t *len);
+void *dps_msg_encode_complete(uint64_t op_token, int32_t status, size_t *len);
 void *dps_msg_encode_comm_free(uint64_t comm_id, uint32_t world_rank,
                                size_t *len);
 void *dps_msg_encode_send_done(uint64_t comm_id, uint32_t seq, uint32_t src,
@@ -367,15 +373,14 @@ void *dps_msg_encode_round(uint64_t comm_id, uint32_t seq, uint32_t rank,
                            uint32_t round, size_t *len);
 void *dps_msg_encode_shutdown(size_t *len);
 void *dps_msg_encode_fetch(const dps_msg_fetch_t *f, size_t *len);
-void *dps_msg_encode_inst_fail(uint64_t comm_id, uint32_t seq,
-                               int32_t status, size_t *len);
+void *dps_msg_encode_inst_fail(uint64_t comm_id, uint32_t seq, int32_t status,
+                               size_t *len);
 void *dps_msg_encode_stats_req(size_t *len);
 /* PING carries HELLO's body. */
 void *dps_msg_encode_ping(const dps_msg_hello_t *hello, size_t *len);
 void *dps_msg_encode_pong(size_t *len);
 /* who: the rank and its token, as in its HELLO. */
-void *dps_msg_encode_shm(const dps_msg_hello_t *who, int32_t fd,
-                         size_t *len);
+void *dps_msg_encode_shm(const dps_msg_hello_t *who, int32_t fd, size_t *len);
 void *dps_msg_encode_stats(const dps_msg_stats_t *stats, size_t *len);
 /* Tables of nranks entries each (see dps_msg_procs_t). */
 void *dps_msg_encode_procs(uint32_t nranks, const uint32_t *pid,
@@ -400,10 +405,10 @@ void *dps_msg_encode_sched_free(uint32_t world_rank, uint32_t count,
                                 const uint64_t *ids, size_t *len);
 /* rank_addrs[i]/agent_addrs[i] point to addresses of the given lengths. */
 void *dps_msg_encode_job(const dps_msg_job_t *fixed,
-                         const uint32_t *rank_agent,
-                         const void *const *rank_addrs,
-                         const uint32_t *rank_addr_len,
-                         const void *const *agent_addrs,
+                         const uint32_t      *rank_agent,
+                         const void *const   *rank_addrs,
+                         const uint32_t      *rank_addr_len,
+                         const void *const   *agent_addrs,
                          const uint32_t *agent_addr_len, size_t *len);
 
 /*

@@ -29,25 +29,24 @@ unsigned dps_class_ops(unsigned cls)
                    DPS_OP_BAND, DPS_OP_BOR, DPS_OP_BXOR);
     case DPS_CLS_FLOAT:
         return OPS(DPS_OP_MAX, DPS_OP_MIN, DPS_OP_SUM, DPS_OP_PROD);
-    case DPS_CLS_LOGICAL:
-        return OPS(DPS_OP_LAND, DPS_OP_LOR, DPS_OP_LXOR);
-    case DPS_CLS_COMPLEX:
-        return OPS(DPS_OP_SUM, DPS_OP_PROD);
-    case DPS_CLS_BYTE:
-        return OPS(DPS_OP_BAND, DPS_OP_BOR, DPS_OP_BXOR);
-    case DPS_CLS_PAIR:
-        return OPS(DPS_OP_MAXLOC, DPS_OP_MINLOC);
-    default:
-        return 0;
+    case DPS_CLS_LOGICAL: return OPS(DPS_OP_LAND, DPS_OP_LOR, DPS_OP_LXOR);
+    case DPS_CLS_COMPLEX: return OPS(DPS_OP_SUM, DPS_OP_PROD);
+    case DPS_CLS_BYTE: return OPS(DPS_OP_BAND, DPS_OP_BOR, DPS_OP_BXOR);
+    case DPS_CLS_PAIR: return OPS(DPS_OP_MAXLOC, DPS_OP_MINLOC);
+    default: return 0;
     }
 }
 
 const char *dps_class_str(unsigned cls)
 {
-    static const char *names[DPS_NCLS] = {
-        "C integer", "Fortran integer", "Floating point", "Logical",
-        "Complex", "Byte", "Multi-language types", "MAXLOC/MINLOC pairs"
-    };
+    static const char *names[DPS_NCLS] = {"C integer",
+                                          "Fortran integer",
+                                          "Floating point",
+                                          "Logical",
+                                          "Complex",
+                                          "Byte",
+                                          "Multi-language types",
+                                          "MAXLOC/MINLOC pairs"};
 
     return cls < DPS_NCLS ? names[cls] : "?";
 }
@@ -98,8 +97,7 @@ unsigned dps_rtype_candidates(unsigned kind, unsigned pair, size_t size,
     case DPS_K_PAIR:
         t = dps_dtype_size(pair) == size && size > 0 ? pair : DPS_T_NONE;
         break;
-    default:
-        break;
+    default: break;
     }
     if (t != DPS_T_NONE) {
         out[n++] = t;
@@ -109,13 +107,16 @@ unsigned dps_rtype_candidates(unsigned kind, unsigned pair, size_t size,
 
 void dps_rtypes_markdown(FILE *out)
 {
-    static const struct { const char *name; unsigned cls; } list[] = {
+    static const struct {
+        const char *name;
+        unsigned    cls;
+    } list[] = {
 #define X(NAME, CLASS, KIND, PAIR) {"MPI_" #NAME, DPS_CLS_##CLASS},
         DPS_RTYPES(X)
 #undef X
     };
     unsigned cls, op;
-    size_t i;
+    size_t   i;
 
     fprintf(out, "| Class (MPI 4.1 §6.9.2) | Datatypes | Operations |\n");
     fprintf(out, "|---|---|---|\n");
@@ -132,8 +133,9 @@ void dps_rtypes_markdown(FILE *out)
         if (cls == DPS_CLS_F_INT || cls == DPS_CLS_FLOAT ||
             cls == DPS_CLS_COMPLEX) {
             fprintf(out, ", `MPI_Type_create_f90_%s` types",
-                    cls == DPS_CLS_F_INT ? "integer"
-                    : cls == DPS_CLS_FLOAT ? "real" : "complex");
+                    cls == DPS_CLS_F_INT   ? "integer"
+                    : cls == DPS_CLS_FLOAT ? "real"
+                                           : "complex");
         }
         fprintf(out, " | ");
         sep = "";

@@ -17,21 +17,27 @@
 
 /* The groups of §6.9.2 (which operations a type takes). */
 enum {
-    DPS_CLS_C_INT,    /* C integer */
-    DPS_CLS_F_INT,    /* Fortran integer */
-    DPS_CLS_FLOAT,    /* floating point */
+    DPS_CLS_C_INT, /* C integer */
+    DPS_CLS_F_INT, /* Fortran integer */
+    DPS_CLS_FLOAT, /* floating point */
     DPS_CLS_LOGICAL,
     DPS_CLS_COMPLEX,
     DPS_CLS_BYTE,
-    DPS_CLS_MULTI,    /* multi-language types */
-    DPS_CLS_PAIR,     /* MAXLOC/MINLOC pairs */
+    DPS_CLS_MULTI, /* multi-language types */
+    DPS_CLS_PAIR,  /* MAXLOC/MINLOC pairs */
     DPS_NCLS
 };
 
 /* What an element is: with the MPI library's size of the type, this
  * says which DPS_T_ it may be (dps_rtype_candidates). */
-enum { DPS_K_SINT, DPS_K_UINT, DPS_K_REAL, DPS_K_CPLX, DPS_K_LOGI,
-       DPS_K_PAIR };
+enum {
+    DPS_K_SINT,
+    DPS_K_UINT,
+    DPS_K_REAL,
+    DPS_K_CPLX,
+    DPS_K_LOGI,
+    DPS_K_PAIR
+};
 
 /*
  * X(NAME, CLASS, KIND, PAIR): MPI_<NAME>, in DPS_CLS_<CLASS>, an element
@@ -39,6 +45,8 @@ enum { DPS_K_SINT, DPS_K_UINT, DPS_K_REAL, DPS_K_CPLX, DPS_K_LOGI,
  * types (MPI_INTEGER16, MPI_REAL2, ...) are listed: where an MPI lacks
  * one, the shim finds a null handle or no size, and skips it.
  */
+/* One row per line, laid out by hand. */
+/* clang-format off */
 #define DPS_RTYPES(X)                                                      \
     X(INT, C_INT, SINT, NONE) X(LONG, C_INT, SINT, NONE)                   \
     X(SHORT, C_INT, SINT, NONE) X(UNSIGNED_SHORT, C_INT, UINT, NONE)       \
@@ -78,6 +86,7 @@ enum { DPS_K_SINT, DPS_K_UINT, DPS_K_REAL, DPS_K_CPLX, DPS_K_LOGI,
     X(DOUBLE_INT, PAIR, PAIR, F64_I32) X(LONG_INT, PAIR, PAIR, I64_I32)    \
     X(2INT, PAIR, PAIR, I32_I32) X(SHORT_INT, PAIR, PAIR, I16_I32)         \
     X(LONG_DOUBLE_INT, PAIR, PAIR, X87_I32)
+/* clang-format on */
 
 /* Bit (1u << DPS_OP_x) for each operation MPI allows on the class. */
 unsigned dps_class_ops(unsigned cls);

@@ -27,15 +27,22 @@ static const struct {
     uint8_t     size;
     uint8_t     fmt;
 } types[DPS_T_COUNT] = {
-    [DPS_T_I8] = {"i8", 1, 0},        [DPS_T_U8] = {"u8", 1, 0},
-    [DPS_T_I16] = {"i16", 2, 0},      [DPS_T_U16] = {"u16", 2, 0},
-    [DPS_T_I32] = {"i32", 4, 0},      [DPS_T_U32] = {"u32", 4, 0},
-    [DPS_T_I64] = {"i64", 8, 0},      [DPS_T_U64] = {"u64", 8, 0},
-    [DPS_T_F32] = {"f32", 4, 0},      [DPS_T_F64] = {"f64", 8, 0},
+    [DPS_T_I8] = {"i8", 1, 0},
+    [DPS_T_U8] = {"u8", 1, 0},
+    [DPS_T_I16] = {"i16", 2, 0},
+    [DPS_T_U16] = {"u16", 2, 0},
+    [DPS_T_I32] = {"i32", 4, 0},
+    [DPS_T_U32] = {"u32", 4, 0},
+    [DPS_T_I64] = {"i64", 8, 0},
+    [DPS_T_U64] = {"u64", 8, 0},
+    [DPS_T_F32] = {"f32", 4, 0},
+    [DPS_T_F64] = {"f64", 8, 0},
     [DPS_T_X87] = {"x87", 16, DPS_FMT_X87},
     [DPS_T_F128] = {"f128", 16, DPS_FMT_F128},
-    [DPS_T_L8] = {"l8", 1, 0},        [DPS_T_L32] = {"l32", 4, 0},
-    [DPS_T_C32] = {"c32", 8, 0},      [DPS_T_C64] = {"c64", 16, 0},
+    [DPS_T_L8] = {"l8", 1, 0},
+    [DPS_T_L32] = {"l32", 4, 0},
+    [DPS_T_C32] = {"c32", 8, 0},
+    [DPS_T_C64] = {"c64", 16, 0},
     [DPS_T_CX87] = {"cx87", 32, DPS_FMT_X87},
     [DPS_T_C128] = {"c128", 32, DPS_FMT_F128},
     [DPS_T_F32_I32] = {"f32_i32", 8, 0},
@@ -65,16 +72,15 @@ unsigned dps_reduce_formats(void)
 
 const char *dps_dtype_str(unsigned dtype)
 {
-    return dtype < DPS_T_COUNT && types[dtype].name != NULL
-           ? types[dtype].name : "?";
+    return dtype < DPS_T_COUNT && types[dtype].name != NULL ? types[dtype].name
+                                                            : "?";
 }
 
 const char *dps_op_str(unsigned op)
 {
     static const char *names[DPS_OP_COUNT] = {
-        "?", "max", "min", "sum", "prod", "land", "band", "lor", "bor",
-        "lxor", "bxor", "maxloc", "minloc"
-    };
+        "?",   "max", "min",  "sum",  "prod",   "land",  "band",
+        "lor", "bor", "lxor", "bxor", "maxloc", "minloc"};
 
     return op < DPS_OP_COUNT ? names[op] : "?";
 }
@@ -111,18 +117,19 @@ int dps_op_valid(unsigned op, unsigned t)
         return 0;
     }
     switch (op) {
-    case DPS_OP_MAX: case DPS_OP_MIN:
-        return is_int(t) || is_float(t);
-    case DPS_OP_SUM: case DPS_OP_PROD:
-        return is_int(t) || is_float(t) || is_complex(t);
-    case DPS_OP_LAND: case DPS_OP_LOR: case DPS_OP_LXOR:
-        return is_int(t) || is_logical(t);
-    case DPS_OP_BAND: case DPS_OP_BOR: case DPS_OP_BXOR:
-        return is_int(t);
-    case DPS_OP_MAXLOC: case DPS_OP_MINLOC:
-        return is_pair(t);
-    default:
-        return 0;
+    case DPS_OP_MAX:
+    case DPS_OP_MIN: return is_int(t) || is_float(t);
+    case DPS_OP_SUM:
+    case DPS_OP_PROD: return is_int(t) || is_float(t) || is_complex(t);
+    case DPS_OP_LAND:
+    case DPS_OP_LOR:
+    case DPS_OP_LXOR: return is_int(t) || is_logical(t);
+    case DPS_OP_BAND:
+    case DPS_OP_BOR:
+    case DPS_OP_BXOR: return is_int(t);
+    case DPS_OP_MAXLOC:
+    case DPS_OP_MINLOC: return is_pair(t);
+    default: return 0;
     }
 }
 
@@ -131,24 +138,31 @@ int dps_op_valid(unsigned op, unsigned t)
  * staging): values are copied in and out. An x87 value is its first 10
  * bytes; the 6 after it are padding, never written.
  */
-#define GETTER(T)                                                          \
-    static inline T get_##T(const char *p)                                 \
-    {                                                                      \
-        T v;                                                               \
-                                                                           \
-        memcpy(&v, p, sizeof(T));                                          \
-        return v;                                                          \
-    }                                                                      \
-    static inline void put_##T(char *p, T v)                               \
-    {                                                                      \
-        memcpy(p, &v, sizeof(T));                                          \
+#define GETTER(T)                            \
+    static inline T get_##T(const char *p)   \
+    {                                        \
+        T v;                                 \
+                                             \
+        memcpy(&v, p, sizeof(T));            \
+        return v;                            \
+    }                                        \
+    static inline void put_##T(char *p, T v) \
+    {                                        \
+        memcpy(p, &v, sizeof(T));            \
     }
 
-typedef float f32_t;
+typedef float  f32_t;
 typedef double f64_t;
-GETTER(int8_t) GETTER(uint8_t) GETTER(int16_t) GETTER(uint16_t)
-GETTER(int32_t) GETTER(uint32_t) GETTER(int64_t) GETTER(uint64_t)
-GETTER(f32_t) GETTER(f64_t)
+GETTER(int8_t)
+GETTER(uint8_t)
+GETTER(int16_t)
+GETTER(uint16_t)
+GETTER(int32_t)
+GETTER(uint32_t)
+GETTER(int64_t)
+GETTER(uint64_t)
+GETTER(f32_t)
+GETTER(f64_t)
 
 #if HAVE_X87
 #define X87_BYTES 10
@@ -172,45 +186,47 @@ GETTER(f128_t)
 
 /* dst = dst (expr) src over n bytes of ES-byte elements: b is dst's
  * value, a src's, both of type T. */
-#define LOOP(T, ES, EXPR)                                                  \
-    do {                                                                   \
-        size_t i_, n_ = n / (ES);                                          \
-                                                                           \
-        for (i_ = 0; i_ < n_; i_++) {                                      \
-            T a = get_##T((const char *)src + i_ * (ES));                  \
-            T b = get_##T((char *)dst + i_ * (ES));                        \
-                                                                           \
-            put_##T((char *)dst + i_ * (ES), (EXPR));                      \
-        }                                                                  \
+#define LOOP(T, ES, EXPR)                                 \
+    do {                                                  \
+        size_t i_, n_ = n / (ES);                         \
+                                                          \
+        for (i_ = 0; i_ < n_; i_++) {                     \
+            T a = get_##T((const char *)src + i_ * (ES)); \
+            T b = get_##T((char *)dst + i_ * (ES));       \
+                                                          \
+            put_##T((char *)dst + i_ * (ES), (EXPR));     \
+        }                                                 \
     } while (0)
 
-#define ARITH(T, ES)                                                       \
-    switch (op) {                                                          \
-    case DPS_OP_MAX: LOOP(T, ES, b > a ? b : a); return 0;                 \
-    case DPS_OP_MIN: LOOP(T, ES, b < a ? b : a); return 0;                 \
-    case DPS_OP_SUM: LOOP(T, ES, b + a); return 0;                         \
-    case DPS_OP_PROD: LOOP(T, ES, b * a); return 0;                        \
-    default: return -1;                                                    \
+#define ARITH(T, ES)                                       \
+    switch (op) {                                          \
+    case DPS_OP_MAX: LOOP(T, ES, b > a ? b : a); return 0; \
+    case DPS_OP_MIN: LOOP(T, ES, b < a ? b : a); return 0; \
+    case DPS_OP_SUM: LOOP(T, ES, b + a); return 0;         \
+    case DPS_OP_PROD: LOOP(T, ES, b *a); return 0;         \
+    default: return -1;                                    \
     }
 
-#define LOGIC(T)                                                           \
-    case DPS_OP_LAND: LOOP(T, sizeof(T), (T)(b && a)); return 0;           \
-    case DPS_OP_LOR: LOOP(T, sizeof(T), (T)(b || a)); return 0;            \
+#define LOGIC(T)                                                 \
+    case DPS_OP_LAND: LOOP(T, sizeof(T), (T)(b && a)); return 0; \
+    case DPS_OP_LOR: LOOP(T, sizeof(T), (T)(b || a)); return 0;  \
     case DPS_OP_LXOR: LOOP(T, sizeof(T), (T)(!b != !a)); return 0;
 
 /* Integers: SUM and PROD wrap in the type's width (computed in an
  * unsigned type UT at least as wide, where C's would overflow). */
-#define INTOPS(T, UT)                                                      \
-    switch (op) {                                                          \
-    case DPS_OP_MAX: LOOP(T, sizeof(T), b > a ? b : a); return 0;          \
-    case DPS_OP_MIN: LOOP(T, sizeof(T), b < a ? b : a); return 0;          \
-    case DPS_OP_SUM: LOOP(T, sizeof(T), (T)((UT)b + (UT)a)); return 0;     \
-    case DPS_OP_PROD: LOOP(T, sizeof(T), (T)((UT)b * (UT)a)); return 0;    \
-    LOGIC(T)                                                               \
-    case DPS_OP_BAND: LOOP(T, sizeof(T), (T)(b & a)); return 0;            \
-    case DPS_OP_BOR: LOOP(T, sizeof(T), (T)(b | a)); return 0;             \
-    case DPS_OP_BXOR: LOOP(T, sizeof(T), (T)(b ^ a)); return 0;            \
-    default: return -1;                                                    \
+#define INTOPS(T, UT)                                                  \
+    switch (op) {                                                      \
+    case DPS_OP_MAX: LOOP(T, sizeof(T), b > a ? b : a); return 0;      \
+    case DPS_OP_MIN: LOOP(T, sizeof(T), b < a ? b : a); return 0;      \
+    case DPS_OP_SUM: LOOP(T, sizeof(T), (T)((UT)b + (UT)a)); return 0; \
+    case DPS_OP_PROD:                                                  \
+        LOOP(T, sizeof(T), (T)((UT)b * (UT)a));                        \
+        return 0;                                                      \
+        LOGIC(T)                                                       \
+    case DPS_OP_BAND: LOOP(T, sizeof(T), (T)(b & a)); return 0;        \
+    case DPS_OP_BOR: LOOP(T, sizeof(T), (T)(b | a)); return 0;         \
+    case DPS_OP_BXOR: LOOP(T, sizeof(T), (T)(b ^ a)); return 0;        \
+    default: return -1;                                                \
     }
 
 /*
@@ -218,27 +234,27 @@ GETTER(f128_t)
  * complex arithmetic (the MPIs' loops are C's complex operators, or the
  * textbook product, which gives the same bits for finite results).
  */
-#define CPLX(T, CT, PS)                                                        \
-    do {                                                                   \
-        size_t i_, n_ = n / (2 * (PS));                                    \
-                                                                           \
-        if (op != DPS_OP_SUM && op != DPS_OP_PROD) {                       \
-            return -1;                                                     \
-        }                                                                  \
-        for (i_ = 0; i_ < n_; i_++) {                                      \
-            const char *s_ = (const char *)src + i_ * 2 * (PS);            \
-            char *d_ = (char *)dst + i_ * 2 * (PS);                        \
-            CT a, b;                                                       \
-                                                                           \
-            __real__ a = get_##T(s_);                                      \
-            __imag__ a = get_##T(s_ + (PS));                               \
-            __real__ b = get_##T(d_);                                      \
-            __imag__ b = get_##T(d_ + (PS));                               \
-            b = op == DPS_OP_SUM ? b + a : b * a;                          \
-            put_##T(d_, __real__ b);                                       \
-            put_##T(d_ + (PS), __imag__ b);                                \
-        }                                                                  \
-        return 0;                                                          \
+#define CPLX(T, CT, PS)                                         \
+    do {                                                        \
+        size_t i_, n_ = n / (2 * (PS));                         \
+                                                                \
+        if (op != DPS_OP_SUM && op != DPS_OP_PROD) {            \
+            return -1;                                          \
+        }                                                       \
+        for (i_ = 0; i_ < n_; i_++) {                           \
+            const char *s_ = (const char *)src + i_ * 2 * (PS); \
+            char       *d_ = (char *)dst + i_ * 2 * (PS);       \
+            CT          a, b;                                   \
+                                                                \
+            __real__ a = get_##T(s_);                           \
+            __imag__ a = get_##T(s_ + (PS));                    \
+            __real__ b = get_##T(d_);                           \
+            __imag__ b = get_##T(d_ + (PS));                    \
+            b = op == DPS_OP_SUM ? b + a : b * a;               \
+            put_##T(d_, __real__ b);                            \
+            put_##T(d_ + (PS), __imag__ b);                     \
+        }                                                       \
+        return 0;                                               \
     } while (0)
 
 /*
@@ -247,27 +263,27 @@ GETTER(f128_t)
  * values dst keeps its value and takes the lesser index (MPI's
  * definition, and both MPIs' loops: no write of the value on a tie).
  */
-#define PAIRS(VT, VS, IT, ES)                                              \
-    do {                                                                   \
-        size_t i_, n_ = n / (ES);                                          \
-                                                                           \
-        if (op != DPS_OP_MAXLOC && op != DPS_OP_MINLOC) {                  \
-            return -1;                                                     \
-        }                                                                  \
-        for (i_ = 0; i_ < n_; i_++) {                                      \
-            const char *s_ = (const char *)src + i_ * (ES);                \
-            char *d_ = (char *)dst + i_ * (ES);                            \
-            VT av = get_##VT(s_), bv = get_##VT(d_);                       \
-            IT ai = get_##IT(s_ + (VS)), bi = get_##IT(d_ + (VS));         \
-                                                                           \
-            if (op == DPS_OP_MAXLOC ? av > bv : av < bv) {                 \
-                put_##VT(d_, av);                                          \
-                put_##IT(d_ + (VS), ai);                                   \
-            } else if (av == bv) {                                         \
-                put_##IT(d_ + (VS), bi < ai ? bi : ai);                    \
-            }                                                              \
-        }                                                                  \
-        return 0;                                                          \
+#define PAIRS(VT, VS, IT, ES)                                               \
+    do {                                                                    \
+        size_t i_, n_ = n / (ES);                                           \
+                                                                            \
+        if (op != DPS_OP_MAXLOC && op != DPS_OP_MINLOC) {                   \
+            return -1;                                                      \
+        }                                                                   \
+        for (i_ = 0; i_ < n_; i_++) {                                       \
+            const char *s_ = (const char *)src + i_ * (ES);                 \
+            char       *d_ = (char *)dst + i_ * (ES);                       \
+            VT          av = get_##VT(s_), bv = get_##VT(d_);               \
+            IT          ai = get_##IT(s_ + (VS)), bi = get_##IT(d_ + (VS)); \
+                                                                            \
+            if (op == DPS_OP_MAXLOC ? av > bv : av < bv) {                  \
+                put_##VT(d_, av);                                           \
+                put_##IT(d_ + (VS), ai);                                    \
+            } else if (av == bv) {                                          \
+                put_##IT(d_ + (VS), bi < ai ? bi : ai);                     \
+            }                                                               \
+        }                                                                   \
+        return 0;                                                           \
     } while (0)
 
 int dps_reduce(unsigned op, unsigned dtype, const void *src, void *dst,
@@ -298,12 +314,12 @@ int dps_reduce(unsigned op, unsigned dtype, const void *src, void *dst,
 #endif
     case DPS_T_L8:
         switch (op) {
-        LOGIC(uint8_t)
+            LOGIC(uint8_t)
         default: return -1;
         }
     case DPS_T_L32:
         switch (op) {
-        LOGIC(uint32_t)
+            LOGIC(uint32_t)
         default: return -1;
         }
     case DPS_T_C32: CPLX(f32_t, float _Complex, 4);
@@ -315,15 +331,14 @@ int dps_reduce(unsigned op, unsigned dtype, const void *src, void *dst,
     case DPS_T_I16_I32: PAIRS(int16_t, 2, int32_t, 6);
     case DPS_T_F32_F32: PAIRS(f32_t, 4, f32_t, 8);
     case DPS_T_F64_F64: PAIRS(f64_t, 8, f64_t, 16);
-    default:
-        return -1;
+    default: return -1;
     }
 }
 
 const char *dps_step_kind_str(unsigned kind)
 {
-    static const char *names[] = {"?", "send", "recv", "recv_reduce",
-                                  "copy", "reduce"};
+    static const char *names[] = {"?",           "send", "recv",
+                                  "recv_reduce", "copy", "reduce"};
 
     return kind < DPS_STEP_MAX ? names[kind] : "?";
 }
@@ -331,8 +346,7 @@ const char *dps_step_kind_str(unsigned kind)
 static int region_ok(unsigned buf, uint64_t off, uint64_t len,
                      const uint64_t buf_len[DPS_NBUF])
 {
-    return buf < DPS_NBUF && off <= buf_len[buf] &&
-           len <= buf_len[buf] - off;
+    return buf < DPS_NBUF && off <= buf_len[buf] && len <= buf_len[buf] - off;
 }
 
 int dps_sched_check(const dps_step_t *steps, uint32_t nsteps, uint32_t size,
@@ -347,7 +361,7 @@ int dps_sched_check(const dps_step_t *steps, uint32_t nsteps, uint32_t size,
     }
     for (i = 0; i < nsteps; i++) {
         const dps_step_t *s = &steps[i];
-        int src = 0, dst = 0, peer = 0, red = 0;
+        int               src = 0, dst = 0, peer = 0, red = 0;
 
         switch (s->kind) {
         case DPS_STEP_SEND: src = peer = 1; break;
@@ -362,15 +376,18 @@ int dps_sched_check(const dps_step_t *steps, uint32_t nsteps, uint32_t size,
         if ((peer && s->peer >= size) ||
             (src && !region_ok(s->src_buf, s->src_off, s->len, buf_len)) ||
             (dst && !region_ok(s->dst_buf, s->dst_off, s->len, buf_len))) {
-            snprintf(err, err_len, "step %u (%s): peer %u or region out of "
-                     "bounds", i, dps_step_kind_str(s->kind), s->peer);
+            snprintf(err, err_len,
+                     "step %u (%s): peer %u or region out of "
+                     "bounds",
+                     i, dps_step_kind_str(s->kind), s->peer);
             return -1;
         }
         if (red && (!dps_op_valid(s->op, s->dtype) ||
                     s->len % dps_dtype_size(s->dtype) != 0)) {
-            snprintf(err, err_len, "step %u: op %u does not apply to type "
-                     "%u, or %llu bytes are not whole elements", i, s->op,
-                     s->dtype, (unsigned long long)s->len);
+            snprintf(err, err_len,
+                     "step %u: op %u does not apply to type "
+                     "%u, or %llu bytes are not whole elements",
+                     i, s->op, s->dtype, (unsigned long long)s->len);
             return -1;
         }
     }

@@ -21,11 +21,11 @@
 #include <stdint.h>
 
 enum {
-    DPS_STEP_SEND = 1,     /* peer may read src region */
-    DPS_STEP_RECV,         /* read peer's data into dst region */
-    DPS_STEP_RECV_REDUCE,  /* dst = peer's data (op) dst, element-wise */
-    DPS_STEP_COPY,         /* local: src region -> dst region */
-    DPS_STEP_REDUCE,       /* local: dst = src (op) dst */
+    DPS_STEP_SEND = 1,    /* peer may read src region */
+    DPS_STEP_RECV,        /* read peer's data into dst region */
+    DPS_STEP_RECV_REDUCE, /* dst = peer's data (op) dst, element-wise */
+    DPS_STEP_COPY,        /* local: src region -> dst region */
+    DPS_STEP_REDUCE,      /* local: dst = src (op) dst */
     DPS_STEP_MAX
 };
 
@@ -33,9 +33,20 @@ enum { DPS_BUF_SEND = 0, DPS_BUF_RECV = 1, DPS_BUF_TMP = 2, DPS_NBUF = 3 };
 
 /* Reduction operations (MPI's predefined ones). */
 enum {
-    DPS_OP_NONE = 0, DPS_OP_MAX, DPS_OP_MIN, DPS_OP_SUM, DPS_OP_PROD,
-    DPS_OP_LAND, DPS_OP_BAND, DPS_OP_LOR, DPS_OP_BOR, DPS_OP_LXOR,
-    DPS_OP_BXOR, DPS_OP_MAXLOC, DPS_OP_MINLOC, DPS_OP_COUNT
+    DPS_OP_NONE = 0,
+    DPS_OP_MAX,
+    DPS_OP_MIN,
+    DPS_OP_SUM,
+    DPS_OP_PROD,
+    DPS_OP_LAND,
+    DPS_OP_BAND,
+    DPS_OP_LOR,
+    DPS_OP_BOR,
+    DPS_OP_LXOR,
+    DPS_OP_BXOR,
+    DPS_OP_MAXLOC,
+    DPS_OP_MINLOC,
+    DPS_OP_COUNT
 };
 
 /*
@@ -52,33 +63,52 @@ enum {
  */
 enum {
     DPS_T_NONE = 0,
-    DPS_T_I8, DPS_T_U8, DPS_T_I16, DPS_T_U16, DPS_T_I32, DPS_T_U32,
-    DPS_T_I64, DPS_T_U64,
-    DPS_T_F32, DPS_T_F64, DPS_T_X87, DPS_T_F128,
-    DPS_T_L8, DPS_T_L32,
-    DPS_T_C32, DPS_T_C64, DPS_T_CX87, DPS_T_C128,
-    DPS_T_F32_I32, DPS_T_F64_I32, DPS_T_I64_I32, DPS_T_I32_I32,
-    DPS_T_I16_I32, DPS_T_X87_I32, DPS_T_F32_F32, DPS_T_F64_F64,
+    DPS_T_I8,
+    DPS_T_U8,
+    DPS_T_I16,
+    DPS_T_U16,
+    DPS_T_I32,
+    DPS_T_U32,
+    DPS_T_I64,
+    DPS_T_U64,
+    DPS_T_F32,
+    DPS_T_F64,
+    DPS_T_X87,
+    DPS_T_F128,
+    DPS_T_L8,
+    DPS_T_L32,
+    DPS_T_C32,
+    DPS_T_C64,
+    DPS_T_CX87,
+    DPS_T_C128,
+    DPS_T_F32_I32,
+    DPS_T_F64_I32,
+    DPS_T_I64_I32,
+    DPS_T_I32_I32,
+    DPS_T_I16_I32,
+    DPS_T_X87_I32,
+    DPS_T_F32_F32,
+    DPS_T_F64_F64,
     DPS_T_COUNT
 };
 
 /* Floating-point formats a build may not compute (dps_reduce_formats):
  * the types built on them need every agent and rank to compute them. */
-#define DPS_FMT_X87  1u   /* x87 80-bit extended (x86 only) */
-#define DPS_FMT_F128 2u   /* IEEE 754 binary128 (_Float128) */
+#define DPS_FMT_X87  1u /* x87 80-bit extended (x86 only) */
+#define DPS_FMT_F128 2u /* IEEE 754 binary128 (_Float128) */
 
 typedef struct dps_step {
-    uint8_t  kind;      /* DPS_STEP_* */
-    uint8_t  src_buf;   /* DPS_BUF_*: SEND, COPY, REDUCE */
-    uint8_t  dst_buf;   /* DPS_BUF_*: RECV, RECV_REDUCE, COPY, REDUCE */
-    uint8_t  op;        /* DPS_OP_*: the reductions */
+    uint8_t  kind;    /* DPS_STEP_* */
+    uint8_t  src_buf; /* DPS_BUF_*: SEND, COPY, REDUCE */
+    uint8_t  dst_buf; /* DPS_BUF_*: RECV, RECV_REDUCE, COPY, REDUCE */
+    uint8_t  op;      /* DPS_OP_*: the reductions */
     uint16_t round;
-    uint16_t dtype;     /* DPS_T_*: the reductions */
-    uint32_t peer;      /* communicator rank: SEND, RECV, RECV_REDUCE */
+    uint16_t dtype; /* DPS_T_*: the reductions */
+    uint32_t peer;  /* communicator rank: SEND, RECV, RECV_REDUCE */
     uint32_t pad;
-    uint64_t src_off;   /* bytes into src_buf */
-    uint64_t dst_off;   /* bytes into dst_buf */
-    uint64_t len;       /* bytes */
+    uint64_t src_off; /* bytes into src_buf */
+    uint64_t dst_off; /* bytes into dst_buf */
+    uint64_t len;     /* bytes */
 } dps_step_t;
 _Static_assert(sizeof(dps_step_t) == 40, "step layout");
 

@@ -19,7 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define SECRET_FILE_LEN (2 * DPS_SECRET_LEN + 1)  /* hex digits + '\n' */
+#define SECRET_FILE_LEN (2 * DPS_SECRET_LEN + 1) /* hex digits + '\n' */
 
 /* ------------------------------------------------------------------ */
 /* Secret files                                                       */
@@ -28,8 +28,8 @@
 const char *dps_secret_dir_default(char *buf, size_t len)
 {
     const char *tmp = getenv("TMPDIR");
-    size_t n;
-    int w;
+    size_t      n;
+    int         w;
 
     if (tmp == NULL || *tmp == '\0') {
         tmp = "/tmp";
@@ -48,7 +48,7 @@ const char *dps_secret_dir_default(char *buf, size_t len)
 static int dir_open(const char *dir, int *rc, char *err, size_t errlen)
 {
     struct stat st;
-    int fd;
+    int         fd;
 
     fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) {
@@ -56,8 +56,10 @@ static int dir_open(const char *dir, int *rc, char *err, size_t errlen)
             dps_seterr(err, errlen, "no secret directory %s", dir);
             *rc = DPS_ERR_INVALID;
         } else if (errno == ELOOP || errno == ENOTDIR) {
-            dps_seterr(err, errlen, "secret directory %s is a symbolic link "
-                       "or not a directory", dir);
+            dps_seterr(err, errlen,
+                       "secret directory %s is a symbolic link "
+                       "or not a directory",
+                       dir);
             *rc = DPS_ERR_INVALID;
         } else {
             dps_seterr(err, errlen, "cannot open secret directory %s: %s", dir,
@@ -72,14 +74,18 @@ static int dir_open(const char *dir, int *rc, char *err, size_t errlen)
         goto err_close;
     }
     if (st.st_uid != geteuid()) {
-        dps_seterr(err, errlen, "secret directory %s is owned by uid %u, not "
-                   "%u", dir, (unsigned)st.st_uid, (unsigned)geteuid());
+        dps_seterr(err, errlen,
+                   "secret directory %s is owned by uid %u, not "
+                   "%u",
+                   dir, (unsigned)st.st_uid, (unsigned)geteuid());
         *rc = DPS_ERR_INVALID;
         goto err_close;
     }
     if (st.st_mode & (S_IWGRP | S_IWOTH)) {
-        dps_seterr(err, errlen, "secret directory %s is writable by group or "
-                   "others (mode %04o)", dir, (unsigned)(st.st_mode & 07777));
+        dps_seterr(err, errlen,
+                   "secret directory %s is writable by group or "
+                   "others (mode %04o)",
+                   dir, (unsigned)(st.st_mode & 07777));
         *rc = DPS_ERR_INVALID;
         goto err_close;
     }
@@ -122,9 +128,10 @@ static int key_name(const char *job, char *name, size_t len, char *err,
                     size_t errlen)
 {
     if (!dps_listen_name_ok(job)) {
-        dps_seterr(err, errlen, "invalid job name '%.80s' (1 to %d characters "
-                   "of A-Z a-z 0-9 . _ -)", job ? job : "(null)",
-                   DPS_LISTEN_NAME_MAX);
+        dps_seterr(err, errlen,
+                   "invalid job name '%.80s' (1 to %d characters "
+                   "of A-Z a-z 0-9 . _ -)",
+                   job ? job : "(null)", DPS_LISTEN_NAME_MAX);
         return DPS_ERR_INVALID;
     }
     snprintf(name, len, "%s.key", job);
@@ -134,7 +141,7 @@ static int key_name(const char *job, char *name, size_t len, char *err,
 static void hex_lower(const uint8_t *in, size_t n, char *out)
 {
     static const char digits[] = "0123456789abcdef";
-    size_t i;
+    size_t            i;
 
     for (i = 0; i < n; i++) {
         out[2 * i] = digits[in[i] >> 4];
@@ -215,7 +222,7 @@ static int secret_dir_make(const char *dir, int *created, char *err,
     *created = 0;
     if (mkdir(dir, 0700) == 0) {
         *created = 1;
-        chmod(dir, 0700);   /* whatever the umask; checked just below */
+        chmod(dir, 0700); /* whatever the umask; checked just below */
     } else if (errno != EEXIST) {
         dps_seterr(err, errlen, "cannot create secret directory %s: %s", dir,
                    strerror(errno));
@@ -236,10 +243,10 @@ static int secret_file_write(int dfd, const char *dir, const char *name,
                              size_t errlen)
 {
     char text[SECRET_FILE_LEN];
-    int rc, fd;
+    int  rc, fd;
 
-    fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
-                O_CLOEXEC, 0600);
+    fd = openat(dfd, name,
+                O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) {
         rc = (errno == EEXIST) ? DPS_ERR_INVALID : DPS_ERR_IO;
         dps_seterr(err, errlen, "cannot create %s/%s: %s", dir, name,
@@ -274,12 +281,11 @@ err_write:
 }
 
 int dps_secret_create(const char *dir, const char *job,
-                      uint8_t secret[DPS_SECRET_LEN], char *err,
-                      size_t errlen)
+                      uint8_t secret[DPS_SECRET_LEN], char *err, size_t errlen)
 {
     uint8_t s[DPS_SECRET_LEN];
-    char name[DPS_LISTEN_NAME_MAX + 8];
-    int rc, dfd, created;
+    char    name[DPS_LISTEN_NAME_MAX + 8];
+    int     rc, dfd, created;
 
     rc = key_name(job, name, sizeof(name), err, errlen);
     if (rc != DPS_OK) {
@@ -341,9 +347,10 @@ static int file_ok(int fd, const char *dir, const char *name, char *err,
         return DPS_ERR_INVALID;
     }
     if (st.st_mode & 077) {
-        dps_seterr(err, errlen, "secret file %s/%s is open to group or others "
-                   "(mode %04o, expected 0600)", dir, name,
-                   (unsigned)(st.st_mode & 07777));
+        dps_seterr(err, errlen,
+                   "secret file %s/%s is open to group or others "
+                   "(mode %04o, expected 0600)",
+                   dir, name, (unsigned)(st.st_mode & 07777));
         return DPS_ERR_INVALID;
     }
     return DPS_OK;
@@ -353,11 +360,11 @@ int dps_secret_check(const char *dir, const char *job,
                      const uint8_t secret[DPS_SECRET_LEN], char *err,
                      size_t errlen)
 {
-    uint8_t want[DPS_SECRET_LEN];
-    char name[DPS_LISTEN_NAME_MAX + 8], text[SECRET_FILE_LEN + 1];
+    uint8_t          want[DPS_SECRET_LEN];
+    char             name[DPS_LISTEN_NAME_MAX + 8], text[SECRET_FILE_LEN + 1];
     volatile uint8_t diff = 0;
-    size_t off = 0, i;
-    int rc, dfd, fd;
+    size_t           off = 0, i;
+    int              rc, dfd, fd;
 
     rc = key_name(job, name, sizeof(name), err, errlen);
     if (rc != DPS_OK) {
@@ -376,8 +383,8 @@ int dps_secret_check(const char *dir, const char *job,
             return DPS_ERR_INVALID;
         }
         if (errno == ELOOP) {
-            dps_seterr(err, errlen, "secret file %s/%s is a symbolic link", dir,
-                       name);
+            dps_seterr(err, errlen, "secret file %s/%s is a symbolic link",
+                       dir, name);
             return DPS_ERR_INVALID;
         }
         dps_seterr(err, errlen, "cannot open secret file %s/%s: %s", dir, name,
@@ -409,9 +416,10 @@ int dps_secret_check(const char *dir, const char *job,
     }
     if (off != SECRET_FILE_LEN || text[SECRET_FILE_LEN - 1] != '\n' ||
         unhex_lower(text, DPS_SECRET_LEN, want) != 0) {
-        dps_seterr(err, errlen, "secret file %s/%s is malformed (expected %d "
-                   "lowercase hex digits and a newline)", dir, name,
-                   2 * DPS_SECRET_LEN);
+        dps_seterr(err, errlen,
+                   "secret file %s/%s is malformed (expected %d "
+                   "lowercase hex digits and a newline)",
+                   dir, name, 2 * DPS_SECRET_LEN);
         goto out;
     }
     /* Constant time: how much of the secret matched must not leak. */

@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #define WRAP_MARK 0xffffffffu
-#define HDR       8u   /* u32 length, u32 zero; keeps payloads 8-aligned */
+#define HDR       8u /* u32 length, u32 zero; keeps payloads 8-aligned */
 
 _Static_assert((DPS_SHM_MSG_RING & (DPS_SHM_MSG_RING - 1)) == 0,
                "ring size a power of two");
@@ -32,7 +32,7 @@ static size_t align8(size_t n)
 dps_shm_t *dps_shm_create(uint32_t rank, int *fd)
 {
     dps_shm_t *s;
-    int f = memfd_create("dpushim", MFD_CLOEXEC);
+    int        f = memfd_create("dpushim", MFD_CLOEXEC);
 
     if (f < 0) {
         return NULL;
@@ -40,8 +40,8 @@ dps_shm_t *dps_shm_create(uint32_t rank, int *fd)
     if (ftruncate(f, (off_t)sizeof(dps_shm_t)) != 0) {
         goto err_close;
     }
-    s = mmap(NULL, sizeof(dps_shm_t), PROT_READ | PROT_WRITE, MAP_SHARED,
-             f, 0);
+    s = mmap(NULL, sizeof(dps_shm_t), PROT_READ | PROT_WRITE, MAP_SHARED, f,
+             0);
     if (s == MAP_FAILED) {
         goto err_close;
     }
@@ -53,23 +53,22 @@ dps_shm_t *dps_shm_create(uint32_t rank, int *fd)
     *fd = f;
     return s;
 
-err_close:
-    {
-        int e = errno;
+err_close : {
+    int e = errno;
 
-        close(f);
-        errno = e;
-    }
+    close(f);
+    errno = e;
+}
     return NULL;
 }
 
 dps_shm_t *dps_shm_attach(int pid, int fd, uint32_t rank, char *err,
                           size_t err_len)
 {
-    char path[64];
+    char        path[64];
     struct stat st;
-    dps_shm_t *s;
-    int f;
+    dps_shm_t  *s;
+    int         f;
 
     snprintf(path, sizeof(path), "/proc/%d/fd/%d", pid, fd);
     f = open(path, O_RDWR | O_CLOEXEC);
@@ -78,13 +77,13 @@ dps_shm_t *dps_shm_attach(int pid, int fd, uint32_t rank, char *err,
         return NULL;
     }
     if (fstat(f, &st) != 0 || st.st_size != (off_t)sizeof(dps_shm_t)) {
-        snprintf(err, err_len, "%s: not a dpushim segment of %zu bytes",
-                 path, sizeof(dps_shm_t));
+        snprintf(err, err_len, "%s: not a dpushim segment of %zu bytes", path,
+                 sizeof(dps_shm_t));
         close(f);
         return NULL;
     }
-    s = mmap(NULL, sizeof(dps_shm_t), PROT_READ | PROT_WRITE, MAP_SHARED,
-             f, 0);
+    s = mmap(NULL, sizeof(dps_shm_t), PROT_READ | PROT_WRITE, MAP_SHARED, f,
+             0);
     close(f);
     if (s == MAP_FAILED) {
         snprintf(err, err_len, "mmap %s: %s", path, strerror(errno));
@@ -93,8 +92,10 @@ dps_shm_t *dps_shm_attach(int pid, int fd, uint32_t rank, char *err,
     if (__atomic_load_n(&s->magic, __ATOMIC_ACQUIRE) != DPS_SHM_MAGIC ||
         s->version != DPS_SHM_VERSION || s->size != sizeof(dps_shm_t) ||
         s->rank != rank) {
-        snprintf(err, err_len, "%s: bad header (magic %#x, version %u, "
-                 "rank %u)", path, s->magic, s->version, s->rank);
+        snprintf(err, err_len,
+                 "%s: bad header (magic %#x, version %u, "
+                 "rank %u)",
+                 path, s->magic, s->version, s->rank);
         munmap(s, sizeof(dps_shm_t));
         return NULL;
     }
@@ -112,7 +113,7 @@ int dps_shm_msg_put(dps_ring_pos_t *pos, uint8_t *buf, const void *msg,
                     size_t len)
 {
     uint64_t tail = pos->tail, head;
-    size_t need = HDR + align8(len), off, to_end, total;
+    size_t   need = HDR + align8(len), off, to_end, total;
     uint32_t hdr[2] = {(uint32_t)len, 0};
 
     if (len == 0 || len > DPS_SHM_MAX_MSG) {
@@ -145,7 +146,7 @@ long dps_shm_msg_get(dps_ring_pos_t *pos, const uint8_t *buf, void *out,
 {
     uint64_t head = pos->head;
     uint64_t tail = __atomic_load_n(&pos->tail, __ATOMIC_ACQUIRE);
-    size_t off, need;
+    size_t   off, need;
     uint32_t len;
 
     if (tail - head > DPS_SHM_MSG_RING) {
@@ -159,14 +160,14 @@ long dps_shm_msg_get(dps_ring_pos_t *pos, const uint8_t *buf, void *out,
     if (len == WRAP_MARK) {
         head += DPS_SHM_MSG_RING - off;
         if (head == tail) {
-            return -1;   /* a mark is always followed by a message */
+            return -1; /* a mark is always followed by a message */
         }
         off = 0;
         memcpy(&len, buf, sizeof(len));
     }
     need = HDR + align8(len);
-    if (len == 0 || len > DPS_SHM_MAX_MSG || len > cap ||
-        need > tail - head || off + need > DPS_SHM_MSG_RING) {
+    if (len == 0 || len > DPS_SHM_MAX_MSG || len > cap || need > tail - head ||
+        off + need > DPS_SHM_MSG_RING) {
         return -1;
     }
     memcpy(out, buf + off + HDR, len);
@@ -187,30 +188,30 @@ int dps_shm_msg_empty(const dps_ring_pos_t *pos)
 }
 
 /* Fixed-size rings: the slot of position p is p % DPS_SHM_CMD_SLOTS. */
-#define FIXED_PUT(pos, arr, item)                                          \
-    do {                                                                   \
-        uint64_t t_ = (pos)->tail;                                         \
-        uint64_t h_ = __atomic_load_n(&(pos)->head, __ATOMIC_ACQUIRE);     \
-                                                                           \
-        if (t_ - h_ >= DPS_SHM_CMD_SLOTS) {                                \
-            return 0;                                                      \
-        }                                                                  \
-        (arr)[t_ % DPS_SHM_CMD_SLOTS] = *(item);                           \
-        __atomic_store_n(&(pos)->tail, t_ + 1, __ATOMIC_RELEASE);          \
-        return 1;                                                          \
+#define FIXED_PUT(pos, arr, item)                                      \
+    do {                                                               \
+        uint64_t t_ = (pos)->tail;                                     \
+        uint64_t h_ = __atomic_load_n(&(pos)->head, __ATOMIC_ACQUIRE); \
+                                                                       \
+        if (t_ - h_ >= DPS_SHM_CMD_SLOTS) {                            \
+            return 0;                                                  \
+        }                                                              \
+        (arr)[t_ % DPS_SHM_CMD_SLOTS] = *(item);                       \
+        __atomic_store_n(&(pos)->tail, t_ + 1, __ATOMIC_RELEASE);      \
+        return 1;                                                      \
     } while (0)
 
-#define FIXED_GET(pos, arr, item)                                          \
-    do {                                                                   \
-        uint64_t h_ = (pos)->head;                                         \
-        uint64_t t_ = __atomic_load_n(&(pos)->tail, __ATOMIC_ACQUIRE);     \
-                                                                           \
-        if (h_ == t_ || t_ - h_ > DPS_SHM_CMD_SLOTS) {                     \
-            return 0;                                                      \
-        }                                                                  \
-        *(item) = (arr)[h_ % DPS_SHM_CMD_SLOTS];                           \
-        __atomic_store_n(&(pos)->head, h_ + 1, __ATOMIC_RELEASE);          \
-        return 1;                                                          \
+#define FIXED_GET(pos, arr, item)                                      \
+    do {                                                               \
+        uint64_t h_ = (pos)->head;                                     \
+        uint64_t t_ = __atomic_load_n(&(pos)->tail, __ATOMIC_ACQUIRE); \
+                                                                       \
+        if (h_ == t_ || t_ - h_ > DPS_SHM_CMD_SLOTS) {                 \
+            return 0;                                                  \
+        }                                                              \
+        *(item) = (arr)[h_ % DPS_SHM_CMD_SLOTS];                       \
+        __atomic_store_n(&(pos)->head, h_ + 1, __ATOMIC_RELEASE);      \
+        return 1;                                                      \
     } while (0)
 
 int dps_shm_cmd_put(dps_shm_t *s, const dps_cmd_t *c)
@@ -241,8 +242,7 @@ int dps_shm_cmd_ready(const dps_shm_t *s)
 
 void dps_shm_futex_wait(uint32_t *word, uint32_t val, long timeout_ns)
 {
-    struct timespec ts = {timeout_ns / 1000000000L,
-                          timeout_ns % 1000000000L};
+    struct timespec ts = {timeout_ns / 1000000000L, timeout_ns % 1000000000L};
 
     /* Shared (not PRIVATE): the word is in a segment of two processes. */
     syscall(SYS_futex, word, FUTEX_WAIT, val, timeout_ns > 0 ? &ts : NULL,

@@ -25,16 +25,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define DPS_SHM_MAGIC    0x4d485344u   /* "DSHM" */
-#define DPS_SHM_VERSION  1
-#define DPS_SHM_MSG_RING (256u * 1024) /* bytes of each message ring */
-#define DPS_SHM_CMD_SLOTS 1024u        /* entries of the cmd/done rings */
-#define DPS_SHM_MAX_MSG  (DPS_SHM_MSG_RING / 4) /* larger: use UCX */
+#define DPS_SHM_MAGIC     0x4d485344u /* "DSHM" */
+#define DPS_SHM_VERSION   1
+#define DPS_SHM_MSG_RING  (256u * 1024) /* bytes of each message ring */
+#define DPS_SHM_CMD_SLOTS 1024u         /* entries of the cmd/done rings */
+#define DPS_SHM_MAX_MSG   (DPS_SHM_MSG_RING / 4) /* larger: use UCX */
 
 /* Engine commands. */
 enum {
-    DPS_CMD_READ = 1,   /* copy len bytes: src_pid's src_addr -> dst_addr */
-    DPS_CMD_STOP,       /* agent going away: take no further command */
+    DPS_CMD_READ = 1,    /* copy len bytes: src_pid's src_addr -> dst_addr */
+    DPS_CMD_STOP,        /* agent going away: take no further command */
     DPS_CMD_READ_REDUCE, /* dst = src (rop) dst, elements of dtype
                           * (dps_sched.h): read and reduce */
     DPS_CMD_READ_GATHER  /* as READ, from a gathered region: bytes
@@ -43,51 +43,51 @@ enum {
 };
 
 typedef struct dps_cmd {
-    uint64_t id;        /* echoed in the done entry; the agent's own */
-    uint32_t op;        /* DPS_CMD_* */
-    uint32_t src_pid;   /* process to read from (our own: a memcpy) */
+    uint64_t id;      /* echoed in the done entry; the agent's own */
+    uint32_t op;      /* DPS_CMD_* */
+    uint32_t src_pid; /* process to read from (our own: a memcpy) */
     uint64_t src_addr;
-    uint64_t dst_addr;  /* in the rank's own memory */
+    uint64_t dst_addr; /* in the rank's own memory */
     uint64_t len;
-    uint16_t rop;       /* READ_REDUCE: DPS_OP_* */
-    uint16_t dtype;     /* READ_REDUCE: DPS_T_* */
+    uint16_t rop;   /* READ_REDUCE: DPS_OP_* */
+    uint16_t dtype; /* READ_REDUCE: DPS_T_* */
     uint32_t pad;
-    uint64_t src_map;   /* READ_GATHER: the source's segments (dps_seg_t,
-                         * in its memory), src_addr being a packed offset */
+    uint64_t src_map; /* READ_GATHER: the source's segments (dps_seg_t,
+                       * in its memory), src_addr being a packed offset */
     uint64_t src_nmap;
 } dps_cmd_t;
 _Static_assert(sizeof(dps_cmd_t) == 64, "cmd layout");
 
 typedef struct dps_done {
     uint64_t id;
-    int32_t  status;    /* DPS_OK or DPS_ERR_IO */
+    int32_t  status; /* DPS_OK or DPS_ERR_IO */
     uint32_t pad;
 } dps_done_t;
 _Static_assert(sizeof(dps_done_t) == 16, "done layout");
 
 /* Positions are free-running counters; the slot is pos % size. */
 typedef struct dps_ring_pos {
-    _Alignas(64) uint64_t head;   /* consumer's */
-    _Alignas(64) uint64_t tail;   /* producer's */
+    _Alignas(64) uint64_t head; /* consumer's */
+    _Alignas(64) uint64_t tail; /* producer's */
 } dps_ring_pos_t;
 
 typedef struct dps_shm {
-    uint32_t       magic;
-    uint32_t       version;
-    uint64_t       size;              /* of the whole segment */
-    uint32_t       rank;              /* world rank that made it */
-    uint32_t       attached;          /* set by the agent once mapped */
-    uint32_t       engine_up;         /* the rank's engine takes commands */
-    uint32_t       pad;
+    uint32_t magic;
+    uint32_t version;
+    uint64_t size;      /* of the whole segment */
+    uint32_t rank;      /* world rank that made it */
+    uint32_t attached;  /* set by the agent once mapped */
+    uint32_t engine_up; /* the rank's engine takes commands */
+    uint32_t pad;
     _Alignas(64) uint32_t agent_sleeping;  /* agent is (about to be) asleep */
     _Alignas(64) uint32_t rank_sleeping;   /* rank waits, asleep */
     _Alignas(64) uint32_t engine_sleeping; /* engine asleep on engine_wake */
     _Alignas(64) uint32_t engine_wake;     /* futex word: bumped to wake it */
     dps_ring_pos_t to_agent, to_rank, cmd, done;
     _Alignas(64) uint8_t to_agent_buf[DPS_SHM_MSG_RING];
-    uint8_t        to_rank_buf[DPS_SHM_MSG_RING];
-    dps_cmd_t      cmd_buf[DPS_SHM_CMD_SLOTS];
-    dps_done_t     done_buf[DPS_SHM_CMD_SLOTS];
+    uint8_t    to_rank_buf[DPS_SHM_MSG_RING];
+    dps_cmd_t  cmd_buf[DPS_SHM_CMD_SLOTS];
+    dps_done_t done_buf[DPS_SHM_CMD_SLOTS];
 } dps_shm_t;
 
 /*
@@ -115,9 +115,9 @@ int  dps_shm_msg_put(dps_ring_pos_t *pos, uint8_t *buf, const void *msg,
 long dps_shm_msg_get(dps_ring_pos_t *pos, const uint8_t *buf, void *out,
                      size_t cap);
 /* Is there a message to take? (a load) */
-int  dps_shm_msg_ready(const dps_ring_pos_t *pos);
+int dps_shm_msg_ready(const dps_ring_pos_t *pos);
 /* Nothing left for the consumer (the producer may wait for this). */
-int  dps_shm_msg_empty(const dps_ring_pos_t *pos);
+int dps_shm_msg_empty(const dps_ring_pos_t *pos);
 
 /* Command and done rings: 1 if put (0: full); 1 if got (0: empty). */
 int dps_shm_cmd_put(dps_shm_t *s, const dps_cmd_t *c);

@@ -4,19 +4,19 @@
 #define DPS_STATUS_H
 
 typedef enum {
-    DPS_OK           = 0,
-    DPS_ERR_INVALID  = -1,  /* bad argument, value or message */
-    DPS_ERR_NOMEM    = -2,
-    DPS_ERR_IO       = -3,  /* a system call failed */
-    DPS_ERR_UCX      = -4,  /* a UCX call failed */
-    DPS_ERR_TIMEOUT  = -5,
-    DPS_ERR_PROTO    = -6,  /* malformed or unexpected wire message */
-    DPS_ERR_DEAD     = -7,  /* the peer (agent or rank) is gone */
-    DPS_ERR_UNSUPP   = -8,
-    DPS_ERR_AGAIN    = -9,  /* not now: handle again later */
+    DPS_OK = 0,
+    DPS_ERR_INVALID = -1, /* bad argument, value or message */
+    DPS_ERR_NOMEM = -2,
+    DPS_ERR_IO = -3,  /* a system call failed */
+    DPS_ERR_UCX = -4, /* a UCX call failed */
+    DPS_ERR_TIMEOUT = -5,
+    DPS_ERR_PROTO = -6, /* malformed or unexpected wire message */
+    DPS_ERR_DEAD = -7,  /* the peer (agent or rank) is gone */
+    DPS_ERR_UNSUPP = -8,
+    DPS_ERR_AGAIN = -9,     /* not now: handle again later */
     DPS_ERR_MISMATCH = -10, /* ranks' arguments to one collective differ */
-    DPS_ERR_ARG      = -11, /* a rank's own arguments are erroneous */
-    DPS_ERR_BUFFER   = -12  /* a rank's buffers alias (no MPI_IN_PLACE) */
+    DPS_ERR_ARG = -11,      /* a rank's own arguments are erroneous */
+    DPS_ERR_BUFFER = -12    /* a rank's buffers alias (no MPI_IN_PLACE) */
 } dps_status_t;
 
 /* Short lower-case name of a status, for log messages. */

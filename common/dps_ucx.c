@@ -73,7 +73,7 @@ unsigned dps_inmsg_retry(dps_inmsg_t **deferred,
         while ((m = list) != NULL) {
             list = m->next;
             if (handle(ctx, m)) {
-                m->next = *deferred;    /* newest first again */
+                m->next = *deferred; /* newest first again */
                 *deferred = m;
                 continue;
             }
@@ -109,8 +109,8 @@ static void rndv_done(void *request, ucs_status_t status, size_t length,
 }
 
 static ucs_status_t am_handler(void *arg, const void *header,
-                               size_t header_length, void *data,
-                               size_t length, const ucp_am_recv_param_t *prm)
+                               size_t header_length, void *data, size_t length,
+                               const ucp_am_recv_param_t *prm)
 {
     dps_inbox_t *box = arg;
     dps_inmsg_t *m;
@@ -125,8 +125,8 @@ static ucs_status_t am_handler(void *arg, const void *header,
     m->len = length;
     if (prm->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) {
         ucp_request_param_t rp;
-        rndv_ctx_t *ctx = malloc(sizeof(*ctx));
-        ucs_status_ptr_t req;
+        rndv_ctx_t         *ctx = malloc(sizeof(*ctx));
+        ucs_status_ptr_t    req;
 
         if (ctx == NULL) {
             free(m);
@@ -135,8 +135,8 @@ static ucs_status_t am_handler(void *arg, const void *header,
         ctx->box = box;
         ctx->msg = m;
         memset(&rp, 0, sizeof(rp));
-        rp.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-                          UCP_OP_ATTR_FIELD_USER_DATA;
+        rp.op_attr_mask =
+            UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
         rp.cb.recv_am = rndv_done;
         rp.user_data = ctx;
         req = ucp_am_recv_data_nbx(box->worker, data, m->data, length, &rp);
@@ -160,9 +160,9 @@ static ucs_status_t am_handler(void *arg, const void *header,
 
 int dps_have_rdma(void)
 {
-    DIR *d = opendir("/sys/class/infiniband");
+    DIR           *d = opendir("/sys/class/infiniband");
     struct dirent *e;
-    int n = 0;
+    int            n = 0;
 
     while (d != NULL && (e = readdir(d)) != NULL) {
         n += e->d_name[0] != '.';
@@ -175,11 +175,11 @@ int dps_have_rdma(void)
 
 int dps_ucx_open(dps_ucx_t *u, ucs_thread_mode_t mode)
 {
-    ucp_params_t params;
-    ucp_worker_params_t wparams;
+    ucp_params_t           params;
+    ucp_worker_params_t    wparams;
     ucp_am_handler_param_t am;
-    ucp_config_t *config;
-    ucs_status_t st;
+    ucp_config_t          *config;
+    ucs_status_t           st;
 
     memset(u, 0, sizeof(*u));
     u->efd = -1;
@@ -231,8 +231,7 @@ int dps_ucx_open(dps_ucx_t *u, ucs_thread_mode_t mode)
     am.arg = &u->inbox;
     st = ucp_worker_set_am_recv_handler(u->worker, &am);
     if (st != UCS_OK) {
-        dps_error("ucp_worker_set_am_recv_handler: %s",
-                  ucs_status_string(st));
+        dps_error("ucp_worker_set_am_recv_handler: %s", ucs_status_string(st));
         goto err_worker;
     }
     return DPS_OK;
@@ -274,11 +273,10 @@ static void send_done(void *request, ucs_status_t status, void *user_data)
 int dps_ucx_send(ucp_ep_h ep, void *msg, size_t len)
 {
     ucp_request_param_t rp;
-    ucs_status_ptr_t req;
+    ucs_status_ptr_t    req;
 
     memset(&rp, 0, sizeof(rp));
-    rp.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-                      UCP_OP_ATTR_FIELD_USER_DATA;
+    rp.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
     rp.cb.send = send_done;
     rp.user_data = msg;
     req = ucp_am_send_nbx(ep, DPS_AM_ID, NULL, 0, msg, len, &rp);
@@ -297,7 +295,7 @@ int dps_ucx_send(ucp_ep_h ep, void *msg, size_t len)
 
 int dps_ucx_wait(ucp_worker_h worker, ucs_status_ptr_t req, int timeout_ms)
 {
-    double deadline = dps_now() + timeout_ms / 1000.0;
+    double       deadline = dps_now() + timeout_ms / 1000.0;
     ucs_status_t st;
 
     if (req == NULL) {
@@ -319,11 +317,10 @@ int dps_ucx_wait(ucp_worker_h worker, ucs_status_ptr_t req, int timeout_ms)
 }
 
 int dps_ucx_ep_create(ucp_worker_h worker, const void *addr,
-                      ucp_err_handler_cb_t err_cb, void *err_arg,
-                      ucp_ep_h *ep)
+                      ucp_err_handler_cb_t err_cb, void *err_arg, ucp_ep_h *ep)
 {
     ucp_ep_params_t ep_params;
-    ucs_status_t st;
+    ucs_status_t    st;
 
     memset(&ep_params, 0, sizeof(ep_params));
     ep_params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
@@ -358,9 +355,9 @@ void dps_ucx_ep_close(ucp_worker_h worker, ucp_ep_h ep, int timeout_ms)
 
 void dps_hex_encode(const void *buf, size_t len, char *out)
 {
-    static const char digits[] = "0123456789abcdef";
+    static const char    digits[] = "0123456789abcdef";
     const unsigned char *p = buf;
-    size_t i;
+    size_t               i;
 
     for (i = 0; i < len; i++) {
         out[2 * i] = digits[p[i] >> 4];
@@ -386,7 +383,7 @@ static int hexval(char c)
 long dps_hex_decode(const char *hex, void *out, size_t out_len)
 {
     unsigned char *p = out;
-    size_t n = strlen(hex), i;
+    size_t         n = strlen(hex), i;
 
     if (n % 2 != 0 || n / 2 > out_len) {
         return -1;
@@ -409,16 +406,16 @@ static socklen_t kick_addr(int a, int b, struct sockaddr_un *sa)
     memset(sa, 0, sizeof(*sa));
     sa->sun_family = AF_UNIX;
     /* Abstract name: nothing in the file system to clean up. */
-    n = snprintf(sa->sun_path + 1, sizeof(sa->sun_path) - 1,
-                 "dpushim-%d.%d", a, b);
+    n = snprintf(sa->sun_path + 1, sizeof(sa->sun_path) - 1, "dpushim-%d.%d",
+                 a, b);
     return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
 }
 
 int dps_kick_open(int a, int b)
 {
     struct sockaddr_un sa;
-    socklen_t len = kick_addr(a, b, &sa);
-    int fd;
+    socklen_t          len = kick_addr(a, b, &sa);
+    int                fd;
 
     fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
@@ -436,9 +433,9 @@ int dps_kick_open(int a, int b)
 void dps_kick(int a, int b)
 {
     static __thread int fd = -1;
-    struct sockaddr_un sa;
-    socklen_t len;
-    char byte = 0;
+    struct sockaddr_un  sa;
+    socklen_t           len;
+    char                byte = 0;
 
     if (a <= 0) {
         return;

@@ -21,14 +21,14 @@ typedef struct dps_inmsg {
 typedef struct dps_inbox {
     dps_inmsg_t *head, *tail;
     ucp_worker_h worker;
-    unsigned     rndv_pending;  /* rendezvous receives in flight */
+    unsigned     rndv_pending; /* rendezvous receives in flight */
 } dps_inbox_t;
 
 typedef struct dps_ucx {
     ucp_context_h context;
     ucp_worker_h  worker;
     dps_inbox_t   inbox;
-    int           efd;          /* worker event fd, -1 if unsupported */
+    int           efd; /* worker event fd, -1 if unsupported */
 } dps_ucx_t;
 
 /*
@@ -94,7 +94,6 @@ long dps_hex_decode(const char *hex, void *out, size_t out_len);
 /* Monotonic time in seconds. */
 double dps_now(void);
 
-
 /*
  * Wake-up channels between processes of one host: abstract UNIX datagram
  * sockets. UCX's own wake-up (the worker event fd) can miss shared-memory
@@ -103,8 +102,8 @@ double dps_now(void);
  * agent index) for the other agents; a rank is (pid, DPS_KICK_RANK).
  * Returns the bound socket or -1.
  */
-#define DPS_KICK_AGENT  (-1)
-#define DPS_KICK_RANK   (-2)
+#define DPS_KICK_AGENT (-1)
+#define DPS_KICK_RANK  (-2)
 
 int dps_kick_open(int a, int b);
 

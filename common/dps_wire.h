@@ -19,7 +19,6 @@ size_t dps_msg_post_body(const dps_msg_post_t *f);
 
 /* A rank and its token (HELLO, PING, SHM): 1 if sane (a rank below
  * DPS_MAX_RANKS; token and its address both 0, or both not). */
-int dps_msg_token_ok(uint32_t world_rank, uint64_t token_addr,
-                     uint64_t token);
+int dps_msg_token_ok(uint32_t world_rank, uint64_t token_addr, uint64_t token);
 
 #endif

@@ -52,14 +52,14 @@
 #define ALLTOALL_INIT MPI_Alltoall_init
 #endif
 
-#define TOL 1e-9        /* max abs error relative to the max |value| */
-#define SERIAL_MAX_N 32 /* -c auto: serial comparison up to this N */
-#define NSLOT 8         /* FFT slots: 4 transposes x (pre, post) */
+#define TOL          1e-9 /* max abs error relative to the max |value| */
+#define SERIAL_MAX_N 32   /* -c auto: serial comparison up to this N */
+#define NSLOT        8    /* FFT slots: 4 transposes x (pre, post) */
 
 typedef fftw_complex cplx;
 
 struct opts {
-    int n, p1, p2, k, gpu, persistent, steps, check, dtype;
+    int    n, p1, p2, k, gpu, persistent, steps, check, dtype;
     double factor;
     double fft_ms; /* gpu-like: the FFTs' time per step, given (-t), or 0:
                     * measured in the warm-up step */
@@ -68,17 +68,17 @@ struct opts {
 /* Element (p, c, u, v) of a transpose's buffer, p the peer, c the free
  * index, u, v < nuv the block: its place in a layout, by strides. */
 struct side {
-    int in_b;               /* layout B, else A or C (shared storage) */
+    int    in_b; /* layout B, else A or C (shared storage) */
     size_t sp, sc, su, sv;
 };
 
 /* The 1-D FFTs done per chunk: which lines (see fft_chunk()), all
  * offsets and strides in elements. */
 struct lines {
-    int in_b;
-    size_t no, so;      /* outer loop: count, stride */
-    size_t cs, hpc;     /* per chunk index: stride, lines */
-    size_t st, ds;      /* a line's element stride, next line's distance */
+    int    in_b;
+    size_t no, so;  /* outer loop: count, stride */
+    size_t cs, hpc; /* per chunk index: stride, lines */
+    size_t st, ds;  /* a line's element stride, next line's distance */
 };
 
 #define MAXPLAN 64
@@ -86,8 +86,8 @@ struct lines {
 /* A planned batch of lines (FFTW's advanced interface), reused on any
  * array with the same shape (FFTW_UNALIGNED). */
 struct plan {
-    int hm, sign;
-    size_t st, ds;
+    int       hm, sign;
+    size_t    st, ds;
     fftw_plan p;
 };
 
@@ -95,47 +95,49 @@ struct plan {
  * the FFTs around it. */
 
 struct xpose {
-    int id;            /* 0..3: T1f, T2f, T2b, T1b */
-    MPI_Comm comm;
-    int np;            /* ranks in comm */
-    int nfree;         /* length of the chunked dimension */
-    size_t per_free;   /* elements per peer and free index */
+    int                 id; /* 0..3: T1f, T2f, T2b, T1b */
+    MPI_Comm            comm;
+    int                 np;         /* ranks in comm */
+    int                 nfree;      /* length of the chunked dimension */
+    size_t              per_free;   /* elements per peer and free index */
     const struct lines *pre, *post; /* FFTs before the pack, after the
                                      * unpack, or NULL */
-    int sign;
-    int nuv;           /* block side: b for T1, a for T2 */
-    struct side pack, unpack;
+    int                 sign;
+    int                 nuv; /* block side: b for T1, a for T2 */
+    struct side         pack, unpack;
     /* -d: the send and receive sides' types (index into fft.ty, per
      * chunk) and elements per chunk index on both sides. */
-    int sty, rty;
+    int    sty, rty;
     size_t coff;
 };
 
 struct fft {
     struct opts o;
-    int rank, r1, r2, a, b;
-    size_t len;             /* local elements */
-    MPI_Comm row, col;
-    cplx *ac, *bb, *sbuf, *rbuf; /* A and C share storage (never live
-                                  * together), B, the alltoall buffers */
-    struct plan plan[MAXPLAN]; /* the batches of lines, planned as met */
-    int nplan;
-    MPI_Datatype *ty;       /* -d: 4 x K, per chunk: T1 on A, on B, T2 on
-                             * B, on C */
-    struct xpose t[4];
-    struct lines ln[4];     /* what t[] FFTs */
-    MPI_Request *req;       /* 4 x K persistent requests, or NULL */
-    double *fft_ns;         /* NSLOT x K: measured chunk FFT times */
-    int measure;            /* record fft_ns in this step */
-    int sleep_fft;          /* gpu-like: sleep fft_ns x factor */
-    double wait_s;          /* time inside MPI_Wait this step */
-    double move_s;          /* time packing and unpacking this step */
-    double call_s;          /* time starting the alltoalls this step */
+    int         rank, r1, r2, a, b;
+    size_t      len; /* local elements */
+    MPI_Comm    row, col;
+    /* A and C share storage (never live together), B, the alltoall
+     * buffers */
+    cplx         *ac, *bb, *sbuf, *rbuf;
+    struct plan   plan[MAXPLAN]; /* the batches of lines, planned as met */
+    int           nplan;
+    MPI_Datatype *ty; /* -d: 4 x K, per chunk: T1 on A, on B, T2 on
+                       * B, on C */
+    struct xpose  t[4];
+    struct lines  ln[4];     /* what t[] FFTs */
+    MPI_Request  *req;       /* 4 x K persistent requests, or NULL */
+    double       *fft_ns;    /* NSLOT x K: measured chunk FFT times */
+    int           measure;   /* record fft_ns in this step */
+    int           sleep_fft; /* gpu-like: sleep fft_ns x factor */
+    double        wait_s;    /* time inside MPI_Wait this step */
+    double        move_s;    /* time packing and unpacking this step */
+    double        call_s;    /* time starting the alltoalls this step */
 };
 
 static void usage(FILE *out)
 {
-    fprintf(out,
+    fprintf(
+        out,
         "usage: fft3d [-n N] [-g P1xP2] [-k K] [-m cpu|gpu-like] [-f F]\n"
         "             [-t MS] [-M] [-p|--persistent] [-d|--datatypes]\n"
         "             [-s STEPS] [-c auto|serial|input]\n"
@@ -168,11 +170,10 @@ static void usage(FILE *out)
 static int parse_pos(const char *s, const char *what, int *out)
 {
     char *end;
-    long v = strtol(s, &end, 10);
+    long  v = strtol(s, &end, 10);
 
     if (*s == '\0' || *end != '\0' || v <= 0 || v > 1 << 20) {
-        fprintf(stderr, "fft3d: bad %s '%s' (a positive integer)\n", what,
-                s);
+        fprintf(stderr, "fft3d: bad %s '%s' (a positive integer)\n", what, s);
         return -1;
     }
     *out = (int)v;
@@ -193,8 +194,7 @@ static int parse_mode(struct opts *o, const char *m, const char *c)
     } else if (strcmp(c, "input") == 0) {
         o->check = 2;
     } else {
-        fprintf(stderr, "fft3d: bad check -c '%s' (auto, serial, input)\n",
-                c);
+        fprintf(stderr, "fft3d: bad check -c '%s' (auto, serial, input)\n", c);
         return -1;
     }
     return 0;
@@ -204,16 +204,16 @@ static int parse_mode(struct opts *o, const char *m, const char *c)
  * naming the bad argument. */
 static int parse_args(int argc, char **argv, int size, struct opts *o)
 {
-    static const struct option lo[] = {
-        {"persistent", no_argument, NULL, 'p'},
-        {"datatypes", no_argument, NULL, 'd'},
-        {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
-    const char *mode = NULL, *check = NULL, *grid = NULL;
-    char *end, extra;
-    int c, bad = 0;
+    static const struct option lo[] = {{"persistent", no_argument, NULL, 'p'},
+                                       {"datatypes", no_argument, NULL, 'd'},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {NULL, 0, NULL, 0}};
+    const char                *mode = NULL, *check = NULL, *grid = NULL;
+    char                      *end, extra;
+    int                        c, bad = 0;
 
-    *o = (struct opts){.n = 32, .p1 = 1, .p2 = size, .k = 1, .steps = 10,
-                       .factor = 1.0};
+    *o = (struct opts){
+        .n = 32, .p1 = 1, .p2 = size, .k = 1, .steps = 10, .factor = 1.0};
     while (!bad && (c = getopt_long(argc, argv, "n:g:k:m:f:t:pds:c:Mh", lo,
                                     NULL)) != -1) {
         switch (c) {
@@ -247,8 +247,7 @@ static int parse_args(int argc, char **argv, int size, struct opts *o)
     }
     if (bad || optind < argc || parse_mode(o, mode, check) != 0) {
         if (optind < argc) {
-            fprintf(stderr, "fft3d: unexpected argument '%s'\n",
-                    argv[optind]);
+            fprintf(stderr, "fft3d: unexpected argument '%s'\n", argv[optind]);
         }
         usage(stderr);
         return -1;
@@ -259,18 +258,24 @@ static int parse_args(int argc, char **argv, int size, struct opts *o)
         return -1;
     }
     if (o->p1 * o->p2 != size) {
-        fprintf(stderr, "fft3d: grid -g %dx%d needs %d ranks, the job has "
-                "%d\n", o->p1, o->p2, o->p1 * o->p2, size);
+        fprintf(stderr,
+                "fft3d: grid -g %dx%d needs %d ranks, the job has "
+                "%d\n",
+                o->p1, o->p2, o->p1 * o->p2, size);
         return -1;
     }
     if (o->n % o->p1 || o->n % o->p2) {
-        fprintf(stderr, "fft3d: N=%d (-n) is not divisible by the grid "
-                "%dx%d (-g)\n", o->n, o->p1, o->p2);
+        fprintf(stderr,
+                "fft3d: N=%d (-n) is not divisible by the grid "
+                "%dx%d (-g)\n",
+                o->n, o->p1, o->p2);
         return -1;
     }
     if (o->k > o->n / o->p1 || o->k > o->n / o->p2) {
-        fprintf(stderr, "fft3d: -k %d is more chunks than planes per rank "
-                "(%d)\n", o->k, o->n / (o->p1 > o->p2 ? o->p1 : o->p2));
+        fprintf(stderr,
+                "fft3d: -k %d is more chunks than planes per rank "
+                "(%d)\n",
+                o->k, o->n / (o->p1 > o->p2 ? o->p1 : o->p2));
         return -1;
     }
 #ifndef ALLTOALL_INIT
@@ -297,7 +302,7 @@ static void fft_lines(struct fft *f, cplx *p, int hm, size_t st, size_t ds,
                       int sign)
 {
     struct plan *pl = f->plan;
-    int n = f->o.n;
+    int          n = f->o.n;
 
     while (pl < f->plan + f->nplan &&
            (pl->hm != hm || pl->st != st || pl->ds != ds || pl->sign != sign))
@@ -308,12 +313,11 @@ static void fft_lines(struct fft *f, cplx *p, int hm, size_t st, size_t ds,
             MPI_Abort(MPI_COMM_WORLD, 1);
         }
         /* FFTW_ESTIMATE plans without touching the array. */
-        *pl = (struct plan){hm, sign, st, ds,
-                            fftw_plan_many_dft(1, &n, hm, p, NULL, (int)st,
-                                               (int)ds, p, NULL, (int)st,
-                                               (int)ds, sign,
-                                               FFTW_ESTIMATE |
-                                               FFTW_UNALIGNED)};
+        *pl = (struct plan){
+            hm, sign, st, ds,
+            fftw_plan_many_dft(1, &n, hm, p, NULL, (int)st, (int)ds, p, NULL,
+                               (int)st, (int)ds, sign,
+                               FFTW_ESTIMATE | FFTW_UNALIGNED)};
         f->nplan++;
     }
     fftw_execute_dft(pl->p, p, p);
@@ -325,9 +329,9 @@ static void fft_lines(struct fft *f, cplx *p, int hm, size_t st, size_t ds,
 static void fft_chunk(struct fft *f, const struct lines *l, int lo, int hi,
                       int sign)
 {
-    cplx *arr = l->in_b ? f->bb : f->ac;
+    cplx  *arr = l->in_b ? f->bb : f->ac;
     size_t o;
-    int c;
+    int    c;
 
     for (o = 0; o < l->no; o++) {
         if (l->cs == l->hpc * l->ds) {
@@ -354,7 +358,7 @@ static void move(struct fft *f, const struct xpose *t, const struct side *d,
 {
     cplx *buf = (to_buf ? f->sbuf : f->rbuf) + lo * t->per_free * t->np;
     cplx *arr = d->in_b ? f->bb : f->ac;
-    int p, c, i, j, m = t->nuv, swap = d->sv > d->su;
+    int   p, c, i, j, m = t->nuv, swap = d->sv > d->su;
     /* Outer index i, inner j: (u, v), or (v, u) when v's stride is the
      * larger; their strides in the layout and in the buffer. */
     size_t si = swap ? d->sv : d->su, sj = swap ? d->su : d->sv;
@@ -397,7 +401,7 @@ static void run_fft(struct fft *f, const struct lines *l, int slot, int k,
         return;
     }
     if (f->sleep_fft) {
-        double d = *ns * f->o.factor;
+        double          d = *ns * f->o.factor;
         struct timespec ts = {(time_t)(d / 1e9), (long)fmod(d, 1e9)};
 
         while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) != 0) {
@@ -416,12 +420,12 @@ static void run_fft(struct fft *f, const struct lines *l, int slot, int k,
 static void given_fft_times(struct fft *f)
 {
     double per_line = f->o.fft_ms * 1e6 / (6.0 * f->len / f->o.n);
-    int i, k, lo, hi, nk = f->o.k;
+    int    i, k, lo, hi, nk = f->o.k;
 
     for (i = 0; i < 4; i++) {
         const struct xpose *t = &f->t[i];
         const struct lines *l[2] = {t->pre, t->post};
-        int j;
+        int                 j;
 
         for (j = 0; j < 2; j++) {
             for (k = 0; k < nk; k++) {
@@ -454,32 +458,30 @@ static void wait_req(struct fft *f, MPI_Request *r)
 /* Chunk k's alltoall: from the send buffer to the receive buffer, or
  * (-d) from layout to layout, by the chunk's derived datatypes. */
 struct a2a {
-    void *sbuf, *rbuf;
-    int count;
+    void        *sbuf, *rbuf;
+    int          count;
     MPI_Datatype stype, rtype;
 };
 
-static struct a2a xpose_args(const struct fft *f,
-                                     const struct xpose *t, int k)
+static struct a2a xpose_args(const struct fft *f, const struct xpose *t, int k)
 {
     int lo, hi;
 
     chunk(t->nfree, k, f->o.k, &lo, &hi);
     if (f->o.dtype) {
         /* T1f, T2b send from A or C, T2f, T1b from B. */
-        cplx *s = t->id % 2 ? f->bb : f->ac, *r = t->id % 2 ? f->ac : f->bb;
+        cplx  *s = t->id % 2 ? f->bb : f->ac, *r = t->id % 2 ? f->ac : f->bb;
         size_t off = (size_t)lo * t->coff;
 
-        return (struct a2a){s + off, r + off, 1,
-                                    f->ty[t->sty * f->o.k + k],
-                                    f->ty[t->rty * f->o.k + k]};
+        return (struct a2a){s + off, r + off, 1, f->ty[t->sty * f->o.k + k],
+                            f->ty[t->rty * f->o.k + k]};
     }
     size_t off = (size_t)lo * t->per_free * t->np;
     /* doubles per peer */
     int cnt = (int)((size_t)(hi - lo) * t->per_free * 2);
 
-    return (struct a2a){f->sbuf + off, f->rbuf + off, cnt,
-                                MPI_DOUBLE, MPI_DOUBLE};
+    return (struct a2a){f->sbuf + off, f->rbuf + off, cnt, MPI_DOUBLE,
+                        MPI_DOUBLE};
 }
 
 /* One transpose, pipelined: for each chunk its FFTs, pack, start; then
@@ -488,8 +490,8 @@ static struct a2a xpose_args(const struct fft *f,
 static void transpose(struct fft *f, const struct xpose *t)
 {
     MPI_Request local[f->o.k], *req = local;
-    int k, lo, hi, nk = f->o.k;
-    double t0;
+    int         k, lo, hi, nk = f->o.k;
+    double      t0;
 
     if (f->req) {
         req = f->req + t->id * nk;
@@ -506,8 +508,8 @@ static void transpose(struct fft *f, const struct xpose *t)
         } else {
             struct a2a a = xpose_args(f, t, k);
 
-            MPI_Ialltoall(a.sbuf, a.count, a.stype, a.rbuf, a.count,
-                          a.rtype, t->comm, &req[k]);
+            MPI_Ialltoall(a.sbuf, a.count, a.stype, a.rbuf, a.count, a.rtype,
+                          t->comm, &req[k]);
         }
         f->call_s += MPI_Wtime() - t0;
     }
@@ -569,14 +571,18 @@ static void setup_xposes(struct fft *f)
         *bz = (struct lines){1, a, b * n, n, 1, 1, n};
         *cz = (struct lines){0, 1, 0, a * n, a, 1, n};
     }
-    f->t[0] = (struct xpose){0, f->row, f->o.p2, f->a, b * b, ax, NULL,
-                             FFTW_FORWARD, f->b, sa, sb1, 0, 1, b * n};
-    f->t[1] = (struct xpose){1, f->col, f->o.p1, f->b, a * a, bz,
-                             cz, FFTW_FORWARD, f->a, sb2, sc, 2, 3, 1};
-    f->t[2] = (struct xpose){2, f->col, f->o.p1, f->b, a * a, cz, NULL,
-                             FFTW_BACKWARD, f->a, sc, sb2, 3, 2, 1};
-    f->t[3] = (struct xpose){3, f->row, f->o.p2, f->a, b * b, bx,
-                             ax, FFTW_BACKWARD, f->b, sb1, sa, 1, 0, b * n};
+    f->t[0] = (struct xpose){0,    f->row,       f->o.p2, f->a, b * b, ax,
+                             NULL, FFTW_FORWARD, f->b,    sa,   sb1,   0,
+                             1,    b * n};
+    f->t[1] = (struct xpose){
+        1,    f->col, f->o.p1, f->b, a * a, bz, cz, FFTW_FORWARD,
+        f->a, sb2,    sc,      2,    3,     1};
+    f->t[2] = (struct xpose){
+        2,    f->col, f->o.p1, f->b, a * a, cz, NULL, FFTW_BACKWARD,
+        f->a, sc,     sb2,     3,    2,     1};
+    f->t[3] = (struct xpose){3,  f->row,        f->o.p2, f->a, b * b, bx,
+                             ax, FFTW_BACKWARD, f->b,    sb1,  sa,    1,
+                             0,  b * n};
 }
 
 /* TYPE (doubles), its extent set to ext elements (one peer's stride). */
@@ -599,7 +605,7 @@ static MPI_Datatype peer_type(MPI_Datatype type, size_t ext)
  * each resized to the distance between two peers' blocks. */
 static void setup_types(struct fft *f)
 {
-    int k, lo, hi, c, nk = f->o.k, a = f->a, b = f->b, n = f->o.n;
+    int           k, lo, hi, c, nk = f->o.k, a = f->a, b = f->b, n = f->o.n;
     MPI_Datatype *ty, v, yz;
 
     f->ty = ty = malloc(sizeof(MPI_Datatype) * 4 * nk);
@@ -613,8 +619,7 @@ static void setup_types(struct fft *f)
         chunk(b, k, nk, &lo, &hi);
         c = hi - lo;
         MPI_Type_vector(a, 2 * c, 2 * b, MPI_DOUBLE, &yz);
-        MPI_Type_create_hvector(a, 1, (MPI_Aint)sizeof(cplx) * n * b, yz,
-                                &v);
+        MPI_Type_create_hvector(a, 1, (MPI_Aint)sizeof(cplx) * n * b, yz, &v);
         MPI_Type_free(&yz);
         ty[2 * nk + k] = peer_type(v, (size_t)a * b);
         MPI_Type_vector(a * a, 2 * c, 2 * b, MPI_DOUBLE, &v);
@@ -636,9 +641,8 @@ static void setup_persistent(struct fft *f)
         for (k = 0; k < nk; k++) {
             struct a2a x = xpose_args(f, t, k);
 
-            ALLTOALL_INIT(x.sbuf, x.count, x.stype, x.rbuf, x.count,
-                          x.rtype, t->comm, MPI_INFO_NULL,
-                          &f->req[i * nk + k]);
+            ALLTOALL_INIT(x.sbuf, x.count, x.stype, x.rbuf, x.count, x.rtype,
+                          t->comm, MPI_INFO_NULL, &f->req[i * nk + k]);
         }
     }
 #else
@@ -687,7 +691,7 @@ static int setup(struct fft *f)
 static double input_pass(struct fft *f, int fill)
 {
     double err[2] = {0, 0}, re, im;
-    int x, y, z, n = f->o.n;
+    int    x, y, z, n = f->o.n;
 
     for (x = 0; x < f->a; x++) {
         for (y = 0; y < f->b; y++) {
@@ -712,12 +716,11 @@ static double input_pass(struct fft *f, int fill)
  * gathered C; max error relative to max |spectrum|. */
 static double serial_error(struct fft *f, const cplx *all)
 {
-    int n = f->o.n, x, y, z, r, zz, yy;
-    size_t nn = (size_t)n * n * n, i;
-    cplx *g = fftw_alloc_complex(nn);
-    fftw_plan p = fftw_plan_dft_3d(n, n, n, g, g, FFTW_FORWARD,
-                                   FFTW_ESTIMATE);
-    double err = 0, big = 0;
+    int       n = f->o.n, x, y, z, r, zz, yy;
+    size_t    nn = (size_t)n * n * n, i;
+    cplx     *g = fftw_alloc_complex(nn);
+    fftw_plan p = fftw_plan_dft_3d(n, n, n, g, g, FFTW_FORWARD, FFTW_ESTIMATE);
+    double    err = 0, big = 0;
 
     for (x = 0, i = 0; x < n; x++) {
         for (y = 0; y < n; y++) {
@@ -735,13 +738,12 @@ static double serial_error(struct fft *f, const cplx *all)
                 for (x = 0; x < n; x++) {
                     y = (r / f->o.p2) * f->a + yy;
                     z = (r % f->o.p2) * f->b + zz;
-                    i = r * f->len + (f->o.dtype ?
-                                      ((size_t)x * f->a + yy) * f->b + zz :
-                                      ((size_t)zz * f->a + yy) * n + x);
+                    i = r * f->len + (f->o.dtype
+                                          ? ((size_t)x * f->a + yy) * f->b + zz
+                                          : ((size_t)zz * f->a + yy) * n + x);
                     const double *s = g[((size_t)x * n + y) * n + z];
 
-                    err = fmax(err, hypot(all[i][0] - s[0],
-                                          all[i][1] - s[1]));
+                    err = fmax(err, hypot(all[i][0] - s[0], all[i][1] - s[1]));
                     big = fmax(big, hypot(s[0], s[1]));
                 }
             }
@@ -757,8 +759,8 @@ static double serial_error(struct fft *f, const cplx *all)
  * the errors in err[0] (serial, -1 if not compared) and err[1]. */
 static int checked_run(struct fft *f, double err[2])
 {
-    int serial = f->o.check == 1 || (f->o.check == 0 &&
-                                     f->o.n <= SERIAL_MAX_N);
+    int serial =
+        f->o.check == 1 || (f->o.check == 0 && f->o.n <= SERIAL_MAX_N);
     cplx *all = NULL;
 
     input_pass(f, 1);
@@ -801,7 +803,7 @@ static double median(double *v, int n)
  * sleeps (or -t gives them). */
 static void timed_steps(struct fft *f, double ms[5])
 {
-    int s, nstep = f->o.steps, np = f->o.p1 * f->o.p2;
+    int     s, nstep = f->o.steps, np = f->o.p1 * f->o.p2;
     double *step = malloc(sizeof(double) * nstep * 4), t0;
     double *wait = step + nstep, *mv = wait + nstep, *call = mv + nstep;
 
@@ -879,8 +881,8 @@ static void teardown(struct fft *f)
 int main(int argc, char **argv)
 {
     struct fft f = {0};
-    double err[2], err2, ms[5];
-    int size, rc, bad, i, multiple = 0, provided;
+    double     err[2], err2, ms[5];
+    int        size, rc, bad, i, multiple = 0, provided;
 
     for (i = 1; i < argc; i++) {
         multiple |= strcmp(argv[i], "-M") == 0;
@@ -918,13 +920,13 @@ int main(int argc, char **argv)
         printf("fft3d: N=%d grid=%dx%d K=%d mode=%s factor=%g "
                "persistent=%d datatypes=%d steps=%d step_ms=%.3f wait_ms=%.3f "
                "wait_share=%.3f fft_ms=%.3f move_ms=%.3f call_ms=%.3f\n",
-               f.o.n, f.o.p1, f.o.p2, f.o.k, f.o.gpu ? "gpu-like" : "cpu", f.o.factor,
-               f.o.persistent, f.o.dtype, f.o.steps, ms[0], ms[1],
+               f.o.n, f.o.p1, f.o.p2, f.o.k, f.o.gpu ? "gpu-like" : "cpu",
+               f.o.factor, f.o.persistent, f.o.dtype, f.o.steps, ms[0], ms[1],
                ms[0] > 0 ? ms[1] / ms[0] : 0, ms[2], ms[3], ms[4]);
         printf("fft3d: %s serial_err=%.3g roundtrip_err=%.3g "
                "after_steps_err=%.3g tol=%g (max abs error / max abs "
-               "value)\n", bad ? "FAILED" : "ok", err[0], err[1], err2,
-               TOL);
+               "value)\n",
+               bad ? "FAILED" : "ok", err[0], err[1], err2, TOL);
     }
     teardown(&f);
     MPI_Finalize();

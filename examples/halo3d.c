@@ -61,10 +61,10 @@
 #endif
 
 #if defined(OMPI_HAVE_MPI_EXT_PCOLLREQ) && OMPI_HAVE_MPI_EXT_PCOLLREQ
-#define NEIGHBOR_INIT MPIX_Neighbor_alltoallw_init
+#define NEIGHBOR_INIT   MPIX_Neighbor_alltoallw_init
 #define PERSISTENT_NAME "MPIX_Neighbor_alltoallw_init"
 #elif MPI_VERSION >= 4
-#define NEIGHBOR_INIT MPI_Neighbor_alltoallw_init
+#define NEIGHBOR_INIT   MPI_Neighbor_alltoallw_init
 #define PERSISTENT_NAME "MPI_Neighbor_alltoallw_init"
 #else
 #define PERSISTENT_NAME ""
@@ -74,18 +74,16 @@ enum { MODE_MPI, MODE_GROUP, MODE_NEIGHBOR, MODE_INEIGHBOR };
 static const char *mode_name[] = {"mpi", "group", "neighbor", "ineighbor"};
 
 struct opts {
-    int mode, sleep;
-    int n[3];               /* local cells per dimension */
-    int iters, warmup;
-    int tests;              /* MPI_Test calls during the interior sweep */
-    double sleep_us;        /* -S: per iteration; 0: measured */
+    int    mode, sleep;
+    int    n[3]; /* local cells per dimension */
+    int    iters, warmup;
+    int    tests;    /* MPI_Test calls during the interior sweep */
+    double sleep_us; /* -S: per iteration; 0: measured */
 };
 
 /* The defaults; opt starts as them (usage shows them). */
-static const struct opts defaults = {
-    MODE_MPI, 0, {96, 96, 96}, 300, 2, 0, 0
-};
-static struct opts opt;
+static const struct opts defaults = {MODE_MPI, 0, {96, 96, 96}, 300, 2, 0, 0};
+static struct opts       opt;
 
 static int rank, nproc;
 
@@ -100,21 +98,21 @@ static void usage(const char *prog)
 {
     if (rank == 0) {
         fprintf(stderr,
-            "usage: %s [-m mpi|group|neighbor|ineighbor] [-c busy|sleep]\n"
-            "          [-n N | -n NX,NY,NZ] [-i iters] [-w warmup]\n"
-            "          [-t tests] [-S sleep_us_per_iter]\n"
-            "  -m  mpi: Isend/Irecv of packed faces; group: one\n"
-            "      persistent dpushim group; neighbor: persistent\n"
-            "      MPI_Neighbor_alltoallw (subarray types) where the MPI\n"
-            "      has it, else nonblocking; ineighbor: nonblocking\n"
-            "  -c  busy: Jacobi sweep; sleep: sleep as long (idle rank)\n"
-            "  -n  local cells per dimension (%d,%d,%d)\n"
-            "  -i  timed iterations (%d)  -w  untimed first ones (%d)\n"
-            "  -t  MPI_Test calls during the interior sweep (%d)\n"
-            "  -S  sleep per iteration in us (sleep mode; default: the\n"
-            "      interior sweep's time here, measured first)\n",
-            prog, defaults.n[0], defaults.n[1], defaults.n[2],
-            defaults.iters, defaults.warmup, defaults.tests);
+                "usage: %s [-m mpi|group|neighbor|ineighbor] [-c busy|sleep]\n"
+                "          [-n N | -n NX,NY,NZ] [-i iters] [-w warmup]\n"
+                "          [-t tests] [-S sleep_us_per_iter]\n"
+                "  -m  mpi: Isend/Irecv of packed faces; group: one\n"
+                "      persistent dpushim group; neighbor: persistent\n"
+                "      MPI_Neighbor_alltoallw (subarray types) where the MPI\n"
+                "      has it, else nonblocking; ineighbor: nonblocking\n"
+                "  -c  busy: Jacobi sweep; sleep: sleep as long (idle rank)\n"
+                "  -n  local cells per dimension (%d,%d,%d)\n"
+                "  -i  timed iterations (%d)  -w  untimed first ones (%d)\n"
+                "  -t  MPI_Test calls during the interior sweep (%d)\n"
+                "  -S  sleep per iteration in us (sleep mode; default: the\n"
+                "      interior sweep's time here, measured first)\n",
+                prog, defaults.n[0], defaults.n[1], defaults.n[2],
+                defaults.iters, defaults.warmup, defaults.tests);
     }
 }
 
@@ -153,8 +151,8 @@ static int parse(int argc, char **argv)
         default: return -1;
         }
     }
-    if (optind != argc || opt.iters < 1 || opt.warmup < 0 ||
-        opt.tests < 0 || opt.sleep_us < 0) {
+    if (optind != argc || opt.iters < 1 || opt.warmup < 0 || opt.tests < 0 ||
+        opt.sleep_us < 0) {
         return -1;
     }
     for (k = 0; k < 3; k++) {
@@ -172,8 +170,8 @@ static int parse(int argc, char **argv)
 /* ---- the grid: (n0+2) x (n1+2) x (n2+2), the last index fastest ---- */
 
 typedef struct grid {
-    int n[3];               /* cells, without ghosts */
-    size_t s[3];            /* strides of the three indices */
+    int    n[3]; /* cells, without ghosts */
+    size_t s[3]; /* strides of the three indices */
 } grid_t;
 
 static void grid_init(grid_t *g, const int n[3])
@@ -194,8 +192,7 @@ static size_t grid_len(const grid_t *g)
  * ghost != 0, of the ghost layer beyond it: start and count per
  * dimension. Only the faces: a 7-point stencil reads no edge or corner.
  */
-static void face_box(const grid_t *g, int f, int ghost, int st[3],
-                     int cnt[3])
+static void face_box(const grid_t *g, int f, int ghost, int st[3], int cnt[3])
 {
     int d = f / 2, hi = f % 2;
 
@@ -219,7 +216,7 @@ static int face_len(const grid_t *g, int f)
 static void face_copy(const grid_t *g, double *u, int f, int ghost,
                       double *buf, int to_buf)
 {
-    int st[3], cnt[3];
+    int    st[3], cnt[3];
     size_t q = 0;
 
     face_box(g, f, ghost, st, cnt);
@@ -240,15 +237,14 @@ static void face_copy(const grid_t *g, double *u, int f, int ghost,
 /* The face or ghost layer as a subarray of the whole grid. */
 static MPI_Datatype face_type(const grid_t *g, int f, int ghost)
 {
-    int sizes[3], st[3], cnt[3];
+    int          sizes[3], st[3], cnt[3];
     MPI_Datatype t;
 
     face_box(g, f, ghost, st, cnt);
     for (int e = 0; e < 3; e++) {
         sizes[e] = g->n[e] + 2;
     }
-    MPI_Type_create_subarray(3, sizes, cnt, st, MPI_ORDER_C, MPI_DOUBLE,
-                             &t);
+    MPI_Type_create_subarray(3, sizes, cnt, st, MPI_ORDER_C, MPI_DOUBLE, &t);
     MPI_Type_commit(&t);
     return t;
 }
@@ -258,28 +254,31 @@ static MPI_Datatype face_type(const grid_t *g, int f, int ghost)
  * reference calls this same function on the global grid: the same
  * additions in the same order give the same bits.
  */
-static void sweep(const grid_t *g, const double *u, double *v,
-                  const int lo[3], const int hi[3])
+static void sweep(const grid_t *g, const double *u, double *v, const int lo[3],
+                  const int hi[3])
 {
     const size_t sx = g->s[0], sy = g->s[1];
 
     for (int i = lo[0]; i < hi[0]; i++) {
         for (int j = lo[1]; j < hi[1]; j++) {
             const double *a = u + i * sx + j * sy;
-            double *b = v + i * sx + j * sy;
+            double       *b = v + i * sx + j * sy;
 
             for (int k = lo[2]; k < hi[2]; k++) {
-                b[k] = W0 * a[k] +
-                       W1 * (((((a[k - sx] + a[k + sx]) + a[k - sy]) +
-                               a[k + sy]) + a[k - 1]) + a[k + 1]);
+                b[k] =
+                    W0 * a[k] +
+                    W1 *
+                        (((((a[k - sx] + a[k + sx]) + a[k - sy]) + a[k + sy]) +
+                          a[k - 1]) +
+                         a[k + 1]);
             }
         }
     }
 }
 
 /* Interior cells (no ghost read), i in [i0, i1) of [2, n0). */
-static void sweep_interior(const grid_t *g, const double *u, double *v,
-                           int i0, int i1)
+static void sweep_interior(const grid_t *g, const double *u, double *v, int i0,
+                           int i1)
 {
     int lo[3] = {i0, 2, 2};
     int hi[3] = {i1, g->n[1], g->n[2]};
@@ -298,9 +297,9 @@ static void sweep_boundary(const grid_t *g, const double *u, double *v)
             int lo[3] = {i, j, 1}, hi[3] = {i + 1, j + 1, n[2] + 1};
 
             if (!all) {
-                hi[2] = 2;                      /* k = 1 */
+                hi[2] = 2; /* k = 1 */
                 sweep(g, u, v, lo, hi);
-                lo[2] = n[2];                   /* k = nz */
+                lo[2] = n[2]; /* k = nz */
                 hi[2] = n[2] + 1;
                 if (n[2] == 1) {
                     continue;
@@ -370,8 +369,7 @@ static long ghosts_bad(const grid_t *g, const double *u, int it,
 
 /* Sleep mode's "boundary update": the boundary layer gets iteration
  * it's values (its global coordinates need no wrapping). */
-static void fill_boundary(const grid_t *g, double *u, int it,
-                          const int off[3])
+static void fill_boundary(const grid_t *g, double *u, int it, const int off[3])
 {
     for (int f = 0; f < 6; f++) {
         int st[3], cnt[3];
@@ -380,9 +378,8 @@ static void fill_boundary(const grid_t *g, double *u, int it,
         for (int i = st[0]; i < st[0] + cnt[0]; i++) {
             for (int j = st[1]; j < st[1] + cnt[1]; j++) {
                 for (int k = st[2]; k < st[2] + cnt[2]; k++) {
-                    u[i * g->s[0] + j * g->s[1] + k] =
-                        field(it, off[0] + i - 1, off[1] + j - 1,
-                              off[2] + k - 1);
+                    u[i * g->s[0] + j * g->s[1] + k] = field(
+                        it, off[0] + i - 1, off[1] + j - 1, off[2] + k - 1);
                 }
             }
         }
@@ -401,7 +398,7 @@ static void periodic(const grid_t *g, double *u)
         for (int i = st[0]; i < st[0] + cnt[0]; i++) {
             for (int j = st[1]; j < st[1] + cnt[1]; j++) {
                 for (int k = st[2]; k < st[2] + cnt[2]; k++) {
-                    int c[3] = {i, j, k};
+                    int    c[3] = {i, j, k};
                     size_t at = i * g->s[0] + j * g->s[1] + k;
 
                     c[d] = src;
@@ -429,20 +426,20 @@ static void sleep_us(double us)
 /* ---- the exchange ---- */
 
 typedef struct halo {
-    MPI_Comm cart;
-    int nb[6];              /* neighbour of face f's side */
-    double *sbuf[6], *rbuf[6];
-    MPI_Request req[12];
-    int nreq;
-    MPI_Request *act;       /* the requests of the exchange under way */
-    int nact;
-    int persistent;         /* req[] are persistent: MPI_Startall */
-    int offloaded;          /* group: dpushim took it */
+    MPI_Comm     cart;
+    int          nb[6]; /* neighbour of face f's side */
+    double      *sbuf[6], *rbuf[6];
+    MPI_Request  req[12];
+    int          nreq;
+    MPI_Request *act; /* the requests of the exchange under way */
+    int          nact;
+    int          persistent; /* req[] are persistent: MPI_Startall */
+    int          offloaded;  /* group: dpushim took it */
     /* neighbor modes: one request per grid array (they alternate) */
     MPI_Datatype stype[6], rtype[6];
-    int moved;              /* blocks the MPI delivers off MPI 4.1 */
-    MPI_Request nreqs[2];
-    double *arr[2];
+    int          moved; /* blocks the MPI delivers off MPI 4.1 */
+    MPI_Request  nreqs[2];
+    double      *arr[2];
 } halo_t;
 
 /* A dpushim call that must succeed (the arguments are ours). */
@@ -471,7 +468,7 @@ static int any_failed(int failed, MPI_Comm comm)
 static int group_make(halo_t *h, const grid_t *g, const char **why)
 {
     dpushim_group_t grp;
-    int rc = dpushim_group_begin(h->cart, &grp);
+    int             rc = dpushim_group_begin(h->cart, &grp);
 
     *why = dpushim_error_string(DPUSHIM_ERR_OFF);
     if (rc != DPUSHIM_ERR_OFF) {
@@ -486,10 +483,10 @@ static int group_make(halo_t *h, const grid_t *g, const char **why)
     for (int f = 0; f < 6; f++) {
         /* Face f travels towards nb[f] with tag f; ghost layer f is
          * filled from nb[f] by its face f^1 (the side facing us). */
-        must(dpushim_group_recv(grp, h->rbuf[f], face_len(g, f),
-                                MPI_DOUBLE, h->nb[f], f ^ 1));
-        must(dpushim_group_send(grp, h->sbuf[f], face_len(g, f),
-                                MPI_DOUBLE, h->nb[f], f));
+        must(dpushim_group_recv(grp, h->rbuf[f], face_len(g, f), MPI_DOUBLE,
+                                h->nb[f], f ^ 1));
+        must(dpushim_group_send(grp, h->sbuf[f], face_len(g, f), MPI_DOUBLE,
+                                h->nb[f], f));
     }
     rc = dpushim_group_end_persistent(&grp, &h->req[0]);
     if (rc != DPUSHIM_ERR_OFF) {
@@ -509,8 +506,8 @@ static int group_make(halo_t *h, const grid_t *g, const char **why)
 static void p2p_make(halo_t *h, const grid_t *g)
 {
     for (int f = 0; f < 6; f++) {
-        MPI_Recv_init(h->rbuf[f], face_len(g, f), MPI_DOUBLE, h->nb[f],
-                      f ^ 1, h->cart, &h->req[f]);
+        MPI_Recv_init(h->rbuf[f], face_len(g, f), MPI_DOUBLE, h->nb[f], f ^ 1,
+                      h->cart, &h->req[f]);
         MPI_Send_init(h->sbuf[f], face_len(g, f), MPI_DOUBLE, h->nb[f], f,
                       h->cart, &h->req[6 + f]);
     }
@@ -534,13 +531,13 @@ static void p2p_make(halo_t *h, const grid_t *g)
  */
 static int neighbor_learn(halo_t *h, int persistent)
 {
-    int s[6], r[6], cnt[6], ghost_of[6], seen[6] = {0}, moved = 0;
-    MPI_Aint disp[6];
+    int          s[6], r[6], cnt[6], ghost_of[6], seen[6] = {0}, moved = 0;
+    MPI_Aint     disp[6];
     MPI_Datatype ty[6];
-    MPI_Request q;
+    MPI_Request  q;
 
     for (int b = 0; b < 6; b++) {
-        s[b] = rank * 8 + b;     /* send block b is face b */
+        s[b] = rank * 8 + b; /* send block b is face b */
         r[b] = -1;
         cnt[b] = 1;
         disp[b] = (MPI_Aint)(b * sizeof(int));
@@ -557,8 +554,8 @@ static int neighbor_learn(halo_t *h, int persistent)
 #endif
     {
         (void)persistent;
-        MPI_Ineighbor_alltoallw(s, cnt, disp, ty, r, cnt, disp, ty,
-                                h->cart, &q);
+        MPI_Ineighbor_alltoallw(s, cnt, disp, ty, r, cnt, disp, ty, h->cart,
+                                &q);
         MPI_Wait(&q, MPI_STATUS_IGNORE);
     }
     for (int b = 0; b < 6; b++) {
@@ -566,8 +563,8 @@ static int neighbor_learn(halo_t *h, int persistent)
         /* A face sent upwards (odd) fills the lower ghost layer. */
         int ghost = face % 2 ? 2 * d : 2 * d + 1;
 
-        if (r[b] < 0 || face > 5 || from != h->nb[ghost] ||
-            from != h->nb[b] || seen[ghost]++) {
+        if (r[b] < 0 || face > 5 || from != h->nb[ghost] || from != h->nb[b] ||
+            seen[ghost]++) {
             return -1;
         }
         ghost_of[b] = ghost;
@@ -601,10 +598,9 @@ static void neighbor_args(const double *u, int cnt[6], MPI_Aint sdisp[6],
     }
 }
 
-static void neighbor_make(halo_t *h, const grid_t *g, double *u,
-                          double *v)
+static void neighbor_make(halo_t *h, const grid_t *g, double *u, double *v)
 {
-    int persistent = 0, cnt[6], moved, any;
+    int      persistent = 0, cnt[6], moved, any;
     MPI_Aint sdisp[6], rdisp[6];
 
     for (int f = 0; f < 6; f++) {
@@ -618,7 +614,8 @@ static void neighbor_make(halo_t *h, const grid_t *g, double *u,
     MPI_Allreduce(&moved, &any, 1, MPI_INT, MPI_MIN, h->cart);
     if (any < 0) {
         if (rank == 0) {
-            fprintf(stderr, "halo3d: this MPI's neighbourhood alltoallw "
+            fprintf(stderr,
+                    "halo3d: this MPI's neighbourhood alltoallw "
                     "delivers faces from ranks that are not the "
                     "neighbours on that side: mode %s unusable\n",
                     mode_name[opt.mode]);
@@ -633,9 +630,8 @@ static void neighbor_make(halo_t *h, const grid_t *g, double *u,
     /* One persistent request per grid array: they alternate. */
     for (int a = 0; persistent && a < 2; a++) {
         neighbor_args(h->arr[a], cnt, sdisp, rdisp);
-        NEIGHBOR_INIT(MPI_BOTTOM, cnt, sdisp, h->stype, h->arr[a], cnt,
-                      rdisp, h->rtype, h->cart, MPI_INFO_NULL,
-                      &h->nreqs[a]);
+        NEIGHBOR_INIT(MPI_BOTTOM, cnt, sdisp, h->stype, h->arr[a], cnt, rdisp,
+                      h->rtype, h->cart, MPI_INFO_NULL, &h->nreqs[a]);
     }
 #else
     (void)cnt;
@@ -647,7 +643,7 @@ static void neighbor_make(halo_t *h, const grid_t *g, double *u,
 static void halo_start(halo_t *h, const grid_t *g, double *u)
 {
     if (opt.mode == MODE_NEIGHBOR || opt.mode == MODE_INEIGHBOR) {
-        int cnt[6];
+        int      cnt[6];
         MPI_Aint sdisp[6], rdisp[6];
 
         h->nact = 1;
@@ -657,8 +653,8 @@ static void halo_start(halo_t *h, const grid_t *g, double *u)
         } else {
             h->act = &h->req[0];
             neighbor_args(u, cnt, sdisp, rdisp);
-            MPI_Ineighbor_alltoallw(MPI_BOTTOM, cnt, sdisp, h->stype, u,
-                                    cnt, rdisp, h->rtype, h->cart, h->act);
+            MPI_Ineighbor_alltoallw(MPI_BOTTOM, cnt, sdisp, h->stype, u, cnt,
+                                    rdisp, h->rtype, h->cart, h->act);
         }
         return;
     }
@@ -667,8 +663,8 @@ static void halo_start(halo_t *h, const grid_t *g, double *u)
     }
     if (opt.mode == MODE_MPI) {
         for (int f = 0; f < 6; f++) {
-            MPI_Irecv(h->rbuf[f], face_len(g, f), MPI_DOUBLE, h->nb[f],
-                      f ^ 1, h->cart, &h->req[f]);
+            MPI_Irecv(h->rbuf[f], face_len(g, f), MPI_DOUBLE, h->nb[f], f ^ 1,
+                      h->cart, &h->req[f]);
         }
         for (int f = 0; f < 6; f++) {
             MPI_Isend(h->sbuf[f], face_len(g, f), MPI_DOUBLE, h->nb[f], f,
@@ -722,11 +718,11 @@ static void halo_finish(halo_t *h, const grid_t *g, double *u)
 static long reference(const grid_t *g, const int dims[3], MPI_Comm cart,
                       const double *all, int total, double *maxrel)
 {
-    grid_t G;
-    int N[3], zero[3] = {0, 0, 0};
-    int lo[3] = {1, 1, 1}, hi[3];
+    grid_t  G;
+    int     N[3], zero[3] = {0, 0, 0};
+    int     lo[3] = {1, 1, 1}, hi[3];
     double *u, *v, *t;
-    long bad = 0;
+    long    bad = 0;
 
     for (int e = 0; e < 3; e++) {
         N[e] = dims[e] * g->n[e];
@@ -749,17 +745,17 @@ static long reference(const grid_t *g, const int dims[3], MPI_Comm cart,
     }
     *maxrel = 0;
     for (int r = 0; r < nproc; r++) {
-        int c[3];
+        int           c[3];
         const double *blk = all + (size_t)r * g->n[0] * g->n[1] * g->n[2];
-        size_t q = 0;
+        size_t        q = 0;
 
         MPI_Cart_coords(cart, r, 3, c);
         for (int i = 1; i <= g->n[0]; i++) {
             for (int j = 1; j <= g->n[1]; j++) {
                 for (int k = 1; k <= g->n[2]; k++) {
-                    double want = u[(c[0] * g->n[0] + i) * G.s[0] +
-                                    (c[1] * g->n[1] + j) * G.s[1] +
-                                    c[2] * g->n[2] + k];
+                    double want =
+                        u[(c[0] * g->n[0] + i) * G.s[0] +
+                          (c[1] * g->n[1] + j) * G.s[1] + c[2] * g->n[2] + k];
                     double got = blk[q++];
                     double rel = fabs(got - want) /
                                  (fabs(want) > 1e-300 ? fabs(want) : 1);
@@ -781,14 +777,14 @@ static long reference(const grid_t *g, const int dims[3], MPI_Comm cart,
 
 int main(int argc, char **argv)
 {
-    int dims[3] = {0, 0, 0}, periods[3] = {1, 1, 1}, coords[3];
-    int off[3], N[3], total;
-    grid_t g;
-    halo_t h;
-    double *u, *v, *t, t0, el, tmax, comp = 0, cmax, step_us = 0;
-    double maxrel = 0, verdict[2] = {0, 0};
-    size_t faces = 0;
-    long bad = 0;
+    int         dims[3] = {0, 0, 0}, periods[3] = {1, 1, 1}, coords[3];
+    int         off[3], N[3], total;
+    grid_t      g;
+    halo_t      h;
+    double     *u, *v, *t, t0, el, tmax, comp = 0, cmax, step_us = 0;
+    double      maxrel = 0, verdict[2] = {0, 0};
+    size_t      faces = 0;
+    long        bad = 0;
     const char *why = "";
 
     MPI_Init(&argc, &argv);
@@ -866,11 +862,8 @@ int main(int argc, char **argv)
         h.persistent = 1;
         break;
     case MODE_NEIGHBOR:
-    case MODE_INEIGHBOR:
-        neighbor_make(&h, &g, u, v);
-        break;
-    default:
-        break;
+    case MODE_INEIGHBOR: neighbor_make(&h, &g, u, v); break;
+    default: break;
     }
     if (rank == 0) {
         printf("halo3d: mode=%s compute=%s ranks=%d dims=%dx%dx%d "
@@ -883,7 +876,8 @@ int main(int argc, char **argv)
                 printf("group: offloaded by dpushim\n");
             } else {
                 printf("group: not offloaded (%s): persistent "
-                       "point-to-point\n", why);
+                       "point-to-point\n",
+                       why);
             }
         } else if (opt.mode != MODE_MPI) {
             printf("neighbor: %s; %s\n",
@@ -934,7 +928,7 @@ int main(int argc, char **argv)
         halo_finish(&h, &g, u);
         if (opt.sleep) {
             bad += ghosts_bad(&g, u, it, off, N);
-            continue;   /* the same array again */
+            continue; /* the same array again */
         }
         sweep_boundary(&g, u, v);
         t = u;
@@ -959,16 +953,15 @@ int main(int argc, char **argv)
     if (opt.sleep) {
         double b = (double)bad;
 
-        MPI_Reduce(&b, &verdict[0], 1, MPI_DOUBLE, MPI_SUM, 0,
-                   MPI_COMM_WORLD);
+        MPI_Reduce(&b, &verdict[0], 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
     } else {
         /* Gather the grid on rank 0, which checks it against the serial
          * reference while the others wait asleep (polling an Ibcast),
          * leaving it the CPUs. */
-        size_t cells = (size_t)g.n[0] * g.n[1] * g.n[2], q = 0;
-        double *mine = malloc(sizeof(double) * cells), *all = NULL;
+        size_t      cells = (size_t)g.n[0] * g.n[1] * g.n[2], q = 0;
+        double     *mine = malloc(sizeof(double) * cells), *all = NULL;
         MPI_Request rq;
-        int done = 0;
+        int         done = 0;
 
         if (rank == 0) {
             all = malloc(sizeof(double) * cells * (size_t)nproc);
@@ -984,11 +977,11 @@ int main(int argc, char **argv)
                 q += (size_t)g.n[2];
             }
         }
-        MPI_Gather(mine, (int)cells, MPI_DOUBLE, all, (int)cells,
-                   MPI_DOUBLE, 0, h.cart);
+        MPI_Gather(mine, (int)cells, MPI_DOUBLE, all, (int)cells, MPI_DOUBLE,
+                   0, h.cart);
         if (rank == 0) {
-            verdict[0] = (double)reference(&g, dims, h.cart, all, total,
-                                           &verdict[1]);
+            verdict[0] =
+                (double)reference(&g, dims, h.cart, all, total, &verdict[1]);
         }
         MPI_Ibcast(verdict, 2, MPI_DOUBLE, 0, h.cart, &rq);
         while (!done) {
@@ -1012,7 +1005,8 @@ int main(int argc, char **argv)
             printf("check: ok (ghost layers, %d iterations)\n", total);
         } else if (verdict[0] == 0) {
             printf("check: ok (grid against the serial reference; max "
-                   "relative difference %.3g)\n", maxrel);
+                   "relative difference %.3g)\n",
+                   maxrel);
         } else if (opt.sleep) {
             printf("check: FAILED: %.0f wrong ghost cells\n", verdict[0]);
         } else {

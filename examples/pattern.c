@@ -2,8 +2,9 @@
 /*
  * The example of include/dpushim.h in docs/api.md: every rank sends a
  * block to the next rank and receives one from the previous, as one
- * persistent pattern group started each iteration while the rank computes. Without
- * the shim the same exchange runs with MPI_Isend / MPI_Irecv.
+ * persistent pattern group started each iteration while the rank
+ * computes. Without the shim the same exchange runs with MPI_Isend /
+ * MPI_Irecv.
  *
  *   mpicc pattern.c $(pkg-config --cflags --libs dpushim) -o pattern
  *   mpirun -np 4 ./pattern
@@ -16,16 +17,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define N (1 << 18)   /* doubles per block: 2 MiB */
+#define N (1 << 18) /* doubles per block: 2 MiB */
 
 int main(int argc, char **argv)
 {
-    int rank, size, right, left, rc, bad = 0;
+    int     rank, size, right, left, rc, bad = 0;
     double *out = malloc(N * sizeof(double)), *in = malloc(N * sizeof(double));
-    MPI_Request req[2];
-    MPI_Status st[2];
+    MPI_Request     req[2];
+    MPI_Status      st[2];
     dpushim_group_t g;
-    int offloaded;
+    int             offloaded;
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -53,7 +54,7 @@ int main(int argc, char **argv)
             out[i] = rank * 1e6 + it * 1e3 + i % 1000;
         }
         if (offloaded) {
-            MPI_Start(&req[0]);       /* the agent moves the data ... */
+            MPI_Start(&req[0]); /* the agent moves the data ... */
         } else {
             MPI_Irecv(in, N, MPI_DOUBLE, left, 0, MPI_COMM_WORLD, &req[0]);
             MPI_Isend(out, N, MPI_DOUBLE, right, 0, MPI_COMM_WORLD, &req[1]);

@@ -64,19 +64,18 @@
 enum { MODE_MPI, MODE_GROUP };
 
 struct opts {
-    int mode, sleep;
-    int n, nb, m;           /* panel NB x N, C M x N per rank */
-    int steps, warmup;      /* timed steps, untimed ones before them */
-    int chunks;             /* the ring's message chunks per panel */
-    int tchunks;            /* compute chunks (tests between them) */
-    double sleep_us;        /* -S: per step; 0: measured */
+    int    mode, sleep;
+    int    n, nb, m;      /* panel NB x N, C M x N per rank */
+    int    steps, warmup; /* timed steps, untimed ones before them */
+    int    chunks;        /* the ring's message chunks per panel */
+    int    tchunks;       /* compute chunks (tests between them) */
+    double sleep_us;      /* -S: per step; 0: measured */
 };
 
 /* The defaults; opt starts as them (usage shows them). */
-static const struct opts defaults = {
-    MODE_MPI, 0, 2048, 64, 96, 150, 2, 8, 8, 0
-};
-static struct opts opt;
+static const struct opts defaults = {MODE_MPI, 0, 2048, 64, 96,
+                                     150,      2, 8,    8,  0};
+static struct opts       opt;
 
 static int rank, nproc;
 
@@ -88,21 +87,21 @@ static void usage(const char *prog)
 {
     if (rank == 0) {
         fprintf(stderr,
-            "usage: %s [-m mpi|group] [-c busy|sleep] [-n N] [-b NB]\n"
-            "          [-M M] [-i steps] [-w warmup] [-k chunks]\n"
-            "          [-t compute_chunks] [-S sleep_us_per_step]\n"
-            "  -m  mpi: 1-ring with MPI_Isend/Irecv/Test and forwarding\n"
-            "      group: persistent dpushim groups (default mpi)\n"
-            "  -c  busy: DGEMM update; sleep: sleep as long (idle rank)\n"
-            "  -n  panel columns, C's columns (%d)\n"
-            "  -b  panel rows NB (%d)    -M  C's rows per rank (%d)\n"
-            "  -i  timed steps (%d)      -w  untimed first steps (%d)\n"
-            "  -k  ring chunks per panel, mode mpi (%d)\n"
-            "  -t  compute chunks per step; mode mpi tests between (%d)\n"
-            "  -S  sleep per step in us (sleep mode; default: the time\n"
-            "      one update takes here, measured first)\n",
-            prog, defaults.n, defaults.nb, defaults.m, defaults.steps,
-            defaults.warmup, defaults.chunks, defaults.tchunks);
+                "usage: %s [-m mpi|group] [-c busy|sleep] [-n N] [-b NB]\n"
+                "          [-M M] [-i steps] [-w warmup] [-k chunks]\n"
+                "          [-t compute_chunks] [-S sleep_us_per_step]\n"
+                "  -m  mpi: 1-ring with MPI_Isend/Irecv/Test and forwarding\n"
+                "      group: persistent dpushim groups (default mpi)\n"
+                "  -c  busy: DGEMM update; sleep: sleep as long (idle rank)\n"
+                "  -n  panel columns, C's columns (%d)\n"
+                "  -b  panel rows NB (%d)    -M  C's rows per rank (%d)\n"
+                "  -i  timed steps (%d)      -w  untimed first steps (%d)\n"
+                "  -k  ring chunks per panel, mode mpi (%d)\n"
+                "  -t  compute chunks per step; mode mpi tests between (%d)\n"
+                "  -S  sleep per step in us (sleep mode; default: the time\n"
+                "      one update takes here, measured first)\n",
+                prog, defaults.n, defaults.nb, defaults.m, defaults.steps,
+                defaults.warmup, defaults.chunks, defaults.tchunks);
     }
 }
 
@@ -139,9 +138,8 @@ static int parse(int argc, char **argv)
         }
     }
     if (optind != argc || opt.n < 1 || opt.nb < 1 || opt.m < 1 ||
-        opt.steps < 1 || opt.warmup < 0 || opt.chunks < 1 ||
-        opt.tchunks < 1 || opt.sleep_us < 0 ||
-        (long)opt.n * opt.nb > 1L << 28) {
+        opt.steps < 1 || opt.warmup < 0 || opt.chunks < 1 || opt.tchunks < 1 ||
+        opt.sleep_us < 0 || (long)opt.n * opt.nb > 1L << 28) {
         return -1;
     }
     if (opt.chunks > opt.n * opt.nb) {
@@ -176,8 +174,8 @@ static long panel_bad(const double *p, int k)
 
     for (int l = 0; l < opt.nb; l++) {
         const double *row = p + (size_t)l * opt.n;
-        double v[5];
-        int q = 0;
+        double        v[5];
+        int           q = 0;
 
         for (int j = 0; j < 5; j++) {
             v[j] = panel_val(k, l, j);
@@ -197,8 +195,7 @@ static long panel_bad(const double *p, int k)
  * P's row (register blocking); the j loop vectorises.
  */
 #define JB 256
-static void update(double *C, const double *A, const double *P, int r0,
-                   int r1)
+static void update(double *C, const double *A, const double *P, int r0, int r1)
 {
     const int n = opt.n, nb = opt.nb;
 
@@ -207,14 +204,14 @@ static void update(double *C, const double *A, const double *P, int r0,
         int i = r0;
 
         for (; i + 4 <= r1; i += 4) {
-            double *c0 = C + (size_t)i * n, *c1 = c0 + n;
-            double *c2 = c1 + n, *c3 = c2 + n;
+            double       *c0 = C + (size_t)i * n, *c1 = c0 + n;
+            double       *c2 = c1 + n, *c3 = c2 + n;
             const double *a = A + (size_t)i * nb;
 
             for (int l = 0; l < nb; l++) {
                 const double *p = P + (size_t)l * n;
-                double a0 = a[l], a1 = a[nb + l];
-                double a2 = a[2 * nb + l], a3 = a[3 * nb + l];
+                double        a0 = a[l], a1 = a[nb + l];
+                double        a2 = a[2 * nb + l], a3 = a[3 * nb + l];
 
                 for (int j = jb; j < je; j++) {
                     double pj = p[j];
@@ -227,7 +224,7 @@ static void update(double *C, const double *A, const double *P, int r0,
             }
         }
         for (; i < r1; i++) {
-            double *c = C + (size_t)i * n;
+            double       *c = C + (size_t)i * n;
             const double *a = A + (size_t)i * nb;
 
             for (int l = 0; l < nb; l++) {
@@ -258,11 +255,11 @@ static void sleep_us(double us)
 /* ---- mode mpi: the 1-ring, forwarding by the rank ---- */
 
 typedef struct ring {
-    MPI_Request *rreq, *sreq;   /* per chunk */
-    double *buf;
-    int next;                   /* first chunk not yet received */
-    int forward;                /* the right neighbour is not the owner */
-    int tag0;
+    MPI_Request *rreq, *sreq; /* per chunk */
+    double      *buf;
+    int          next;    /* first chunk not yet received */
+    int          forward; /* the right neighbour is not the owner */
+    int          tag0;
 } ring_t;
 
 static MPI_Aint chunk_at(int c)
@@ -343,7 +340,7 @@ static void ring_finish(ring_t *r)
 
 typedef struct pat {
     MPI_Request *req;
-    int n;                      /* 0: this (owner, buffer) is never used */
+    int          n; /* 0: this (owner, buffer) is never used */
 } pat_t;
 
 /* A dpushim call that must succeed (the arguments are ours). */
@@ -377,8 +374,8 @@ static int group_make(pat_t *pat, double *buf[2], const char **why)
     int k, rc = DPUSHIM_SUCCESS;
 
     for (k = 0; k < 2 * nproc; k++) {
-        pat_t *p = &pat[k];
-        int o = k / 2, b = k % 2;
+        pat_t          *p = &pat[k];
+        int             o = k / 2, b = k % 2;
         dpushim_group_t g;
 
         if (p->n == 0) {
@@ -399,8 +396,8 @@ static int group_make(pat_t *pat, double *buf[2], const char **why)
                                     (o + d) % nproc, 0));
         }
         if (rank != o) {
-            must(dpushim_group_recv(g, buf[b], opt.n * opt.nb, MPI_DOUBLE,
-                                    o, 0));
+            must(dpushim_group_recv(g, buf[b], opt.n * opt.nb, MPI_DOUBLE, o,
+                                    0));
         }
         rc = dpushim_group_end_persistent(&g, &p->req[0]);
         if (rc != DPUSHIM_ERR_OFF) {
@@ -432,7 +429,7 @@ static void p2p_make(pat_t *pat, double *buf[2])
     for (int o = 0; o < nproc; o++) {
         for (int b = 0; b < 2; b++) {
             pat_t *p = &pat[2 * o + b];
-            int n = 0;
+            int    n = 0;
 
             if (p->n == 0) {
                 continue;
@@ -453,14 +450,14 @@ static void p2p_make(pat_t *pat, double *buf[2])
 
 int main(int argc, char **argv)
 {
-    double *C, *A, *buf[2], *ref, *S;
-    double t0, t, tmax, comp = 0, step_us = 0;
-    int nupd = 0;               /* updates in the timed part */
-    long bad = 0, badc = 0, allbad[2], loc[2];
-    int total, offloaded = 0;
+    double     *C, *A, *buf[2], *ref, *S;
+    double      t0, t, tmax, comp = 0, step_us = 0;
+    int         nupd = 0; /* updates in the timed part */
+    long        bad = 0, badc = 0, allbad[2], loc[2];
+    int         total, offloaded = 0;
     const char *why = "";
-    ring_t ring;
-    pat_t *pat = NULL;
+    ring_t      ring;
+    pat_t      *pat = NULL;
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -560,7 +557,8 @@ int main(int argc, char **argv)
                 printf("group: offloaded by dpushim\n");
             } else {
                 printf("group: not offloaded (%s): persistent "
-                       "point-to-point\n", why);
+                       "point-to-point\n",
+                       why);
             }
         }
         fflush(stdout);
@@ -574,9 +572,9 @@ int main(int argc, char **argv)
     MPI_Barrier(MPI_COMM_WORLD);
     t0 = MPI_Wtime();
     for (int s = 0; s <= total; s++) {
-        int owner = s % nproc;
+        int     owner = s % nproc;
         double *in = buf[s % 2], *use = buf[(s + 1) % 2];
-        pat_t *p = pat != NULL ? &pat[2 * owner + s % 2] : NULL;
+        pat_t  *p = pat != NULL ? &pat[2 * owner + s % 2] : NULL;
 
         if (s == opt.warmup) {
             MPI_Barrier(MPI_COMM_WORLD);
@@ -655,7 +653,8 @@ int main(int argc, char **argv)
                    opt.sleep ? "; C not updated: sleep mode" : " and C");
         } else {
             printf("check: FAILED: %ld wrong panel entries, %ld wrong "
-                   "entries of C\n", allbad[0], allbad[1]);
+                   "entries of C\n",
+                   allbad[0], allbad[1]);
         }
     }
     free(C);

@@ -60,10 +60,10 @@ extern "C" {
 #define DPUSHIM_VERSION_MINOR 0
 
 enum {
-    DPUSHIM_SUCCESS   = 0,
-    DPUSHIM_ERR_OFF   = -1, /* offload not available: use MPI */
-    DPUSHIM_ERR_ARG   = -2, /* a bad argument (the message says which) */
-    DPUSHIM_ERR_NOMEM = -3  /* out of memory */
+    DPUSHIM_SUCCESS = 0,
+    DPUSHIM_ERR_OFF = -1,  /* offload not available: use MPI */
+    DPUSHIM_ERR_ARG = -2,  /* a bad argument (the message says which) */
+    DPUSHIM_ERR_NOMEM = -3 /* out of memory */
 };
 
 typedef struct dpushim_group *dpushim_group_t;
@@ -75,12 +75,12 @@ typedef struct dpushim_group *dpushim_group_t;
  * functions, not these.
  */
 #define DPUSHIM_IMPL_ __attribute__((weak))
-int dpushim_impl_available(void) DPUSHIM_IMPL_;
-int dpushim_impl_group_begin(MPI_Comm, dpushim_group_t *) DPUSHIM_IMPL_;
-int dpushim_impl_group_add(dpushim_group_t, int, const void *, int,
-                           MPI_Datatype, int, int) DPUSHIM_IMPL_;
-int dpushim_impl_group_end(dpushim_group_t *, MPI_Request *, int)
-    DPUSHIM_IMPL_;
+int  dpushim_impl_available(void) DPUSHIM_IMPL_;
+int  dpushim_impl_group_begin(MPI_Comm, dpushim_group_t *) DPUSHIM_IMPL_;
+int  dpushim_impl_group_add(dpushim_group_t, int, const void *, int,
+                            MPI_Datatype, int, int) DPUSHIM_IMPL_;
+int  dpushim_impl_group_end(dpushim_group_t *, MPI_Request *,
+                            int) DPUSHIM_IMPL_;
 void dpushim_impl_group_free(dpushim_group_t *) DPUSHIM_IMPL_;
 const char *dpushim_impl_error_string(int) DPUSHIM_IMPL_;
 
@@ -109,8 +109,8 @@ static inline int dpushim_group_send(dpushim_group_t group, const void *buf,
                                      int dest, int tag)
 {
     return dpushim_impl_group_add
-               ? dpushim_impl_group_add(group, 0, buf, count, datatype,
-                                        dest, tag)
+               ? dpushim_impl_group_add(group, 0, buf, count, datatype, dest,
+                                        tag)
                : DPUSHIM_ERR_OFF;
 }
 
@@ -120,15 +120,15 @@ static inline int dpushim_group_recv(dpushim_group_t group, void *buf,
                                      int source, int tag)
 {
     return dpushim_impl_group_add
-               ? dpushim_impl_group_add(group, 1, buf, count, datatype,
-                                        source, tag)
+               ? dpushim_impl_group_add(group, 1, buf, count, datatype, source,
+                                        tag)
                : DPUSHIM_ERR_OFF;
 }
 
 /* End the group and start it: *request completes when every transfer of
  * this rank is done. *group is released (NULL), also on error. */
 static inline int dpushim_group_end(dpushim_group_t *group,
-                                    MPI_Request *request)
+                                    MPI_Request     *request)
 {
     return dpushim_impl_group_end ? dpushim_impl_group_end(group, request, 0)
                                   : DPUSHIM_ERR_OFF;
@@ -137,7 +137,7 @@ static inline int dpushim_group_end(dpushim_group_t *group,
 /* End the group as an inactive persistent request (MPI_Start it, as
  * often as wanted; MPI_Request_free it); *group is released. */
 static inline int dpushim_group_end_persistent(dpushim_group_t *group,
-                                               MPI_Request *request)
+                                               MPI_Request     *request)
 {
     return dpushim_impl_group_end ? dpushim_impl_group_end(group, request, 1)
                                   : DPUSHIM_ERR_OFF;

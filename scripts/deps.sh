@@ -21,7 +21,8 @@ PKGS=(build-essential gfortran pkg-config libucx-dev ucx-utils uthash-dev check
       libfftw3-dev)
 # libfftw3-dev: examples/fft3d.c's 1-D transforms.
 [ $full = 1 ] && PKGS+=(iproute2 util-linux python3 slurm-wlm munge
-                        groff-base man-db tcl shellcheck)
+                        groff-base man-db tcl shellcheck
+                        clang-format)
 # iproute2, util-linux, python3: scripts/cluster/cluster.sh (namespaces, veths,
 # tc; nsenter, unshare; its node holder, scripts/cluster/cluster_node.py);
 # slurm-wlm, munge: scripts/cluster/cluster-slurm.sh (srun across the emulated
@@ -32,7 +33,8 @@ PKGS=(build-essential gfortran pkg-config libucx-dev ucx-utils uthash-dev check
 [ $full = 1 ] && PKGS+=(mmdebstrap)
 # groff-base, man-db, tcl: make check's man pages (groff -ww renders each,
 # man -w finds the installed ones) and modulefile (evaluated by tclsh);
-# scripts/test/runner_check.sh. shellcheck: make check lints the scripts.
+# scripts/test/runner_check.sh. shellcheck: make check lints the scripts;
+# clang-format: it checks the C sources' style (make format-check).
 # The agent for a BlueField's Arm cores (make agent-arm64), run here under
 # qemu-user (scripts/cluster/arm64-run.sh): Debian's cross compiler and its C
 # library, and the arm64 builds of what the agent links, through

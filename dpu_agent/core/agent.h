@@ -17,18 +17,18 @@
 #include <stdio.h>
 #include <uthash.h>
 
-#define AGENT_ALIGN  64u            /* headroom to match remote alignment */
+#define AGENT_ALIGN 64u /* headroom to match remote alignment */
 
 typedef struct agent_comm {
-    uint64_t        id;
-    uint32_t        size;
-    uint32_t       *members;     /* world rank of each comm rank */
-    uint32_t        nlocal;      /* members served by this agent */
-    uint32_t        nagents;     /* distinct agents among members */
-    uint32_t        refs;        /* local members that have not freed it */
-    uint32_t        live;        /* instances using it */
-    int             freed;       /* every local member freed it */
-    UT_hash_handle  hh;
+    uint64_t       id;
+    uint32_t       size;
+    uint32_t      *members; /* world rank of each comm rank */
+    uint32_t       nlocal;  /* members served by this agent */
+    uint32_t       nagents; /* distinct agents among members */
+    uint32_t       refs;    /* local members that have not freed it */
+    uint32_t       live;    /* instances using it */
+    int            freed;   /* every local member freed it */
+    UT_hash_handle hh;
 } agent_comm_t;
 
 typedef struct agent_inst_key {
@@ -39,15 +39,15 @@ typedef struct agent_inst_key {
 /* A rank's registration key, cached until REG_FREE names its id. */
 typedef struct agent_key {
     struct {
-        uint32_t world;          /* owner rank */
+        uint32_t world; /* owner rank */
         uint32_t pad;
-        uint64_t id;             /* its registration id */
+        uint64_t id; /* its registration id */
     } k;
-    uint8_t        *packed;      /* as the rank packed it */
-    uint32_t        len;
-    ucp_rkey_h      rkey;        /* unpacked on first use (UCX path) */
-    uint8_t        *sent;        /* per agent: forwarded to it */
-    UT_hash_handle  hh;
+    uint8_t       *packed; /* as the rank packed it */
+    uint32_t       len;
+    ucp_rkey_h     rkey; /* unpacked on first use (UCX path) */
+    uint8_t       *sent; /* per agent: forwarded to it */
+    UT_hash_handle hh;
 } agent_key_t;
 
 /*
@@ -62,17 +62,17 @@ typedef struct agent_sched {
         uint32_t pad;
         uint64_t id;
     } k;
-    dps_step_t     *steps;
-    uint32_t        nsteps;
-    uint32_t        size;         /* communicator size it was built for */
-    uint32_t        nrounds;
-    uint32_t       *round_start;  /* nrounds + 1 */
-    uint32_t       *send_start, *send_idx; /* size + 1, nsends */
-    uint32_t       *recv_start, *recv_idx; /* size + 1, nrecvs */
-    uint8_t        *sent;         /* per agent: forwarded to it */
-    uint32_t        refs;         /* instances using it */
-    int             dropped;      /* SCHED_FREE named it: free at refs 0 */
-    UT_hash_handle  hh;
+    dps_step_t    *steps;
+    uint32_t       nsteps;
+    uint32_t       size; /* communicator size it was built for */
+    uint32_t       nrounds;
+    uint32_t      *round_start;           /* nrounds + 1 */
+    uint32_t      *send_start, *send_idx; /* size + 1, nsends */
+    uint32_t      *recv_start, *recv_idx; /* size + 1, nrecvs */
+    uint8_t       *sent;                  /* per agent: forwarded to it */
+    uint32_t       refs;                  /* instances using it */
+    int            dropped; /* SCHED_FREE named it: free at refs 0 */
+    UT_hash_handle hh;
 } agent_sched_t;
 
 /* One communicator rank of an instance, as this agent sees it. */
@@ -81,16 +81,16 @@ typedef struct agent_rstate {
     agent_sched_t *sched;
     uint64_t       addr[DPS_NBUF];
     uint64_t       send_map, send_nmap; /* DPS_POST_GATHER, else 0 */
-    agent_key_t   *key[DPS_NBUF]; /* borrowed from the key cache */
+    agent_key_t   *key[DPS_NBUF];       /* borrowed from the key cache */
     uint64_t       op_token;
-    uint32_t       round;         /* local: lowest unfinished round; peer:
-                                   * as its agent last said */
+    uint32_t       round; /* local: lowest unfinished round; peer:
+                           * as its agent last said */
     /* For ranks served here: */
-    uint32_t       left;          /* steps of `round` not done */
-    uint8_t       *st;            /* per step: 0 waiting, 1 issued, 2 done */
-    uint32_t       moves_in;      /* moves writing into it, under way
-                                   * (until their bytes are visible) */
-    int            done;          /* COMPLETE sent */
+    uint32_t left;     /* steps of `round` not done */
+    uint8_t *st;       /* per step: 0 waiting, 1 issued, 2 done */
+    uint32_t moves_in; /* moves writing into it, under way
+                        * (until their bytes are visible) */
+    int      done;     /* COMPLETE sent */
 } agent_rstate_t;
 
 typedef struct agent_inst {
@@ -128,20 +128,20 @@ typedef struct agent_tomb {
 typedef struct agent_move {
     struct agent_move *next;
     agent_inst_t      *inst;
-    uint32_t           src, dst;      /* comm ranks */
+    uint32_t           src, dst; /* comm ranks */
     uint32_t           src_step, dst_step;
-    uint32_t           k;             /* the k-th SEND of src to dst */
-    uint8_t            op, local;     /* local: a COPY or REDUCE step */
-    uint8_t            put;           /* UCX put into dst: flush before
-                                       * it is done */
+    uint32_t           k;         /* the k-th SEND of src to dst */
+    uint8_t            op, local; /* local: a COPY or REDUCE step */
+    uint8_t            put;       /* UCX put into dst: flush before
+                                   * it is done */
     uint16_t           dtype;
     uint64_t           src_addr, dst_addr, len;
     uint64_t           src_map, src_nmap; /* gathered source: src_addr
                                            * is a packed offset; only a
                                            * DMA engine reads it */
     uint64_t           issued, read, written;
-    void              *cmd_key;       /* itself: a DMA engine command's id */
-    UT_hash_handle     hh_cmd;        /* among its link's commands */
+    void              *cmd_key; /* itself: a DMA engine command's id */
+    UT_hash_handle     hh_cmd;  /* among its link's commands */
 } agent_move_t;
 
 /* The world rank of communicator rank r of m's instance. */
@@ -154,30 +154,30 @@ typedef struct agent_slot {
     struct agent_slot *next_done;
     agent_move_t      *move;
     uint64_t           off, len;
-    int                state;         /* 0 free, 1 reading, 2 writing,
-                                       * 3 reading the destination (a
-                                       * reduction: into aux) */
-    int                completed;     /* set by the UCX callback or a copy
-                                       * thread (atomic) */
+    int                state;     /* 0 free, 1 reading, 2 writing,
+                                   * 3 reading the destination (a
+                                   * reduction: into aux) */
+    int                completed; /* set by the UCX callback or a copy
+                                   * thread (atomic) */
     ucs_status_t       status;
-    int                threaded;      /* a copy thread reads and writes */
-    uint64_t           got;           /* a FETCH's answer: bytes that came */
-    int                fetching;      /* waiting for that answer */
-    ucs_status_t       wstatus;       /* its write's status */
-    char              *buf;           /* slot start (AGENT_ALIGN-aligned) */
-    char              *data;          /* where this chunk is staged */
-    char              *aux;           /* the destination's chunk, reduced
-                                       * into (a reduction only) */
+    int                threaded; /* a copy thread reads and writes */
+    uint64_t           got;      /* a FETCH's answer: bytes that came */
+    int                fetching; /* waiting for that answer */
+    ucs_status_t       wstatus;  /* its write's status */
+    char              *buf;      /* slot start (AGENT_ALIGN-aligned) */
+    char              *data;     /* where this chunk is staged */
+    char              *aux;      /* the destination's chunk, reduced
+                                  * into (a reduction only) */
 } agent_slot_t;
 
 /* A rank on this host reached through its shared-memory segment. */
 typedef struct agent_link {
-    uint32_t          world;
-    dps_shm_t        *shm;
-    unsigned          cmds_out;   /* engine commands not yet done */
-    agent_move_t     *cmds;       /* those commands' moves, by address */
-    int               woke_engine; /* commands queued since the last wake */
-    dps_inmsg_t      *outq_head, *outq_tail; /* waiting for ring room */
+    uint32_t           world;
+    dps_shm_t         *shm;
+    unsigned           cmds_out;    /* engine commands not yet done */
+    agent_move_t      *cmds;        /* those commands' moves, by address */
+    int                woke_engine; /* commands queued since the last wake */
+    dps_inmsg_t       *outq_head, *outq_tail; /* waiting for ring room */
     struct agent_link *next;
 } agent_link_t;
 
@@ -194,7 +194,7 @@ typedef struct agent_upcalls {
     /* A message a rank sent through its segment, decoded (core's channel
      * poll): DPS_OK, DPS_ERR_AGAIN (keep it for later) or an error. The
      * job's dispatch, agent_handle (job/agent_job.c). */
-    int  (*handle)(struct agent *a, const dps_msg_t *msg);
+    int (*handle)(struct agent *a, const dps_msg_t *msg);
     /* Move m is finished, its bytes visible in the destination (status:
      * DPS_OK or an error), by a staging slot or a DMA engine (move/):
      * steps advance, ranks complete. Frees m (sched/agent_inst.c). */
@@ -202,73 +202,73 @@ typedef struct agent_upcalls {
 } agent_upcalls_t;
 
 typedef struct agent {
-    dps_ucx_t      ucx;
-    agent_upcalls_t up;           /* set at start-up by the upper parts */
-    int            parent_fd;     /* EOF when the spawning rank dies */
-    int            kick_fd[2];    /* wake-up sockets: by pid, by job */
-    int            epfd;
-    uint32_t       job_key;
-    unsigned long  missed_wakeups; /* work found only by the backstop */
-    unsigned long  collectives;   /* completed, where we serve rank 0 */
-    uint64_t       cma_bytes;     /* staged: read and written with CMA */
-    uint64_t       ucx_bytes;     /* staged: read and written with UCX */
-    uint64_t       dma_bytes;     /* staged: through the ranks' grants */
-    uint64_t       net_bytes;     /* sent to other agents for FETCHes */
-    uint64_t       fetches;       /* FETCHes sent */
-    uint64_t       next_tag;      /* of the last FETCH */
-    unsigned       fetch_wait;    /* slots waiting for FETCH answers */
-    int            grant_fd;      /* grant socket (dps_grant.h), or -1 */
-    char           grant_path[108];
-    int           *rank_memfd;    /* per world rank: its grant, or -1 */
-    struct agent_serve *serves;   /* FETCHes being read with UCX */
-    uint64_t       cpu_base_ns;   /* CPU time used by set-up */
-    int            quit;
-    int            eager;         /* DPUSHIM_AGENT_SCHED=eager */
+    dps_ucx_t           ucx;
+    agent_upcalls_t     up;         /* set at start-up by the upper parts */
+    int                 parent_fd;  /* EOF when the spawning rank dies */
+    int                 kick_fd[2]; /* wake-up sockets: by pid, by job */
+    int                 epfd;
+    uint32_t            job_key;
+    unsigned long       missed_wakeups; /* work found only by the backstop */
+    unsigned long       collectives;    /* completed, where we serve rank 0 */
+    uint64_t            cma_bytes;      /* staged: read and written with CMA */
+    uint64_t            ucx_bytes;      /* staged: read and written with UCX */
+    uint64_t            dma_bytes;      /* staged: through the ranks' grants */
+    uint64_t            net_bytes;      /* sent to other agents for FETCHes */
+    uint64_t            fetches;        /* FETCHes sent */
+    uint64_t            next_tag;       /* of the last FETCH */
+    unsigned            fetch_wait;     /* slots waiting for FETCH answers */
+    int                 grant_fd;       /* grant socket (dps_grant.h), or -1 */
+    char                grant_path[108];
+    int                *rank_memfd;  /* per world rank: its grant, or -1 */
+    struct agent_serve *serves;      /* FETCHes being read with UCX */
+    uint64_t            cpu_base_ns; /* CPU time used by set-up */
+    int                 quit;
+    int                 eager; /* DPUSHIM_AGENT_SCHED=eager */
     /* job */
-    int            have_job;
-    uint32_t       nranks, nagents, self;
-    uint32_t      *rank_agent;
-    uint32_t      *rank_pid;      /* from PROCS */
-    uint32_t      *rank_node;     /* from PROCS */
-    uint64_t      *procs_token;   /* from PROCS: token address and value
-                                   * of each rank, until checked */
-    uint32_t       procs_n;       /* entries in the tables above */
-    uint32_t       my_node;
-    int            have_procs;
-    int            force_ucx;     /* DPUSHIM_TRANSPORT=ucx */
-    ucp_ep_h      *rank_ep;
-    ucp_ep_h      *agent_ep;
-    uint8_t       *rank_st;       /* per rank: AGENT_RANK_* */
-    int           *rank_why;      /* per rank of this node not SEEN: why
-                                   * (dps_cma_check), for the report */
-    uint32_t       nlocal, nhello; /* ranks served here; their HELLOs */
-    int            node_seen;     /* every rank of this node served by
-                                   * other agents is SEEN */
-    int            cma_told;      /* the report of who is SEEN is out */
-    int            ready;
+    int       have_job;
+    uint32_t  nranks, nagents, self;
+    uint32_t *rank_agent;
+    uint32_t *rank_pid;    /* from PROCS */
+    uint32_t *rank_node;   /* from PROCS */
+    uint64_t *procs_token; /* from PROCS: token address and value
+                            * of each rank, until checked */
+    uint32_t  procs_n;     /* entries in the tables above */
+    uint32_t  my_node;
+    int       have_procs;
+    int       force_ucx; /* DPUSHIM_TRANSPORT=ucx */
+    ucp_ep_h *rank_ep;
+    ucp_ep_h *agent_ep;
+    uint8_t  *rank_st;        /* per rank: AGENT_RANK_* */
+    int      *rank_why;       /* per rank of this node not SEEN: why
+                               * (dps_cma_check), for the report */
+    uint32_t  nlocal, nhello; /* ranks served here; their HELLOs */
+    int       node_seen;      /* every rank of this node served by
+                               * other agents is SEEN */
+    int       cma_told;       /* the report of who is SEEN is out */
+    int       ready;
     /* state */
-    agent_comm_t  *comms;
-    agent_key_t   *keys;          /* registration keys of ranks */
-    agent_sched_t *scheds;        /* schedules of ranks */
-    agent_inst_t  *insts;
-    agent_tomb_t  *tombs;         /* failed instances that ended */
-    agent_move_t  *q_head, *q_tail;
-    agent_slot_t  *slots;
-    unsigned       nslots;        /* DPUSHIM_PIPELINE_DEPTH */
-    size_t         chunk;         /* DPUSHIM_CHUNK_BYTES */
-    struct agent_copiers *copiers; /* CMA copy threads (depth > 1) */
-    unsigned       copy_jobs;     /* slots out with copy threads */
-    void          *staging;
-    ucp_mem_h      staging_memh;
-    unsigned       inflight;      /* slots busy + flushes pending */
-    struct agent_flush *flushes;  /* of moves' puts, in no particular
-                                   * order */
+    agent_comm_t         *comms;
+    agent_key_t          *keys;   /* registration keys of ranks */
+    agent_sched_t        *scheds; /* schedules of ranks */
+    agent_inst_t         *insts;
+    agent_tomb_t         *tombs; /* failed instances that ended */
+    agent_move_t         *q_head, *q_tail;
+    agent_slot_t         *slots;
+    unsigned              nslots;    /* DPUSHIM_PIPELINE_DEPTH */
+    size_t                chunk;     /* DPUSHIM_CHUNK_BYTES */
+    struct agent_copiers *copiers;   /* CMA copy threads (depth > 1) */
+    unsigned              copy_jobs; /* slots out with copy threads */
+    void                 *staging;
+    ucp_mem_h             staging_memh;
+    unsigned              inflight; /* slots busy + flushes pending */
+    struct agent_flush   *flushes;  /* of moves' puts, in no particular
+                                     * order */
     /* shared-memory channels (dps_shm.h) */
-    agent_link_t  *links;         /* every rank that offered one */
-    agent_link_t **link_of;       /* by world rank, nlinks_cap entries */
+    agent_link_t  *links;   /* every rank that offered one */
+    agent_link_t **link_of; /* by world rank, nlinks_cap entries */
     uint32_t       nlinks_cap;
-    int            poll;          /* DPUSHIM_AGENT_SCHED=poll: never sleep */
-    uint64_t       engine_cmds;   /* commands given to DMA engines */
+    int            poll;        /* DPUSHIM_AGENT_SCHED=poll: never sleep */
+    uint64_t       engine_cmds; /* commands given to DMA engines */
 } agent_t;
 
 /* The shared-memory link of world rank w, or NULL. */
@@ -278,14 +278,16 @@ static inline agent_link_t *agent_link(const agent_t *a, uint32_t w)
 }
 
 /* rank_st flags. */
-#define AGENT_RANK_HELLO 1u  /* its HELLO came and READY went out */
-#define AGENT_RANK_SEEN  2u  /* its token was read back at its pid
-                              * (common/dps_cma.h): it shares this
-                              * agent's process space. A shared node name
-                              * alone is no proof (a DPU, a container) */
-#define AGENT_RANK_DMA   4u  /* it granted us its memory and its token
-                              * was read back through the grant
-                              * (common/dps_grant.h: emulated PCIe DMA) */
+#define AGENT_RANK_HELLO 1u /* its HELLO came and READY went out */
+#define AGENT_RANK_SEEN \
+    2u /* its token was read back at its pid
+        * (common/dps_cma.h): it shares this
+        * agent's process space. A shared node name
+        * alone is no proof (a DPU, a container) */
+#define AGENT_RANK_DMA \
+    4u /* it granted us its memory and its token
+        * was read back through the grant
+        * (common/dps_grant.h: emulated PCIe DMA) */
 
 /* Are the rank's bytes copied with CMA (by this agent or by a DMA engine
  * at its command)? Only if it proved it shares our process space. */

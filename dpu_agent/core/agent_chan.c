@@ -19,10 +19,10 @@
 
 int agent_shm_attach(agent_t *a, const dps_msg_shm_t *m)
 {
-    char err[300];
+    char          err[300];
     agent_link_t *l;
-    dps_shm_t *s;
-    int why;
+    dps_shm_t    *s;
+    int           why;
 
     if (m->world_rank >= DPS_MAX_RANKS || agent_link(a, m->world_rank)) {
         dps_error("shm offer from rank %u refused (unknown or repeated)",
@@ -30,8 +30,9 @@ int agent_shm_attach(agent_t *a, const dps_msg_shm_t *m)
         return DPS_ERR_PROTO;
     }
     if (m->world_rank >= a->nlinks_cap) {
-        uint32_t cap = m->world_rank + 1 > 2 * a->nlinks_cap ?
-                       m->world_rank + 1 : 2 * a->nlinks_cap;
+        uint32_t       cap = m->world_rank + 1 > 2 * a->nlinks_cap
+                                 ? m->world_rank + 1
+                                 : 2 * a->nlinks_cap;
         agent_link_t **n = realloc(a->link_of, sizeof(*n) * cap);
 
         if (n == NULL) {
@@ -47,15 +48,14 @@ int agent_shm_attach(agent_t *a, const dps_msg_shm_t *m)
     why = dps_cma_check(m->pid, m->token_addr, m->token);
     if (why != 0) {
         dps_info("rank %u: no shared-memory channel: it does not share "
-                 "our process space (pid %u: %s)", m->world_rank, m->pid,
-                 dps_cma_why(why));
+                 "our process space (pid %u: %s)",
+                 m->world_rank, m->pid, dps_cma_why(why));
         return DPS_OK;
     }
     s = dps_shm_attach((int)m->pid, m->fd, m->world_rank, err, sizeof(err));
     if (s == NULL) {
         /* The rank sees no attached flag and keeps to UCX. */
-        dps_info("rank %u: no shared-memory channel: %s", m->world_rank,
-                 err);
+        dps_info("rank %u: no shared-memory channel: %s", m->world_rank, err);
         return DPS_OK;
     }
     l = calloc(1, sizeof(*l));
@@ -131,7 +131,7 @@ void agent_send_rank(agent_t *a, uint32_t w, void *msg, size_t len)
     }
     if (l->outq_head != NULL ||
         dps_shm_msg_put(&l->shm->to_rank, l->shm->to_rank_buf, msg, len) !=
-        DPS_OK) {
+            DPS_OK) {
         /* The rank has not taken its earlier messages (it computes):
          * keep this one, in order, until there is room. */
         dps_inmsg_t *q = malloc(sizeof(*q) + len);
@@ -159,8 +159,8 @@ void agent_send_rank(agent_t *a, uint32_t w, void *msg, size_t len)
 int agent_shm_poll(agent_t *a, dps_inmsg_t **deferred)
 {
     static uint64_t buf[DPS_SHM_MAX_MSG / sizeof(uint64_t)];
-    agent_link_t *l;
-    int handled = 0;
+    agent_link_t   *l;
+    int             handled = 0;
 
     for (l = a->links; l != NULL; l = l->next) {
         long n;
@@ -170,9 +170,9 @@ int agent_shm_poll(agent_t *a, dps_inmsg_t **deferred)
         }
         while ((n = dps_shm_msg_get(&l->shm->to_agent, l->shm->to_agent_buf,
                                     buf, sizeof(buf))) != 0) {
-            char err[256];
+            char      err[256];
             dps_msg_t msg;
-            int rc;
+            int       rc;
 
             if (n < 0) {
                 dps_error("rank %u: corrupt message ring; ignoring it",
@@ -231,7 +231,8 @@ int agent_shm_may_sleep(agent_t *a)
     for (l = a->links; l != NULL; l = l->next) {
         if (dps_shm_msg_ready(&l->shm->to_agent) ||
             __atomic_load_n(&l->shm->done.tail, __ATOMIC_ACQUIRE) !=
-            l->shm->done.head || l->outq_head != NULL) {
+                l->shm->done.head ||
+            l->outq_head != NULL) {
             set_sleeping(a, 0);
             return 0;
         }

@@ -28,7 +28,7 @@ int agent_shm_poll(agent_t *a, dps_inmsg_t **deferred);
 
 /* Before sleeping: set our flag in every segment; 0 if work came in
  * meanwhile (flags cleared again). After waking: agent_shm_awake. */
-int agent_shm_may_sleep(agent_t *a);
+int  agent_shm_may_sleep(agent_t *a);
 void agent_shm_awake(agent_t *a);
 
 /* Unmap every segment (the engines' commands are freed before,

@@ -30,7 +30,7 @@ static uint64_t cpu_ns(void)
 
     getrusage(RUSAGE_SELF, &ru);
     return (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) *
-           1000000000ull +
+               1000000000ull +
            (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000u;
 }
 
@@ -38,9 +38,9 @@ static uint64_t cpu_ns(void)
 static int send_stats(agent_t *a)
 {
     dps_msg_stats_t st;
-    size_t len;
-    uint32_t i;
-    void *msg;
+    size_t          len;
+    uint32_t        i;
+    void           *msg;
 
     if (!a->ready) {
         return DPS_ERR_PROTO;
@@ -69,7 +69,7 @@ static int send_stats(agent_t *a)
 static int send_pong(agent_t *a, uint32_t rank)
 {
     size_t len;
-    void *msg;
+    void  *msg;
 
     if (!a->ready || rank >= a->nranks || a->rank_agent[rank] != a->self) {
         dps_error("ping from rank %u, not served here", rank);
@@ -84,8 +84,8 @@ static int send_pong(agent_t *a, uint32_t rank)
 static void send_ready(agent_t *a, uint32_t rank)
 {
     uint32_t cma = 0;
-    size_t len;
-    void *msg;
+    size_t   len;
+    void    *msg;
 
     if (a->rank_st[rank] & AGENT_RANK_SEEN) {
         cma |= DPS_READY_SEEN;
@@ -109,9 +109,9 @@ static int rank_is(const agent_t *a, uint32_t w, int why)
     if (a->rank_node[w] != a->my_node) {
         return 0;
     }
-    return why == 0 ? (a->rank_st[w] & AGENT_RANK_SEEN) != 0
-                    : !(a->rank_st[w] & AGENT_RANK_SEEN) &&
-                      a->rank_why[w] == why;
+    return why == 0
+               ? (a->rank_st[w] & AGENT_RANK_SEEN) != 0
+               : !(a->rank_st[w] & AGENT_RANK_SEEN) && a->rank_why[w] == why;
 }
 
 /* The ranks rank_is picks, as "0-3,6" in buf (len >= 32; cut short
@@ -119,8 +119,8 @@ static int rank_is(const agent_t *a, uint32_t w, int why)
 static uint32_t rank_list(const agent_t *a, int why, char *buf, size_t len)
 {
     uint32_t i, j, n = 0;
-    size_t off = 0;
-    int cut = 0;
+    size_t   off = 0;
+    int      cut = 0;
 
     buf[0] = '\0';
     for (i = 0; i < a->nranks; i = j) {
@@ -139,9 +139,9 @@ static uint32_t rank_list(const agent_t *a, int why, char *buf, size_t len)
             }
             continue;
         }
-        off += (size_t)snprintf(buf + off, len - off, j - i > 1 ?
-                                "%s%u-%u" : "%s%u", off ? "," : "", i,
-                                j - 1);
+        off += (size_t)snprintf(buf + off, len - off,
+                                j - i > 1 ? "%s%u-%u" : "%s%u", off ? "," : "",
+                                i, j - 1);
     }
     return n;
 }
@@ -166,10 +166,10 @@ static int all_dma(const agent_t *a, int why)
 
 static void cma_report(agent_t *a)
 {
-    int told[8];
+    int      told[8];
     unsigned ntold = 0, k;
     uint32_t i, n;
-    char list[256];
+    char     list[256];
 
     if (a->cma_told || !a->ready || a->nhello < a->nlocal) {
         return;
@@ -178,11 +178,10 @@ static void cma_report(agent_t *a)
     if (dps_log_level >= DPS_LOG_DEBUG &&
         rank_list(a, 0, list, sizeof(list)) > 0) {
         dps_debug("ranks %s of this node proved they share our process "
-                  "space (token read back at their pid)%s", list,
-                  a->force_ucx ? "" : ": their data moves with CMA");
+                  "space (token read back at their pid)%s",
+                  list, a->force_ucx ? "" : ": their data moves with CMA");
     }
-    for (i = 0; i < a->nranks && ntold < sizeof(told) / sizeof(told[0]);
-         i++) {
+    for (i = 0; i < a->nranks && ntold < sizeof(told) / sizeof(told[0]); i++) {
         if (!rank_is(a, i, a->rank_why[i]) || a->rank_why[i] == 0) {
             continue;
         }
@@ -193,12 +192,14 @@ static void cma_report(agent_t *a)
         }
         told[ntold++] = a->rank_why[i];
         n = rank_list(a, a->rank_why[i], list, sizeof(list));
-        dps_info("%s %s share%s this agent's node name but not its process "
-                 "space (%s): %s", n > 1 ? "ranks" : "rank",
-                 list, n > 1 ? "" : "s", dps_cma_why(a->rank_why[i]),
-                 all_dma(a, a->rank_why[i])
-                 ? "reached by DMA through their grants, by their own agent"
-                 : "served over UCX");
+        dps_info(
+            "%s %s share%s this agent's node name but not its process "
+            "space (%s): %s",
+            n > 1 ? "ranks" : "rank", list, n > 1 ? "" : "s",
+            dps_cma_why(a->rank_why[i]),
+            all_dma(a, a->rank_why[i])
+                ? "reached by DMA through their grants, by their own agent"
+                : "served over UCX");
     }
 }
 
@@ -214,8 +215,8 @@ static void rank_check(agent_t *a, uint32_t w, uint32_t pid, uint64_t addr,
         a->rank_st[w] |= AGENT_RANK_SEEN;
     } else {
         a->rank_st[w] &= (uint8_t)~AGENT_RANK_SEEN;
-        dps_debug("rank %u (pid %u): token not read back at %#llx: %s", w,
-                  pid, (unsigned long long)addr, dps_cma_why(why));
+        dps_debug("rank %u (pid %u): token not read back at %#llx: %s", w, pid,
+                  (unsigned long long)addr, dps_cma_why(why));
     }
 }
 
@@ -226,7 +227,7 @@ static void rank_check(agent_t *a, uint32_t w, uint32_t pid, uint64_t addr,
 static int try_ready(agent_t *a)
 {
     uint32_t i;
-    int rc;
+    int      rc;
 
     if (!a->have_job || !a->have_procs || a->ready) {
         return DPS_OK;
@@ -254,8 +255,9 @@ static int try_ready(agent_t *a)
     a->procs_token = NULL;
     /* Finish wire-up with everyone now, while the ranks are still inside
      * MPI_Init and progressing, not at the first collective. */
-    rc = dps_ucx_wait(a->ucx.worker, ucp_worker_flush_nbx(a->ucx.worker,
-                      &(ucp_request_param_t){0}), 60000);
+    rc = dps_ucx_wait(
+        a->ucx.worker,
+        ucp_worker_flush_nbx(a->ucx.worker, &(ucp_request_param_t){0}), 60000);
     if (rc != DPS_OK) {
         dps_error("connecting to the ranks and agents: %s",
                   dps_status_str(rc));
@@ -273,7 +275,7 @@ static int try_ready(agent_t *a)
 static void grants_take(agent_t *a)
 {
     dps_grant_msg_t g;
-    int fd, rc;
+    int             fd, rc;
 
     while (a->grant_fd >= 0 && (rc = dps_grant_recv(a->grant_fd, &g, &fd))) {
         if (rc < 0) {
@@ -283,7 +285,8 @@ static void grants_take(agent_t *a)
         if (g.world_rank >= a->nranks || g.job_key != a->job_key ||
             a->rank_agent[g.world_rank] != a->self) {
             dps_warn("grant from rank %u of job key %#x refused: not a "
-                     "rank of ours", g.world_rank, g.job_key);
+                     "rank of ours",
+                     g.world_rank, g.job_key);
             close(fd);
             continue;
         }
@@ -296,11 +299,10 @@ static void grants_take(agent_t *a)
 
 /* Rank r's grant, if it sent one: does its token read back through it?
  * Then its memory is ours to read and write (AGENT_RANK_DMA). */
-static void grant_check(agent_t *a, uint32_t r, uint64_t addr,
-                        uint64_t token)
+static void grant_check(agent_t *a, uint32_t r, uint64_t addr, uint64_t token)
 {
     uint64_t v = 0;
-    int e;
+    int      e;
 
     grants_take(a);
     if (a->rank_memfd[r] < 0) {
@@ -332,8 +334,8 @@ static int handle_hello(agent_t *a, const dps_msg_hello_t *h)
         return DPS_ERR_PROTO;
     }
     if (h->pid != a->rank_pid[r]) {
-        dps_warn("rank %u says hello as pid %u, the process table has %u",
-                 r, h->pid, a->rank_pid[r]);
+        dps_warn("rank %u says hello as pid %u, the process table has %u", r,
+                 h->pid, a->rank_pid[r]);
         a->rank_why[r] = EINVAL;
         a->rank_st[r] &= (uint8_t)~AGENT_RANK_SEEN;
     } else {
@@ -354,9 +356,9 @@ static int handle_hello(agent_t *a, const dps_msg_hello_t *h)
 static int handle_job(agent_t *a, const dps_msg_t *msg)
 {
     const dps_msg_job_t *f = &msg->u.job.fixed;
-    const uint8_t *p;
-    uint32_t i;
-    int rc;
+    const uint8_t       *p;
+    uint32_t             i;
+    int                  rc;
 
     if (a->have_job) {
         dps_error("second job_info ignored");
@@ -447,21 +449,13 @@ static int handle_procs(agent_t *a, const dps_msg_t *msg)
 int agent_handle(agent_t *a, const dps_msg_t *msg)
 {
     switch (msg->type) {
-    case DPS_MSG_JOB_INFO:
-        return handle_job(a, msg);
-    case DPS_MSG_PROCS:
-        return handle_procs(a, msg);
-    case DPS_MSG_HELLO:
-        return handle_hello(a, &msg->u.hello);
-    case DPS_MSG_SHUTDOWN:
-        a->quit = 1;
-        return DPS_OK;
-    case DPS_MSG_SHM:
-        return agent_shm_attach(a, &msg->u.shm);
-    case DPS_MSG_STATS_REQ:
-        return send_stats(a);
-    case DPS_MSG_PING:
-        return send_pong(a, msg->u.hello.world_rank);
+    case DPS_MSG_JOB_INFO: return handle_job(a, msg);
+    case DPS_MSG_PROCS: return handle_procs(a, msg);
+    case DPS_MSG_HELLO: return handle_hello(a, &msg->u.hello);
+    case DPS_MSG_SHUTDOWN: a->quit = 1; return DPS_OK;
+    case DPS_MSG_SHM: return agent_shm_attach(a, &msg->u.shm);
+    case DPS_MSG_STATS_REQ: return send_stats(a);
+    case DPS_MSG_PING: return send_pong(a, msg->u.hello.world_rank);
     case DPS_MSG_POST:
     case DPS_MSG_PEER_POST:
     case DPS_MSG_SEND_DONE:

@@ -30,44 +30,44 @@
 
 /* Clients that have connected but not yet been judged, at most. A flood
  * of idle connections then costs a bounded amount, and never a fork. */
-#define LISTEN_MAX_PENDING  64
+#define LISTEN_MAX_PENDING 64
 /* Time a client has for its whole hello. */
-#define LISTEN_HELLO_SEC    5.0
+#define LISTEN_HELLO_SEC   5.0
 /* Longest poll: reap children even if a SIGCHLD wake-up were lost. */
-#define LISTEN_BACKSTOP_MS  1000
+#define LISTEN_BACKSTOP_MS 1000
 /* Out of descriptors: stop accepting this long rather than spin. */
-#define LISTEN_PAUSE_SEC    0.1
-#define PEER_MAX            (NI_MAXHOST + NI_MAXSERV + 4)
+#define LISTEN_PAUSE_SEC   0.1
+#define PEER_MAX           (NI_MAXHOST + NI_MAXSERV + 4)
 
 typedef struct lconn {
-    int      fd;                 /* -1: closed, slot to be compacted */
-    double   deadline;           /* for the complete hello */
-    size_t   len;
+    int    fd;       /* -1: closed, slot to be compacted */
+    double deadline; /* for the complete hello */
+    size_t len;
     /* One byte more than the longest hello, to see trailing bytes. */
-    uint8_t  buf[DPS_LISTEN_HELLO_MAX + 1];
-    char     peer[PEER_MAX];
+    uint8_t buf[DPS_LISTEN_HELLO_MAX + 1];
+    char    peer[PEER_MAX];
 } lconn_t;
 
 typedef struct ljob {
-    pid_t    pid;
-    char     name[DPS_LISTEN_NAME_MAX + 1];
+    pid_t pid;
+    char  name[DPS_LISTEN_NAME_MAX + 1];
 } ljob_t;
 
 typedef struct listener {
-    int             lfd;
-    int             sig[2];      /* self-pipe written by signal handlers */
-    const char     *dir;
-    agent_serve_fn  serve;
-    void           *arg;
-    lconn_t         conns[LISTEN_MAX_PENDING];
-    int             nconns;
-    ljob_t         *jobs;        /* running children */
-    size_t          njobs, jobs_cap;
-    double          accept_after; /* accepting paused until then */
+    int            lfd;
+    int            sig[2]; /* self-pipe written by signal handlers */
+    const char    *dir;
+    agent_serve_fn serve;
+    void          *arg;
+    lconn_t        conns[LISTEN_MAX_PENDING];
+    int            nconns;
+    ljob_t        *jobs; /* running children */
+    size_t         njobs, jobs_cap;
+    double         accept_after; /* accepting paused until then */
 } listener_t;
 
 static volatile sig_atomic_t stop_signal;
-static int sig_wfd = -1;
+static int                   sig_wfd = -1;
 
 static void on_signal(int sig)
 {
@@ -113,14 +113,13 @@ static void addr_str(const struct sockaddr *sa, socklen_t sl, char *out,
 static int open_socket(const char *hostport)
 {
     char host[DPS_LISTEN_HOSTPORT_MAX], port[8], err[256], where[PEER_MAX];
-    struct addrinfo hints, *res = NULL, *ai;
+    struct addrinfo         hints, *res = NULL, *ai;
     struct sockaddr_storage ss;
-    socklen_t sl = sizeof(ss);
-    int fd = -1, one = 1, r, e = 0;
+    socklen_t               sl = sizeof(ss);
+    int                     fd = -1, one = 1, r, e = 0;
 
     if (dps_listen_split_hostport(hostport, 1, host, sizeof(host), port,
-                                  sizeof(port), err,
-                                  sizeof(err)) != DPS_OK) {
+                                  sizeof(port), err, sizeof(err)) != DPS_OK) {
         dps_error("--listen: %s", err);
         return -1;
     }
@@ -135,8 +134,9 @@ static int open_socket(const char *hostport)
         return -1;
     }
     for (ai = res; ai != NULL; ai = ai->ai_next) {
-        fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK |
-                    SOCK_CLOEXEC, ai->ai_protocol);
+        fd = socket(ai->ai_family,
+                    ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
+                    ai->ai_protocol);
         if (fd < 0) {
             e = errno;
             continue;
@@ -172,7 +172,7 @@ static int open_socket(const char *hostport)
 static void send_line(int fd, const char *what, const char *text)
 {
     char line[512];
-    int n = snprintf(line, sizeof(line), "%s %s\n", what, text);
+    int  n = snprintf(line, sizeof(line), "%s %s\n", what, text);
 
     if (n >= (int)sizeof(line)) {
         n = (int)sizeof(line) - 1;
@@ -204,7 +204,7 @@ static void refuse(lconn_t *c, const char *job, const char *why)
 static void job_add(listener_t *l, pid_t pid, const char *name)
 {
     if (l->njobs == l->jobs_cap) {
-        size_t cap = l->jobs_cap ? 2 * l->jobs_cap : 16;
+        size_t  cap = l->jobs_cap ? 2 * l->jobs_cap : 16;
         ljob_t *j = realloc(l->jobs, cap * sizeof(*j));
 
         if (j == NULL) {
@@ -221,10 +221,10 @@ static void job_add(listener_t *l, pid_t pid, const char *name)
 static void reap(listener_t *l)
 {
     const char *name;
-    char how[96];
-    size_t i;
-    pid_t pid;
-    int st;
+    char        how[96];
+    size_t      i;
+    pid_t       pid;
+    int         st;
 
     while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
         for (i = 0; i < l->njobs && l->jobs[i].pid != pid; i++) {
@@ -254,7 +254,7 @@ static void reap(listener_t *l)
 static void child_enter(listener_t *l, int fd)
 {
     sigset_t none;
-    int i, null;
+    int      i, null;
 
     set_signals(SIG_DFL);
     sigemptyset(&none);
@@ -273,8 +273,7 @@ static void child_enter(listener_t *l, int fd)
     l->njobs = l->jobs_cap = 0;
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
     /* Like a spawned agent: nothing to read but the job's socket. */
-    null = (fd == STDIN_FILENO) ? -1
-                                : open("/dev/null", O_RDONLY | O_CLOEXEC);
+    null = (fd == STDIN_FILENO) ? -1 : open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (null >= 0 && null != STDIN_FILENO) {
         dup2(null, STDIN_FILENO);
         close(null);
@@ -285,7 +284,7 @@ static void child_enter(listener_t *l, int fd)
 static void start_job(listener_t *l, lconn_t *c, const char *job)
 {
     pid_t pid;
-    int fd = c->fd;
+    int   fd = c->fd;
 
     /* Nothing buffered may be written twice, by parent and child. */
     fflush(NULL);
@@ -311,12 +310,11 @@ static void start_job(listener_t *l, lconn_t *c, const char *job)
 static void conn_read(listener_t *l, lconn_t *c)
 {
     uint8_t secret[DPS_SECRET_LEN];
-    char job[DPS_LISTEN_NAME_MAX + 1], err[512];
-    int eof = 0, rc;
+    char    job[DPS_LISTEN_NAME_MAX + 1], err[512];
+    int     eof = 0, rc;
 
     while (c->len < sizeof(c->buf)) {
-        ssize_t n = recv(c->fd, c->buf + c->len, sizeof(c->buf) - c->len,
-                         0);
+        ssize_t n = recv(c->fd, c->buf + c->len, sizeof(c->buf) - c->len, 0);
 
         if (n > 0) {
             c->len += (size_t)n;
@@ -328,14 +326,13 @@ static void conn_read(listener_t *l, lconn_t *c)
         } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
             break;
         } else {
-            snprintf(err, sizeof(err), "receive error: %s",
-                     strerror(errno));
+            snprintf(err, sizeof(err), "receive error: %s", strerror(errno));
             refuse(c, NULL, err);
             return;
         }
     }
-    rc = dps_listen_decode_hello(c->buf, c->len, job, sizeof(job), secret,
-                                 err, sizeof(err));
+    rc = dps_listen_decode_hello(c->buf, c->len, job, sizeof(job), secret, err,
+                                 sizeof(err));
     if (rc == DPS_ERR_AGAIN) {
         if (!eof) {
             return;
@@ -346,8 +343,10 @@ static void conn_read(listener_t *l, lconn_t *c)
             conn_close(c);
             return;
         }
-        snprintf(err, sizeof(err), "malformed hello: connection closed "
-                 "after %zu bytes", c->len);
+        snprintf(err, sizeof(err),
+                 "malformed hello: connection closed "
+                 "after %zu bytes",
+                 c->len);
         refuse(c, NULL, err);
         return;
     }
@@ -367,18 +366,17 @@ static void conn_read(listener_t *l, lconn_t *c)
 static void accept_all(listener_t *l)
 {
     struct sockaddr_storage ss;
-    char peer[PEER_MAX];
-    lconn_t *c;
-    socklen_t sl;
-    int fd, on = 1, idle = 30, intvl = 10, cnt = 3;
+    char                    peer[PEER_MAX];
+    lconn_t                *c;
+    socklen_t               sl;
+    int                     fd, on = 1, idle = 30, intvl = 10, cnt = 3;
 
     for (;;) {
         sl = sizeof(ss);
         fd = accept4(l->lfd, (struct sockaddr *)&ss, &sl,
                      SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
-            if (errno == EINTR || errno == ECONNABORTED ||
-                errno == EPROTO) {
+            if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO) {
                 continue;
             }
             if (errno != EAGAIN && errno != EWOULDBLOCK) {
@@ -391,8 +389,10 @@ static void accept_all(listener_t *l)
         addr_str((struct sockaddr *)&ss, sl, peer, sizeof(peer));
         if (l->nconns == LISTEN_MAX_PENDING) {
             dps_warn("refused %s: %d connections already waiting for "
-                     "their hello", peer, LISTEN_MAX_PENDING);
-            send_line(fd, "refused", "busy: too many connections waiting "
+                     "their hello",
+                     peer, LISTEN_MAX_PENDING);
+            send_line(fd, "refused",
+                      "busy: too many connections waiting "
                       "for their hello");
             close(fd);
             continue;
@@ -415,15 +415,17 @@ static void accept_all(listener_t *l)
 static void sweep(listener_t *l)
 {
     double now = dps_now();
-    char why[96];
-    int i, j;
+    char   why[96];
+    int    i, j;
 
     for (i = 0; i < l->nconns; i++) {
         lconn_t *c = &l->conns[i];
 
         if (c->fd >= 0 && now >= c->deadline) {
-            snprintf(why, sizeof(why), "no complete hello within %.0f s "
-                     "(%zu bytes received)", LISTEN_HELLO_SEC, c->len);
+            snprintf(why, sizeof(why),
+                     "no complete hello within %.0f s "
+                     "(%zu bytes received)",
+                     LISTEN_HELLO_SEC, c->len);
             refuse(c, NULL, why);
         }
     }
@@ -441,7 +443,7 @@ static void sweep(listener_t *l)
 static int poll_timeout(const listener_t *l)
 {
     double now = dps_now(), t = LISTEN_BACKSTOP_MS / 1000.0;
-    int i;
+    int    i;
 
     for (i = 0; i < l->nconns; i++) {
         if (l->conns[i].deadline - now < t) {
@@ -466,9 +468,9 @@ int agent_listen_run(const char *hostport, const char *secret_dir,
                      agent_serve_fn serve, void *arg)
 {
     struct pollfd pfd[2 + LISTEN_MAX_PENDING];
-    listener_t l;
-    char err[512];
-    int i, n, np;
+    listener_t    l;
+    char          err[512];
+    int           i, n, np;
 
     memset(&l, 0, sizeof(l));
     l.dir = secret_dir;
@@ -498,8 +500,8 @@ int agent_listen_run(const char *hostport, const char *secret_dir,
 
         np = 0;
         pfd[np++] = (struct pollfd){l.sig[0], POLLIN, 0};
-        pfd[np++] = (struct pollfd){l.lfd,
-                                    l.accept_after > now ? 0 : POLLIN, 0};
+        pfd[np++] =
+            (struct pollfd){l.lfd, l.accept_after > now ? 0 : POLLIN, 0};
         for (i = 0; i < l.nconns; i++) {
             pfd[np++] = (struct pollfd){l.conns[i].fd, POLLIN, 0};
         }
@@ -524,7 +526,8 @@ int agent_listen_run(const char *hostport, const char *secret_dir,
     }
     if (stop_signal) {
         dps_info("stopping on signal %d; %zu running job(s) keep their "
-                 "agents", (int)stop_signal, l.njobs);
+                 "agents",
+                 (int)stop_signal, l.njobs);
     }
     for (i = 0; i < l.nconns; i++) {
         if (l.conns[i].fd >= 0) {

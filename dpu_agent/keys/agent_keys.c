@@ -48,8 +48,8 @@ agent_key_t *agent_key_take(agent_t *a, uint32_t world, uint64_t id,
     if (k != NULL || len == 0) {
         if (k == NULL) {
             dps_error("rank %u names registration %llu, whose key this "
-                      "agent never received", world,
-                      (unsigned long long)id);
+                      "agent never received",
+                      world, (unsigned long long)id);
         }
         return k;
     }
@@ -92,9 +92,9 @@ ucp_rkey_h agent_key_rkey(agent_t *a, agent_key_t *k)
 int agent_handle_reg_free(agent_t *a, const dps_msg_t *msg)
 {
     const dps_msg_reg_free_t *f = &msg->u.reg_free.fixed;
-    uint8_t *peers = NULL;
-    int own;
-    uint32_t i, ag;
+    uint8_t                  *peers = NULL;
+    int                       own;
+    uint32_t                  i, ag;
 
     if (f->world_rank >= a->nranks) {
         dps_error("reg_free for unknown rank %u", f->world_rank);
@@ -105,8 +105,8 @@ int agent_handle_reg_free(agent_t *a, const dps_msg_t *msg)
         peers = calloc(a->nagents, 1);
     }
     for (i = 0; i < f->count; i++) {
-        agent_key_t *k = key_find(a, f->world_rank,
-                                  dps_msg_u64(msg->u.reg_free.ids, i));
+        agent_key_t *k =
+            key_find(a, f->world_rank, dps_msg_u64(msg->u.reg_free.ids, i));
 
         if (k == NULL) {
             continue;
@@ -118,7 +118,7 @@ int agent_handle_reg_free(agent_t *a, const dps_msg_t *msg)
     }
     for (ag = 0; peers != NULL && ag < a->nagents; ag++) {
         size_t len;
-        void *out;
+        void  *out;
 
         if (!peers[ag] || ag == a->self) {
             continue;
@@ -137,8 +137,8 @@ void agent_keys_fini(agent_t *a)
 {
     agent_key_t *k, *tmp;
 
-    HASH_ITER(hh, a->keys, k, tmp) {
+    HASH_ITER(hh, a->keys, k, tmp)
+    {
         key_destroy(a, k);
     }
 }
-

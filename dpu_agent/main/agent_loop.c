@@ -33,12 +33,12 @@
 static int drain_inbox(agent_t *a, dps_inmsg_t **deferred)
 {
     dps_inmsg_t *m;
-    int handled = 0;
+    int          handled = 0;
 
     while ((m = dps_inbox_pop(&a->ucx.inbox)) != NULL) {
-        char err[256];
+        char      err[256];
         dps_msg_t msg;
-        int rc;
+        int       rc;
 
         handled++;
         rc = dps_msg_decode(m->data, m->len, &msg, err, sizeof(err));
@@ -86,7 +86,7 @@ static void retry_deferred(agent_t *a, dps_inmsg_t **deferred)
 static int parent_gone(int fd)
 {
     struct pollfd pfd = {fd, POLLIN, 0};
-    char buf[64];
+    char          buf[64];
 
     if (poll(&pfd, 1, 0) <= 0) {
         return 0;
@@ -100,12 +100,12 @@ static int parent_gone(int fd)
  * costs ~28 us on this VM (tests: futex round trip 56 us across cores,
  * 6.5 us on one). The polling yields, so that a rank or engine sharing
  * the core runs. 1 KiB Ialltoall pure time: 45 us without it, 34 us. */
-#define AGENT_SPIN_SEC     0.0002
+#define AGENT_SPIN_SEC       0.0002
 /* Eager mode: when a wake-up makes data ready to move, let the rank whose
  * post woke us return from MPI_I* first (we have just preempted it). */
 #define AGENT_START_DELAY_NS 20000
 /* Longest sleep: a backstop in case a wake-up is lost all the same. */
-#define AGENT_BACKSTOP_MS  100
+#define AGENT_BACKSTOP_MS    100
 
 /* An emulated agent shares cores with computing ranks (a real DPU has its
  * own). Eager: nice -10, so that a wake-up preempts a computing rank and
@@ -158,7 +158,7 @@ void agent_loop_on_usr1(int sig)
 static void watch_fds(agent_t *a)
 {
     struct epoll_event ev;
-    int fds[3] = {a->parent_fd, a->ucx.efd, a->kick_fd[0]};
+    int                fds[3] = {a->parent_fd, a->ucx.efd, a->kick_fd[0]};
 
     memset(&ev, 0, sizeof(ev));
     ev.events = EPOLLIN;
@@ -170,9 +170,9 @@ static void watch_fds(agent_t *a)
     }
 }
 
-#define SLEEP_ERROR  (-1)
-#define SLEEP_NOT    (-2)    /* work came in before it could sleep */
-#define SLEEP_EINTR  (-3)
+#define SLEEP_ERROR (-1)
+#define SLEEP_NOT   (-2) /* work came in before it could sleep */
+#define SLEEP_EINTR (-3)
 
 /* Idle: sleep until UCX, a kick or the parent pipe says so (at most
  * AGENT_BACKSTOP_MS). Returns the number of events (0: the backstop ran
@@ -180,10 +180,9 @@ static void watch_fds(agent_t *a)
 static int sleep_for_work(agent_t *a)
 {
     struct epoll_event evs[8];
-    int n, i;
+    int                n, i;
 
-    if ((a->ucx.efd >= 0 &&
-         ucp_worker_arm(a->ucx.worker) == UCS_ERR_BUSY) ||
+    if ((a->ucx.efd >= 0 && ucp_worker_arm(a->ucx.worker) == UCS_ERR_BUSY) ||
         !agent_shm_may_sleep(a)) {
         return SLEEP_NOT;
     }
@@ -197,7 +196,7 @@ static int sleep_for_work(agent_t *a)
         return SLEEP_ERROR;
     }
     for (i = 0; i < n; i++) {
-        int fd = evs[i].data.fd;
+        int      fd = evs[i].data.fd;
         uint64_t v;
 
         if (fd == a->parent_fd && parent_gone(a->parent_fd)) {
@@ -246,9 +245,9 @@ static int poll_once(agent_t *a, dps_inmsg_t **deferred, int woke)
 int agent_loop_run(agent_t *a)
 {
     dps_inmsg_t *deferred = NULL;
-    double last_work = dps_now();
-    int n = 1, timed_out = 0, woke = 0;
-    unsigned spins = 0;
+    double       last_work = dps_now();
+    int          n = 1, timed_out = 0, woke = 0;
+    unsigned     spins = 0;
 
     watch_fds(a);
     while (!a->quit) {
@@ -258,7 +257,8 @@ int agent_loop_run(agent_t *a)
         if (timed_out && work) {
             a->missed_wakeups++;
             dps_debug("work found after a %d ms sleep: missed wake-up "
-                      "(%lu so far)", AGENT_BACKSTOP_MS, a->missed_wakeups);
+                      "(%lu so far)",
+                      AGENT_BACKSTOP_MS, a->missed_wakeups);
         }
         timed_out = 0;
         if ((++spins & 0xfff) == 0 && parent_gone(a->parent_fd)) {

@@ -31,40 +31,56 @@
 
 static void usage(FILE *out)
 {
-    fprintf(out,
-"usage: dpu_agent --addr-fd N --parent-fd M\n"
-"       dpu_agent --listen ADDR:PORT [--secret-dir DIR]\n"
-"       dpu_agent --probe | --help | --config-markdown | --types-markdown\n"
-"\n"
-"Carries out MPI's nonblocking collectives, compiled by the ranks into\n"
-"schedules of steps, for the ranks of one node (or emulated DPU).\n"
-"Either libdpushim.so starts it during MPI_Init (--addr-fd,\n"
-"--parent-fd), or it is started by hand, e.g. on a DPU's Arm cores, and\n"
-"listens for jobs (--listen).\n"
-"\n"
-"  --addr-fd N    write this agent's UCX worker address, in hex and\n"
-"                 followed by a newline, to file descriptor N, then close it\n"
-"  --parent-fd M  file descriptor whose end of file means the spawning\n"
-"                 rank is gone: the agent then exits at once\n"
-"  --listen ADDR:PORT  serve jobs that connect over TCP: ADDR is an IPv4\n"
-"                 address, [IPv6] address or host name, PORT 0 picks a\n"
-"                 free port; prints \"dpu_agent: listening on ADDR:PORT\"\n"
-"                 to stdout. Each job that proves its secret gets an agent\n"
-"                 process of its own, which ends when the job closes the\n"
-"                 connection. Runs until SIGTERM or SIGINT\n"
-"  --secret-dir DIR  with --listen: where a job's secret is, DIR/JOB.key\n"
-"                 (64 hex digits, mode 0600, owned by this user; DIR not\n"
-"                 writable by others, made 0700 if missing); default\n"
-"                 ${TMPDIR:-/tmp}/dpushim-UID\n"
-"  --probe        list the RDMA devices rdma-core sees and say whether an\n"
-"                 NVIDIA BlueField DPU is among them; exit status 0 if one\n"
-"                 is, 1 if none, 2 if the devices cannot be listed\n"
-"  --help         this text\n"
-"  --config-markdown  print the DPUSHIM_* table as Markdown (for docs/)\n"
-"  --types-markdown   print the MPI datatypes and operations whose\n"
-"                 reductions are offloaded, as Markdown (for docs/)\n"
-"\n"
-"Environment (shared with libdpushim.so):\n");
+    fprintf(
+        out,
+        "usage: dpu_agent --addr-fd N --parent-fd M\n"
+        "       dpu_agent --listen ADDR:PORT [--secret-dir DIR]\n"
+        "       dpu_agent --probe | --help | --config-markdown | "
+        "--types-markdown\n"
+        "\n"
+        "Carries out MPI's nonblocking collectives, compiled by the ranks "
+        "into\n"
+        "schedules of steps, for the ranks of one node (or emulated DPU).\n"
+        "Either libdpushim.so starts it during MPI_Init (--addr-fd,\n"
+        "--parent-fd), or it is started by hand, e.g. on a DPU's Arm cores, "
+        "and\n"
+        "listens for jobs (--listen).\n"
+        "\n"
+        "  --addr-fd N    write this agent's UCX worker address, in hex and\n"
+        "                 followed by a newline, to file descriptor N, then "
+        "close it\n"
+        "  --parent-fd M  file descriptor whose end of file means the "
+        "spawning\n"
+        "                 rank is gone: the agent then exits at once\n"
+        "  --listen ADDR:PORT  serve jobs that connect over TCP: ADDR is an "
+        "IPv4\n"
+        "                 address, [IPv6] address or host name, PORT 0 picks "
+        "a\n"
+        "                 free port; prints \"dpu_agent: listening on "
+        "ADDR:PORT\"\n"
+        "                 to stdout. Each job that proves its secret gets an "
+        "agent\n"
+        "                 process of its own, which ends when the job closes "
+        "the\n"
+        "                 connection. Runs until SIGTERM or SIGINT\n"
+        "  --secret-dir DIR  with --listen: where a job's secret is, "
+        "DIR/JOB.key\n"
+        "                 (64 hex digits, mode 0600, owned by this user; DIR "
+        "not\n"
+        "                 writable by others, made 0700 if missing); default\n"
+        "                 ${TMPDIR:-/tmp}/dpushim-UID\n"
+        "  --probe        list the RDMA devices rdma-core sees and say "
+        "whether an\n"
+        "                 NVIDIA BlueField DPU is among them; exit status 0 "
+        "if one\n"
+        "                 is, 1 if none, 2 if the devices cannot be listed\n"
+        "  --help         this text\n"
+        "  --config-markdown  print the DPUSHIM_* table as Markdown (for "
+        "docs/)\n"
+        "  --types-markdown   print the MPI datatypes and operations whose\n"
+        "                 reductions are offloaded, as Markdown (for docs/)\n"
+        "\n"
+        "Environment (shared with libdpushim.so):\n");
     dps_config_print(out, 0);
 }
 
@@ -92,10 +108,10 @@ static int write_all(int fd, const char *buf, size_t len)
 static int publish_address(agent_t *a, int fd, int on_socket)
 {
     ucp_worker_attr_t attr;
-    char head[320] = "", host[256];
-    size_t hl;
-    char *line;
-    int rc;
+    char              head[320] = "", host[256];
+    size_t            hl;
+    char             *line;
+    int               rc;
 
     attr.field_mask = UCP_WORKER_ATTR_FIELD_ADDRESS;
     if (ucp_worker_query(a->ucx.worker, &attr) != UCS_OK) {
@@ -163,9 +179,9 @@ static void grant_open(agent_t *a, const char *job)
 static int serve(const dps_config_t *cfg, int addr_fd, int parent_fd,
                  const char *job)
 {
-    int on_socket = job != NULL;
-    agent_t a;
-    int rc = 1;
+    int      on_socket = job != NULL;
+    agent_t  a;
+    int      rc = 1;
     uint32_t i;
 
     memset(&a, 0, sizeof(a));
@@ -277,21 +293,20 @@ static int args_fit(int argc, char **argv, const char *listen_at,
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"addr-fd",   required_argument, NULL, 'a'},
+        {"addr-fd", required_argument, NULL, 'a'},
         {"parent-fd", required_argument, NULL, 'p'},
-        {"listen",    required_argument, NULL, 'l'},
+        {"listen", required_argument, NULL, 'l'},
         {"secret-dir", required_argument, NULL, 's'},
-        {"help",      no_argument,       NULL, 'h'},
+        {"help", no_argument, NULL, 'h'},
         {"config-markdown", no_argument, NULL, 'M'},
         {"types-markdown", no_argument, NULL, 'T'},
-        {"probe",     no_argument,       NULL, 'P'},
-        {NULL, 0, NULL, 0}
-    };
+        {"probe", no_argument, NULL, 'P'},
+        {NULL, 0, NULL, 0}};
     extern char **environ;
-    const char *listen_at = NULL, *secret_dir = NULL;
-    char dir[4096], port[8], err[256];
-    dps_config_t cfg;
-    int c, addr_fd = -1, parent_fd = -1;
+    const char   *listen_at = NULL, *secret_dir = NULL;
+    char          dir[4096], port[8], err[256];
+    dps_config_t  cfg;
+    int           c, addr_fd = -1, parent_fd = -1;
 
     dps_log_set_who("agent");
     /* The name the scripts and tests find agents by (/proc/PID/comm):
@@ -300,32 +315,15 @@ int main(int argc, char **argv)
     (void)prctl(PR_SET_NAME, "dpu_agent", 0, 0, 0);
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
-        case 'a':
-            addr_fd = atoi(optarg);
-            break;
-        case 'p':
-            parent_fd = atoi(optarg);
-            break;
-        case 'l':
-            listen_at = optarg;
-            break;
-        case 's':
-            secret_dir = optarg;
-            break;
-        case 'h':
-            usage(stdout);
-            return 0;
-        case 'M':
-            dps_config_print(stdout, 1);
-            return 0;
-        case 'T':
-            dps_rtypes_markdown(stdout);
-            return 0;
-        case 'P':
-            return agent_probe(stdout);
-        default:
-            usage(stderr);
-            return 2;
+        case 'a': addr_fd = atoi(optarg); break;
+        case 'p': parent_fd = atoi(optarg); break;
+        case 'l': listen_at = optarg; break;
+        case 's': secret_dir = optarg; break;
+        case 'h': usage(stdout); return 0;
+        case 'M': dps_config_print(stdout, 1); return 0;
+        case 'T': dps_rtypes_markdown(stdout); return 0;
+        case 'P': return agent_probe(stdout);
+        default: usage(stderr); return 2;
         }
     }
     if (!args_fit(argc, argv, listen_at, secret_dir, addr_fd, parent_fd)) {

@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#define OUI_MELLANOX 0x02c9u  /* IEEE OUI in ibv_device_attr.vendor_id */
+#define OUI_MELLANOX 0x02c9u /* IEEE OUI in ibv_device_attr.vendor_id */
 
 const char *agent_bluefield_name(uint32_t vendor_id, uint32_t part_id)
 {
@@ -22,7 +22,7 @@ const char *agent_bluefield_name(uint32_t vendor_id, uint32_t part_id)
     case 0xa2d2: return "BlueField";
     case 0xa2d6: return "BlueField-2";
     case 0xa2dc: return "BlueField-3";
-    default:     return NULL;
+    default: return NULL;
     }
 }
 
@@ -30,26 +30,26 @@ static const char *port_state(enum ibv_port_state s)
 {
     switch (s) {
     case IBV_PORT_ACTIVE: return "active";
-    case IBV_PORT_DOWN:   return "down";
-    case IBV_PORT_INIT:   return "init";
-    case IBV_PORT_ARMED:  return "armed";
-    default:              return "other";
+    case IBV_PORT_DOWN: return "down";
+    case IBV_PORT_INIT: return "init";
+    case IBV_PORT_ARMED: return "armed";
+    default: return "other";
     }
 }
 
 int agent_probe(FILE *out)
 {
     struct ibv_device **list;
-    const char *found = NULL, *found_dev = NULL;
-    int n = 0, i;
+    const char         *found = NULL, *found_dev = NULL;
+    int                 n = 0, i;
 
     errno = 0;
     list = ibv_get_device_list(&n);
     if (list == NULL && errno == ENOSYS) {
         fprintf(out, "RDMA devices (rdma-core): none: this kernel offers no "
-                "RDMA (no /sys/class/infiniband)\n");
+                     "RDMA (no /sys/class/infiniband)\n");
         fprintf(out, "BlueField DPU: none found (agents run on the host, as "
-                "emulated DPUs)\n");
+                     "emulated DPUs)\n");
         return 1;
     }
     if (list == NULL) {
@@ -60,10 +60,10 @@ int agent_probe(FILE *out)
     }
     fprintf(out, "RDMA devices (rdma-core): %d\n", n);
     for (i = 0; i < n; i++) {
-        struct ibv_context *ctx = ibv_open_device(list[i]);
+        struct ibv_context    *ctx = ibv_open_device(list[i]);
         struct ibv_device_attr attr;
-        const char *name = ibv_get_device_name(list[i]), *bf;
-        uint8_t p;
+        const char            *name = ibv_get_device_name(list[i]), *bf;
+        uint8_t                p;
 
         if (ctx == NULL || ibv_query_device(ctx, &attr) != 0) {
             fprintf(out, "  %s: cannot query: %s\n", name, strerror(errno));
@@ -80,10 +80,10 @@ int agent_probe(FILE *out)
             struct ibv_port_attr pa;
 
             if (ibv_query_port(ctx, p, &pa) == 0) {
-                fprintf(out, "    port %u: %s, %s\n", p,
-                        port_state(pa.state),
-                        pa.link_layer == IBV_LINK_LAYER_ETHERNET ?
-                        "Ethernet (RoCE)" : "InfiniBand");
+                fprintf(out, "    port %u: %s, %s\n", p, port_state(pa.state),
+                        pa.link_layer == IBV_LINK_LAYER_ETHERNET
+                            ? "Ethernet (RoCE)"
+                            : "InfiniBand");
             }
         }
         if (bf != NULL && found == NULL) {
@@ -97,7 +97,8 @@ int agent_probe(FILE *out)
     } else {
         fprintf(out, "BlueField DPU: none found%s\n",
                 n == 0 ? " (no RDMA device at all: agents run on the host, "
-                         "as emulated DPUs)" : "");
+                         "as emulated DPUs)"
+                       : "");
     }
     ibv_free_device_list(list);
     return found != NULL ? 0 : 1;

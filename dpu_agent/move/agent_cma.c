@@ -30,32 +30,33 @@
  * is out.
  */
 typedef struct agent_copiers {
-    agent_t         *a;
-    pthread_t       *thr;
-    unsigned         nthr;
-    pthread_mutex_t  lock;
-    pthread_cond_t   cond;
-    agent_slot_t   **ring;        /* jobs, nslots entries */
-    unsigned         head, n;
-    int              stop;
-    int              done_fd;     /* eventfd: a slot finished */
+    agent_t        *a;
+    pthread_t      *thr;
+    unsigned        nthr;
+    pthread_mutex_t lock;
+    pthread_cond_t  cond;
+    agent_slot_t  **ring; /* jobs, nslots entries */
+    unsigned        head, n;
+    int             stop;
+    int             done_fd; /* eventfd: a slot finished */
 } agent_copiers_t;
 
 ucs_status_t agent_cma_stage(agent_t *a, agent_slot_t *s, int stage,
                              uint32_t world)
 {
     agent_move_t *m = s->move;
-    uint64_t raddr = (stage == 1 ? m->src_addr : m->dst_addr) + s->off;
-    char *local = stage == 1 ? s->data :
-                  (m->op != DPS_OP_NONE ? s->aux : s->data);
+    uint64_t      raddr = (stage == 1 ? m->src_addr : m->dst_addr) + s->off;
+    char         *local =
+        stage == 1 ? s->data : (m->op != DPS_OP_NONE ? s->aux : s->data);
     size_t done = 0;
 
     while (done < s->len) {
         struct iovec l = {local + done, s->len - done};
         struct iovec r = {(void *)(uintptr_t)(raddr + done), s->len - done};
-        ssize_t n = (stage != 2)
-            ? process_vm_readv((pid_t)a->rank_pid[world], &l, 1, &r, 1, 0)
-            : process_vm_writev((pid_t)a->rank_pid[world], &l, 1, &r, 1, 0);
+        ssize_t n = (stage != 2) ? process_vm_readv((pid_t)a->rank_pid[world],
+                                                    &l, 1, &r, 1, 0)
+                                 : process_vm_writev((pid_t)a->rank_pid[world],
+                                                     &l, 1, &r, 1, 0);
 
         if (n < 0 && errno == EINTR) {
             continue;
@@ -82,7 +83,7 @@ int agent_copy_fd(const agent_t *a)
 static void copier_job(agent_t *a, agent_slot_t *s)
 {
     agent_move_t *m = s->move;
-    uint32_t src = world_of(m, m->src), dst = world_of(m, m->dst);
+    uint32_t      src = world_of(m, m->src), dst = world_of(m, m->dst);
 
     s->status = agent_cma_stage(a, s, 1, src);
     if (s->status == UCS_OK && m->op != DPS_OP_NONE) {
@@ -91,18 +92,18 @@ static void copier_job(agent_t *a, agent_slot_t *s)
             s->status = agent_slot_reduce(s);
         }
     }
-    s->wstatus = s->status != UCS_OK ? s->status
-                                     : agent_cma_stage(a, s, 2, dst);
+    s->wstatus =
+        s->status != UCS_OK ? s->status : agent_cma_stage(a, s, 2, dst);
 }
 
 static void *copier_main(void *arg)
 {
     agent_copiers_t *cp = arg;
-    agent_t *a = cp->a;
+    agent_t         *a = cp->a;
 
     for (;;) {
         agent_slot_t *s;
-        uint64_t one = 1;
+        uint64_t      one = 1;
 
         pthread_mutex_lock(&cp->lock);
         while (cp->n == 0 && !cp->stop) {
@@ -128,7 +129,7 @@ static void *copier_main(void *arg)
 void agent_copiers_stop(agent_t *a)
 {
     agent_copiers_t *cp = a->copiers;
-    unsigned i;
+    unsigned         i;
 
     if (cp == NULL) {
         return;
@@ -169,7 +170,7 @@ static void copiers_watch(agent_t *a)
 static int copiers_start(agent_t *a)
 {
     agent_copiers_t *cp = calloc(1, sizeof(*cp));
-    unsigned i;
+    unsigned         i;
 
     if (cp == NULL) {
         return -1;

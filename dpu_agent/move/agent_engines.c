@@ -50,7 +50,7 @@ static int engine_could(agent_t *a, const agent_move_t *m)
 void agent_dispatch_engines(agent_t *a)
 {
     agent_move_t **mp = &a->q_head, *m, *prev = NULL;
-    agent_link_t *l;
+    agent_link_t  *l;
 
     while ((m = *mp) != NULL) {
         dps_cmd_t c;
@@ -78,7 +78,8 @@ void agent_dispatch_engines(agent_t *a)
         memset(&c, 0, sizeof(c));
         c.id = (uint64_t)(uintptr_t)m;
         c.op = m->op != DPS_OP_NONE ? DPS_CMD_READ_REDUCE
-             : m->src_map != 0      ? DPS_CMD_READ_GATHER : DPS_CMD_READ;
+               : m->src_map != 0    ? DPS_CMD_READ_GATHER
+                                    : DPS_CMD_READ;
         c.rop = m->op;
         c.dtype = m->dtype;
         c.src_pid = a->rank_pid[world_of(m, m->src)];
@@ -98,7 +99,7 @@ void agent_dispatch_engines(agent_t *a)
         l->woke_engine = 1;
         a->engine_cmds++;
         m->issued = m->len;
-        *mp = m->next;   /* off the queue; the engine has it */
+        *mp = m->next; /* off the queue; the engine has it */
         if (a->q_tail == m) {
             a->q_tail = prev;
         }
@@ -120,7 +121,7 @@ void agent_dispatch_engines(agent_t *a)
 /* An engine finished the command with id: its move is done. */
 static void engine_done(agent_t *a, agent_link_t *l, const dps_done_t *d)
 {
-    void *key = (void *)(uintptr_t)d->id;
+    void         *key = (void *)(uintptr_t)d->id;
     agent_move_t *m;
 
     /* The id comes back through memory the rank can write: only one of
@@ -135,8 +136,8 @@ static void engine_done(agent_t *a, agent_link_t *l, const dps_done_t *d)
     l->cmds_out--;
     if (d->status != DPS_OK) {
         dps_error("rank %u's DMA engine failed to read %llu bytes from "
-                  "rank %u", l->world, (unsigned long long)m->len,
-                  world_of(m, m->src));
+                  "rank %u",
+                  l->world, (unsigned long long)m->len, world_of(m, m->src));
     }
     m->read = m->written = m->len;
     a->up.move_done(a, m, d->status);
@@ -145,7 +146,7 @@ static void engine_done(agent_t *a, agent_link_t *l, const dps_done_t *d)
 int agent_engines_reap(agent_t *a)
 {
     agent_link_t *l;
-    int n = 0;
+    int           n = 0;
 
     for (l = a->links; l != NULL; l = l->next) {
         dps_done_t d;
@@ -165,7 +166,8 @@ void agent_engines_fini(agent_t *a)
     for (l = a->links; l != NULL; l = l->next) {
         agent_move_t *m, *tmp;
 
-        HASH_ITER(hh_cmd, l->cmds, m, tmp) {
+        HASH_ITER(hh_cmd, l->cmds, m, tmp)
+        {
             HASH_DELETE(hh_cmd, l->cmds, m);
             free(m);
         }

@@ -67,10 +67,10 @@ int agent_may_sleep(const agent_t *a)
 int agent_exec_init(agent_t *a)
 {
     ucp_mem_map_params_t mp;
-    ucp_mem_attr_t attr;
-    size_t per = 2 * (a->chunk + AGENT_ALIGN);   /* data and aux */
-    ucs_status_t st;
-    unsigned i;
+    ucp_mem_attr_t       attr;
+    size_t               per = 2 * (a->chunk + AGENT_ALIGN); /* data and aux */
+    ucs_status_t         st;
+    unsigned             i;
 
     a->slots = calloc(a->nslots, sizeof(*a->slots));
     if (a->slots == NULL) {
@@ -85,8 +85,8 @@ int agent_exec_init(agent_t *a)
     mp.flags = UCP_MEM_MAP_ALLOCATE;
     st = ucp_mem_map(a->ucx.context, &mp, &a->staging_memh);
     if (st != UCS_OK) {
-        dps_error("cannot allocate %zu bytes of staging memory: %s",
-                  mp.length, ucs_status_string(st));
+        dps_error("cannot allocate %zu bytes of staging memory: %s", mp.length,
+                  ucs_status_string(st));
         return DPS_ERR_NOMEM;
     }
     attr.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS;
@@ -112,7 +112,7 @@ void agent_move_queue(agent_t *a, agent_move_t *m)
 agent_move_t *agent_moves_unqueue(agent_t *a, agent_inst_t *in)
 {
     agent_move_t **mp = &a->q_head, *m, *prev = NULL;
-    agent_move_t *out = NULL, **tail = &out;
+    agent_move_t  *out = NULL, **tail = &out;
 
     while ((m = *mp) != NULL) {
         if (m->inst != in || m->issued != 0) {
@@ -151,24 +151,23 @@ static void flush_cb(void *request, ucs_status_t status, void *user_data)
     ucp_request_free(request);
 }
 
-
 /* One UCX get (stages 1, 3) or put (stage 2) of slot s. */
 static void ucx_stage(agent_t *a, agent_slot_t *s, uint32_t r)
 {
-    agent_move_t *m = s->move;
-    agent_rstate_t *rs = &m->inst->rs[r];
-    uint32_t w = world_of(m, r);
-    const dps_step_t *st = &rs->sched->steps[r == m->src && s->state == 1
-                                             ? m->src_step : m->dst_step];
-    unsigned buf = (r == m->src && s->state == 1) ? st->src_buf
-                                                   : st->dst_buf;
-    ucp_rkey_h rkey = rs->key[buf] != NULL ? agent_key_rkey(a, rs->key[buf])
-                                           : NULL;
+    agent_move_t     *m = s->move;
+    agent_rstate_t   *rs = &m->inst->rs[r];
+    uint32_t          w = world_of(m, r);
+    const dps_step_t *st =
+        &rs->sched
+             ->steps[r == m->src && s->state == 1 ? m->src_step : m->dst_step];
+    unsigned buf = (r == m->src && s->state == 1) ? st->src_buf : st->dst_buf;
+    ucp_rkey_h rkey =
+        rs->key[buf] != NULL ? agent_key_rkey(a, rs->key[buf]) : NULL;
     uint64_t raddr = (s->state == 1 ? m->src_addr : m->dst_addr) + s->off;
-    char *local = s->state == 1 ? s->data :
-                  (m->op != DPS_OP_NONE ? s->aux : s->data);
+    char    *local =
+        s->state == 1 ? s->data : (m->op != DPS_OP_NONE ? s->aux : s->data);
     ucp_request_param_t rp;
-    ucs_status_ptr_t req;
+    ucs_status_ptr_t    req;
 
     if (rkey == NULL) {
         s->completed = 1;
@@ -176,13 +175,12 @@ static void ucx_stage(agent_t *a, agent_slot_t *s, uint32_t r)
         return;
     }
     memset(&rp, 0, sizeof(rp));
-    rp.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-                      UCP_OP_ATTR_FIELD_USER_DATA;
+    rp.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
     rp.cb.send = slot_cb;
     rp.user_data = s;
     req = s->state != 2
-          ? ucp_get_nbx(a->rank_ep[w], local, s->len, raddr, rkey, &rp)
-          : ucp_put_nbx(a->rank_ep[w], local, s->len, raddr, rkey, &rp);
+              ? ucp_get_nbx(a->rank_ep[w], local, s->len, raddr, rkey, &rp)
+              : ucp_put_nbx(a->rank_ep[w], local, s->len, raddr, rkey, &rp);
     if (req == NULL) {
         s->completed = 1;
         s->status = UCS_OK;
@@ -198,7 +196,7 @@ static void ucx_stage(agent_t *a, agent_slot_t *s, uint32_t r)
 static void slot_start(agent_t *a, agent_slot_t *s)
 {
     agent_move_t *m = s->move;
-    uint32_t r = (s->state == 1) ? m->src : m->dst;
+    uint32_t      r = (s->state == 1) ? m->src : m->dst;
 
     if (s->state == 2 && s->threaded) {
         /* The copy thread wrote the chunk right after reading it. */
@@ -239,9 +237,9 @@ static void slot_start(agent_t *a, agent_slot_t *s)
  * waits for them and any other puts to that rank issued before). */
 static void move_flush(agent_t *a, agent_move_t *m)
 {
-    agent_flush_t *f;
+    agent_flush_t      *f;
     ucp_request_param_t rp;
-    ucs_status_ptr_t req;
+    ucs_status_ptr_t    req;
 
     f = calloc(1, sizeof(*f));
     if (f == NULL) {
@@ -253,8 +251,7 @@ static void move_flush(agent_t *a, agent_move_t *m)
     }
     f->move = m;
     memset(&rp, 0, sizeof(rp));
-    rp.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-                      UCP_OP_ATTR_FIELD_USER_DATA;
+    rp.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
     rp.cb.send = flush_cb;
     rp.user_data = f;
     req = ucp_ep_flush_nbx(a->rank_ep[world_of(m, m->dst)], &rp);
@@ -288,8 +285,7 @@ static int slot_advance(agent_t *a, agent_slot_t *s)
     }
     if (s->status != UCS_OK) {
         dps_error("%s of %llu bytes for rank %u failed: %s",
-                  s->state == 2 ? "write" : "read",
-                  (unsigned long long)s->len,
+                  s->state == 2 ? "write" : "read", (unsigned long long)s->len,
                   world_of(m, s->state == 1 ? m->src : m->dst),
                   ucs_status_string(s->status));
         m->inst->error = DPS_ERR_UCX;
@@ -326,7 +322,7 @@ static int slot_advance(agent_t *a, agent_slot_t *s)
 static void slot_fill(agent_t *a, agent_slot_t *s)
 {
     agent_move_t *m = a->q_head;
-    size_t half = a->chunk + AGENT_ALIGN;
+    size_t        half = a->chunk + AGENT_ALIGN;
 
     s->move = m;
     s->off = m->issued;
@@ -382,11 +378,11 @@ static int slot_run(agent_t *a, agent_slot_t *s)
 static int flushes_reap(agent_t *a)
 {
     agent_flush_t **fp;
-    int progress = 0;
+    int             progress = 0;
 
     for (fp = &a->flushes; *fp != NULL;) {
         agent_flush_t *f = *fp;
-        agent_move_t *m = f->move;
+        agent_move_t  *m = f->move;
 
         if (!f->completed) {
             fp = &f->next;

@@ -37,7 +37,7 @@
 /* A FETCH being answered: read from our rank, then sent. */
 typedef struct agent_serve {
     struct agent_serve *next;
-    uint32_t            to;       /* the asking agent */
+    uint32_t            to; /* the asking agent */
     uint64_t            tag;
     size_t              len;
     int                 read_done; /* the UCX get completed (atomic) */
@@ -51,9 +51,9 @@ ucs_status_t agent_dma_stage(agent_t *a, agent_slot_t *s, int stage,
                              uint32_t world)
 {
     agent_move_t *m = s->move;
-    uint64_t raddr = (stage == 1 ? m->src_addr : m->dst_addr) + s->off;
-    char *local = stage == 1 ? s->data :
-                  (m->op != DPS_OP_NONE ? s->aux : s->data);
+    uint64_t      raddr = (stage == 1 ? m->src_addr : m->dst_addr) + s->off;
+    char         *local =
+        stage == 1 ? s->data : (m->op != DPS_OP_NONE ? s->aux : s->data);
     int fd = a->rank_memfd[world];
     int e = stage != 2 ? dps_dma_read(fd, raddr, local, s->len)
                        : dps_dma_write(fd, raddr, local, s->len);
@@ -61,8 +61,8 @@ ucs_status_t agent_dma_stage(agent_t *a, agent_slot_t *s, int stage,
     if (e != 0) {
         dps_error("DMA %s %llu bytes at %#llx of rank %u: %s",
                   stage != 2 ? "reading" : "writing",
-                  (unsigned long long)s->len, (unsigned long long)raddr,
-                  world, strerror(e));
+                  (unsigned long long)s->len, (unsigned long long)raddr, world,
+                  strerror(e));
         return UCS_ERR_IO_ERROR;
     }
     a->dma_bytes += s->len;
@@ -79,7 +79,7 @@ static void fetch_recv_cb(void *request, ucs_status_t status,
     s->got = (status == UCS_OK && info != NULL) ? info->length : 0;
     s->status = status;
     if (status == UCS_OK && s->got != s->len) {
-        s->status = UCS_ERR_IO_ERROR;   /* the source's agent could not */
+        s->status = UCS_ERR_IO_ERROR; /* the source's agent could not */
     }
     __atomic_store_n(&s->completed, 1, __ATOMIC_RELEASE);
     ucp_request_free(request);
@@ -87,15 +87,15 @@ static void fetch_recv_cb(void *request, ucs_status_t status,
 
 void agent_fetch_start(agent_t *a, agent_slot_t *s)
 {
-    agent_move_t *m = s->move;
-    uint32_t sw = agent_move_world(m, m->src);
-    uint32_t ag = a->rank_agent[sw];
-    dps_msg_fetch_t f;
+    agent_move_t       *m = s->move;
+    uint32_t            sw = agent_move_world(m, m->src);
+    uint32_t            ag = a->rank_agent[sw];
+    dps_msg_fetch_t     f;
     ucp_request_param_t rp;
-    ucs_status_ptr_t req;
+    ucs_status_ptr_t    req;
     ucp_tag_recv_info_t info;
-    size_t len;
-    void *msg;
+    size_t              len;
+    void               *msg;
 
     memset(&f, 0, sizeof(f));
     f.comm_id = m->inst->key.comm_id;
@@ -121,7 +121,7 @@ void agent_fetch_start(agent_t *a, agent_slot_t *s)
         s->completed = 1;
         return;
     }
-    if (req == NULL) {          /* it had come already */
+    if (req == NULL) { /* it had come already */
         s->got = info.length;
         s->status = s->got == s->len ? UCS_OK : UCS_ERR_IO_ERROR;
         s->completed = 1;
@@ -144,8 +144,7 @@ void agent_fetch_start(agent_t *a, agent_slot_t *s)
 
 /* ---- the source's side -------------------------------------------------- */
 
-static void serve_sent_cb(void *request, ucs_status_t status,
-                          void *user_data)
+static void serve_sent_cb(void *request, ucs_status_t status, void *user_data)
 {
     agent_serve_t *v = user_data;
 
@@ -162,12 +161,11 @@ static void serve_sent_cb(void *request, ucs_status_t status,
 static void serve_send(agent_t *a, agent_serve_t *v)
 {
     ucp_request_param_t rp;
-    ucs_status_ptr_t req;
-    size_t len = v->status == UCS_OK ? v->len : 0;
+    ucs_status_ptr_t    req;
+    size_t              len = v->status == UCS_OK ? v->len : 0;
 
     memset(&rp, 0, sizeof(rp));
-    rp.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-                      UCP_OP_ATTR_FIELD_USER_DATA;
+    rp.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
     rp.cb.send = serve_sent_cb;
     rp.user_data = v;
     req = ucp_tag_send_nbx(a->agent_ep[v->to], v->buf, len, v->tag, &rp);
@@ -181,8 +179,7 @@ static void serve_send(agent_t *a, agent_serve_t *v)
     }
 }
 
-static void serve_get_cb(void *request, ucs_status_t status,
-                         void *user_data)
+static void serve_get_cb(void *request, ucs_status_t status, void *user_data)
 {
     agent_serve_t *v = user_data;
 
@@ -204,8 +201,8 @@ static int read_now(agent_t *a, uint32_t world, uint64_t addr, char *buf,
     while (done < len) {
         struct iovec l = {buf + done, len - done};
         struct iovec r = {(void *)(uintptr_t)(addr + done), len - done};
-        ssize_t n = process_vm_readv((pid_t)a->rank_pid[world], &l, 1, &r,
-                                     1, 0);
+        ssize_t      n =
+            process_vm_readv((pid_t)a->rank_pid[world], &l, 1, &r, 1, 0);
 
         if (n < 0 && errno == EINTR) {
             continue;
@@ -218,19 +215,18 @@ static int read_now(agent_t *a, uint32_t world, uint64_t addr, char *buf,
     return 0;
 }
 
-void agent_fetch_serve(agent_t *a, uint32_t to, uint32_t world,
-                       uint64_t addr, uint64_t len, uint64_t tag,
-                       ucp_rkey_h rkey, int ok)
+void agent_fetch_serve(agent_t *a, uint32_t to, uint32_t world, uint64_t addr,
+                       uint64_t len, uint64_t tag, ucp_rkey_h rkey, int ok)
 {
-    agent_serve_t *v = malloc(sizeof(*v) + (ok ? len : 0));
+    agent_serve_t      *v = malloc(sizeof(*v) + (ok ? len : 0));
     ucp_request_param_t rp;
-    ucs_status_ptr_t req;
-    int e;
+    ucs_status_ptr_t    req;
+    int                 e;
 
     if (v == NULL) {
         dps_error("no memory to answer agent %u's fetch of %llu bytes", to,
                   (unsigned long long)len);
-        return;   /* the asker's collective stalls: its ranks fail over */
+        return; /* the asker's collective stalls: its ranks fail over */
     }
     memset(v, 0, sizeof(*v));
     v->to = to;
@@ -245,8 +241,9 @@ void agent_fetch_serve(agent_t *a, uint32_t to, uint32_t world,
         e = read_now(a, world, addr, v->buf, len);
         if (e != 0) {
             dps_error("reading %llu bytes at %#llx of rank %u for agent "
-                      "%u: %s", (unsigned long long)len,
-                      (unsigned long long)addr, world, to, strerror(e));
+                      "%u: %s",
+                      (unsigned long long)len, (unsigned long long)addr, world,
+                      to, strerror(e));
             v->status = UCS_ERR_IO_ERROR;
         } else if (agent_rank_cma(a, world)) {
             a->cma_bytes += len;
@@ -263,8 +260,7 @@ void agent_fetch_serve(agent_t *a, uint32_t to, uint32_t world,
         return;
     }
     memset(&rp, 0, sizeof(rp));
-    rp.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-                      UCP_OP_ATTR_FIELD_USER_DATA;
+    rp.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
     rp.cb.send = serve_get_cb;
     rp.user_data = v;
     a->ucx_bytes += len;
@@ -281,7 +277,7 @@ void agent_fetch_serve(agent_t *a, uint32_t to, uint32_t world,
 int agent_serves_progress(agent_t *a)
 {
     agent_serve_t **vp = &a->serves;
-    int progress = 0;
+    int             progress = 0;
 
     while (*vp != NULL) {
         agent_serve_t *v = *vp;

@@ -49,9 +49,8 @@ int agent_copy_fd(const agent_t *a);
  * (by CMA or DMA now, else by UCX get with rkey) and send them with
  * tag; ok 0 answers with nothing, which the asker takes for a failure
  * (agent_fetch.c). */
-void agent_fetch_serve(agent_t *a, uint32_t to, uint32_t world,
-                       uint64_t addr, uint64_t len, uint64_t tag,
-                       ucp_rkey_h rkey, int ok);
+void agent_fetch_serve(agent_t *a, uint32_t to, uint32_t world, uint64_t addr,
+                       uint64_t len, uint64_t tag, ucp_rkey_h rkey, int ok);
 
 /* Send the answers whose UCX get completed; 1 if any did. */
 int agent_serves_progress(agent_t *a);

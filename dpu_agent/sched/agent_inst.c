@@ -25,8 +25,8 @@ int agent_tomb_has(const agent_t *a, const agent_inst_key_t *key)
     return t != NULL;
 }
 
-agent_inst_t *agent_inst_new(agent_t *a, agent_comm_t *c,
-                             agent_inst_key_t key, uint32_t coll)
+agent_inst_t *agent_inst_new(agent_t *a, agent_comm_t *c, agent_inst_key_t key,
+                             uint32_t coll)
 {
     agent_inst_t *in = calloc(1, sizeof(*in));
 
@@ -65,7 +65,7 @@ void agent_inst_destroy(agent_t *a, agent_inst_t *in)
         agent_sched_unref(a, in->rs[r].sched);
     }
     in->comm->live--;
-    agent_comm_release(a, in->comm);   /* perhaps freed now */
+    agent_comm_release(a, in->comm); /* perhaps freed now */
     free(in->rs);
     free(in);
 }
@@ -83,8 +83,8 @@ void agent_begin_round(agent_rstate_t *rs)
     const agent_sched_t *s = rs->sched;
 
     rs->left = rs->round < s->nrounds
-               ? s->round_start[rs->round + 1] - s->round_start[rs->round]
-               : 0;
+                   ? s->round_start[rs->round + 1] - s->round_start[rs->round]
+                   : 0;
 }
 
 /* Local rank r: complete it if it can (done, or failed). No move
@@ -93,8 +93,8 @@ void agent_begin_round(agent_rstate_t *rs)
 void agent_try_complete(agent_t *a, agent_inst_t *in, uint32_t r)
 {
     agent_rstate_t *rs = &in->rs[r];
-    size_t len;
-    void *msg;
+    size_t          len;
+    void           *msg;
 
     if (rs->done || !rs->posted || rs->moves_in > 0 ||
         (!in->failed && rs->round < rs->sched->nrounds)) {
@@ -109,11 +109,11 @@ void agent_try_complete(agent_t *a, agent_inst_t *in, uint32_t r)
 /* Tell the agents whose ranks read rank r's SENDs of its new round. */
 static void announce_round(agent_t *a, agent_inst_t *in, uint32_t r)
 {
-    agent_rstate_t *rs = &in->rs[r];
+    agent_rstate_t      *rs = &in->rs[r];
     const agent_sched_t *s = rs->sched;
-    agent_comm_t *c = in->comm;
-    uint8_t *told = NULL;
-    uint32_t i;
+    agent_comm_t        *c = in->comm;
+    uint8_t             *told = NULL;
+    uint32_t             i;
 
     if (rs->round >= s->nrounds) {
         return;
@@ -121,9 +121,9 @@ static void announce_round(agent_t *a, agent_inst_t *in, uint32_t r)
     for (i = s->round_start[rs->round]; i < s->round_start[rs->round + 1];
          i++) {
         const dps_step_t *st = &s->steps[i];
-        uint32_t ag;
-        size_t len;
-        void *msg;
+        uint32_t          ag;
+        size_t            len;
+        void             *msg;
 
         if (st->kind != DPS_STEP_SEND || is_local(a, c, st->peer)) {
             continue;
@@ -136,8 +136,8 @@ static void announce_round(agent_t *a, agent_inst_t *in, uint32_t r)
             continue;
         }
         told[ag] = 1;
-        msg = dps_msg_encode_round(c->id, (uint32_t)in->key.seq, r,
-                                   rs->round, &len);
+        msg = dps_msg_encode_round(c->id, (uint32_t)in->key.seq, r, rs->round,
+                                   &len);
         if (msg == NULL || agent_send_agent(a, ag, msg, len) != DPS_OK) {
             dps_error("cannot tell agent %u of rank %u's progress", ag,
                       c->members[r]);
@@ -159,12 +159,12 @@ void agent_step_done(agent_inst_t *in, uint32_t r, uint32_t i)
 
 /* Tell the source's agent (or ourselves) that its k-th SEND to dst was
  * read. */
-static void send_read(agent_t *a, agent_inst_t *in, uint32_t src,
-                      uint32_t dst, uint32_t k, uint32_t src_step)
+static void send_read(agent_t *a, agent_inst_t *in, uint32_t src, uint32_t dst,
+                      uint32_t k, uint32_t src_step)
 {
     agent_comm_t *c = in->comm;
-    size_t len;
-    void *msg;
+    size_t        len;
+    void         *msg;
 
     if (is_local(a, c, src)) {
         if (in->rs[src].st != NULL) {
@@ -172,8 +172,8 @@ static void send_read(agent_t *a, agent_inst_t *in, uint32_t src,
         }
         return;
     }
-    msg = dps_msg_encode_send_done(c->id, (uint32_t)in->key.seq, src, dst,
-                                   k, &len);
+    msg = dps_msg_encode_send_done(c->id, (uint32_t)in->key.seq, src, dst, k,
+                                   &len);
     if (msg == NULL ||
         agent_send_agent(a, agent_of(a, c, src), msg, len) != DPS_OK) {
         dps_error("cannot report a finished read to agent %u",
@@ -199,8 +199,8 @@ static agent_move_t *move_new(agent_inst_t *in, uint32_t src, uint32_t dst,
 
 /* Where a move reads: from rank x's region buf at off (its address, or,
  * for unpacked send data, the packed offset and the segment map). */
-static void move_source(agent_move_t *m, const agent_rstate_t *x,
-                        unsigned buf, uint64_t off)
+static void move_source(agent_move_t *m, const agent_rstate_t *x, unsigned buf,
+                        uint64_t off)
 {
     m->src_addr = x->addr[buf] + off;
     if (buf == DPS_BUF_SEND && x->send_map != 0) {
@@ -216,10 +216,10 @@ static int recv_pair(agent_t *a, agent_inst_t *in, uint32_t r, uint32_t i,
                      uint32_t *k, uint32_t *j)
 {
     const agent_rstate_t *rs = &in->rs[r];
-    const dps_step_t *st = &rs->sched->steps[i];
-    uint32_t s = st->peer;
-    const agent_sched_t *ssc = in->rs[s].sched;
-    uint32_t n = ssc->send_start[r + 1] - ssc->send_start[r];
+    const dps_step_t     *st = &rs->sched->steps[i];
+    uint32_t              s = st->peer;
+    const agent_sched_t  *ssc = in->rs[s].sched;
+    uint32_t              n = ssc->send_start[r + 1] - ssc->send_start[r];
 
     *k = agent_step_k(rs->sched, i);
     if (*k >= n) {
@@ -239,8 +239,8 @@ static int recv_pair(agent_t *a, agent_inst_t *in, uint32_t r, uint32_t i,
                   "do not match; it fails on every rank",
                   dps_coll_str(in->coll), (unsigned long long)in->key.seq,
                   (unsigned long long)in->comm->id, in->comm->members[s],
-                  (unsigned long long)ssc->steps[*j].len,
-                  in->comm->members[r], (unsigned long long)st->len);
+                  (unsigned long long)ssc->steps[*j].len, in->comm->members[r],
+                  (unsigned long long)st->len);
         agent_inst_fail(a, in, DPS_ERR_MISMATCH, 1);
         return 0;
     }
@@ -250,13 +250,13 @@ static int recv_pair(agent_t *a, agent_inst_t *in, uint32_t r, uint32_t i,
 /* Start step i of local rank r if it can. Returns 1 if it started. */
 static int try_step(agent_t *a, agent_inst_t *in, uint32_t r, uint32_t i)
 {
-    agent_rstate_t *rs = &in->rs[r], *sr;
+    agent_rstate_t   *rs = &in->rs[r], *sr;
     const dps_step_t *st = &rs->sched->steps[i], *ss;
-    agent_move_t *m;
-    uint32_t s = st->peer, k, j;
+    agent_move_t     *m;
+    uint32_t          s = st->peer, k, j;
 
     if (st->kind == DPS_STEP_SEND) {
-        return 0;   /* its reader's agent moves it */
+        return 0; /* its reader's agent moves it */
     }
     if (st->kind == DPS_STEP_COPY || st->kind == DPS_STEP_REDUCE) {
         if (st->len == 0) {
@@ -269,14 +269,14 @@ static int try_step(agent_t *a, agent_inst_t *in, uint32_t r, uint32_t i)
         m->local = 1;
         m->op = st->kind == DPS_STEP_REDUCE ? st->op : DPS_OP_NONE;
         move_source(m, rs, st->src_buf, st->src_off);
-    } else {   /* RECV, RECV_REDUCE */
+    } else { /* RECV, RECV_REDUCE */
         sr = &in->rs[s];
         if (!sr->posted || !recv_pair(a, in, r, i, &k, &j)) {
             return 0;
         }
         ss = &sr->sched->steps[j];
         if (sr->round < ss->round) {
-            return 0;   /* the source is not there yet */
+            return 0; /* the source is not there yet */
         }
         if (st->len == 0) {
             agent_step_done(in, r, i);
@@ -303,10 +303,10 @@ static int try_step(agent_t *a, agent_inst_t *in, uint32_t r, uint32_t i)
 /* Drive local rank r as far as it goes now. 1 if anything changed. */
 static int advance(agent_t *a, agent_inst_t *in, uint32_t r)
 {
-    agent_rstate_t *rs = &in->rs[r];
+    agent_rstate_t      *rs = &in->rs[r];
     const agent_sched_t *s = rs->sched;
-    int changed = 0;
-    uint32_t i;
+    int                  changed = 0;
+    uint32_t             i;
 
     if (!rs->posted || rs->done || in->failed) {
         return 0;
@@ -372,7 +372,7 @@ static void moves_drop(agent_t *a, agent_inst_t *in)
 void agent_inst_fail(agent_t *a, agent_inst_t *in, int status, int tell)
 {
     agent_comm_t *c = in->comm;
-    uint32_t r;
+    uint32_t      r;
 
     if (in->failed) {
         return;
@@ -385,8 +385,8 @@ void agent_inst_fail(agent_t *a, agent_inst_t *in, int status, int tell)
 
         for (r = 0; told != NULL && r < c->size; r++) {
             uint32_t ag = agent_of(a, c, r);
-            size_t len;
-            void *msg;
+            size_t   len;
+            void    *msg;
 
             if (ag == a->self || told[ag]) {
                 continue;
@@ -395,8 +395,7 @@ void agent_inst_fail(agent_t *a, agent_inst_t *in, int status, int tell)
             msg = dps_msg_encode_inst_fail(c->id, (uint32_t)in->key.seq,
                                            status, &len);
             if (msg == NULL || agent_send_agent(a, ag, msg, len) != DPS_OK) {
-                dps_error("cannot tell agent %u that a collective fails",
-                          ag);
+                dps_error("cannot tell agent %u that a collective fails", ag);
             }
         }
         free(told);
@@ -422,9 +421,9 @@ static int round_over(const agent_t *a, const agent_inst_t *in, uint32_t r)
  * complete. Frees m. */
 static void move_done(agent_t *a, agent_move_t *m, int status)
 {
-    agent_inst_t *in = m->inst;
+    agent_inst_t   *in = m->inst;
     agent_rstate_t *rs = &in->rs[m->dst];
-    uint32_t src = m->src, dst = m->dst;
+    uint32_t        src = m->src, dst = m->dst;
 
     in->moves_live--;
     rs->moves_in--;
@@ -453,27 +452,30 @@ void agent_dump(agent_t *a, FILE *out)
 {
     agent_inst_t *in, *tmp;
     agent_move_t *m;
-    unsigned queued = 0;
+    unsigned      queued = 0;
 
     for (m = a->q_head; m != NULL; m = m->next) {
         queued++;
     }
-    fprintf(out, "dpushim[agent %u]: %u instances, %u moves queued, %u "
-            "slots busy\n", a->self, HASH_COUNT(a->insts), queued,
-            a->inflight);
-    HASH_ITER(hh, a->insts, in, tmp) {
-        fprintf(out, "  %s #%llu on %#llx: %u ranks, %u local left, %u "
-                "moves live%s\n", dps_coll_str(in->coll),
-                (unsigned long long)in->key.seq,
+    fprintf(out,
+            "dpushim[agent %u]: %u instances, %u moves queued, %u "
+            "slots busy\n",
+            a->self, HASH_COUNT(a->insts), queued, a->inflight);
+    HASH_ITER(hh, a->insts, in, tmp)
+    {
+        fprintf(out,
+                "  %s #%llu on %#llx: %u ranks, %u local left, %u "
+                "moves live%s\n",
+                dps_coll_str(in->coll), (unsigned long long)in->key.seq,
                 (unsigned long long)in->comm->id, in->comm->size,
                 in->local_left, in->moves_live, in->failed ? ", failed" : "");
         for (uint32_t r = 0; r < in->comm->size; r++) {
             agent_rstate_t *rs = &in->rs[r];
 
             fprintf(out, "    rank %u (world %u)%s: %s round %u", r,
-                    in->comm->members[r], is_local(a, in->comm, r)
-                    ? " here" : "", rs->posted ? "posted," : "not posted,",
-                    rs->round);
+                    in->comm->members[r],
+                    is_local(a, in->comm, r) ? " here" : "",
+                    rs->posted ? "posted," : "not posted,", rs->round);
             if (rs->st != NULL && rs->sched != NULL) {
                 fprintf(out, " of %u, %u left, done %d:", rs->sched->nrounds,
                         rs->left, rs->done);
@@ -481,9 +483,8 @@ void agent_dump(agent_t *a, FILE *out)
                     const dps_step_t *st = &rs->sched->steps[i];
 
                     fprintf(out, " %s(r%u,p%u,%llu)=%u",
-                            dps_step_kind_str(st->kind), st->round,
-                            st->peer, (unsigned long long)st->len,
-                            rs->st[i]);
+                            dps_step_kind_str(st->kind), st->round, st->peer,
+                            (unsigned long long)st->len, rs->st[i]);
                 }
             }
             fprintf(out, "\n");

@@ -22,7 +22,7 @@
 static int pairs_agree(agent_t *a, agent_inst_t *in, uint32_t x)
 {
     agent_comm_t *c = in->comm;
-    uint32_t d, s;
+    uint32_t      d, s;
 
     for (uint32_t p = 0; p < c->size; p++) {
         for (int dir = 0; dir < 2; dir++) {
@@ -30,8 +30,8 @@ static int pairs_agree(agent_t *a, agent_inst_t *in, uint32_t x)
 
             s = dir ? p : x;
             d = dir ? x : p;
-            if (!is_local(a, c, d) || !in->rs[s].posted ||
-                !in->rs[d].posted || (dir && p == x)) {
+            if (!is_local(a, c, d) || !in->rs[s].posted || !in->rs[d].posted ||
+                (dir && p == x)) {
                 continue;
             }
             ns = in->rs[s].sched->send_start[d + 1] -
@@ -42,7 +42,8 @@ static int pairs_agree(agent_t *a, agent_inst_t *in, uint32_t x)
                 dps_error("%s #%llu on communicator %#llx: rank %u sends "
                           "%u transfers to rank %u, which receives %u: the "
                           "ranks' arguments do not match; it fails on "
-                          "every rank", dps_coll_str(in->coll),
+                          "every rank",
+                          dps_coll_str(in->coll),
                           (unsigned long long)in->key.seq,
                           (unsigned long long)c->id, c->members[s], ns,
                           c->members[d], nr);
@@ -57,8 +58,7 @@ static int pairs_agree(agent_t *a, agent_inst_t *in, uint32_t x)
 /* The steps of s another agent ag needs: the SENDs to its ranks, in
  * order (the k-th SEND to a rank stays the k-th). Their number. */
 static uint32_t sends_to(const agent_t *a, const agent_comm_t *c,
-                         const agent_sched_t *s, uint32_t ag,
-                         dps_step_t *out)
+                         const agent_sched_t *s, uint32_t ag, dps_step_t *out)
 {
     uint32_t i, n = 0;
 
@@ -78,12 +78,12 @@ static void forward_post(agent_t *a, agent_inst_t *in, const dps_msg_t *msg,
                          uint32_t x)
 {
     agent_rstate_t *rs = &in->rs[x];
-    agent_sched_t *s = rs->sched;
-    agent_comm_t *c = in->comm;
-    dps_msg_post_t f = msg->u.post.fixed;
-    uint8_t *want = calloc(a->nagents, 1);
-    dps_step_t *fwd = malloc(sizeof(dps_step_t) * (s->nsteps + 1));
-    uint32_t i, ag;
+    agent_sched_t  *s = rs->sched;
+    agent_comm_t   *c = in->comm;
+    dps_msg_post_t  f = msg->u.post.fixed;
+    uint8_t        *want = calloc(a->nagents, 1);
+    dps_step_t     *fwd = malloc(sizeof(dps_step_t) * (s->nsteps + 1));
+    uint32_t        i, ag;
 
     if (want == NULL || fwd == NULL) {
         free(want);
@@ -103,9 +103,9 @@ static void forward_post(agent_t *a, agent_inst_t *in, const dps_msg_t *msg,
     f.nmembers = c->size;
     for (ag = 0; ag < a->nagents; ag++) {
         const void *keys[DPS_NBUF] = {NULL, NULL, NULL};
-        size_t len;
-        void *out;
-        int b;
+        size_t      len;
+        void       *out;
+        int         b;
 
         if (!want[ag]) {
             continue;
@@ -179,11 +179,10 @@ static int post_take(agent_t *a, const dps_msg_t *msg,
 static int post_comm(agent_t *a, const dps_msg_t *msg, agent_comm_t **cp)
 {
     const dps_msg_post_t *f = &msg->u.post.fixed;
-    agent_comm_t *c;
-    int bad, local;
+    agent_comm_t         *c;
+    int                   bad, local;
 
-    c = agent_comm_get(a, f->comm_id, f->comm_size, msg->u.post.members,
-                       &bad);
+    c = agent_comm_get(a, f->comm_id, f->comm_size, msg->u.post.members, &bad);
     if (bad) {
         dps_error("post for communicator %#llx with inconsistent members",
                   (unsigned long long)f->comm_id);
@@ -194,8 +193,7 @@ static int post_comm(agent_t *a, const dps_msg_t *msg, agent_comm_t **cp)
     }
     if (c->members[f->comm_rank] != f->world_rank) {
         dps_error("rank %u claims to be rank %u of communicator %#llx",
-                  f->world_rank, f->comm_rank,
-                  (unsigned long long)f->comm_id);
+                  f->world_rank, f->comm_rank, (unsigned long long)f->comm_id);
         return DPS_ERR_PROTO;
     }
     local = is_local(a, c, f->comm_rank);
@@ -215,8 +213,8 @@ static agent_inst_t *post_inst(agent_t *a, agent_comm_t *c,
                                const dps_msg_post_t *f)
 {
     agent_inst_key_t key = {f->comm_id, f->seq};
-    agent_inst_t *in;
-    agent_tomb_t *t;
+    agent_inst_t    *in;
+    agent_tomb_t    *t;
 
     HASH_FIND(hh, a->insts, &key, sizeof(key), in);
     if (in != NULL) {
@@ -249,7 +247,8 @@ static void post_check(agent_t *a, agent_inst_t *in, const dps_msg_post_t *f)
     } else if (!in->failed && f->coll != in->coll) {
         dps_error("%s #%u on communicator %#llx: rank %u posted it where "
                   "rank %u posted %s: the ranks' calls do not match; it "
-                  "fails on every rank", dps_coll_str(f->coll), f->seq,
+                  "fails on every rank",
+                  dps_coll_str(f->coll), f->seq,
                   (unsigned long long)f->comm_id, f->world_rank,
                   in->first_world, dps_coll_str(in->coll));
         agent_inst_fail(a, in, DPS_ERR_MISMATCH, 1);
@@ -259,13 +258,13 @@ static void post_check(agent_t *a, agent_inst_t *in, const dps_msg_post_t *f)
 static int handle_post(agent_t *a, const dps_msg_t *msg)
 {
     const dps_msg_post_t *f = &msg->u.post.fixed;
-    agent_key_t *keys[DPS_NBUF] = {NULL, NULL, NULL};
-    agent_sched_t *s = NULL;
-    agent_comm_t *c = NULL;
-    agent_rstate_t *rs;
-    agent_inst_t *in;
-    uint32_t x = f->comm_rank;
-    int local, rc;
+    agent_key_t          *keys[DPS_NBUF] = {NULL, NULL, NULL};
+    agent_sched_t        *s = NULL;
+    agent_comm_t         *c = NULL;
+    agent_rstate_t       *rs;
+    agent_inst_t         *in;
+    uint32_t              x = f->comm_rank;
+    int                   local, rc;
 
     if (f->world_rank >= a->nranks) {
         dps_error("post from unknown rank %u", f->world_rank);
@@ -322,7 +321,7 @@ static int handle_post(agent_t *a, const dps_msg_t *msg)
 static agent_inst_t *inst_of(agent_t *a, uint64_t comm_id, uint32_t seq)
 {
     agent_inst_key_t key = {comm_id, seq};
-    agent_inst_t *in;
+    agent_inst_t    *in;
 
     HASH_FIND(hh, a->insts, &key, sizeof(key), in);
     return in;
@@ -330,20 +329,22 @@ static agent_inst_t *inst_of(agent_t *a, uint64_t comm_id, uint32_t seq)
 
 static int handle_send_done(agent_t *a, const dps_msg_send_done_t *m)
 {
-    agent_inst_key_t key = {m->comm_id, m->seq};
-    agent_inst_t *in = inst_of(a, m->comm_id, m->seq);
-    agent_rstate_t *rs;
+    agent_inst_key_t     key = {m->comm_id, m->seq};
+    agent_inst_t        *in = inst_of(a, m->comm_id, m->seq);
+    agent_rstate_t      *rs;
     const agent_sched_t *s;
 
-    if ((in != NULL && in->failed) || (in == NULL && agent_tomb_has(a, &key))) {
-        return DPS_OK;   /* late news of a failed instance */
+    if ((in != NULL && in->failed) ||
+        (in == NULL && agent_tomb_has(a, &key))) {
+        return DPS_OK; /* late news of a failed instance */
     }
     if (in == NULL || m->src >= in->comm->size || m->dst >= in->comm->size ||
         !is_local(a, in->comm, m->src) || !(rs = &in->rs[m->src])->posted ||
         (s = rs->sched) == NULL ||
         m->k >= s->send_start[m->dst + 1] - s->send_start[m->dst]) {
         dps_error("unexpected send_done (%u -> %u, #%u) for instance %u of "
-                  "communicator %#llx", m->src, m->dst, m->k, m->seq,
+                  "communicator %#llx",
+                  m->src, m->dst, m->k, m->seq,
                   (unsigned long long)m->comm_id);
         return DPS_ERR_PROTO;
     }
@@ -357,13 +358,13 @@ static int handle_send_done(agent_t *a, const dps_msg_send_done_t *m)
 static int handle_round(agent_t *a, const dps_msg_round_t *m)
 {
     agent_inst_key_t key = {m->comm_id, m->seq};
-    agent_inst_t *in = inst_of(a, m->comm_id, m->seq);
+    agent_inst_t    *in = inst_of(a, m->comm_id, m->seq);
 
     if (in == NULL && agent_tomb_has(a, &key)) {
         return DPS_OK;
     }
     if (in == NULL) {
-        return DPS_ERR_AGAIN;   /* overtook the post it follows */
+        return DPS_ERR_AGAIN; /* overtook the post it follows */
     }
     if (m->rank >= in->comm->size || is_local(a, in->comm, m->rank)) {
         dps_error("unexpected round message for rank %u", m->rank);
@@ -389,25 +390,25 @@ static int handle_round(agent_t *a, const dps_msg_round_t *m)
  */
 static int handle_fetch(agent_t *a, const dps_msg_fetch_t *f)
 {
-    agent_inst_key_t key = {f->comm_id, f->seq};
-    agent_inst_t *in = inst_of(a, f->comm_id, f->seq);
+    agent_inst_key_t      key = {f->comm_id, f->seq};
+    agent_inst_t         *in = inst_of(a, f->comm_id, f->seq);
     const agent_rstate_t *rs;
-    const agent_sched_t *s;
-    const dps_step_t *st;
-    ucp_rkey_h rkey = NULL;
-    uint64_t addr = 0;
-    uint32_t to;
-    int ok = 0;
+    const agent_sched_t  *s;
+    const dps_step_t     *st;
+    ucp_rkey_h            rkey = NULL;
+    uint64_t              addr = 0;
+    uint32_t              to;
+    int                   ok = 0;
 
     if (in == NULL && !agent_tomb_has(a, &key)) {
-        return DPS_ERR_AGAIN;   /* overtook the post it follows */
+        return DPS_ERR_AGAIN; /* overtook the post it follows */
     }
-    if (in != NULL && (f->dst >= in->comm->size || f->src >= in->comm->size ||
-                       !is_local(a, in->comm, f->src) ||
-                       is_local(a, in->comm, f->dst))) {
+    if (in != NULL &&
+        (f->dst >= in->comm->size || f->src >= in->comm->size ||
+         !is_local(a, in->comm, f->src) || is_local(a, in->comm, f->dst))) {
         dps_error("unexpected fetch (%u -> %u) for instance %u of "
-                  "communicator %#llx", f->src, f->dst, f->seq,
-                  (unsigned long long)f->comm_id);
+                  "communicator %#llx",
+                  f->src, f->dst, f->seq, (unsigned long long)f->comm_id);
         return DPS_ERR_PROTO;
     }
     if (in == NULL) {
@@ -417,8 +418,8 @@ static int handle_fetch(agent_t *a, const dps_msg_fetch_t *f)
 
         HASH_FIND(hh, a->comms, &f->comm_id, sizeof(f->comm_id), c);
         if (c != NULL && f->dst < c->size) {
-            agent_fetch_serve(a, agent_of(a, c, f->dst), 0, 0, 0, f->tag,
-                              NULL, 0);
+            agent_fetch_serve(a, agent_of(a, c, f->dst), 0, 0, 0, f->tag, NULL,
+                              0);
         }
         return DPS_OK;
     }
@@ -442,8 +443,8 @@ static int handle_fetch(agent_t *a, const dps_msg_fetch_t *f)
                   in->comm->members[f->src], f->k, in->comm->members[f->dst],
                   f->seq, (unsigned long long)f->comm_id);
     }
-    agent_fetch_serve(a, to, in->comm->members[f->src], addr, f->len,
-                      f->tag, rkey, ok);
+    agent_fetch_serve(a, to, in->comm->members[f->src], addr, f->len, f->tag,
+                      rkey, ok);
     return DPS_OK;
 }
 
@@ -452,8 +453,8 @@ static int handle_fetch(agent_t *a, const dps_msg_fetch_t *f)
 static int handle_inst_fail(agent_t *a, const dps_msg_inst_fail_t *m)
 {
     agent_inst_key_t key = {m->comm_id, m->seq};
-    agent_inst_t *in = inst_of(a, m->comm_id, m->seq);
-    agent_comm_t *c;
+    agent_inst_t    *in = inst_of(a, m->comm_id, m->seq);
+    agent_comm_t    *c;
 
     if (in != NULL) {
         agent_inst_fail(a, in, m->status, 0);
@@ -465,7 +466,7 @@ static int handle_inst_fail(agent_t *a, const dps_msg_inst_fail_t *m)
     }
     HASH_FIND(hh, a->comms, &m->comm_id, sizeof(m->comm_id), c);
     if (c == NULL) {
-        return DPS_ERR_AGAIN;   /* its members come with the first post */
+        return DPS_ERR_AGAIN; /* its members come with the first post */
     }
     in = agent_inst_new(a, c, key, 0);
     if (in == NULL) {
@@ -497,48 +498,43 @@ int agent_handle_coll(agent_t *a, const dps_msg_t *msg)
 {
     switch (msg->type) {
     case DPS_MSG_POST:
-    case DPS_MSG_PEER_POST:
-        return handle_post(a, msg);
-    case DPS_MSG_SEND_DONE:
-        return handle_send_done(a, &msg->u.send_done);
-    case DPS_MSG_ROUND:
-        return handle_round(a, &msg->u.round);
-    case DPS_MSG_INST_FAIL:
-        return handle_inst_fail(a, &msg->u.inst_fail);
-    case DPS_MSG_FETCH:
-        return handle_fetch(a, &msg->u.fetch);
-    case DPS_MSG_COMM_FREE:
-        return handle_comm_free(a, &msg->u.comm_free);
-    case DPS_MSG_REG_FREE:
-        return agent_handle_reg_free(a, msg);
-    case DPS_MSG_SCHED_FREE:
-        return agent_handle_sched_free(a, msg);
-    default:
-        return DPS_ERR_PROTO;
+    case DPS_MSG_PEER_POST: return handle_post(a, msg);
+    case DPS_MSG_SEND_DONE: return handle_send_done(a, &msg->u.send_done);
+    case DPS_MSG_ROUND: return handle_round(a, &msg->u.round);
+    case DPS_MSG_INST_FAIL: return handle_inst_fail(a, &msg->u.inst_fail);
+    case DPS_MSG_FETCH: return handle_fetch(a, &msg->u.fetch);
+    case DPS_MSG_COMM_FREE: return handle_comm_free(a, &msg->u.comm_free);
+    case DPS_MSG_REG_FREE: return agent_handle_reg_free(a, msg);
+    case DPS_MSG_SCHED_FREE: return agent_handle_sched_free(a, msg);
+    default: return DPS_ERR_PROTO;
     }
 }
 
 void agent_sched_fini(agent_t *a)
 {
-    agent_inst_t *in, *itmp;
-    agent_comm_t *c, *ctmp;
+    agent_inst_t  *in, *itmp;
+    agent_comm_t  *c, *ctmp;
     agent_sched_t *s, *stmp;
-    agent_tomb_t *t, *ttmp;
+    agent_tomb_t  *t, *ttmp;
 
-    HASH_ITER(hh, a->insts, in, itmp) {
+    HASH_ITER(hh, a->insts, in, itmp)
+    {
         in->comm->freed = 1;
         agent_inst_destroy(a, in);
     }
-    HASH_ITER(hh, a->comms, c, ctmp) {
+    HASH_ITER(hh, a->comms, c, ctmp)
+    {
         HASH_DEL(a->comms, c);
         free(c->members);
         free(c);
     }
-    HASH_ITER(hh, a->tombs, t, ttmp) {
+    HASH_ITER(hh, a->tombs, t, ttmp)
+    {
         HASH_DEL(a->tombs, t);
         free(t);
     }
-    HASH_ITER(hh, a->scheds, s, stmp) {
+    HASH_ITER(hh, a->scheds, s, stmp)
+    {
         HASH_DEL(a->scheds, s);
         agent_sched_free(s);
     }

@@ -32,8 +32,8 @@ agent_comm_t *agent_comm_get(agent_t *a, uint64_t id, uint32_t size,
                              const uint32_t *members, int *bad)
 {
     agent_comm_t *c;
-    uint8_t *seen;
-    uint32_t r;
+    uint8_t      *seen;
+    uint32_t      r;
 
     *bad = 0;
     HASH_FIND(hh, a->comms, &id, sizeof(id), c);
@@ -107,8 +107,8 @@ void agent_sched_unref(agent_t *a, agent_sched_t *s)
 int agent_handle_sched_free(agent_t *a, const dps_msg_t *msg)
 {
     const dps_msg_reg_free_t *f = &msg->u.reg_free.fixed;
-    uint8_t *peers = NULL;
-    uint32_t i, ag;
+    uint8_t                  *peers = NULL;
+    uint32_t                  i, ag;
 
     if (f->world_rank >= a->nranks) {
         dps_error("sched_free for unknown rank %u", f->world_rank);
@@ -136,7 +136,7 @@ int agent_handle_sched_free(agent_t *a, const dps_msg_t *msg)
     }
     for (ag = 0; peers != NULL && ag < a->nagents; ag++) {
         size_t len;
-        void *out;
+        void  *out;
 
         if (!peers[ag] || ag == a->self) {
             continue;
@@ -183,7 +183,7 @@ static int sched_index(agent_sched_t *s, char *err, size_t err_len)
             s->recv_start[st->peer + 1]++;
         }
     }
-    for (r = 1; r <= s->nrounds; r++) {   /* empty rounds: no steps */
+    for (r = 1; r <= s->nrounds; r++) { /* empty rounds: no steps */
         if (s->round_start[r] < s->round_start[r - 1]) {
             s->round_start[r] = s->round_start[r - 1];
         }
@@ -224,9 +224,9 @@ static int sched_index(agent_sched_t *s, char *err, size_t err_len)
 agent_sched_t *agent_sched_take(agent_t *a, const dps_msg_t *msg)
 {
     const dps_msg_post_t *f = &msg->u.post.fixed;
-    agent_sched_t probe, *s;
-    char err[200];
-    uint32_t i;
+    agent_sched_t         probe, *s;
+    char                  err[200];
+    uint32_t              i;
 
     memset(&probe.k, 0, sizeof(probe.k));
     probe.k.world = f->world_rank;
@@ -235,19 +235,19 @@ agent_sched_t *agent_sched_take(agent_t *a, const dps_msg_t *msg)
     if (s != NULL || !(f->flags & DPS_POST_SCHED)) {
         if (s == NULL) {
             dps_error("rank %u names schedule %llu, which this agent never "
-                      "received", f->world_rank,
-                      (unsigned long long)f->sched_id);
+                      "received",
+                      f->world_rank, (unsigned long long)f->sched_id);
         } else if (s->size != f->comm_size) {
             dps_error("rank %u's schedule %llu is for %u ranks, not %u",
-                      f->world_rank, (unsigned long long)f->sched_id,
-                      s->size, f->comm_size);
+                      f->world_rank, (unsigned long long)f->sched_id, s->size,
+                      f->comm_size);
             return NULL;
         }
         return s;
     }
     s = calloc(1, sizeof(*s));
-    if (s == NULL || (s->steps = malloc(sizeof(dps_step_t) *
-                                        (f->nsteps + 1))) == NULL ||
+    if (s == NULL ||
+        (s->steps = malloc(sizeof(dps_step_t) * (f->nsteps + 1))) == NULL ||
         (s->sent = calloc(a->nagents, 1)) == NULL) {
         if (s != NULL) {
             free(s->steps);
@@ -277,8 +277,8 @@ agent_sched_t *agent_sched_take(agent_t *a, const dps_msg_t *msg)
 uint32_t agent_step_k(const agent_sched_t *s, uint32_t i)
 {
     const dps_step_t *st = &s->steps[i];
-    const uint32_t *start, *idx;
-    uint32_t k;
+    const uint32_t   *start, *idx;
+    uint32_t          k;
 
     if (st->kind == DPS_STEP_SEND) {
         start = s->send_start;

@@ -32,8 +32,7 @@
 
 #include <stdio.h>
 
-static inline int is_local(const agent_t *a, const agent_comm_t *c,
-                           uint32_t r)
+static inline int is_local(const agent_t *a, const agent_comm_t *c, uint32_t r)
 {
     return a->rank_agent[c->members[r]] == a->self;
 }
@@ -61,27 +60,27 @@ void agent_dump(agent_t *a, FILE *out);
 void agent_sched_fini(agent_t *a);
 
 /* agent_sched.c */
-agent_comm_t *agent_comm_get(agent_t *a, uint64_t id, uint32_t size,
-                             const uint32_t *members, int *bad);
-void agent_comm_release(agent_t *a, agent_comm_t *c);
+agent_comm_t  *agent_comm_get(agent_t *a, uint64_t id, uint32_t size,
+                              const uint32_t *members, int *bad);
+void           agent_comm_release(agent_t *a, agent_comm_t *c);
 agent_sched_t *agent_sched_take(agent_t *a, const dps_msg_t *msg);
-void agent_sched_unref(agent_t *a, agent_sched_t *s);
-void agent_sched_free(agent_sched_t *s);
-int agent_handle_sched_free(agent_t *a, const dps_msg_t *msg);
+void           agent_sched_unref(agent_t *a, agent_sched_t *s);
+void           agent_sched_free(agent_sched_t *s);
+int            agent_handle_sched_free(agent_t *a, const dps_msg_t *msg);
 /* Position of step i among its rank's steps with the same peer and
  * direction: the k of the k-th SEND to (or RECV from) that peer. */
 uint32_t agent_step_k(const agent_sched_t *s, uint32_t i);
 
 /* agent_inst.c */
-int agent_tomb_has(const agent_t *a, const agent_inst_key_t *key);
-agent_inst_t *agent_inst_new(agent_t *a, agent_comm_t *c,
-                             agent_inst_key_t key, uint32_t coll);
-void agent_inst_destroy(agent_t *a, agent_inst_t *in);
-void agent_inst_maybe_destroy(agent_t *a, agent_inst_t *in);
-void agent_begin_round(agent_rstate_t *rs);
-void agent_try_complete(agent_t *a, agent_inst_t *in, uint32_t r);
-void agent_step_done(agent_inst_t *in, uint32_t r, uint32_t i);
-void agent_inst_progress(agent_t *a, agent_inst_t *in);
+int           agent_tomb_has(const agent_t *a, const agent_inst_key_t *key);
+agent_inst_t *agent_inst_new(agent_t *a, agent_comm_t *c, agent_inst_key_t key,
+                             uint32_t coll);
+void          agent_inst_destroy(agent_t *a, agent_inst_t *in);
+void          agent_inst_maybe_destroy(agent_t *a, agent_inst_t *in);
+void          agent_begin_round(agent_rstate_t *rs);
+void          agent_try_complete(agent_t *a, agent_inst_t *in, uint32_t r);
+void          agent_step_done(agent_inst_t *in, uint32_t r, uint32_t i);
+void          agent_inst_progress(agent_t *a, agent_inst_t *in);
 void agent_inst_fail(agent_t *a, agent_inst_t *in, int status, int tell);
 
 #endif

@@ -65,6 +65,7 @@ unit_tests "$@"
 readme_check
 layout_check "$1"
 shellcheck_check
+format_check
 fuzz_decoder
 arm64_wire_tests
 install_check "$@"

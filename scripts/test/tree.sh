@@ -18,6 +18,15 @@ shellcheck_check() {
     report "shell scripts pass shellcheck -S warning" "$ok" "$log"
 }
 
+# The C sources are as clang-format writes them (.clang-format): the
+# log names each file that is not (make format rewrites them).
+format_check() {
+    local log=$LOGS/clang-format.log ok=1
+    make -s --no-print-directory format-check >"$log" 2>&1 || ok=0
+    report "C sources are as clang-format writes them (.clang-format)" \
+        "$ok" "$log"
+}
+
 # The sources' layout (docs/architecture.md): no two files call or include
 # each other in a loop, and no folder calls or includes one above it.
 layout_check() {

@@ -11,14 +11,16 @@
 #include <unistd.h>
 
 shim_state_t shim = {
-    .chan = {.parent_fd = -1, .kick_fd = -1, .shm_fd = -1,
+    .chan = {.parent_fd = -1,
+             .kick_fd = -1,
+             .shm_fd = -1,
              .tx_lock = PTHREAD_MUTEX_INITIALIZER},
     .keyval = MPI_KEYVAL_INVALID,
     .fo = {.ctrl = MPI_COMM_NULL, .agree = MPI_COMM_NULL},
     .lock = PTHREAD_MUTEX_INITIALIZER,
     .agree_lock = PTHREAD_MUTEX_INITIALIZER,
 };
-__thread int shim_in_call;
+__thread int          shim_in_call;
 __thread MPI_Request *shim_busy_req;
 
 void shim_hello(dps_msg_hello_t *out)
@@ -26,7 +28,8 @@ void shim_hello(dps_msg_hello_t *out)
     out->world_rank = (uint32_t)shim.topo.world_rank;
     out->pid = (uint32_t)getpid();
     out->token_addr = shim.chan.cma_token != 0
-                      ? (uint64_t)(uintptr_t)&shim.chan.cma_token : 0;
+                          ? (uint64_t)(uintptr_t)&shim.chan.cma_token
+                          : 0;
     out->token = shim.chan.cma_token;
 }
 

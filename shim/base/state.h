@@ -24,27 +24,35 @@
 
 /* Why a call went to stock MPI: its fallback is counted under one
  * (DPUSHIM_STATS=2 prints them). */
-enum { SHIM_WHY_OTHER,     /* arguments MPI judges, sizes past the limits */
-       SHIM_WHY_OFF,       /* offload off: not active, or DPUSHIM_<COLL>=0 */
-       SHIM_WHY_COMM,      /* an intercommunicator (or MPI_COMM_NULL) */
-       SHIM_WHY_TYPE,      /* a datatype the agents do not reduce */
-       SHIM_WHY_OP,        /* an operation they do not apply: user-defined,
-                            * or not MPI's on the datatype */
-       SHIM_WHY_SMALL,     /* below DPUSHIM_MIN_BYTES */
-       SHIM_NWHY };
+enum {
+    SHIM_WHY_OTHER, /* arguments MPI judges, sizes past the limits */
+    SHIM_WHY_OFF,   /* offload off: not active, or DPUSHIM_<COLL>=0 */
+    SHIM_WHY_COMM,  /* an intercommunicator (or MPI_COMM_NULL) */
+    SHIM_WHY_TYPE,  /* a datatype the agents do not reduce */
+    SHIM_WHY_OP,    /* an operation they do not apply: user-defined,
+                     * or not MPI's on the datatype */
+    SHIM_WHY_SMALL, /* below DPUSHIM_MIN_BYTES */
+    SHIM_NWHY
+};
 
-enum { SHIM_STAT_OFFLOADED, SHIM_STAT_FALLBACK, SHIM_STAT_BYTES,
-       SHIM_STAT_REDONE,     /* pending when an agent failed: stock MPI */
-       SHIM_STAT_FAILED,     /* pending when an agent failed: error */
-       SHIM_STAT_AFTER,      /* posted after an agent failed: stock MPI */
-       SHIM_STAT_WHY,        /* SHIM_NWHY counters: fallbacks by reason */
-       SHIM_NSTAT = SHIM_STAT_WHY + SHIM_NWHY };
+enum {
+    SHIM_STAT_OFFLOADED,
+    SHIM_STAT_FALLBACK,
+    SHIM_STAT_BYTES,
+    SHIM_STAT_REDONE, /* pending when an agent failed: stock MPI */
+    SHIM_STAT_FAILED, /* pending when an agent failed: error */
+    SHIM_STAT_AFTER,  /* posted after an agent failed: stock MPI */
+    SHIM_STAT_WHY,    /* SHIM_NWHY counters: fallbacks by reason */
+    SHIM_NSTAT = SHIM_STAT_WHY + SHIM_NWHY
+};
 
 /* Taking over from failed agents (failover/failover.c). */
-enum { SHIM_FO_NONE,       /* agents serve */
-       SHIM_FO_COUNTS,     /* agents stopped; agreeing: how many entries */
-       SHIM_FO_ENTRIES,    /* agreeing: which instances ranks finished */
-       SHIM_FO_DECIDED };  /* every collective runs on stock MPI */
+enum {
+    SHIM_FO_NONE,    /* agents serve */
+    SHIM_FO_COUNTS,  /* agents stopped; agreeing: how many entries */
+    SHIM_FO_ENTRIES, /* agreeing: which instances ranks finished */
+    SHIM_FO_DECIDED
+}; /* every collective runs on stock MPI */
 
 /* Defined by the layers that own them (core/shim.h). */
 struct shim_op;
@@ -52,97 +60,97 @@ struct shim_comm;
 
 /* Where the job's ranks are (boot/place.c fills it at MPI_Init). */
 typedef struct shim_topo {
-    int            world_rank, world_size;
-    int            is_leader;     /* first rank of its virtual node */
-    MPI_Comm       vnode;         /* ranks sharing this agent */
-    uint32_t      *rank_agent;    /* agent index of each world rank */
-    int           *rank_node;     /* node of each world rank */
-    int           *rank_direct;   /* per world rank: its DMA engine runs
-                                   * and its agent reaches every rank of
-                                   * its node with CMA (DPS_READY_CMA_NODE):
-                                   * unpacked send data reaches it */
+    int       world_rank, world_size;
+    int       is_leader;   /* first rank of its virtual node */
+    MPI_Comm  vnode;       /* ranks sharing this agent */
+    uint32_t *rank_agent;  /* agent index of each world rank */
+    int      *rank_node;   /* node of each world rank */
+    int      *rank_direct; /* per world rank: its DMA engine runs
+                            * and its agent reaches every rank of
+                            * its node with CMA (DPS_READY_CMA_NODE):
+                            * unpacked send data reaches it */
 } shim_topo_t;
 
 /* The rank's channel to its agent: who it is, how it reaches us, the
  * shared-memory ring and UCX, its liveness (boot/ opens it, core/channel.c
  * runs it). */
 typedef struct shim_chan {
-    pid_t          agent_pid;     /* our agent */
-    unsigned       agent_formats; /* DPS_FMT_* it computes (READY) */
-    unsigned       agent_cma;     /* DPS_READY_*: how it reaches our
-                                   * memory (READY) */
-    uint64_t       cma_token;     /* our proof that CMA reaches us
-                                   * (common/dps_cma.h): random, never
-                                   * changed after MPI_Init; 0: none */
-    pid_t         *node_agents;   /* every agent on this node, for the */
-    int            n_node_agents; /* liveness check: one dead stalls all */
-    int            parent_fd;     /* leader: write end the agent watches,
-                                   * or the listening agent's connection */
-    int            listen_agent;  /* leader: agent from DPUSHIM_AGENT_MAP */
-    char           agent_desc[600]; /* "pid N" or "ADDR:PORT (pid N on H)" */
-    char           grant_path[108]; /* a listening agent's grant socket
-                                     * (common/dps_grant.h), or "" */
-    int            agent_dead;
-    int            kick_fd;       /* our wake-up socket, or -1 */
-    dps_ucx_t      ucx;
-    ucp_ep_h       agent_ep;
+    pid_t     agent_pid;       /* our agent */
+    unsigned  agent_formats;   /* DPS_FMT_* it computes (READY) */
+    unsigned  agent_cma;       /* DPS_READY_*: how it reaches our
+                                * memory (READY) */
+    uint64_t  cma_token;       /* our proof that CMA reaches us
+                                * (common/dps_cma.h): random, never
+                                * changed after MPI_Init; 0: none */
+    pid_t    *node_agents;     /* every agent on this node, for the */
+    int       n_node_agents;   /* liveness check: one dead stalls all */
+    int       parent_fd;       /* leader: write end the agent watches,
+                                * or the listening agent's connection */
+    int       listen_agent;    /* leader: agent from DPUSHIM_AGENT_MAP */
+    char      agent_desc[600]; /* "pid N" or "ADDR:PORT (pid N on H)" */
+    char      grant_path[108]; /* a listening agent's grant socket
+                                * (common/dps_grant.h), or "" */
+    int       agent_dead;
+    int       kick_fd; /* our wake-up socket, or -1 */
+    dps_ucx_t ucx;
+    ucp_ep_h  agent_ep;
     /* Shared-memory channel to an agent on this host (dps_shm.h): */
-    dps_shm_t     *shm;           /* our segment, or NULL */
-    int            shm_fd;
-    int            shm_on;        /* the agent mapped it: messages go there */
-    int            shm_tx_ucx;    /* one was too big for it: UCX from then */
-    pthread_mutex_t tx_lock;      /* producers of shm->to_agent */
-    double         next_ucx_poll; /* with shm_on, UCX is polled seldom */
-    double         last_liveness; /* time of the last agent check */
-    double         last_heard;    /* time of the agent's last message */
-    double         app_until;     /* an application thread polls in MPI
-                                   * until then: the progress thread
-                                   * stands aside (core/progress.c) */
-    double         ping_sent;     /* outstanding PING, or 0 */
+    dps_shm_t      *shm; /* our segment, or NULL */
+    int             shm_fd;
+    int             shm_on;        /* the agent mapped it: messages go there */
+    int             shm_tx_ucx;    /* one was too big for it: UCX from then */
+    pthread_mutex_t tx_lock;       /* producers of shm->to_agent */
+    double          next_ucx_poll; /* with shm_on, UCX is polled seldom */
+    double          last_liveness; /* time of the last agent check */
+    double          last_heard;    /* time of the agent's last message */
+    double          app_until;     /* an application thread polls in MPI
+                                    * until then: the progress thread
+                                    * stands aside (core/progress.c) */
+    double          ping_sent;     /* outstanding PING, or 0 */
 } shim_chan_t;
 
 /* Taking over from failed agents: what was noticed (shim_fo_notice, any
  * layer), how far the takeover is (failover/ alone writes the rest). */
 typedef struct shim_fo {
-    int            cause;         /* shim_fo_cause_t: the failure noticed */
-    char           why[700];      /* ... what happened, for messages */
-    int            state;         /* SHIM_FO_* */
-    MPI_Comm       ctrl;          /* notices and Finalize (p2p, barrier) */
-    MPI_Comm       agree;         /* the agreement's collectives */
+    int      cause;    /* shim_fo_cause_t: the failure noticed */
+    char     why[700]; /* ... what happened, for messages */
+    int      state;    /* SHIM_FO_* */
+    MPI_Comm ctrl;     /* notices and Finalize (p2p, barrier) */
+    MPI_Comm agree;    /* the agreement's collectives */
 } shim_fo_t;
 
 /* What is counted (statistics at MPI_Finalize, boot/init.c). */
 typedef struct shim_stat {
-    uint64_t       coll[DPS_COLL_MAX][SHIM_NSTAT]; /* by dps_coll_t */
-    int            have_agent;    /* leader: STATS received */
-    uint64_t       agent[8];      /* cpu_ns, collectives, missed,
-                                   * cma_bytes, ucx_bytes, dma_bytes,
-                                   * net_bytes, fetches */
+    uint64_t coll[DPS_COLL_MAX][SHIM_NSTAT]; /* by dps_coll_t */
+    int      have_agent;                     /* leader: STATS received */
+    /* cpu_ns, collectives, missed, cma_bytes, ucx_bytes, dma_bytes,
+     * net_bytes, fetches */
+    uint64_t agent[8];
 } shim_stat_t;
 
 /* The shim's state, by the part each layer owns; the rest is the core's
  * (operations, communicators, schedules). */
 typedef struct shim_state {
-    int            initialized;   /* shim_init ran */
-    int            active;        /* offload usable job-wide */
-    dps_config_t   cfg;
-    uint64_t       min_bytes;     /* DPUSHIM_MIN_BYTES, auto resolved */
-    shim_topo_t    topo;
-    shim_chan_t    chan;
-    shim_fo_t      fo;
-    shim_stat_t    stat;
-    int            keyval;        /* communicator attribute */
-    uint64_t       next_comm;     /* ids handed out by this rank */
-    uint64_t       next_token;
-    struct shim_op *by_token, *by_req;
-    unsigned       live;          /* ops not yet done by the agent */
+    int               initialized; /* shim_init ran */
+    int               active;      /* offload usable job-wide */
+    dps_config_t      cfg;
+    uint64_t          min_bytes; /* DPUSHIM_MIN_BYTES, auto resolved */
+    shim_topo_t       topo;
+    shim_chan_t       chan;
+    shim_fo_t         fo;
+    shim_stat_t       stat;
+    int               keyval;    /* communicator attribute */
+    uint64_t          next_comm; /* ids handed out by this rank */
+    uint64_t          next_token;
+    struct shim_op   *by_token, *by_req;
+    unsigned          live;       /* ops not yet done by the agent */
     struct shim_comm *agreeing;   /* communicators agreeing on an id */
-    pthread_mutex_t agree_lock;   /* guards agreeing; never held with lock
+    pthread_mutex_t   agree_lock; /* guards agreeing; never held with lock
                                    * taken inside, nor across our callbacks */
-    struct shim_op *done_list;    /* completed, MPI not told yet */
-    pthread_mutex_t lock;
+    struct shim_op   *done_list;  /* completed, MPI not told yet */
+    pthread_mutex_t   lock;
     struct shim_comm *comms;      /* every communicator state */
-    uint64_t       next_sched;    /* schedule ids handed out */
+    uint64_t          next_sched; /* schedule ids handed out */
 } shim_state_t;
 
 extern shim_state_t shim;
@@ -160,13 +168,13 @@ extern __thread MPI_Request *shim_busy_req;
  * takeover by stock MPI (shim/failover/). */
 typedef enum {
     SHIM_FO_NO_CAUSE = 0,
-    SHIM_FO_AGENT_DIED,     /* its process, or another agent's of this
-                             * node, ended */
-    SHIM_FO_AGENT_GONE,     /* the connection to a listening agent ended */
-    SHIM_FO_AGENT_SILENT,   /* no answer within DPUSHIM_AGENT_TIMEOUT */
-    SHIM_FO_AGENT_CORRUPT,  /* it wrote a corrupt message ring */
-    SHIM_FO_POST_FAILED,    /* a collective could not be handed to it */
-    SHIM_FO_REPORTED        /* another rank told of a failure */
+    SHIM_FO_AGENT_DIED,    /* its process, or another agent's of this
+                            * node, ended */
+    SHIM_FO_AGENT_GONE,    /* the connection to a listening agent ended */
+    SHIM_FO_AGENT_SILENT,  /* no answer within DPUSHIM_AGENT_TIMEOUT */
+    SHIM_FO_AGENT_CORRUPT, /* it wrote a corrupt message ring */
+    SHIM_FO_POST_FAILED,   /* a collective could not be handed to it */
+    SHIM_FO_REPORTED       /* another rank told of a failure */
 } shim_fo_cause_t;
 
 /*

@@ -33,7 +33,7 @@ typedef struct {
     int     ok;
     char    job[DPS_LISTEN_NAME_MAX + 1];
     uint8_t secret[DPS_SECRET_LEN];
-    char    why[200];            /* rank 0's error, when !ok */
+    char    why[200]; /* rank 0's error, when !ok */
 } job_secret_t;
 
 /* ---- boot/spawn.c (leaders, except the secret functions: every rank) */
@@ -57,8 +57,8 @@ void boot_remove_job_secret(const job_secret_t *js);
 /* Leader of virtual node vidx of this host: connect to the listening
  * agent DPUSHIM_AGENT_MAP names; on success (DPS_OK) *addr (malloc'ed)
  * holds its address. */
-int boot_connect_listener(const job_secret_t *js, unsigned vidx,
-                          void **addr, size_t *addr_len);
+int boot_connect_listener(const job_secret_t *js, unsigned vidx, void **addr,
+                          size_t *addr_len);
 
 /* ---- boot/place.c --------------------------------------------------- */
 

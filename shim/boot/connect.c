@@ -31,10 +31,10 @@ int boot_agree(int ok)
 
 static void send_hello_wait_ready(int *ok)
 {
-    double deadline = dps_now() + SHIM_CONNECT_TIMEOUT_MS / 1000.0;
+    double          deadline = dps_now() + SHIM_CONNECT_TIMEOUT_MS / 1000.0;
     dps_msg_hello_t me;
-    size_t len;
-    void *msg;
+    size_t          len;
+    void           *msg;
 
     shim_hello(&me);
     msg = dps_msg_encode_hello(&me, &len);
@@ -45,7 +45,7 @@ static void send_hello_wait_ready(int *ok)
     }
     while (*ok) {
         dps_inmsg_t *m;
-        dps_msg_t dm;
+        dps_msg_t    dm;
 
         ucp_worker_progress(shim.chan.ucx.worker);
         while ((m = dps_inbox_pop(&shim.chan.ucx.inbox)) != NULL) {
@@ -67,7 +67,8 @@ static void send_hello_wait_ready(int *ok)
         }
         if (dps_now() > deadline) {
             dps_error("agent (pid %d) not ready after %d s",
-                      (int)shim.chan.agent_pid, SHIM_CONNECT_TIMEOUT_MS / 1000);
+                      (int)shim.chan.agent_pid,
+                      SHIM_CONNECT_TIMEOUT_MS / 1000);
             *ok = 0;
         }
     }
@@ -81,13 +82,14 @@ static void send_hello_wait_ready(int *ok)
 static void shm_offer(void)
 {
     dps_msg_hello_t me;
-    size_t len;
-    void *msg;
+    size_t          len;
+    void           *msg;
 
     if (shim.chan.agent_pid <= 0) {
         return;
     }
-    shim.chan.shm = dps_shm_create((uint32_t)shim.topo.world_rank, &shim.chan.shm_fd);
+    shim.chan.shm =
+        dps_shm_create((uint32_t)shim.topo.world_rank, &shim.chan.shm_fd);
     if (shim.chan.shm == NULL) {
         dps_info("no shared-memory channel to the agent (memfd: %m): "
                  "messages go by UCX");
@@ -116,7 +118,8 @@ static void agent_pid_check(void)
     }
     dps_info("agent %s shares this host's name but not its process "
              "space: its pid is not used here (no pid checks, kicks or "
-             "kills; its connection and pings tell)", shim.chan.agent_desc);
+             "kills; its connection and pings tell)",
+             shim.chan.agent_desc);
     shim.chan.agent_pid = 0;
 }
 
@@ -130,7 +133,8 @@ static void shm_accepted(void)
     }
     if (!__atomic_load_n(&shim.chan.shm->attached, __ATOMIC_ACQUIRE)) {
         dps_info("agent %s did not map the shared-memory channel: "
-                 "messages go by UCX", shim.chan.agent_desc);
+                 "messages go by UCX",
+                 shim.chan.agent_desc);
         return;
     }
     shim.chan.shm_on = 1;
@@ -155,16 +159,16 @@ static void shm_close(void)
 
 /* What every rank learns about every other (indexed by world rank). */
 typedef struct {
-    int  *leader;     /* 1 if the rank leads a virtual node */
-    int  *agent;      /* index of the rank's agent */
-    int  *pid, *node; /* process id and node (CMA on the same node) */
-    uint64_t *token;  /* CMA token address and value (dps_cma.h) */
-    int  *apid;       /* a leader's agent pid */
-    int  *after;      /* after READY: engine and agent reach the node
-                       * (rank_direct), agent pid (agent_pid_check) */
-    int  *rlen, *rdisp, *alen, *adisp;
-    char *rbuf, *abuf;  /* ranks' and leaders' agents' UCX addresses */
-    int   my_agent, job_key;
+    int      *leader;     /* 1 if the rank leads a virtual node */
+    int      *agent;      /* index of the rank's agent */
+    int      *pid, *node; /* process id and node (CMA on the same node) */
+    uint64_t *token;      /* CMA token address and value (dps_cma.h) */
+    int      *apid;       /* a leader's agent pid */
+    int      *after;      /* after READY: engine and agent reach the node
+                           * (rank_direct), agent pid (agent_pid_check) */
+    int      *rlen, *rdisp, *alen, *adisp;
+    char     *rbuf, *abuf; /* ranks' and leaders' agents' UCX addresses */
+    int       my_agent, job_key;
 } job_tables_t;
 
 static void tables_free(job_tables_t *t)
@@ -186,8 +190,8 @@ static void tables_free(job_tables_t *t)
 
 static int tables_alloc(job_tables_t *t, int nr)
 {
-    int **v[] = {&t->leader, &t->agent, &t->pid, &t->node, &t->apid,
-                 &t->rlen, &t->rdisp, &t->alen, &t->adisp};
+    int **v[] = {&t->leader, &t->agent, &t->pid,  &t->node, &t->apid,
+                 &t->rlen,   &t->rdisp, &t->alen, &t->adisp};
 
     for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
         *v[i] = calloc((size_t)nr, sizeof(int));
@@ -202,9 +206,8 @@ static int tables_alloc(job_tables_t *t, int nr)
     shim.topo.rank_node = calloc((size_t)nr, sizeof(int));
     shim.topo.rank_direct = calloc((size_t)nr, sizeof(int));
     return t->token != NULL && t->after != NULL &&
-           shim.chan.node_agents != NULL &&
-           shim.topo.rank_agent != NULL && shim.topo.rank_node != NULL &&
-           shim.topo.rank_direct != NULL;
+           shim.chan.node_agents != NULL && shim.topo.rank_agent != NULL &&
+           shim.topo.rank_node != NULL && shim.topo.rank_direct != NULL;
 }
 
 /*
@@ -225,7 +228,8 @@ static void grant_offer(int job_key)
                        (uint32_t)job_key);
     if (e != 0) {
         dps_info("cannot grant the agent our memory through %s: %s: it "
-                 "reaches us over UCX", shim.chan.grant_path, strerror(e));
+                 "reaches us over UCX",
+                 shim.chan.grant_path, strerror(e));
     }
 }
 
@@ -234,9 +238,9 @@ static void grant_offer(int job_key)
  * it stall, so every rank watches them all (core/op.c, check_agent). */
 static void gather_ranks(job_tables_t *t, MPI_Comm vnode, int node_id)
 {
-    int nr = shim.topo.world_size, i, v;
+    int             nr = shim.topo.world_size, i, v;
     dps_msg_hello_t me;
-    uint64_t tok[2];
+    uint64_t        tok[2];
 
     PMPI_Allgather(&shim.topo.is_leader, 1, MPI_INT, t->leader, 1, MPI_INT,
                    MPI_COMM_WORLD);
@@ -247,12 +251,11 @@ static void gather_ranks(job_tables_t *t, MPI_Comm vnode, int node_id)
     PMPI_Allgather(&t->my_agent, 1, MPI_INT, t->agent, 1, MPI_INT,
                    MPI_COMM_WORLD);
     for (i = 0; i < nr; i++) {
-        shim.topo.rank_agent[i] = (uint32_t)t->agent[i];   /* for the builders */
+        shim.topo.rank_agent[i] = (uint32_t)t->agent[i]; /* for the builders */
     }
     v = (int)getpid();
     PMPI_Allgather(&v, 1, MPI_INT, t->pid, 1, MPI_INT, MPI_COMM_WORLD);
-    PMPI_Allgather(&node_id, 1, MPI_INT, t->node, 1, MPI_INT,
-                   MPI_COMM_WORLD);
+    PMPI_Allgather(&node_id, 1, MPI_INT, t->node, 1, MPI_INT, MPI_COMM_WORLD);
     /* Every agent of this node may copy our memory: each checks our
      * token (those of other agents see it in the process table). */
     shim_hello(&me);
@@ -265,22 +268,22 @@ static void gather_ranks(job_tables_t *t, MPI_Comm vnode, int node_id)
     PMPI_Allgather(&v, 1, MPI_INT, t->apid, 1, MPI_INT, MPI_COMM_WORLD);
     for (i = 0; i < nr; i++) {
         if (t->leader[i] && t->node[i] == node_id) {
-            shim.chan.node_agents[shim.chan.n_node_agents++] = (pid_t)t->apid[i];
+            shim.chan.node_agents[shim.chan.n_node_agents++] =
+                (pid_t)t->apid[i];
         }
     }
     /* Agents name their wake-up sockets after agent 0's pid. */
     t->job_key = shim.chan.agent_pid > 0 ? (int)shim.chan.agent_pid
-                                    : (int)(getpid() | 0x40000000);
+                                         : (int)(getpid() | 0x40000000);
     PMPI_Bcast(&t->job_key, 1, MPI_INT, 0, MPI_COMM_WORLD);
 }
 
 /* Worker addresses of every rank and of every agent; 1 if all have them. */
-static int gather_addresses(job_tables_t *t, const void *mine,
-                            size_t mine_len, const void *agent_addr,
-                            uint32_t agent_addr_len)
+static int gather_addresses(job_tables_t *t, const void *mine, size_t mine_len,
+                            const void *agent_addr, uint32_t agent_addr_len)
 {
     size_t rt = 0, at = 0;
-    int i = (int)mine_len;
+    int    i = (int)mine_len;
 
     PMPI_Allgather(&i, 1, MPI_INT, t->rlen, 1, MPI_INT, MPI_COMM_WORLD);
     i = shim.topo.is_leader ? (int)agent_addr_len : 0;
@@ -296,11 +299,11 @@ static int gather_addresses(job_tables_t *t, const void *mine,
     if (!boot_agree(t->rbuf != NULL && t->abuf != NULL)) {
         return 0;
     }
-    PMPI_Allgatherv(mine, (int)mine_len, MPI_BYTE, t->rbuf, t->rlen,
-                    t->rdisp, MPI_BYTE, MPI_COMM_WORLD);
-    PMPI_Allgatherv((void *)agent_addr, shim.topo.is_leader ?
-                    (int)agent_addr_len : 0, MPI_BYTE, t->abuf, t->alen,
-                    t->adisp, MPI_BYTE, MPI_COMM_WORLD);
+    PMPI_Allgatherv(mine, (int)mine_len, MPI_BYTE, t->rbuf, t->rlen, t->rdisp,
+                    MPI_BYTE, MPI_COMM_WORLD);
+    PMPI_Allgatherv((void *)agent_addr,
+                    shim.topo.is_leader ? (int)agent_addr_len : 0, MPI_BYTE,
+                    t->abuf, t->alen, t->adisp, MPI_BYTE, MPI_COMM_WORLD);
     return 1;
 }
 
@@ -308,17 +311,17 @@ static int gather_addresses(job_tables_t *t, const void *mine,
  * address) and the process table to its agent; 1 on success. */
 static int send_job(const job_tables_t *t)
 {
-    int nr = shim.topo.world_size, i, k = 0, ok = 0;
-    const void **rp = calloc(nr, sizeof(void *));
-    const void **ap = calloc(nr, sizeof(void *));
-    uint32_t *rl = calloc(nr, sizeof(uint32_t));
-    uint32_t *al = calloc(nr, sizeof(uint32_t));
-    uint32_t *ra = calloc(nr, sizeof(uint32_t));
-    uint64_t *ta = calloc(nr, sizeof(uint64_t));
-    uint64_t *tv = calloc(nr, sizeof(uint64_t));
+    int           nr = shim.topo.world_size, i, k = 0, ok = 0;
+    const void  **rp = calloc(nr, sizeof(void *));
+    const void  **ap = calloc(nr, sizeof(void *));
+    uint32_t     *rl = calloc(nr, sizeof(uint32_t));
+    uint32_t     *al = calloc(nr, sizeof(uint32_t));
+    uint32_t     *ra = calloc(nr, sizeof(uint32_t));
+    uint64_t     *ta = calloc(nr, sizeof(uint64_t));
+    uint64_t     *tv = calloc(nr, sizeof(uint64_t));
     dps_msg_job_t job;
-    void *msg = NULL;
-    size_t len;
+    void         *msg = NULL;
+    size_t        len;
 
     if (rp && ap && rl && al && ra && ta && tv) {
         for (i = 0; i < nr; i++) {
@@ -363,7 +366,7 @@ static int send_job(const job_tables_t *t)
 static void wait_all_wired(void)
 {
     MPI_Request br;
-    int flag = 0;
+    int         flag = 0;
 
     PMPI_Ibarrier(MPI_COMM_WORLD, &br);
     while (!flag) {
@@ -422,9 +425,9 @@ static void after_ready(job_tables_t *t, int node_id)
 int boot_connect_job(MPI_Comm vnode, const void *agent_addr,
                      uint32_t agent_addr_len, int node_id)
 {
-    job_tables_t t = {0};
+    job_tables_t      t = {0};
     ucp_worker_attr_t wattr = {0};
-    int ok = 1, e;
+    int               ok = 1, e;
 
     /* Serialized: the progress thread shares it, every user holds
      * shim.lock (core/progress.c). */
@@ -449,11 +452,12 @@ int boot_connect_job(MPI_Comm vnode, const void *agent_addr,
     }
     if ((e = dps_cma_token_new(&shim.chan.cma_token)) != 0) {
         dps_info("no CMA token (getrandom: %s): agents reach this rank "
-                 "over UCX only", strerror(e));
+                 "over UCX only",
+                 strerror(e));
     }
     gather_ranks(&t, vnode, node_id);
-    if (!gather_addresses(&t, wattr.address, wattr.address_length,
-                          agent_addr, agent_addr_len)) {
+    if (!gather_addresses(&t, wattr.address, wattr.address_length, agent_addr,
+                          agent_addr_len)) {
         ok = 0;
         goto out;
     }
@@ -478,7 +482,7 @@ int boot_connect_job(MPI_Comm vnode, const void *agent_addr,
         after_ready(&t, node_id);
     }
     if (ok && prog_wanted()) {
-        shim_prog_start();  /* without it: in MPI calls only, as before */
+        shim_prog_start(); /* without it: in MPI calls only, as before */
     }
 out:
     if (wattr.address != NULL) {
@@ -490,7 +494,7 @@ out:
 
 void boot_teardown_ucx(void)
 {
-    shim_prog_stop();   /* before the worker goes */
+    shim_prog_stop(); /* before the worker goes */
     shm_close();
     if (shim.chan.kick_fd >= 0) {
         close(shim.chan.kick_fd);

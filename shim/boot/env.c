@@ -10,11 +10,10 @@ int shim_env_stripped(const char *e)
     /* The agent must not load the shim (and MPI) again, nor look like an
      * MPI process to the launcher's PMI/PMIx machinery. */
     static const char *exact[] = {"LD_PRELOAD=", "LD_AUDIT="};
-    static const char *prefix[] = {
-        "OMPI_", "PMIX_", "PMI_", "HYDRA_", "HYDI_", "MPIR_", "ORTE_",
-        "OPAL_", "PRTE_", "MPICH_", "I_MPI_"
-    };
-    size_t i;
+    static const char *prefix[] = {"OMPI_", "PMIX_",  "PMI_",  "HYDRA_",
+                                   "HYDI_", "MPIR_",  "ORTE_", "OPAL_",
+                                   "PRTE_", "MPICH_", "I_MPI_"};
+    size_t             i;
 
     for (i = 0; i < sizeof(exact) / sizeof(exact[0]); i++) {
         if (!strncmp(e, exact[i], strlen(exact[i]))) {
@@ -38,7 +37,7 @@ char **shim_agent_env(char *const *envp, const char *set)
         n++;
     }
     if (set != NULL && strchr(set, '=') != NULL) {
-        name = (size_t)(strchr(set, '=') - set) + 1;   /* "NAME=" */
+        name = (size_t)(strchr(set, '=') - set) + 1; /* "NAME=" */
     }
     out = calloc(n + 2, sizeof(char *));
     if (out == NULL) {

@@ -57,9 +57,9 @@ static void cannot_offload(const char *why)
  * may offload. */
 static int load_config(void)
 {
-    char msgs[4096], who[32], *line, *save = NULL;
+    char        msgs[4096], who[32], *line, *save = NULL;
     const char *req = getenv("DPUSHIM_REQUIRE");
-    int nbad, v;
+    int         nbad, v;
 
     snprintf(who, sizeof(who), "%d", shim.topo.world_rank);
     dps_log_set_who(who);
@@ -82,8 +82,8 @@ static int load_config(void)
         }
     }
     if (!boot_agree(shim.cfg.offload && nbad == 0)) {
-        cannot_offload(nbad > 0 ? "invalid DPUSHIM_* values" :
-                       "offload switched off (DPUSHIM_OFFLOAD=0)");
+        cannot_offload(nbad > 0 ? "invalid DPUSHIM_* values"
+                                : "offload switched off (DPUSHIM_OFFLOAD=0)");
         return 0;
     }
     return 1;
@@ -93,11 +93,11 @@ static int load_config(void)
  * of DPUSHIM_RANKS_PER_DPU), each served by one agent. */
 typedef struct {
     MPI_Comm  node, vnode;
-    int       node_id;   /* the node's name: its first world rank */
-    int       vidx;      /* this virtual node's index on its node */
-    int       vsize;     /* ranks in it */
-    int       rpd;       /* ranks per agent */
-    cpu_set_t cpus;      /* union of its ranks' CPU masks */
+    int       node_id; /* the node's name: its first world rank */
+    int       vidx;    /* this virtual node's index on its node */
+    int       vsize;   /* ranks in it */
+    int       rpd;     /* ranks per agent */
+    cpu_set_t cpus;    /* union of its ranks' CPU masks */
 } vnode_t;
 
 static void make_vnodes(vnode_t *v)
@@ -110,8 +110,7 @@ static void make_vnodes(vnode_t *v)
     PMPI_Comm_size(v->node, &node_size);
     v->node_id = shim.topo.world_rank;
     PMPI_Bcast(&v->node_id, 1, MPI_INT, 0, v->node);
-    v->rpd = shim.cfg.ranks_per_dpu ? (int)shim.cfg.ranks_per_dpu
-                                    : node_size;
+    v->rpd = shim.cfg.ranks_per_dpu ? (int)shim.cfg.ranks_per_dpu : node_size;
     v->vidx = node_rank / v->rpd;
     PMPI_Comm_split(v->node, v->vidx, node_rank, &v->vnode);
     PMPI_Comm_rank(v->vnode, &vrank);
@@ -146,18 +145,17 @@ static int get_agents(vnode_t *v, const job_secret_t *js, void **addr,
     } info = {0, 0, 0, "", ""};
 
     if (shim.topo.is_leader) {
-        info.ok = (shim.cfg.agent_map[0] != '\0'
-                   ? boot_connect_listener(js, (unsigned)v->vidx, addr,
-                                           &len)
-                   : boot_spawn_agent(addr, &len,
-                                      boot_agent_has_core(&v->cpus,
-                                                          v->vsize)))
-                  == DPS_OK;
+        info.ok =
+            (shim.cfg.agent_map[0] != '\0'
+                 ? boot_connect_listener(js, (unsigned)v->vidx, addr, &len)
+                 : boot_spawn_agent(
+                       addr, &len, boot_agent_has_core(&v->cpus, v->vsize))) ==
+            DPS_OK;
         info.pid = (int)shim.chan.agent_pid;
         info.len = (uint32_t)len;
         if (!shim.chan.listen_agent) {
-            snprintf(shim.chan.agent_desc, sizeof(shim.chan.agent_desc), "pid %d",
-                     info.pid);
+            snprintf(shim.chan.agent_desc, sizeof(shim.chan.agent_desc),
+                     "pid %d", info.pid);
         }
         memcpy(info.desc, shim.chan.agent_desc, sizeof(info.desc));
         memcpy(info.grant, shim.chan.grant_path, sizeof(info.grant));
@@ -199,10 +197,10 @@ static int worth_agents(const vnode_t *v)
  * any problem the shim stays inactive and everything runs on stock MPI. */
 static void shim_init(void)
 {
-    vnode_t v = {.node = MPI_COMM_NULL, .vnode = MPI_COMM_NULL};
+    vnode_t      v = {.node = MPI_COMM_NULL, .vnode = MPI_COMM_NULL};
     job_secret_t js = {0};
-    void *addr = NULL;
-    uint32_t addr_len = 0;
+    void        *addr = NULL;
+    uint32_t     addr_len = 0;
 
     /* Before the attribute whose delete callback calls it exists. */
     shim_hooks.freeing = shim_pers_comm_free;
@@ -249,8 +247,8 @@ static void shim_init(void)
     shim.active = 1;
     shim.chan.last_liveness = shim.chan.last_heard = dps_now();
     if (shim.topo.world_rank == 0) {
-        dps_info("offload active: %d ranks, %d per agent", shim.topo.world_size,
-                 v.rpd);
+        dps_info("offload active: %d ranks, %d per agent",
+                 shim.topo.world_size, v.rpd);
     }
     free(addr);
     shim.topo.vnode = v.vnode;
@@ -269,7 +267,7 @@ static void fetch_agent_stats(void)
 {
     double deadline = dps_now() + 2.0;
     size_t len;
-    void *msg;
+    void  *msg;
 
     if (!shim.active || !shim.topo.is_leader || shim.chan.agent_dead) {
         return;
@@ -292,8 +290,8 @@ static void fetch_agent_stats(void)
 static void print_why(int coll, const uint64_t why[SHIM_NWHY])
 {
     printf("dpushim: %s fallback: type=%llu op=%llu small=%llu comm=%llu "
-           "off=%llu other=%llu\n", dps_coll_short(coll),
-           (unsigned long long)why[SHIM_WHY_TYPE],
+           "off=%llu other=%llu\n",
+           dps_coll_short(coll), (unsigned long long)why[SHIM_WHY_TYPE],
            (unsigned long long)why[SHIM_WHY_OP],
            (unsigned long long)why[SHIM_WHY_SMALL],
            (unsigned long long)why[SHIM_WHY_COMM],
@@ -303,30 +301,31 @@ static void print_why(int coll, const uint64_t why[SHIM_NWHY])
 
 /* One rank's part of the per-agent statistics (DPUSHIM_STATS=2). */
 typedef struct {
-    char     host[65];    /* the rank's host name */
-    char     desc[sizeof(shim.chan.agent_desc)]; /* its agent, as in messages */
-    int32_t  leader;      /* 1: the rank that talks to the agent */
-    int32_t  have;        /* leader: the agent's counters came */
-    uint64_t offloaded;   /* the rank's calls handed to its agent */
-    uint64_t cpu_ns;      /* leader: the agent's CPU time */
+    char    host[65];                           /* the rank's host name */
+    char    desc[sizeof(shim.chan.agent_desc)]; /* its agent, as in messages */
+    int32_t leader;     /* 1: the rank that talks to the agent */
+    int32_t have;       /* leader: the agent's counters came */
+    uint64_t offloaded; /* the rank's calls handed to its agent */
+    uint64_t cpu_ns;    /* leader: the agent's CPU time */
 } agent_row_t;
 
 /* "0-1,4": the world ranks agent ag serves (shim.topo.rank_agent). */
 static void agent_ranks(uint32_t ag, char *out, size_t len)
 {
     size_t at = 0;
-    int r, first;
+    int    r, first;
 
     out[0] = '\0';
     for (r = 0; r < shim.topo.world_size && at < len; r++) {
         if (shim.topo.rank_agent[r] != ag) {
             continue;
         }
-        for (first = r; r + 1 < shim.topo.world_size &&
-                        shim.topo.rank_agent[r + 1] == ag; r++) {
+        for (first = r;
+             r + 1 < shim.topo.world_size && shim.topo.rank_agent[r + 1] == ag;
+             r++) {
         }
-        at += (size_t)snprintf(out + at, len - at, "%s%d", at ? "," : "",
-                               first);
+        at +=
+            (size_t)snprintf(out + at, len - at, "%s%d", at ? "," : "", first);
         if (r > first && at < len) {
             at += (size_t)snprintf(out + at, len - at, "-%d", r);
         }
@@ -341,7 +340,7 @@ static void agent_ranks(uint32_t ag, char *out, size_t len)
 static agent_row_t *gather_agents(void)
 {
     agent_row_t me, *rows = NULL;
-    int c;
+    int         c;
 
     memset(&me, 0, sizeof(me));
     if (gethostname(me.host, sizeof(me.host) - 1) != 0) {
@@ -374,7 +373,7 @@ static agent_row_t *gather_agents(void)
 static void print_agents(agent_row_t *rows)
 {
     char ranks[256];
-    int r, q;
+    int  r, q;
 
     for (r = 0; rows != NULL && r < shim.topo.world_size; r++) {
         uint64_t offl = 0;
@@ -425,9 +424,11 @@ static void print_colls(uint64_t tot[DPS_COLL_MAX][SHIM_NSTAT])
     for (c = 1; c < DPS_COLL_MAX; c++) {
         /* Only after an agent failure: summed over ranks. */
         if (tot[c][SHIM_STAT_REDONE] + tot[c][SHIM_STAT_FAILED] +
-            tot[c][SHIM_STAT_AFTER] > 0) {
+                tot[c][SHIM_STAT_AFTER] >
+            0) {
             printf("dpushim: %s after agent failure: redone=%llu "
-                   "failed=%llu stock=%llu\n", dps_coll_short(c),
+                   "failed=%llu stock=%llu\n",
+                   dps_coll_short(c),
                    (unsigned long long)tot[c][SHIM_STAT_REDONE],
                    (unsigned long long)tot[c][SHIM_STAT_FAILED],
                    (unsigned long long)tot[c][SHIM_STAT_AFTER]);
@@ -437,9 +438,9 @@ static void print_colls(uint64_t tot[DPS_COLL_MAX][SHIM_NSTAT])
 
 static void print_stats(void)
 {
-    uint64_t tot[DPS_COLL_MAX][SHIM_NSTAT], ag[8];
-    uint64_t reg[SHIM_REG_NSTAT], regtot[SHIM_REG_NSTAT];
-    uint64_t eng[4], engtot[4], prg[4], prgtot[4];
+    uint64_t     tot[DPS_COLL_MAX][SHIM_NSTAT], ag[8];
+    uint64_t     reg[SHIM_REG_NSTAT], regtot[SHIM_REG_NSTAT];
+    uint64_t     eng[4], engtot[4], prg[4], prgtot[4];
     agent_row_t *rows = NULL;
 
     fetch_agent_stats();
@@ -517,7 +518,8 @@ static void drain_ops(void)
     }
     if (shim_any_pending()) {
         dps_warn("%u offloaded collectives still running %d s into "
-                 "MPI_Finalize", shim.live, SHIM_FINALIZE_DRAIN_SEC);
+                 "MPI_Finalize",
+                 shim.live, SHIM_FINALIZE_DRAIN_SEC);
     }
 }
 
@@ -546,7 +548,7 @@ static void shim_fini(void)
         PMPI_Barrier(shim.topo.vnode);
         if (shim.topo.is_leader && !shim.chan.agent_dead) {
             size_t len;
-            void *msg = dps_msg_encode_shutdown(&len);
+            void  *msg = dps_msg_encode_shutdown(&len);
 
             if (msg != NULL) {
                 shim_send_agent(msg, len);

@@ -17,7 +17,7 @@
 void boot_ranks_cpus(MPI_Comm vnode, cpu_set_t *all)
 {
     unsigned long mine[sizeof(cpu_set_t) / sizeof(unsigned long)];
-    cpu_set_t set;
+    cpu_set_t     set;
 
     memset(mine, 0, sizeof(mine));
     if (sched_getaffinity(0, sizeof(set), &set) == 0) {
@@ -48,7 +48,8 @@ void boot_agent_affinity(const cpu_set_t *ranks)
     /* A listening agent runs where whoever started it put it; and the
      * pid it reports may name another process here (another PID
      * namespace of the same host name: connect.c, agent_pid_check). */
-    if (!shim.topo.is_leader || shim.chan.agent_pid <= 0 || shim.chan.listen_agent) {
+    if (!shim.topo.is_leader || shim.chan.agent_pid <= 0 ||
+        shim.chan.listen_agent) {
         return;
     }
     agent_cpus(ranks, &set);
@@ -113,7 +114,7 @@ uint64_t boot_resolve_min_bytes(const cpu_set_t *ranks, int vsize)
 void boot_allow_agent_access(void)
 {
     FILE *f = fopen("/proc/sys/kernel/yama/ptrace_scope", "r");
-    int scope = 0;
+    int   scope = 0;
 
     if (f == NULL) {
         return;

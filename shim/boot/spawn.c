@@ -32,7 +32,7 @@ extern char **environ;
 static int agent_path(char *out, size_t len)
 {
     Dl_info info;
-    char *copy;
+    char   *copy;
 
     if (shim.cfg.agent[0] != '\0') {
         snprintf(out, len, "%s", shim.cfg.agent);
@@ -51,8 +51,9 @@ static int agent_path(char *out, size_t len)
     }
     if (access(out, X_OK) != 0) {
         dps_error("agent binary %s is not executable (%m)%s", out,
-                  shim.cfg.agent[0] ? ": check DPUSHIM_AGENT" :
-                  ": set DPUSHIM_AGENT to the dpu_agent binary");
+                  shim.cfg.agent[0]
+                      ? ": check DPUSHIM_AGENT"
+                      : ": set DPUSHIM_AGENT to the dpu_agent binary");
         return DPS_ERR_INVALID;
     }
     return DPS_OK;
@@ -75,8 +76,8 @@ static int read_line(int fd, char *buf, size_t len, int timeout_ms)
 
     while (used + 1 < len) {
         struct pollfd pfd = {fd, POLLIN, 0};
-        int left = (int)((deadline - dps_now()) * 1000);
-        ssize_t n;
+        int           left = (int)((deadline - dps_now()) * 1000);
+        ssize_t       n;
 
         if (left <= 0 || poll(&pfd, 1, left) == 0) {
             return DPS_ERR_TIMEOUT;
@@ -106,9 +107,9 @@ static int spawn(const char *path, char *const argv[], int a, int p,
                  char *const env[])
 {
     posix_spawn_file_actions_t fa;
-    posix_spawnattr_t attr;
-    sigset_t none;
-    int err;
+    posix_spawnattr_t          attr;
+    sigset_t                   none;
+    int                        err;
 
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
@@ -131,12 +132,12 @@ static int read_addr(int fd, char *line, const char *path, void **addr,
                      size_t *addr_len)
 {
     long n;
-    int rc;
+    int  rc;
 
     rc = read_line(fd, line, 2 * DPS_MAX_ADDR + 2, 30000);
     if (rc != DPS_OK) {
-        dps_error("agent %s (pid %d) did not report its address: %s",
-                  path, (int)shim.chan.agent_pid, dps_status_str(rc));
+        dps_error("agent %s (pid %d) did not report its address: %s", path,
+                  (int)shim.chan.agent_pid, dps_status_str(rc));
         return rc;
     }
     *addr = malloc(DPS_MAX_ADDR);
@@ -155,9 +156,9 @@ static int read_addr(int fd, char *line, const char *path, void **addr,
  * own_core: it has a CPU no rank uses (DPUSHIM_AGENT_SCHED=auto: poll). */
 int boot_spawn_agent(void **addr, size_t *addr_len, int own_core)
 {
-    char path[4096], fd_a[] = "3", fd_p[] = "4";
-    char *argv[] = {path, "--addr-fd", fd_a, "--parent-fd", fd_p, NULL};
-    int ap[2] = {-1, -1}, pp[2] = {-1, -1}, rc, err;
+    char   path[4096], fd_a[] = "3", fd_p[] = "4";
+    char  *argv[] = {path, "--addr-fd", fd_a, "--parent-fd", fd_p, NULL};
+    int    ap[2] = {-1, -1}, pp[2] = {-1, -1}, rc, err;
     char **env = NULL, *line = NULL;
 
     rc = agent_path(path, sizeof(path));
@@ -173,9 +174,9 @@ int boot_spawn_agent(void **addr, size_t *addr_len, int own_core)
     ap[1] = fd_high(ap[1]);
     pp[0] = fd_high(pp[0]);
     pp[1] = fd_high(pp[1]);
-    env = shim_agent_env(environ, shim.cfg.agent_sched != DPS_SCHED_AUTO ?
-                         NULL : own_core ? "DPUSHIM_AGENT_SCHED=poll"
-                                         : "DPUSHIM_AGENT_SCHED=eager");
+    env = shim_agent_env(environ, shim.cfg.agent_sched != DPS_SCHED_AUTO ? NULL
+                                  : own_core ? "DPUSHIM_AGENT_SCHED=poll"
+                                             : "DPUSHIM_AGENT_SCHED=eager");
     line = malloc(2 * DPS_MAX_ADDR + 2);
     if (ap[0] < 0 || ap[1] < 0 || pp[0] < 0 || pp[1] < 0 || env == NULL ||
         line == NULL) {
@@ -218,19 +219,20 @@ out:
 void boot_stop_agent(void)
 {
     double deadline = dps_now() + 2.0;
-    int status;
+    int    status;
 
-    if (!shim.topo.is_leader || (shim.chan.agent_pid <= 0 && !shim.chan.listen_agent)) {
+    if (!shim.topo.is_leader ||
+        (shim.chan.agent_pid <= 0 && !shim.chan.listen_agent)) {
         return;
     }
     if (shim.chan.parent_fd >= 0) {
-        close(shim.chan.parent_fd);  /* EOF: the agent exits */
+        close(shim.chan.parent_fd); /* EOF: the agent exits */
         shim.chan.parent_fd = -1;
     }
     if (shim.chan.listen_agent) {
         /* Not our child: its listener reaps it. */
-        while (shim.chan.agent_pid > 0 && shim_pid_alive(shim.chan.agent_pid) &&
-               dps_now() < deadline) {
+        while (shim.chan.agent_pid > 0 &&
+               shim_pid_alive(shim.chan.agent_pid) && dps_now() < deadline) {
             usleep(1000);
         }
         shim.chan.agent_pid = 0;
@@ -262,7 +264,7 @@ static const char *secret_dir(char *buf, size_t len)
  * (in memory only). Returns 1 if the job has one. */
 int boot_make_job_secret(job_secret_t *js)
 {
-    char dir[4096];
+    char     dir[4096];
     uint64_t r = 0;
 
     memset(js, 0, sizeof(*js));
@@ -273,7 +275,8 @@ int boot_make_job_secret(job_secret_t *js)
         snprintf(js->job, sizeof(js->job), "job-%016llx",
                  (unsigned long long)r);
         if (secret_dir(dir, sizeof(dir)) == NULL) {
-            snprintf(js->why, sizeof(js->why), "DPUSHIM_SECRET_DIR: path "
+            snprintf(js->why, sizeof(js->why),
+                     "DPUSHIM_SECRET_DIR: path "
                      "too long");
         } else if (dps_secret_create(dir, js->job, js->secret, js->why,
                                      sizeof(js->why)) == DPS_OK) {
@@ -296,13 +299,13 @@ void boot_remove_job_secret(const job_secret_t *js)
 
 /* Leader of virtual node vidx of this host: connect to the listening
  * agent the map names; on success *addr holds its address. */
-int boot_connect_listener(const job_secret_t *js, unsigned vidx,
-                          void **addr, size_t *addr_len)
+int boot_connect_listener(const job_secret_t *js, unsigned vidx, void **addr,
+                          size_t *addr_len)
 {
-    char host[256], ahost[256], hostport[DPS_LISTEN_HOSTPORT_MAX];
-    char err[512], dir[4096];
+    char     host[256], ahost[256], hostport[DPS_LISTEN_HOSTPORT_MAX];
+    char     err[512], dir[4096];
     uint32_t pid = 0;
-    int rc, fd = -1;
+    int      rc, fd = -1;
 
     if (gethostname(host, sizeof(host)) != 0) {
         snprintf(host, sizeof(host), "localhost");
@@ -311,10 +314,9 @@ int boot_connect_listener(const job_secret_t *js, unsigned vidx,
     rc = dps_agent_map_lookup(shim.cfg.agent_map, host, vidx, hostport,
                               sizeof(hostport), err, sizeof(err));
     if (rc == DPS_OK) {
-        rc = dps_listen_connect(hostport, js->job, js->secret,
-                                SHIM_CONNECT_TIMEOUT_MS / 2, &fd, addr,
-                                addr_len, &pid, ahost, sizeof(ahost), err,
-                                sizeof(err));
+        rc = dps_listen_connect(
+            hostport, js->job, js->secret, SHIM_CONNECT_TIMEOUT_MS / 2, &fd,
+            addr, addr_len, &pid, ahost, sizeof(ahost), err, sizeof(err));
     }
     if (rc != DPS_OK) {
         dps_error("%s (DPUSHIM_AGENT_MAP=%s)", err, shim.cfg.agent_map);
@@ -326,16 +328,17 @@ int boot_connect_listener(const job_secret_t *js, unsigned vidx,
     /* Same host (a test, or a host-side agent): pid checks and kicks
      * work. On a DPU the connection's end and pings tell. */
     shim.chan.agent_pid = strcmp(ahost, host) == 0 ? (pid_t)pid : 0;
-    snprintf(shim.chan.agent_desc, sizeof(shim.chan.agent_desc), "%s (pid %u on %s)",
-             hostport, pid, ahost);
+    snprintf(shim.chan.agent_desc, sizeof(shim.chan.agent_desc),
+             "%s (pid %u on %s)", hostport, pid, ahost);
     /* Where our memory is granted to it (emulated PCIe DMA). */
     if (secret_dir(dir, sizeof(dir)) == NULL ||
         dps_grant_path(dir, js->job, ahost, pid, shim.chan.grant_path,
                        sizeof(shim.chan.grant_path)) != 0) {
         dps_info("no DMA grant for agent %s: the secret directory's path "
-                 "is too long for a socket", hostport);
+                 "is too long for a socket",
+                 hostport);
     }
-    dps_info("connected to agent %s (pid %u on %s) for job %s", hostport,
-             pid, ahost, js->job);
+    dps_info("connected to agent %s (pid %u on %s) for job %s", hostport, pid,
+             ahost, js->job);
     return DPS_OK;
 }

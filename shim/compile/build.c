@@ -6,23 +6,17 @@
 int bld_build(const bld_args_t *a, bld_t *b)
 {
     bld_topo_t t;
-    int rc;
+    int        rc;
 
     if (a->size == 0 || a->rank >= a->size || a->root >= a->size ||
         bld_topo_init(&t, a->size, a->agent) != 0) {
         return -1;
     }
     switch (dps_coll_family(a->coll)) {
-    case DPS_FAM_REDUCE:
-        rc = bld_reduction(a, &t, b);
-        break;
+    case DPS_FAM_REDUCE: rc = bld_reduction(a, &t, b); break;
     case DPS_FAM_NEIGHBOR:
-    case DPS_FAM_GROUP:
-        rc = bld_pairs(a, b);
-        break;
-    default:
-        rc = bld_move(a, &t, b);
-        break;
+    case DPS_FAM_GROUP: rc = bld_pairs(a, b); break;
+    default: rc = bld_move(a, &t, b); break;
     }
     bld_topo_fini(&t);
     return (rc != 0 || b->oom) ? -1 : 0;

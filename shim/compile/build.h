@@ -37,21 +37,21 @@ typedef struct bld_args {
     uint32_t        size, rank; /* the communicator */
     const uint32_t *agent;      /* agent index of each comm rank */
     uint32_t        root;
-    uint8_t         op;         /* reductions: DPS_OP_* */
-    uint16_t        dtype;      /* reductions: DPS_T_* */
-    uint64_t        bytes;      /* a block (alltoall, allgather, gather,
-                                 * scatter), the message (bcast), the
-                                 * vector (reduce, allreduce, scan,
-                                 * exscan), a result block
-                                 * (reduce_scatter_block); for gatherv and
-                                 * scatterv this rank's own block */
+    uint8_t         op;    /* reductions: DPS_OP_* */
+    uint16_t        dtype; /* reductions: DPS_T_* */
+    uint64_t        bytes; /* a block (alltoall, allgather, gather,
+                            * scatter), the message (bcast), the
+                            * vector (reduce, allreduce, scan,
+                            * exscan), a result block
+                            * (reduce_scatter_block); for gatherv and
+                            * scatterv this rank's own block */
     /* Per comm rank (v and w variants, reduce_scatter), else NULL:
      * bytes to / from each rank and where they lie in SEND / RECV.
      * reduce_scatter takes rcount alone, the same on every rank. */
     const uint64_t *scount, *soff, *rcount, *roff;
-    int             in_place;   /* gather(v) root, scatter(v) root,
-                                 * allgather(v): this rank's block is in
-                                 * RECV already (SEND empty) */
+    int             in_place; /* gather(v) root, scatter(v) root,
+                               * allgather(v): this rank's block is in
+                               * RECV already (SEND empty) */
     /* Neighbourhood collectives and pattern groups: this rank's sends
      * then receives, (peer, offset, bytes) each, offsets into SEND and
      * RECV. The k-th send to a peer meets the peer's k-th receive from

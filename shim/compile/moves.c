@@ -54,8 +54,7 @@ static void barrier(const bld_args_t *a, const bld_topo_t *t, bld_t *b)
     }
     for (d = 1; d < ng; d <<= 1, round++) {
         bld_send(b, round, leader(t, (g + d) % ng), DPS_BUF_SEND, 0, 0);
-        bld_recv(b, round, leader(t, (g + ng - d) % ng), DPS_BUF_RECV, 0,
-                 0);
+        bld_recv(b, round, leader(t, (g + ng - d) % ng), DPS_BUF_RECV, 0, 0);
     }
     for (k = 1; k < m; k++) {
         bld_send(b, round, bld_member(t, g, k), DPS_BUF_SEND, 0, 0);
@@ -77,7 +76,7 @@ static void bcast(const bld_args_t *a, const bld_topo_t *t, bld_t *b)
     if (a->rank != a->root) {
         uint32_t pg;
 
-        lim = v & (~v + 1);   /* lowest set bit: our subtree's size */
+        lim = v & (~v + 1); /* lowest set bit: our subtree's size */
         pg = (v - lim + gr) % ng;
         bld_recv(b, 0, pg == gr ? a->root : leader(t, pg), DPS_BUF_RECV, 0,
                  a->bytes);
@@ -114,8 +113,8 @@ static void gather(const bld_args_t *a, bld_t *b)
         }
     }
     if (!a->in_place) {
-        bld_copy(b, 0, DPS_BUF_SEND, 0, DPS_BUF_RECV,
-                 off(a, a->roff, a->root), cnt(a, a->rcount, a->root));
+        bld_copy(b, 0, DPS_BUF_SEND, 0, DPS_BUF_RECV, off(a, a->roff, a->root),
+                 cnt(a, a->rcount, a->root));
     }
 }
 
@@ -134,16 +133,15 @@ static void scatter(const bld_args_t *a, bld_t *b)
         }
     }
     if (!a->in_place) {
-        bld_copy(b, 0, DPS_BUF_SEND, off(a, a->soff, a->root), DPS_BUF_RECV,
-                 0, cnt(a, a->scount, a->root));
+        bld_copy(b, 0, DPS_BUF_SEND, off(a, a->soff, a->root), DPS_BUF_RECV, 0,
+                 cnt(a, a->scount, a->root));
     }
 }
 
 /* Every block of group h's ranks: sent to (dir 0) or received from
  * (dir 1) peer, in round, in RECV. */
-static void group_blocks(const bld_args_t *a, const bld_topo_t *t,
-                         bld_t *b, uint32_t h, int dir, uint32_t round,
-                         uint32_t peer)
+static void group_blocks(const bld_args_t *a, const bld_topo_t *t, bld_t *b,
+                         uint32_t h, int dir, uint32_t round, uint32_t peer)
 {
     uint32_t k;
 
@@ -239,31 +237,18 @@ static void alltoall(const bld_args_t *a, bld_t *b)
 int bld_move(const bld_args_t *a, const bld_topo_t *t, bld_t *b)
 {
     switch (a->coll) {
-    case DPS_COLL_BARRIER:
-        barrier(a, t, b);
-        return 0;
-    case DPS_COLL_BCAST:
-        bcast(a, t, b);
-        return 0;
+    case DPS_COLL_BARRIER: barrier(a, t, b); return 0;
+    case DPS_COLL_BCAST: bcast(a, t, b); return 0;
     case DPS_COLL_GATHER:
-    case DPS_COLL_GATHERV:
-        gather(a, b);
-        return 0;
+    case DPS_COLL_GATHERV: gather(a, b); return 0;
     case DPS_COLL_SCATTER:
-    case DPS_COLL_SCATTERV:
-        scatter(a, b);
-        return 0;
+    case DPS_COLL_SCATTERV: scatter(a, b); return 0;
     case DPS_COLL_ALLGATHER:
-    case DPS_COLL_ALLGATHERV:
-        allgather(a, t, b);
-        return 0;
+    case DPS_COLL_ALLGATHERV: allgather(a, t, b); return 0;
     case DPS_COLL_ALLTOALL:
     case DPS_COLL_ALLTOALLV:
-    case DPS_COLL_ALLTOALLW:
-        alltoall(a, b);
-        return 0;
-    default:
-        return -1;
+    case DPS_COLL_ALLTOALLW: alltoall(a, b); return 0;
+    default: return -1;
     }
 }
 
@@ -275,7 +260,7 @@ int bld_move(const bld_args_t *a, const bld_topo_t *t, bld_t *b)
 int bld_pairs(const bld_args_t *a, bld_t *b)
 {
     const uint64_t *snd = a->pairs, *rcv = a->pairs + 3 * (size_t)a->nsend;
-    uint32_t i, j = 0;
+    uint32_t        i, j = 0;
 
     if (a->pairs == NULL && a->nsend + a->nrecv > 0) {
         return -1;
@@ -294,7 +279,7 @@ int bld_pairs(const bld_args_t *a, bld_t *b)
             j++;
         }
         if (j == a->nrecv || rcv[3 * (size_t)j + 2] != s[2]) {
-            return -1;   /* unpaired: the caller checks this */
+            return -1; /* unpaired: the caller checks this */
         }
         bld_copy(b, 0, DPS_BUF_SEND, s[1], DPS_BUF_RECV,
                  rcv[3 * (size_t)j + 1], s[2]);

@@ -27,8 +27,8 @@
 #include <stdlib.h>
 
 /* Piece c of G of an n-byte vector of es-byte elements. */
-static void piece(uint64_t n, uint64_t es, uint32_t G, uint32_t c,
-                  uint64_t *o, uint64_t *l)
+static void piece(uint64_t n, uint64_t es, uint32_t G, uint32_t c, uint64_t *o,
+                  uint64_t *l)
 {
     uint64_t ne = n / es, q = ne / G, r = ne % G;
 
@@ -42,9 +42,9 @@ typedef struct red {
     bld_t            *b;
     uint64_t          n, es;
     unsigned          op, dt;
-    unsigned          acc;     /* buffer accumulating at offset 0 */
-    uint64_t          tmp0;    /* first free byte of TMP */
-    uint32_t         *reps;    /* per group: the rank that stands for it */
+    unsigned          acc;  /* buffer accumulating at offset 0 */
+    uint64_t          tmp0; /* first free byte of TMP */
+    uint32_t         *reps; /* per group: the rank that stands for it */
 } red_t;
 
 /*
@@ -55,8 +55,8 @@ typedef struct red {
 static uint32_t group_reduce(red_t *x, uint32_t r0)
 {
     const bld_topo_t *t = x->t;
-    uint32_t me = x->a->rank, g = t->group[me], m = bld_gsize(t, g);
-    uint32_t rep = x->reps[g], j, k;
+    uint32_t          me = x->a->rank, g = t->group[me], m = bld_gsize(t, g);
+    uint32_t          rep = x->reps[g], j, k;
 
     /* Index among the group with the rep first. */
     j = (me == rep) ? 0 : t->pos[me] + (t->pos[me] < t->pos[rep] ? 1 : 0);
@@ -65,16 +65,16 @@ static uint32_t group_reduce(red_t *x, uint32_t r0)
 
         if (j & d) {
             pj = j - d;
-            peer = pj == 0 ? rep
-                 : bld_member(t, g, pj - (pj <= t->pos[rep] ? 1 : 0));
+            peer = pj == 0
+                       ? rep
+                       : bld_member(t, g, pj - (pj <= t->pos[rep] ? 1 : 0));
             bld_send(x->b, r0 + k, peer, x->acc, 0, x->n);
             return r0 + k + 1;
         }
         if (j + d < m) {
             pj = j + d;
             peer = bld_member(t, g, pj - (pj <= t->pos[rep] ? 1 : 0));
-            bld_recv_reduce(x->b, r0 + k, peer, x->acc, 0, x->n, x->op,
-                            x->dt);
+            bld_recv_reduce(x->b, r0 + k, peer, x->acc, 0, x->n, x->op, x->dt);
         }
     }
     return r0 + k;
@@ -128,7 +128,7 @@ static void ring_piece(red_t *x, uint32_t c, int dir, uint32_t r,
                        uint32_t peer)
 {
     const bld_args_t *a = x->a;
-    uint64_t o, l;
+    uint64_t          o, l;
 
     if (a->coll == DPS_COLL_REDUCE_SCATTER ||
         a->coll == DPS_COLL_REDUCE_SCATTER_BLOCK) {
@@ -212,9 +212,9 @@ static int tree_reduce(red_t *x)
 {
     const bld_args_t *a = x->a;
     const bld_topo_t *t = x->t;
-    uint32_t me = a->rank, g = t->group[me], G = t->ngroups, k, r;
-    int all = a->coll == DPS_COLL_ALLREDUCE;
-    int rs = a->coll == DPS_COLL_REDUCE_SCATTER ||
+    uint32_t          me = a->rank, g = t->group[me], G = t->ngroups, k, r;
+    int               all = a->coll == DPS_COLL_ALLREDUCE;
+    int               rs = a->coll == DPS_COLL_REDUCE_SCATTER ||
              a->coll == DPS_COLL_REDUCE_SCATTER_BLOCK;
     uint64_t myoff = 0, mylen = 0;
 
@@ -227,7 +227,8 @@ static int tree_reduce(red_t *x)
     /* The accumulator: the result buffer where it holds the whole vector,
      * else scratch. */
     x->acc = (all || (a->coll == DPS_COLL_REDUCE && me == a->root))
-             ? DPS_BUF_RECV : DPS_BUF_TMP;
+                 ? DPS_BUF_RECV
+                 : DPS_BUF_TMP;
     x->tmp0 = x->acc == DPS_BUF_TMP ? x->n : 0;
     bld_copy(x->b, 0, DPS_BUF_SEND, 0, x->acc, 0, x->n);
     r = group_reduce(x, 1);
@@ -261,8 +262,7 @@ static int tree_reduce(red_t *x)
 
         if (q == me) {
             if (rs) {
-                bld_copy(x->b, r, DPS_BUF_TMP, myoff, DPS_BUF_RECV, 0,
-                         mylen);
+                bld_copy(x->b, r, DPS_BUF_TMP, myoff, DPS_BUF_RECV, 0, mylen);
             }
             continue;
         }
@@ -285,9 +285,9 @@ static int tree_reduce(red_t *x)
 static int scan(red_t *x)
 {
     const bld_args_t *a = x->a;
-    uint32_t me = a->rank, k, r = 1;
-    int empty = a->coll == DPS_COLL_EXSCAN;
-    uint64_t n = x->n;
+    uint32_t          me = a->rank, k, r = 1;
+    int               empty = a->coll == DPS_COLL_EXSCAN;
+    uint64_t          n = x->n;
 
     bld_copy(x->b, 0, DPS_BUF_SEND, 0, DPS_BUF_TMP, 0, n);
     if (!empty) {
@@ -306,8 +306,8 @@ static int scan(red_t *x)
             bld_copy(x->b, r + 1, DPS_BUF_TMP, in, DPS_BUF_RECV, 0, n);
             empty = 0;
         } else if (peer < me) {
-            bld_reduce(x->b, r + 1, DPS_BUF_TMP, in, DPS_BUF_RECV, 0, n,
-                       x->op, x->dt);
+            bld_reduce(x->b, r + 1, DPS_BUF_TMP, in, DPS_BUF_RECV, 0, n, x->op,
+                       x->dt);
         }
         bld_reduce(x->b, r + 1, DPS_BUF_TMP, in, DPS_BUF_TMP, 0, n, x->op,
                    x->dt);
@@ -317,9 +317,9 @@ static int scan(red_t *x)
 
 int bld_reduction(const bld_args_t *a, const bld_topo_t *t, bld_t *b)
 {
-    red_t x;
+    red_t    x;
     uint32_t i;
-    int rc;
+    int      rc;
 
     x.a = a;
     x.t = t;

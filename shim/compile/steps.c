@@ -39,7 +39,7 @@ int bld_topo_init(bld_topo_t *t, uint32_t size, const uint32_t *agent)
             }
         }
         if (g == t->ngroups) {
-            t->members[t->ngroups++] = r;   /* first members, for now */
+            t->members[t->ngroups++] = r; /* first members, for now */
         }
         t->group[r] = g;
     }
@@ -82,7 +82,7 @@ static dps_step_t *append(bld_t *b, unsigned kind, uint32_t round)
     dps_step_t *s;
 
     if (b->n == b->cap) {
-        uint32_t cap = b->cap ? 2 * b->cap : 64;
+        uint32_t    cap = b->cap ? 2 * b->cap : 64;
         dps_step_t *v = b->oom ? NULL : realloc(b->steps, sizeof(*v) * cap);
 
         if (v == NULL) {
@@ -96,9 +96,8 @@ static dps_step_t *append(bld_t *b, unsigned kind, uint32_t round)
     memset(s, 0, sizeof(*s));
     s->kind = (uint8_t)kind;
     s->round = (uint16_t)round;
-    if (round > UINT16_MAX ||
-        (b->n > 1 && round < b->steps[b->n - 2].round)) {
-        b->oom = 1;   /* a builder bug: reported as a failure */
+    if (round > UINT16_MAX || (b->n > 1 && round < b->steps[b->n - 2].round)) {
+        b->oom = 1; /* a builder bug: reported as a failure */
     }
     return s;
 }
@@ -139,8 +138,7 @@ void bld_recv(bld_t *b, uint32_t round, uint32_t peer, unsigned buf,
 }
 
 void bld_recv_reduce(bld_t *b, uint32_t round, uint32_t peer, unsigned buf,
-                     uint64_t off, uint64_t len, unsigned op,
-                     unsigned dtype)
+                     uint64_t off, uint64_t len, unsigned op, unsigned dtype)
 {
     dps_step_t *s = append(b, DPS_STEP_RECV_REDUCE, round);
 

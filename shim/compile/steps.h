@@ -24,10 +24,10 @@ typedef struct bld {
  * lowest rank, members of each in rank order. */
 typedef struct bld_topo {
     uint32_t  ngroups;
-    uint32_t *gstart;    /* ngroups + 1: where each group's members start */
-    uint32_t *members;   /* size: comm ranks, group after group */
-    uint32_t *group;     /* size: the group of each rank */
-    uint32_t *pos;       /* size: the rank's index among its group's */
+    uint32_t *gstart;  /* ngroups + 1: where each group's members start */
+    uint32_t *members; /* size: comm ranks, group after group */
+    uint32_t *group;   /* size: the group of each rank */
+    uint32_t *pos;     /* size: the rank's index among its group's */
 } bld_topo_t;
 
 /* The topology of a communicator of size ranks whose rank r is served by
@@ -36,8 +36,7 @@ int  bld_topo_init(bld_topo_t *t, uint32_t size, const uint32_t *agent);
 void bld_topo_fini(bld_topo_t *t);
 
 /* The k-th member of group g. */
-static inline uint32_t bld_member(const bld_topo_t *t, uint32_t g,
-                                  uint32_t k)
+static inline uint32_t bld_member(const bld_topo_t *t, uint32_t g, uint32_t k)
 {
     return t->members[t->gstart[g] + k];
 }
@@ -55,8 +54,7 @@ void bld_send(bld_t *b, uint32_t round, uint32_t peer, unsigned buf,
 void bld_recv(bld_t *b, uint32_t round, uint32_t peer, unsigned buf,
               uint64_t off, uint64_t len);
 void bld_recv_reduce(bld_t *b, uint32_t round, uint32_t peer, unsigned buf,
-                     uint64_t off, uint64_t len, unsigned op,
-                     unsigned dtype);
+                     uint64_t off, uint64_t len, unsigned op, unsigned dtype);
 void bld_copy(bld_t *b, uint32_t round, unsigned sbuf, uint64_t soff,
               unsigned dbuf, uint64_t doff, uint64_t len);
 void bld_reduce(bld_t *b, uint32_t round, unsigned sbuf, uint64_t soff,

@@ -19,15 +19,15 @@
 #include <string.h>
 #include <unistd.h>
 
-#define SHIM_LIVENESS_PERIOD 0.1  /* s between agent liveness checks */
+#define SHIM_LIVENESS_PERIOD 0.1 /* s between agent liveness checks */
 
 /* Into the shared-memory ring (tx_lock held): DPS_OK, DPS_ERR_INVALID
  * (too big: never fits), DPS_ERR_TIMEOUT (the agent takes nothing). */
 static int shm_put(const void *msg, size_t len)
 {
     dps_shm_t *s = shim.chan.shm;
-    double deadline = 0;
-    int rc;
+    double     deadline = 0;
+    int        rc;
 
     for (;;) {
         rc = dps_shm_msg_put(&s->to_agent, s->to_agent_buf, msg, len);
@@ -85,8 +85,8 @@ int shim_send_agent(void *msg, size_t len)
 
 int shim_pid_alive(pid_t pid)
 {
-    char path[64], buf[512], *p;
-    FILE *f;
+    char   path[64], buf[512], *p;
+    FILE  *f;
     size_t n;
 
     snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
@@ -110,8 +110,8 @@ int shim_pid_alive(pid_t pid)
 void shim_agent_check(void)
 {
     double now = dps_now(), half = shim.cfg.agent_timeout / 2.0;
-    pid_t dead;
-    int i;
+    pid_t  dead;
+    int    i;
 
     if (shim_fo_noticed() != SHIM_FO_NO_CAUSE || shim.by_token == NULL ||
         now - shim.chan.last_liveness < SHIM_LIVENESS_PERIOD) {
@@ -120,7 +120,8 @@ void shim_agent_check(void)
     shim.chan.last_liveness = now;
     /* Agents on this host: by pid (0: on a DPU, not ours to see). */
     if (shim.chan.agent_pid > 0 && !shim_pid_alive(shim.chan.agent_pid)) {
-        shim_fo_notice(SHIM_FO_AGENT_DIED, "agent %s died", shim.chan.agent_desc);
+        shim_fo_notice(SHIM_FO_AGENT_DIED, "agent %s died",
+                       shim.chan.agent_desc);
         return;
     }
     for (i = 0; i < shim.chan.n_node_agents; i++) {
@@ -146,12 +147,12 @@ void shim_agent_check(void)
     if (shim.chan.ping_sent > 0 && now - shim.chan.ping_sent > half) {
         shim_fo_notice(SHIM_FO_AGENT_SILENT,
                        "agent %s has not answered for %u s "
-                       "(DPUSHIM_AGENT_TIMEOUT)", shim.chan.agent_desc,
-                       shim.cfg.agent_timeout);
+                       "(DPUSHIM_AGENT_TIMEOUT)",
+                       shim.chan.agent_desc, shim.cfg.agent_timeout);
     } else if (shim.chan.ping_sent == 0 && now - shim.chan.last_heard > half) {
         dps_msg_hello_t me;
-        size_t len;
-        void *msg;
+        size_t          len;
+        void           *msg;
 
         shim_hello(&me);
         msg = dps_msg_encode_ping(&me, &len);
@@ -165,8 +166,8 @@ void shim_agent_check(void)
 /* One message from the agent (lock held). */
 static void agent_msg(const void *data, size_t len)
 {
-    char err[256];
-    dps_msg_t msg;
+    char       err[256];
+    dps_msg_t  msg;
     shim_op_t *op;
 
     shim.chan.last_heard = dps_now();
@@ -205,15 +206,19 @@ static void agent_msg(const void *data, size_t len)
              * to the communicator's handler at completion (shim_progress),
              * as MPI would raise it. */
             op->error = (st == DPS_ERR_MISMATCH || st == DPS_ERR_ARG)
-                        ? MPI_ERR_TRUNCATE : MPI_ERR_OTHER;
+                            ? MPI_ERR_TRUNCATE
+                            : MPI_ERR_OTHER;
             op->raise = (st == DPS_ERR_MISMATCH || st == DPS_ERR_ARG ||
-                         st == DPS_ERR_BUFFER) && !op->call.error;
+                         st == DPS_ERR_BUFFER) &&
+                        !op->call.error;
             if (!op->call.error) {
                 dps_error("%s #%u ends with an error: %s%s",
-                          dps_coll_str((unsigned)op->call.coll),
-                          op->call.seq, dps_status_str(st), op->raise ?
-                          " (the agent's message names the ranks and "
-                          "sizes)" : "");
+                          dps_coll_str((unsigned)op->call.coll), op->call.seq,
+                          dps_status_str(st),
+                          op->raise
+                              ? " (the agent's message names the ranks and "
+                                "sizes)"
+                              : "");
             }
         }
         /* Finished here, well or not: never to be redone. */
@@ -232,11 +237,11 @@ static void agent_msg(const void *data, size_t len)
 void shim_agent_msgs(void)
 {
     static uint64_t buf[DPS_SHM_MAX_MSG / sizeof(uint64_t)];
-    dps_inmsg_t *m;
+    dps_inmsg_t    *m;
 
     while (shim.chan.shm_on) {
-        long n = dps_shm_msg_get(&shim.chan.shm->to_rank, shim.chan.shm->to_rank_buf,
-                                 buf, sizeof(buf));
+        long n = dps_shm_msg_get(&shim.chan.shm->to_rank,
+                                 shim.chan.shm->to_rank_buf, buf, sizeof(buf));
 
         if (n == 0) {
             break;

@@ -18,12 +18,13 @@
 static void tell_freed(uint64_t comm_id)
 {
     size_t len;
-    void *msg;
+    void  *msg;
 
     if (!shim.active) {
         return;
     }
-    msg = dps_msg_encode_comm_free(comm_id, (uint32_t)shim.topo.world_rank, &len);
+    msg = dps_msg_encode_comm_free(comm_id, (uint32_t)shim.topo.world_rank,
+                                   &len);
     pthread_mutex_lock(&shim.lock);
     if (msg != NULL && !shim.chan.agent_dead) {
         shim_send_agent(msg, len);
@@ -96,8 +97,8 @@ static void comm_link(shim_comm_t *c)
 static void comm_agree(shim_comm_t *c, MPI_Comm comm)
 {
     if (c->rank == 0) {
-        c->id_buf = ((uint64_t)(shim.topo.world_rank + 1) << 32) |
-                    ++shim.next_comm;
+        c->id_buf =
+            ((uint64_t)(shim.topo.world_rank + 1) << 32) | ++shim.next_comm;
     }
     PMPI_Ibcast(&c->id_buf, 1, MPI_UINT64_T, 0, comm, &c->id_req);
     pthread_mutex_lock(&shim.agree_lock);
@@ -120,7 +121,7 @@ static void comm_agree(shim_comm_t *c, MPI_Comm comm)
 shim_comm_t *shim_comm_stream_new(shim_comm_t *parent, int refused)
 {
     shim_comm_t *c = calloc(1, sizeof(*c));
-    size_t n = sizeof(uint32_t) * (size_t)parent->size;
+    size_t       n = sizeof(uint32_t) * (size_t)parent->size;
 
     if (c == NULL || (c->members = malloc(n)) == NULL ||
         (c->agent = malloc(n)) == NULL) {
@@ -137,7 +138,7 @@ shim_comm_t *shim_comm_stream_new(shim_comm_t *parent, int refused)
     c->one_node = parent->one_node;
     c->comm = parent->comm;
     c->shadow = MPI_COMM_NULL;
-    c->refs = 2;          /* the persistent request's and the agreement's */
+    c->refs = 2; /* the persistent request's and the agreement's */
     c->agree_ref = 1;
     pthread_mutex_lock(&shim.lock);
     c->parent = parent;
@@ -147,8 +148,8 @@ shim_comm_t *shim_comm_stream_new(shim_comm_t *parent, int refused)
     /* The id is rank 0's proposal, the flag anyone's refusal: the
      * largest of each. */
     if (c->rank == 0) {
-        c->agree[0] = ((uint64_t)(shim.topo.world_rank + 1) << 32) |
-                      ++shim.next_comm;
+        c->agree[0] =
+            ((uint64_t)(shim.topo.world_rank + 1) << 32) | ++shim.next_comm;
     }
     c->agree[1] = refused != 0;
     PMPI_Iallreduce(MPI_IN_PLACE, c->agree, 2, MPI_UINT64_T, MPI_MAX,
@@ -199,7 +200,7 @@ int shim_comm_delete(MPI_Comm comm, int keyval, void *attr, void *extra)
     pthread_mutex_lock(&shim.lock);
     for (shim_comm_t *s = shim.comms; s != NULL; s = s->next_all) {
         if (s->parent == c) {
-            s->comm = MPI_COMM_NULL;   /* its persistent requests' too */
+            s->comm = MPI_COMM_NULL; /* its persistent requests' too */
         }
     }
     pthread_mutex_unlock(&shim.lock);
@@ -219,7 +220,7 @@ int shim_comm_delete(MPI_Comm comm, int keyval, void *attr, void *extra)
  */
 shim_comm_t *shim_comm_get(MPI_Comm comm)
 {
-    int flag = 0;
+    int   flag = 0;
     void *val;
 
     PMPI_Comm_get_attr(comm, shim.keyval, &val, &flag);
@@ -232,9 +233,9 @@ shim_comm_t *shim_comm_get(MPI_Comm comm)
 
 shim_comm_t *shim_comm_state_new(MPI_Comm comm, MPI_Comm shadow)
 {
-    MPI_Group group, world;
+    MPI_Group    group, world;
     shim_comm_t *c;
-    int *in, *out, i, same = MPI_UNEQUAL;
+    int         *in, *out, i, same = MPI_UNEQUAL;
 
     c = calloc(1, sizeof(*c));
     if (c == NULL) {
@@ -249,8 +250,7 @@ shim_comm_t *shim_comm_state_new(MPI_Comm comm, MPI_Comm shadow)
     c->agent = malloc(sizeof(uint32_t) * (size_t)c->size);
     in = malloc(sizeof(int) * (size_t)c->size);
     out = malloc(sizeof(int) * (size_t)c->size);
-    if (c->members == NULL || c->agent == NULL || in == NULL ||
-        out == NULL) {
+    if (c->members == NULL || c->agent == NULL || in == NULL || out == NULL) {
         if (shadow != MPI_COMM_NULL) {
             PMPI_Comm_free(&shadow);
         }
@@ -269,7 +269,8 @@ shim_comm_t *shim_comm_state_new(MPI_Comm comm, MPI_Comm shadow)
     PMPI_Group_translate_ranks(group, c->size, in, world, out);
     for (i = 0; i < c->size; i++) {
         c->members[i] = (uint32_t)out[i];
-        c->agent[i] = shim.topo.rank_agent != NULL ? shim.topo.rank_agent[out[i]] : 0;
+        c->agent[i] =
+            shim.topo.rank_agent != NULL ? shim.topo.rank_agent[out[i]] : 0;
     }
     PMPI_Group_free(&group);
     PMPI_Group_free(&world);
@@ -307,7 +308,7 @@ shim_comm_t *shim_comm_state_new(MPI_Comm comm, MPI_Comm shadow)
 static void twin(MPI_Comm *newcomm)
 {
     MPI_Comm sh = MPI_COMM_NULL;
-    int inter = 0;
+    int      inter = 0;
 
     if (!shim.active || *newcomm == MPI_COMM_NULL) {
         return;
@@ -321,14 +322,14 @@ static void twin(MPI_Comm *newcomm)
     shim_in_call--;
 }
 
-#define SHIM_TWIN(call)                                                    \
-    do {                                                                   \
-        int rc_ = (call);                                                  \
-                                                                           \
-        if (rc_ == MPI_SUCCESS && !shim_in_call && shim.initialized) {     \
-            twin(newcomm);                                                 \
-        }                                                                  \
-        return rc_;                                                        \
+#define SHIM_TWIN(call)                                                \
+    do {                                                               \
+        int rc_ = (call);                                              \
+                                                                       \
+        if (rc_ == MPI_SUCCESS && !shim_in_call && shim.initialized) { \
+            twin(newcomm);                                             \
+        }                                                              \
+        return rc_;                                                    \
     } while (0)
 
 SHIM_API int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
@@ -354,8 +355,7 @@ SHIM_API int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key,
     SHIM_TWIN(PMPI_Comm_split_type(comm, split_type, key, info, newcomm));
 }
 
-SHIM_API int MPI_Comm_create(MPI_Comm comm, MPI_Group group,
-                             MPI_Comm *newcomm)
+SHIM_API int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm)
 {
     SHIM_TWIN(PMPI_Comm_create(comm, group, newcomm));
 }
@@ -370,8 +370,7 @@ SHIM_API int MPI_Cart_create(MPI_Comm comm, int ndims, const int dims[],
                              const int periods[], int reorder,
                              MPI_Comm *newcomm)
 {
-    SHIM_TWIN(PMPI_Cart_create(comm, ndims, dims, periods, reorder,
-                               newcomm));
+    SHIM_TWIN(PMPI_Cart_create(comm, ndims, dims, periods, reorder, newcomm));
 }
 
 SHIM_API int MPI_Cart_sub(MPI_Comm comm, const int remain_dims[],
@@ -390,8 +389,7 @@ SHIM_API int MPI_Graph_create(MPI_Comm comm, int nnodes, const int index[],
                               const int edges[], int reorder,
                               MPI_Comm *newcomm)
 {
-    SHIM_TWIN(PMPI_Graph_create(comm, nnodes, index, edges, reorder,
-                                newcomm));
+    SHIM_TWIN(PMPI_Graph_create(comm, nnodes, index, edges, reorder, newcomm));
 }
 
 SHIM_API int MPI_Dist_graph_create(MPI_Comm comm, int n, const int sources[],
@@ -400,9 +398,8 @@ SHIM_API int MPI_Dist_graph_create(MPI_Comm comm, int n, const int sources[],
                                    const int weights[], MPI_Info info,
                                    int reorder, MPI_Comm *newcomm)
 {
-    SHIM_TWIN(PMPI_Dist_graph_create(comm, n, sources, degrees,
-                                     destinations, weights, info, reorder,
-                                     newcomm));
+    SHIM_TWIN(PMPI_Dist_graph_create(comm, n, sources, degrees, destinations,
+                                     weights, info, reorder, newcomm));
 }
 
 SHIM_API int MPI_Dist_graph_create_adjacent(
@@ -410,8 +407,7 @@ SHIM_API int MPI_Dist_graph_create_adjacent(
     const int sourceweights[], int outdegree, const int destinations[],
     const int destweights[], MPI_Info info, int reorder, MPI_Comm *newcomm)
 {
-    SHIM_TWIN(PMPI_Dist_graph_create_adjacent(comm, indegree, sources,
-                                              sourceweights, outdegree,
-                                              destinations, destweights,
-                                              info, reorder, newcomm));
+    SHIM_TWIN(PMPI_Dist_graph_create_adjacent(
+        comm, indegree, sources, sourceweights, outdegree, destinations,
+        destweights, info, reorder, newcomm));
 }

@@ -23,13 +23,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#define SHIM_UCX_POLL_SEC 200e-6    /* UCX polling with the shm channel on */
-#define SHIM_WAIT_SPIN_SEC 50e-6    /* a wait polls this long, then sleeps */
-#define SHIM_REMOTE_SLEEP_MS 10     /* a wait on a remote agent's COMPLETE
-                                     * sleeps on the worker at most this
-                                     * long: the liveness check runs */
+#define SHIM_UCX_POLL_SEC  200e-6 /* UCX polling with the shm channel on */
+#define SHIM_WAIT_SPIN_SEC 50e-6  /* a wait polls this long, then sleeps */
+#define SHIM_REMOTE_SLEEP_MS \
+    10 /* a wait on a remote agent's COMPLETE
+        * sleeps on the worker at most this
+        * long: the liveness check runs */
 #define SHIM_POKE_MAX_BYTES (256u * 1024) /* see op_send */
-#define SHIM_APP_GAP_SEC 200e-6     /* a polling loop's longest step */
+#define SHIM_APP_GAP_SEC    200e-6        /* a polling loop's longest step */
 
 /* An application thread polls in MPI and will be back within `away`
  * seconds (it sleeps that long in shim_idle) and SHIM_APP_GAP_SEC: until
@@ -71,10 +72,10 @@ static void op_release_memory(shim_op_t *op)
  */
 #if defined(OPEN_MPI) && OPEN_MPI
 #define COLL_SOURCE 0
-#define COLL_TAG 0
+#define COLL_TAG    0
 #else
 #define COLL_SOURCE MPI_UNDEFINED
-#define COLL_TAG MPI_UNDEFINED
+#define COLL_TAG    MPI_UNDEFINED
 #endif
 
 static int query_fn(void *extra, MPI_Status *status)
@@ -92,7 +93,7 @@ static int query_fn(void *extra, MPI_Status *status)
 static int free_fn(void *extra)
 {
     shim_op_t *op = extra;
-    int release;
+    int        release;
 
     pthread_mutex_lock(&shim.lock);
     op->req_freed = 1;
@@ -122,7 +123,7 @@ static void op_refused(shim_op_t *op)
               dps_coll_short(op->call.stat), op->call.seq);
     op->error = MPI_ERR_TRUNCATE;
     op->raise = !op->call.error;
-    HASH_DELETE(hh_token, shim.by_token, op);   /* no agent answers it */
+    HASH_DELETE(hh_token, shim.by_token, op); /* no agent answers it */
     if (shim_hooks.finished != NULL) {
         shim_hooks.finished(op->comm, op->call.seq);
     }
@@ -134,15 +135,15 @@ static void op_refused(shim_op_t *op)
 /* Send op's POST (its communicator id is known). Called with the lock. */
 static void op_send(shim_op_t *op)
 {
-    shim_comm_t *c = op->comm;
-    shim_sched_t *sc = op->sched;
+    shim_comm_t       *c = op->comm;
+    shim_sched_t      *sc = op->sched;
     const shim_call_t *k = &op->call;
-    const void *key[DPS_NBUF];
-    void *base[DPS_NBUF] = {k->buf[0], k->buf[1], op->tmp};
-    dps_msg_post_t f;
-    size_t len = 0;
-    void *msg;
-    int b;
+    const void        *key[DPS_NBUF];
+    void              *base[DPS_NBUF] = {k->buf[0], k->buf[1], op->tmp};
+    dps_msg_post_t     f;
+    size_t             len = 0;
+    void              *msg;
+    int                b;
 
     memset(&f, 0, sizeof(f));
     f.comm_id = c->id;
@@ -160,8 +161,8 @@ static void op_send(shim_op_t *op)
         shim_reg_t *r = op->reg[b];
 
         f.buf_addr[b] = (uint64_t)(uintptr_t)base[b];
-        f.buf_len[b] = b < 2 ? k->len[b]
-                             : (sc != NULL ? sc->need[DPS_BUF_TMP] : 0);
+        f.buf_len[b] =
+            b < 2 ? k->len[b] : (sc != NULL ? sc->need[DPS_BUF_TMP] : 0);
         f.buf_reg[b] = r != NULL ? r->id : 0;
         key[b] = (r != NULL && !r->agent_has_key) ? r->rkey : NULL;
         f.rkey_len[b] = key[b] != NULL ? (uint32_t)r->rkey_len : 0;
@@ -206,8 +207,8 @@ static void op_send(shim_op_t *op)
         return;
     }
     /* The agent is gone: stock MPI takes the op over (failover/failover.c). */
-    shim_fo_notice(SHIM_FO_POST_FAILED,
-                   "cannot hand a collective to agent %s", shim.chan.agent_desc);
+    shim_fo_notice(SHIM_FO_POST_FAILED, "cannot hand a collective to agent %s",
+                   shim.chan.agent_desc);
 }
 
 /* op's TMP buffer and the registrations of its buffers, taken under the
@@ -216,7 +217,7 @@ static void op_send(shim_op_t *op)
 static int op_buffers(shim_op_t *op, int stock)
 {
     shim_sched_t *sc = op->sched;
-    int rc = DPS_OK, b;
+    int           rc = DPS_OK, b;
 
     pthread_mutex_lock(&shim.lock);
     if (sc != NULL && sc->need[DPS_BUF_TMP] > 0 &&
@@ -228,10 +229,10 @@ static int op_buffers(shim_op_t *op, int stock)
     for (b = 0; rc == DPS_OK && !stock && !op->call.error && b < DPS_NBUF;
          b++) {
         const void *p = b < 2 ? op->call.buf[b] : op->tmp;
-        uint64_t n = b < 2 ? op->call.len[b] : sc->need[DPS_BUF_TMP];
+        uint64_t    n = b < 2 ? op->call.len[b] : sc->need[DPS_BUF_TMP];
 
         if (b == DPS_BUF_SEND && op->call.gather != NULL) {
-            continue;   /* read in place through its map: no key */
+            continue; /* read in place through its map: no key */
         }
         if (p != NULL && n > 0 && shim_reg_get(p, n, &op->reg[b]) != 0) {
             rc = DPS_ERR_UCX;
@@ -281,7 +282,7 @@ int shim_op_start(shim_comm_t *c, shim_call_t *k, shim_sched_t *sc,
                   MPI_Request *req)
 {
     shim_op_t *op;
-    int rc, stock = (shim.fo.state != SHIM_FO_NONE);
+    int        rc, stock = (shim.fo.state != SHIM_FO_NONE);
 
     op = calloc(1, sizeof(*op));
     if (op == NULL) {
@@ -292,14 +293,13 @@ int shim_op_start(shim_comm_t *c, shim_call_t *k, shim_sched_t *sc,
         return MPI_ERR_NO_MEM;
     }
     op->call = *k;
-    memset(k, 0, sizeof(*k));   /* the op owns what the call owned */
+    memset(k, 0, sizeof(*k)); /* the op owns what the call owned */
     op->comm = c;
     op->sched = sc;
     op->after = stock;
     rc = op_buffers(op, stock);
-    if (rc != DPS_OK ||
-        PMPI_Grequest_start(query_fn, free_fn, cancel_fn, op, &op->req) !=
-        MPI_SUCCESS) {
+    if (rc != DPS_OK || PMPI_Grequest_start(query_fn, free_fn, cancel_fn, op,
+                                            &op->req) != MPI_SUCCESS) {
         pthread_mutex_lock(&shim.lock);
         op_release_memory(op);
         pthread_mutex_unlock(&shim.lock);
@@ -319,7 +319,7 @@ int shim_op_start(shim_comm_t *c, shim_call_t *k, shim_sched_t *sc,
 void shim_comm_progress(void)
 {
     shim_comm_t **cp, *c, *agreed = NULL;
-    shim_op_t *op;
+    shim_op_t    *op;
 
     /* PMPI_Test on the id broadcast never calls back into the shim. */
     pthread_mutex_lock(&shim.agree_lock);
@@ -354,7 +354,7 @@ void shim_comm_progress(void)
                 op_refused(op);
             } else if (shim.fo.state == SHIM_FO_NONE) {
                 op_send(op);
-            }   /* else stock MPI takes it over */
+            } /* else stock MPI takes it over */
         }
         c->wait_tail = NULL;
         pthread_mutex_unlock(&shim.lock);
@@ -371,7 +371,7 @@ void shim_comm_progress(void)
 static void unlink_op(shim_op_t *op)
 {
     shim_comm_t *c = op->comm;
-    shim_op_t **pp, *prev = NULL;
+    shim_op_t  **pp, *prev = NULL;
 
     for (pp = &c->ops_head; *pp != NULL; pp = &(*pp)->next_in_comm) {
         if (*pp == op) {
@@ -388,7 +388,7 @@ static void unlink_op(shim_op_t *op)
 int shim_progress(void)
 {
     shim_op_t *done, *op;
-    int n = 0;
+    int        n = 0;
 
     if (!shim.active) {
         return 0;
@@ -404,7 +404,8 @@ int shim_progress(void)
         /* We are in MPI and poll the worker: the progress thread keeps
          * out of the way (core/progress.c). */
         app_busy(now, 0);
-        if (!shim.chan.shm_on || shim.chan.shm_tx_ucx || now >= shim.chan.next_ucx_poll) {
+        if (!shim.chan.shm_on || shim.chan.shm_tx_ucx ||
+            now >= shim.chan.next_ucx_poll) {
             while (ucp_worker_progress(shim.chan.ucx.worker)) {
             }
             shim.chan.next_ucx_poll = now + SHIM_UCX_POLL_SEC;
@@ -415,7 +416,7 @@ int shim_progress(void)
     }
     pthread_mutex_unlock(&shim.lock);
     if (shim_hooks.progress != NULL) {
-        shim_hooks.progress();   /* the takeover: notices, stock MPI */
+        shim_hooks.progress(); /* the takeover: notices, stock MPI */
     }
     pthread_mutex_lock(&shim.lock);
     done = shim.done_list;
@@ -424,8 +425,8 @@ int shim_progress(void)
 
     while ((op = done) != NULL) {
         shim_comm_t *c = op->comm;
-        MPI_Request r;
-        int freed;
+        MPI_Request  r;
+        int          freed;
 
         done = op->next_done;
         if (op->call.unpack.from != NULL && op->error == MPI_SUCCESS) {
@@ -446,7 +447,7 @@ int shim_progress(void)
         r = op->req;
         pthread_mutex_unlock(&shim.lock);
         if (freed) {
-            free(op);  /* MPI already dropped the request */
+            free(op); /* MPI already dropped the request */
         }
         shim_comm_unref(c);
         PMPI_Grequest_complete(r);
@@ -458,7 +459,7 @@ int shim_progress(void)
 int shim_req_pending(const MPI_Request *req)
 {
     shim_op_t *op;
-    int pending;
+    int        pending;
 
     if (shim.live == 0 || *req == MPI_REQUEST_NULL) {
         return 0;
@@ -489,13 +490,14 @@ static int idle_on_worker(double now)
 {
     struct pollfd pfd[2] = {{shim.chan.ucx.efd, POLLIN, 0},
                             {shim.chan.kick_fd, POLLIN, 0}};
-    ucs_status_t st;
+    ucs_status_t  st;
 
     pthread_mutex_lock(&shim.lock);
     while (ucp_worker_progress(shim.chan.ucx.worker) != 0) {
     }
-    st = shim.chan.ucx.inbox.head != NULL ? UCS_ERR_BUSY
-                                      : ucp_worker_arm(shim.chan.ucx.worker);
+    st = shim.chan.ucx.inbox.head != NULL
+             ? UCS_ERR_BUSY
+             : ucp_worker_arm(shim.chan.ucx.worker);
     pthread_mutex_unlock(&shim.lock);
     if (st != UCS_OK) {
         return 0;
@@ -520,30 +522,30 @@ void shim_idle(int only_ours)
      * own requests: MPI needs PMPI_Test calls to progress them, so sleep
      * only briefly. */
     static __thread double since, last;
-    struct pollfd pfd = {shim.chan.kick_fd, POLLIN, 0};
-    double now = dps_now();
-    dps_shm_t *s = shim.chan.shm_on ? shim.chan.shm : NULL;
-    int n;
+    struct pollfd          pfd = {shim.chan.kick_fd, POLLIN, 0};
+    double                 now = dps_now();
+    dps_shm_t             *s = shim.chan.shm_on ? shim.chan.shm : NULL;
+    int                    n;
 
     if (shim_engine_help() > 0) {
         last = now;
         return;
     }
     if (now - last > 1e-3) {
-        since = now;     /* a new wait */
+        since = now; /* a new wait */
     }
     last = now;
     if (shim.fo.state != SHIM_FO_NONE) {
-        only_ours = 0;   /* stock MPI does the work: keep testing */
+        only_ours = 0; /* stock MPI does the work: keep testing */
     }
     /* A remote agent's COMPLETE comes over the network: no use
      * polling for it, sleep at once. */
-    if (s == NULL && only_ours && shim.chan.ucx.efd >= 0 && !shim.chan.agent_dead &&
-        idle_on_worker(now)) {
+    if (s == NULL && only_ours && shim.chan.ucx.efd >= 0 &&
+        !shim.chan.agent_dead && idle_on_worker(now)) {
         return;
     }
     if (now - since < SHIM_WAIT_SPIN_SEC) {
-        sched_yield();   /* an agent or engine on this core runs now */
+        sched_yield(); /* an agent or engine on this core runs now */
         return;
     }
     if (shim.chan.kick_fd < 0) {

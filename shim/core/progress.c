@@ -51,28 +51,28 @@
 
 static struct {
     pthread_t       thr;
-    int             running;     /* the thread exists */
-    int             started;     /* it ran in this process */
-    int             stop;        /* asked to stop (atomic) */
-    int             stop_fd;     /* eventfd: wakes it to stop */
-    pthread_mutex_t lock;        /* start and stop */
-    uint64_t        wakeups;     /* sleeps ended, for the statistics */
-    uint64_t        missed;      /* work found only by the backstop */
-    uint64_t        cpu_ns;      /* its CPU time, when it ended */
+    int             running; /* the thread exists */
+    int             started; /* it ran in this process */
+    int             stop;    /* asked to stop (atomic) */
+    int             stop_fd; /* eventfd: wakes it to stop */
+    pthread_mutex_t lock;    /* start and stop */
+    uint64_t        wakeups; /* sleeps ended, for the statistics */
+    uint64_t        missed;  /* work found only by the backstop */
+    uint64_t        cpu_ns;  /* its CPU time, when it ended */
 } prog = {.stop_fd = -1, .lock = PTHREAD_MUTEX_INITIALIZER};
 
 static void *prog_main(void *arg)
 {
-    struct pollfd pfd[2] = {{shim.chan.ucx.efd, POLLIN, 0},
-                            {prog.stop_fd, POLLIN, 0}};
+    struct pollfd   pfd[2] = {{shim.chan.ucx.efd, POLLIN, 0},
+                              {prog.stop_fd, POLLIN, 0}};
     struct timespec cpu;
-    int timed_out = 0;
+    int             timed_out = 0;
 
     (void)arg;
     while (!__atomic_load_n(&prog.stop, __ATOMIC_ACQUIRE)) {
         ucs_status_t st = UCS_OK;
-        double until, aside;
-        unsigned did = 0, n;
+        double       until, aside;
+        unsigned     did = 0, n;
 
         pthread_mutex_lock(&shim.lock);
         if (shim.fo.state != SHIM_FO_NONE || shim.chan.agent_dead) {
@@ -117,14 +117,14 @@ static void *prog_main(void *arg)
         }
         if (st != UCS_OK) {
             dps_warn("progress thread: ucp_worker_arm: %s; polling every "
-                     "%d ms instead", ucs_status_string(st),
-                     PROG_BACKSTOP_MS);
+                     "%d ms instead",
+                     ucs_status_string(st), PROG_BACKSTOP_MS);
             pfd[0].fd = -1;
         }
-        n = (unsigned)poll(pfd, 2, __atomic_load_n(&shim.live,
-                                                   __ATOMIC_RELAXED) > 0
-                                   ? PROG_BACKSTOP_MS
-                                   : PROG_IDLE_BACKSTOP_MS);
+        n = (unsigned)poll(pfd, 2,
+                           __atomic_load_n(&shim.live, __ATOMIC_RELAXED) > 0
+                               ? PROG_BACKSTOP_MS
+                               : PROG_IDLE_BACKSTOP_MS);
         if ((int)n < 0 && errno != EINTR) {
             dps_error("progress thread: poll: %m");
             break;
@@ -133,8 +133,8 @@ static void *prog_main(void *arg)
         prog.wakeups++;
     }
     if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0) {
-        prog.cpu_ns = (uint64_t)cpu.tv_sec * 1000000000ull +
-                      (uint64_t)cpu.tv_nsec;
+        prog.cpu_ns =
+            (uint64_t)cpu.tv_sec * 1000000000ull + (uint64_t)cpu.tv_nsec;
     }
     return NULL;
 }
@@ -156,7 +156,7 @@ static void prog_atfork_child(void)
 {
     pthread_mutex_unlock(&shim.lock);
     prog.running = 0;
-    prog.stop_fd = -1;       /* the parent's; closed with the process */
+    prog.stop_fd = -1; /* the parent's; closed with the process */
     pthread_mutex_init(&prog.lock, NULL);
     shim.active = 0;
 }
@@ -164,8 +164,8 @@ static void prog_atfork_child(void)
 int shim_prog_start(void)
 {
     static int atfork_done;
-    sigset_t all, old;
-    int rc;
+    sigset_t   all, old;
+    int        rc;
 
     pthread_mutex_lock(&prog.lock);
     if (prog.running) {
@@ -193,7 +193,8 @@ int shim_prog_start(void)
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0) {
         dps_warn("cannot start the progress thread: %s: collectives "
-                 "between hosts move only in MPI calls", strerror(rc));
+                 "between hosts move only in MPI calls",
+                 strerror(rc));
         close(prog.stop_fd);
         prog.stop_fd = -1;
         pthread_mutex_unlock(&prog.lock);

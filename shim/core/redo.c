@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define REDO_CHUNK (1u << 30)   /* bytes per message: counts are ints */
+#define REDO_CHUNK (1u << 30) /* bytes per message: counts are ints */
 
 struct shim_redo {
     const dps_step_t *steps;
@@ -22,20 +22,20 @@ struct shim_redo {
     char             *buf[DPS_NBUF];
     MPI_Comm          comm;
     int               tag;
-    uint32_t          i, end;       /* the round: steps [i, end) */
+    uint32_t          i, end; /* the round: steps [i, end) */
     MPI_Request      *reqs;
-    MPI_Status       *stats;        /* (MPICH's headers warn about
-                                     * MPI_STATUSES_IGNORE) */
+    MPI_Status       *stats; /* (MPICH's headers warn about
+                              * MPI_STATUSES_IGNORE) */
     int               nreq, cap;
-    char            **scratch;      /* per step of the round: RECV_REDUCE */
+    char            **scratch; /* per step of the round: RECV_REDUCE */
 };
 
 static int add_req(shim_redo_t *r, MPI_Request q)
 {
     if (r->nreq == r->cap) {
-        int cap = r->cap ? 2 * r->cap : 16;
+        int          cap = r->cap ? 2 * r->cap : 16;
         MPI_Request *v = realloc(r->reqs, sizeof(*v) * (size_t)cap);
-        MPI_Status *st;
+        MPI_Status  *st;
 
         if (v == NULL) {
             return MPI_ERR_NO_MEM;
@@ -53,14 +53,13 @@ static int add_req(shim_redo_t *r, MPI_Request q)
 }
 
 /* One transfer, in chunks MPI's int counts can take. */
-static int transfer(shim_redo_t *r, int send, char *p, uint64_t len,
-                    int peer)
+static int transfer(shim_redo_t *r, int send, char *p, uint64_t len, int peer)
 {
     uint64_t done = 0;
-    int rc = MPI_SUCCESS;
+    int      rc = MPI_SUCCESS;
 
     do {
-        uint64_t n = len - done > REDO_CHUNK ? REDO_CHUNK : len - done;
+        uint64_t    n = len - done > REDO_CHUNK ? REDO_CHUNK : len - done;
         MPI_Request q;
 
         rc = send ? PMPI_Isend(p + done, (int)n, MPI_BYTE, peer, r->tag,
@@ -78,7 +77,7 @@ static int transfer(shim_redo_t *r, int send, char *p, uint64_t len,
 static int start_round(shim_redo_t *r)
 {
     uint32_t j;
-    int rc = MPI_SUCCESS;
+    int      rc = MPI_SUCCESS;
 
     r->end = r->i;
     while (r->end < r->n && r->steps[r->end].round == r->steps[r->i].round) {
@@ -92,8 +91,8 @@ static int start_round(shim_redo_t *r)
     }
     for (j = r->i; rc == MPI_SUCCESS && j < r->end; j++) {
         const dps_step_t *s = &r->steps[j];
-        char *src = r->buf[s->src_buf] + s->src_off;
-        char *dst = r->buf[s->dst_buf] + s->dst_off;
+        char             *src = r->buf[s->src_buf] + s->src_off;
+        char             *dst = r->buf[s->dst_buf] + s->dst_off;
 
         switch (s->kind) {
         case DPS_STEP_SEND:
@@ -104,9 +103,10 @@ static int start_round(shim_redo_t *r)
             break;
         case DPS_STEP_RECV_REDUCE:
             r->scratch[j - r->i] = malloc(s->len + 1);
-            rc = r->scratch[j - r->i] == NULL ? MPI_ERR_NO_MEM
-                 : transfer(r, 0, r->scratch[j - r->i], s->len,
-                            (int)s->peer);
+            rc = r->scratch[j - r->i] == NULL
+                     ? MPI_ERR_NO_MEM
+                     : transfer(r, 0, r->scratch[j - r->i], s->len,
+                                (int)s->peer);
             break;
         case DPS_STEP_COPY:
             if (s->len > 0) {
@@ -119,8 +119,7 @@ static int start_round(shim_redo_t *r)
                 rc = MPI_ERR_OP;
             }
             break;
-        default:
-            rc = MPI_ERR_INTERN;
+        default: rc = MPI_ERR_INTERN;
         }
     }
     return rc;
@@ -130,11 +129,11 @@ static int start_round(shim_redo_t *r)
 static int end_round(shim_redo_t *r)
 {
     uint32_t j;
-    int rc = MPI_SUCCESS;
+    int      rc = MPI_SUCCESS;
 
     for (j = r->i; j < r->end; j++) {
         const dps_step_t *s = &r->steps[j];
-        char *in = r->scratch[j - r->i];
+        char             *in = r->scratch[j - r->i];
 
         if (in != NULL && s->len > 0 && rc == MPI_SUCCESS &&
             dps_reduce(s->op, s->dtype, in, r->buf[s->dst_buf] + s->dst_off,

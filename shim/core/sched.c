@@ -22,11 +22,11 @@
 static uint8_t *key_of(const bld_args_t *a, size_t *len)
 {
     const uint64_t *arr[4] = {a->scount, a->soff, a->rcount, a->roff};
-    uint64_t head[10];
-    size_t n = sizeof(head), o;
-    size_t npairs = 3 * ((size_t)a->nsend + a->nrecv);
-    uint8_t *k;
-    int i;
+    uint64_t        head[10];
+    size_t          n = sizeof(head), o;
+    size_t          npairs = 3 * ((size_t)a->nsend + a->nrecv);
+    uint8_t        *k;
+    int             i;
 
     for (i = 0; i < 4; i++) {
         n += arr[i] != NULL ? sizeof(uint64_t) * a->size : 0;
@@ -66,8 +66,8 @@ static void sched_free(shim_sched_t *s)
 {
     if (s->agent_has && !shim.chan.agent_dead && shim.active) {
         size_t len;
-        void *msg = dps_msg_encode_sched_free((uint32_t)shim.topo.world_rank, 1,
-                                              &s->id, &len);
+        void  *msg = dps_msg_encode_sched_free((uint32_t)shim.topo.world_rank,
+                                               1, &s->id, &len);
 
         if (msg == NULL || shim_send_agent(msg, len) != DPS_OK) {
             dps_debug("cannot tell the agent to drop schedule %llu",
@@ -91,7 +91,7 @@ void shim_sched_put(shim_sched_t *s)
 static void trim(shim_comm_t *c)
 {
     shim_sched_t **sp = &c->scheds, *s;
-    unsigned n = 0;
+    unsigned       n = 0;
 
     while ((s = *sp) != NULL) {
         if (++n <= SHIM_SCHED_CACHE) {
@@ -100,7 +100,7 @@ static void trim(shim_comm_t *c)
         }
         *sp = s->next;
         c->nscheds--;
-        shim_sched_put(s);   /* the cache's reference */
+        shim_sched_put(s); /* the cache's reference */
     }
 }
 
@@ -111,8 +111,8 @@ static int reads_recv(const shim_sched_t *s)
 {
     for (uint32_t i = 0; i < s->nsteps; i++) {
         const dps_step_t *st = &s->steps[i];
-        int reduce = st->kind == DPS_STEP_REDUCE ||
-                     st->kind == DPS_STEP_RECV_REDUCE;
+        int               reduce =
+            st->kind == DPS_STEP_REDUCE || st->kind == DPS_STEP_RECV_REDUCE;
 
         if ((st->kind != DPS_STEP_RECV && st->kind != DPS_STEP_RECV_REDUCE &&
              st->src_buf == DPS_BUF_RECV) ||
@@ -126,16 +126,16 @@ static int reads_recv(const shim_sched_t *s)
 shim_sched_t *shim_sched_get(shim_comm_t *c, const bld_args_t *a)
 {
     shim_sched_t **sp, *s;
-    bld_t b;
-    size_t klen;
-    uint8_t *key = key_of(a, &klen);
+    bld_t          b;
+    size_t         klen;
+    uint8_t       *key = key_of(a, &klen);
 
     if (key == NULL) {
         return NULL;
     }
     for (sp = &c->scheds; (s = *sp) != NULL; sp = &s->next) {
         if (s->key_len == klen && memcmp(s->key, key, klen) == 0) {
-            *sp = s->next;         /* to the front */
+            *sp = s->next; /* to the front */
             s->next = c->scheds;
             c->scheds = s;
             s->refs++;
@@ -161,7 +161,7 @@ shim_sched_t *shim_sched_get(shim_comm_t *c, const bld_args_t *a)
     s->nsteps = b.n;
     memcpy(s->need, b.need, sizeof(s->need));
     s->reads_recv = reads_recv(s);
-    s->refs = 2;   /* the cache's and the caller's */
+    s->refs = 2; /* the cache's and the caller's */
     s->next = c->scheds;
     c->scheds = s;
     c->nscheds++;
@@ -170,11 +170,11 @@ shim_sched_t *shim_sched_get(shim_comm_t *c, const bld_args_t *a)
 }
 
 shim_sched_t *shim_sched_pinned(shim_comm_t *c, const bld_args_t *a,
-                               shim_sched_t **pin)
+                                shim_sched_t **pin)
 {
     shim_sched_t *s = *pin;
-    size_t klen;
-    uint8_t *key;
+    size_t        klen;
+    uint8_t      *key;
 
     if (s != NULL) {
         key = key_of(a, &klen);
@@ -192,7 +192,7 @@ shim_sched_t *shim_sched_pinned(shim_comm_t *c, const bld_args_t *a,
     s = shim_sched_get(c, a);
     if (s != NULL) {
         shim_sched_put(*pin);
-        s->refs++;   /* the pin's */
+        s->refs++; /* the pin's */
         *pin = s;
     }
     return s;
@@ -223,7 +223,7 @@ void *shim_sched_tmp(shim_sched_t *s)
 void shim_sched_tmp_put(shim_sched_t *s, void *p)
 {
     if (s->spare_tmp == NULL) {
-        s->spare_tmp = p;   /* its registration stays cached too */
+        s->spare_tmp = p; /* its registration stays cached too */
     } else {
         free(p);
     }

@@ -6,19 +6,19 @@
 #include "shim/core/shim.h"
 
 typedef struct shim_sched {
-    struct shim_sched *next;      /* in its communicator's cache */
-    uint64_t    id;               /* unique among this rank's */
-    const shim_comm_t *comm;      /* whose (never dereferenced) */
-    uint8_t    *key;              /* the builder's arguments, as bytes */
-    size_t      key_len;
-    dps_step_t *steps;
-    uint32_t    nsteps;
-    uint64_t    need[DPS_NBUF];   /* bytes each buffer must hold */
-    int         agent_has;        /* the steps went to our agent */
-    int         reads_recv;       /* a step reads RECV (sends or reduces
-                                   * from it): its bytes must be there */
-    unsigned    refs;             /* the cache's, and each op's */
-    void       *spare_tmp;        /* a TMP buffer no op uses */
+    struct shim_sched *next; /* in its communicator's cache */
+    uint64_t           id;   /* unique among this rank's */
+    const shim_comm_t *comm; /* whose (never dereferenced) */
+    uint8_t           *key;  /* the builder's arguments, as bytes */
+    size_t             key_len;
+    dps_step_t        *steps;
+    uint32_t           nsteps;
+    uint64_t           need[DPS_NBUF]; /* bytes each buffer must hold */
+    int                agent_has;      /* the steps went to our agent */
+    int                reads_recv;     /* a step reads RECV (sends or reduces
+                                        * from it): its bytes must be there */
+    unsigned           refs;           /* the cache's, and each op's */
+    void              *spare_tmp;      /* a TMP buffer no op uses */
 } shim_sched_t;
 
 /* The schedule of a for communicator c, from the cache or built now, with
@@ -30,7 +30,7 @@ shim_sched_t *shim_sched_get(shim_comm_t *c, const bld_args_t *a);
  * in *pin (NULL at first): that one while the arguments are the same,
  * whatever the cache evicted. Drop the pin with shim_sched_put. */
 shim_sched_t *shim_sched_pinned(shim_comm_t *c, const bld_args_t *a,
-                               shim_sched_t **pin);
+                                shim_sched_t **pin);
 
 /* Drop a reference (lock held): at the last, the agent is told. */
 void shim_sched_put(shim_sched_t *s);

@@ -26,66 +26,66 @@
 /* What the shim knows of a communicator it offloaded on (an attribute). */
 
 typedef struct shim_comm {
-    uint64_t        id;           /* job-wide, agreed by all members */
-    int             id_known;
-    uint64_t        id_buf;       /* PMPI_Ibcast buffer for the id */
-    MPI_Request     id_req;       /* that Ibcast, while agreeing */
-    uint32_t        seq;          /* offloaded collectives so far */
-    int             rank, size;
-    uint32_t       *members;      /* world rank of each rank */
-    int             one_node;     /* all on our node, rank_direct: 1,
-                                   * not: -1, 0: ? */
-    uint32_t       *agent;        /* agent index of each rank */
-    struct shim_sched *scheds;    /* compiled schedules, most recent
-                                   * first (core/sched.c) */
-    unsigned        nscheds;
-    int             agent_knows;  /* members sent to our agent */
-    int             freed;        /* MPI freed it */
-    unsigned        refs;         /* MPI's, until freed, + live ops */
-    struct shim_op *wait_head, *wait_tail; /* posts waiting for the id */
-    struct shim_comm *next_agreeing;
+    uint64_t           id; /* job-wide, agreed by all members */
+    int                id_known;
+    uint64_t           id_buf; /* PMPI_Ibcast buffer for the id */
+    MPI_Request        id_req; /* that Ibcast, while agreeing */
+    uint32_t           seq;    /* offloaded collectives so far */
+    int                rank, size;
+    uint32_t          *members;  /* world rank of each rank */
+    int                one_node; /* all on our node, rank_direct: 1,
+                                  * not: -1, 0: ? */
+    uint32_t          *agent;    /* agent index of each rank */
+    struct shim_sched *scheds;   /* compiled schedules, most recent
+                                  * first (core/sched.c) */
+    unsigned           nscheds;
+    int                agent_knows; /* members sent to our agent */
+    int                freed;       /* MPI freed it */
+    unsigned           refs;        /* MPI's, until freed, + live ops */
+    struct shim_op    *wait_head, *wait_tail; /* posts waiting for the id */
+    struct shim_comm  *next_agreeing;
     /* For taking over from a failed agent with stock MPI: */
-    MPI_Comm        comm;         /* the application's, until freed */
-    MPI_Comm        shadow;       /* PMPI twin made with comm, or NULL */
-    uint32_t       *fin;          /* seqs our agent finished, at least */
-    unsigned        nfin, fin_cap; /* those above the lowest unfinished
-                                    * (kept by shim_hooks.finished) */
-    struct shim_op *ops_head, *ops_tail; /* live ops, in seq order */
+    MPI_Comm          comm;          /* the application's, until freed */
+    MPI_Comm          shadow;        /* PMPI twin made with comm, or NULL */
+    uint32_t         *fin;           /* seqs our agent finished, at least */
+    unsigned          nfin, fin_cap; /* those above the lowest unfinished
+                                      * (kept by shim_hooks.finished) */
+    struct shim_op   *ops_head, *ops_tail; /* live ops, in seq order */
     struct shim_comm *next_all, *prev_all; /* shim.comms */
     /* A persistent request's matching stream (shim_comm_stream_new): MPI
      * matches persistent collectives in the order of their *_init calls,
      * so each has an id and a seq of its own, shared by no other call. */
-    struct shim_comm *parent;     /* the communicator's state, or NULL */
-    uint32_t        stream;       /* its index on parent, from 1; 0: none */
-    uint32_t        nstreams;     /* streams made on this one so far */
-    int             agree_ref;    /* the id agreement holds a reference */
-    uint64_t        agree[2];     /* a stream's agreement: id, refused */
-    int             refused;      /* a rank's *_init of it was refused */
+    struct shim_comm *parent;    /* the communicator's state, or NULL */
+    uint32_t          stream;    /* its index on parent, from 1; 0: none */
+    uint32_t          nstreams;  /* streams made on this one so far */
+    int               agree_ref; /* the id agreement holds a reference */
+    uint64_t          agree[2];  /* a stream's agreement: id, refused */
+    int               refused;   /* a rank's *_init of it was refused */
 } shim_comm_t;
 
 /* One offloaded collective as seen by its rank. */
 typedef struct shim_op {
-    uint64_t       token;      /* echoed by the agent in COMPLETE */
-    MPI_Request    req;        /* the generalized request */
-    int            agent_done; /* COMPLETE received (or agent lost) */
-    int            req_freed;  /* MPI called our free_fn */
-    int            error;      /* MPI error class reported by query_fn */
-    int            raise;      /* at completion, call the communicator's
-                                * error handler with it */
-    shim_call_t    call;       /* what it does, with what */
-    struct shim_sched *sched;  /* its schedule (a reference) */
-    void          *tmp;        /* its TMP buffer */
-    struct shim_reg *reg[DPS_NBUF]; /* registrations of its buffers */
-    UT_hash_handle hh_token;
-    UT_hash_handle hh_req;     /* keyed on the bytes of req */
-    struct shim_op *next_done;
-    shim_comm_t   *comm;
-    struct shim_op *next_wait; /* until the POST is sent */
-    struct shim_op *next_in_comm;
-    int            finishing;  /* on done_list */
-    int            taken;      /* stock MPI took it over (or failed it) */
-    int            after;      /* posted after an agent failure */
-    struct shim_redo *redo;    /* stock MPI running its schedule */
+    uint64_t           token;      /* echoed by the agent in COMPLETE */
+    MPI_Request        req;        /* the generalized request */
+    int                agent_done; /* COMPLETE received (or agent lost) */
+    int                req_freed;  /* MPI called our free_fn */
+    int                error;      /* MPI error class reported by query_fn */
+    int                raise;      /* at completion, call the communicator's
+                                    * error handler with it */
+    shim_call_t        call;       /* what it does, with what */
+    struct shim_sched *sched;      /* its schedule (a reference) */
+    void              *tmp;        /* its TMP buffer */
+    struct shim_reg   *reg[DPS_NBUF]; /* registrations of its buffers */
+    UT_hash_handle     hh_token;
+    UT_hash_handle     hh_req; /* keyed on the bytes of req */
+    struct shim_op    *next_done;
+    shim_comm_t       *comm;
+    struct shim_op    *next_wait; /* until the POST is sent */
+    struct shim_op    *next_in_comm;
+    int                finishing; /* on done_list */
+    int                taken;     /* stock MPI took it over (or failed it) */
+    int                after;     /* posted after an agent failure */
+    struct shim_redo  *redo;      /* stock MPI running its schedule */
 } shim_op_t;
 
 /*
@@ -109,7 +109,7 @@ typedef struct shim_hooks {
     void (*freeing)(MPI_Comm comm);
 } shim_hooks_t;
 
-extern shim_hooks_t shim_hooks;  /* core/hooks.c */
+extern shim_hooks_t shim_hooks; /* core/hooks.c */
 
 /* ---- core/op.c ---------------------------------------------------- */
 

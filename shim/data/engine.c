@@ -42,27 +42,27 @@
  * polling 50 / 85 / 168 us, 200 us 40 / 80 / 169 us; SCHED_IDLE polling
  * without yielding 131 / 121 / 389 us (a rank's sched_yield hands the
  * core to it for a whole slice). */
-#define ENGINE_SPIN_SEC 200e-6
-#define ENGINE_BACKSTOP_NS 100000000L /* longest sleep: 100 ms */
-#define ENGINE_SCRATCH (256u * 1024)  /* a reduction's source, in pieces */
+#define ENGINE_SPIN_SEC    200e-6
+#define ENGINE_BACKSTOP_NS 100000000L    /* longest sleep: 100 ms */
+#define ENGINE_SCRATCH     (256u * 1024) /* a reduction's source, in pieces */
 
 static struct {
     dps_shm_t      *shm;
-    pid_t           agent_pid;    /* kicked when a done lands and it sleeps */
+    pid_t           agent_pid; /* kicked when a done lands and it sleeps */
     pid_t           self;
     pthread_t       thr;
-    int             running;      /* the thread exists */
-    int             stop;         /* asked to stop (atomic) */
-    pthread_mutex_t lock;         /* one executor at a time */
+    int             running; /* the thread exists */
+    int             stop;    /* asked to stop (atomic) */
+    pthread_mutex_t lock;    /* one executor at a time */
     uint64_t        copies, bytes;
 } eng = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 /* Copy one command's bytes into our memory. */
 static int copy_in(const dps_cmd_t *c)
 {
-    char *dst = (char *)(uintptr_t)c->dst_addr;
+    char           *dst = (char *)(uintptr_t)c->dst_addr;
     shim_scatter_t *m = shim_iov_region(c->dst_addr, c->len);
-    uint64_t done = 0;
+    uint64_t        done = 0;
 
     if (m != NULL) {
         return shim_iov_scatter_in(m, c);
@@ -75,7 +75,7 @@ static int copy_in(const dps_cmd_t *c)
         struct iovec l = {dst + done, c->len - done};
         struct iovec r = {(void *)(uintptr_t)(c->src_addr + done),
                           c->len - done};
-        ssize_t n = process_vm_readv((pid_t)c->src_pid, &l, 1, &r, 1, 0);
+        ssize_t      n = process_vm_readv((pid_t)c->src_pid, &l, 1, &r, 1, 0);
 
         if (n < 0 && errno == EINTR) {
             continue;
@@ -100,9 +100,9 @@ static int copy_in(const dps_cmd_t *c)
 static int reduce_in(const dps_cmd_t *c)
 {
     static char scratch[ENGINE_SCRATCH];
-    size_t es = dps_dtype_size(c->dtype), step;
-    char *dst = (char *)(uintptr_t)c->dst_addr;
-    uint64_t done = 0;
+    size_t      es = dps_dtype_size(c->dtype), step;
+    char       *dst = (char *)(uintptr_t)c->dst_addr;
+    uint64_t    done = 0;
 
     if (shim_iov_region(c->dst_addr, c->len) != NULL) {
         /* Never scheduled (core/sched.c, reads_recv): a bug. */
@@ -117,7 +117,9 @@ static int reduce_in(const dps_cmd_t *c)
     if ((pid_t)c->src_pid == eng.self) {
         return dps_reduce(c->rop, c->dtype,
                           (const void *)(uintptr_t)c->src_addr, dst,
-                          c->len) == 0 ? DPS_OK : DPS_ERR_PROTO;
+                          c->len) == 0
+                   ? DPS_OK
+                   : DPS_ERR_PROTO;
     }
     step = (sizeof(scratch) / es) * es;
     while (done < c->len) {
@@ -134,8 +136,8 @@ static int reduce_in(const dps_cmd_t *c)
             }
             if (k <= 0) {
                 dps_error("engine: reading %zu bytes at %#llx of pid %u: %s",
-                          n - got, (unsigned long long)(c->src_addr + done +
-                                                        got),
+                          n - got,
+                          (unsigned long long)(c->src_addr + done + got),
                           c->src_pid, k < 0 ? strerror(errno) : "nothing");
                 return DPS_ERR_IO;
             }
@@ -151,8 +153,8 @@ static int reduce_in(const dps_cmd_t *c)
 static int run_queued(void)
 {
     dps_shm_t *s = eng.shm;
-    dps_cmd_t c;
-    int n = 0;
+    dps_cmd_t  c;
+    int        n = 0;
 
     while (!__atomic_load_n(&eng.stop, __ATOMIC_ACQUIRE) &&
            dps_shm_cmd_get(s, &c)) {
@@ -167,7 +169,7 @@ static int run_queued(void)
             eng.copies++;
             eng.bytes += c.len;
         } else if (c.op == DPS_CMD_READ_REDUCE) {
-            d.status = reduce_in(&c);   /* the lock: one scratch user */
+            d.status = reduce_in(&c); /* the lock: one scratch user */
             eng.copies++;
             eng.bytes += c.len;
         } else {
@@ -219,7 +221,7 @@ int shim_engine_help(void)
         pthread_mutex_trylock(&eng.lock) != 0) {
         return 0;
     }
-    n = eng.shm != NULL ? run_queued() : 0;   /* stopped meanwhile? */
+    n = eng.shm != NULL ? run_queued() : 0; /* stopped meanwhile? */
     pthread_mutex_unlock(&eng.lock);
     return n;
 }
@@ -227,12 +229,12 @@ int shim_engine_help(void)
 static void *engine_main(void *arg)
 {
     dps_shm_t *s = eng.shm;
-    double spin_until = dps_now() + ENGINE_SPIN_SEC;
+    double     spin_until = dps_now() + ENGINE_SPIN_SEC;
 
     (void)arg;
     while (!__atomic_load_n(&eng.stop, __ATOMIC_ACQUIRE)) {
         uint32_t v;
-        int n = 0;
+        int      n = 0;
 
         if (dps_shm_cmd_ready(s)) {
             pthread_mutex_lock(&eng.lock);
@@ -274,8 +276,8 @@ static void engine_atfork_child(void)
 int shim_engine_start(dps_shm_t *shm, pid_t agent_pid)
 {
     static int atfork_done;
-    sigset_t all, old;
-    int rc;
+    sigset_t   all, old;
+    int        rc;
 
     if (!atfork_done) {
         pthread_atfork(NULL, NULL, engine_atfork_child);
@@ -294,7 +296,8 @@ int shim_engine_start(dps_shm_t *shm, pid_t agent_pid)
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0) {
         dps_warn("cannot start the DMA engine thread: %s; the agent copies "
-                 "through its staging buffers instead", strerror(rc));
+                 "through its staging buffers instead",
+                 strerror(rc));
         eng.shm = NULL;
         return DPS_ERR_NOMEM;
     }
@@ -323,8 +326,8 @@ void shim_engine_stop(void)
     pthread_mutex_unlock(&eng.lock);
 }
 
-void shim_engine_stats(uint64_t *copies, uint64_t *bytes,
-                       uint64_t *scattered, uint64_t *gathered)
+void shim_engine_stats(uint64_t *copies, uint64_t *bytes, uint64_t *scattered,
+                       uint64_t *gathered)
 {
     *copies = eng.copies;
     *bytes = eng.bytes;

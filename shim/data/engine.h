@@ -31,8 +31,8 @@ void shim_engine_poke(void);
 /* Commands run, bytes copied, commands read straight into a
  * non-contiguous datatype's memory (scatter regions) and straight from
  * another rank's unpacked send data (gathered regions) so far. */
-void shim_engine_stats(uint64_t *copies, uint64_t *bytes,
-                       uint64_t *scattered, uint64_t *gathered);
+void shim_engine_stats(uint64_t *copies, uint64_t *bytes, uint64_t *scattered,
+                       uint64_t *gathered);
 
 struct shim_scatter;
 
@@ -41,7 +41,7 @@ struct shim_scatter;
  * place, from now until shim_engine_scatter_remove; only for regions no
  * step reads (shim_sched_t.reads_recv). 1 if registered (the engine
  * runs), else 0: everything is unpacked at completion. */
-int shim_engine_scatter_add(struct shim_scatter *m);
+int  shim_engine_scatter_add(struct shim_scatter *m);
 void shim_engine_scatter_remove(struct shim_scatter *m);
 
 #endif

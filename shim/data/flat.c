@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define FLAT_DEPTH 32        /* nesting of derived types we follow */
+#define FLAT_DEPTH 32 /* nesting of derived types we follow */
 
 typedef struct {
     size_t    n, cap;
@@ -43,8 +43,8 @@ static int push(segs_t *s, int64_t d, uint64_t l)
         return -1;
     }
     if (s->n == s->cap) {
-        size_t cap = s->cap ? 2 * s->cap : 8;
-        int64_t *d2 = realloc(s->disp, cap * sizeof(*d2));
+        size_t    cap = s->cap ? 2 * s->cap : 8;
+        int64_t  *d2 = realloc(s->disp, cap * sizeof(*d2));
         uint64_t *l2;
 
         if (d2 == NULL) {
@@ -98,11 +98,11 @@ static int child(MPI_Datatype t, segs_t *sub, MPI_Aint *ext, int depth)
 static int subarray(const int *ints, const segs_t *sub, MPI_Aint ext,
                     segs_t *out)
 {
-    int nd = ints[0], d, idx[32] = {0};
+    int        nd = ints[0], d, idx[32] = {0};
     const int *sizes = ints + 1, *subs = ints + 1 + nd;
     const int *starts = ints + 1 + 2 * nd;
-    int fortran = ints[1 + 3 * nd] == MPI_ORDER_FORTRAN;
-    int64_t stride[32];
+    int        fortran = ints[1 + 3 * nd] == MPI_ORDER_FORTRAN;
+    int64_t    stride[32];
 
     if (nd < 1 || nd > 32) {
         return -1;
@@ -113,14 +113,14 @@ static int subarray(const int *ints, const segs_t *sub, MPI_Aint ext,
         }
     }
     for (d = 0; d < nd; d++) {
-        int e = fortran ? d : nd - 1 - d;   /* fastest first */
+        int e = fortran ? d : nd - 1 - d; /* fastest first */
         int prev = fortran ? e - 1 : e + 1;
 
         stride[e] = d == 0 ? 1 : stride[prev] * sizes[prev];
     }
     for (;;) {
         int64_t lin = 0;
-        int f = fortran ? 0 : nd - 1;
+        int     f = fortran ? 0 : nd - 1;
 
         for (d = 0; d < nd; d++) {
             lin += (int64_t)(starts[d] + idx[d]) * stride[d];
@@ -129,7 +129,7 @@ static int subarray(const int *ints, const segs_t *sub, MPI_Aint ext,
         if (rep(out, sub, ext, lin * ext, subs[f])) {
             return -1;
         }
-        for (d = 1; d < nd; d++) {   /* odometer, skipping the fastest */
+        for (d = 1; d < nd; d++) { /* odometer, skipping the fastest */
             int e = fortran ? d : nd - 1 - d;
 
             if (++idx[e] < subs[e]) {
@@ -147,9 +147,9 @@ static int subarray(const int *ints, const segs_t *sub, MPI_Aint ext,
 static int by_combiner(int comb, const int *ints, const MPI_Aint *aints,
                        const MPI_Datatype *types, segs_t *out, int depth)
 {
-    segs_t sub;
+    segs_t   sub;
     MPI_Aint ext;
-    int i, n = ints != NULL ? ints[0] : 0, rc = 0;
+    int      i, n = ints != NULL ? ints[0] : 0, rc = 0;
 
     if (comb == MPI_COMBINER_STRUCT) {
         for (i = 0; i < n && rc == 0; i++) {
@@ -165,17 +165,13 @@ static int by_combiner(int comb, const int *ints, const MPI_Aint *aints,
     }
     switch (comb) {
     case MPI_COMBINER_DUP:
-    case MPI_COMBINER_RESIZED:
-        rc = rep(out, &sub, ext, 0, 1);
-        break;
-    case MPI_COMBINER_CONTIGUOUS:
-        rc = rep(out, &sub, ext, 0, n);
-        break;
+    case MPI_COMBINER_RESIZED: rc = rep(out, &sub, ext, 0, 1); break;
+    case MPI_COMBINER_CONTIGUOUS: rc = rep(out, &sub, ext, 0, n); break;
     case MPI_COMBINER_VECTOR:
     case MPI_COMBINER_HVECTOR:
         for (i = 0; i < n && rc == 0; i++) {
-            int64_t st = comb == MPI_COMBINER_VECTOR
-                         ? (int64_t)ints[2] * ext : (int64_t)aints[0];
+            int64_t st = comb == MPI_COMBINER_VECTOR ? (int64_t)ints[2] * ext
+                                                     : (int64_t)aints[0];
 
             rc = rep(out, &sub, ext, i * st, ints[1]);
         }
@@ -184,7 +180,8 @@ static int by_combiner(int comb, const int *ints, const MPI_Aint *aints,
     case MPI_COMBINER_HINDEXED:
         for (i = 0; i < n && rc == 0; i++) {
             int64_t at = comb == MPI_COMBINER_INDEXED
-                         ? (int64_t)ints[1 + n + i] * ext : aints[i];
+                             ? (int64_t)ints[1 + n + i] * ext
+                             : aints[i];
 
             rc = rep(out, &sub, ext, at, ints[1 + i]);
         }
@@ -193,17 +190,14 @@ static int by_combiner(int comb, const int *ints, const MPI_Aint *aints,
     case MPI_COMBINER_HINDEXED_BLOCK:
         for (i = 0; i < n && rc == 0; i++) {
             int64_t at = comb == MPI_COMBINER_INDEXED_BLOCK
-                         ? (int64_t)ints[2 + i] * ext : aints[i];
+                             ? (int64_t)ints[2 + i] * ext
+                             : aints[i];
 
             rc = rep(out, &sub, ext, at, ints[1]);
         }
         break;
-    case MPI_COMBINER_SUBARRAY:
-        rc = subarray(ints, &sub, ext, out);
-        break;
-    default:            /* darray, Fortran kinds, MPI-1 forms: MPI_Pack */
-        rc = -1;
-        break;
+    case MPI_COMBINER_SUBARRAY: rc = subarray(ints, &sub, ext, out); break;
+    default: /* darray, Fortran kinds, MPI-1 forms: MPI_Pack */ rc = -1; break;
     }
     segs_free(&sub);
     return rc;
@@ -216,7 +210,8 @@ static void free_types(MPI_Datatype *types, int nd)
         int ni, na, ndt, comb;
 
         if (PMPI_Type_get_envelope(types[i], &ni, &na, &ndt, &comb) ==
-            MPI_SUCCESS && comb != MPI_COMBINER_NAMED) {
+                MPI_SUCCESS &&
+            comb != MPI_COMBINER_NAMED) {
             PMPI_Type_free(&types[i]);
         }
     }
@@ -227,7 +222,7 @@ static void free_types(MPI_Datatype *types, int nd)
 static int named_seg(MPI_Datatype dt, int64_t *d, uint64_t *l)
 {
     MPI_Aint tlb, text;
-    int size;
+    int      size;
 
     PMPI_Type_size(dt, &size);
     PMPI_Type_get_true_extent(dt, &tlb, &text);
@@ -241,17 +236,17 @@ static int named_seg(MPI_Datatype dt, int64_t *d, uint64_t *l)
 
 static int flatten(MPI_Datatype dt, segs_t *out, int depth)
 {
-    int ni, na, nd, comb, rc = -1;
+    int           ni, na, nd, comb, rc = -1;
     MPI_Datatype *types;
-    MPI_Aint *aints;
-    int *ints;
+    MPI_Aint     *aints;
+    int          *ints;
 
     if (depth > FLAT_DEPTH ||
         PMPI_Type_get_envelope(dt, &ni, &na, &nd, &comb) != MPI_SUCCESS) {
         return -1;
     }
     if (comb == MPI_COMBINER_NAMED) {
-        int64_t d;
+        int64_t  d;
         uint64_t l;
 
         return named_seg(dt, &d, &l) == 0 ? push(out, d, l) : -1;
@@ -261,9 +256,10 @@ static int flatten(MPI_Datatype dt, segs_t *out, int depth)
     types = malloc(((size_t)nd + 1) * sizeof(*types));
     if (ints != NULL && aints != NULL && types != NULL &&
         PMPI_Type_get_contents(dt, ni, na, nd, ints, aints, types) ==
-        MPI_SUCCESS) {
+            MPI_SUCCESS) {
         rc = nd > 0 ? by_combiner(comb, ni ? ints : NULL, aints, types, out,
-                                  depth) : -1;
+                                  depth)
+                    : -1;
         free_types(types, nd);
     }
     free(ints);
@@ -274,8 +270,8 @@ static int flatten(MPI_Datatype dt, segs_t *out, int depth)
 
 /* ---- the cache -------------------------------------------------------- */
 
-static shim_flat_t flat_none;        /* cached "cannot be flattened" */
-static int flat_keyval = MPI_KEYVAL_INVALID;
+static shim_flat_t    flat_none; /* cached "cannot be flattened" */
+static int            flat_keyval = MPI_KEYVAL_INVALID;
 static pthread_once_t flat_once = PTHREAD_ONCE_INIT;
 
 static int flat_delete(MPI_Datatype dt, int keyval, void *attr, void *extra)
@@ -304,14 +300,14 @@ static void flat_keyval_make(void)
 /* Flatten dt now: a new shim_flat_t, or NULL. */
 static shim_flat_t *flat_make(MPI_Datatype dt)
 {
-    segs_t s = {0};
+    segs_t       s = {0};
     shim_flat_t *f = NULL;
-    MPI_Aint lb;
-    uint64_t sum = 0;
-    int size;
+    MPI_Aint     lb;
+    uint64_t     sum = 0;
+    int          size;
 
-    if (flatten(dt, &s, 0) == 0 && PMPI_Type_size(dt, &size) ==
-        MPI_SUCCESS && (f = calloc(1, sizeof(*f))) != NULL) {
+    if (flatten(dt, &s, 0) == 0 && PMPI_Type_size(dt, &size) == MPI_SUCCESS &&
+        (f = calloc(1, sizeof(*f))) != NULL) {
         for (size_t i = 0; i < s.n; i++) {
             sum += s.len[i];
         }
@@ -324,8 +320,8 @@ static shim_flat_t *flat_make(MPI_Datatype dt)
             return f;
         }
         dps_warn("flattening a datatype gave %llu bytes, not %d: it is "
-                 "packed with MPI_Pack instead", (unsigned long long)sum,
-                 size);
+                 "packed with MPI_Pack instead",
+                 (unsigned long long)sum, size);
         free(f);
         f = NULL;
     }
@@ -336,9 +332,9 @@ static shim_flat_t *flat_make(MPI_Datatype dt)
 const shim_flat_t *shim_flat_get(MPI_Datatype dt)
 {
     static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-    int ni, na, nd, comb, flag = 0;
-    shim_flat_t *f = NULL;
-    void *val;
+    int                    ni, na, nd, comb, flag = 0;
+    shim_flat_t           *f = NULL;
+    void                  *val;
 
     /* Named types are not cached (MPI may refuse attributes on them):
      * shim_scatter_add takes them as they are. */
@@ -358,8 +354,8 @@ const shim_flat_t *shim_flat_get(MPI_Datatype dt)
         f = val == &flat_none ? NULL : val;
     } else {
         f = flat_make(dt);
-        if (PMPI_Type_set_attr(dt, flat_keyval, f != NULL ? (void *)f
-                                                           : &flat_none) !=
+        if (PMPI_Type_set_attr(dt, flat_keyval,
+                               f != NULL ? (void *)f : &flat_none) !=
             MPI_SUCCESS) {
             flat_delete(dt, flat_keyval, f, NULL);
             f = NULL;
@@ -377,7 +373,7 @@ static const shim_flat_t *flat_for(MPI_Datatype dt, shim_flat_t *one,
                                    int64_t *d, uint64_t *l)
 {
     MPI_Aint lb;
-    int ni, na, nd, comb;
+    int      ni, na, nd, comb;
 
     if (PMPI_Type_get_envelope(dt, &ni, &na, &nd, &comb) != MPI_SUCCESS) {
         return NULL;
@@ -413,7 +409,7 @@ static int seg_push(shim_scatter_t *m, size_t max, uint64_t off, char *addr,
         return -1;
     }
     if (m->nseg == m->seg_cap) {
-        size_t nc = m->seg_cap ? 2 * m->seg_cap : 16;
+        size_t      nc = m->seg_cap ? 2 * m->seg_cap : 16;
         shim_seg_t *ns = realloc(m->seg, nc * sizeof(*ns));
 
         if (ns == NULL) {
@@ -431,9 +427,9 @@ static int seg_push(shim_scatter_t *m, size_t max, uint64_t off, char *addr,
 int shim_scatter_add(shim_scatter_t *m, size_t max, const void *addr,
                      int count, MPI_Datatype dt, uint64_t *off)
 {
-    shim_flat_t one;
-    int64_t d;
-    uint64_t l;
+    shim_flat_t        one;
+    int64_t            d;
+    uint64_t           l;
     const shim_flat_t *f = flat_for(dt, &one, &d, &l);
 
     if (f == NULL) {
@@ -487,7 +483,7 @@ void shim_scatter_copy(const shim_scatter_t *m, uint64_t off, uint64_t len,
 
     while (len > 0 && i < m->nseg) {
         const shim_seg_t *s = &m->seg[i];
-        uint64_t in = off - s->off, n = s->len - in;
+        uint64_t          in = off - s->off, n = s->len - in;
 
         n = n < len ? n : len;
         if (to_app) {

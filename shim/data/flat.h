@@ -19,9 +19,9 @@
  * (the order MPI_Pack writes them), adjacent ones merged. */
 typedef struct shim_flat {
     size_t    n;
-    int64_t  *disp;      /* bytes from the element's address */
+    int64_t  *disp; /* bytes from the element's address */
     uint64_t *len;
-    uint64_t  size;      /* bytes of data: the sum of len */
+    uint64_t  size; /* bytes of data: the sum of len */
     MPI_Aint  extent;
 } shim_flat_t;
 

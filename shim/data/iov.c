@@ -33,7 +33,7 @@ static struct {
     size_t           n, cap;
 } scat = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
-#define SCATTER_IOV 1024    /* iovecs per process_vm_readv (IOV_MAX) */
+#define SCATTER_IOV 1024 /* iovecs per process_vm_readv (IOV_MAX) */
 
 /* The registered region holding [addr, addr + len), or NULL. */
 shim_scatter_t *shim_iov_region(uint64_t addr, uint64_t len)
@@ -41,7 +41,7 @@ shim_scatter_t *shim_iov_region(uint64_t addr, uint64_t len)
     shim_scatter_t *m = NULL;
 
     if (__atomic_load_n(&scat.n, __ATOMIC_RELAXED) == 0) {
-        return NULL;   /* the usual case: no lock */
+        return NULL; /* the usual case: no lock */
     }
     pthread_mutex_lock(&scat.lock);
     for (size_t i = 0; i < scat.n && m == NULL; i++) {
@@ -62,7 +62,7 @@ static int scatter_done(shim_scatter_t *m, uint64_t off, uint64_t len)
 
     pthread_mutex_lock(&scat.lock);
     if (m->ndone == m->done_cap) {
-        size_t cap = m->done_cap ? 2 * m->done_cap : 16;
+        size_t    cap = m->done_cap ? 2 * m->done_cap : 16;
         uint64_t *d = realloc(m->done, 2 * cap * sizeof(*d));
 
         if (d == NULL) {
@@ -87,12 +87,12 @@ static int scatter_iov(const shim_scatter_t *m, uint64_t off, uint64_t left,
                        struct iovec *l, uint64_t *tot)
 {
     size_t i = shim_scatter_find(m, off);
-    int k = 0;
+    int    k = 0;
 
     *tot = 0;
     while (k < SCATTER_IOV && *tot < left && i < m->nseg) {
         const shim_seg_t *sg = &m->seg[i++];
-        uint64_t in = off + *tot - sg->off, n = sg->len - in;
+        uint64_t          in = off + *tot - sg->off, n = sg->len - in;
 
         n = n < left - *tot ? n : left - *tot;
         l[k].iov_base = sg->addr + in;
@@ -111,7 +111,8 @@ static size_t iov_copy(const struct iovec *l, int kl, const struct iovec *r,
 
     while ((int)li < kl && (int)ri < kr) {
         size_t n = l[li].iov_len - lo < r[ri].iov_len - ro
-                   ? l[li].iov_len - lo : r[ri].iov_len - ro;
+                       ? l[li].iov_len - lo
+                       : r[ri].iov_len - ro;
 
         memmove((char *)l[li].iov_base + lo, (char *)r[ri].iov_base + ro, n);
         done += n;
@@ -136,12 +137,12 @@ static size_t iov_copy(const struct iovec *l, int kl, const struct iovec *r,
  */
 int shim_iov_scatter_in(shim_scatter_t *m, const dps_cmd_t *c)
 {
-    static struct iovec l[SCATTER_IOV];   /* eng.lock held */
-    uint64_t off = c->dst_addr - (uintptr_t)m->base, start = off;
-    uint64_t src = c->src_addr, left = c->len, tot;
+    static struct iovec l[SCATTER_IOV]; /* eng.lock held */
+    uint64_t            off = c->dst_addr - (uintptr_t)m->base, start = off;
+    uint64_t            src = c->src_addr, left = c->len, tot;
 
     while (left > 0) {
-        int k = scatter_iov(m, off, left, l, &tot);
+        int     k = scatter_iov(m, off, left, l, &tot);
         ssize_t n = (ssize_t)tot;
 
         if ((pid_t)c->src_pid == iov.self) {
@@ -154,17 +155,17 @@ int shim_iov_scatter_in(shim_scatter_t *m, const dps_cmd_t *c)
         } else {
             struct iovec r = {(void *)(uintptr_t)src, tot};
 
-            n = process_vm_readv((pid_t)c->src_pid, l, (unsigned long)k,
-                                 &r, 1, 0);
+            n = process_vm_readv((pid_t)c->src_pid, l, (unsigned long)k, &r, 1,
+                                 0);
             if (n < 0 && errno == EINTR) {
                 continue;
             }
         }
         if (k == 0 || n <= 0) {
             dps_error("engine: reading %llu bytes at %#llx of pid %u into "
-                      "place: %s", (unsigned long long)left,
-                      (unsigned long long)src, c->src_pid,
-                      n < 0 ? strerror(errno) : "nothing read");
+                      "place: %s",
+                      (unsigned long long)left, (unsigned long long)src,
+                      c->src_pid, n < 0 ? strerror(errno) : "nothing read");
             return DPS_ERR_IO;
         }
         off += (uint64_t)n;
@@ -183,15 +184,15 @@ _Static_assert(sizeof(shim_seg_t) == sizeof(dps_seg_t), "segment layout");
 static struct {
     pid_t     pid;
     uint64_t  map, nmap;
-    uint64_t  first;              /* index of win[0] */
-    uint32_t  n;                  /* entries in win */
+    uint64_t  first; /* index of win[0] */
+    uint32_t  n;     /* entries in win */
     dps_seg_t win[GATHER_WIN];
 } gw;
 
 static int remote_read(pid_t pid, void *to, uint64_t from, size_t len)
 {
     struct iovec l = {to, len}, r = {(void *)(uintptr_t)from, len};
-    ssize_t n;
+    ssize_t      n;
 
     if (pid == iov.self) {
         memcpy(to, (const void *)(uintptr_t)from, len);
@@ -226,7 +227,7 @@ static int gather_find(uint64_t off, uint64_t *idx)
     uint64_t lo = 0, hi = gw.nmap;
 
     while (hi - lo > 1) {
-        uint64_t mid = lo + (hi - lo) / 2;
+        uint64_t         mid = lo + (hi - lo) / 2;
         const dps_seg_t *sg = gather_seg(mid);
 
         if (sg == NULL) {
@@ -255,7 +256,7 @@ static int gather_iov(uint64_t at, uint64_t want, uint64_t *idx,
     *tot = 0;
     while (kr < SCATTER_IOV && *tot < want && *idx < gw.nmap) {
         const dps_seg_t *sg = gather_seg(*idx);
-        uint64_t pos = at + *tot, in, len;
+        uint64_t         pos = at + *tot, in, len;
 
         if (sg == NULL || pos < sg->off || pos >= sg->off + sg->len) {
             return -1;
@@ -276,7 +277,7 @@ static int gather_iov(uint64_t at, uint64_t want, uint64_t *idx,
 static int iov_cut(struct iovec *r, int kr, uint64_t keep)
 {
     uint64_t sum = 0;
-    int j;
+    int      j;
 
     for (j = 0; j < kr; j++) {
         if (sum + r[j].iov_len >= keep) {
@@ -299,8 +300,8 @@ static ssize_t iov_read(pid_t pid, const struct iovec *l, int kl,
         return (ssize_t)iov_copy(l, kl, r, kr);
     }
     do {
-        n = process_vm_readv(pid, l, (unsigned long)kl, r,
-                             (unsigned long)kr, 0);
+        n = process_vm_readv(pid, l, (unsigned long)kl, r, (unsigned long)kr,
+                             0);
     } while (n < 0 && errno == EINTR);
     return n;
 }
@@ -314,8 +315,8 @@ static ssize_t iov_read(pid_t pid, const struct iovec *l, int kl,
 int shim_iov_gather_in(const dps_cmd_t *c)
 {
     static struct iovec r[SCATTER_IOV], l[SCATTER_IOV]; /* eng.lock held */
-    shim_scatter_t *m = shim_iov_region(c->dst_addr, c->len);
-    uint64_t off = c->src_addr, done = 0, idx;
+    shim_scatter_t     *m = shim_iov_region(c->dst_addr, c->len);
+    uint64_t            off = c->src_addr, done = 0, idx;
 
     /* Read afresh for every command: a map freed by its op may be
      * reallocated at the same address with other contents. */
@@ -328,8 +329,8 @@ int shim_iov_gather_in(const dps_cmd_t *c)
     }
     while (done < c->len) {
         uint64_t tot, ltot;
-        int kr, kl;
-        ssize_t n;
+        int      kr, kl;
+        ssize_t  n;
 
         kr = gather_iov(off + done, c->len - done, &idx, r, &tot);
         if (kr < 0) {
@@ -344,7 +345,7 @@ int shim_iov_gather_in(const dps_cmd_t *c)
             ltot = tot;
             kl = 1;
         }
-        if (ltot < tot) {   /* the remote list, cut to what l holds */
+        if (ltot < tot) { /* the remote list, cut to what l holds */
             kr = iov_cut(r, kr, ltot);
         }
         n = iov_read((pid_t)c->src_pid, l, kl, r, kr);
@@ -364,8 +365,8 @@ int shim_iov_gather_in(const dps_cmd_t *c)
     return DPS_OK;
 io:
     dps_error("engine: reading %llu bytes of pid %u's unpacked send data "
-              "failed: %s", (unsigned long long)c->len, c->src_pid,
-              strerror(errno));
+              "failed: %s",
+              (unsigned long long)c->len, c->src_pid, strerror(errno));
     return DPS_ERR_IO;
 }
 
@@ -376,7 +377,7 @@ int shim_iov_add(shim_scatter_t *m)
     pthread_mutex_lock(&scat.lock);
     if (m->len > 0) {
         if (scat.n == scat.cap) {
-            size_t cap = scat.cap ? 2 * scat.cap : 16;
+            size_t           cap = scat.cap ? 2 * scat.cap : 16;
             shim_scatter_t **v = realloc(scat.v, cap * sizeof(*v));
 
             if (v != NULL) {

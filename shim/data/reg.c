@@ -26,22 +26,22 @@
 
 static struct {
     /* the cache: */
-    shim_reg_t        *by_range;     /* uthash */
-    shim_reg_t        *lru_head, *lru_tail;
-    uint64_t           bytes;        /* cached bytes */
-    uint64_t           next_id;
-    uint64_t           stats[SHIM_REG_NSTAT];
-    uint64_t          *gone;         /* ids to announce in REG_FREE */
-    size_t             ngone, gone_cap;
-    int                hooked;
-    shim_reg_send_fn   send;         /* to the agent (shim_reg_init) */
+    shim_reg_t      *by_range; /* uthash */
+    shim_reg_t      *lru_head, *lru_tail;
+    uint64_t         bytes; /* cached bytes */
+    uint64_t         next_id;
+    uint64_t         stats[SHIM_REG_NSTAT];
+    uint64_t        *gone; /* ids to announce in REG_FREE */
+    size_t           ngone, gone_cap;
+    int              hooked;
+    shim_reg_send_fn send; /* to the agent (shim_reg_init) */
     /* written by the hook, under ring_lock: */
     pthread_spinlock_t ring_lock;
     uint64_t           ring_addr[RING_SIZE], ring_len[RING_SIZE];
     unsigned           ring_n;
     int                ring_overflow;
     /* bounds of everything cached, for the hook's quick test */
-    volatile uint64_t  lo, hi;
+    volatile uint64_t lo, hi;
 } rc;
 
 static void on_unmap(ucm_event_type_t type, ucm_event_t *ev, void *arg)
@@ -78,7 +78,8 @@ void shim_reg_init(shim_reg_send_fn send)
         /* Without unmap events a cached registration could outlive its
          * memory: register per call instead. */
         dps_warn("no memory unmap events from UCX (%s): registration "
-                 "cache off", ucs_status_string(st));
+                 "cache off",
+                 ucs_status_string(st));
         shim.cfg.regcache_bytes = 0;
         return;
     }
@@ -117,7 +118,7 @@ static void release(shim_reg_t *r)
 {
     if (r->agent_has_key) {
         if (rc.ngone == rc.gone_cap) {
-            size_t cap = rc.gone_cap ? 2 * rc.gone_cap : 64;
+            size_t    cap = rc.gone_cap ? 2 * rc.gone_cap : 64;
             uint64_t *g = realloc(rc.gone, cap * sizeof(*g));
 
             if (g != NULL) {
@@ -150,7 +151,7 @@ static void uncache(shim_reg_t *r)
 
 static void update_bounds(void)
 {
-    uint64_t lo = UINT64_MAX, hi = 0;
+    uint64_t    lo = UINT64_MAX, hi = 0;
     shim_reg_t *r;
 
     for (r = rc.lru_head; r != NULL; r = r->next) {
@@ -164,9 +165,9 @@ static void update_bounds(void)
 /* Apply the unmap events recorded since the last lookup. */
 static void drain_events(void)
 {
-    uint64_t addr[RING_SIZE], len[RING_SIZE];
-    unsigned n, i;
-    int overflow, changed = 0;
+    uint64_t    addr[RING_SIZE], len[RING_SIZE];
+    unsigned    n, i;
+    int         overflow, changed = 0;
     shim_reg_t *r, *next;
 
     pthread_spin_lock(&rc.ring_lock);
@@ -189,7 +190,8 @@ static void drain_events(void)
         }
         if (hit) {
             dps_debug("registration %llu [%#llx, %#llx) invalidated: "
-                      "memory unmapped", (unsigned long long)r->id,
+                      "memory unmapped",
+                      (unsigned long long)r->id,
                       (unsigned long long)r->key.start,
                       (unsigned long long)r->key.end);
             rc.stats[SHIM_REG_INVALIDATIONS]++;
@@ -205,11 +207,11 @@ static void drain_events(void)
 static int do_register(const void *addr, size_t len, shim_reg_t *r)
 {
     ucp_mem_map_params_t mp;
-    ucs_status_t st;
+    ucs_status_t         st;
 
     memset(&mp, 0, sizeof(mp));
-    mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS |
-                    UCP_MEM_MAP_PARAM_FIELD_LENGTH;
+    mp.field_mask =
+        UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
     mp.address = (void *)addr;
     mp.length = len;
     st = ucp_mem_map(shim.chan.ucx.context, &mp, &r->memh);
@@ -250,7 +252,7 @@ static void evict(void)
 
 int shim_reg_get(const void *addr, size_t len, shim_reg_t **out)
 {
-    uint64_t a = (uint64_t)(uintptr_t)addr;
+    uint64_t    a = (uint64_t)(uintptr_t)addr;
     shim_reg_t *r = NULL, key;
 
     drain_events();
@@ -322,7 +324,7 @@ void shim_reg_send_frees(void)
 
     while (done < rc.ngone && !shim.chan.agent_dead && rc.send != NULL) {
         size_t n = rc.ngone - done, len;
-        void *msg;
+        void  *msg;
 
         n = n > DPS_MAX_REG_FREE ? DPS_MAX_REG_FREE : n;
         msg = dps_msg_encode_reg_free((uint32_t)shim.topo.world_rank,

@@ -18,22 +18,26 @@
 #include <ucp/api/ucp.h>
 #include <uthash.h>
 
-enum { SHIM_REG_HITS, SHIM_REG_MISSES, SHIM_REG_INVALIDATIONS,
-       SHIM_REG_NSTAT };
+enum {
+    SHIM_REG_HITS,
+    SHIM_REG_MISSES,
+    SHIM_REG_INVALIDATIONS,
+    SHIM_REG_NSTAT
+};
 
 typedef struct shim_reg {
-    UT_hash_handle   hh;           /* by exact range, while cached */
+    UT_hash_handle hh; /* by exact range, while cached */
     struct {
-        uint64_t start, end;       /* [start, end) as registered */
+        uint64_t start, end; /* [start, end) as registered */
     } key;
-    uint64_t         id;           /* never reused by this rank */
+    uint64_t         id; /* never reused by this rank */
     ucp_mem_h        memh;
-    void            *rkey;         /* packed key, until the agent has it */
+    void            *rkey; /* packed key, until the agent has it */
     size_t           rkey_len;
     int              agent_has_key;
-    unsigned         refs;         /* ops in flight using it */
-    int              cached;       /* findable by lookups */
-    struct shim_reg *prev, *next;  /* LRU list, most recent first */
+    unsigned         refs;        /* ops in flight using it */
+    int              cached;      /* findable by lookups */
+    struct shim_reg *prev, *next; /* LRU list, most recent first */
 } shim_reg_t;
 
 /* How REG_FREE reaches the agent: send a message (ownership taken) to

@@ -84,20 +84,20 @@
 #define MPI_CXX_LONG_DOUBLE_COMPLEX MPI_DATATYPE_NULL
 #endif
 
-#define NPROBE 19   /* elements a probe: a vector loop and its tail */
+#define NPROBE 19 /* elements a probe: a vector loop and its tail */
 
 typedef struct rtype {
     const char  *name;
     MPI_Datatype mpi;
     uint8_t      cls, kind, pair;
-    uint8_t      dtype;   /* chosen DPS_T_*; NONE: stock MPI reduces it */
-    uint16_t     ops;     /* bit DPS_OP_x: offloaded with x */
+    uint8_t      dtype; /* chosen DPS_T_*; NONE: stock MPI reduces it */
+    uint16_t     ops;   /* bit DPS_OP_x: offloaded with x */
 } rtype_t;
 
 static rtype_t tab[] = {
-#define X(NAME, CLASS, KIND, PAIR)                                         \
+#define X(NAME, CLASS, KIND, PAIR)                                          \
     {"MPI_" #NAME, MPI_##NAME, DPS_CLS_##CLASS, DPS_K_##KIND, DPS_T_##PAIR, \
-     DPS_T_NONE, 0},
+     DPS_T_NONE,   0},
     DPS_RTYPES(X)
 #undef X
 };
@@ -105,13 +105,16 @@ static rtype_t tab[] = {
 
 unsigned shim_op_of(MPI_Op op)
 {
-    static const struct { MPI_Op mpi; unsigned dps; } ops[] = {
-        {MPI_MAX, DPS_OP_MAX}, {MPI_MIN, DPS_OP_MIN}, {MPI_SUM, DPS_OP_SUM},
-        {MPI_PROD, DPS_OP_PROD}, {MPI_LAND, DPS_OP_LAND},
-        {MPI_BAND, DPS_OP_BAND}, {MPI_LOR, DPS_OP_LOR},
-        {MPI_BOR, DPS_OP_BOR}, {MPI_LXOR, DPS_OP_LXOR},
-        {MPI_BXOR, DPS_OP_BXOR}, {MPI_MAXLOC, DPS_OP_MAXLOC},
-        {MPI_MINLOC, DPS_OP_MINLOC},
+    static const struct {
+        MPI_Op   mpi;
+        unsigned dps;
+    } ops[] = {
+        {MPI_MAX, DPS_OP_MAX},       {MPI_MIN, DPS_OP_MIN},
+        {MPI_SUM, DPS_OP_SUM},       {MPI_PROD, DPS_OP_PROD},
+        {MPI_LAND, DPS_OP_LAND},     {MPI_BAND, DPS_OP_BAND},
+        {MPI_LOR, DPS_OP_LOR},       {MPI_BOR, DPS_OP_BOR},
+        {MPI_LXOR, DPS_OP_LXOR},     {MPI_BXOR, DPS_OP_BXOR},
+        {MPI_MAXLOC, DPS_OP_MAXLOC}, {MPI_MINLOC, DPS_OP_MINLOC},
     };
 
     for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
@@ -119,7 +122,7 @@ unsigned shim_op_of(MPI_Op op)
             return ops[i].dps;
         }
     }
-    return DPS_OP_NONE;   /* user-defined, MPI_REPLACE, MPI_NO_OP */
+    return DPS_OP_NONE; /* user-defined, MPI_REPLACE, MPI_NO_OP */
 }
 
 static MPI_Op mpi_op(unsigned op)
@@ -156,8 +159,8 @@ static uint64_t rnd(uint64_t *s)
  * loop disagree with each other). */
 static double rnd_real(uint64_t *s)
 {
-    double m = (double)(rnd(s) >> 11) * 0x1p-53 + 0.5;   /* [0.5, 1.5) */
-    int e = (int)(rnd(s) % 21) - 10;
+    double m = (double)(rnd(s) >> 11) * 0x1p-53 + 0.5; /* [0.5, 1.5) */
+    int    e = (int)(rnd(s) % 21) - 10;
 
     return ((rnd(s) & 1) ? -m : m) * (double)(1 << (e + 10)) / 1024.0;
 }
@@ -175,9 +178,7 @@ static void put_real(unsigned t, char *p, uint64_t *s, unsigned char pad)
         memcpy(p, &f, sizeof(f));
         break;
     }
-    case DPS_T_F64:
-        memcpy(p, &d, sizeof(d));
-        break;
+    case DPS_T_F64: memcpy(p, &d, sizeof(d)); break;
 #if (defined(__x86_64__) || defined(__i386__)) && __LDBL_MANT_DIG__ == 64
     case DPS_T_X87: {
         long double x = (long double)d + (long double)lo * 0x1p-30L;
@@ -195,9 +196,7 @@ static void put_real(unsigned t, char *p, uint64_t *s, unsigned char pad)
         break;
     }
 #endif
-    default:
-        memset(p, pad, dps_dtype_size(t));
-        break;
+    default: memset(p, pad, dps_dtype_size(t)); break;
     }
 }
 
@@ -205,7 +204,9 @@ static void put_real(unsigned t, char *p, uint64_t *s, unsigned char pad)
  * 2: double, else int32). */
 static void pair_parts(unsigned t, unsigned *vt, size_t *vs, int *ik)
 {
-    static const struct { uint8_t t, vt, vs, ik; } p[] = {
+    static const struct {
+        uint8_t t, vt, vs, ik;
+    } p[] = {
         {DPS_T_F32_I32, DPS_T_F32, 4, 0}, {DPS_T_F64_I32, DPS_T_F64, 8, 0},
         {DPS_T_I64_I32, DPS_T_I64, 8, 0}, {DPS_T_I32_I32, DPS_T_I32, 4, 0},
         {DPS_T_I16_I32, DPS_T_I16, 2, 0}, {DPS_T_X87_I32, DPS_T_X87, 16, 0},
@@ -232,11 +233,11 @@ static void pair_parts(unsigned t, unsigned *vt, size_t *vs, int *ik)
 static void probe_fill(unsigned t, char *v, int side, const char *other,
                        uint64_t *s)
 {
-    size_t es = dps_dtype_size(t), i;
+    size_t        es = dps_dtype_size(t), i;
     unsigned char pad = side ? 0xAA : 0x55;
 
     for (i = 0; i < NPROBE; i++) {
-        char *p = v + i * es;
+        char    *p = v + i * es;
         uint64_t r = rnd(s);
 
         switch (t) {
@@ -245,22 +246,31 @@ static void probe_fill(unsigned t, char *v, int side, const char *other,
             memset(p, 0, es);
             p[0] = (char)(r & 1);
             break;
-        case DPS_T_F32: case DPS_T_F64: case DPS_T_X87: case DPS_T_F128:
-            put_real(t, p, s, pad);
+        case DPS_T_F32:
+        case DPS_T_F64:
+        case DPS_T_X87:
+        case DPS_T_F128: put_real(t, p, s, pad); break;
+        case DPS_T_C32:
+            put_real(DPS_T_F32, p, s, pad);
+            put_real(DPS_T_F32, p + 4, s, pad);
             break;
-        case DPS_T_C32: put_real(DPS_T_F32, p, s, pad);
-            put_real(DPS_T_F32, p + 4, s, pad); break;
-        case DPS_T_C64: put_real(DPS_T_F64, p, s, pad);
-            put_real(DPS_T_F64, p + 8, s, pad); break;
-        case DPS_T_CX87: put_real(DPS_T_X87, p, s, pad);
-            put_real(DPS_T_X87, p + 16, s, pad); break;
-        case DPS_T_C128: put_real(DPS_T_F128, p, s, pad);
-            put_real(DPS_T_F128, p + 16, s, pad); break;
+        case DPS_T_C64:
+            put_real(DPS_T_F64, p, s, pad);
+            put_real(DPS_T_F64, p + 8, s, pad);
+            break;
+        case DPS_T_CX87:
+            put_real(DPS_T_X87, p, s, pad);
+            put_real(DPS_T_X87, p + 16, s, pad);
+            break;
+        case DPS_T_C128:
+            put_real(DPS_T_F128, p, s, pad);
+            put_real(DPS_T_F128, p + 16, s, pad);
+            break;
         default:
             if (t >= DPS_T_F32_I32 && t <= DPS_T_F64_F64) {
                 unsigned vt;
-                size_t vs;
-                int ik, k = (int)(r % 8);
+                size_t   vs;
+                int      ik, k = (int)(r % 8);
 
                 pair_parts(t, &vt, &vs, &ik);
                 if (vt == DPS_T_I16 || vt == DPS_T_I32 || vt == DPS_T_I64) {
@@ -271,7 +281,7 @@ static void probe_fill(unsigned t, char *v, int side, const char *other,
                     put_real(vt, p, s, pad);
                 }
                 if (side && i % 3 == 0) {
-                    memcpy(p, other + i * es, vs);   /* a tie */
+                    memcpy(p, other + i * es, vs); /* a tie */
                 }
                 if (ik == 1) {
                     float f = (float)k;
@@ -287,7 +297,7 @@ static void probe_fill(unsigned t, char *v, int side, const char *other,
                     memcpy(p + vs, &n, 4);
                 }
             } else {
-                for (size_t b = 0; b < es; b++) {   /* integers */
+                for (size_t b = 0; b < es; b++) { /* integers */
                     p[b] = (char)(rnd(s) >> 32);
                 }
             }
@@ -312,13 +322,13 @@ static int accepts(MPI_Comm self, MPI_Datatype dt, unsigned op)
  * vectors, packed, are unpacked into dt's layout, reduced by the library
  * (MPI_Reduce_local) and packed again, and compared with dps_reduce's.
  */
-static int same_as_mpi(MPI_Comm self, MPI_Datatype dt, unsigned op,
-                       unsigned t, uint64_t seed)
+static int same_as_mpi(MPI_Comm self, MPI_Datatype dt, unsigned op, unsigned t,
+                       uint64_t seed)
 {
-    size_t es = dps_dtype_size(t), n = es * NPROBE;
+    size_t   es = dps_dtype_size(t), n = es * NPROBE;
     MPI_Aint lb, ext;
-    char *a = NULL, *b = NULL, *ma = NULL, *mb = NULL, *got = NULL;
-    int pos, ok = 0;
+    char    *a = NULL, *b = NULL, *ma = NULL, *mb = NULL, *got = NULL;
+    int      pos, ok = 0;
 
     if (PMPI_Type_get_extent(dt, &lb, &ext) != MPI_SUCCESS || lb != 0 ||
         ext < (MPI_Aint)es) {
@@ -369,7 +379,7 @@ static const char *probe(MPI_Comm self, rtype_t *e, unsigned formats,
                          unsigned *bad)
 {
     unsigned cand[2], n, i, op, accepted = 0, fmt_missing = 0, best = 0;
-    int size = 0;
+    int      size = 0;
 
     if (e->mpi == MPI_DATATYPE_NULL) {
         return "not defined by this MPI";
@@ -411,22 +421,21 @@ static const char *probe(MPI_Comm self, rtype_t *e, unsigned formats,
         return NULL;
     }
     *bad = accepted;
-    return n == 0 ? "no element type of its size"
-         : fmt_missing ? "its arithmetic is not computed by every agent"
-         : "this MPI's arithmetic on it is not reproduced";
+    return n == 0        ? "no element type of its size"
+           : fmt_missing ? "its arithmetic is not computed by every agent"
+                         : "this MPI's arithmetic on it is not reproduced";
 }
 
 void shim_rtypes_init(unsigned agent_formats)
 {
-    unsigned formats = dps_reduce_formats() & agent_formats, all = 0;
-    uint32_t mine[NTAB], lo[NTAB], hi[NTAB];
+    unsigned    formats = dps_reduce_formats() & agent_formats, all = 0;
+    uint32_t    mine[NTAB], lo[NTAB], hi[NTAB];
     const char *why[NTAB];
-    unsigned bad[NTAB];
-    MPI_Comm self = MPI_COMM_NULL;
-    size_t i;
+    unsigned    bad[NTAB];
+    MPI_Comm    self = MPI_COMM_NULL;
+    size_t      i;
 
-    PMPI_Allreduce(&formats, &all, 1, MPI_UNSIGNED, MPI_BAND,
-                   MPI_COMM_WORLD);
+    PMPI_Allreduce(&formats, &all, 1, MPI_UNSIGNED, MPI_BAND, MPI_COMM_WORLD);
     if (PMPI_Comm_dup(MPI_COMM_SELF, &self) != MPI_SUCCESS ||
         PMPI_Comm_set_errhandler(self, MPI_ERRORS_RETURN) != MPI_SUCCESS) {
         dps_warn("cannot probe the MPI library's reductions: none is "
@@ -438,7 +447,7 @@ void shim_rtypes_init(unsigned agent_formats)
         tab[i].ops = 0;
         bad[i] = 0;
         why[i] = self == MPI_COMM_NULL ? "no probe"
-                 : probe(self, &tab[i], all, &bad[i]);
+                                       : probe(self, &tab[i], all, &bad[i]);
         mine[i] = (uint32_t)tab[i].dtype << 16 | tab[i].ops;
     }
     if (self != MPI_COMM_NULL) {
@@ -446,10 +455,8 @@ void shim_rtypes_init(unsigned agent_formats)
     }
     /* Every rank decides alike: an entry found different anywhere goes
      * to stock MPI everywhere. */
-    PMPI_Allreduce(mine, lo, (int)NTAB, MPI_UINT32_T, MPI_MIN,
-                   MPI_COMM_WORLD);
-    PMPI_Allreduce(mine, hi, (int)NTAB, MPI_UINT32_T, MPI_MAX,
-                   MPI_COMM_WORLD);
+    PMPI_Allreduce(mine, lo, (int)NTAB, MPI_UINT32_T, MPI_MIN, MPI_COMM_WORLD);
+    PMPI_Allreduce(mine, hi, (int)NTAB, MPI_UINT32_T, MPI_MAX, MPI_COMM_WORLD);
     for (i = 0; i < NTAB; i++) {
         if (lo[i] != hi[i]) {
             tab[i].dtype = DPS_T_NONE;
@@ -457,7 +464,7 @@ void shim_rtypes_init(unsigned agent_formats)
             why[i] = "the ranks' MPI libraries differ on it";
         }
         if ((why[i] != NULL || bad[i] != 0) && shim.topo.world_rank == 0) {
-            char ops[120] = "";
+            char   ops[120] = "";
             size_t k = 0;
 
             for (unsigned op = 1; op < DPS_OP_COUNT && k < 100; op++) {
@@ -482,9 +489,9 @@ void shim_rtypes_init(unsigned agent_formats)
 /* The entry of dt, itself or the named type it stands for. */
 static const rtype_t *lookup(MPI_Datatype dt)
 {
-    int ni, na, nd, comb, size, cls;
+    int          ni, na, nd, comb, size, cls;
     MPI_Datatype named;
-    size_t i;
+    size_t       i;
 
     if (dt == MPI_DATATYPE_NULL) {
         return NULL;
@@ -497,9 +504,10 @@ static const rtype_t *lookup(MPI_Datatype dt)
     if (PMPI_Type_get_envelope(dt, &ni, &na, &nd, &comb) != MPI_SUCCESS) {
         return NULL;
     }
-    cls = comb == MPI_COMBINER_F90_INTEGER ? MPI_TYPECLASS_INTEGER
-        : comb == MPI_COMBINER_F90_REAL ? MPI_TYPECLASS_REAL
-        : comb == MPI_COMBINER_F90_COMPLEX ? MPI_TYPECLASS_COMPLEX : -1;
+    cls = comb == MPI_COMBINER_F90_INTEGER   ? MPI_TYPECLASS_INTEGER
+          : comb == MPI_COMBINER_F90_REAL    ? MPI_TYPECLASS_REAL
+          : comb == MPI_COMBINER_F90_COMPLEX ? MPI_TYPECLASS_COMPLEX
+                                             : -1;
     if (cls < 0 || PMPI_Type_size(dt, &size) != MPI_SUCCESS || size <= 0 ||
         PMPI_Type_match_size(cls, size, &named) != MPI_SUCCESS) {
         return NULL;
@@ -524,10 +532,10 @@ int shim_rtype(MPI_Datatype dt, unsigned op, unsigned *dtype)
         return SHIM_WHY_TYPE;
     }
     if (!(dps_class_ops(e->cls) & (1u << op))) {
-        return SHIM_WHY_OP;     /* not MPI's for the type: MPI says so */
+        return SHIM_WHY_OP; /* not MPI's for the type: MPI says so */
     }
     if (!(e->ops & (1u << op))) {
-        return SHIM_WHY_TYPE;   /* the library's, but not the agents' */
+        return SHIM_WHY_TYPE; /* the library's, but not the agents' */
     }
     *dtype = e->dtype;
     return 0;

@@ -18,7 +18,7 @@
 int shim_layout(MPI_Datatype dt, int count, shim_layout_t *l)
 {
     MPI_Aint lb, tlb, textent;
-    int size;
+    int      size;
 
     memset(l, 0, sizeof(*l));
     if (dt == MPI_DATATYPE_NULL || count < 0 ||
@@ -30,32 +30,32 @@ int shim_layout(MPI_Datatype dt, int count, shim_layout_t *l)
     l->size = (size_t)size;
     l->bytes = (size_t)size * (size_t)count;
     l->offset = tlb;
-    l->contig = (MPI_Aint)size == textent &&
-                (count <= 1 || l->extent == textent);
+    l->contig =
+        (MPI_Aint)size == textent && (count <= 1 || l->extent == textent);
     return 1;
 }
 
 /* ---- blocks to regions ------------------------------------------------ */
 
 /* Block i: its address, element count and type. */
-static void block(const shim_blocks_t *b, int i, const char **addr,
-                  int *count, MPI_Datatype *type)
+static void block(const shim_blocks_t *b, int i, const char **addr, int *count,
+                  MPI_Datatype *type)
 {
     MPI_Aint disp;
 
     *type = b->types != NULL ? b->types[i] : b->type;
     *count = b->counts != NULL ? b->counts[i] : b->count;
     if (b->adispls != NULL) {
-        disp = b->adispls[i];                      /* bytes */
+        disp = b->adispls[i]; /* bytes */
     } else if (b->displs == NULL) {
         disp = 0;
     } else if (b->types != NULL) {
-        disp = b->displs[i];                       /* bytes (w) */
+        disp = b->displs[i]; /* bytes (w) */
     } else {
         MPI_Aint lb, ext;
 
         PMPI_Type_get_extent(*type, &lb, &ext);
-        disp = (MPI_Aint)b->displs[i] * ext;       /* elements (v) */
+        disp = (MPI_Aint)b->displs[i] * ext; /* elements (v) */
     }
     *addr = (const char *)b->buf + disp;
 }
@@ -71,14 +71,14 @@ static int regions(const shim_blocks_t *b, uint64_t *cnt, uint64_t *off,
                    char **base, uint64_t *len, int *staged)
 {
     uintptr_t lo = UINTPTR_MAX, hi = 0;
-    uint64_t total = 0;
-    int i, contig = 1;
+    uint64_t  total = 0;
+    int       i, contig = 1;
 
     for (i = 0; i < b->n; i++) {
         shim_layout_t l;
-        const char *addr;
-        MPI_Datatype t;
-        int count;
+        const char   *addr;
+        MPI_Datatype  t;
+        int           count;
 
         block(b, i, &addr, &count, &t);
         if (!shim_layout(t, count, &l)) {
@@ -107,16 +107,16 @@ static int regions(const shim_blocks_t *b, uint64_t *cnt, uint64_t *off,
         *len = total;
         return MPI_SUCCESS;
     }
-    if (lo == UINTPTR_MAX) {   /* nothing at all */
+    if (lo == UINTPTR_MAX) { /* nothing at all */
         *base = NULL;
         *len = 0;
         return MPI_SUCCESS;
     }
     for (i = 0; i < b->n; i++) {
         shim_layout_t l;
-        const char *addr;
-        MPI_Datatype t;
-        int count;
+        const char   *addr;
+        MPI_Datatype  t;
+        int           count;
 
         block(b, i, &addr, &count, &t);
         shim_layout(t, count, &l);
@@ -137,8 +137,8 @@ static int pack_at(int unpack, const void *addr, int count, MPI_Datatype t,
                    void *packed, int size)
 {
     MPI_Datatype sh = MPI_DATATYPE_NULL;
-    MPI_Aint tlb = 0, text;
-    int pos = 0, rc;
+    MPI_Aint     tlb = 0, text;
+    int          pos = 0, rc;
 
     if (addr == NULL && count > 0) {
         MPI_Aint disp;
@@ -146,7 +146,8 @@ static int pack_at(int unpack, const void *addr, int count, MPI_Datatype t,
         PMPI_Type_get_true_extent(t, &tlb, &text);
         disp = -tlb;
         if (PMPI_Type_create_hindexed(1, &count, &disp, t, &sh) !=
-            MPI_SUCCESS || PMPI_Type_commit(&sh) != MPI_SUCCESS) {
+                MPI_SUCCESS ||
+            PMPI_Type_commit(&sh) != MPI_SUCCESS) {
             return MPI_ERR_INTERN;
         }
         addr = (const char *)addr + tlb;
@@ -155,31 +156,29 @@ static int pack_at(int unpack, const void *addr, int count, MPI_Datatype t,
     }
     rc = unpack ? PMPI_Unpack(packed, size, &pos, (void *)addr, count, t,
                               MPI_COMM_SELF)
-                : PMPI_Pack(addr, count, t, packed, size, &pos,
-                            MPI_COMM_SELF);
+                : PMPI_Pack(addr, count, t, packed, size, &pos, MPI_COMM_SELF);
     if (sh != MPI_DATATYPE_NULL) {
         PMPI_Type_free(&sh);
     }
     return rc == MPI_SUCCESS && pos == size ? MPI_SUCCESS : MPI_ERR_INTERN;
 }
 
-static shim_scatter_t *scatter_map(const shim_blocks_t *b,
-                                   const uint64_t *cnt, const uint64_t *off,
-                                   char *base, uint64_t len,
-                                   shim_keep_t *kp, int side);
+static shim_scatter_t *scatter_map(const shim_blocks_t *b, const uint64_t *cnt,
+                                   const uint64_t *off, char *base,
+                                   uint64_t len, shim_keep_t *kp, int side);
 
 int shim_place_send(shim_call_t *k, const shim_blocks_t *b, uint64_t *cnt,
                     uint64_t *off)
 {
-    char *base, *out;
+    char    *base, *out;
     uint64_t len;
-    int staged, i;
+    int      staged, i;
 
     if (regions(b, cnt, off, &base, &len, &staged) != MPI_SUCCESS) {
         return MPI_ERR_TYPE;
     }
     for (i = 0; i < b->n; i++) {
-        k->bytes += cnt[i];   /* the statistics: data sent */
+        k->bytes += cnt[i]; /* the statistics: data sent */
     }
     if (!staged) {
         k->buf[0] = base;
@@ -189,7 +188,7 @@ int shim_place_send(shim_call_t *k, const shim_blocks_t *b, uint64_t *cnt,
     if (k->gather_ok && !b->copy && len > 0 && k->owned == NULL &&
         k->gather == NULL &&
         (k->gather = scatter_map(b, cnt, off, NULL, len, k->keep, 0)) !=
-        NULL) {
+            NULL) {
         /* Read in place by the engines: no copy here. */
         k->buf[0] = k->gather->seg;
         k->len[0] = len;
@@ -200,17 +199,16 @@ int shim_place_send(shim_call_t *k, const shim_blocks_t *b, uint64_t *cnt,
         return MPI_ERR_NO_MEM;
     }
     for (i = 0; i < b->n; i++) {
-        const char *addr;
+        const char  *addr;
         MPI_Datatype t;
-        int count;
+        int          count;
 
         block(b, i, &addr, &count, &t);
         if (cnt[i] == 0) {
             continue;
         }
-        if (cnt[i] > INT32_MAX ||
-            pack_at(0, addr, count, t, out + off[i], (int)cnt[i]) !=
-            MPI_SUCCESS) {
+        if (cnt[i] > INT32_MAX || pack_at(0, addr, count, t, out + off[i],
+                                          (int)cnt[i]) != MPI_SUCCESS) {
             dps_error("cannot pack %llu bytes of a datatype",
                       (unsigned long long)cnt[i]);
             free(out);
@@ -225,8 +223,7 @@ int shim_place_send(shim_call_t *k, const shim_blocks_t *b, uint64_t *cnt,
 
 /* The index of t among u's types, added (duplicated) if new; -1 when MPI
  * refuses. */
-static int type_index(shim_unpack_t *u, MPI_Datatype orig,
-                      MPI_Datatype *origs)
+static int type_index(shim_unpack_t *u, MPI_Datatype orig, MPI_Datatype *origs)
 {
     int i;
 
@@ -265,17 +262,15 @@ static int type_index(shim_unpack_t *u, MPI_Datatype orig,
 #define SCATTER_MIN_SEG 256
 
 static shim_scatter_t *scatter_build(const shim_blocks_t *b,
-                                     const uint64_t *cnt,
-                                     const uint64_t *off, char *base,
-                                     uint64_t len, size_t max);
+                                     const uint64_t *cnt, const uint64_t *off,
+                                     char *base, uint64_t len, size_t max);
 
-static shim_scatter_t *scatter_map(const shim_blocks_t *b,
-                                   const uint64_t *cnt, const uint64_t *off,
-                                   char *base, uint64_t len,
-                                   shim_keep_t *kp, int side)
+static shim_scatter_t *scatter_map(const shim_blocks_t *b, const uint64_t *cnt,
+                                   const uint64_t *off, char *base,
+                                   uint64_t len, shim_keep_t *kp, int side)
 {
     shim_scatter_t *m;
-    size_t max = len / SCATTER_MIN_SEG + 64;
+    size_t          max = len / SCATTER_MIN_SEG + 64;
 
     if (kp != NULL && kp->len[side] == len &&
         (kp->seg[side] != NULL || kp->none[side])) {
@@ -307,9 +302,8 @@ static shim_scatter_t *scatter_map(const shim_blocks_t *b,
 }
 
 static shim_scatter_t *scatter_build(const shim_blocks_t *b,
-                                     const uint64_t *cnt,
-                                     const uint64_t *off, char *base,
-                                     uint64_t len, size_t max)
+                                     const uint64_t *cnt, const uint64_t *off,
+                                     char *base, uint64_t len, size_t max)
 {
     shim_scatter_t *m = calloc(1, sizeof(*m));
 
@@ -318,10 +312,10 @@ static shim_scatter_t *scatter_build(const shim_blocks_t *b,
     }
     max = max < SHIM_FLAT_MAX ? max : SHIM_FLAT_MAX;
     for (int i = 0; i < b->n; i++) {
-        const char *addr;
+        const char  *addr;
         MPI_Datatype t;
-        int count;
-        uint64_t at = off[i];
+        int          count;
+        uint64_t     at = off[i];
 
         if (cnt[i] == 0) {
             continue;
@@ -344,7 +338,7 @@ static int unpack_blocks(shim_unpack_t *u, const shim_blocks_t *b,
                          const uint64_t *cnt, const uint64_t *off)
 {
     MPI_Datatype *origs;
-    int i;
+    int           i;
 
     u->blk = calloc((size_t)b->n + 1, sizeof(*u->blk));
     u->types = calloc((size_t)b->n + 1, sizeof(MPI_Datatype));
@@ -354,9 +348,9 @@ static int unpack_blocks(shim_unpack_t *u, const shim_blocks_t *b,
         return MPI_ERR_NO_MEM;
     }
     for (i = 0; i < b->n; i++) {
-        const char *addr;
+        const char  *addr;
         MPI_Datatype t;
-        int count, ti;
+        int          count, ti;
 
         block(b, i, &addr, &count, &t);
         if (cnt[i] == 0) {
@@ -381,9 +375,9 @@ int shim_place_recv(shim_call_t *k, const shim_blocks_t *b, uint64_t *cnt,
                     uint64_t *off)
 {
     shim_unpack_t *u = &k->unpack;
-    char *base;
-    uint64_t len;
-    int staged, rc;
+    char          *base;
+    uint64_t       len;
+    int            staged, rc;
 
     if (regions(b, cnt, off, &base, &len, &staged) != MPI_SUCCESS) {
         return MPI_ERR_TYPE;
@@ -400,8 +394,8 @@ int shim_place_recv(shim_call_t *k, const shim_blocks_t *b, uint64_t *cnt,
     if (len > 0) {
         u->scat = scatter_map(b, cnt, off, u->from, len, k->keep, 1);
     }
-    if (u->scat == NULL && (rc = unpack_blocks(u, b, cnt, off)) !=
-        MPI_SUCCESS) {
+    if (u->scat == NULL &&
+        (rc = unpack_blocks(u, b, cnt, off)) != MPI_SUCCESS) {
         return rc;
     }
     k->buf[1] = u->from;
@@ -420,7 +414,7 @@ int shim_unpack_run(shim_unpack_t *u)
     }
     for (i = 0; i < u->nblk && rc == MPI_SUCCESS; i++) {
         const shim_unpack_blk_t *b = &u->blk[i];
-        int size;
+        int                      size;
 
         PMPI_Type_size(u->types[b->type], &size);
         rc = pack_at(1, b->to, b->count, u->types[b->type], u->from + b->off,

@@ -15,11 +15,11 @@
 
 /* How count elements of a datatype lie in memory. */
 typedef struct shim_layout {
-    size_t   bytes;        /* data bytes: type size x count */
-    size_t   size;         /* of one element */
-    int      contig;       /* back to back, no gaps */
-    MPI_Aint offset;       /* of the first byte from the buffer (true lb) */
-    MPI_Aint extent;       /* of one element */
+    size_t   bytes;  /* data bytes: type size x count */
+    size_t   size;   /* of one element */
+    int      contig; /* back to back, no gaps */
+    MPI_Aint offset; /* of the first byte from the buffer (true lb) */
+    MPI_Aint extent; /* of one element */
 } shim_layout_t;
 
 /* The layout of (dt, count): 1, or 0 when the arguments are such that the

@@ -60,7 +60,7 @@ void fo_comm_finished(shim_comm_t *c, uint32_t seq)
 fo_entry_t *fo_entry_add(fo_entry_t **v, int *n, int *cap)
 {
     if (*n == *cap) {
-        int ncap = *cap ? 2 * *cap : 16;
+        int         ncap = *cap ? 2 * *cap : 16;
         fo_entry_t *nv = realloc(*v, sizeof(**v) * (size_t)ncap);
 
         if (nv == NULL) {
@@ -73,15 +73,14 @@ fo_entry_t *fo_entry_add(fo_entry_t **v, int *n, int *cap)
     return &(*v)[(*n)++];
 }
 
-void fo_comm_entries(const shim_comm_t *c, fo_entry_t **v, int *n,
-                     int *cap)
+void fo_comm_entries(const shim_comm_t *c, fo_entry_t **v, int *n, int *cap)
 {
-    uint32_t low = lowest_unfinished(c);
+    uint32_t    low = lowest_unfinished(c);
     fo_entry_t *e;
-    unsigned i;
+    unsigned    i;
 
     if (!c->id_known) {
-        return;   /* nothing was sent to an agent */
+        return; /* nothing was sent to an agent */
     }
     if (low > 0) {
         e = fo_entry_add(v, n, cap);
@@ -136,9 +135,9 @@ int fo_agreed(uint64_t id, uint32_t seq, int fin)
         e--;
     }
     for (; e < fo.all + fo.nall && e->id == id; e++) {
-        if (fin ? (e->kind == FO_FIN_BELOW ? seq < e->seq
-                                          : e->kind == FO_FIN_ONE &&
-                                            seq == e->seq)
+        if (fin ? (e->kind == FO_FIN_BELOW
+                       ? seq < e->seq
+                       : e->kind == FO_FIN_ONE && seq == e->seq)
                 : e->kind == FO_POSTED_BELOW && seq < e->seq) {
             return 1;
         }
@@ -149,7 +148,7 @@ int fo_agreed(uint64_t id, uint32_t seq, int fin)
 uint64_t fo_posted_max(uint64_t id)
 {
     fo_entry_t key = {id, 0, 0}, *e;
-    uint64_t m = 0;
+    uint64_t   m = 0;
 
     e = bsearch(&key, fo.all, (size_t)fo.nall, sizeof(key), fo_entry_cmp);
     if (e == NULL) {

@@ -118,10 +118,10 @@ static void send_notices(void)
 static void stop_our_agent(void)
 {
     double deadline = dps_now() + shim.cfg.agent_timeout;
-    int status;
+    int    status;
 
     if (shim.chan.listen_agent && shim.chan.parent_fd >= 0) {
-        close(shim.chan.parent_fd);   /* the agent exits when it sees EOF */
+        close(shim.chan.parent_fd); /* the agent exits when it sees EOF */
         shim.chan.parent_fd = -1;
     }
     if (shim.chan.agent_pid <= 0) {
@@ -146,9 +146,9 @@ static void stop_our_agent(void)
  * which): tell the others, stop our agent, and begin the agreement. */
 static void fo_start(void)
 {
-    const char *why = shim.fo.why;
+    const char  *why = shim.fo.why;
     shim_comm_t *c;
-    shim_op_t *op, *tmp;
+    shim_op_t   *op, *tmp;
 
     if (shim.fo.state != SHIM_FO_NONE || !shim.active) {
         return;
@@ -171,7 +171,8 @@ static void fo_start(void)
     shim.chan.agent_dead = 1;
     shim.fo.state = SHIM_FO_COUNTS;
     /* No COMPLETE is taken from here on. */
-    HASH_ITER(hh_token, shim.by_token, op, tmp) {
+    HASH_ITER(hh_token, shim.by_token, op, tmp)
+    {
         HASH_DELETE(hh_token, shim.by_token, op);
     }
     /* Said once by each rank that saw it; the others follow quietly. */
@@ -180,7 +181,8 @@ static void fo_start(void)
     } else {
         dps_error("%s: offload is off; pending collectives (%u) are "
                   "redone by stock MPI or fail, later ones run on stock "
-                  "MPI", why, shim.live);
+                  "MPI",
+                  why, shim.live);
     }
     {
         int cap = 0;
@@ -262,15 +264,16 @@ static void notice_taken(int expected)
     fo.recv_buf[FO_WHY_LEN - 1] = '\0';
     if (shim.fo.state == SHIM_FO_NONE) {
         shim_fo_notice(SHIM_FO_REPORTED, "rank %d reports: %.600s", from,
-                       strncmp(fo.recv_buf, "rank ", 5) == 0 ?
-                       strstr(fo.recv_buf, ": ") ? strstr(fo.recv_buf, ": ") + 2
-                                                 : fo.recv_buf
-                       : fo.recv_buf);
+                       strncmp(fo.recv_buf, "rank ", 5) == 0
+                           ? strstr(fo.recv_buf, ": ")
+                                 ? strstr(fo.recv_buf, ": ") + 2
+                                 : fo.recv_buf
+                           : fo.recv_buf);
     }
     fo.recv_req = MPI_REQUEST_NULL;
     if (fo.received < expected) {
-        PMPI_Irecv(fo.recv_buf, FO_WHY_LEN, MPI_CHAR, MPI_ANY_SOURCE,
-                   FO_TAG, shim.fo.ctrl, &fo.recv_req);
+        PMPI_Irecv(fo.recv_buf, FO_WHY_LEN, MPI_CHAR, MPI_ANY_SOURCE, FO_TAG,
+                   shim.fo.ctrl, &fo.recv_req);
     }
 }
 
@@ -291,7 +294,8 @@ void shim_fo_progress(void)
 {
     /* Every watched MPI call comes here: while nothing has failed, look
      * for notices only every FO_POLL_SEC, at the cost of a clock read. */
-    if (shim.fo.state == SHIM_FO_NONE && shim_fo_noticed() == SHIM_FO_NO_CAUSE) {
+    if (shim.fo.state == SHIM_FO_NONE &&
+        shim_fo_noticed() == SHIM_FO_NO_CAUSE) {
         double now = dps_now();
 
         if (now < fo.next_poll) {
@@ -303,7 +307,8 @@ void shim_fo_progress(void)
         return;
     }
     poll_notices();
-    if (shim.fo.state == SHIM_FO_NONE && shim_fo_noticed() != SHIM_FO_NO_CAUSE) {
+    if (shim.fo.state == SHIM_FO_NONE &&
+        shim_fo_noticed() != SHIM_FO_NO_CAUSE) {
         fo_start();
     }
     if (shim.fo.state == SHIM_FO_COUNTS || shim.fo.state == SHIM_FO_ENTRIES) {
@@ -329,12 +334,13 @@ void shim_fo_settle(void)
         if (shim.agreeing != NULL) {
             shim_comm_progress();
         }
-        shim_fo_progress();   /* gives up at the takeover's deadline */
+        shim_fo_progress(); /* gives up at the takeover's deadline */
         if (shim.fo.state == SHIM_FO_DECIDED && fo.all_started) {
             break;
         }
-        if (shim.fo.state == SHIM_FO_NONE && shim_fo_noticed() == SHIM_FO_NO_CAUSE) {
-            break;            /* nothing known here after all */
+        if (shim.fo.state == SHIM_FO_NONE &&
+            shim_fo_noticed() == SHIM_FO_NO_CAUSE) {
+            break; /* nothing known here after all */
         }
         usleep(20);
     }
@@ -352,7 +358,7 @@ void shim_fo_settle(void)
 void shim_fo_fini(void)
 {
     MPI_Request bar;
-    int flag = 0, senders = 0;
+    int         flag = 0, senders = 0;
 
     if (shim.fo.ctrl == MPI_COMM_NULL) {
         return;
@@ -375,7 +381,8 @@ void shim_fo_fini(void)
         PMPI_Cancel(&fo.recv_req);
         PMPI_Wait(&fo.recv_req, MPI_STATUS_IGNORE);
     }
-    if (shim.fo.state == SHIM_FO_NONE && shim_fo_noticed() != SHIM_FO_NO_CAUSE) {
+    if (shim.fo.state == SHIM_FO_NONE &&
+        shim_fo_noticed() != SHIM_FO_NO_CAUSE) {
         fo_start();
     }
     while (shim.fo.state == SHIM_FO_COUNTS ||
@@ -430,8 +437,8 @@ int shim_fo_direct(shim_comm_t *c, uint32_t seq, int coll, MPI_Comm *use)
 
     wait_decided(c);
     pthread_mutex_lock(&shim.lock);
-    direct = seq >= fo_posted_max(c->id) &&
-             fo_stock_comm(c, seq, coll, use, 1);
+    direct =
+        seq >= fo_posted_max(c->id) && fo_stock_comm(c, seq, coll, use, 1);
     if (direct) {
         shim.stat.coll[coll][SHIM_STAT_AFTER]++;
     }

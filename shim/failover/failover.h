@@ -17,7 +17,7 @@
  * notice receive, and core's hooks (shim_hooks: progress, finished,
  * dropped), which are set even if the rest fails. DPS_OK, or an error:
  * the takeover cannot happen then. */
-int  shim_fo_init(void);
+int shim_fo_init(void);
 
 /* Before a blocking call the takeover cannot reach into: drive a known
  * takeover until this rank's pending collectives run on stock MPI (or
@@ -35,6 +35,6 @@ void shim_fo_fini(void);
 /* After a failure, a new instance seq on c: 1 to run it on stock MPI on
  * *use (c's twin, or c itself) at once, or 0 to queue it (shim_op_start)
  * until it can run, or fail with an error. */
-int  shim_fo_direct(shim_comm_t *c, uint32_t seq, int coll, MPI_Comm *use);
+int shim_fo_direct(shim_comm_t *c, uint32_t seq, int coll, MPI_Comm *use);
 
 #endif

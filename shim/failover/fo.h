@@ -11,35 +11,37 @@
 
 #include "shim/failover/failover.h"
 
-#define FO_TAG 4242
-#define FO_POLL_SEC 50e-6   /* between looks for notices, all being well */
-#define FO_WHY_LEN 700      /* a notice: what its sender saw (shim.fo.why) */
+#define FO_TAG      4242
+#define FO_POLL_SEC 50e-6 /* between looks for notices, all being well */
+#define FO_WHY_LEN  700   /* a notice: what its sender saw (shim.fo.why) */
 
-enum { FO_FIN_ONE,        /* seq finished */
-       FO_FIN_BELOW,      /* every seq below seq finished */
-       FO_POSTED_BELOW }; /* every seq below seq may be on an agent */
+enum {
+    FO_FIN_ONE,   /* seq finished */
+    FO_FIN_BELOW, /* every seq below seq finished */
+    FO_POSTED_BELOW
+}; /* every seq below seq may be on an agent */
 
 typedef struct fo_entry {
     uint64_t id;
-    uint64_t kind;      /* FO_* above */
+    uint64_t kind; /* FO_* above */
     uint64_t seq;
 } fo_entry_t;
 
 typedef struct {
     /* notices */
-    MPI_Request recv_req;
-    char        recv_buf[FO_WHY_LEN];
-    MPI_Status  recv_st;
-    int         received;       /* notices taken in */
+    MPI_Request    recv_req;
+    char           recv_buf[FO_WHY_LEN];
+    MPI_Status     recv_st;
+    int            received;    /* notices taken in */
     unsigned char *heard;       /* world_size: a notice came from rank */
-    int         sent;           /* we sent ours */
-    MPI_Request *send_reqs;     /* world_size - 1 */
-    char        *send_buf;      /* FO_WHY_LEN: what we saw */
-    int         quiet;          /* Finalize: send no more notices */
-    int         settled;        /* ops pending at the failure all ended */
-    int         all_started;    /* ... all started on stock MPI or ended */
+    int            sent;        /* we sent ours */
+    MPI_Request   *send_reqs;   /* world_size - 1 */
+    char          *send_buf;    /* FO_WHY_LEN: what we saw */
+    int            quiet;       /* Finalize: send no more notices */
+    int            settled;     /* ops pending at the failure all ended */
+    int            all_started; /* ... all started on stock MPI or ended */
     /* agreement */
-    fo_entry_t *mine, *all;     /* local entries; everyone's, sorted */
+    fo_entry_t *mine, *all; /* local entries; everyone's, sorted */
     int         nmine, nall;
     int        *counts, *displs;
     MPI_Request req;
@@ -47,10 +49,10 @@ typedef struct {
     fo_entry_t *freed;
     int         nfreed, freed_cap;
     double      started;
-    double      next_poll;      /* see shim_fo_progress */
+    double      next_poll; /* see shim_fo_progress */
 } fo_state_t;
 
-extern fo_state_t fo;   /* failover/entries.c */
+extern fo_state_t fo; /* failover/entries.c */
 
 /* Is c ready for stock MPI: agreement done, id known? */
 static inline int fo_comm_ready(const shim_comm_t *c)
@@ -76,8 +78,7 @@ fo_entry_t *fo_entry_add(fo_entry_t **v, int *n, int *cap);
 
 /* Append c's entries to *v: what it finished, and below which seq it may
  * have posted to an agent (lock held). */
-void fo_comm_entries(const shim_comm_t *c, fo_entry_t **v, int *n,
-                     int *cap);
+void fo_comm_entries(const shim_comm_t *c, fo_entry_t **v, int *n, int *cap);
 
 /* Orders entries by communicator id (bsearch, qsort). */
 int fo_entry_cmp(const void *a, const void *b);

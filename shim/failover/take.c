@@ -34,7 +34,7 @@ int fo_stock_comm(shim_comm_t *c, uint32_t seq, int coll, MPI_Comm *use,
         why = "it may have gone to an agent, and the communicator was made "
               "by a call the shim does not see (no twin to redo it on)";
     } else if (c->comm != MPI_COMM_NULL) {
-        *use = c->comm;   /* no rank offloaded it: the communicator's own */
+        *use = c->comm; /* no rank offloaded it: the communicator's own */
         return 1;
     } else {
         why = "its communicator is freed";
@@ -80,12 +80,12 @@ static int redo_tag(const shim_comm_t *c, uint32_t seq)
 static int take_one(shim_op_t *op)
 {
     shim_comm_t *c = op->comm;
-    int coll = op->call.stat;
-    MPI_Comm use;
+    int          coll = op->call.stat;
+    MPI_Comm     use;
 
     op->taken = 1;
     if (op->call.error) {
-        return MPI_ERR_ARG;   /* this rank's own arguments were wrong */
+        return MPI_ERR_ARG; /* this rank's own arguments were wrong */
     }
     if (!fo_stock_comm(c, op->call.seq, coll, &use, 0)) {
         return MPI_ERR_OTHER;
@@ -95,7 +95,8 @@ static int take_one(shim_op_t *op)
          * its own receives: only a twin is safe. */
         dps_error("%s #%u on communicator %#llx fails: the communicator "
                   "was made by a call the shim does not see (no twin to "
-                  "redo it on)", dps_coll_short(coll), op->call.seq,
+                  "redo it on)",
+                  dps_coll_short(coll), op->call.seq,
                   (unsigned long long)c->id);
         shim.stat.coll[coll][SHIM_STAT_FAILED]++;
         return MPI_ERR_OTHER;
@@ -137,9 +138,9 @@ static void finish(shim_op_t *op, int error)
  * whether the ops pending at the failure are all started, or all ended. */
 void fo_drive_ops(void)
 {
-    int unstarted = 0, unended = 0;
+    int          unstarted = 0, unended = 0;
     shim_comm_t *c;
-    shim_op_t *op;
+    shim_op_t   *op;
 
     pthread_mutex_lock(&shim.lock);
     for (c = shim.comms; c != NULL; c = c->next_all) {
@@ -156,7 +157,7 @@ void fo_drive_ops(void)
                     ready = fo_comm_ready(c);
                 }
                 if (!ready) {
-                    break;   /* in seq order: later ones wait too */
+                    break; /* in seq order: later ones wait too */
                 }
                 rc = take_one(op);
                 if (rc != MPI_SUCCESS) {
@@ -190,7 +191,7 @@ static void ranks_text(char *buf, size_t len, const unsigned char *in,
                        int want)
 {
     size_t o = 0;
-    int i, n = 0;
+    int    i, n = 0;
 
     buf[0] = '\0';
     for (i = 0; i < shim.topo.world_size && o < len; i++) {
@@ -198,8 +199,8 @@ static void ranks_text(char *buf, size_t len, const unsigned char *in,
             continue;
         }
         if (++n <= 8) {
-            o += (size_t)snprintf(buf + o, len - o, "%s%d",
-                                  n == 1 ? "" : ", ", i);
+            o += (size_t)snprintf(buf + o, len - o, "%s%d", n == 1 ? "" : ", ",
+                                  i);
         }
     }
     if (n > 8 && o < len) {
@@ -211,10 +212,10 @@ static void ranks_text(char *buf, size_t len, const unsigned char *in,
  * the ops pending at the failure that have not ended here (lock held). */
 static void pending_text(char *buf, size_t len)
 {
-    size_t o = 0;
+    size_t       o = 0;
     shim_comm_t *c;
-    shim_op_t *op;
-    int n = 0;
+    shim_op_t   *op;
+    int          n = 0;
 
     buf[0] = '\0';
     for (c = shim.comms; c != NULL; c = c->next_all) {
@@ -231,14 +232,11 @@ static void pending_text(char *buf, size_t len)
                          (unsigned long long)c->id);
             }
             n++;
-            o += (size_t)snprintf(buf + o, len - o,
-                                  "%s%s #%u on %s (%llu bytes sent)%s",
-                                  n == 1 ? "" : ", ",
-                                  dps_coll_short(op->call.stat),
-                                  op->call.seq, cname,
-                                  (unsigned long long)op->call.len[0],
-                                  op->taken ? ", started on stock MPI"
-                                            : "");
+            o += (size_t)snprintf(
+                buf + o, len - o, "%s%s #%u on %s (%llu bytes sent)%s",
+                n == 1 ? "" : ", ", dps_coll_short(op->call.stat),
+                op->call.seq, cname, (unsigned long long)op->call.len[0],
+                op->taken ? ", started on stock MPI" : "");
         }
     }
     if (n == 0) {
@@ -261,20 +259,23 @@ void fo_give_up(void)
     pending_text(what, sizeof(what));
     pthread_mutex_unlock(&shim.lock);
     if (shim.fo.state != SHIM_FO_DECIDED) {
-        snprintf(why, sizeof(why), "rank%s %s never joined it (blocked in "
+        snprintf(why, sizeof(why),
+                 "rank%s %s never joined it (blocked in "
                  "an MPI call such as a blocking collective, or not "
-                 "calling MPI)", strchr(who, ',') ? "s" : "", who);
+                 "calling MPI)",
+                 strchr(who, ',') ? "s" : "", who);
     } else {
-        snprintf(why, sizeof(why), "the collectives it redoes on stock "
+        snprintf(why, sizeof(why),
+                 "the collectives it redoes on stock "
                  "MPI did not end: a rank they need has not started them "
                  "(blocked in an MPI call such as a blocking collective, "
                  "or not calling MPI)");
     }
     dps_error("%s; stock MPI could not take over within %u s "
               "(DPUSHIM_AGENT_TIMEOUT): %s. Collectives that cannot be "
-              "recovered: %s. Aborting the job", shim.fo.why,
-              shim.cfg.agent_timeout, why, what);
+              "recovered: %s. Aborting the job",
+              shim.fo.why, shim.cfg.agent_timeout, why, what);
     fflush(stderr);
-    usleep(300000);   /* let the launcher forward it (Hydra drops it) */
+    usleep(300000); /* let the launcher forward it (Hydra drops it) */
     PMPI_Abort(MPI_COMM_WORLD, 1);
 }

@@ -69,17 +69,17 @@ static inline void started(int rc, const MPI_Request *r, MPI_Fint *req,
  * mpi_NAME_, mpi_NAME__, mpi_NAME and MPI_UPPER (mpif.h and `use mpi`
  * under each compiler's mangling) are its aliases.
  */
-#define FORTRAN(name, upper, params)                                       \
-    SHIM_API void ompi_##name##_f params __attribute__((alias("f_" #name)));\
-    SHIM_API void mpi_##name##_ params __attribute__((alias("f_" #name))); \
-    SHIM_API void mpi_##name##__ params __attribute__((alias("f_" #name)));\
-    SHIM_API void mpi_##name params __attribute__((alias("f_" #name)));   \
+#define FORTRAN(name, upper, params)                                         \
+    SHIM_API void ompi_##name##_f params __attribute__((alias("f_" #name))); \
+    SHIM_API void mpi_##name##_ params __attribute__((alias("f_" #name)));   \
+    SHIM_API void mpi_##name##__ params __attribute__((alias("f_" #name)));  \
+    SHIM_API void mpi_##name params __attribute__((alias("f_" #name)));      \
     SHIM_API void MPI_##upper params __attribute__((alias("f_" #name)))
 
 /* Open MPI's mpi_f08 reaches the tests and MPI_Request_get_status through
  * the Fortran profiling names (pmpi_test_ ...): those too. */
-#define FORTRAN_P(name, upper, params)                                     \
-    FORTRAN(name, upper, params);                                          \
+#define FORTRAN_P(name, upper, params) \
+    FORTRAN(name, upper, params);      \
     SHIM_API void pmpi_##name##_ params __attribute__((alias("f_" #name)))
 
 #endif

@@ -23,7 +23,7 @@ _Static_assert(sizeof(MPI_F08_status) == sizeof(MPI_Status), "status");
 
 static void fset(MPI_Fint *ierr, int rc)
 {
-    if (ierr != NULL) {   /* optional */
+    if (ierr != NULL) { /* optional */
         *ierr = rc;
     }
 }
@@ -59,8 +59,7 @@ SHIM_API void mpi_finalize_f08_(MPI_Fint *ierr)
 }
 
 /* The two collectives without a buffer call PMPI_ too. */
-SHIM_API void mpi_ibarrier_f08_(MPI_Fint *comm, MPI_Fint *req,
-                                MPI_Fint *ierr)
+SHIM_API void mpi_ibarrier_f08_(MPI_Fint *comm, MPI_Fint *req, MPI_Fint *ierr)
 {
     fset(ierr, MPI_Ibarrier((MPI_Comm)*comm, REQS(req)));
 }
@@ -68,18 +67,16 @@ SHIM_API void mpi_ibarrier_f08_(MPI_Fint *comm, MPI_Fint *req,
 SHIM_API void mpi_barrier_init_f08_(MPI_Fint *comm, MPI_Fint *info,
                                     MPI_Fint *req, MPI_Fint *ierr)
 {
-    fset(ierr, MPI_Barrier_init((MPI_Comm)*comm, (MPI_Info)*info,
-                                REQS(req)));
+    fset(ierr, MPI_Barrier_init((MPI_Comm)*comm, (MPI_Info)*info, REQS(req)));
 }
 
-SHIM_API void mpi_wait_f08_(MPI_Fint *req, MPI_F08_status *st,
-                            MPI_Fint *ierr)
+SHIM_API void mpi_wait_f08_(MPI_Fint *req, MPI_F08_status *st, MPI_Fint *ierr)
 {
     fset(ierr, MPI_Wait(REQS(req), st_c(st)));
 }
 
-SHIM_API void mpi_test_f08_(MPI_Fint *req, MPI_Fint *flag,
-                            MPI_F08_status *st, MPI_Fint *ierr)
+SHIM_API void mpi_test_f08_(MPI_Fint *req, MPI_Fint *flag, MPI_F08_status *st,
+                            MPI_Fint *ierr)
 {
     fset(ierr, MPI_Test(REQS(req), flag, st_c(st)));
 }
@@ -114,13 +111,14 @@ static const char *const f08_names[F_NCALLS] = {
 
 static struct {
     pthread_once_t once;
-    int            add[F_NCALLS];     /* to a C index */
-    int            undef[F_NCALLS];   /* for MPI_UNDEFINED */
-} fb = {PTHREAD_ONCE_INIT, {1, 1, 1, 1},
+    int            add[F_NCALLS];   /* to a C index */
+    int            undef[F_NCALLS]; /* for MPI_UNDEFINED */
+} fb = {PTHREAD_ONCE_INIT,
+        {1, 1, 1, 1},
         {MPI_UNDEFINED, MPI_UNDEFINED, MPI_UNDEFINED, MPI_UNDEFINED}};
 
-typedef void (*waitany_t)(MPI_Fint *, MPI_Fint *, MPI_Fint *,
-                          MPI_F08_status *, MPI_Fint *);
+typedef void (*waitany_t)(MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_F08_status *,
+                          MPI_Fint *);
 typedef void (*testany_t)(MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *,
                           MPI_F08_status *, MPI_Fint *);
 typedef void (*some_t)(MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *,
@@ -131,10 +129,10 @@ typedef void (*some_t)(MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *,
  * be asked. */
 static int f08_ask(int c, void *fn, int finished)
 {
-    MPI_Fint reqs[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
-    MPI_Fint n = 2, idx[2] = {-1, -1}, flag = 0, out = 0, ierr = -1;
+    MPI_Fint       reqs[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+    MPI_Fint       n = 2, idx[2] = {-1, -1}, flag = 0, out = 0, ierr = -1;
     MPI_F08_status sts[2];
-    MPI_Request r;
+    MPI_Request    r;
 
     if (finished) {
         if (shim_fprobe_req(&r) != MPI_SUCCESS) {
@@ -149,7 +147,7 @@ static int f08_ask(int c, void *fn, int finished)
     } else {
         ((some_t)fn)(&n, reqs, &out, idx, sts, &ierr);
     }
-    if (reqs[1] != MPI_REQUEST_NULL) {    /* it did not complete it */
+    if (reqs[1] != MPI_REQUEST_NULL) { /* it did not complete it */
         r = (MPI_Request)reqs[1];
         PMPI_Wait(&r, MPI_STATUS_IGNORE);
         return -1;
@@ -161,10 +159,10 @@ static void f08_bases(void)
 {
     for (int c = 0; c < F_NCALLS; c++) {
         void *fn = dlsym(RTLD_NEXT, f08_names[c]);
-        int one, none;
+        int   one, none;
 
         if (fn == NULL || (one = f08_ask(c, fn, 1)) < 0) {
-            continue;                     /* as MPI says */
+            continue; /* as MPI says */
         }
         none = c == F_WAITANY || c == F_TESTANY ? f08_ask(c, fn, 0)
                                                 : MPI_UNDEFINED;
@@ -238,8 +236,7 @@ SHIM_API void mpi_testsome_f08_(MPI_Fint *n, MPI_Fint *reqs, MPI_Fint *out,
 }
 
 SHIM_API void mpi_request_get_status_f08_(MPI_Fint *req, MPI_Fint *flag,
-                                          MPI_F08_status *st,
-                                          MPI_Fint *ierr)
+                                          MPI_F08_status *st, MPI_Fint *ierr)
 {
     fset(ierr, MPI_Request_get_status(*REQS(req), flag, st_c(st)));
 }
@@ -258,6 +255,5 @@ SHIM_API void mpi_startall_f08_(MPI_Fint *n, MPI_Fint *reqs, MPI_Fint *ierr)
 {
     fset(ierr, MPI_Startall(*n, REQS(reqs)));
 }
-
 
 #endif /* MPICH */

@@ -30,8 +30,8 @@ static void fs_load(const void **v, const char *base)
     snprintf(n, sizeof(n), "%s__", base);
     v[2] = dlsym(RTLD_DEFAULT, n);
     for (size_t i = 0; i < strlen(base) && i < sizeof(n) - 1; i++) {
-        n[i] = (char)(base[i] >= 'a' && base[i] <= 'z' ? base[i] - 32
-                                                       : base[i]);
+        n[i] =
+            (char)(base[i] >= 'a' && base[i] <= 'z' ? base[i] - 32 : base[i]);
     }
     n[strlen(base) < sizeof(n) ? strlen(base) : sizeof(n) - 1] = '\0';
     v[3] = dlsym(RTLD_DEFAULT, n);
@@ -81,13 +81,12 @@ MPI_Fint *shim_fst_ignore_arg(void)
 
 int shim_fsts_ignored(const MPI_Fint *s)
 {
-    return s == NULL || s == MPI_F_STATUSES_IGNORE ||
-           is_any(s, fs.sts_ignore);
+    return s == NULL || s == MPI_F_STATUSES_IGNORE || is_any(s, fs.sts_ignore);
 }
 
 void shim_fset(MPI_Fint *ierr, int rc)
 {
-    if (ierr != NULL) {   /* optional in mpi_f08 */
+    if (ierr != NULL) { /* optional in mpi_f08 */
         *ierr = rc;
     }
 }
@@ -95,8 +94,7 @@ void shim_fset(MPI_Fint *ierr, int rc)
 /* A request the call started, to the Fortran side. By address: the
  * call that sets it is an argument of the same call, evaluated in no
  * particular order. */
-void shim_fstarted(int rc, const MPI_Request *r, MPI_Fint *req,
-                    MPI_Fint *ierr)
+void shim_fstarted(int rc, const MPI_Request *r, MPI_Fint *req, MPI_Fint *ierr)
 {
     if (rc == MPI_SUCCESS) {
         *req = PMPI_Request_c2f(*r);
@@ -108,7 +106,7 @@ void shim_fstarted(int rc, const MPI_Request *r, MPI_Fint *req,
 
 /* The shim starts in MPI_Init and reports in MPI_Finalize (boot/init.c):
  * a Fortran program reaches them here. */
-#define P_INIT (MPI_Fint *ierr)
+#define P_INIT (MPI_Fint * ierr)
 void f_init P_INIT;
 void f_init P_INIT
 {
@@ -116,12 +114,13 @@ void f_init P_INIT
 }
 FORTRAN(init, INIT, P_INIT);
 
-#define P_INIT_THREAD (MPI_Fint *required, MPI_Fint *provided, MPI_Fint *ierr)
+#define P_INIT_THREAD \
+    (MPI_Fint * required, MPI_Fint * provided, MPI_Fint * ierr)
 void f_init_thread P_INIT_THREAD;
 void f_init_thread P_INIT_THREAD
 {
-    int prov = MPI_THREAD_SINGLE, rc = MPI_Init_thread(NULL, NULL, *required,
-                                                       &prov);
+    int prov = MPI_THREAD_SINGLE,
+        rc = MPI_Init_thread(NULL, NULL, *required, &prov);
 
     *provided = prov;
     fset(ierr, rc);

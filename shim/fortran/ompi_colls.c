@@ -24,78 +24,81 @@
 #define NO_INFO
 #define WITH_INFO MPI_Fint *info,
 
-#define P_BARRIER(info) (MPI_Fint *comm, info MPI_Fint *req, MPI_Fint *ierr)
-#define A_BARRIER C(comm)
+#define P_BARRIER(info) (MPI_Fint * comm, info MPI_Fint * req, MPI_Fint * ierr)
+#define A_BARRIER       C(comm)
 
-#define P_BCAST(info) (char *buf, MPI_Fint *count, MPI_Fint *type,          \
-                       MPI_Fint *root, MPI_Fint *comm, info MPI_Fint *req,  \
-                       MPI_Fint *ierr)
+#define P_BCAST(info)                                            \
+    (char *buf, MPI_Fint *count, MPI_Fint *type, MPI_Fint *root, \
+     MPI_Fint *comm, info MPI_Fint *req, MPI_Fint *ierr)
 #define A_BCAST fbuf(buf), *count, T(type), *root, C(comm)
 
 /* gather, scatter: one count and type a side, a root. */
-#define P_ROOTED(info) (char *sb, MPI_Fint *sc, MPI_Fint *st, char *rb,     \
-                        MPI_Fint *rc, MPI_Fint *rt, MPI_Fint *root,         \
-                        MPI_Fint *comm, info MPI_Fint *req, MPI_Fint *ierr)
+#define P_ROOTED(info)                                                 \
+    (char *sb, MPI_Fint *sc, MPI_Fint *st, char *rb, MPI_Fint *rc,     \
+     MPI_Fint *rt, MPI_Fint *root, MPI_Fint *comm, info MPI_Fint *req, \
+     MPI_Fint *ierr)
 #define A_ROOTED fbuf(sb), *sc, T(st), fbuf(rb), *rc, T(rt), *root, C(comm)
 
 /* allgather, alltoall, their neighbourhood forms. */
-#define P_ALL(info) (char *sb, MPI_Fint *sc, MPI_Fint *st, char *rb,        \
-                     MPI_Fint *rc, MPI_Fint *rt, MPI_Fint *comm,            \
-                     info MPI_Fint *req, MPI_Fint *ierr)
+#define P_ALL(info)                                                \
+    (char *sb, MPI_Fint *sc, MPI_Fint *st, char *rb, MPI_Fint *rc, \
+     MPI_Fint *rt, MPI_Fint *comm, info MPI_Fint *req, MPI_Fint *ierr)
 #define A_ALL fbuf(sb), *sc, T(st), fbuf(rb), *rc, T(rt), C(comm)
 
-#define P_GATHERV(info) (char *sb, MPI_Fint *sc, MPI_Fint *st, char *rb,    \
-                         MPI_Fint *rcs, MPI_Fint *displs, MPI_Fint *rt,     \
-                         MPI_Fint *root, MPI_Fint *comm, info MPI_Fint *req,\
-                         MPI_Fint *ierr)
-#define A_GATHERV fbuf(sb), *sc, T(st), fbuf(rb), rcs, displs, T(rt),       \
-                  *root, C(comm)
+#define P_GATHERV(info)                                              \
+    (char *sb, MPI_Fint *sc, MPI_Fint *st, char *rb, MPI_Fint *rcs,  \
+     MPI_Fint *displs, MPI_Fint *rt, MPI_Fint *root, MPI_Fint *comm, \
+     info MPI_Fint *req, MPI_Fint *ierr)
+#define A_GATHERV \
+    fbuf(sb), *sc, T(st), fbuf(rb), rcs, displs, T(rt), *root, C(comm)
 
-#define P_SCATTERV(info) (char *sb, MPI_Fint *scs, MPI_Fint *displs,        \
-                          MPI_Fint *st, char *rb, MPI_Fint *rc,             \
-                          MPI_Fint *rt, MPI_Fint *root, MPI_Fint *comm,     \
-                          info MPI_Fint *req, MPI_Fint *ierr)
-#define A_SCATTERV fbuf(sb), scs, displs, T(st), fbuf(rb), *rc, T(rt),      \
-                   *root, C(comm)
+#define P_SCATTERV(info)                                                \
+    (char *sb, MPI_Fint *scs, MPI_Fint *displs, MPI_Fint *st, char *rb, \
+     MPI_Fint *rc, MPI_Fint *rt, MPI_Fint *root, MPI_Fint *comm,        \
+     info MPI_Fint *req, MPI_Fint *ierr)
+#define A_SCATTERV \
+    fbuf(sb), scs, displs, T(st), fbuf(rb), *rc, T(rt), *root, C(comm)
 
 /* allgatherv and its neighbourhood form. */
-#define P_ALLV(info) (char *sb, MPI_Fint *sc, MPI_Fint *st, char *rb,       \
-                      MPI_Fint *rcs, MPI_Fint *displs, MPI_Fint *rt,        \
-                      MPI_Fint *comm, info MPI_Fint *req, MPI_Fint *ierr)
+#define P_ALLV(info)                                                     \
+    (char *sb, MPI_Fint *sc, MPI_Fint *st, char *rb, MPI_Fint *rcs,      \
+     MPI_Fint *displs, MPI_Fint *rt, MPI_Fint *comm, info MPI_Fint *req, \
+     MPI_Fint *ierr)
 #define A_ALLV fbuf(sb), *sc, T(st), fbuf(rb), rcs, displs, T(rt), C(comm)
 
 /* alltoallv and its neighbourhood form. */
-#define P_A2AV(info) (char *sb, MPI_Fint *scs, MPI_Fint *sds, MPI_Fint *st, \
-                      char *rb, MPI_Fint *rcs, MPI_Fint *rds, MPI_Fint *rt, \
-                      MPI_Fint *comm, info MPI_Fint *req, MPI_Fint *ierr)
+#define P_A2AV(info)                                                 \
+    (char *sb, MPI_Fint *scs, MPI_Fint *sds, MPI_Fint *st, char *rb, \
+     MPI_Fint *rcs, MPI_Fint *rds, MPI_Fint *rt, MPI_Fint *comm,     \
+     info MPI_Fint *req, MPI_Fint *ierr)
 #define A_A2AV fbuf(sb), scs, sds, T(st), fbuf(rb), rcs, rds, T(rt), C(comm)
 
-#define P_REDUCE(info) (char *sb, char *rb, MPI_Fint *count,                \
-                        MPI_Fint *type, MPI_Fint *op, MPI_Fint *root,       \
-                        MPI_Fint *comm, info MPI_Fint *req, MPI_Fint *ierr)
+#define P_REDUCE(info)                                                  \
+    (char *sb, char *rb, MPI_Fint *count, MPI_Fint *type, MPI_Fint *op, \
+     MPI_Fint *root, MPI_Fint *comm, info MPI_Fint *req, MPI_Fint *ierr)
 #define A_REDUCE fbuf(sb), fbuf(rb), *count, T(type), O(op), *root, C(comm)
 
 /* allreduce, reduce_scatter_block, scan, exscan. */
-#define P_ALLRED(info) (char *sb, char *rb, MPI_Fint *count,                \
-                        MPI_Fint *type, MPI_Fint *op, MPI_Fint *comm,       \
-                        info MPI_Fint *req, MPI_Fint *ierr)
+#define P_ALLRED(info)                                                  \
+    (char *sb, char *rb, MPI_Fint *count, MPI_Fint *type, MPI_Fint *op, \
+     MPI_Fint *comm, info MPI_Fint *req, MPI_Fint *ierr)
 #define A_ALLRED fbuf(sb), fbuf(rb), *count, T(type), O(op), C(comm)
 
-#define P_REDSC(info) (char *sb, char *rb, MPI_Fint *rcs, MPI_Fint *type,   \
-                       MPI_Fint *op, MPI_Fint *comm, info MPI_Fint *req,    \
-                       MPI_Fint *ierr)
+#define P_REDSC(info)                                                 \
+    (char *sb, char *rb, MPI_Fint *rcs, MPI_Fint *type, MPI_Fint *op, \
+     MPI_Fint *comm, info MPI_Fint *req, MPI_Fint *ierr)
 #define A_REDSC fbuf(sb), fbuf(rb), rcs, T(type), O(op), C(comm)
 
 /* The w forms: counts, displacements (int, or MPI_Aint for the
  * neighbourhood one) and datatypes per block. */
-#define P_A2AW(info) (char *sb, MPI_Fint *scs, MPI_Fint *sds,               \
-                      MPI_Fint *sts, char *rb, MPI_Fint *rcs,               \
-                      MPI_Fint *rds, MPI_Fint *rts, MPI_Fint *comm,         \
-                      info MPI_Fint *req, MPI_Fint *ierr)
-#define P_NA2AW(info) (char *sb, MPI_Fint *scs, MPI_Aint *sds,              \
-                       MPI_Fint *sts, char *rb, MPI_Fint *rcs,              \
-                       MPI_Aint *rds, MPI_Fint *rts, MPI_Fint *comm,        \
-                       info MPI_Fint *req, MPI_Fint *ierr)
+#define P_A2AW(info)                                                  \
+    (char *sb, MPI_Fint *scs, MPI_Fint *sds, MPI_Fint *sts, char *rb, \
+     MPI_Fint *rcs, MPI_Fint *rds, MPI_Fint *rts, MPI_Fint *comm,     \
+     info MPI_Fint *req, MPI_Fint *ierr)
+#define P_NA2AW(info)                                                 \
+    (char *sb, MPI_Fint *scs, MPI_Aint *sds, MPI_Fint *sts, char *rb, \
+     MPI_Fint *rcs, MPI_Aint *rds, MPI_Fint *rts, MPI_Fint *comm,     \
+     info MPI_Fint *req, MPI_Fint *ierr)
 
 /*
  * The rows of common/dps_colls.h that only convert, all but the w forms:
@@ -109,18 +112,18 @@
 #define FROW(ID, name, Name, family, shape, entry) \
     FROW_##shape(FX, name, Name, ID, shape)
 #define FROW_CONVERT(X, ...) X(__VA_ARGS__)
-#define FROW_BARRIER FROW_CONVERT
-#define FROW_BCAST FROW_CONVERT
-#define FROW_ROOTED FROW_CONVERT
-#define FROW_GATHERV FROW_CONVERT
-#define FROW_SCATTERV FROW_CONVERT
-#define FROW_ALL FROW_CONVERT
-#define FROW_ALLV FROW_CONVERT
-#define FROW_A2AV FROW_CONVERT
-#define FROW_REDUCE FROW_CONVERT
-#define FROW_ALLRED FROW_CONVERT
-#define FROW_REDSC FROW_CONVERT
-#define FROW_REDSCB FROW_CONVERT
+#define FROW_BARRIER         FROW_CONVERT
+#define FROW_BCAST           FROW_CONVERT
+#define FROW_ROOTED          FROW_CONVERT
+#define FROW_GATHERV         FROW_CONVERT
+#define FROW_SCATTERV        FROW_CONVERT
+#define FROW_ALL             FROW_CONVERT
+#define FROW_ALLV            FROW_CONVERT
+#define FROW_A2AV            FROW_CONVERT
+#define FROW_REDUCE          FROW_CONVERT
+#define FROW_ALLRED          FROW_CONVERT
+#define FROW_REDSC           FROW_CONVERT
+#define FROW_REDSCB          FROW_CONVERT
 #define FROW_A2AW(...)
 #define FROW_NA2AW(...)
 
@@ -164,14 +167,14 @@ static int w_types(MPI_Comm comm, int neighbor, const MPI_Fint *sts,
 /* ---- nonblocking -------------------------------------------------------- */
 
 /* f_iNAME: MPI_INAME with its arguments converted; and its aliases. */
-#define NONBLOCKING(name, Name, NAME, shape)                               \
-    void f_i##name P_##shape(NO_INFO);                                     \
-    void f_i##name P_##shape(NO_INFO)                                      \
-    {                                                                      \
-        MPI_Request r;                                                     \
-                                                                           \
-        started(MPI_I##name(A_##shape, &r), &r, req, ierr);                \
-    }                                                                      \
+#define NONBLOCKING(name, Name, NAME, shape)                \
+    void f_i##name P_##shape(NO_INFO);                      \
+    void f_i##name P_##shape(NO_INFO)                       \
+    {                                                       \
+        MPI_Request r;                                      \
+                                                            \
+        started(MPI_I##name(A_##shape, &r), &r, req, ierr); \
+    }                                                       \
     FORTRAN(i##name, I##NAME, P_##shape(NO_INFO));
 
 #define FX NONBLOCKING
@@ -195,13 +198,13 @@ static int w_offloads(int coll, MPI_Comm comm)
 void f_ialltoallw P_A2AW(NO_INFO);
 void f_ialltoallw P_A2AW(NO_INFO)
 {
-    MPI_Comm c = C(comm);
+    MPI_Comm      c = C(comm);
     MPI_Datatype *st, *rt;
-    MPI_Request r = MPI_REQUEST_NULL;
-    int rc;
+    MPI_Request   r = MPI_REQUEST_NULL;
+    int           rc;
 
     if (!w_offloads(DPS_COLL_ALLTOALLW, c)) {
-        void (*own) P_A2AW(NO_INFO);
+        void(*own) P_A2AW(NO_INFO);
 
         *(void **)&own = dlsym(RTLD_NEXT, "ompi_ialltoallw_f");
         if (own != NULL) {
@@ -223,13 +226,13 @@ FORTRAN(ialltoallw, IALLTOALLW, P_A2AW(NO_INFO));
 void f_ineighbor_alltoallw P_NA2AW(NO_INFO);
 void f_ineighbor_alltoallw P_NA2AW(NO_INFO)
 {
-    MPI_Comm c = C(comm);
+    MPI_Comm      c = C(comm);
     MPI_Datatype *st, *rt;
-    MPI_Request r = MPI_REQUEST_NULL;
-    int rc;
+    MPI_Request   r = MPI_REQUEST_NULL;
+    int           rc;
 
     if (!w_offloads(DPS_COLL_NEIGHBOR_ALLTOALLW, c)) {
-        void (*own) P_NA2AW(NO_INFO);
+        void(*own) P_NA2AW(NO_INFO);
 
         *(void **)&own = dlsym(RTLD_NEXT, "ompi_ineighbor_alltoallw_f");
         if (own != NULL) {
@@ -256,28 +259,27 @@ FORTRAN(ineighbor_alltoallw, INEIGHBOR_ALLTOALLW, P_NA2AW(NO_INFO));
 
 /* ompix_NAME_init_f (what mpi_f08 calls) and the mpif.h / `use mpi_ext`
  * spellings. */
-#define PFORTRAN(name, upper, params)                                        \
-    SHIM_API void ompix_##name##_init_f params                               \
-        __attribute__((alias("fp_" #name)));                                 \
-    SHIM_API void mpix_##name##_init_ params                                 \
-        __attribute__((alias("fp_" #name)));                                 \
-    SHIM_API void mpix_##name##_init__ params                                \
-        __attribute__((alias("fp_" #name)));                                 \
-    SHIM_API void mpix_##name##_init params                                  \
-        __attribute__((alias("fp_" #name)));                                 \
-    SHIM_API void MPIX_##upper##_INIT params                                 \
+#define PFORTRAN(name, upper, params)          \
+    SHIM_API void ompix_##name##_init_f params \
+        __attribute__((alias("fp_" #name)));   \
+    SHIM_API void mpix_##name##_init_ params   \
+        __attribute__((alias("fp_" #name)));   \
+    SHIM_API void mpix_##name##_init__ params  \
+        __attribute__((alias("fp_" #name)));   \
+    SHIM_API void mpix_##name##_init params    \
+        __attribute__((alias("fp_" #name)));   \
+    SHIM_API void MPIX_##upper##_INIT params   \
         __attribute__((alias("fp_" #name)))
 
 /* fp_NAME: MPIX_Name_init with its arguments converted; its aliases. */
-#define PERSISTENT(name, Name, NAME, shape)                                \
-    void fp_##name P_##shape(WITH_INFO);                                   \
-    void fp_##name P_##shape(WITH_INFO)                                    \
-    {                                                                      \
-        MPI_Request r;                                                     \
-                                                                           \
-        started(MPIX_##Name##_init(A_##shape, I(info), &r), &r, req,       \
-                ierr);                                                     \
-    }                                                                      \
+#define PERSISTENT(name, Name, NAME, shape)                                 \
+    void fp_##name P_##shape(WITH_INFO);                                    \
+    void fp_##name P_##shape(WITH_INFO)                                     \
+    {                                                                       \
+        MPI_Request r;                                                      \
+                                                                            \
+        started(MPIX_##Name##_init(A_##shape, I(info), &r), &r, req, ierr); \
+    }                                                                       \
     PFORTRAN(name, NAME, P_##shape(WITH_INFO));
 
 #define FX PERSISTENT
@@ -298,13 +300,13 @@ static int p_wanted(int coll, MPI_Comm comm)
 void fp_alltoallw P_A2AW(WITH_INFO);
 void fp_alltoallw P_A2AW(WITH_INFO)
 {
-    MPI_Comm c = C(comm);
+    MPI_Comm      c = C(comm);
     MPI_Datatype *st, *rt;
-    MPI_Request r = MPI_REQUEST_NULL;
-    int rc;
+    MPI_Request   r = MPI_REQUEST_NULL;
+    int           rc;
 
     if (!p_wanted(DPS_COLL_ALLTOALLW_INIT, c)) {
-        void (*own) P_A2AW(WITH_INFO);
+        void(*own) P_A2AW(WITH_INFO);
 
         *(void **)&own = dlsym(RTLD_NEXT, "ompix_alltoallw_init_f");
         if (own != NULL) {
@@ -326,13 +328,13 @@ PFORTRAN(alltoallw, ALLTOALLW, P_A2AW(WITH_INFO));
 void fp_neighbor_alltoallw P_NA2AW(WITH_INFO);
 void fp_neighbor_alltoallw P_NA2AW(WITH_INFO)
 {
-    MPI_Comm c = C(comm);
+    MPI_Comm      c = C(comm);
     MPI_Datatype *st, *rt;
-    MPI_Request r = MPI_REQUEST_NULL;
-    int rc;
+    MPI_Request   r = MPI_REQUEST_NULL;
+    int           rc;
 
     if (!p_wanted(DPS_COLL_NEIGHBOR_ALLTOALLW_INIT, c)) {
-        void (*own) P_NA2AW(WITH_INFO);
+        void(*own) P_NA2AW(WITH_INFO);
 
         *(void **)&own = dlsym(RTLD_NEXT, "ompix_neighbor_alltoallw_init_f");
         if (own != NULL) {

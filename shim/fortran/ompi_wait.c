@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Fortran on Open MPI (fortran/fortran.h): the completion and request calls. */
+/* Fortran on Open MPI (fortran/fortran.h): completion and request calls. */
 #include "shim/fortran/fortran.h"
 #include "shim/fortran/probe.h"
 
@@ -66,13 +66,13 @@ static void statuses_f(MPI_Status *c, MPI_Fint *f, int n, const int *unused)
     free(c);
 }
 
-#define P_WAIT (MPI_Fint *req, MPI_Fint *status, MPI_Fint *ierr)
+#define P_WAIT (MPI_Fint * req, MPI_Fint * status, MPI_Fint * ierr)
 void f_wait P_WAIT;
 void f_wait P_WAIT
 {
     MPI_Request r = PMPI_Request_f2c(*req);
-    MPI_Status st;
-    int rc = MPI_Wait(&r, &st);
+    MPI_Status  st;
+    int         rc = MPI_Wait(&r, &st);
 
     *req = PMPI_Request_c2f(r);
     if (rc == MPI_SUCCESS) {
@@ -82,14 +82,14 @@ void f_wait P_WAIT
 }
 FORTRAN(wait, WAIT, P_WAIT);
 
-#define P_TEST (MPI_Fint *req, MPI_Fint *flag, MPI_Fint *status,             \
-                MPI_Fint *ierr)
+#define P_TEST \
+    (MPI_Fint * req, MPI_Fint * flag, MPI_Fint * status, MPI_Fint * ierr)
 void f_test P_TEST;
 void f_test P_TEST
 {
     MPI_Request r = PMPI_Request_f2c(*req);
-    MPI_Status st;
-    int fl = 0, rc = MPI_Test(&r, &fl, &st);
+    MPI_Status  st;
+    int         fl = 0, rc = MPI_Test(&r, &fl, &st);
 
     *req = PMPI_Request_c2f(r);
     if (rc == MPI_SUCCESS) {
@@ -102,14 +102,14 @@ void f_test P_TEST
 }
 FORTRAN_P(test, TEST, P_TEST);
 
-#define P_WAITALL (MPI_Fint *count, MPI_Fint *reqs, MPI_Fint *statuses,      \
-                   MPI_Fint *ierr)
+#define P_WAITALL \
+    (MPI_Fint * count, MPI_Fint * reqs, MPI_Fint * statuses, MPI_Fint * ierr)
 void f_waitall P_WAITALL;
 void f_waitall P_WAITALL
 {
-    int n = *count, oom = 0, rc = MPI_ERR_NO_MEM;
+    int          n = *count, oom = 0, rc = MPI_ERR_NO_MEM;
     MPI_Request *r = reqs_c(reqs, n);
-    MPI_Status *st = statuses_c(statuses, n, &oom);
+    MPI_Status  *st = statuses_c(statuses, n, &oom);
 
     if (r != NULL && !oom) {
         rc = MPI_Waitall(n, r, st);
@@ -123,14 +123,15 @@ void f_waitall P_WAITALL
 }
 FORTRAN(waitall, WAITALL, P_WAITALL);
 
-#define P_TESTALL (MPI_Fint *count, MPI_Fint *reqs, MPI_Fint *flag,          \
-                   MPI_Fint *statuses, MPI_Fint *ierr)
+#define P_TESTALL                                                             \
+    (MPI_Fint * count, MPI_Fint * reqs, MPI_Fint * flag, MPI_Fint * statuses, \
+     MPI_Fint * ierr)
 void f_testall P_TESTALL;
 void f_testall P_TESTALL
 {
-    int n = *count, fl = 0, oom = 0, rc = MPI_ERR_NO_MEM;
+    int          n = *count, fl = 0, oom = 0, rc = MPI_ERR_NO_MEM;
     MPI_Request *r = reqs_c(reqs, n);
-    MPI_Status *st = statuses_c(statuses, n, &oom);
+    MPI_Status  *st = statuses_c(statuses, n, &oom);
 
     if (r != NULL && !oom) {
         rc = MPI_Testall(n, r, &fl, st);
@@ -145,14 +146,15 @@ void f_testall P_TESTALL
 }
 FORTRAN_P(testall, TESTALL, P_TESTALL);
 
-#define P_WAITANY (MPI_Fint *count, MPI_Fint *reqs, MPI_Fint *index,         \
-                   MPI_Fint *status, MPI_Fint *ierr)
+#define P_WAITANY                                                            \
+    (MPI_Fint * count, MPI_Fint * reqs, MPI_Fint * index, MPI_Fint * status, \
+     MPI_Fint * ierr)
 void f_waitany P_WAITANY;
 void f_waitany P_WAITANY
 {
-    int n = *count, idx = MPI_UNDEFINED, rc = MPI_ERR_NO_MEM;
+    int          n = *count, idx = MPI_UNDEFINED, rc = MPI_ERR_NO_MEM;
     MPI_Request *r = reqs_c(reqs, n);
-    MPI_Status st;
+    MPI_Status   st;
 
     if (r != NULL) {
         rc = MPI_Waitany(n, r, &idx, &st);
@@ -167,14 +169,15 @@ void f_waitany P_WAITANY
 }
 FORTRAN(waitany, WAITANY, P_WAITANY);
 
-#define P_TESTANY (MPI_Fint *count, MPI_Fint *reqs, MPI_Fint *index,         \
-                   MPI_Fint *flag, MPI_Fint *status, MPI_Fint *ierr)
+#define P_TESTANY                                                          \
+    (MPI_Fint * count, MPI_Fint * reqs, MPI_Fint * index, MPI_Fint * flag, \
+     MPI_Fint * status, MPI_Fint * ierr)
 void f_testany P_TESTANY;
 void f_testany P_TESTANY
 {
-    int n = *count, idx = MPI_UNDEFINED, fl = 0, rc = MPI_ERR_NO_MEM;
+    int          n = *count, idx = MPI_UNDEFINED, fl = 0, rc = MPI_ERR_NO_MEM;
     MPI_Request *r = reqs_c(reqs, n);
-    MPI_Status st;
+    MPI_Status   st;
 
     if (r != NULL) {
         rc = MPI_Testany(n, r, &idx, &fl, &st);
@@ -192,18 +195,18 @@ void f_testany P_TESTANY
 }
 FORTRAN_P(testany, TESTANY, P_TESTANY);
 
-#define P_SOME (MPI_Fint *count, MPI_Fint *reqs, MPI_Fint *outcount,         \
-                MPI_Fint *indices, MPI_Fint *statuses, MPI_Fint *ierr)
+#define P_SOME                                               \
+    (MPI_Fint * count, MPI_Fint * reqs, MPI_Fint * outcount, \
+     MPI_Fint * indices, MPI_Fint * statuses, MPI_Fint * ierr)
 
 /* Waitsome and Testsome: indices 1-based, statuses in their order. */
-static void some(int wait, MPI_Fint *count, MPI_Fint *reqs,
-                 MPI_Fint *outcount, MPI_Fint *indices, MPI_Fint *statuses,
-                 MPI_Fint *ierr)
+static void some(int wait, MPI_Fint *count, MPI_Fint *reqs, MPI_Fint *outcount,
+                 MPI_Fint *indices, MPI_Fint *statuses, MPI_Fint *ierr)
 {
-    int n = *count, out = 0, oom = 0, rc = MPI_ERR_NO_MEM;
+    int          n = *count, out = 0, oom = 0, rc = MPI_ERR_NO_MEM;
     MPI_Request *r = reqs_c(reqs, n);
-    int *idx = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
-    MPI_Status *st = statuses_c(statuses, n, &oom);
+    int         *idx = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
+    MPI_Status  *st = statuses_c(statuses, n, &oom);
 
     if (r != NULL && idx != NULL && !oom) {
         rc = wait ? MPI_Waitsome(n, r, &out, idx, st)
@@ -216,8 +219,7 @@ static void some(int wait, MPI_Fint *count, MPI_Fint *reqs,
             }
         }
         statuses_f(st, statuses,
-                   rc == MPI_SUCCESS && out != MPI_UNDEFINED ? out : 0,
-                   NULL);
+                   rc == MPI_SUCCESS && out != MPI_UNDEFINED ? out : 0, NULL);
     } else if (st != MPI_STATUSES_IGNORE) {
         free(st);
     }
@@ -240,8 +242,8 @@ void f_testsome P_SOME
 }
 FORTRAN_P(testsome, TESTSOME, P_SOME);
 
-#define P_GETST (MPI_Fint *req, MPI_Fint *flag, MPI_Fint *status,            \
-                 MPI_Fint *ierr)
+#define P_GETST \
+    (MPI_Fint * req, MPI_Fint * flag, MPI_Fint * status, MPI_Fint * ierr)
 
 /*
  * Open MPI 4.1's own MPI_REQUEST_GET_STATUS answers .FALSE. whenever the
@@ -257,9 +259,9 @@ static struct {
 
 static void gs_probe(void)
 {
-    void (*fn)P_GETST = (void (*)P_GETST)dlsym(RTLD_NEXT,
-                                               "ompi_request_get_status_f");
-    MPI_Fint fr, flag = FTRUE, ierr = -1, *ignore = shim_fst_ignore_arg();
+    void(*fn) P_GETST =
+        (void(*) P_GETST)dlsym(RTLD_NEXT, "ompi_request_get_status_f");
+    MPI_Fint    fr, flag = FTRUE, ierr = -1, *ignore = shim_fst_ignore_arg();
     MPI_Request r;
 
     if (fn == NULL || ignore == NULL || shim_fprobe_req(&r) != MPI_SUCCESS) {
@@ -275,8 +277,7 @@ void f_request_get_status P_GETST;
 void f_request_get_status P_GETST
 {
     MPI_Status st;
-    int fl = 0, rc = MPI_Request_get_status(PMPI_Request_f2c(*req), &fl,
-                                            &st);
+    int fl = 0, rc = MPI_Request_get_status(PMPI_Request_f2c(*req), &fl, &st);
 
     if (rc == MPI_SUCCESS && shim_fst_ignored(status)) {
         pthread_once(&gs.once, gs_probe);
@@ -292,12 +293,12 @@ void f_request_get_status P_GETST
 }
 FORTRAN_P(request_get_status, REQUEST_GET_STATUS, P_GETST);
 
-#define P_FREE (MPI_Fint *req, MPI_Fint *ierr)
+#define P_FREE (MPI_Fint * req, MPI_Fint * ierr)
 void f_request_free P_FREE;
 void f_request_free P_FREE
 {
     MPI_Request r = PMPI_Request_f2c(*req);
-    int rc = MPI_Request_free(&r);
+    int         rc = MPI_Request_free(&r);
 
     if (rc == MPI_SUCCESS) {
         *req = PMPI_Request_c2f(r);
@@ -315,7 +316,7 @@ void f_start P_FREE
 }
 FORTRAN(start, START, P_FREE);
 
-#define P_STARTALL (MPI_Fint *count, MPI_Fint *reqs, MPI_Fint *ierr)
+#define P_STARTALL (MPI_Fint * count, MPI_Fint * reqs, MPI_Fint * ierr)
 void f_startall P_STARTALL;
 void f_startall P_STARTALL
 {

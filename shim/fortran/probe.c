@@ -27,8 +27,7 @@ static int done_cancel(void *extra, int complete)
 
 int shim_fprobe_req(MPI_Request *r)
 {
-    int rc = PMPI_Grequest_start(done_query, done_free, done_cancel, NULL,
-                                 r);
+    int rc = PMPI_Grequest_start(done_query, done_free, done_cancel, NULL, r);
 
     return rc != MPI_SUCCESS ? rc : PMPI_Grequest_complete(*r);
 }

@@ -51,16 +51,16 @@ static int watch_wait(MPI_Request *req, MPI_Status *status)
  * direct: nothing to wait for (MPI_PROC_NULL), MPI's own call. MPICH 4.0
  * completes a nonblocking receive from MPI_PROC_NULL with source 0 and
  * tag 0 in its status; its blocking one says MPI_PROC_NULL, as it must. */
-#define SHIM_WATCHED_P2P(direct, blocking, nonblocking, status)             \
-    do {                                                                    \
-        MPI_Request req_;                                                   \
-        int rc_;                                                            \
-                                                                            \
-        if (!watching() || (direct)) {                                      \
-            return PMPI_##blocking;                                         \
-        }                                                                   \
-        rc_ = PMPI_##nonblocking;                                           \
-        return rc_ != MPI_SUCCESS ? rc_ : watch_wait(&req_, status);        \
+#define SHIM_WATCHED_P2P(direct, blocking, nonblocking, status)      \
+    do {                                                             \
+        MPI_Request req_;                                            \
+        int         rc_;                                             \
+                                                                     \
+        if (!watching() || (direct)) {                               \
+            return PMPI_##blocking;                                  \
+        }                                                            \
+        rc_ = PMPI_##nonblocking;                                    \
+        return rc_ != MPI_SUCCESS ? rc_ : watch_wait(&req_, status); \
     } while (0)
 
 SHIM_API int MPI_Send(const void *buf, int count, MPI_Datatype datatype,
@@ -81,8 +81,8 @@ SHIM_API int MPI_Ssend(const void *buf, int count, MPI_Datatype datatype,
                      MPI_STATUS_IGNORE);
 }
 
-SHIM_API int MPI_Recv(void *buf, int count, MPI_Datatype datatype,
-                      int source, int tag, MPI_Comm comm, MPI_Status *status)
+SHIM_API int MPI_Recv(void *buf, int count, MPI_Datatype datatype, int source,
+                      int tag, MPI_Comm comm, MPI_Status *status)
 {
     SHIM_WATCHED_P2P(source == MPI_PROC_NULL,
                      Recv(buf, count, datatype, source, tag, comm, status),
@@ -92,24 +92,24 @@ SHIM_API int MPI_Recv(void *buf, int count, MPI_Datatype datatype,
 
 SHIM_API int MPI_Sendrecv(const void *sendbuf, int sendcount,
                           MPI_Datatype sendtype, int dest, int sendtag,
-                          void *recvbuf, int recvcount,
-                          MPI_Datatype recvtype, int source, int recvtag,
-                          MPI_Comm comm, MPI_Status *status)
+                          void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                          int source, int recvtag, MPI_Comm comm,
+                          MPI_Status *status)
 {
     MPI_Request req[2];
-    int rc;
+    int         rc;
 
     if (!watching() || source == MPI_PROC_NULL) {
         if (watching() && dest != MPI_PROC_NULL) {
-            rc = PMPI_Isend(sendbuf, sendcount, sendtype, dest, sendtag,
-                            comm, &req[0]);
+            rc = PMPI_Isend(sendbuf, sendcount, sendtype, dest, sendtag, comm,
+                            &req[0]);
             if (rc == MPI_SUCCESS) {
                 rc = watch_wait(&req[0], MPI_STATUS_IGNORE);
             }
             if (rc != MPI_SUCCESS) {
                 return rc;
             }
-            sendcount = 0;   /* sent: the call below only sets status */
+            sendcount = 0; /* sent: the call below only sets status */
             dest = MPI_PROC_NULL;
         }
         return PMPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag,
@@ -121,8 +121,8 @@ SHIM_API int MPI_Sendrecv(const void *sendbuf, int sendcount,
     if (rc != MPI_SUCCESS) {
         return rc;
     }
-    rc = PMPI_Isend(sendbuf, sendcount, sendtype, dest, sendtag, comm,
-                    &req[0]);
+    rc =
+        PMPI_Isend(sendbuf, sendcount, sendtype, dest, sendtag, comm, &req[0]);
     if (rc != MPI_SUCCESS) {
         PMPI_Cancel(&req[1]);
         PMPI_Wait(&req[1], MPI_STATUS_IGNORE);
@@ -137,26 +137,25 @@ SHIM_API int MPI_Sendrecv(const void *sendbuf, int sendcount,
 }
 
 /* A blocking probe as its nonblocking form, watched: flag_ is set. */
-#define SHIM_WATCHED_PROBE(direct, blocking, nonblocking)                   \
-    do {                                                                    \
-        int flag_ = 0, rc_;                                                 \
-                                                                            \
-        if (!watching() || (direct)) {                                      \
-            return PMPI_##blocking;                                         \
-        }                                                                   \
-        for (;;) {                                                          \
-            shim_in_call++;                                                 \
-            shim_fo_progress();                                             \
-            shim_in_call--;                                                 \
-            rc_ = PMPI_##nonblocking;                                       \
-            if (rc_ != MPI_SUCCESS || flag_) {                              \
-                return rc_;                                                 \
-            }                                                               \
-        }                                                                   \
+#define SHIM_WATCHED_PROBE(direct, blocking, nonblocking) \
+    do {                                                  \
+        int flag_ = 0, rc_;                               \
+                                                          \
+        if (!watching() || (direct)) {                    \
+            return PMPI_##blocking;                       \
+        }                                                 \
+        for (;;) {                                        \
+            shim_in_call++;                               \
+            shim_fo_progress();                           \
+            shim_in_call--;                               \
+            rc_ = PMPI_##nonblocking;                     \
+            if (rc_ != MPI_SUCCESS || flag_) {            \
+                return rc_;                               \
+            }                                             \
+        }                                                 \
     } while (0)
 
-SHIM_API int MPI_Probe(int source, int tag, MPI_Comm comm,
-                       MPI_Status *status)
+SHIM_API int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status)
 {
     SHIM_WATCHED_PROBE(source == MPI_PROC_NULL,
                        Probe(source, tag, comm, status),
@@ -165,13 +164,14 @@ SHIM_API int MPI_Probe(int source, int tag, MPI_Comm comm,
 
 /* A blocking collective: MPI's own, after settling a known takeover. The
  * test costs two loads while nothing has failed. */
-#define SHIM_BLOCKING_COLL(call)                                            \
-    do {                                                                    \
-        if (__builtin_expect(shim.fo.state != SHIM_FO_NONE ||               \
-                             shim_fo_noticed() != SHIM_FO_NO_CAUSE, 0)) {    \
-            shim_fo_settle();                                               \
-        }                                                                   \
-        return PMPI_##call;                                                 \
+#define SHIM_BLOCKING_COLL(call)                                        \
+    do {                                                                \
+        if (__builtin_expect(shim.fo.state != SHIM_FO_NONE ||           \
+                                 shim_fo_noticed() != SHIM_FO_NO_CAUSE, \
+                             0)) {                                      \
+            shim_fo_settle();                                           \
+        }                                                               \
+        return PMPI_##call;                                             \
     } while (0)
 
 SHIM_API int MPI_Barrier(MPI_Comm comm)
@@ -186,8 +186,7 @@ SHIM_API int MPI_Bcast(void *buf, int count, MPI_Datatype type, int root,
 }
 
 SHIM_API int MPI_Reduce(const void *sbuf, void *rbuf, int count,
-                        MPI_Datatype type, MPI_Op op, int root,
-                        MPI_Comm comm)
+                        MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm)
 {
     SHIM_BLOCKING_COLL(Reduce(sbuf, rbuf, count, type, op, root, comm));
 }
@@ -202,24 +201,24 @@ SHIM_API int MPI_Gather(const void *sbuf, int scount, MPI_Datatype stype,
                         void *rbuf, int rcount, MPI_Datatype rtype, int root,
                         MPI_Comm comm)
 {
-    SHIM_BLOCKING_COLL(Gather(sbuf, scount, stype, rbuf, rcount, rtype, root,
-                             comm));
+    SHIM_BLOCKING_COLL(
+        Gather(sbuf, scount, stype, rbuf, rcount, rtype, root, comm));
 }
 
 SHIM_API int MPI_Scatter(const void *sbuf, int scount, MPI_Datatype stype,
-                         void *rbuf, int rcount, MPI_Datatype rtype,
-                         int root, MPI_Comm comm)
+                         void *rbuf, int rcount, MPI_Datatype rtype, int root,
+                         MPI_Comm comm)
 {
-    SHIM_BLOCKING_COLL(Scatter(sbuf, scount, stype, rbuf, rcount, rtype, root,
-                              comm));
+    SHIM_BLOCKING_COLL(
+        Scatter(sbuf, scount, stype, rbuf, rcount, rtype, root, comm));
 }
 
 SHIM_API int MPI_Allgather(const void *sbuf, int scount, MPI_Datatype stype,
                            void *rbuf, int rcount, MPI_Datatype rtype,
                            MPI_Comm comm)
 {
-    SHIM_BLOCKING_COLL(Allgather(sbuf, scount, stype, rbuf, rcount, rtype,
-                                comm));
+    SHIM_BLOCKING_COLL(
+        Allgather(sbuf, scount, stype, rbuf, rcount, rtype, comm));
 }
 
 SHIM_API int MPI_Allgatherv(const void *sbuf, int scount, MPI_Datatype stype,
@@ -227,26 +226,25 @@ SHIM_API int MPI_Allgatherv(const void *sbuf, int scount, MPI_Datatype stype,
                             const int displs[], MPI_Datatype rtype,
                             MPI_Comm comm)
 {
-    SHIM_BLOCKING_COLL(Allgatherv(sbuf, scount, stype, rbuf, rcounts, displs,
-                                 rtype, comm));
+    SHIM_BLOCKING_COLL(
+        Allgatherv(sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm));
 }
 
 SHIM_API int MPI_Alltoall(const void *sbuf, int scount, MPI_Datatype stype,
                           void *rbuf, int rcount, MPI_Datatype rtype,
                           MPI_Comm comm)
 {
-    SHIM_BLOCKING_COLL(Alltoall(sbuf, scount, stype, rbuf, rcount, rtype,
-                               comm));
+    SHIM_BLOCKING_COLL(
+        Alltoall(sbuf, scount, stype, rbuf, rcount, rtype, comm));
 }
 
 SHIM_API int MPI_Alltoallv(const void *sbuf, const int scounts[],
-                           const int sdispls[], MPI_Datatype stype,
-                           void *rbuf, const int rcounts[],
-                           const int rdispls[], MPI_Datatype rtype,
-                           MPI_Comm comm)
+                           const int sdispls[], MPI_Datatype stype, void *rbuf,
+                           const int rcounts[], const int rdispls[],
+                           MPI_Datatype rtype, MPI_Comm comm)
 {
     SHIM_BLOCKING_COLL(Alltoallv(sbuf, scounts, sdispls, stype, rbuf, rcounts,
-                                rdispls, rtype, comm));
+                                 rdispls, rtype, comm));
 }
 
 SHIM_API int MPI_Gatherv(const void *sbuf, int scount, MPI_Datatype stype,
@@ -254,7 +252,7 @@ SHIM_API int MPI_Gatherv(const void *sbuf, int scount, MPI_Datatype stype,
                          MPI_Datatype rtype, int root, MPI_Comm comm)
 {
     SHIM_BLOCKING_COLL(Gatherv(sbuf, scount, stype, rbuf, rcounts, displs,
-                              rtype, root, comm));
+                               rtype, root, comm));
 }
 
 SHIM_API int MPI_Scatterv(const void *sbuf, const int scounts[],
@@ -263,7 +261,7 @@ SHIM_API int MPI_Scatterv(const void *sbuf, const int scounts[],
                           MPI_Comm comm)
 {
     SHIM_BLOCKING_COLL(Scatterv(sbuf, scounts, displs, stype, rbuf, rcount,
-                               rtype, root, comm));
+                                rtype, root, comm));
 }
 
 SHIM_API int MPI_Alltoallw(const void *sbuf, const int scounts[],
@@ -272,8 +270,8 @@ SHIM_API int MPI_Alltoallw(const void *sbuf, const int scounts[],
                            const int rdispls[], const MPI_Datatype rtypes[],
                            MPI_Comm comm)
 {
-    SHIM_BLOCKING_COLL(Alltoallw(sbuf, scounts, sdispls, stypes, rbuf,
-                                rcounts, rdispls, rtypes, comm));
+    SHIM_BLOCKING_COLL(Alltoallw(sbuf, scounts, sdispls, stypes, rbuf, rcounts,
+                                 rdispls, rtypes, comm));
 }
 
 SHIM_API int MPI_Reduce_scatter(const void *sbuf, void *rbuf,
@@ -283,12 +281,12 @@ SHIM_API int MPI_Reduce_scatter(const void *sbuf, void *rbuf,
     SHIM_BLOCKING_COLL(Reduce_scatter(sbuf, rbuf, rcounts, type, op, comm));
 }
 
-SHIM_API int MPI_Reduce_scatter_block(const void *sbuf, void *rbuf,
-                                      int rcount, MPI_Datatype type,
-                                      MPI_Op op, MPI_Comm comm)
+SHIM_API int MPI_Reduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
+                                      MPI_Datatype type, MPI_Op op,
+                                      MPI_Comm comm)
 {
-    SHIM_BLOCKING_COLL(Reduce_scatter_block(sbuf, rbuf, rcount, type, op,
-                                           comm));
+    SHIM_BLOCKING_COLL(
+        Reduce_scatter_block(sbuf, rbuf, rcount, type, op, comm));
 }
 
 SHIM_API int MPI_Scan(const void *sbuf, void *rbuf, int count,

@@ -34,7 +34,7 @@ int shim_fallback(shim_ctx_t *x, int coll, int rc)
     int why = x->why >= 0 && x->why < SHIM_NWHY ? x->why : SHIM_WHY_OTHER;
 
     if (x->as != 0) {
-        coll = x->as;   /* the statistics line of the persistent form */
+        coll = x->as; /* the statistics line of the persistent form */
     }
     count(coll, SHIM_STAT_FALLBACK, 1);
     count(coll, SHIM_STAT_WHY + why, 1);
@@ -56,9 +56,9 @@ int shim_coll_wanted(shim_ctx_t *x, int coll, MPI_Comm comm)
 {
     int inter = 0;
 
-    x->why = SHIM_WHY_OTHER;   /* a new decision */
+    x->why = SHIM_WHY_OTHER; /* a new decision */
     if (x->as != 0) {
-        coll = x->as;   /* a persistent collective's own switch */
+        coll = x->as; /* a persistent collective's own switch */
     }
     if (!shim.active || !shim.cfg.coll[coll - 1]) {
         return say_no(x, SHIM_WHY_OFF);
@@ -74,8 +74,7 @@ int shim_coll_wanted(shim_ctx_t *x, int coll, MPI_Comm comm)
 
 int shim_big_enough(shim_ctx_t *x, uint64_t bytes)
 {
-    return (bytes > 0 && bytes >= shim.min_bytes) ||
-           say_no(x, SHIM_WHY_SMALL);
+    return (bytes > 0 && bytes >= shim.min_bytes) || say_no(x, SHIM_WHY_SMALL);
 }
 
 int shim_any_size(shim_ctx_t *x)
@@ -83,8 +82,7 @@ int shim_any_size(shim_ctx_t *x)
     return shim.min_bytes != DPS_MIN_BYTES_AUTO || say_no(x, SHIM_WHY_SMALL);
 }
 
-int shim_size_offloads(shim_ctx_t *x, MPI_Datatype dt, int count,
-                       int refused)
+int shim_size_offloads(shim_ctx_t *x, MPI_Datatype dt, int count, int refused)
 {
     shim_layout_t l;
 
@@ -94,17 +92,14 @@ int shim_size_offloads(shim_ctx_t *x, MPI_Datatype dt, int count,
     return shim_big_enough(x, l.bytes);
 }
 
-int shim_coll_stock(const shim_coll_args_t *a, MPI_Comm m,
-                    MPI_Request *req)
+int shim_coll_stock(const shim_coll_args_t *a, MPI_Comm m, MPI_Request *req)
 {
-#define STOCK(ID, name, Name, family, shape, entry)                       \
-    case DPS_COLL_##ID:                                                    \
-        return PMPI_I##name(SHIM_C_##shape(a) m, req);
+#define STOCK(ID, name, Name, family, shape, entry) \
+    case DPS_COLL_##ID: return PMPI_I##name(SHIM_C_##shape(a) m, req);
 
     switch (dps_coll_base(a->coll)) {
-    DPS_COLLS(STOCK)
-    default:
-        return MPI_ERR_INTERN;
+        DPS_COLLS(STOCK)
+    default: return MPI_ERR_INTERN;
     }
 #undef STOCK
 }
@@ -120,8 +115,8 @@ static int gather_ok(shim_comm_t *c, int coll)
 {
     int reduction = dps_coll_family(coll) == DPS_FAM_REDUCE;
 
-    if (reduction || shim.fo.state != SHIM_FO_NONE ||
-        !shim_engine_running() || shim.cfg.data_path != DPS_DATA_DIRECT ||
+    if (reduction || shim.fo.state != SHIM_FO_NONE || !shim_engine_running() ||
+        shim.cfg.data_path != DPS_DATA_DIRECT ||
         shim.cfg.transport == DPS_TRANSPORT_UCX ||
         shim.topo.rank_node == NULL || shim.topo.rank_direct == NULL) {
         return 0;
@@ -144,7 +139,7 @@ static int begin(shim_ctx_t *x, int coll, MPI_Comm comm, shim_comm_t **cp,
                  shim_call_t *k, MPI_Comm *use, int direct_ok)
 {
     shim_comm_t *c;
-    int rc;
+    int          rc;
 
     memset(k, 0, sizeof(*k));
     shim_in_call++;
@@ -191,8 +186,8 @@ static int begin(shim_ctx_t *x, int coll, MPI_Comm comm, shim_comm_t **cp,
     return SHIM_GO;
 }
 
-int shim_coll_begin(shim_ctx_t *x, int coll, MPI_Comm comm,
-                    shim_comm_t **cp, shim_call_t *k, MPI_Comm *use)
+int shim_coll_begin(shim_ctx_t *x, int coll, MPI_Comm comm, shim_comm_t **cp,
+                    shim_call_t *k, MPI_Comm *use)
 {
     return begin(x, coll, comm, cp, k, use, 1);
 }
@@ -215,8 +210,8 @@ uint64_t *shim_call_arrays(shim_call_t *k, int size, int n)
 int shim_call_post(shim_comm_t *c, shim_call_t *k, MPI_Request *req)
 {
     shim_sched_t *s;
-    uint64_t bytes;
-    int rc, stat;
+    uint64_t      bytes;
+    int           rc, stat;
 
     k->args.coll = k->coll;
     k->args.size = (uint32_t)c->size;
@@ -233,19 +228,19 @@ int shim_call_post(shim_comm_t *c, shim_call_t *k, MPI_Request *req)
     if (s->need[DPS_BUF_SEND] > k->len[0] ||
         s->need[DPS_BUF_RECV] > k->len[1]) {
         /* Builder and wrapper disagree: a bug, never a silent overrun. */
-        dps_error("%s: the schedule needs %llu and %llu bytes, the buffers "
-                  "hold %llu and %llu", dps_coll_short(k->coll),
-                  (unsigned long long)s->need[DPS_BUF_SEND],
-                  (unsigned long long)s->need[DPS_BUF_RECV],
-                  (unsigned long long)k->len[0],
-                  (unsigned long long)k->len[1]);
+        dps_error(
+            "%s: the schedule needs %llu and %llu bytes, the buffers "
+            "hold %llu and %llu",
+            dps_coll_short(k->coll), (unsigned long long)s->need[DPS_BUF_SEND],
+            (unsigned long long)s->need[DPS_BUF_RECV],
+            (unsigned long long)k->len[0], (unsigned long long)k->len[1]);
         pthread_mutex_lock(&shim.lock);
         shim_sched_put(s);
         pthread_mutex_unlock(&shim.lock);
         shim_call_clear(k);
         return MPI_ERR_INTERN;
     }
-    stat = k->stat;   /* the persistent form's line while it starts */
+    stat = k->stat; /* the persistent form's line while it starts */
     bytes = k->bytes;
     if (k->unpack.scat != NULL && !s->reads_recv) {
         /* Received bytes go straight into place (the engine reads them
@@ -253,7 +248,7 @@ int shim_call_post(shim_comm_t *c, shim_call_t *k, MPI_Request *req)
         shim_engine_scatter_add(k->unpack.scat);
     }
     shim_in_call++;
-    rc = shim_op_start(c, k, s, req);   /* takes k's contents */
+    rc = shim_op_start(c, k, s, req); /* takes k's contents */
     shim_in_call--;
     if (rc == MPI_SUCCESS && shim.fo.state == SHIM_FO_NONE) {
         count(stat, SHIM_STAT_OFFLOADED, 1);
@@ -291,7 +286,7 @@ int shim_call_erroneous(shim_comm_t *c, shim_call_t *k, int status,
 static int probed(const shim_coll_args_t *a, shim_offloads_fn offloads,
                   shim_ctx_t *x)
 {
-    shim_coll_args_t init = *a;
+    shim_coll_args_t    init = *a;
     const shim_check_t *refused = NULL;
 
     x->chk.cls = MPI_SUCCESS;
@@ -299,7 +294,7 @@ static int probed(const shim_coll_args_t *a, shim_offloads_fn offloads,
     if (!shim_coll_wanted(x, dps_coll_base(a->coll), a->comm)) {
         return MPI_SUCCESS;
     }
-    init.coll = x->as != 0 ? x->as : a->coll;   /* MPI's *_init checks */
+    init.coll = x->as != 0 ? x->as : a->coll; /* MPI's *_init checks */
     if (shim_coll_check(&init, &x->chk) != MPI_SUCCESS) {
         refused = &x->chk;
     }
@@ -313,7 +308,7 @@ int shim_coll_start(const shim_coll_args_t *a, shim_offloads_fn offloads,
                     shim_ctx_t *x, int *rc)
 {
     shim_check_t chk;
-    int coll = dps_coll_base(a->coll);
+    int          coll = dps_coll_base(a->coll);
 
     if (x->probe) {
         *rc = probed(a, offloads, x);
@@ -322,8 +317,7 @@ int shim_coll_start(const shim_coll_args_t *a, shim_offloads_fn offloads,
     /* Off, or not an intracommunicator: stock MPI, checks and all, on
      * every rank alike. */
     if (!shim_coll_wanted(x, coll, a->comm)) {
-        *rc = shim_fallback(x, coll,
-                            shim_coll_stock(a, a->comm, a->request));
+        *rc = shim_fallback(x, coll, shim_coll_stock(a, a->comm, a->request));
         return 1;
     }
     if (shim_coll_check(a, &chk) != MPI_SUCCESS) {
@@ -331,8 +325,7 @@ int shim_coll_start(const shim_coll_args_t *a, shim_offloads_fn offloads,
         return 1;
     }
     if (!offloads(a, NULL, x)) {
-        *rc = shim_fallback(x, coll,
-                            shim_coll_stock(a, a->comm, a->request));
+        *rc = shim_fallback(x, coll, shim_coll_stock(a, a->comm, a->request));
         return 1;
     }
     return 0;
@@ -341,10 +334,10 @@ int shim_coll_start(const shim_coll_args_t *a, shim_offloads_fn offloads,
 int shim_coll_run(const shim_coll_args_t *a, shim_ctx_t *x,
                   shim_offloads_fn offloads, shim_post_fn post)
 {
-    MPI_Comm use = a->comm;
+    MPI_Comm     use = a->comm;
     shim_comm_t *c;
-    shim_call_t k;
-    int rc;
+    shim_call_t  k;
+    int          rc;
 
     if (shim_in_call || !shim.initialized) {
         return shim_coll_stock(a, a->comm, a->request);
@@ -353,27 +346,23 @@ int shim_coll_run(const shim_coll_args_t *a, shim_ctx_t *x,
         return rc;
     }
     switch (shim_coll_begin(x, a->coll, a->comm, &c, &k, &use)) {
-    case SHIM_GO:
-        return post(c, &k, a);
-    case SHIM_STOCK:
-        return shim_coll_stock(a, use, a->request);
-    default:
-        return MPI_ERR_NO_MEM;
+    case SHIM_GO: return post(c, &k, a);
+    case SHIM_STOCK: return shim_coll_stock(a, use, a->request);
+    default: return MPI_ERR_NO_MEM;
     }
 }
 
 int shim_call_rejected(const shim_coll_args_t *a, const shim_check_t *chk,
                        int offload, shim_ctx_t *x)
 {
-    int coll = dps_coll_base(a->coll);
-    MPI_Comm use = a->comm;
+    int          coll = dps_coll_base(a->coll);
+    MPI_Comm     use = a->comm;
     shim_comm_t *c;
-    shim_call_t k;
-    char what[200];
+    shim_call_t  k;
+    char         what[200];
 
     if (!offload) {
-        return shim_fallback(x, coll,
-                             shim_coll_stock(a, a->comm, a->request));
+        return shim_fallback(x, coll, shim_coll_stock(a, a->comm, a->request));
     }
     snprintf(what, sizeof(what), "%s: %s", dps_coll_str((unsigned)coll),
              chk->what);
@@ -381,9 +370,9 @@ int shim_call_rejected(const shim_coll_args_t *a, const shim_check_t *chk,
     case SHIM_GO:
         /* Nothing runs: counted as left to MPI, as MPI's answer it is. */
         return shim_fallback(x, coll,
-                             shim_call_erroneous(c, &k, DPS_ERR_ARG,
-                                                 chk->cls, chk->raise_on,
-                                                 a->request, what));
+                             shim_call_erroneous(c, &k, DPS_ERR_ARG, chk->cls,
+                                                 chk->raise_on, a->request,
+                                                 what));
     case SHIM_STOCK:
         /* After an agent failure every rank runs this instance on stock
          * MPI, which refuses the call itself. */
@@ -400,8 +389,8 @@ int shim_place_failed(shim_comm_t *c, shim_call_t *k, int rc, MPI_Comm comm,
                       MPI_Request *req)
 {
     if (rc == MPI_ERR_TYPE) {
-        return shim_call_erroneous(c, k, DPS_ERR_ARG, MPI_ERR_TYPE, comm,
-                                   req, "a count or datatype MPI would "
+        return shim_call_erroneous(c, k, DPS_ERR_ARG, MPI_ERR_TYPE, comm, req,
+                                   "a count or datatype MPI would "
                                    "refuse");
     }
     shim_call_clear(k);
@@ -418,7 +407,7 @@ int shim_send_overlaps(const shim_call_t *k)
     if (g == NULL) {
         return shim_overlap(k->buf[0], k->len[0], k->buf[1], k->len[1]);
     }
-    for (size_t i = 0; i < g->nseg; i++) {   /* the data, where it is */
+    for (size_t i = 0; i < g->nseg; i++) { /* the data, where it is */
         if (shim_overlap(g->seg[i].addr, g->seg[i].len, k->buf[1],
                          k->len[1])) {
             return 1;

@@ -14,22 +14,21 @@
 int ck_mpi(ck_t *k)
 {
     (void)k;
-    return MPI_SUCCESS;   /* an MPI we know nothing of: it judges */
+    return MPI_SUCCESS; /* an MPI we know nothing of: it judges */
 }
 #endif
 
 int shim_coll_check(const shim_coll_args_t *a, shim_check_t *out)
 {
-    ck_t k = {a, out, dps_coll_base(a->coll), a->coll > DPS_COLL_GROUP,
-              0, 0};
-    int inter = 0;
+    ck_t k = {a, out, dps_coll_base(a->coll), a->coll > DPS_COLL_GROUP, 0, 0};
+    int  inter = 0;
 
     memset(out, 0, sizeof(*out));
     out->raise_on = a->comm;
     if (a->comm == MPI_COMM_NULL ||
         PMPI_Comm_test_inter(a->comm, &inter) != MPI_SUCCESS || inter ||
         k.coll <= DPS_COLL_NONE || k.coll >= DPS_COLL_GROUP) {
-        return MPI_SUCCESS;   /* left to the MPI library */
+        return MPI_SUCCESS; /* left to the MPI library */
     }
     PMPI_Comm_rank(a->comm, &k.rank);
     PMPI_Comm_size(a->comm, &k.size);
@@ -41,11 +40,11 @@ int shim_coll_check(const shim_coll_args_t *a, shim_check_t *out)
 static int cvar_on(const char *name, int dflt)
 {
     unsigned char v[64];
-    char nm[128];
-    int provided, idx, n, nlen = (int)sizeof(nm), verb, bind, scope;
-    int dlen = 0, on = dflt;
-    MPI_Datatype dt;
-    MPI_T_enum en;
+    char          nm[128];
+    int           provided, idx, n, nlen = (int)sizeof(nm), verb, bind, scope;
+    int           dlen = 0, on = dflt;
+    MPI_Datatype  dt;
+    MPI_T_enum    en;
     MPI_T_cvar_handle h;
 
     if (PMPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS) {
@@ -78,8 +77,8 @@ void shim_check_init(void)
 #endif
     if (PMPI_Comm_dup(MPI_COMM_SELF, &ck_cfg.probe) != MPI_SUCCESS ||
         PMPI_Comm_set_errhandler(ck_cfg.probe, MPI_ERRORS_RETURN) !=
-        MPI_SUCCESS) {
-        ck_cfg.probe = MPI_COMM_NULL;   /* datatypes not judged */
+            MPI_SUCCESS) {
+        ck_cfg.probe = MPI_COMM_NULL; /* datatypes not judged */
     }
 }
 

@@ -26,7 +26,7 @@
  * - info: the persistent forms' (not checked: see shim_coll_check).
  */
 typedef struct shim_coll_args {
-    int                 coll;     /* DPS_COLL_*, or its DPS_COLL_*_INIT */
+    int                 coll; /* DPS_COLL_*, or its DPS_COLL_*_INIT */
     MPI_Comm            comm;
     const void         *sbuf;
     int                 scount;
@@ -50,18 +50,18 @@ typedef struct shim_coll_args {
  * wrong: the decision of the ranks whose calls are right cannot be
  * computed from them. */
 enum {
-    SHIM_BAD_ROOT = 1,   /* root is no rank of the communicator */
-    SHIM_BAD_OP   = 2,   /* op, or op with this datatype, refused */
+    SHIM_BAD_ROOT = 1, /* root is no rank of the communicator */
+    SHIM_BAD_OP = 2,   /* op, or op with this datatype, refused */
 };
 
 /* The verdict on one call. */
 typedef struct shim_check {
-    int      cls;        /* MPI_SUCCESS or the MPI error class */
-    MPI_Comm raise_on;   /* whose error handler MPI calls: the call's
-                          * communicator, or MPI_COMM_WORLD where the MPI
-                          * library does so (some of Open MPI's checks) */
-    unsigned bad;        /* SHIM_BAD_* */
-    char     what[120];  /* the argument and what is wrong with it */
+    int      cls;       /* MPI_SUCCESS or the MPI error class */
+    MPI_Comm raise_on;  /* whose error handler MPI calls: the call's
+                         * communicator, or MPI_COMM_WORLD where the MPI
+                         * library does so (some of Open MPI's checks) */
+    unsigned bad;       /* SHIM_BAD_* */
+    char     what[120]; /* the argument and what is wrong with it */
 } shim_check_t;
 
 /*

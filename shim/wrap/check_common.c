@@ -16,8 +16,7 @@ ck_cfg_t ck_cfg = {MPI_COMM_NULL, 1, 1};
 
 /* Refuse the call: class cls, raised on the call's communicator (or
  * MPI_COMM_WORLD: world), the message naming the argument. */
-int ck_refuse(ck_t *k, int cls, int world, unsigned bad, const char *fmt,
-              ...)
+int ck_refuse(ck_t *k, int cls, int world, unsigned bad, const char *fmt, ...)
 {
     va_list ap;
 
@@ -33,9 +32,10 @@ int ck_refuse(ck_t *k, int cls, int world, unsigned bad, const char *fmt,
 int ck_root(ck_t *k)
 {
     if (k->a->root < 0 || k->a->root >= k->size) {
-        return ck_refuse(k, MPI_ERR_ROOT, 0, SHIM_BAD_ROOT, "root %d is not a "
-                         "rank of the communicator (size %d)", k->a->root,
-                         k->size);
+        return ck_refuse(k, MPI_ERR_ROOT, 0, SHIM_BAD_ROOT,
+                         "root %d is not a "
+                         "rank of the communicator (size %d)",
+                         k->a->root, k->size);
     }
     return MPI_SUCCESS;
 }
@@ -61,8 +61,7 @@ int ck_degrees(MPI_Comm comm, int rank, int *in, int *out)
     case MPI_DIST_GRAPH:
         PMPI_Dist_graph_neighbors_count(comm, in, out, &w);
         return 1;
-    default:
-        return 0;
+    default: return 0;
     }
 }
 
@@ -76,7 +75,7 @@ int ck_type_refused(MPI_Datatype t)
     int n = 0;
 
     if (ck_cfg.probe == MPI_COMM_NULL) {
-        return 0;   /* not judged */
+        return 0; /* not judged */
     }
 #if CHK_MPICH
     return PMPI_Pack_size(0, t, ck_cfg.probe, &n) != MPI_SUCCESS;
@@ -87,15 +86,15 @@ int ck_type_refused(MPI_Datatype t)
 
 /* What a predefined datatype is to the operations' tables. */
 enum {
-    G_UNKNOWN,   /* not judged: left to the MPI library */
-    G_NONE,      /* no predefined operation applies */
-    G_CINT,      /* C integers */
-    G_FINT,      /* Fortran integers */
-    G_FP,        /* floating point */
+    G_UNKNOWN, /* not judged: left to the MPI library */
+    G_NONE,    /* no predefined operation applies */
+    G_CINT,    /* C integers */
+    G_FINT,    /* Fortran integers */
+    G_FP,      /* floating point */
     G_LOGICAL,
     G_COMPLEX,
     G_BYTE,
-    G_PAIR       /* MINLOC and MAXLOC pairs */
+    G_PAIR /* MINLOC and MAXLOC pairs */
 };
 
 static int group_of(MPI_Datatype t)
@@ -111,26 +110,28 @@ static int group_of(MPI_Datatype t)
     const int aint = G_FINT, byte = G_BYTE, character = G_FINT;
 #endif
     static const MPI_Datatype cint[] = {
-        MPI_CHAR, MPI_SIGNED_CHAR, MPI_UNSIGNED_CHAR, MPI_SHORT,
-        MPI_UNSIGNED_SHORT, MPI_INT, MPI_UNSIGNED, MPI_LONG,
-        MPI_UNSIGNED_LONG, MPI_LONG_LONG, MPI_LONG_LONG_INT,
-        MPI_UNSIGNED_LONG_LONG, MPI_INT8_T, MPI_INT16_T, MPI_INT32_T,
-        MPI_INT64_T, MPI_UINT8_T, MPI_UINT16_T, MPI_UINT32_T, MPI_UINT64_T
-    };
-    static const MPI_Datatype fp[] = {
-        MPI_FLOAT, MPI_DOUBLE, MPI_LONG_DOUBLE, MPI_REAL,
-        MPI_DOUBLE_PRECISION
-    };
+        MPI_CHAR,      MPI_SIGNED_CHAR,    MPI_UNSIGNED_CHAR,
+        MPI_SHORT,     MPI_UNSIGNED_SHORT, MPI_INT,
+        MPI_UNSIGNED,  MPI_LONG,           MPI_UNSIGNED_LONG,
+        MPI_LONG_LONG, MPI_LONG_LONG_INT,  MPI_UNSIGNED_LONG_LONG,
+        MPI_INT8_T,    MPI_INT16_T,        MPI_INT32_T,
+        MPI_INT64_T,   MPI_UINT8_T,        MPI_UINT16_T,
+        MPI_UINT32_T,  MPI_UINT64_T};
+    static const MPI_Datatype fp[] = {MPI_FLOAT, MPI_DOUBLE, MPI_LONG_DOUBLE,
+                                      MPI_REAL, MPI_DOUBLE_PRECISION};
     static const MPI_Datatype cpx[] = {
-        MPI_C_FLOAT_COMPLEX, MPI_C_DOUBLE_COMPLEX,
-        MPI_C_LONG_DOUBLE_COMPLEX, MPI_COMPLEX, MPI_DOUBLE_COMPLEX
-    };
-    static const MPI_Datatype pair[] = {
-        MPI_2INT, MPI_FLOAT_INT, MPI_DOUBLE_INT, MPI_LONG_DOUBLE_INT,
-        MPI_LONG_INT, MPI_SHORT_INT, MPI_2INTEGER, MPI_2REAL,
-        MPI_2DOUBLE_PRECISION
-    };
-    size_t i;
+        MPI_C_FLOAT_COMPLEX, MPI_C_DOUBLE_COMPLEX, MPI_C_LONG_DOUBLE_COMPLEX,
+        MPI_COMPLEX, MPI_DOUBLE_COMPLEX};
+    static const MPI_Datatype pair[] = {MPI_2INT,
+                                        MPI_FLOAT_INT,
+                                        MPI_DOUBLE_INT,
+                                        MPI_LONG_DOUBLE_INT,
+                                        MPI_LONG_INT,
+                                        MPI_SHORT_INT,
+                                        MPI_2INTEGER,
+                                        MPI_2REAL,
+                                        MPI_2DOUBLE_PRECISION};
+    size_t                    i;
 
     for (i = 0; i < sizeof(cint) / sizeof(cint[0]); i++) {
         if (t == cint[i]) {
@@ -186,8 +187,8 @@ static int op_applies(MPI_Op op, int g)
 #else
     /* opland.c, opband.c: logical operations on integers, logicals and
      * floating point; bitwise ones on integers and MPI_BYTE. */
-    const unsigned logical = 1u << G_CINT | 1u << G_LOGICAL |
-                             1u << G_FINT | 1u << G_FP;
+    const unsigned logical =
+        1u << G_CINT | 1u << G_LOGICAL | 1u << G_FINT | 1u << G_FP;
     const unsigned bitwise = 1u << G_CINT | 1u << G_FINT | 1u << G_BYTE;
 #endif
     const unsigned order = 1u << G_CINT | 1u << G_FINT | 1u << G_FP;
@@ -237,7 +238,7 @@ static int named(MPI_Datatype t)
 int ck_op(ck_t *k, MPI_Op op, MPI_Datatype t)
 {
     const char *on = "op with this datatype";
-    int g, applies, n;
+    int         g, applies, n;
 
 #if CHK_OMPI
     if (op == MPI_OP_NULL || op == NULL) {
@@ -247,29 +248,35 @@ int ck_op(ck_t *k, MPI_Op op, MPI_Datatype t)
         return ck_refuse(k, MPI_ERR_OP, 0, SHIM_BAD_OP, "op is MPI_OP_NULL");
     }
     if (op == MPI_NO_OP || op == MPI_REPLACE) {
-        return ck_refuse(k, MPI_ERR_OP, 0, SHIM_BAD_OP, "op is %s, not for "
-                         "reductions", op == MPI_NO_OP ? "MPI_NO_OP"
-                                                       : "MPI_REPLACE");
+        return ck_refuse(k, MPI_ERR_OP, 0, SHIM_BAD_OP,
+                         "op is %s, not for "
+                         "reductions",
+                         op == MPI_NO_OP ? "MPI_NO_OP" : "MPI_REPLACE");
     }
 #if CHK_MPICH
     /* MPIR_ERRTEST_OP: a handle of the kind of operations. */
     if ((((unsigned)op >> 26) & 0xf) != 0x6 || ((unsigned)op >> 30) == 0) {
-        return ck_refuse(k, MPI_ERR_OP, 0, SHIM_BAD_OP, "op is not an "
+        return ck_refuse(k, MPI_ERR_OP, 0, SHIM_BAD_OP,
+                         "op is not an "
                          "operation handle");
     }
 #endif
     if (op_applies(op, G_NONE) < 0) {
-        return MPI_SUCCESS;   /* user-defined */
+        return MPI_SUCCESS; /* user-defined */
     }
     if (t == MPI_DATATYPE_NULL) {
-        return ck_refuse(k, MPI_ERR_OP, 0, SHIM_BAD_OP, "%s: the datatype is "
-                         "MPI_DATATYPE_NULL", on);
+        return ck_refuse(k, MPI_ERR_OP, 0, SHIM_BAD_OP,
+                         "%s: the datatype is "
+                         "MPI_DATATYPE_NULL",
+                         on);
     }
 #if CHK_MPICH
     /* Not a datatype handle: no operation's table has it. */
     if ((((unsigned)t >> 26) & 0xf) != 0x3 || ((unsigned)t >> 30) == 0) {
-        return ck_refuse(k, MPI_ERR_OP, 0, SHIM_BAD_OP, "%s: the datatype is "
-                         "not a datatype handle", on);
+        return ck_refuse(k, MPI_ERR_OP, 0, SHIM_BAD_OP,
+                         "%s: the datatype is "
+                         "not a datatype handle",
+                         on);
     }
 #endif
     n = named(t);
@@ -277,14 +284,18 @@ int ck_op(ck_t *k, MPI_Op op, MPI_Datatype t)
         return MPI_SUCCESS;
     }
     if (n == 0) {
-        return ck_refuse(k, MPI_ERR_OP, 0, SHIM_BAD_OP, "%s: a predefined "
-                         "operation on a derived datatype", on);
+        return ck_refuse(k, MPI_ERR_OP, 0, SHIM_BAD_OP,
+                         "%s: a predefined "
+                         "operation on a derived datatype",
+                         on);
     }
     g = group_of(t);
     applies = op_applies(op, g);
     if (g != G_UNKNOWN && !applies) {
-        return ck_refuse(k, MPI_ERR_OP, 0, SHIM_BAD_OP, "%s: the operation is "
-                         "not defined for the datatype", on);
+        return ck_refuse(k, MPI_ERR_OP, 0, SHIM_BAD_OP,
+                         "%s: the operation is "
+                         "not defined for the datatype",
+                         on);
     }
     return MPI_SUCCESS;
 }

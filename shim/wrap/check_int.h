@@ -19,9 +19,9 @@
 
 /* Read once at shim start (shim_check_init); wrap/check_common.c. */
 typedef struct ck_cfg {
-    MPI_Comm probe;   /* dup of MPI_COMM_SELF, MPI_ERRORS_RETURN */
-    int      on;      /* Open MPI: mpi_param_check */
-    int      alias;   /* MPICH: MPIR_CVAR_COLL_ALIAS_CHECK */
+    MPI_Comm probe; /* dup of MPI_COMM_SELF, MPI_ERRORS_RETURN */
+    int      on;    /* Open MPI: mpi_param_check */
+    int      alias; /* MPICH: MPIR_CVAR_COLL_ALIAS_CHECK */
 } ck_cfg_t;
 
 extern ck_cfg_t ck_cfg;
@@ -30,25 +30,25 @@ extern ck_cfg_t ck_cfg;
 typedef struct ck {
     const shim_coll_args_t *a;
     shim_check_t           *out;
-    int                     coll;   /* the nonblocking form's id */
-    int                     pers;   /* a persistent form's checks */
+    int                     coll; /* the nonblocking form's id */
+    int                     pers; /* a persistent form's checks */
     int                     rank, size;
 } ck_t;
 
 /* Refuse the call: class cls, raised on the call's communicator (or
  * MPI_COMM_WORLD: world), the message naming the argument. Returns
  * cls. */
-int ck_refuse(ck_t *k, int cls, int world, unsigned bad, const char *fmt,
-              ...) __attribute__((format(printf, 5, 6)));
+int ck_refuse(ck_t *k, int cls, int world, unsigned bad, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
 
 /* Return the MPI error class of a check that refuses. */
-#define TRY(call)                                                          \
-    do {                                                                   \
-        int rc_ = (call);                                                  \
-                                                                           \
-        if (rc_ != MPI_SUCCESS) {                                          \
-            return rc_;                                                    \
-        }                                                                  \
+#define TRY(call)                 \
+    do {                          \
+        int rc_ = (call);         \
+                                  \
+        if (rc_ != MPI_SUCCESS) { \
+            return rc_;           \
+        }                         \
     } while (0)
 
 /* Does MPI refuse t, known not to be MPI_DATATYPE_NULL, as a datatype

@@ -52,7 +52,7 @@ static int m_userbuf(ck_t *k, const void *buf, int count, MPI_Datatype t,
                      const char *name)
 {
     MPI_Aint lb = 0, ext = 0;
-    int size = 0;
+    int      size = 0;
 
     if (count <= 0 || buf != NULL) {
         return MPI_SUCCESS;
@@ -64,8 +64,8 @@ static int m_userbuf(ck_t *k, const void *buf, int count, MPI_Datatype t,
             return MPI_SUCCESS;
         }
     }
-    return ck_refuse(k, MPI_ERR_BUFFER, 0, 0, "%s is NULL with a nonzero count",
-                     name);
+    return ck_refuse(k, MPI_ERR_BUFFER, 0, 0,
+                     "%s is NULL with a nonzero count", name);
 }
 
 /* MPIR_ERRTEST_SENDBUF_INPLACE, _RECVBUF_INPLACE */
@@ -81,8 +81,10 @@ static int m_inplace(ck_t *k, const void *buf, int count, const char *name)
 static int m_alias(ck_t *k, const void *p, const void *q, const char *what)
 {
     if (ck_cfg.alias && p == q) {
-        return ck_refuse(k, MPI_ERR_BUFFER, 0, 0, "%s (aliased buffers; "
-                         "MPI_IN_PLACE is the way)", what);
+        return ck_refuse(k, MPI_ERR_BUFFER, 0, 0,
+                         "%s (aliased buffers; "
+                         "MPI_IN_PLACE is the way)",
+                         what);
     }
     return MPI_SUCCESS;
 }
@@ -105,7 +107,7 @@ static const void *m_own(const void *buf, int count, MPI_Datatype t, int i)
 static int m_gather_send(ck_t *k, int rooted, int v)
 {
     const shim_coll_args_t *a = k->a;
-    int me = k->rank;
+    int                     me = k->rank;
 
     if (a->sbuf == MPI_IN_PLACE) {
         return MPI_SUCCESS;
@@ -154,7 +156,7 @@ static int m_gather_recv(ck_t *k, int v)
 static int m_scatter(ck_t *k, int v)
 {
     const shim_coll_args_t *a = k->a;
-    int me = k->rank;
+    int                     me = k->rank;
 
     if (me == a->root) {
         TRY(m_type(k, a->stype, "sendtype"));
@@ -167,8 +169,7 @@ static int m_scatter(ck_t *k, int v)
             TRY(m_inplace(k, a->sbuf, a->scounts[i], "sendbuf"));
             TRY(m_counti(k, a->scounts[i], "sendcounts", i));
             if (a->sdispls != NULL && a->sdispls[i] == 0) {
-                TRY(m_userbuf(k, a->sbuf, a->scounts[i], a->stype,
-                              "sendbuf"));
+                TRY(m_userbuf(k, a->sbuf, a->scounts[i], a->stype, "sendbuf"));
             }
         }
     }
@@ -215,7 +216,8 @@ static int m_alltoall(ck_t *k)
                 TRY(m_type(k, a->stype, "sendtype"));
             }
             for (i = 0; a->scounts != NULL && (!w || a->stypes != NULL) &&
-                        i < k->size; i++) {
+                        i < k->size;
+                 i++) {
                 MPI_Datatype t = w ? a->stypes[i] : a->stype;
 
                 if (w && a->scounts[i] > 0) {
@@ -242,8 +244,8 @@ static int m_alltoall(ck_t *k)
     if (!w) {
         TRY(m_type(k, a->rtype, "recvtype"));
     }
-    for (i = 0; a->rcounts != NULL && (!w || a->rtypes != NULL) &&
-                i < k->size; i++) {
+    for (i = 0; a->rcounts != NULL && (!w || a->rtypes != NULL) && i < k->size;
+         i++) {
         MPI_Datatype t = w ? a->rtypes[i] : a->rtype;
 
         if (w && a->rcounts[i] > 0) {
@@ -263,7 +265,7 @@ static int m_alltoall(ck_t *k)
 static int m_reduce(ck_t *k)
 {
     const shim_coll_args_t *a = k->a;
-    int in_place = a->sbuf == MPI_IN_PLACE, rn, sn, i;
+    int                     in_place = a->sbuf == MPI_IN_PLACE, rn, sn, i;
 
     if (k->coll == DPS_COLL_REDUCE) {
         TRY(ck_root(k));
@@ -292,11 +294,9 @@ static int m_reduce(ck_t *k)
         rn = a->rcounts != NULL ? a->rcounts[k->rank] : 0;
         break;
     case DPS_COLL_REDUCE_SCATTER_BLOCK:
-        rn = sn = a->rcount;   /* sic: MPICH checks recvcount elements */
+        rn = sn = a->rcount; /* sic: MPICH checks recvcount elements */
         break;
-    default:
-        rn = sn = a->scount;
-        break;
+    default: rn = sn = a->scount; break;
     }
     TRY(m_inplace(k, a->rbuf, rn, "recvbuf"));
     if (!in_place && sn != 0) {
@@ -310,7 +310,7 @@ static int m_reduce(ck_t *k)
 static int m_neighbor(ck_t *k, int in, int out)
 {
     const shim_coll_args_t *a = k->a;
-    int v = k->coll == DPS_COLL_NEIGHBOR_ALLTOALLV ||
+    int                     v = k->coll == DPS_COLL_NEIGHBOR_ALLTOALLV ||
             k->coll == DPS_COLL_NEIGHBOR_ALLTOALLW;
     int w = k->coll == DPS_COLL_NEIGHBOR_ALLTOALLW, i;
 
@@ -324,11 +324,11 @@ static int m_neighbor(ck_t *k, int in, int out)
         if (!w) {
             TRY(m_type(k, a->stype, "sendtype"));
         }
-        for (i = 0; a->scounts != NULL && (!w || a->stypes != NULL) &&
-                    i < out; i++) {
+        for (i = 0; a->scounts != NULL && (!w || a->stypes != NULL) && i < out;
+             i++) {
             MPI_Datatype t = w ? a->stypes[i] : a->stype;
-            int at0 = w ? a->sad != NULL && a->sad[i] == 0
-                        : a->sdispls != NULL && a->sdispls[i] == 0;
+            int          at0 = w ? a->sad != NULL && a->sad[i] == 0
+                                 : a->sdispls != NULL && a->sdispls[i] == 0;
 
             if (w && a->scounts[i] > 0) {
                 TRY(m_type(k, t, "sendtypes[i]"));
@@ -351,11 +351,11 @@ static int m_neighbor(ck_t *k, int in, int out)
     if (!w) {
         TRY(m_type(k, a->rtype, "recvtype"));
     }
-    for (i = 0; a->rcounts != NULL && (!w || a->rtypes != NULL) &&
-                i < in; i++) {
+    for (i = 0; a->rcounts != NULL && (!w || a->rtypes != NULL) && i < in;
+         i++) {
         MPI_Datatype t = w ? a->rtypes[i] : a->rtype;
-        int at0 = w ? a->rad != NULL && a->rad[i] == 0
-                    : a->rdispls != NULL && a->rdispls[i] == 0;
+        int          at0 = w ? a->rad != NULL && a->rad[i] == 0
+                             : a->rdispls != NULL && a->rdispls[i] == 0;
 
         if (w && a->rcounts[i] > 0) {
             TRY(m_type(k, t, "recvtypes[i]"));
@@ -371,13 +371,12 @@ static int m_neighbor(ck_t *k, int in, int out)
 int ck_mpi(ck_t *k)
 {
     const shim_coll_args_t *a = k->a;
-    int in = 0, out = 0;
+    int                     in = 0, out = 0;
 
     /* Every reduction (common/dps_colls.h) as Ireduce. */
     switch (dps_coll_family(k->coll) == DPS_FAM_REDUCE ? DPS_COLL_REDUCE
                                                        : k->coll) {
-    case DPS_COLL_BARRIER:
-        break;
+    case DPS_COLL_BARRIER: break;
     case DPS_COLL_BCAST:
         TRY(ck_root(k));
         TRY(m_count(k, a->scount, "count"));
@@ -406,12 +405,8 @@ int ck_mpi(ck_t *k)
         break;
     case DPS_COLL_ALLTOALL:
     case DPS_COLL_ALLTOALLV:
-    case DPS_COLL_ALLTOALLW:
-        TRY(m_alltoall(k));
-        break;
-    case DPS_COLL_REDUCE:
-        TRY(m_reduce(k));
-        break;
+    case DPS_COLL_ALLTOALLW: TRY(m_alltoall(k)); break;
+    case DPS_COLL_REDUCE: TRY(m_reduce(k)); break;
     default:
         if (!ck_is_neighbor(k->coll) ||
             !ck_degrees(a->comm, k->rank, &in, &out)) {

@@ -82,8 +82,10 @@ static int o_rooted(ck_t *k)
         if (!v) {
             TRY(o_null_type(k, a->rtype, "recvtype"));
             if (a->rcount < 0) {
-                return ck_refuse(k, MPI_ERR_COUNT, 0, 0, "recvcount is "
-                                 "negative (%d)", a->rcount);
+                return ck_refuse(k, MPI_ERR_COUNT, 0, 0,
+                                 "recvcount is "
+                                 "negative (%d)",
+                                 a->rcount);
             }
             return MPI_SUCCESS;
         }
@@ -95,8 +97,10 @@ static int o_rooted(ck_t *k)
         }
         for (i = 0; i < k->size; i++) {
             if (a->rcounts[i] < 0) {
-                return ck_refuse(k, MPI_ERR_COUNT, 0, 0, "recvcounts[%d] is "
-                                 "negative (%d)", i, a->rcounts[i]);
+                return ck_refuse(k, MPI_ERR_COUNT, 0, 0,
+                                 "recvcounts[%d] is "
+                                 "negative (%d)",
+                                 i, a->rcounts[i]);
             }
             TRY(o_null_type(k, a->rtype, "recvtype"));
         }
@@ -106,8 +110,10 @@ static int o_rooted(ck_t *k)
      * receive (sic, an else-if chain in iscatter.c). */
     if (a->rbuf != MPI_IN_PLACE) {
         if (a->rcount < 0) {
-            return ck_refuse(k, MPI_ERR_COUNT, 0, 0, "recvcount is negative "
-                             "(%d)", a->rcount);
+            return ck_refuse(k, MPI_ERR_COUNT, 0, 0,
+                             "recvcount is negative "
+                             "(%d)",
+                             a->rcount);
         }
         TRY(o_null_type(k, a->rtype, "recvtype"));
         if (!v) {
@@ -127,8 +133,7 @@ static int o_rooted(ck_t *k)
         return ck_refuse(k, MPI_ERR_COUNT, 0, 0, "sendcounts is NULL");
     }
     for (i = 0; i < k->size; i++) {
-        TRY(o_typei(k, a->stype, a->scounts[i], "sendtype", "sendcounts",
-                    i));
+        TRY(o_typei(k, a->stype, a->scounts[i], "sendtype", "sendcounts", i));
     }
     return MPI_SUCCESS;
 }
@@ -140,8 +145,10 @@ static int o_allgather(ck_t *k)
     if (k->coll == DPS_COLL_ALLGATHER) {
         TRY(o_null_type(k, a->rtype, "recvtype"));
         if (a->rcount < 0) {
-            return ck_refuse(k, MPI_ERR_COUNT, 0, 0, "recvcount is negative "
-                             "(%d)", a->rcount);
+            return ck_refuse(k, MPI_ERR_COUNT, 0, 0,
+                             "recvcount is negative "
+                             "(%d)",
+                             a->rcount);
         }
         if (a->rbuf == MPI_IN_PLACE) {
             return ck_refuse(k, MPI_ERR_ARG, 0, 0, "recvbuf is MPI_IN_PLACE");
@@ -155,7 +162,8 @@ static int o_allgather(ck_t *k)
         return ck_refuse(k, MPI_ERR_ARG, 0, 0, "recvbuf is MPI_IN_PLACE");
     }
     if (a->rtype == MPI_DATATYPE_NULL) {
-        return ck_refuse(k, MPI_ERR_TYPE, 0, 0, "recvtype is "
+        return ck_refuse(k, MPI_ERR_TYPE, 0, 0,
+                         "recvtype is "
                          "MPI_DATATYPE_NULL");
     }
     if (a->sbuf != MPI_IN_PLACE) {
@@ -172,10 +180,10 @@ static int o_allgather(ck_t *k)
 static int o_alltoall(ck_t *k)
 {
     const shim_coll_args_t *a = k->a;
-    int w = k->coll == DPS_COLL_ALLTOALLW, me = k->rank, i;
-    const int *sc = a->scounts, *sd = a->sdispls;
-    const MPI_Datatype *sts = a->stypes;
-    MPI_Datatype st = a->stype;
+    int                     w = k->coll == DPS_COLL_ALLTOALLW, me = k->rank, i;
+    const int              *sc = a->scounts, *sd = a->sdispls;
+    const MPI_Datatype     *sts = a->stypes;
+    MPI_Datatype            st = a->stype;
 
     if (k->coll == DPS_COLL_ALLTOALL) {
         if (a->rbuf == MPI_IN_PLACE) {
@@ -187,7 +195,8 @@ static int o_alltoall(ck_t *k)
         TRY(o_type(k, a->rtype, a->rcount, "recvtype", "recvcount"));
         if (a->sbuf != MPI_IN_PLACE &&
             o_bytes(a->stype, a->scount) != o_bytes(a->rtype, a->rcount)) {
-            return ck_refuse(k, MPI_ERR_TRUNCATE, 0, 0, "sendcount x sendtype "
+            return ck_refuse(k, MPI_ERR_TRUNCATE, 0, 0,
+                             "sendcount x sendtype "
                              "and recvcount x recvtype differ in size");
         }
         return MPI_SUCCESS;
@@ -198,12 +207,12 @@ static int o_alltoall(ck_t *k)
         st = a->rtype;
         sts = a->rtypes;
     }
-    if (sc == NULL || sd == NULL || a->rcounts == NULL ||
-        a->rdispls == NULL || (w && (sts == NULL || a->rtypes == NULL)) ||
-        a->rbuf == MPI_IN_PLACE) {
-        return ck_refuse(k, MPI_ERR_ARG, 0, 0, a->rbuf == MPI_IN_PLACE
-                         ? "recvbuf is MPI_IN_PLACE" : "a count, displacement "
-                         "or type array is NULL");
+    if (sc == NULL || sd == NULL || a->rcounts == NULL || a->rdispls == NULL ||
+        (w && (sts == NULL || a->rtypes == NULL)) || a->rbuf == MPI_IN_PLACE) {
+        return ck_refuse(k, MPI_ERR_ARG, 0, 0,
+                         a->rbuf == MPI_IN_PLACE ? "recvbuf is MPI_IN_PLACE"
+                                                 : "a count, displacement "
+                                                   "or type array is NULL");
     }
     for (i = 0; i < k->size; i++) {
         TRY(o_typei(k, w ? sts[i] : st, sc[i], w ? "sendtypes[i]" : "sendtype",
@@ -213,8 +222,9 @@ static int o_alltoall(ck_t *k)
     }
     if (a->sbuf != MPI_IN_PLACE &&
         o_bytes(w ? sts[me] : st, sc[me]) !=
-        o_bytes(w ? a->rtypes[me] : a->rtype, a->rcounts[me])) {
-        return ck_refuse(k, MPI_ERR_TRUNCATE, 0, 0, "this rank's block to "
+            o_bytes(w ? a->rtypes[me] : a->rtype, a->rcounts[me])) {
+        return ck_refuse(k, MPI_ERR_TRUNCATE, 0, 0,
+                         "this rank's block to "
                          "itself differs in size from the one it receives");
     }
     return MPI_SUCCESS;
@@ -223,7 +233,7 @@ static int o_alltoall(ck_t *k)
 static int o_reduce(ck_t *k)
 {
     const shim_coll_args_t *a = k->a;
-    int root = k->rank == a->root, i;
+    int                     root = k->rank == a->root, i;
 
     if (k->coll == DPS_COLL_SCAN && a->rbuf == MPI_IN_PLACE) {
         /* iscan.c tests op null, then recvbuf, then op with type */
@@ -238,23 +248,26 @@ static int o_reduce(ck_t *k)
         if ((!root && a->sbuf == MPI_IN_PLACE) ||
             (root && (a->rbuf == MPI_IN_PLACE ||
                       (a->sbuf == a->rbuf && (a->scount != 0 || k->pers))))) {
-            return ck_refuse(k, MPI_ERR_ARG, 0, 0, !root
-                             ? "sendbuf is MPI_IN_PLACE on a rank other than "
-                               "the root"
-                             : a->rbuf == MPI_IN_PLACE
-                             ? "recvbuf is MPI_IN_PLACE at the root"
-                             : "sendbuf is recvbuf at the root (aliased "
-                               "buffers; MPI_IN_PLACE is the way)");
+            return ck_refuse(
+                k, MPI_ERR_ARG, 0, 0,
+                !root ? "sendbuf is MPI_IN_PLACE on a rank other than "
+                        "the root"
+                : a->rbuf == MPI_IN_PLACE
+                    ? "recvbuf is MPI_IN_PLACE at the root"
+                    : "sendbuf is recvbuf at the root (aliased "
+                      "buffers; MPI_IN_PLACE is the way)");
         }
         TRY(o_type(k, a->stype, a->scount, "datatype", "count"));
         return ck_root(k);
     case DPS_COLL_ALLREDUCE:
         if (a->rbuf == MPI_IN_PLACE) {
-            return ck_refuse(k, MPI_ERR_BUFFER, 1, 0, "recvbuf is "
+            return ck_refuse(k, MPI_ERR_BUFFER, 1, 0,
+                             "recvbuf is "
                              "MPI_IN_PLACE");
         }
         if (a->sbuf == a->rbuf && a->sbuf != MPI_BOTTOM && a->scount > 1) {
-            return ck_refuse(k, MPI_ERR_BUFFER, 1, 0, "sendbuf is recvbuf "
+            return ck_refuse(k, MPI_ERR_BUFFER, 1, 0,
+                             "sendbuf is recvbuf "
                              "(aliased buffers; MPI_IN_PLACE is the way)");
         }
         return o_type(k, a->stype, a->scount, "datatype", "count");
@@ -266,8 +279,8 @@ static int o_reduce(ck_t *k)
             return ck_refuse(k, MPI_ERR_ARG, 0, 0, "recvbuf is MPI_IN_PLACE");
         }
         for (i = 0; i < k->size; i++) {
-            TRY(o_typei(k, a->stype, a->rcounts[i], "datatype",
-                        "recvcounts", i));
+            TRY(o_typei(k, a->stype, a->rcounts[i], "datatype", "recvcounts",
+                        i));
         }
         return MPI_SUCCESS;
     case DPS_COLL_REDUCE_SCATTER_BLOCK:
@@ -275,7 +288,7 @@ static int o_reduce(ck_t *k)
             return ck_refuse(k, MPI_ERR_ARG, 0, 0, "recvbuf is MPI_IN_PLACE");
         }
         return o_type(k, a->stype, a->rcount, "datatype", "recvcount");
-    default:   /* scan, exscan */
+    default: /* scan, exscan */
         return o_type(k, a->stype, a->scount, "datatype", "count");
     }
 }
@@ -290,8 +303,10 @@ static int o_neighbor(ck_t *k, int in, int out)
     case DPS_COLL_NEIGHBOR_ALLGATHER:
         TRY(o_null_type(k, a->rtype, "recvtype"));
         if (a->rcount < 0) {
-            return ck_refuse(k, MPI_ERR_COUNT, 0, 0, "recvcount is negative "
-                             "(%d)", a->rcount);
+            return ck_refuse(k, MPI_ERR_COUNT, 0, 0,
+                             "recvcount is negative "
+                             "(%d)",
+                             a->rcount);
         }
         if (inplace) {
             return ck_refuse(k, MPI_ERR_ARG, 0, 0, "a buffer is MPI_IN_PLACE");
@@ -302,7 +317,8 @@ static int o_neighbor(ck_t *k, int in, int out)
             return ck_refuse(k, MPI_ERR_ARG, 0, 0, "a buffer is MPI_IN_PLACE");
         }
         if (a->rtype == MPI_DATATYPE_NULL) {
-            return ck_refuse(k, MPI_ERR_TYPE, 0, 0, "recvtype is "
+            return ck_refuse(k, MPI_ERR_TYPE, 0, 0,
+                             "recvtype is "
                              "MPI_DATATYPE_NULL");
         }
         TRY(o_type(k, a->stype, a->scount, "sendtype", "sendcount"));
@@ -319,27 +335,28 @@ static int o_neighbor(ck_t *k, int in, int out)
         TRY(o_type(k, a->stype, a->scount, "sendtype", "sendcount"));
         TRY(o_type(k, a->rtype, a->rcount, "recvtype", "recvcount"));
         if (o_bytes(a->stype, a->scount) != o_bytes(a->rtype, a->rcount)) {
-            return ck_refuse(k, MPI_ERR_TRUNCATE, 0, 0, "sendcount x sendtype "
+            return ck_refuse(k, MPI_ERR_TRUNCATE, 0, 0,
+                             "sendcount x sendtype "
                              "and recvcount x recvtype differ in size");
         }
         return MPI_SUCCESS;
-    default:
-        break;
+    default: break;
     }
     /* v and w: the persistent forms test the arrays whatever the
      * ck_degrees. */
-    nulls = ((out > 0 || k->pers) &&
-             (a->scounts == NULL ||
-              (w ? a->sad == NULL : a->sdispls == NULL) ||
-              (w && a->stypes == NULL))) ||
-            ((in > 0 || k->pers) &&
-             (a->rcounts == NULL ||
-              (w ? a->rad == NULL : a->rdispls == NULL) ||
-              (w && a->rtypes == NULL)));
+    nulls =
+        ((out > 0 || k->pers) &&
+         (a->scounts == NULL || (w ? a->sad == NULL : a->sdispls == NULL) ||
+          (w && a->stypes == NULL))) ||
+        ((in > 0 || k->pers) &&
+         (a->rcounts == NULL || (w ? a->rad == NULL : a->rdispls == NULL) ||
+          (w && a->rtypes == NULL)));
     if (nulls || inplace) {
-        return ck_refuse(k, MPI_ERR_ARG, 0, 0, inplace ? "a buffer is "
-                         "MPI_IN_PLACE" : "a count, displacement or type array "
-                         "is NULL");
+        return ck_refuse(k, MPI_ERR_ARG, 0, 0,
+                         inplace ? "a buffer is "
+                                   "MPI_IN_PLACE"
+                                 : "a count, displacement or type array "
+                                   "is NULL");
     }
     for (i = 0; i < out; i++) {
         TRY(o_typei(k, w ? a->stypes[i] : a->stype, a->scounts[i],
@@ -355,16 +372,15 @@ static int o_neighbor(ck_t *k, int in, int out)
 int ck_mpi(ck_t *k)
 {
     const shim_coll_args_t *a = k->a;
-    int in = 0, out = 0;
+    int                     in = 0, out = 0;
 
     if (!ck_cfg.on) {
-        return MPI_SUCCESS;   /* mpi_param_check off: no checks at all */
+        return MPI_SUCCESS; /* mpi_param_check off: no checks at all */
     }
     /* Every reduction (common/dps_colls.h) as Ireduce. */
     switch (dps_coll_family(k->coll) == DPS_FAM_REDUCE ? DPS_COLL_REDUCE
                                                        : k->coll) {
-    case DPS_COLL_BARRIER:
-        return MPI_SUCCESS;
+    case DPS_COLL_BARRIER: return MPI_SUCCESS;
     case DPS_COLL_BCAST:
         TRY(o_type(k, a->stype, a->scount, "datatype", "count"));
         if (a->sbuf == MPI_IN_PLACE) {
@@ -374,17 +390,13 @@ int ck_mpi(ck_t *k)
     case DPS_COLL_GATHER:
     case DPS_COLL_GATHERV:
     case DPS_COLL_SCATTER:
-    case DPS_COLL_SCATTERV:
-        return o_rooted(k);
+    case DPS_COLL_SCATTERV: return o_rooted(k);
     case DPS_COLL_ALLGATHER:
-    case DPS_COLL_ALLGATHERV:
-        return o_allgather(k);
+    case DPS_COLL_ALLGATHERV: return o_allgather(k);
     case DPS_COLL_ALLTOALL:
     case DPS_COLL_ALLTOALLV:
-    case DPS_COLL_ALLTOALLW:
-        return o_alltoall(k);
-    case DPS_COLL_REDUCE:
-        return o_reduce(k);
+    case DPS_COLL_ALLTOALLW: return o_alltoall(k);
+    case DPS_COLL_REDUCE: return o_reduce(k);
     default:
         if (!ck_is_neighbor(k->coll) ||
             !ck_degrees(a->comm, k->rank, &in, &out)) {

@@ -67,8 +67,7 @@ int shim_any_size(shim_ctx_t *x);
  * (shim_big_enough). For a call MPI refuses (refused), whose count or
  * datatype may be the wrong input and say nothing of the other ranks'
  * sizes: whenever some size offloads (shim_any_size). */
-int shim_size_offloads(shim_ctx_t *x, MPI_Datatype dt, int count,
-                       int refused);
+int shim_size_offloads(shim_ctx_t *x, MPI_Datatype dt, int count, int refused);
 
 /* Count a fallback of coll (x->as's while a persistent form starts) to
  * stock MPI, under x->why; returns rc (the PMPI call's). */
@@ -148,8 +147,8 @@ enum { SHIM_GO, SHIM_STOCK, SHIM_FAIL };
  * wrapper returns MPI_ERR_NO_MEM: other ranks may offload, so falling
  * back could hang).
  */
-int shim_coll_begin(shim_ctx_t *x, int coll, MPI_Comm comm,
-                    shim_comm_t **cp, shim_call_t *k, MPI_Comm *use);
+int shim_coll_begin(shim_ctx_t *x, int coll, MPI_Comm comm, shim_comm_t **cp,
+                    shim_call_t *k, MPI_Comm *use);
 
 /* The same for a call no MPI collective does (a pattern group): after an
  * agent failure it is posted all the same, and stock MPI runs its
@@ -174,10 +173,10 @@ int shim_coll_run(const shim_coll_args_t *a, shim_ctx_t *x,
 
 /* Define the entry shim_coll_<entry> of a row (common/dps_colls.h) as
  * shim_coll_run with its decision and post functions. */
-#define SHIM_COLL_ENTRY_RUN(entry, offloads, post)                         \
-    int shim_coll_##entry(const shim_coll_args_t *a, shim_ctx_t *x)        \
-    {                                                                      \
-        return shim_coll_run(a, x, offloads, post);                        \
+#define SHIM_COLL_ENTRY_RUN(entry, offloads, post)                  \
+    int shim_coll_##entry(const shim_coll_args_t *a, shim_ctx_t *x) \
+    {                                                               \
+        return shim_coll_run(a, x, offloads, post);                 \
     }
 
 /* Arrays of size entries for the builder's per-rank counts and offsets:

@@ -23,7 +23,7 @@ typedef struct gop {
     MPI_Datatype type;
     int          peer;
     int          tag;
-    int          order;     /* as added: ties keep it */
+    int          order; /* as added: ties keep it */
 } gop_t;
 
 typedef struct gside {
@@ -34,27 +34,24 @@ typedef struct gside {
 struct dpushim_group {
     MPI_Comm      comm;
     int           size;
-    gside_t       side[2];  /* sends, receives */
-    MPI_Datatype *dups;     /* persistent: derived types duplicated */
+    gside_t       side[2]; /* sends, receives */
+    MPI_Datatype *dups;    /* persistent: derived types duplicated */
     int           ndups;
 };
 
 DPUSHIM_API const char *dpushim_impl_error_string(int code)
 {
     static char buf[MPI_MAX_ERROR_STRING];
-    int len = 0;
+    int         len = 0;
 
     switch (code) {
-    case DPUSHIM_SUCCESS:
-        return "success";
+    case DPUSHIM_SUCCESS: return "success";
     case DPUSHIM_ERR_OFF:
         return "offload is not available (DPUSHIM_OFFLOAD, DPUSHIM_GROUP or "
                "DPUSHIM_GROUP_INIT is 0, no agent, or MPI not initialized): "
                "use MPI";
-    case DPUSHIM_ERR_ARG:
-        return "invalid argument";
-    case DPUSHIM_ERR_NOMEM:
-        return "out of memory";
+    case DPUSHIM_ERR_ARG: return "invalid argument";
+    case DPUSHIM_ERR_NOMEM: return "out of memory";
     default:
         if (code > 0 && PMPI_Error_string(code, buf, &len) == MPI_SUCCESS) {
             return buf;
@@ -69,10 +66,9 @@ DPUSHIM_API int dpushim_impl_available(void)
            shim.cfg.coll[DPS_COLL_GROUP - 1];
 }
 
-DPUSHIM_API int dpushim_impl_group_begin(MPI_Comm comm,
-                                         dpushim_group_t *group)
+DPUSHIM_API int dpushim_impl_group_begin(MPI_Comm comm, dpushim_group_t *group)
 {
-    shim_ctx_t x = shim_ctx_app();
+    shim_ctx_t            x = shim_ctx_app();
     struct dpushim_group *g;
 
     if (group == NULL) {
@@ -99,7 +95,7 @@ static int add(dpushim_group_t g, int s, const void *buf, int count,
                MPI_Datatype type, int peer, int tag)
 {
     const char *fn = s == 0 ? "dpushim_group_send" : "dpushim_group_recv";
-    gside_t *sd;
+    gside_t    *sd;
 
     if (g == NULL) {
         dps_error("%s: the group is NULL (not begun, or ended)", fn);
@@ -114,17 +110,17 @@ static int add(dpushim_group_t g, int s, const void *buf, int count,
         return DPUSHIM_ERR_ARG;
     }
     if (peer == MPI_PROC_NULL) {
-        return DPUSHIM_SUCCESS;   /* nothing moves */
+        return DPUSHIM_SUCCESS; /* nothing moves */
     }
     if (peer < 0 || peer >= g->size) {
         dps_error("%s: peer %d is not a rank of the group's communicator "
-                  "(size %d; MPI_ANY_SOURCE is not allowed)", fn, peer,
-                  g->size);
+                  "(size %d; MPI_ANY_SOURCE is not allowed)",
+                  fn, peer, g->size);
         return DPUSHIM_ERR_ARG;
     }
     sd = &g->side[s];
     if (sd->n == sd->cap) {
-        int cap = sd->cap ? 2 * sd->cap : 16;
+        int    cap = sd->cap ? 2 * sd->cap : 16;
         gop_t *v = realloc(sd->op, sizeof(*v) * (size_t)cap);
 
         if (v == NULL) {
@@ -190,10 +186,10 @@ static int op_cmp(const void *x, const void *y)
 /* One side as blocks at their own addresses (MPI_BOTTOM-relative). */
 static int blocks(const gside_t *sd, shim_blocks_t *b, int **peer)
 {
-    int *cnt = malloc(sizeof(int) * (size_t)(sd->n + 1));
-    MPI_Aint *disp = malloc(sizeof(MPI_Aint) * (size_t)(sd->n + 1));
+    int          *cnt = malloc(sizeof(int) * (size_t)(sd->n + 1));
+    MPI_Aint     *disp = malloc(sizeof(MPI_Aint) * (size_t)(sd->n + 1));
     MPI_Datatype *t = malloc(sizeof(MPI_Datatype) * (size_t)(sd->n + 1));
-    int *p = malloc(sizeof(int) * (size_t)(sd->n + 1));
+    int          *p = malloc(sizeof(int) * (size_t)(sd->n + 1));
 
     memset(b, 0, sizeof(*b));
     if (cnt == NULL || disp == NULL || t == NULL || p == NULL) {
@@ -231,9 +227,9 @@ static void blocks_free(shim_blocks_t *b, int *peer)
 static int post(struct dpushim_group *g, MPI_Request *req, shim_ctx_t *x)
 {
     shim_blocks_t sb, rb;
-    int *sp = NULL, *rp = NULL, go, rc;
-    shim_comm_t *c;
-    shim_call_t k;
+    int          *sp = NULL, *rp = NULL, go, rc;
+    shim_comm_t  *c;
+    shim_call_t   k;
 
     if (blocks(&g->side[0], &sb, &sp) != 0) {
         return MPI_ERR_NO_MEM;
@@ -245,9 +241,9 @@ static int post(struct dpushim_group *g, MPI_Request *req, shim_ctx_t *x)
     /* After an agent failure too: stock MPI runs the schedule (no MPI
      * call does what a group does). */
     go = shim_coll_begin_sched(x, DPS_COLL_GROUP, g->comm, &c, &k);
-    rc = go == SHIM_FAIL ? MPI_ERR_NO_MEM
-                         : shim_pairs_post(c, &k, &sb, sp, &rb, rp, g->comm,
-                                           req);
+    rc = go == SHIM_FAIL
+             ? MPI_ERR_NO_MEM
+             : shim_pairs_post(c, &k, &sb, sp, &rb, rp, g->comm, req);
     blocks_free(&sb, sp);
     blocks_free(&rb, rp);
     return rc;
@@ -256,7 +252,7 @@ static int post(struct dpushim_group *g, MPI_Request *req, shim_ctx_t *x)
 /* Checks shared by both ends; sorts the group. */
 static int ending(dpushim_group_t *group, MPI_Request *request, int coll)
 {
-    shim_ctx_t x = shim_ctx_app();
+    shim_ctx_t            x = shim_ctx_app();
     struct dpushim_group *g;
 
     if (request == NULL || group == NULL || *group == NULL) {
@@ -309,10 +305,11 @@ static int keep_types(struct dpushim_group *g)
     for (int s = 0; s < 2; s++) {
         for (int i = 0; i < g->side[s].n; i++) {
             MPI_Datatype *t = &g->side[s].op[i].type;
-            int ni, na, nd, comb;
+            int           ni, na, nd, comb;
 
             if (PMPI_Type_get_envelope(*t, &ni, &na, &nd, &comb) ==
-                    MPI_SUCCESS && comb != MPI_COMBINER_NAMED &&
+                    MPI_SUCCESS &&
+                comb != MPI_COMBINER_NAMED &&
                 PMPI_Type_dup(*t, &g->dups[g->ndups]) == MPI_SUCCESS) {
                 *t = g->dups[g->ndups++];
             }
@@ -323,7 +320,7 @@ static int keep_types(struct dpushim_group *g)
 
 static int end_persistent(dpushim_group_t *group, MPI_Request *request)
 {
-    int rc = ending(group, request, DPS_COLL_GROUP_INIT);
+    int                   rc = ending(group, request, DPS_COLL_GROUP_INIT);
     struct dpushim_group *g;
 
     if (rc != DPUSHIM_SUCCESS) {
@@ -335,8 +332,8 @@ static int end_persistent(dpushim_group_t *group, MPI_Request *request)
         group_free(g);
         return DPUSHIM_ERR_NOMEM;
     }
-    return shim_pers_new(DPS_COLL_GROUP_INIT, g->comm, start, group_free, g,
-                         1, request);
+    return shim_pers_new(DPS_COLL_GROUP_INIT, g->comm, start, group_free, g, 1,
+                         request);
 }
 
 DPUSHIM_API int dpushim_impl_group_end(dpushim_group_t *group,

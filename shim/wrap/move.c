@@ -28,8 +28,7 @@ static int barrier(shim_comm_t *c, shim_call_t *k, const shim_coll_args_t *a)
 
 static int root_ok(const shim_coll_args_t *a, const shim_check_t *chk)
 {
-    return chk != NULL ||
-           (a->root >= 0 && a->root < shim_comm_size(a->comm));
+    return chk != NULL || (a->root >= 0 && a->root < shim_comm_size(a->comm));
 }
 
 static int bcast_offloads(const shim_coll_args_t *a, const shim_check_t *chk,
@@ -43,11 +42,11 @@ static int bcast_offloads(const shim_coll_args_t *a, const shim_check_t *chk,
  * elsewhere. */
 static int bcast(shim_comm_t *c, shim_call_t *k, const shim_coll_args_t *a)
 {
-    shim_blocks_t b = {a->sbuf, 1, a->scount, NULL, NULL, a->stype, NULL, 0,
-                       NULL, 0};
+    shim_blocks_t b = {a->sbuf,  1,    a->scount, NULL, NULL,
+                       a->stype, NULL, 0,         NULL, 0};
     shim_layout_t l;
-    uint64_t cnt, off;
-    int rc;
+    uint64_t      cnt, off;
+    int           rc;
 
     shim_layout(a->stype, a->scount, &l);
     k->args.root = (uint32_t)a->root;
@@ -57,7 +56,7 @@ static int bcast(shim_comm_t *c, shim_call_t *k, const shim_coll_args_t *a)
     if (rc != MPI_SUCCESS) {
         return shim_place_failed(c, k, rc, a->comm, a->request);
     }
-    k->bytes = l.bytes;   /* the message, on every rank */
+    k->bytes = l.bytes; /* the message, on every rank */
     return shim_call_post(c, k, a->request);
 }
 
@@ -68,7 +67,7 @@ static int own_in_place(shim_call_t *k, const void *buf, int count,
                         MPI_Datatype type)
 {
     shim_blocks_t own = {buf, 1, count, NULL, NULL, type, NULL, 1, NULL, 0};
-    uint64_t cnt, off;
+    uint64_t      cnt, off;
 
     if (k->unpack.from == NULL) {
         k->args.in_place = 1;
@@ -94,7 +93,7 @@ static int place_one(shim_call_t *k, int gather, const void *buf, int count,
                      MPI_Datatype type, uint64_t *bytes)
 {
     shim_blocks_t one = {buf, 1, count, NULL, NULL, type, NULL, 0, NULL, 0};
-    uint64_t off;
+    uint64_t      off;
 
     return gather ? shim_place_send(k, &one, bytes, &off)
                   : shim_place_recv(k, &one, bytes, &off);
@@ -107,8 +106,8 @@ static int rooted(shim_comm_t *c, shim_call_t *k, const shim_coll_args_t *a)
     int v = k->coll == DPS_COLL_GATHERV || k->coll == DPS_COLL_SCATTERV;
     int size = c->size, root = a->root, rc;
     const void *sbuf = a->sbuf;
-    void *rbuf = a->rbuf;
-    uint64_t *arr, own = 0, blk;
+    void       *rbuf = a->rbuf;
+    uint64_t   *arr, own = 0, blk;
 
     k->args.root = (uint32_t)root;
     if (c->rank != root) {
@@ -118,11 +117,16 @@ static int rooted(shim_comm_t *c, shim_call_t *k, const shim_coll_args_t *a)
     } else if ((arr = shim_call_arrays(k, size, 2)) == NULL) {
         rc = MPI_ERR_NO_MEM;
     } else {
-        shim_blocks_t many = {gather ? rbuf : sbuf, v ? size : 1,
+        shim_blocks_t many = {gather ? rbuf : sbuf,
+                              v ? size : 1,
                               v ? 0 : (gather ? a->rcount : a->scount) * size,
                               v ? (gather ? a->rcounts : a->scounts) : NULL,
                               v ? (gather ? a->rdispls : a->sdispls) : NULL,
-                              gather ? a->rtype : a->stype, NULL, 0, NULL, 0};
+                              gather ? a->rtype : a->stype,
+                              NULL,
+                              0,
+                              NULL,
+                              0};
         int in_place = gather ? sbuf == MPI_IN_PLACE : rbuf == MPI_IN_PLACE;
 
         rc = gather ? shim_place_recv(k, &many, arr, arr + size)
@@ -137,18 +141,19 @@ static int rooted(shim_comm_t *c, shim_call_t *k, const shim_coll_args_t *a)
         }
         k->args.bytes = blk;
         if (rc == MPI_SUCCESS && in_place && gather) {
-            rc = own_in_place(k, block_at(rbuf, root, a->rcount,
-                                          v ? a->rdispls : NULL, a->rtype),
+            rc = own_in_place(k,
+                              block_at(rbuf, root, a->rcount,
+                                       v ? a->rdispls : NULL, a->rtype),
                               v ? a->rcounts[root] : a->rcount, a->rtype);
         } else if (rc == MPI_SUCCESS && in_place) {
-            k->args.in_place = 1;   /* the root's block stays in sbuf */
+            k->args.in_place = 1; /* the root's block stays in sbuf */
         } else if (rc == MPI_SUCCESS) {
             rc = gather ? place_one(k, 1, sbuf, a->scount, a->stype, &own)
                         : place_one(k, 0, rbuf, a->rcount, a->rtype, &own);
             if (rc == MPI_SUCCESS && own != blk) {
-                return shim_call_erroneous(c, k, DPS_ERR_ARG,
-                                           MPI_ERR_TRUNCATE, a->comm,
-                                           a->request, "the root's own "
+                return shim_call_erroneous(c, k, DPS_ERR_ARG, MPI_ERR_TRUNCATE,
+                                           a->comm, a->request,
+                                           "the root's own "
                                            "block differs in size from the "
                                            "block it expects of itself");
             }
@@ -162,8 +167,8 @@ static int rooted(shim_comm_t *c, shim_call_t *k, const shim_coll_args_t *a)
 
 /* The decision for gather and scatter: the block size where every rank
  * knows it (regular), any size (v). */
-static int rooted_offloads(const shim_coll_args_t *a,
-                           const shim_check_t *chk, shim_ctx_t *x)
+static int rooted_offloads(const shim_coll_args_t *a, const shim_check_t *chk,
+                           shim_ctx_t *x)
 {
     int gather = a->coll == DPS_COLL_GATHER || a->coll == DPS_COLL_GATHERV;
     int v = a->coll == DPS_COLL_GATHERV || a->coll == DPS_COLL_SCATTERV;
@@ -196,8 +201,8 @@ static int recv_block(const shim_coll_args_t *a, const shim_check_t *chk,
 static int mean_block(const shim_coll_args_t *a, const shim_check_t *chk,
                       shim_ctx_t *x)
 {
-    int size = shim_comm_size(a->comm), i, ok;
-    uint64_t total = 0;
+    int           size = shim_comm_size(a->comm), i, ok;
+    uint64_t      total = 0;
     shim_layout_t l;
 
     ok = shim_layout(a->rtype, 0, &l) && a->rcounts != NULL;
@@ -212,16 +217,22 @@ static int mean_block(const shim_coll_args_t *a, const shim_check_t *chk,
 }
 
 /* Allgather, regular or v, after the decision. */
-static int allgather(shim_comm_t *c, shim_call_t *k,
-                     const shim_coll_args_t *a)
+static int allgather(shim_comm_t *c, shim_call_t *k, const shim_coll_args_t *a)
 {
-    int v = a->rcounts != NULL, size = c->size, me = c->rank, rc;
-    shim_blocks_t many = {a->rbuf, v ? size : 1, v ? 0 : a->rcount * size,
-                          a->rcounts, a->rdispls, a->rtype, NULL, 0, NULL,
+    int           v = a->rcounts != NULL, size = c->size, me = c->rank, rc;
+    shim_blocks_t many = {a->rbuf,
+                          v ? size : 1,
+                          v ? 0 : a->rcount * size,
+                          a->rcounts,
+                          a->rdispls,
+                          a->rtype,
+                          NULL,
+                          0,
+                          NULL,
                           0};
-    uint64_t *arr = shim_call_arrays(k, size, 2), blk, own = 0;
-    MPI_Comm comm = a->comm;
-    MPI_Request *request = a->request;
+    uint64_t     *arr = shim_call_arrays(k, size, 2), blk, own = 0;
+    MPI_Comm      comm = a->comm;
+    MPI_Request  *request = a->request;
 
     if (arr == NULL) {
         return shim_place_failed(c, k, MPI_ERR_NO_MEM, comm, request);
@@ -234,14 +245,15 @@ static int allgather(shim_comm_t *c, shim_call_t *k,
     }
     k->args.bytes = blk;
     if (rc == MPI_SUCCESS && a->sbuf == MPI_IN_PLACE) {
-        rc = own_in_place(k, block_at(a->rbuf, me, a->rcount, a->rdispls,
-                                      a->rtype),
-                          v ? a->rcounts[me] : a->rcount, a->rtype);
+        rc = own_in_place(
+            k, block_at(a->rbuf, me, a->rcount, a->rdispls, a->rtype),
+            v ? a->rcounts[me] : a->rcount, a->rtype);
     } else if (rc == MPI_SUCCESS) {
         rc = place_one(k, 1, a->sbuf, a->scount, a->stype, &own);
         if (rc == MPI_SUCCESS && own != blk) {
             return shim_call_erroneous(c, k, DPS_ERR_ARG, MPI_ERR_TRUNCATE,
-                                       comm, request, "the send block "
+                                       comm, request,
+                                       "the send block "
                                        "differs in size from the block "
                                        "this rank receives from itself");
         }
@@ -253,20 +265,33 @@ static int allgather(shim_comm_t *c, shim_call_t *k,
 }
 
 /* Alltoall, v or w, after the decision. */
-static int alltoall(shim_comm_t *c, shim_call_t *k,
-                    const shim_coll_args_t *a)
+static int alltoall(shim_comm_t *c, shim_call_t *k, const shim_coll_args_t *a)
 {
-    int v = a->rcounts != NULL, size = c->size, rc;
-    int in_place = a->sbuf == MPI_IN_PLACE;
-    shim_blocks_t rb = {a->rbuf, v ? size : 1, v ? 0 : a->rcount * size,
-                        a->rcounts, a->rdispls, a->rtype, a->rtypes, 0, NULL,
+    int           v = a->rcounts != NULL, size = c->size, rc;
+    int           in_place = a->sbuf == MPI_IN_PLACE;
+    shim_blocks_t rb = {a->rbuf,
+                        v ? size : 1,
+                        v ? 0 : a->rcount * size,
+                        a->rcounts,
+                        a->rdispls,
+                        a->rtype,
+                        a->rtypes,
+                        0,
+                        NULL,
                         0};
-    shim_blocks_t sb = {a->sbuf, v ? size : 1, v ? 0 : a->scount * size,
-                        a->scounts, a->sdispls, a->stype, a->stypes, 0, NULL,
+    shim_blocks_t sb = {a->sbuf,
+                        v ? size : 1,
+                        v ? 0 : a->scount * size,
+                        a->scounts,
+                        a->sdispls,
+                        a->stype,
+                        a->stypes,
+                        0,
+                        NULL,
                         0};
-    uint64_t *arr = shim_call_arrays(k, size, 4);
-    MPI_Comm comm = a->comm;
-    MPI_Request *request = a->request;
+    uint64_t     *arr = shim_call_arrays(k, size, 4);
+    MPI_Comm      comm = a->comm;
+    MPI_Request  *request = a->request;
 
     if (arr == NULL) {
         return shim_place_failed(c, k, MPI_ERR_NO_MEM, comm, request);
@@ -293,14 +318,16 @@ static int alltoall(shim_comm_t *c, shim_call_t *k,
         k->args.bytes = arr[2 * size] / (uint64_t)size;
         if (arr[0] != arr[2 * size]) {
             return shim_call_erroneous(c, k, DPS_ERR_ARG, MPI_ERR_TRUNCATE,
-                                       comm, request, "MPI_Ialltoall: the "
+                                       comm, request,
+                                       "MPI_Ialltoall: the "
                                        "send block differs from the receive "
                                        "block in size");
         }
         if (k->owned == NULL && k->unpack.from == NULL &&
             shim_send_overlaps(k)) {
             return shim_call_erroneous(c, k, DPS_ERR_BUFFER, MPI_ERR_BUFFER,
-                                       comm, request, "MPI_Ialltoall: the "
+                                       comm, request,
+                                       "MPI_Ialltoall: the "
                                        "send buffer overlaps the receive "
                                        "buffer (MPI_IN_PLACE is the way)");
         }

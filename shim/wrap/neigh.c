@@ -28,7 +28,7 @@
 int shim_neighbors(MPI_Comm comm, int *indeg, int **srcs, int *outdeg,
                    int **dsts, int *cart)
 {
-    int topo = MPI_UNDEFINED, n = 0, in = 0, out = 0, w = 0, rank, d;
+    int  topo = MPI_UNDEFINED, n = 0, in = 0, out = 0, w = 0, rank, d;
     int *s = NULL, *t = NULL, *sw = NULL, *tw = NULL, rc = MPI_SUCCESS;
 
     *cart = 0;
@@ -66,9 +66,9 @@ int shim_neighbors(MPI_Comm comm, int *indeg, int **srcs, int *outdeg,
         sw = malloc(sizeof(int) * (size_t)(in + 1));
         tw = malloc(sizeof(int) * (size_t)(out + 1));
         if (s != NULL && t != NULL && sw != NULL && tw != NULL) {
-            rc = PMPI_Dist_graph_neighbors(comm, in, s,
-                                           w ? sw : MPI_UNWEIGHTED, out, t,
-                                           w ? tw : MPI_UNWEIGHTED);
+            rc =
+                PMPI_Dist_graph_neighbors(comm, in, s, w ? sw : MPI_UNWEIGHTED,
+                                          out, t, w ? tw : MPI_UNWEIGHTED);
         }
         free(sw);
         free(tw);
@@ -76,8 +76,7 @@ int shim_neighbors(MPI_Comm comm, int *indeg, int **srcs, int *outdeg,
             rc = MPI_ERR_NO_MEM;
         }
         break;
-    default:
-        return -1;   /* no topology: MPI raises the error */
+    default: return -1; /* no topology: MPI raises the error */
     }
     if (s == NULL || t == NULL || rc != MPI_SUCCESS) {
         free(s);
@@ -95,11 +94,11 @@ int shim_pairs_post(shim_comm_t *c, shim_call_t *k, const shim_blocks_t *sb,
                     const int *speer, const shim_blocks_t *rb,
                     const int *rpeer, MPI_Comm comm, MPI_Request *req)
 {
-    size_t ns = (size_t)sb->n, nr = (size_t)rb->n, i, j, n = 0;
+    size_t    ns = (size_t)sb->n, nr = (size_t)rb->n, i, j, n = 0;
     uint64_t *arr = shim_call_arrays(k, 1, (int)(5 * (ns + nr)));
     uint64_t *scnt = arr, *soff = arr + ns, *rcnt = soff + ns;
     uint64_t *roff = rcnt + nr, *pairs = roff + nr;
-    int rc;
+    int       rc;
 
     if (arr == NULL) {
         return shim_place_failed(c, k, MPI_ERR_NO_MEM, comm, req);
@@ -141,7 +140,8 @@ int shim_pairs_post(shim_comm_t *c, shim_call_t *k, const shim_blocks_t *sb,
         }
         if (j == nr || rcnt[j] != scnt[i]) {
             return shim_call_erroneous(c, k, DPS_ERR_ARG, MPI_ERR_TRUNCATE,
-                                       comm, req, "a message to the rank "
+                                       comm, req,
+                                       "a message to the rank "
                                        "itself differs in size from the "
                                        "receive it meets");
         }
@@ -175,9 +175,10 @@ static void side(shim_blocks_t *b, int *cnt, MPI_Aint *disp, int n,
 
     for (int i = 0; i < n; i++) {
         cnt[i] = peer[i] == MPI_PROC_NULL ? 0
-                 : counts != NULL       ? counts[i] : count;
-        disp[i] = ad != NULL     ? ad[i]
-                  : all          ? 0
+                 : counts != NULL         ? counts[i]
+                                          : count;
+        disp[i] = ad != NULL       ? ad[i]
+                  : all            ? 0
                   : displs != NULL ? (MPI_Aint)displs[i] * ext
                                    : (MPI_Aint)i * count * ext;
     }
@@ -199,13 +200,13 @@ static int offload(const shim_coll_args_t *a, shim_comm_t *c, shim_call_t *k,
 {
     int all = a->coll == DPS_COLL_NEIGHBOR_ALLGATHER ||
               a->coll == DPS_COLL_NEIGHBOR_ALLGATHERV;
-    int *cnt = malloc(sizeof(int) * (size_t)(in + out + 1));
-    MPI_Aint *disp = malloc(sizeof(MPI_Aint) * (size_t)(in + out + 1));
+    int          *cnt = malloc(sizeof(int) * (size_t)(in + out + 1));
+    MPI_Aint     *disp = malloc(sizeof(MPI_Aint) * (size_t)(in + out + 1));
     MPI_Datatype *rty = a->rtypes == NULL
-                        ? NULL
-                        : malloc(sizeof(MPI_Datatype) * (size_t)(in + 1));
+                            ? NULL
+                            : malloc(sizeof(MPI_Datatype) * (size_t)(in + 1));
     shim_blocks_t sb, rb;
-    int rc, i;
+    int           rc, i;
 
     if (cnt == NULL || disp == NULL || (a->rtypes != NULL && rty == NULL)) {
         rc = shim_place_failed(c, k, MPI_ERR_NO_MEM, comm, req);
@@ -216,12 +217,12 @@ static int offload(const shim_coll_args_t *a, shim_comm_t *c, shim_call_t *k,
     }
     side(&sb, cnt, disp, out, dsts, a->sbuf, a->scount, a->scounts,
          all ? NULL : a->sdispls, a->sad, a->stype, a->stypes, all);
-    side(&rb, cnt + out, disp + out, in, srcs, a->rbuf, a->rcount,
-         a->rcounts, a->rdispls, a->rad, a->rtype, rty, 0);
+    side(&rb, cnt + out, disp + out, in, srcs, a->rbuf, a->rcount, a->rcounts,
+         a->rdispls, a->rad, a->rtype, rty, 0);
     /* Cartesian: each dimension's receives from the positive side first,
      * every per-block entry following its block. */
     for (i = 0; cart && i + 1 < in; i += 2) {
-        int *c2 = cnt + out, tc = c2[i], tp = srcs[i];
+        int      *c2 = cnt + out, tc = c2[i], tp = srcs[i];
         MPI_Aint *d2 = disp + out, td = d2[i];
 
         c2[i] = c2[i + 1];
@@ -260,12 +261,12 @@ static int nbr_offloads(const shim_coll_args_t *a, const shim_check_t *chk,
 
 int shim_coll_neighbor(const shim_coll_args_t *a, shim_ctx_t *x)
 {
-    int in = 0, out = 0, cart = 0, go, rc;
-    int *srcs = NULL, *dsts = NULL;
-    MPI_Comm comm = a->comm, use = comm;
+    int          in = 0, out = 0, cart = 0, go, rc;
+    int         *srcs = NULL, *dsts = NULL;
+    MPI_Comm     comm = a->comm, use = comm;
     MPI_Request *req = a->request;
     shim_comm_t *c;
-    shim_call_t k;
+    shim_call_t  k;
 
     if (shim_in_call || !shim.initialized) {
         return shim_coll_stock(a, comm, req);

@@ -17,12 +17,12 @@
 /* MPI-4's MPI_<Coll>_init where the MPI has them (MPICH 4), Open MPI
  * 4.1's MPIX_<Coll>_init from mpi-ext.h. */
 #if defined(OMPI_HAVE_MPI_EXT_PCOLLREQ) && OMPI_HAVE_MPI_EXT_PCOLLREQ
-#define PERS(name) MPIX_##name##_init
-#define PPERS(name) PMPIX_##name##_init
+#define PERS(name)      MPIX_##name##_init
+#define PPERS(name)     PMPIX_##name##_init
 #define SHIM_PERSISTENT 1
 #elif MPI_VERSION >= 4
-#define PERS(name) MPI_##name##_init
-#define PPERS(name) PMPI_##name##_init
+#define PERS(name)      MPI_##name##_init
+#define PPERS(name)     PMPI_##name##_init
 #define SHIM_PERSISTENT 1
 #endif
 

@@ -15,7 +15,7 @@ typedef struct pend {
     MPI_Comm     comm;
     MPI_Request *req;
 } pend_t;
-static pend_t *pends;
+static pend_t         *pends;
 static pthread_mutex_t pend_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void pend_add(MPI_Comm comm, MPI_Request *req)
@@ -23,7 +23,7 @@ static void pend_add(MPI_Comm comm, MPI_Request *req)
     pend_t *p = malloc(sizeof(*p));
 
     if (p == NULL) {
-        return;   /* then only a communicator freed early can suffer */
+        return; /* then only a communicator freed early can suffer */
     }
     p->comm = comm;
     p->req = req;

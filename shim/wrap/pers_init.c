@@ -24,17 +24,17 @@
 
 /* A persistent collective's arguments. */
 typedef struct pargs {
-    shim_coll_args_t a;     /* the nonblocking call's (a.coll its id) */
-    int           fallback; /* starts run on stock MPI, on priv */
-    int           why;      /* ... because (SHIM_WHY_*, of the init) */
-    MPI_Comm      priv;     /* comm's duplicate (shim_pers_dup) */
-    MPI_Request   priv_req; /* that duplication, until waited for */
-    int           ns, nr;   /* entries of the send, receive arrays */
-    int           kept;     /* the arrays are copies (keep_args) */
-    shim_keep_t  *maps;     /* the starts' kept maps (data/types.h) */
-    MPI_Datatype *dups;     /* to free with it */
-    int           ndups;
-    int           oom;
+    shim_coll_args_t a;        /* the nonblocking call's (a.coll its id) */
+    int              fallback; /* starts run on stock MPI, on priv */
+    int              why;      /* ... because (SHIM_WHY_*, of the init) */
+    MPI_Comm         priv;     /* comm's duplicate (shim_pers_dup) */
+    MPI_Request      priv_req; /* that duplication, until waited for */
+    int              ns, nr;   /* entries of the send, receive arrays */
+    int              kept;     /* the arrays are copies (keep_args) */
+    shim_keep_t     *maps;     /* the starts' kept maps (data/types.h) */
+    MPI_Datatype    *dups;     /* to free with it */
+    int              ndups;
+    int              oom;
 } pargs_t;
 
 static void pargs_free(void *arg)
@@ -57,7 +57,7 @@ static void pargs_free(void *arg)
     shim_in_call--;
     free(p->dups);
     shim_keep_unref(p->maps);
-    if (p->kept) {   /* copies (keep_args); else the application's own */
+    if (p->kept) { /* copies (keep_args); else the application's own */
         free((void *)p->a.scounts);
         free((void *)p->a.sdispls);
         free((void *)p->a.rcounts);
@@ -76,7 +76,7 @@ static void pargs_free(void *arg)
  * Nor a datatype the call does not have (0, wrap/check.h). */
 static MPI_Datatype keep(pargs_t *p, MPI_Datatype t)
 {
-    int ni, na, nd, comb;
+    int          ni, na, nd, comb;
     MPI_Datatype d, *v;
 
     if (t == 0 || t == MPI_DATATYPE_NULL ||
@@ -122,7 +122,7 @@ static void *copy(pargs_t *p, const void *v, int n, size_t size)
 static void keep_args(pargs_t *p)
 {
     shim_coll_args_t *a = &p->a;
-    MPI_Datatype *st, *rt;
+    MPI_Datatype     *st, *rt;
 
     p->kept = 1;
     a->scounts = copy(p, a->scounts, p->ns, sizeof(int));
@@ -153,14 +153,12 @@ static int run(const shim_coll_args_t *a, MPI_Comm m, MPI_Request *req,
     b.coll = dps_coll_base(a->coll);
     b.comm = m;
     b.request = req;
-#define RUN(ID, name, Name, family, shape, entry)                          \
-    case DPS_COLL_##ID:                                                    \
-        return shim_coll_##entry(&b, x);
+#define RUN(ID, name, Name, family, shape, entry) \
+    case DPS_COLL_##ID: return shim_coll_##entry(&b, x);
 
     switch (b.coll) {
-    DPS_COLLS(RUN)
-    default:
-        return MPI_ERR_INTERN;
+        DPS_COLLS(RUN)
+    default: return MPI_ERR_INTERN;
     }
 #undef RUN
 }
@@ -168,14 +166,13 @@ static int run(const shim_coll_args_t *a, MPI_Comm m, MPI_Request *req,
 /* Stock MPI's persistent init with a's arguments. */
 static int stock_init(const shim_coll_args_t *a)
 {
-#define INIT(ID, name, Name, family, shape, entry)                         \
-    case DPS_COLL_##ID:                                                    \
+#define INIT(ID, name, Name, family, shape, entry) \
+    case DPS_COLL_##ID:                            \
         return PPERS(Name)(SHIM_C_##shape(a) a->comm, a->info, a->request);
 
     switch (dps_coll_base(a->coll)) {
-    DPS_COLLS(INIT)
-    default:
-        return MPI_ERR_INTERN;
+        DPS_COLLS(INIT)
+    default: return MPI_ERR_INTERN;
     }
 #undef INIT
 }
@@ -183,11 +180,11 @@ static int stock_init(const shim_coll_args_t *a)
 static int start(shim_pers_t *pers, MPI_Request *r, shim_ctx_t *x)
 {
     pargs_t *p = pers->args;
-    int rc;
+    int      rc;
 
     if (!p->fallback) {
         if (p->maps == NULL) {
-            p->maps = shim_keep_new();   /* none: maps made each start */
+            p->maps = shim_keep_new(); /* none: maps made each start */
         }
         x->keep = p->maps;
         return run(&p->a, p->a.comm, r, x);
@@ -222,8 +219,8 @@ static int is_root(MPI_Comm comm, int root)
  */
 static pargs_t *wanted(const shim_coll_args_t *a, shim_ctx_t *x)
 {
-    int in = 0, out = 0, cart, *s = NULL, *d = NULL;
-    int base = dps_coll_base(a->coll);
+    int      in = 0, out = 0, cart, *s = NULL, *d = NULL;
+    int      base = dps_coll_base(a->coll);
     pargs_t *p;
 
     if (shim_in_call || !shim.initialized ||
@@ -263,8 +260,8 @@ static pargs_t *wanted(const shim_coll_args_t *a, shim_ctx_t *x)
 /* A stock duplication made for a refused init: never used, never freed
  * (MPI forbids freeing a pending nonblocking collective's request). */
 typedef struct orphan {
-    MPI_Comm       comm;
-    MPI_Request    req;
+    MPI_Comm    comm;
+    MPI_Request req;
 } orphan_t;
 
 /*
@@ -279,16 +276,16 @@ typedef struct orphan {
 static int refuse(pargs_t *p, int pcoll, shim_ctx_t *x, MPI_Request *request)
 {
     const shim_check_t *chk = &x->chk;
-    int go = x->verdict == SHIM_OFFLOAD;
-    shim_comm_t *c, *s;
-    orphan_t *o;
+    int                 go = x->verdict == SHIM_OFFLOAD;
+    shim_comm_t        *c, *s;
+    orphan_t           *o;
 
     shim_in_call++;
     if (go) {
         c = shim_comm_get(p->a.comm);
         s = c != NULL ? shim_comm_stream_new(c, 1) : NULL;
         if (s != NULL) {
-            shim_comm_unref(s);   /* the agreement holds it until done */
+            shim_comm_unref(s); /* the agreement holds it until done */
         }
     } else if ((o = calloc(1, sizeof(*o))) == NULL ||
                shim_pers_dup(p->a.comm, &o->comm, &o->req) != MPI_SUCCESS) {
@@ -300,7 +297,7 @@ static int refuse(pargs_t *p, int pcoll, shim_ctx_t *x, MPI_Request *request)
         *request = MPI_REQUEST_NULL;
     }
     x->as = 0;
-    shim_fallback(x, pcoll, MPI_SUCCESS);   /* nothing offloaded */
+    shim_fallback(x, pcoll, MPI_SUCCESS); /* nothing offloaded */
     dps_error("%s: %s", dps_coll_short(pcoll), chk->what);
     shim_in_call++;
     PMPI_Comm_call_errhandler(chk->raise_on, chk->cls);
@@ -322,14 +319,14 @@ static int refuse(pargs_t *p, int pcoll, shim_ctx_t *x, MPI_Request *request)
 static int made(pargs_t *p, int pcoll, MPI_Request *request)
 {
     shim_ctx_t x = {.as = pcoll, .probe = 1};
-    int rc;
+    int        rc;
 
     if (p->oom) {
         pargs_free(p);
         return MPI_ERR_NO_MEM;
     }
     x.chk.cls = MPI_SUCCESS;
-    rc = run(&p->a, p->a.comm, request, &x);   /* checked, never written */
+    rc = run(&p->a, p->a.comm, request, &x); /* checked, never written */
     if (rc == MPI_SUCCESS && x.verdict != 0 && x.chk.cls != MPI_SUCCESS) {
         return refuse(p, pcoll, &x, request);
     }
@@ -345,21 +342,21 @@ static int made(pargs_t *p, int pcoll, MPI_Request *request)
         rc = shim_pers_dup(p->a.comm, &p->priv, &p->priv_req);
         shim_in_call--;
     } else if (rc == MPI_SUCCESS && x.verdict != SHIM_OFFLOAD) {
-        rc = MPI_ERR_INTERN;   /* the entry did not answer */
+        rc = MPI_ERR_INTERN; /* the entry did not answer */
     }
     if (rc != MPI_SUCCESS) {
         pargs_free(p);
         return rc;
     }
-    return shim_pers_new(pcoll, p->a.comm, start, pargs_free, p,
-                         !p->fallback, request);
+    return shim_pers_new(pcoll, p->a.comm, start, pargs_free, p, !p->fallback,
+                         request);
 }
 
 int shim_pers_init(const shim_coll_args_t *a)
 {
     shim_ctx_t x = shim_ctx_app();
-    pargs_t *p = wanted(a, &x);
-    int counted, rc;
+    pargs_t   *p = wanted(a, &x);
+    int        counted, rc;
 
     if (p != NULL) {
         return made(p, a->coll, a->request);

@@ -31,14 +31,14 @@ typedef struct vec {
 static int reducible(MPI_Datatype dt, MPI_Op op, vec_t *v, shim_ctx_t *x)
 {
     shim_layout_t one;
-    int why;
+    int           why;
 
     v->op = shim_op_of(op);
     v->dtype = DPS_T_NONE;
     why = shim_rtype(dt, v->op, &v->dtype);
-    if (why == 0 && (!dps_op_valid(v->op, v->dtype) ||
-                     !shim_layout(dt, 1, &one) ||
-                     one.size != dps_dtype_size(v->dtype))) {
+    if (why == 0 &&
+        (!dps_op_valid(v->op, v->dtype) || !shim_layout(dt, 1, &one) ||
+         one.size != dps_dtype_size(v->dtype))) {
         why = SHIM_WHY_TYPE;
     }
     if (why != 0) {
@@ -79,8 +79,8 @@ static int red_offloads(const shim_coll_args_t *a, const shim_check_t *chk,
         return 0;
     }
     return shim_layout(a->stype, count, &v->l)
-           ? shim_big_enough(x, v->l.bytes)
-           : chk != NULL && shim_any_size(x);
+               ? shim_big_enough(x, v->l.bytes)
+               : chk != NULL && shim_any_size(x);
 }
 
 static int count_offloads(const shim_coll_args_t *a, const shim_check_t *chk,
@@ -99,7 +99,7 @@ static int block_offloads(const shim_coll_args_t *a, const shim_check_t *chk,
     return red_offloads(a, chk, a->rcount, &v, x) &&
            (a->rcount < 0 ||
             (uint64_t)a->rcount * (uint64_t)shim_comm_size(a->comm) <=
-            INT32_MAX);
+                INT32_MAX);
 }
 
 /* Reduce_scatter: recvcounts is alike on every rank, so the mean block
@@ -107,10 +107,10 @@ static int block_offloads(const shim_coll_args_t *a, const shim_check_t *chk,
 static int mean_offloads(const shim_coll_args_t *a, const shim_check_t *chk,
                          shim_ctx_t *x)
 {
-    int size = shim_comm_size(a->comm), i;
-    uint64_t total = 0;
+    int           size = shim_comm_size(a->comm), i;
+    uint64_t      total = 0;
     shim_layout_t l;
-    vec_t v;
+    vec_t         v;
 
     if (!red_op_ok(a, chk, &v, x) || size == 0) {
         return 0;
@@ -137,13 +137,21 @@ static int vec_post(shim_comm_t *c, shim_call_t *k, const vec_t *v,
                     int count_in, int count_out, int has_out,
                     const shim_coll_args_t *a)
 {
-    int in_place = a->sbuf == MPI_IN_PLACE;
-    shim_blocks_t sb = {in_place ? a->rbuf : a->sbuf, 1, count_in, NULL,
-                        NULL, a->stype, NULL, in_place, NULL, 0};
-    shim_blocks_t rb = {a->rbuf, 1, count_out, NULL, NULL, a->stype, NULL, 0,
-                        NULL, 0};
-    uint64_t cnt, off;
-    int rc;
+    int           in_place = a->sbuf == MPI_IN_PLACE;
+    shim_blocks_t sb = {in_place ? a->rbuf : a->sbuf,
+                        1,
+                        count_in,
+                        NULL,
+                        NULL,
+                        a->stype,
+                        NULL,
+                        in_place,
+                        NULL,
+                        0};
+    shim_blocks_t rb = {a->rbuf,  1,    count_out, NULL, NULL,
+                        a->stype, NULL, 0,         NULL, 0};
+    uint64_t      cnt, off;
+    int           rc;
 
     k->args.op = (uint8_t)v->op;
     k->args.dtype = (uint16_t)v->dtype;
@@ -166,8 +174,9 @@ static int reduce(shim_comm_t *c, shim_call_t *k, const shim_coll_args_t *a)
     k->args.root = (uint32_t)a->root;
     k->args.bytes = v.l.bytes;
     if (c->rank != a->root && a->sbuf == MPI_IN_PLACE) {
-        return shim_call_erroneous(c, k, DPS_ERR_ARG, MPI_ERR_BUFFER,
-                                   a->comm, a->request, "MPI_Ireduce: "
+        return shim_call_erroneous(c, k, DPS_ERR_ARG, MPI_ERR_BUFFER, a->comm,
+                                   a->request,
+                                   "MPI_Ireduce: "
                                    "MPI_IN_PLACE on a rank that is not the "
                                    "root");
     }
@@ -187,7 +196,7 @@ static int all(shim_comm_t *c, shim_call_t *k, const shim_coll_args_t *a)
 /* Ireduce_scatter_block: recvcount elements out, size times that in. */
 static int block(shim_comm_t *c, shim_call_t *k, const shim_coll_args_t *a)
 {
-    int size = shim_comm_size(a->comm);
+    int   size = shim_comm_size(a->comm);
     vec_t v;
 
     red_offloads(a, NULL, a->rcount, &v, NULL);
@@ -198,9 +207,9 @@ static int block(shim_comm_t *c, shim_call_t *k, const shim_coll_args_t *a)
 /* Ireduce_scatter: recvcounts[rank] elements out, their sum in. */
 static int scatter(shim_comm_t *c, shim_call_t *k, const shim_coll_args_t *a)
 {
-    int size = shim_comm_size(a->comm), i;
+    int      size = shim_comm_size(a->comm), i;
     uint64_t total = 0, *arr;
-    vec_t v;
+    vec_t    v;
 
     red_offloads(a, NULL, 0, &v, NULL);
     for (i = 0; i < size; i++) {

@@ -14,8 +14,8 @@
 #include <string.h>
 
 static pthread_mutex_t pers_lock = PTHREAD_MUTEX_INITIALIZER;
-static shim_pers_t *pers_all;      /* by handle */
-static volatile int pers_count;    /* read without the lock: 0, none */
+static shim_pers_t    *pers_all;   /* by handle */
+static volatile int    pers_count; /* read without the lock: 0, none */
 
 static shim_pers_t *find(MPI_Request req)
 {
@@ -35,7 +35,7 @@ int shim_pers_new(int coll, MPI_Comm comm, shim_pers_start_t start,
                   MPI_Request *req)
 {
     shim_pers_t *p = calloc(1, sizeof(*p));
-    int rc = MPI_ERR_NO_MEM;
+    int          rc = MPI_ERR_NO_MEM;
 
     if (p != NULL) {
         shim_in_call++;
@@ -52,7 +52,7 @@ int shim_pers_new(int coll, MPI_Comm comm, shim_pers_start_t start,
         return rc;
     }
     pthread_mutex_lock(&shim.lock);
-    p->comm->refs++;   /* the state outlives MPI's handle, if need be */
+    p->comm->refs++; /* the state outlives MPI's handle, if need be */
     pthread_mutex_unlock(&shim.lock);
     if (offload) {
         shim_in_call++;
@@ -84,17 +84,19 @@ int shim_pers_new(int coll, MPI_Comm comm, shim_pers_start_t start,
 static int start_one(shim_pers_t *p)
 {
     shim_ctx_t x = shim_ctx_app();
-    int rc;
+    int        rc;
 
     if (p->active) {
         dps_error("MPI_Start: the persistent %s request is active (started "
-                  "and not completed)", dps_coll_short(p->coll));
+                  "and not completed)",
+                  dps_coll_short(p->coll));
         return MPI_ERR_REQUEST;
     }
     if (p->comm->freed) {
         /* Erroneous; stock MPI may or may not cope. Never a crash. */
         dps_error("MPI_Start: the communicator of this persistent %s "
-                  "request was freed", dps_coll_short(p->coll));
+                  "request was freed",
+                  dps_coll_short(p->coll));
         return MPI_ERR_COMM;
     }
     x.as = p->coll;
@@ -115,7 +117,7 @@ SHIM_API int MPI_Start(MPI_Request *request)
 SHIM_API int MPI_Startall(int count, MPI_Request array_of_requests[])
 {
     MPI_Request *stock;
-    int i, n = 0, rc = MPI_SUCCESS, rc2;
+    int          i, n = 0, rc = MPI_SUCCESS, rc2;
 
     if (shim_in_call || pers_count == 0 || count <= 0) {
         return PMPI_Startall(count, array_of_requests);
@@ -131,8 +133,7 @@ SHIM_API int MPI_Startall(int count, MPI_Request array_of_requests[])
 
         if (p == NULL) {
             stock[n++] = array_of_requests[i];
-        } else if ((rc2 = start_one(p)) != MPI_SUCCESS &&
-                   rc == MPI_SUCCESS) {
+        } else if ((rc2 = start_one(p)) != MPI_SUCCESS && rc == MPI_SUCCESS) {
             rc = rc2;
         }
     }
@@ -169,8 +170,7 @@ SHIM_API int MPI_Request_free(MPI_Request *request)
 {
     shim_pers_t *p;
 
-    if (shim_in_call || request == NULL ||
-        (p = find(*request)) == NULL) {
+    if (shim_in_call || request == NULL || (p = find(*request)) == NULL) {
         /* A pending offloaded op keeps running; its resources are
          * released when the agent reports completion (free_fn,
          * core/op.c). */
@@ -204,7 +204,7 @@ void shim_pers_swap(shim_swap_t *sw, int n, MPI_Request reqs[])
             sw->at = n <= 16 ? sw->small
                              : malloc(sizeof(shim_pers_t *) * (size_t)n);
             if (sw->at == NULL) {
-                return;   /* out of memory: unswapped, MPI sees handles */
+                return; /* out of memory: unswapped, MPI sees handles */
             }
             memset(sw->at, 0, sizeof(shim_pers_t *) * (size_t)n);
             sw->n = n;
@@ -228,7 +228,7 @@ void shim_pers_unswap(shim_swap_t *sw, MPI_Request reqs[])
             continue;
         }
         p->inner = reqs[i];
-        p->active = reqs[i] != MPI_REQUEST_NULL;   /* else completed */
+        p->active = reqs[i] != MPI_REQUEST_NULL; /* else completed */
         reqs[i] = p->handle;
     }
     if (sw->at != sw->small) {

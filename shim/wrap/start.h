@@ -29,19 +29,19 @@ typedef int (*shim_pers_start_t)(shim_pers_t *p, MPI_Request *inner,
                                  struct shim_ctx *x);
 
 struct shim_pers {
-    MPI_Request       handle;   /* the application's */
-    MPI_Request       inner;    /* while active: doing the work */
+    MPI_Request       handle; /* the application's */
+    MPI_Request       inner;  /* while active: doing the work */
     int               active;
-    int               coll;     /* dps_coll_t of the persistent form */
+    int               coll; /* dps_coll_t of the persistent form */
     shim_pers_start_t start;
-    void            (*drop)(void *args);
-    void             *args;     /* the start function's */
-    struct shim_sched *pin;     /* the schedule it last used */
-    shim_comm_t      *comm;     /* its communicator's state (a reference:
-                                 * freed by MPI, it says so) */
-    shim_comm_t      *stream;   /* its matching stream (a reference), or
-                                 * NULL: its starts never reach an agent */
-    UT_hash_handle    hh;       /* keyed on the bytes of handle */
+    void (*drop)(void *args);
+    void              *args;   /* the start function's */
+    struct shim_sched *pin;    /* the schedule it last used */
+    shim_comm_t       *comm;   /* its communicator's state (a reference:
+                                * freed by MPI, it says so) */
+    shim_comm_t       *stream; /* its matching stream (a reference), or
+                                * NULL: its starts never reach an agent */
+    UT_hash_handle     hh;     /* keyed on the bytes of handle */
 };
 
 /* A new inactive persistent request on comm into *req, owning args
@@ -60,7 +60,7 @@ void shim_pers_comm_free(MPI_Comm comm);
 /* Requests of the shim's in place of handles, for one completion call. */
 typedef struct shim_swap {
     shim_pers_t  *small[16];
-    shim_pers_t **at;           /* at[i]: reqs[i] was p's handle */
+    shim_pers_t **at; /* at[i]: reqs[i] was p's handle */
     int           n;
 } shim_swap_t;
 

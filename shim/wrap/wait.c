@@ -86,8 +86,8 @@ static int all_done(int count, MPI_Request requests[])
         int flag = 0;
 
         if (requests[i] != MPI_REQUEST_NULL &&
-            PMPI_Request_get_status(requests[i], &flag,
-                                    MPI_STATUS_IGNORE) == MPI_SUCCESS &&
+            PMPI_Request_get_status(requests[i], &flag, MPI_STATUS_IGNORE) ==
+                MPI_SUCCESS &&
             !flag) {
             return 0;
         }
@@ -95,8 +95,7 @@ static int all_done(int count, MPI_Request requests[])
     return 1;
 }
 
-static int wait_all(int count, MPI_Request requests[],
-                    MPI_Status statuses[])
+static int wait_all(int count, MPI_Request requests[], MPI_Status statuses[])
 {
     int ours = any_pending(count, requests);
 
@@ -142,8 +141,7 @@ static int none_active_some(int rc, int incount, MPI_Request requests[],
                             MPI_Status statuses[])
 {
     if (rc == MPI_SUCCESS && *outcount == MPI_UNDEFINED) {
-        return PMPI_Waitsome(incount, requests, outcount, indices,
-                             statuses);
+        return PMPI_Waitsome(incount, requests, outcount, indices, statuses);
     }
     return rc;
 }
@@ -185,8 +183,7 @@ static int wait_some(int incount, MPI_Request requests[], int *outcount,
         }
         do {
             shim_fo_progress();
-            rc = PMPI_Testsome(incount, requests, outcount, indices,
-                               statuses);
+            rc = PMPI_Testsome(incount, requests, outcount, indices, statuses);
         } while (rc == MPI_SUCCESS && *outcount == 0);
         return none_active_some(rc, incount, requests, outcount, indices,
                                 statuses);
@@ -195,8 +192,8 @@ static int wait_some(int incount, MPI_Request requests[], int *outcount,
         shim_progress();
         rc = PMPI_Testsome(incount, requests, outcount, indices, statuses);
         if (rc != MPI_SUCCESS || *outcount != 0) {
-            return none_active_some(rc, incount, requests, outcount,
-                                    indices, statuses);
+            return none_active_some(rc, incount, requests, outcount, indices,
+                                    statuses);
         }
         shim_idle(!need_pmpi(incount, requests));
     }
@@ -235,8 +232,8 @@ static int test_all(int count, MPI_Request requests[], int *flag,
     return assisted(rc, *flag, count, requests);
 }
 
-static int test_any(int count, MPI_Request requests[], int *index,
-                    int *flag, MPI_Status *status)
+static int test_any(int count, MPI_Request requests[], int *index, int *flag,
+                    MPI_Status *status)
 {
     int rc = PMPI_Testany(count, requests, index, flag, status);
 
@@ -255,15 +252,15 @@ static int test_some(int incount, MPI_Request requests[], int *outcount,
  * The public calls: a started persistent request of the shim's (wrap/start.h)
  * is replaced by the request doing its work for the length of the call.
  */
-#define SWAPPED(n, reqs, call)                                             \
-    do {                                                                   \
-        shim_swap_t sw_;                                                   \
-        int rc_;                                                           \
-                                                                           \
-        shim_pers_swap(&sw_, (n), (reqs));                                 \
-        rc_ = (call);                                                      \
-        shim_pers_unswap(&sw_, (reqs));                                    \
-        return rc_;                                                        \
+#define SWAPPED(n, reqs, call)             \
+    do {                                   \
+        shim_swap_t sw_;                   \
+        int         rc_;                   \
+                                           \
+        shim_pers_swap(&sw_, (n), (reqs)); \
+        rc_ = (call);                      \
+        shim_pers_unswap(&sw_, (reqs));    \
+        return rc_;                        \
     } while (0)
 
 SHIM_API int MPI_Wait(MPI_Request *request, MPI_Status *status)
@@ -292,13 +289,11 @@ SHIM_API int MPI_Waitany(int count, MPI_Request requests[], int *index,
     SWAPPED(count, requests, wait_any(count, requests, index, status));
 }
 
-SHIM_API int MPI_Waitsome(int incount, MPI_Request requests[],
-                          int *outcount, int indices[],
-                          MPI_Status statuses[])
+SHIM_API int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount,
+                          int indices[], MPI_Status statuses[])
 {
     if (shim_in_call) {
-        return PMPI_Waitsome(incount, requests, outcount, indices,
-                             statuses);
+        return PMPI_Waitsome(incount, requests, outcount, indices, statuses);
     }
     SWAPPED(incount, requests,
             wait_some(incount, requests, outcount, indices, statuses));
@@ -330,17 +325,14 @@ SHIM_API int MPI_Testany(int count, MPI_Request requests[], int *index,
         return PMPI_Testany(count, requests, index, flag, status);
     }
     poll_agent();
-    SWAPPED(count, requests,
-            test_any(count, requests, index, flag, status));
+    SWAPPED(count, requests, test_any(count, requests, index, flag, status));
 }
 
-SHIM_API int MPI_Testsome(int incount, MPI_Request requests[],
-                          int *outcount, int indices[],
-                          MPI_Status statuses[])
+SHIM_API int MPI_Testsome(int incount, MPI_Request requests[], int *outcount,
+                          int indices[], MPI_Status statuses[])
 {
     if (shim_in_call) {
-        return PMPI_Testsome(incount, requests, outcount, indices,
-                             statuses);
+        return PMPI_Testsome(incount, requests, outcount, indices, statuses);
     }
     poll_agent();
     SWAPPED(incount, requests,

@@ -13,13 +13,13 @@
 
 int main(int argc, char **argv)
 {
-    int rank, n = argc > 1 ? atoi(argv[1]) : 20000;
+    int    rank, n = argc > 1 ? atoi(argv[1]) : 20000;
     double a = 1, b = 0, t, pp = 1e9, ar = 1e9, bar = 1e9, bc = 1e9, v;
-    char m[8] = {0};
+    char   m[8] = {0};
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    for (int rep = 0; rep < 6; rep++) {   /* the first round warms up */
+    for (int rep = 0; rep < 6; rep++) { /* the first round warms up */
         MPI_Barrier(MPI_COMM_WORLD);
         t = MPI_Wtime();
         for (int i = 0; i < n; i++) {
@@ -59,7 +59,8 @@ int main(int argc, char **argv)
     }
     if (rank == 0) {
         printf("pingpong_half_rtt_us=%.3f allreduce8_us=%.3f "
-               "barrier_us=%.3f bcast8_us=%.3f\n", pp, ar, bar, bc);
+               "barrier_us=%.3f bcast8_us=%.3f\n",
+               pp, ar, bar, bc);
     }
     MPI_Finalize();
     return 0;

@@ -30,7 +30,7 @@ static double now(void)
 /* A child holding n bytes of malloc'ed memory until told to exit. */
 static pid_t holder(size_t n, char **addr, int *quit_fd)
 {
-    int p[2], q[2];
+    int   p[2], q[2];
     pid_t c;
 
     if (pipe(p) || pipe(q)) {
@@ -58,10 +58,10 @@ static pid_t holder(size_t n, char **addr, int *quit_fd)
 int main(int argc, char **argv)
 {
     size_t n = argc > 1 ? strtoull(argv[1], NULL, 0) : 4u << 20, off;
-    int reps = argc > 2 ? atoi(argv[2]) : 20, r, qa, qb;
-    char *a, *b, *stage, *copy;
+    int    reps = argc > 2 ? atoi(argv[2]) : 20, r, qa, qb;
+    char  *a, *b, *stage, *copy;
     double t, agent = 1e30, single = 1e30;
-    pid_t pa, pb;
+    pid_t  pa, pb;
 
     if (n == 0 || reps < 1) {
         fprintf(stderr, "usage: copylimit BYTES [REPS]\n");
@@ -79,7 +79,7 @@ int main(int argc, char **argv)
 
         t = now();
         for (off = 0; off < n; off += CHUNK) {
-            size_t len = n - off < CHUNK ? n - off : CHUNK;
+            size_t       len = n - off < CHUNK ? n - off : CHUNK;
             struct iovec l = {s, len}, ra = {a + off, len};
             struct iovec rb = {b + off, len};
 

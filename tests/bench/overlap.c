@@ -25,12 +25,12 @@
 #include <time.h>
 
 static const char *coll = "ialltoall";
-static double sink; /* keeps the compute loop from being optimised away */
-static double batches_per_sec; /* work mode: calibrated kernel speed */
-static int sleeping;           /* -S: the compute phase sleeps */
-static int strided;            /* -V N: Ialltoall into runs of N doubles,
-                                * N apart */
-static int both;               /* -B: and from such runs */
+static double      sink; /* keeps the compute loop from being optimised away */
+static double      batches_per_sec; /* work mode: calibrated kernel speed */
+static int         sleeping;        /* -S: the compute phase sleeps */
+static int         strided;         /* -V N: Ialltoall into runs of N doubles,
+                                     * N apart */
+static int         both;            /* -B: and from such runs */
 
 /* -T: compute time per size, in us ("SIZE=US,..."); 0 if not given. */
 static double given_us(const char *list, long n)
@@ -38,7 +38,7 @@ static double given_us(const char *list, long n)
     const char *p = list;
 
     while (p != NULL && *p != '\0') {
-        long sz;
+        long   sz;
         double us;
 
         if (sscanf(p, "%ld=%lf", &sz, &us) == 2 && sz == n) {
@@ -65,7 +65,7 @@ static double kernel(double x)
 static void calibrate(void)
 {
     double t0 = MPI_Wtime(), x = sink;
-    long n = 0;
+    long   n = 0;
 
     while (MPI_Wtime() - t0 < 0.2) {
         int k;
@@ -96,11 +96,11 @@ static double rank_cpu(void)
  * between are not counted. */
 static double host_cpu(void)
 {
-    DIR *d = opendir("/proc"), *t;
-    struct dirent *e, *f;
+    DIR               *d = opendir("/proc"), *t;
+    struct dirent     *e, *f;
     unsigned long long ns, sum = 0;
-    char path[600];
-    FILE *fp;
+    char               path[600];
+    FILE              *fp;
 
     while (d != NULL && (e = readdir(d)) != NULL) {
         if (e->d_name[0] < '1' || e->d_name[0] > '9') {
@@ -134,36 +134,36 @@ static double host_cpu(void)
 static void usage(void)
 {
     fprintf(stderr,
-        "usage: overlap [-c ialltoall|ibcast|iallgather|iallreduce]\n"
-        "               [-m MIN:MAX] [-i ITERS] [-x WARMUP] [-t TESTS]\n"
-        "  -c  collective (default ialltoall)\n"
-        "  -m  message sizes in bytes, powers of two from MIN to MAX\n"
-        "      (default 1:4194304; Ialltoall, Iallgather: bytes per\n"
-        "      block; Iallreduce: MPI_DOUBLE sum of SIZE/8 elements,\n"
-        "      at least one)\n"
-        "  -i  timed iterations per size (default 100; a tenth above\n"
-        "      64 KiB, at least 10)\n"
-        "  -x  warm-up iterations per size (default 10)\n"
-        "  -t  MPI_Test calls spread over the compute phase (OMB -t)\n"
-        "  -W  compute a fixed amount of work (calibrated to take the\n"
-        "      pure-comm time on an idle rank) instead of a fixed time:\n"
-        "      CPU taken from the ranks (e.g. by an agent) then shows\n"
-        "      in the overall time\n"
-        "  -S  the compute phase sleeps (1 ns timer slack): the core is\n"
-        "      idle meanwhile, as while a GPU kernel runs\n"
-        "  -T SIZE=US,...  compute this long at these sizes instead of\n"
-        "      the pure-comm time (the same for stock MPI and the shim)\n"
-        "  -M  MPI_Init_thread(MPI_THREAD_MULTIPLE), e.g. for MPICH's\n"
-        "      progress thread (MPIR_CVAR_ASYNC_PROGRESS=1)\n"
-        "  -V N  Ialltoall only: each block is received into runs of N\n"
-        "      doubles N doubles apart, in a buffer twice its size (a\n"
-        "      strided vector type, as an FFT transpose's); sizes from\n"
-        "      8 N bytes, whole runs\n"
-        "  -B  with -V: the send side in the same strided type too\n"
-        "  -C  CPU columns, over the overlapped iterations: rank_cpu, a\n"
-        "      rank's process (all its threads) per iteration; host_cpu,\n"
-        "      every process this /proc shows (in an emulated host: the\n"
-        "      host's), per iteration and host (us)\n");
+            "usage: overlap [-c ialltoall|ibcast|iallgather|iallreduce]\n"
+            "               [-m MIN:MAX] [-i ITERS] [-x WARMUP] [-t TESTS]\n"
+            "  -c  collective (default ialltoall)\n"
+            "  -m  message sizes in bytes, powers of two from MIN to MAX\n"
+            "      (default 1:4194304; Ialltoall, Iallgather: bytes per\n"
+            "      block; Iallreduce: MPI_DOUBLE sum of SIZE/8 elements,\n"
+            "      at least one)\n"
+            "  -i  timed iterations per size (default 100; a tenth above\n"
+            "      64 KiB, at least 10)\n"
+            "  -x  warm-up iterations per size (default 10)\n"
+            "  -t  MPI_Test calls spread over the compute phase (OMB -t)\n"
+            "  -W  compute a fixed amount of work (calibrated to take the\n"
+            "      pure-comm time on an idle rank) instead of a fixed time:\n"
+            "      CPU taken from the ranks (e.g. by an agent) then shows\n"
+            "      in the overall time\n"
+            "  -S  the compute phase sleeps (1 ns timer slack): the core is\n"
+            "      idle meanwhile, as while a GPU kernel runs\n"
+            "  -T SIZE=US,...  compute this long at these sizes instead of\n"
+            "      the pure-comm time (the same for stock MPI and the shim)\n"
+            "  -M  MPI_Init_thread(MPI_THREAD_MULTIPLE), e.g. for MPICH's\n"
+            "      progress thread (MPIR_CVAR_ASYNC_PROGRESS=1)\n"
+            "  -V N  Ialltoall only: each block is received into runs of N\n"
+            "      doubles N doubles apart, in a buffer twice its size (a\n"
+            "      strided vector type, as an FFT transpose's); sizes from\n"
+            "      8 N bytes, whole runs\n"
+            "  -B  with -V: the send side in the same strided type too\n"
+            "  -C  CPU columns, over the overlapped iterations: rank_cpu, a\n"
+            "      rank's process (all its threads) per iteration; host_cpu,\n"
+            "      every process this /proc shows (in an emulated host: the\n"
+            "      host's), per iteration and host (us)\n");
 }
 
 static const char *const colls[] = {"ialltoall", "ibcast", "iallgather",
@@ -187,16 +187,16 @@ static void post(void *s, void *r, int n, MPI_Request *req)
 
     if (strcmp(coll, "ialltoall") == 0 && strided) {
         static MPI_Datatype v = MPI_DATATYPE_NULL;
-        static int vn;
+        static int          vn;
 
-        if (vn != n) {   /* one type per size, as a library keeps one */
+        if (vn != n) { /* one type per size, as a library keeps one */
             MPI_Datatype t;
 
             if (v != MPI_DATATYPE_NULL) {
                 MPI_Type_free(&v);
             }
-            MPI_Type_vector(n / 8 / strided, strided, 2 * strided,
-                            MPI_DOUBLE, &t);
+            MPI_Type_vector(n / 8 / strided, strided, 2 * strided, MPI_DOUBLE,
+                            &t);
             MPI_Type_create_resized(t, 0, (MPI_Aint)n * 2, &v);
             MPI_Type_free(&t);
             MPI_Type_commit(&v);
@@ -212,8 +212,7 @@ static void post(void *s, void *r, int n, MPI_Request *req)
     } else if (strcmp(coll, "iallgather") == 0) {
         MPI_Iallgather(s, n, MPI_BYTE, r, n, MPI_BYTE, w, req);
     } else if (strcmp(coll, "iallreduce") == 0) {
-        MPI_Iallreduce(s, r, n >= 8 ? n / 8 : 1, MPI_DOUBLE, MPI_SUM, w,
-                       req);
+        MPI_Iallreduce(s, r, n >= 8 ? n / 8 : 1, MPI_DOUBLE, MPI_SUM, w, req);
     } else {
         MPI_Ibcast(s, n, MPI_BYTE, 0, w, req);
     }
@@ -224,8 +223,8 @@ static void post(void *s, void *r, int n, MPI_Request *req)
 static void compute(double secs, int tests, MPI_Request *req)
 {
     double t0 = MPI_Wtime(), slice = secs / (tests + 1), x = sink;
-    long per = (long)(secs * batches_per_sec / (tests + 1)), b;
-    int done = 0, k;
+    long   per = (long)(secs * batches_per_sec / (tests + 1)), b;
+    int    done = 0, k;
 
     for (k = 0; k <= tests; k++) {
         double end = t0 + slice * (k + 1);
@@ -257,13 +256,13 @@ static void compute(double secs, int tests, MPI_Request *req)
 
 int main(int argc, char **argv)
 {
-    long min = 1, max = 4 << 20, n;
-    int iters0 = 100, warm = 10, tests = 0, rank, size, c, work = 0;
-    int multiple = 0, provided, cpu = 0, host_first = 0, nhosts = 1;
+    long        min = 1, max = 4 << 20, n;
+    int         iters0 = 100, warm = 10, tests = 0, rank, size, c, work = 0;
+    int         multiple = 0, provided, cpu = 0, host_first = 0, nhosts = 1;
     const char *times = NULL;
-    char *s, *r;
+    char       *s, *r;
 
-    for (c = 1; c < argc; c++) {   /* before MPI_Init: how to start it */
+    for (c = 1; c < argc; c++) { /* before MPI_Init: how to start it */
         multiple |= strcmp(argv[c], "-M") == 0;
     }
     if (multiple) {
@@ -301,7 +300,7 @@ int main(int argc, char **argv)
     }
     if (!coll_known() || min < 1 || strided < 0 || (both && !strided) ||
         (strided && (min < 8 * strided || min % (8 * strided) != 0 ||
-        strcmp(coll, "ialltoall") != 0)) ||
+                     strcmp(coll, "ialltoall") != 0)) ||
         max < min || iters0 < 1 || warm < 0 || tests < 0) {
         if (rank == 0) {
             usage();
@@ -326,7 +325,7 @@ int main(int argc, char **argv)
     if (cpu) {
         /* One rank of each host samples the host's processes. */
         MPI_Comm node;
-        int nr;
+        int      nr;
 
         MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank,
                             MPI_INFO_NULL, &node);
@@ -340,21 +339,24 @@ int main(int argc, char **argv)
     memset(r, 0, (size_t)max * size * (strided ? 2 : 1));
     if (rank == 0) {
         printf("# %s, %d ranks, OMB method, times in us, MPI_Test calls "
-               "during compute: %d, compute: %s%s\n", coll, size, tests,
-               sleeping ? "sleep" : work ? "fixed work" : "fixed time",
+               "during compute: %d, compute: %s%s\n",
+               coll, size, tests,
+               sleeping ? "sleep"
+               : work   ? "fixed work"
+                        : "fixed time",
                times != NULL ? " of given length" : "");
         if (strided) {
             printf("# received into runs of %d doubles, %d apart (strided "
-                   "type)%s\n", strided, strided,
-                   both ? ", sent from the same" : "");
+                   "type)%s\n",
+                   strided, strided, both ? ", sent from the same" : "");
         }
-        printf("# %10s %12s %12s %12s %9s %9s", "size", "pure_comm",
-               "overall", "compute", "overlap%", "post");
+        printf("# %10s %12s %12s %12s %9s %9s", "size", "pure_comm", "overall",
+               "compute", "overlap%", "post");
         printf(cpu ? " %10s %10s\n" : "\n", "rank_cpu", "host_cpu");
     }
     for (n = min; n <= max; n *= 2) {
-        int iters = n > 65536 ? (iters0 / 10 > 10 ? iters0 / 10 : 10)
-                              : iters0, i;
+        int iters = n > 65536 ? (iters0 / 10 > 10 ? iters0 / 10 : 10) : iters0,
+            i;
         double t, pure = 0, overall = 0, comp = 0, postt = 0, v[6], sum[6];
         double ctime, rc0 = 0, hc0 = 0;
         MPI_Request req;

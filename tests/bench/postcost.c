@@ -40,10 +40,10 @@ static double median(double *v, int n)
 
 int main(int argc, char **argv)
 {
-    size_t size = 1024;
-    int iters = 1000, warmup = 100, rank, np, i, c, pers = 0;
-    double *post, *call, t0, t1, p[2], m[2];
-    char *sbuf, *rbuf;
+    size_t      size = 1024;
+    int         iters = 1000, warmup = 100, rank, np, i, c, pers = 0;
+    double     *post, *call, t0, t1, p[2], m[2];
+    char       *sbuf, *rbuf;
     MPI_Request req, preq = MPI_REQUEST_NULL;
 
     MPI_Init(&argc, &argv);
@@ -58,7 +58,7 @@ int main(int argc, char **argv)
         default:
             if (rank == 0) {
                 fprintf(stderr, "usage: postcost [-m SIZE] [-i ITERS] "
-                        "[-w WARMUP] [-p]\n");
+                                "[-w WARMUP] [-p]\n");
             }
             MPI_Abort(MPI_COMM_WORLD, 2);
         }
@@ -93,8 +93,8 @@ int main(int argc, char **argv)
         if (pers) {
             MPI_Start(&preq);
         } else {
-            MPI_Ialltoall(sbuf, (int)size, MPI_BYTE, rbuf, (int)size,
-                          MPI_BYTE, MPI_COMM_WORLD, &req);
+            MPI_Ialltoall(sbuf, (int)size, MPI_BYTE, rbuf, (int)size, MPI_BYTE,
+                          MPI_COMM_WORLD, &req);
         }
         t1 = MPI_Wtime();
         MPI_Wait(pers ? &preq : &req, MPI_STATUS_IGNORE);
@@ -111,7 +111,8 @@ int main(int argc, char **argv)
     }
     if (rank == 0) {
         printf("postcost%s size=%zu ranks=%d iters=%d post_us=%.2f "
-               "call_us=%.2f\n", pers ? " persistent" : "", size, np, iters,
+               "call_us=%.2f\n",
+               pers ? " persistent" : "", size, np, iters,
                1e6 * median(post, iters), 1e6 * median(call, iters));
     }
     free(sbuf);

@@ -22,8 +22,8 @@ void fc_ialltoall_(const int *sbuf, int *rbuf, const MPI_Fint *n,
 {
     MPI_Request r;
 
-    MPI_Ialltoall(sbuf, *n, MPI_INT, rbuf, *n, MPI_INT,
-                  MPI_Comm_f2c(*comm), &r);
+    MPI_Ialltoall(sbuf, *n, MPI_INT, rbuf, *n, MPI_INT, MPI_Comm_f2c(*comm),
+                  &r);
     *req = MPI_Request_c2f(r);
 }
 

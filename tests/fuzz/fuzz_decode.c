@@ -22,8 +22,8 @@ static volatile uint64_t sink;
 static void touch(const void *p, size_t n)
 {
     const volatile uint8_t *b = p;
-    uint64_t s = 0;
-    size_t i;
+    uint64_t                s = 0;
+    size_t                  i;
 
     for (i = 0; i < n; i++) {
         s += b[i];
@@ -34,18 +34,18 @@ static void touch(const void *p, size_t n)
 static void walk(const dps_msg_t *m, const void *raw, size_t size)
 {
     uint32_t i;
-    size_t off;
+    size_t   off;
 
     switch (m->type) {
     case DPS_MSG_POST:
     case DPS_MSG_PEER_POST: {
         const dps_msg_post_t *f = &m->u.post.fixed;
-        const void *keys[DPS_NBUF];
-        dps_step_t *steps = NULL;
-        dps_msg_t m2;
-        size_t len;
-        void *enc;
-        int b;
+        const void           *keys[DPS_NBUF];
+        dps_step_t           *steps = NULL;
+        dps_msg_t             m2;
+        size_t                len;
+        void                 *enc;
+        int                   b;
 
         for (b = 0; b < DPS_NBUF; b++) {
             touch(m->u.post.rkey[b], f->rkey_len[b]);
@@ -70,8 +70,8 @@ static void walk(const dps_msg_t *m, const void *raw, size_t size)
         }
         /* What decodes must encode, byte for byte (but the header's
          * reserved word, which the decoder ignores), and decode again. */
-        enc = dps_msg_encode_post(m->type, f, keys, steps,
-                                  m->u.post.members, &len);
+        enc = dps_msg_encode_post(m->type, f, keys, steps, m->u.post.members,
+                                  &len);
         if (enc == NULL || len != size ||
             memcmp((const char *)enc + sizeof(dps_msg_hdr_t),
                    (const char *)raw + sizeof(dps_msg_hdr_t),
@@ -112,15 +112,13 @@ static void walk(const dps_msg_t *m, const void *raw, size_t size)
             sink += dps_msg_u64(m->u.reg_free.ids, i);
         }
         break;
-    default:
-        touch(&m->u, sizeof(m->u));
-        break;
+    default: touch(&m->u, sizeof(m->u)); break;
     }
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    char err[256];
+    char      err[256];
     dps_msg_t m;
     /* An exact-size copy: reads past the end are caught. */
     uint8_t *buf = malloc(size ? size : 1);

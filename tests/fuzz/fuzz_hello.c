@@ -18,10 +18,10 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    char job[DPS_LISTEN_NAME_MAX + 1], err[256];
+    char    job[DPS_LISTEN_NAME_MAX + 1], err[256];
     uint8_t secret[DPS_SECRET_LEN];
-    size_t n, len;
-    int rc = DPS_ERR_AGAIN;
+    size_t  n, len;
+    int     rc = DPS_ERR_AGAIN;
 
     for (n = 0; n <= size && rc == DPS_ERR_AGAIN; n++) {
         rc = dps_listen_decode_hello(data, n, job, sizeof(job), secret, err,
@@ -31,12 +31,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         void *m = dps_listen_encode_hello(job, secret, &len);
 
         if (m == NULL || len != n - 1 || memcmp(m, data, len) != 0) {
-            abort();   /* accepted bytes that are not a hello */
+            abort(); /* accepted bytes that are not a hello */
         }
         for (n = 0; n < len; n++) {
-            if (dps_listen_decode_hello(data, n, job, sizeof(job), secret,
-                                        err, sizeof(err)) != DPS_ERR_AGAIN) {
-                abort();   /* a prefix of a good hello refused */
+            if (dps_listen_decode_hello(data, n, job, sizeof(job), secret, err,
+                                        sizeof(err)) != DPS_ERR_AGAIN) {
+                abort(); /* a prefix of a good hello refused */
             }
         }
         free(m);

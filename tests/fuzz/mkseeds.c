@@ -12,7 +12,7 @@
 
 static void put(const char *dir, const char *name, void *msg, size_t len)
 {
-    char path[4096];
+    char  path[4096];
     FILE *f;
 
     snprintf(path, sizeof(path), "%s/%s", dir, name);
@@ -28,23 +28,23 @@ static void put(const char *dir, const char *name, void *msg, size_t len)
 int main(int argc, char **argv)
 {
     static const uint8_t key[37] = {1, 2, 3, 4, 5};
-    const void *keys[DPS_NBUF] = {key, key, key};
-    uint32_t members[4] = {0, 1, 2, 3}, pid[3] = {10, 11, 12};
-    uint32_t node[3] = {0, 0, 1}, agent[3] = {0, 0, 1};
-    uint32_t alen[3] = {5, 7, 9}, aglen[2] = {3, 4};
-    const void *addrs[3] = {"aaaaa", "bbbbbbb", "ccccccccc"};
-    const void *agaddrs[2] = {"xxx", "yyyy"};
-    uint64_t ids[3] = {1, 2, 99};
-    uint64_t taddr[3] = {0x7ffd00001000ull, 0, 0x1000};
-    uint64_t tok[3] = {0x1122334455667788ull, 0, 5};
+    const void          *keys[DPS_NBUF] = {key, key, key};
+    uint32_t             members[4] = {0, 1, 2, 3}, pid[3] = {10, 11, 12};
+    uint32_t             node[3] = {0, 0, 1}, agent[3] = {0, 0, 1};
+    uint32_t             alen[3] = {5, 7, 9}, aglen[2] = {3, 4};
+    const void          *addrs[3] = {"aaaaa", "bbbbbbb", "ccccccccc"};
+    const void          *agaddrs[2] = {"xxx", "yyyy"};
+    uint64_t             ids[3] = {1, 2, 99};
+    uint64_t             taddr[3] = {0x7ffd00001000ull, 0, 0x1000};
+    uint64_t             tok[3] = {0x1122334455667788ull, 0, 5};
     dps_msg_hello_t me = {1, 4242, 0x7ffd00001000ull, 0x1122334455667788ull};
     dps_msg_stats_t st = {123, 4, 0, 4096, 0, 8192, 512, 2};
-    dps_msg_job_t job = {3, 2, 1, 77};
+    dps_msg_job_t   job = {3, 2, 1, 77};
     /* Rank 1 of 4, ring allreduce-like: send to 2, reduce from 0, copy. */
-    dps_step_t steps[3];
+    dps_step_t     steps[3];
     dps_msg_post_t p;
-    size_t len = 0;
-    void *m;
+    size_t         len = 0;
+    void          *m;
 
     if (argc != 2 && argc != 3) {
         fprintf(stderr, "usage: mkseeds DIR [HELLO_DIR]\n");
@@ -146,8 +146,7 @@ int main(int argc, char **argv)
     p.comm_size = 1;
     p.comm_rank = 0;
     p.nmembers = 1;
-    m = dps_msg_encode_post(DPS_MSG_PEER_POST, &p, NULL, NULL, members,
-                            &len);
+    m = dps_msg_encode_post(DPS_MSG_PEER_POST, &p, NULL, NULL, members, &len);
     put(argv[1], "peer_post_empty", m, len);
     p.flags = 0;
     p.sched_id = 0;

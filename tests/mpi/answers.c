@@ -37,21 +37,21 @@
 #include <string.h>
 #include <unistd.h>
 
-#define MAXR     8
-#define BLOCK    16384          /* ints a peer: 64 KiB */
-#define MARK     0x5A5A5A5A     /* an unwritten status word */
-#define STWORDS  ((int)(sizeof(MPI_Status) / sizeof(int)))
+#define MAXR    8
+#define BLOCK   16384      /* ints a peer: 64 KiB */
+#define MARK    0x5A5A5A5A /* an unwritten status word */
+#define STWORDS ((int)(sizeof(MPI_Status) / sizeof(int)))
 
-static int rank, size;
+static int  rank, size;
 static int *sbuf[MAXR], *rbuf[MAXR];
-static int p2p_out[MAXR][3], p2p_in[MAXR][3], idle_in[MAXR];
+static int  p2p_out[MAXR][3], p2p_in[MAXR][3], idle_in[MAXR];
 
 /* The requests of one case: kinds by letter (see make_one). */
 struct set {
-    const char  *kinds;
-    int          n;
-    MPI_Request  r[MAXR], orig[MAXR];
-    MPI_Request  side[MAXR];      /* the send of a 'P' */
+    const char *kinds;
+    int         n;
+    MPI_Request r[MAXR], orig[MAXR];
+    MPI_Request side[MAXR]; /* the send of a 'P' */
 };
 
 static int greq_query(void *extra, MPI_Status *st)
@@ -102,9 +102,7 @@ static void make_one(struct set *s, int i, char k)
 
     s->side[i] = MPI_REQUEST_NULL;
     switch (k) {
-    case 'N':
-        *r = MPI_REQUEST_NULL;
-        break;
+    case 'N': *r = MPI_REQUEST_NULL; break;
     case 'P':
         p2p_out[i][0] = 11 * i;
         p2p_out[i][1] = 12;
@@ -127,8 +125,7 @@ static void make_one(struct set *s, int i, char k)
         finish(*r);
         break;
     case 'I':
-        MPI_Recv_init(p2p_in[i], 3, MPI_INT, rank, 50 + i, MPI_COMM_WORLD,
-                      r);
+        MPI_Recv_init(p2p_in[i], 3, MPI_INT, rank, 50 + i, MPI_COMM_WORLD, r);
         break;
 #ifdef ALLTOALL_INIT
     case 'S':
@@ -184,8 +181,10 @@ static void drop(struct set *s)
                 for (int j = 0; j < BLOCK; j++) {
                     if (rbuf[i][p * BLOCK + j] !=
                         p * 1000003 + rank * BLOCK + j) {
-                        fprintf(stderr, "answers: rank %d: alltoall data "
-                                "wrong from %d at %d\n", rank, p, j);
+                        fprintf(stderr,
+                                "answers: rank %d: alltoall data "
+                                "wrong from %d at %d\n",
+                                rank, p, j);
                         MPI_Abort(MPI_COMM_WORLD, 3);
                     }
                 }
@@ -201,7 +200,7 @@ static void drop(struct set *s)
     MPI_Barrier(MPI_COMM_WORLD);
 }
 
-static char line[4096];
+static char   line[4096];
 static size_t used;
 
 static void out(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -241,8 +240,8 @@ static void end(void)
 static void st_out(const MPI_Status *st, char kind)
 {
     const int *w = (const int *)st;
-    int err = (int)(offsetof(MPI_Status, MPI_ERROR) / sizeof(int));
-    int vague = 0;
+    int        err = (int)(offsetof(MPI_Status, MPI_ERROR) / sizeof(int));
+    int        vague = 0;
 
 #if defined(MPICH)
     vague = kind == 'C' || kind == 'S';
@@ -290,7 +289,7 @@ __attribute__((noinline)) static MPI_Status *sts_arg(int ignore)
 static void one(const char *kinds, int ignore)
 {
     struct set s;
-    int rc, flag;
+    int        rc, flag;
 
     /* MPI_Wait */
     make(&s, kinds);
@@ -340,7 +339,7 @@ static void one(const char *kinds, int ignore)
 static void all(const char *kinds, int wait, int ignore)
 {
     struct set s;
-    int rc, flag = -7;
+    int        rc, flag = -7;
 
     make(&s, kinds);
     marked();
@@ -365,7 +364,7 @@ static void all(const char *kinds, int wait, int ignore)
 static void any(const char *kinds, int wait, int ignore)
 {
     struct set s;
-    int rc, flag = -7, idx = -7;
+    int        rc, flag = -7, idx = -7;
 
     make(&s, kinds);
     marked();
@@ -391,7 +390,7 @@ static void any(const char *kinds, int wait, int ignore)
 static void some(const char *kinds, int wait, int ignore)
 {
     struct set s;
-    int rc, outc = -7, idx[MAXR];
+    int        rc, outc = -7, idx[MAXR];
 
     for (int i = 0; i < MAXR; i++) {
         idx[i] = -7;
@@ -399,11 +398,9 @@ static void some(const char *kinds, int wait, int ignore)
     make(&s, kinds);
     marked();
     if (wait) {
-        rc = MPI_Waitsome(s.n, s.r, &outc, idx,
-                          sts_arg(ignore));
+        rc = MPI_Waitsome(s.n, s.r, &outc, idx, sts_arg(ignore));
     } else {
-        rc = MPI_Testsome(s.n, s.r, &outc, idx,
-                          sts_arg(ignore));
+        rc = MPI_Testsome(s.n, s.r, &outc, idx, sts_arg(ignore));
     }
     begin(wait ? "waitsome" : "testsome", &s, ignore ? " ignore" : "");
     /* Indices past the outcount are undefined (Open MPI's MPI_Waitsome
@@ -435,13 +432,13 @@ int main(int argc, char **argv)
                                     "s",
 #endif
                                     NULL};
-    static const char *wall[] = {"", "NN", "IN", "PGCN", "NCPI",
+    static const char *wall[] = {"",     "NN", "IN", "PGCN", "NCPI",
 #ifdef INACTIVE_PCOLL
                                  "SsCP",
 #endif
                                  NULL};
     static const char *tall[] = {"", "NN", "IN", "PGC", "PU", "CU", NULL};
-    static const char *wany[] = {"", "NN", "IN", "NC", "IP", "NG", "UC",
+    static const char *wany[] = {"",   "NN", "IN", "NC", "IP", "NG", "UC",
 #ifdef ALLTOALL_INIT
                                  "IS",
 #endif
@@ -449,9 +446,9 @@ int main(int argc, char **argv)
                                  "sC",
 #endif
                                  NULL};
-    static const char *tany[] = {"", "NN", "IN", "UC", "NG", "UN", "IU",
-                                 "UP", NULL};
-    static const char *wsome[] = {"", "NN", "IN", "CPNG", "UC", "NCIC",
+    static const char *tany[] = {"",   "NN", "IN", "UC", "NG",
+                                 "UN", "IU", "UP", NULL};
+    static const char *wsome[] = {"",    "NN", "IN", "CPNG", "UC", "NCIC",
 #ifdef ALLTOALL_INIT
                                   "NSC",
 #endif
@@ -459,13 +456,13 @@ int main(int argc, char **argv)
                                   "sSC",
 #endif
                                   NULL};
-    static const char *tsome[] = {"", "NN", "IN", "UC", "U", "CG", "UNP",
-                                  NULL};
+    static const char *tsome[] = {"",  "NN", "IN",  "UC",
+                                  "U", "CG", "UNP", NULL};
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    alarm(120);   /* a hang is a failure, not a stuck job */
+    alarm(120); /* a hang is a failure, not a stuck job */
     for (int i = 0; i < MAXR; i++) {
         sbuf[i] = malloc(sizeof(int) * BLOCK * (size_t)size);
         rbuf[i] = malloc(sizeof(int) * BLOCK * (size_t)size);

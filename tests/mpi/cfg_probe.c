@@ -9,9 +9,9 @@
 
 int main(int argc, char **argv)
 {
-    const int n = 64 * 1024;
-    int rank, size, bad = 0, allbad = 0, i;
-    char *s, *r, *ref, *b;
+    const int   n = 64 * 1024;
+    int         rank, size, bad = 0, allbad = 0, i;
+    char       *s, *r, *ref, *b;
     MPI_Request req;
 
     MPI_Init(&argc, &argv);

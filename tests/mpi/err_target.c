@@ -33,14 +33,15 @@ static int getenv_int(const char *n, int d)
 int main(int argc, char **argv)
 {
     const char *cas = getenv("ERR_CASE") ? getenv("ERR_CASE") : "bcast_len";
-    int rank, size, rc_post, rc_wait = MPI_SUCCESS, cls_p = 0, cls_w = 0;
+    int  rank, size, rc_post, rc_wait = MPI_SUCCESS, cls_p = 0, cls_w = 0;
     int *s, *r, bad;
     MPI_Request q = MPI_REQUEST_NULL;
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    if (getenv("ERR_HANDLER") && strcmp(getenv("ERR_HANDLER"), "return") == 0) {
+    if (getenv("ERR_HANDLER") &&
+        strcmp(getenv("ERR_HANDLER"), "return") == 0) {
         MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
         MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
     }
@@ -53,14 +54,14 @@ int main(int argc, char **argv)
         rc_post = MPI_Ibcast(r, rank == root ? 10 * N : N, MPI_INT, root,
                              MPI_COMM_WORLD, &q);
     } else if (strcmp(cas, "bcast_len2") == 0) {
-        rc_post = MPI_Ibcast(r, rank == bad && bad != 0 ? 10 * N : N,
-                             MPI_INT, 0, MPI_COMM_WORLD, &q);
+        rc_post = MPI_Ibcast(r, rank == bad && bad != 0 ? 10 * N : N, MPI_INT,
+                             0, MPI_COMM_WORLD, &q);
     } else if (strcmp(cas, "a2a_size") == 0) {
         rc_post = MPI_Ialltoall(s, rank == bad ? 2 * N : N, MPI_INT, r, N,
                                 MPI_INT, MPI_COMM_WORLD, &q);
     } else if (strcmp(cas, "alias") == 0) {
-        rc_post = MPI_Ialltoall(rank == bad ? r : s, N, MPI_INT, r, N,
-                                MPI_INT, MPI_COMM_WORLD, &q);
+        rc_post = MPI_Ialltoall(rank == bad ? r : s, N, MPI_INT, r, N, MPI_INT,
+                                MPI_COMM_WORLD, &q);
     } else {
         fprintf(stderr, "unknown ERR_CASE %s\n", cas);
         MPI_Abort(MPI_COMM_WORLD, 2);
@@ -71,9 +72,9 @@ int main(int argc, char **argv)
     }
     MPI_Error_class(rc_post, &cls_p);
     MPI_Error_class(rc_wait, &cls_w);
-    printf("rank %d: post class %d, wait class %d, %s\n", rank, cls_p,
-           cls_w, rc_post != MPI_SUCCESS || rc_wait != MPI_SUCCESS
-           ? "error reported" : "no error");
+    printf("rank %d: post class %d, wait class %d, %s\n", rank, cls_p, cls_w,
+           rc_post != MPI_SUCCESS || rc_wait != MPI_SUCCESS ? "error reported"
+                                                            : "no error");
     fflush(stdout);
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank == 0) {

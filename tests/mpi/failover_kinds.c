@@ -58,19 +58,19 @@ static void every_kind(MPI_Comm comm, const char *cn, int n, int kill)
 /* The newer kinds: buffers and requests kept across the phases. */
 #define NK 4096
 static struct {
-    int         *a2a_s, *a2a_r, *a2a_ref;
-    MPI_Request  a2a;         /* persistent alltoall (or NULL) */
-    MPI_Comm     ring;
-    int          nb_s[2], nb_r[2];
-    MPI_Request  nb;
-    int         *g_s, *g_r;
-    MPI_Request  grp;         /* persistent group (or NULL) */
-    int          phase;
+    int        *a2a_s, *a2a_r, *a2a_ref;
+    MPI_Request a2a; /* persistent alltoall (or NULL) */
+    MPI_Comm    ring;
+    int         nb_s[2], nb_r[2];
+    MPI_Request nb;
+    int        *g_s, *g_r;
+    MPI_Request grp; /* persistent group (or NULL) */
+    int         phase;
 } nk;
 
 static void newer_init(void)
 {
-    int dims[1] = {t.size}, periods[1] = {1}, right, left;
+    int             dims[1] = {t.size}, periods[1] = {1}, right, left;
     dpushim_group_t g;
 
     nk.a2a = nk.nb = nk.grp = MPI_REQUEST_NULL;
@@ -111,8 +111,8 @@ static void newer_start(void)
         t_count("alltoall_init", 1);
         T_MPI(MPI_Start(&nk.a2a));
     }
-    nk.nb_s[0] = nk.phase * 100 + 2 * t.rank;      /* to the left */
-    nk.nb_s[1] = nk.phase * 100 + 2 * t.rank + 1;  /* to the right */
+    nk.nb_s[0] = nk.phase * 100 + 2 * t.rank;     /* to the left */
+    nk.nb_s[1] = nk.phase * 100 + 2 * t.rank + 1; /* to the right */
     nk.nb_r[0] = nk.nb_r[1] = -1;
     t_count("ineighbor_alltoall", 1);
     T_MPI(MPI_Ineighbor_alltoall(nk.nb_s, 1, MPI_INT, nk.nb_r, 1, MPI_INT,
@@ -164,8 +164,8 @@ static void newer_wait(int *ok, int *failed)
     (*ok)++;
     for (i = 0; i < NK; i++) {
         if (nk.g_r[i] != nk.phase * 1000000 + left * 10000 + i) {
-            t_fail("persistent group, phase %d: element %d is %d", nk.phase,
-                   i, nk.g_r[i]);
+            t_fail("persistent group, phase %d: element %d is %d", nk.phase, i,
+                   nk.g_r[i]);
             break;
         }
     }
@@ -173,7 +173,7 @@ static void newer_wait(int *ok, int *failed)
 
 int main(int argc, char **argv)
 {
-    int rpd, ok = 0, failed = 0, i;
+    int      rpd, ok = 0, failed = 0, i;
     MPI_Comm half;
 
     t_init(&argc, &argv, "failover_kinds");
@@ -201,7 +201,7 @@ int main(int argc, char **argv)
     newer_wait(&ok, &failed);
     for (i = 0; i < nops; i++) {
         MPI_Status st;
-        int rc = MPI_Wait(&ops[i].req, &st);
+        int        rc = MPI_Wait(&ops[i].req, &st);
 
         if (rc != MPI_SUCCESS) {
             failed++;
@@ -216,7 +216,8 @@ int main(int argc, char **argv)
     }
     nops = 0;
     printf("rank %d: pending collectives: %d ended well, %d with an "
-           "error\n", t.rank, ok, failed);
+           "error\n",
+           t.rank, ok, failed);
     fflush(stdout);
 
     /* Stock MPI from now on, on old and new communicators. */

@@ -52,7 +52,7 @@
 static int wait_for_fault(int rank)
 {
     const char *path = getenv("FO_WAIT");
-    double limit = getenv("FO_WAIT_S") ? atof(getenv("FO_WAIT_S")) : 120;
+    double      limit = getenv("FO_WAIT_S") ? atof(getenv("FO_WAIT_S")) : 120;
 
     if (path == NULL) {
         return 1;
@@ -96,8 +96,10 @@ static int check_a2a(const unsigned char *r, size_t block, unsigned seed,
     for (int src = 0; src < size; src++) {
         for (size_t i = 0; i < block; i++) {
             if (r[(size_t)src * block + i] != pat(seed, src, rank, i)) {
-                fprintf(stderr, "rank %d: %s: byte %zu from rank %d "
-                        "wrong\n", rank, what, i, src);
+                fprintf(stderr,
+                        "rank %d: %s: byte %zu from rank %d "
+                        "wrong\n",
+                        rank, what, i, src);
                 errors++;
                 return 1;
             }
@@ -130,11 +132,11 @@ static int check_bcast(const unsigned char *b, size_t n, unsigned seed,
 static void checked_pair(MPI_Comm comm, size_t block, unsigned seed,
                          const char *what)
 {
-    int crank, csize, root;
+    int            crank, csize, root;
     unsigned char *s, *r, *b;
-    MPI_Request req[2];
-    MPI_Status st[2];
-    int rc;
+    MPI_Request    req[2];
+    MPI_Status     st[2];
+    int            rc;
 
     MPI_Comm_rank(comm, &crank);
     MPI_Comm_size(comm, &csize);
@@ -158,8 +160,7 @@ static void checked_pair(MPI_Comm comm, size_t block, unsigned seed,
     MPI_Ibcast(b, (int)block, MPI_BYTE, root, comm, &req[1]);
     rc = MPI_Waitall(2, req, st);
     if (rc != MPI_SUCCESS) {
-        fprintf(stderr, "rank %d: %s: Waitall failed (%d)\n", rank, what,
-                rc);
+        fprintf(stderr, "rank %d: %s: Waitall failed (%d)\n", rank, what, rc);
         errors++;
     } else {
         for (int src = 0; src < csize; src++) {
@@ -182,14 +183,14 @@ static void checked_pair(MPI_Comm comm, size_t block, unsigned seed,
 
 int main(int argc, char **argv)
 {
-    const size_t big = 1 << 20, small = 1 << 12;
-    const char *how = getenv("FO_HOW") ? getenv("FO_HOW") : "kill";
-    const char *block;
+    const size_t   big = 1 << 20, small = 1 << 12;
+    const char    *how = getenv("FO_HOW") ? getenv("FO_HOW") : "kill";
+    const char    *block;
     unsigned char *s[NCOLL], *r[NCOLL];
-    MPI_Request req[NCOLL];
-    int rc[NCOLL], node, killer, ok = 0, failed = 0, all;
-    MPI_Comm half, nt;
-    MPI_Request dup;
+    MPI_Request    req[NCOLL];
+    int            rc[NCOLL], node, killer, ok = 0, failed = 0, all;
+    MPI_Comm       half, nt;
+    MPI_Request    dup;
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -200,8 +201,7 @@ int main(int argc, char **argv)
     {
         int rpd = getenv("FO_RPD") ? atoi(getenv("FO_RPD")) : size;
 
-        node = getenv("FO_NODE") ? atoi(getenv("FO_NODE"))
-                                 : (size - 1) / rpd;
+        node = getenv("FO_NODE") ? atoi(getenv("FO_NODE")) : (size - 1) / rpd;
         killer = node * rpd;
     }
 
@@ -240,9 +240,9 @@ int main(int argc, char **argv)
         if (i == 0 && rank == killer && strcmp(how, "none") == 0) {
             errors += !wait_for_fault(rank);
         } else if (i == 0 && rank == killer &&
-                   signal_agents(rank, strcmp(how, "stop") == 0 ? SIGSTOP
-                                                                : SIGKILL)
-                   == 0) {
+                   signal_agents(rank, strcmp(how, "stop") == 0
+                                           ? SIGSTOP
+                                           : SIGKILL) == 0) {
             fprintf(stderr, "rank %d: no agent found\n", rank);
             errors++;
         }
@@ -251,8 +251,7 @@ int main(int argc, char **argv)
     if (rank != 0 && strcmp(block, "recv") == 0) {
         int token = 0;
 
-        MPI_Recv(&token, 1, MPI_INT, 0, 77, MPI_COMM_WORLD,
-                 MPI_STATUS_IGNORE);
+        MPI_Recv(&token, 1, MPI_INT, 0, 77, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     } else if (rank != 0 && strcmp(block, "bcast") == 0) {
         int token = 0;
 
@@ -260,7 +259,7 @@ int main(int argc, char **argv)
     }
     for (int i = 0; i < NCOLL; i++) {
         size_t block = (i % 2) ? big : small;
-        char what[64];
+        char   what[64];
 
         rc[i] = MPI_Wait(&req[i], MPI_STATUS_IGNORE);
         snprintf(what, sizeof(what), "pending collective %d", i);
@@ -283,7 +282,8 @@ int main(int argc, char **argv)
         MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
     }
     printf("rank %d: pending collectives: %d ended well, %d with an "
-           "error\n", rank, ok, failed);
+           "error\n",
+           rank, ok, failed);
 
     /* Phase 3: stock MPI from now on; everything must work. */
     for (unsigned k = 0; k < 3; k++) {

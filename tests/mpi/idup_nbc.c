@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #define ITERS 5
-#define A2A   8192             /* ints a peer: 32 KiB */
+#define A2A   8192 /* ints a peer: 32 KiB */
 
 static int errs;
 
@@ -35,8 +35,8 @@ static void check(int ok, const char *what, int i)
 /* What MPICH's MTestTestComm does, and a collective that is offloaded. */
 static void use(MPI_Comm c)
 {
-    int rank, size, sum = 0, got = -1, one = 1;
-    int *sb, *rb;
+    int         rank, size, sum = 0, got = -1, one = 1;
+    int        *sb, *rb;
     MPI_Request rq;
 
     MPI_Comm_rank(c, &rank);
@@ -69,10 +69,10 @@ static void use(MPI_Comm c)
 
 static void phases(MPI_Comm c)
 {
-    MPI_Comm nc[ITERS];
+    MPI_Comm    nc[ITERS];
     MPI_Request rq[ITERS * 2];
-    MPI_Status sts[ITERS * 2];
-    int rank, size, in[ITERS], out[ITERS];
+    MPI_Status  sts[ITERS * 2];
+    int         rank, size, in[ITERS], out[ITERS];
 
     MPI_Comm_rank(c, &rank);
     MPI_Comm_size(c, &size);
@@ -81,12 +81,8 @@ static void phases(MPI_Comm c)
             in[i] = rank == 0 ? 815 : 10;
             out[i] = -1;
             switch (ph) {
-            case 0:
-                MPI_Ibarrier(c, &rq[i]);
-                break;
-            case 1:
-                MPI_Ibcast(&in[i], 1, MPI_INT, 0, c, &rq[i]);
-                break;
+            case 0: MPI_Ibarrier(c, &rq[i]); break;
+            case 1: MPI_Ibcast(&in[i], 1, MPI_INT, 0, c, &rq[i]); break;
             case 2:
                 in[i] = 1;
                 MPI_Iallreduce(&in[i], &out[i], 1, MPI_INT, MPI_SUM, c,
@@ -115,9 +111,9 @@ static void phases(MPI_Comm c)
 
 int main(int argc, char **argv)
 {
-    int rank, size, total = 0, rounds = 1;
+    int         rank, size, total = 0, rounds = 1;
     const char *e = getenv("IDUP_ROUNDS");
-    MPI_Comm c;
+    MPI_Comm    c;
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);

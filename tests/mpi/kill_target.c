@@ -8,8 +8,8 @@
 int main(int argc, char **argv)
 {
     const int block = 1 << 16;
-    int rank, size;
-    char *s, *r;
+    int       rank, size;
+    char     *s, *r;
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -24,8 +24,8 @@ int main(int argc, char **argv)
     for (;;) {
         MPI_Request req;
 
-        MPI_Ialltoall(s, block, MPI_BYTE, r, block, MPI_BYTE,
-                      MPI_COMM_WORLD, &req);
+        MPI_Ialltoall(s, block, MPI_BYTE, r, block, MPI_BYTE, MPI_COMM_WORLD,
+                      &req);
         MPI_Wait(&req, MPI_STATUS_IGNORE);
     }
     MPI_Finalize(); /* not reached */

@@ -5,19 +5,19 @@
 
 static void run_case(int idx, const t_size_case_t *c)
 {
-    int tsize, n = t.size, me = t.rank;
-    size_t block, total;
-    uint32_t seed = t_seed();
-    void *sbuf, *rbuf, *scopy, *ref;
+    int         tsize, n = t.size, me = t.rank;
+    size_t      block, total;
+    uint32_t    seed = t_seed();
+    void       *sbuf, *rbuf, *scopy, *ref;
     MPI_Request req = MPI_REQUEST_NULL;
-    MPI_Status st;
-    int during = idx % 2;  /* reference while the offloaded op runs */
+    MPI_Status  st;
+    int         during = idx % 2; /* reference while the offloaded op runs */
 
     MPI_Type_size(c->type, &tsize);
     block = (size_t)c->count * (size_t)tsize;
     total = block * (size_t)n;
-    t_case("case %d: %d x %s (%zu-byte blocks), reference %s", idx,
-           c->count, c->name, block, during ? "during" : "after");
+    t_case("case %d: %d x %s (%zu-byte blocks), reference %s", idx, c->count,
+           c->name, block, during ? "during" : "after");
 
     sbuf = t_galloc(total);
     rbuf = t_galloc(total);
@@ -30,8 +30,8 @@ static void run_case(int idx, const t_size_case_t *c)
     t_ialltoall(sbuf, c->count, c->type, rbuf, c->count, c->type,
                 MPI_COMM_WORLD, &req, 1);
     if (during) {
-        T_MPI(PMPI_Alltoall(scopy, c->count, c->type, ref, c->count,
-                            c->type, MPI_COMM_WORLD));
+        T_MPI(PMPI_Alltoall(scopy, c->count, c->type, ref, c->count, c->type,
+                            MPI_COMM_WORLD));
     }
     if (idx % 4 < 2) {
         T_MPI(MPI_Wait(&req, MPI_STATUS_IGNORE));
@@ -42,8 +42,8 @@ static void run_case(int idx, const t_size_case_t *c)
         t_fail("MPI_Wait did not set the request to MPI_REQUEST_NULL");
     }
     if (!during) {
-        T_MPI(PMPI_Alltoall(scopy, c->count, c->type, ref, c->count,
-                            c->type, MPI_COMM_WORLD));
+        T_MPI(PMPI_Alltoall(scopy, c->count, c->type, ref, c->count, c->type,
+                            MPI_COMM_WORLD));
     }
 
     t_a2a_check("receive buffer", rbuf, block, n, seed, me);

@@ -50,48 +50,106 @@
  */
 #include "tcommon.h"
 
+static int pers; /* the persistent forms */
 
-static int pers;   /* the persistent forms */
-
-#define N        8     /* elements per block */
-#define T_END_S  20.0  /* s for a right rank's request to end */
-
-enum {
-    C_BARRIER, C_BCAST, C_GATHER, C_GATHERV, C_SCATTER, C_SCATTERV,
-    C_ALLGATHER, C_ALLGATHERV, C_ALLTOALL, C_ALLTOALLV, C_ALLTOALLW,
-    C_REDUCE, C_ALLREDUCE, C_RS, C_RSB, C_SCAN, C_EXSCAN, C_NAG, C_NAGV,
-    C_NA2A, C_NA2AV, C_NA2AW, C_N
-};
-
-static const char *cname[C_N] = {
-    "ibarrier", "ibcast", "igather", "igatherv", "iscatter", "iscatterv",
-    "iallgather", "iallgatherv", "ialltoall", "ialltoallv", "ialltoallw",
-    "ireduce", "iallreduce", "ireduce_scatter", "ireduce_scatter_block",
-    "iscan", "iexscan", "ineighbor_allgather", "ineighbor_allgatherv",
-    "ineighbor_alltoall", "ineighbor_alltoallv", "ineighbor_alltoallw"
-};
+#define N       8    /* elements per block */
+#define T_END_S 20.0 /* s for a right rank's request to end */
 
 enum {
-    K_ALIAS, K_COUNT, K_TYPE_NULL, K_UNCOMMITTED, K_ROOT, K_OP_NULL,
-    K_OP_NOOP, K_OP_LOC, K_OP_LAND_FLOAT, K_OP_SUM_BYTE, K_INPLACE_RECV,
-    K_INPLACE_SEND, K_NULLBUF, K_NULL_ARRAY, K_TRUNC, K_REQNULL, K_N
+    C_BARRIER,
+    C_BCAST,
+    C_GATHER,
+    C_GATHERV,
+    C_SCATTER,
+    C_SCATTERV,
+    C_ALLGATHER,
+    C_ALLGATHERV,
+    C_ALLTOALL,
+    C_ALLTOALLV,
+    C_ALLTOALLW,
+    C_REDUCE,
+    C_ALLREDUCE,
+    C_RS,
+    C_RSB,
+    C_SCAN,
+    C_EXSCAN,
+    C_NAG,
+    C_NAGV,
+    C_NA2A,
+    C_NA2AV,
+    C_NA2AW,
+    C_N
 };
 
-static const char *kname[K_N] = {
-    "sendbuf aliases recvbuf", "negative count", "MPI_DATATYPE_NULL",
-    "uncommitted datatype", "root out of range", "MPI_OP_NULL",
-    "MPI_NO_OP", "MPI_MAXLOC on MPI_INT", "MPI_LAND on MPI_FLOAT",
-    "MPI_SUM on MPI_BYTE", "recvbuf MPI_IN_PLACE", "sendbuf MPI_IN_PLACE",
-    "null buffer", "null count or displacement array",
-    "send and receive sizes differ", "null request"
+static const char *cname[C_N] = {"ibarrier",
+                                 "ibcast",
+                                 "igather",
+                                 "igatherv",
+                                 "iscatter",
+                                 "iscatterv",
+                                 "iallgather",
+                                 "iallgatherv",
+                                 "ialltoall",
+                                 "ialltoallv",
+                                 "ialltoallw",
+                                 "ireduce",
+                                 "iallreduce",
+                                 "ireduce_scatter",
+                                 "ireduce_scatter_block",
+                                 "iscan",
+                                 "iexscan",
+                                 "ineighbor_allgather",
+                                 "ineighbor_allgatherv",
+                                 "ineighbor_alltoall",
+                                 "ineighbor_alltoallv",
+                                 "ineighbor_alltoallw"};
+
+enum {
+    K_ALIAS,
+    K_COUNT,
+    K_TYPE_NULL,
+    K_UNCOMMITTED,
+    K_ROOT,
+    K_OP_NULL,
+    K_OP_NOOP,
+    K_OP_LOC,
+    K_OP_LAND_FLOAT,
+    K_OP_SUM_BYTE,
+    K_INPLACE_RECV,
+    K_INPLACE_SEND,
+    K_NULLBUF,
+    K_NULL_ARRAY,
+    K_TRUNC,
+    K_REQNULL,
+    K_N
 };
+
+static const char *kname[K_N] = {"sendbuf aliases recvbuf",
+                                 "negative count",
+                                 "MPI_DATATYPE_NULL",
+                                 "uncommitted datatype",
+                                 "root out of range",
+                                 "MPI_OP_NULL",
+                                 "MPI_NO_OP",
+                                 "MPI_MAXLOC on MPI_INT",
+                                 "MPI_LAND on MPI_FLOAT",
+                                 "MPI_SUM on MPI_BYTE",
+                                 "recvbuf MPI_IN_PLACE",
+                                 "sendbuf MPI_IN_PLACE",
+                                 "null buffer",
+                                 "null count or displacement array",
+                                 "send and receive sizes differ",
+                                 "null request"};
 
 #define B(c) (1u << (c))
-#define ROOTED (B(C_BCAST) | B(C_GATHER) | B(C_GATHERV) | B(C_SCATTER) | \
-                B(C_SCATTERV) | B(C_REDUCE))
-#define REDS (B(C_REDUCE) | B(C_ALLREDUCE) | B(C_RS) | B(C_RSB) |        \
-              B(C_SCAN) | B(C_EXSCAN))
+#define ROOTED                                                                \
+    (B(C_BCAST) | B(C_GATHER) | B(C_GATHERV) | B(C_SCATTER) | B(C_SCATTERV) | \
+     B(C_REDUCE))
+#define REDS                                                         \
+    (B(C_REDUCE) | B(C_ALLREDUCE) | B(C_RS) | B(C_RSB) | B(C_SCAN) | \
+     B(C_EXSCAN))
 #define NBRS (B(C_NAG) | B(C_NAGV) | B(C_NA2A) | B(C_NA2AV) | B(C_NA2AW))
+
 #define ALL_BUT_BARRIER ((B(C_N) - 1) & ~B(C_BARRIER))
 
 /*
@@ -113,19 +171,21 @@ static unsigned checked(int k)
          * receive */
         [K_UNCOMMITTED] = ALL_BUT_BARRIER & ~B(C_SCATTER),
         [K_ROOT] = ROOTED,
-        [K_OP_NULL] = REDS, [K_OP_NOOP] = REDS, [K_OP_LOC] = REDS,
+        [K_OP_NULL] = REDS,
+        [K_OP_NOOP] = REDS,
+        [K_OP_LOC] = REDS,
         [K_OP_LAND_FLOAT] = REDS,
-        [K_INPLACE_RECV] = (B(C_GATHER) | B(C_GATHERV) | B(C_SCATTER) |
-                            B(C_SCATTERV) | B(C_ALLGATHER) |
-                            B(C_ALLGATHERV) | B(C_ALLTOALL) |
-                            B(C_ALLTOALLV) | B(C_ALLTOALLW) | REDS | NBRS) &
-                           ~B(C_EXSCAN),
+        [K_INPLACE_RECV] =
+            (B(C_GATHER) | B(C_GATHERV) | B(C_SCATTER) | B(C_SCATTERV) |
+             B(C_ALLGATHER) | B(C_ALLGATHERV) | B(C_ALLTOALL) |
+             B(C_ALLTOALLV) | B(C_ALLTOALLW) | REDS | NBRS) &
+            ~B(C_EXSCAN),
         [K_INPLACE_SEND] = ROOTED | NBRS,
         [K_NULL_ARRAY] = B(C_GATHERV) | B(C_SCATTERV) | B(C_ALLGATHERV) |
                          B(C_ALLTOALLV) | B(C_ALLTOALLW) | B(C_RS) |
                          B(C_NAGV) | B(C_NA2AV) | B(C_NA2AW),
-        [K_TRUNC] = B(C_ALLTOALL) | B(C_ALLTOALLV) | B(C_ALLTOALLW) |
-                    B(C_NA2A),
+        [K_TRUNC] =
+            B(C_ALLTOALL) | B(C_ALLTOALLV) | B(C_ALLTOALLW) | B(C_NA2A),
     };
 #else
     static const unsigned tab[K_N] = {
@@ -135,11 +195,13 @@ static unsigned checked(int k)
         [K_TYPE_NULL] = ALL_BUT_BARRIER,
         [K_UNCOMMITTED] = ALL_BUT_BARRIER,
         [K_ROOT] = ROOTED,
-        [K_OP_NULL] = REDS, [K_OP_NOOP] = REDS, [K_OP_LOC] = REDS,
+        [K_OP_NULL] = REDS,
+        [K_OP_NOOP] = REDS,
+        [K_OP_LOC] = REDS,
         [K_OP_SUM_BYTE] = REDS,
         [K_INPLACE_RECV] = B(C_GATHER) | B(C_GATHERV) | B(C_ALLGATHER) |
-                           B(C_ALLGATHERV) | B(C_ALLTOALL) |
-                           B(C_ALLTOALLV) | B(C_ALLTOALLW) | REDS,
+                           B(C_ALLGATHERV) | B(C_ALLTOALL) | B(C_ALLTOALLV) |
+                           B(C_ALLTOALLW) | REDS,
         [K_INPLACE_SEND] = B(C_SCATTER) | B(C_SCATTERV),
         [K_NULLBUF] = ALL_BUT_BARRIER,
         [K_REQNULL] = B(C_N) - 1,
@@ -152,45 +214,41 @@ static unsigned checked(int k)
  * only, 0 any rank. */
 static int role(int c, int k)
 {
-    unsigned gath = B(C_GATHER) | B(C_GATHERV), scat = B(C_SCATTER) |
-                    B(C_SCATTERV);
+    unsigned gath = B(C_GATHER) | B(C_GATHERV),
+             scat = B(C_SCATTER) | B(C_SCATTERV);
 
     switch (k) {
-    case K_ALIAS:
-        return (gath | scat | B(C_REDUCE)) & B(c) ? 1 : 0;
-    case K_UNCOMMITTED:
-        return scat & B(c) ? 1 : 0;     /* the root's sendtype */
+    case K_ALIAS: return (gath | scat | B(C_REDUCE)) & B(c) ? 1 : 0;
+    case K_UNCOMMITTED: return scat & B(c) ? 1 : 0; /* the root's sendtype */
     case K_INPLACE_RECV:
         return (gath | B(C_REDUCE)) & B(c) ? 1 : scat & B(c) ? 2 : 0;
     case K_INPLACE_SEND:
         return (gath | B(C_REDUCE)) & B(c) ? 2 : scat & B(c) ? 1 : 0;
-    case K_NULL_ARRAY:
-        return (B(C_GATHERV) | B(C_SCATTERV)) & B(c) ? 1 : 0;
-    default:
-        return 0;
+    case K_NULL_ARRAY: return (B(C_GATHERV) | B(C_SCATTERV)) & B(c) ? 1 : 0;
+    default: return 0;
     }
 }
 
 /* One call's arguments. */
 typedef struct {
-    const void   *sbuf;
-    void         *rbuf;
-    int           scount, rcount, root;
-    int          *scounts, *sdispls, *rcounts, *rdispls;
-    MPI_Aint     *sad, *rad;
-    MPI_Datatype  stype, rtype, *stypes, *rtypes;
-    MPI_Op        op;
-    MPI_Request  *req;
+    const void  *sbuf;
+    void        *rbuf;
+    int          scount, rcount, root;
+    int         *scounts, *sdispls, *rcounts, *rdispls;
+    MPI_Aint    *sad, *rad;
+    MPI_Datatype stype, rtype, *stypes, *rtypes;
+    MPI_Op       op;
+    MPI_Request *req;
 } args_t;
 
 static struct {
-    int          *sbuf, *rbuf;
-    int           deg;                     /* neighbours: everyone else */
-    int           cnt[2][64], dsp[2][64];  /* send, receive */
-    MPI_Aint      ad[2][64];
-    MPI_Datatype  ty[2][64];
-    MPI_Datatype  loose;                   /* never committed */
-    MPI_Request   req;
+    int         *sbuf, *rbuf;
+    int          deg;                    /* neighbours: everyone else */
+    int          cnt[2][64], dsp[2][64]; /* send, receive */
+    MPI_Aint     ad[2][64];
+    MPI_Datatype ty[2][64];
+    MPI_Datatype loose; /* never committed */
+    MPI_Request  req;
 } g;
 
 /* The right arguments of collective c on a communicator of size p. */
@@ -215,7 +273,9 @@ static void right(int c, int p, args_t *a)
     a->root = 0;
     a->req = &g.req;
     switch (c) {
-    case C_GATHERV: case C_ALLGATHERV: case C_NAGV:
+    case C_GATHERV:
+    case C_ALLGATHERV:
+    case C_NAGV:
         a->rcounts = g.cnt[1];
         a->rdispls = g.dsp[1];
         break;
@@ -223,7 +283,8 @@ static void right(int c, int p, args_t *a)
         a->scounts = g.cnt[0];
         a->sdispls = g.dsp[0];
         break;
-    case C_ALLTOALLV: case C_NA2AV:
+    case C_ALLTOALLV:
+    case C_NA2AV:
         /* The same arrays on both sides, as MPICH's alias test wants. */
         a->scounts = a->rcounts = g.cnt[0];
         a->sdispls = a->rdispls = g.dsp[0];
@@ -241,11 +302,8 @@ static void right(int c, int p, args_t *a)
         a->sad = a->rad = g.ad[0];
         a->stypes = a->rtypes = g.ty[0];
         break;
-    case C_RS:
-        a->rcounts = g.cnt[1];
-        break;
-    default:
-        break;
+    case C_RS: a->rcounts = g.cnt[1]; break;
+    default: break;
     }
 }
 
@@ -255,16 +313,16 @@ static void wrong(int c, int k, int me, args_t *a)
     switch (k) {
     case K_ALIAS:
         if (c == C_SCATTER || c == C_SCATTERV) {
-            a->rbuf = g.sbuf;                   /* the root's block 0 */
+            a->rbuf = g.sbuf; /* the root's block 0 */
         } else if (c == C_ALLGATHER || c == C_ALLGATHERV) {
-            a->sbuf = g.rbuf + me * N;          /* its own block */
+            a->sbuf = g.rbuf + me * N; /* its own block */
         } else {
             a->sbuf = g.rbuf;
         }
         break;
     case K_COUNT:
-        if (c == C_BCAST || c == C_GATHER || c == C_GATHERV ||
-            c == C_NAG || c == C_NA2A || REDS & B(c) & ~B(C_RS)) {
+        if (c == C_BCAST || c == C_GATHER || c == C_GATHERV || c == C_NAG ||
+            c == C_NA2A || REDS & B(c) & ~B(C_RS)) {
             a->scount = -1;
             a->rcount = c == C_RSB ? -1 : a->rcount;
         } else if (c == C_ALLGATHERV || c == C_RS || c == C_NAGV) {
@@ -277,7 +335,7 @@ static void wrong(int c, int k, int me, args_t *a)
             a->scounts = g.cnt[1];
             a->scounts[c >= C_NAG ? 0 : 1] = -1;
         } else {
-            a->rcount = -1;   /* scatter(v), allgather, alltoall */
+            a->rcount = -1; /* scatter(v), allgather, alltoall */
         }
         break;
     case K_TYPE_NULL:
@@ -294,40 +352,26 @@ static void wrong(int c, int k, int me, args_t *a)
                     c == C_NA2A)) {
             a->rtype = t;
         } else {
-            a->stype = t;     /* and the reductions' datatype */
+            a->stype = t; /* and the reductions' datatype */
         }
         break;
     }
-    case K_ROOT:
-        a->root = 1 << 20;
-        break;
-    case K_OP_NULL:
-        a->op = MPI_OP_NULL;
-        break;
-    case K_OP_NOOP:
-        a->op = MPI_NO_OP;
-        break;
-    case K_OP_LOC:
-        a->op = MPI_MAXLOC;
-        break;
+    case K_ROOT: a->root = 1 << 20; break;
+    case K_OP_NULL: a->op = MPI_OP_NULL; break;
+    case K_OP_NOOP: a->op = MPI_NO_OP; break;
+    case K_OP_LOC: a->op = MPI_MAXLOC; break;
     case K_OP_LAND_FLOAT:
         a->op = MPI_LAND;
         a->stype = MPI_FLOAT;
         break;
-    case K_OP_SUM_BYTE:
-        a->stype = MPI_BYTE;
-        break;
-    case K_INPLACE_RECV:
-        a->rbuf = MPI_IN_PLACE;
-        break;
-    case K_INPLACE_SEND:
-        a->sbuf = MPI_IN_PLACE;
-        break;
+    case K_OP_SUM_BYTE: a->stype = MPI_BYTE; break;
+    case K_INPLACE_RECV: a->rbuf = MPI_IN_PLACE; break;
+    case K_INPLACE_SEND: a->sbuf = MPI_IN_PLACE; break;
     case K_NULLBUF:
         if (c == C_SCATTER || c == C_SCATTERV) {
             a->rbuf = NULL;
         } else {
-            a->sbuf = NULL;   /* and ibcast's buffer */
+            a->sbuf = NULL; /* and ibcast's buffer */
         }
         break;
     case K_NULL_ARRAY:
@@ -350,11 +394,8 @@ static void wrong(int c, int k, int me, args_t *a)
             a->scounts[me] = N + 1;
         }
         break;
-    case K_REQNULL:
-        a->req = NULL;
-        break;
-    default:
-        break;
+    case K_REQNULL: a->req = NULL; break;
+    default: break;
     }
 }
 
@@ -364,17 +405,16 @@ static void wrong(int c, int k, int me, args_t *a)
 
 #ifdef HAVE_PERS
 /* The persistent form of collective c: its *_init. */
-#define PCALL(pm, f, ...)                                                 \
-    ((pm) ? PPINIT(f)(__VA_ARGS__, MPI_INFO_NULL, a->req)                  \
+#define PCALL(pm, f, ...)                                 \
+    ((pm) ? PPINIT(f)(__VA_ARGS__, MPI_INFO_NULL, a->req) \
           : PINIT(f)(__VA_ARGS__, MPI_INFO_NULL, a->req))
 static int pcall(int pm, int c, const args_t *a, MPI_Comm comm)
 {
     switch (c) {
-    case C_BARRIER:
-        return PCALL(pm, Barrier, comm);
+    case C_BARRIER: return PCALL(pm, Barrier, comm);
     case C_BCAST:
-        return PCALL(pm, Bcast, (void *)a->sbuf, a->scount, a->stype,
-                     a->root, comm);
+        return PCALL(pm, Bcast, (void *)a->sbuf, a->scount, a->stype, a->root,
+                     comm);
     case C_GATHER:
         return PCALL(pm, Gather, a->sbuf, a->scount, a->stype, a->rbuf,
                      a->rcount, a->rtype, a->root, comm);
@@ -385,8 +425,8 @@ static int pcall(int pm, int c, const args_t *a, MPI_Comm comm)
         return PCALL(pm, Scatter, a->sbuf, a->scount, a->stype, a->rbuf,
                      a->rcount, a->rtype, a->root, comm);
     case C_SCATTERV:
-        return PCALL(pm, Scatterv, a->sbuf, a->scounts, a->sdispls,
-                     a->stype, a->rbuf, a->rcount, a->rtype, a->root, comm);
+        return PCALL(pm, Scatterv, a->sbuf, a->scounts, a->sdispls, a->stype,
+                     a->rbuf, a->rcount, a->rtype, a->root, comm);
     case C_ALLGATHER:
         return PCALL(pm, Allgather, a->sbuf, a->scount, a->stype, a->rbuf,
                      a->rcount, a->rtype, comm);
@@ -397,16 +437,14 @@ static int pcall(int pm, int c, const args_t *a, MPI_Comm comm)
         return PCALL(pm, Alltoall, a->sbuf, a->scount, a->stype, a->rbuf,
                      a->rcount, a->rtype, comm);
     case C_ALLTOALLV:
-        return PCALL(pm, Alltoallv, a->sbuf, a->scounts, a->sdispls,
-                     a->stype, a->rbuf, a->rcounts, a->rdispls, a->rtype,
-                     comm);
+        return PCALL(pm, Alltoallv, a->sbuf, a->scounts, a->sdispls, a->stype,
+                     a->rbuf, a->rcounts, a->rdispls, a->rtype, comm);
     case C_ALLTOALLW:
-        return PCALL(pm, Alltoallw, a->sbuf, a->scounts, a->sdispls,
-                     a->stypes, a->rbuf, a->rcounts, a->rdispls, a->rtypes,
-                     comm);
+        return PCALL(pm, Alltoallw, a->sbuf, a->scounts, a->sdispls, a->stypes,
+                     a->rbuf, a->rcounts, a->rdispls, a->rtypes, comm);
     case C_REDUCE:
-        return PCALL(pm, Reduce, a->sbuf, a->rbuf, a->scount, a->stype,
-                     a->op, a->root, comm);
+        return PCALL(pm, Reduce, a->sbuf, a->rbuf, a->scount, a->stype, a->op,
+                     a->root, comm);
     case C_ALLREDUCE:
         return PCALL(pm, Allreduce, a->sbuf, a->rbuf, a->scount, a->stype,
                      a->op, comm);
@@ -420,8 +458,8 @@ static int pcall(int pm, int c, const args_t *a, MPI_Comm comm)
         return PCALL(pm, Scan, a->sbuf, a->rbuf, a->scount, a->stype, a->op,
                      comm);
     case C_EXSCAN:
-        return PCALL(pm, Exscan, a->sbuf, a->rbuf, a->scount, a->stype,
-                     a->op, comm);
+        return PCALL(pm, Exscan, a->sbuf, a->rbuf, a->scount, a->stype, a->op,
+                     comm);
     case C_NAG:
         return PCALL(pm, Neighbor_allgather, a->sbuf, a->scount, a->stype,
                      a->rbuf, a->rcount, a->rtype, comm);
@@ -432,13 +470,12 @@ static int pcall(int pm, int c, const args_t *a, MPI_Comm comm)
         return PCALL(pm, Neighbor_alltoall, a->sbuf, a->scount, a->stype,
                      a->rbuf, a->rcount, a->rtype, comm);
     case C_NA2AV:
-        return PCALL(pm, Neighbor_alltoallv, a->sbuf, a->scounts,
-                     a->sdispls, a->stype, a->rbuf, a->rcounts, a->rdispls,
-                     a->rtype, comm);
+        return PCALL(pm, Neighbor_alltoallv, a->sbuf, a->scounts, a->sdispls,
+                     a->stype, a->rbuf, a->rcounts, a->rdispls, a->rtype,
+                     comm);
     default:
         return PCALL(pm, Neighbor_alltoallw, a->sbuf, a->scounts, a->sad,
-                     a->stypes, a->rbuf, a->rcounts, a->rad, a->rtypes,
-                     comm);
+                     a->stypes, a->rbuf, a->rcounts, a->rad, a->rtypes, comm);
     }
 }
 #endif
@@ -451,8 +488,7 @@ static int call(int pm, int c, const args_t *a, MPI_Comm comm)
     }
 #endif
     switch (c) {
-    case C_BARRIER:
-        return CALL(pm, MPI_Ibarrier, comm, a->req);
+    case C_BARRIER: return CALL(pm, MPI_Ibarrier, comm, a->req);
     case C_BCAST:
         return CALL(pm, MPI_Ibcast, (void *)a->sbuf, a->scount, a->stype,
                     a->root, comm, a->req);
@@ -460,30 +496,28 @@ static int call(int pm, int c, const args_t *a, MPI_Comm comm)
         return CALL(pm, MPI_Igather, a->sbuf, a->scount, a->stype, a->rbuf,
                     a->rcount, a->rtype, a->root, comm, a->req);
     case C_GATHERV:
-        return CALL(pm, MPI_Igatherv, a->sbuf, a->scount, a->stype,
-                    a->rbuf, a->rcounts, a->rdispls, a->rtype, a->root,
-                    comm, a->req);
+        return CALL(pm, MPI_Igatherv, a->sbuf, a->scount, a->stype, a->rbuf,
+                    a->rcounts, a->rdispls, a->rtype, a->root, comm, a->req);
     case C_SCATTER:
-        return CALL(pm, MPI_Iscatter, a->sbuf, a->scount, a->stype,
-                    a->rbuf, a->rcount, a->rtype, a->root, comm, a->req);
+        return CALL(pm, MPI_Iscatter, a->sbuf, a->scount, a->stype, a->rbuf,
+                    a->rcount, a->rtype, a->root, comm, a->req);
     case C_SCATTERV:
         return CALL(pm, MPI_Iscatterv, a->sbuf, a->scounts, a->sdispls,
                     a->stype, a->rbuf, a->rcount, a->rtype, a->root, comm,
                     a->req);
     case C_ALLGATHER:
-        return CALL(pm, MPI_Iallgather, a->sbuf, a->scount, a->stype,
-                    a->rbuf, a->rcount, a->rtype, comm, a->req);
+        return CALL(pm, MPI_Iallgather, a->sbuf, a->scount, a->stype, a->rbuf,
+                    a->rcount, a->rtype, comm, a->req);
     case C_ALLGATHERV:
-        return CALL(pm, MPI_Iallgatherv, a->sbuf, a->scount, a->stype,
-                    a->rbuf, a->rcounts, a->rdispls, a->rtype, comm,
-                    a->req);
+        return CALL(pm, MPI_Iallgatherv, a->sbuf, a->scount, a->stype, a->rbuf,
+                    a->rcounts, a->rdispls, a->rtype, comm, a->req);
     case C_ALLTOALL:
-        return CALL(pm, MPI_Ialltoall, a->sbuf, a->scount, a->stype,
-                    a->rbuf, a->rcount, a->rtype, comm, a->req);
+        return CALL(pm, MPI_Ialltoall, a->sbuf, a->scount, a->stype, a->rbuf,
+                    a->rcount, a->rtype, comm, a->req);
     case C_ALLTOALLV:
         return CALL(pm, MPI_Ialltoallv, a->sbuf, a->scounts, a->sdispls,
-                    a->stype, a->rbuf, a->rcounts, a->rdispls, a->rtype,
-                    comm, a->req);
+                    a->stype, a->rbuf, a->rcounts, a->rdispls, a->rtype, comm,
+                    a->req);
     case C_ALLTOALLW:
         return CALL(pm, MPI_Ialltoallw, a->sbuf, a->scounts, a->sdispls,
                     a->stypes, a->rbuf, a->rcounts, a->rdispls, a->rtypes,
@@ -492,14 +526,14 @@ static int call(int pm, int c, const args_t *a, MPI_Comm comm)
         return CALL(pm, MPI_Ireduce, a->sbuf, a->rbuf, a->scount, a->stype,
                     a->op, a->root, comm, a->req);
     case C_ALLREDUCE:
-        return CALL(pm, MPI_Iallreduce, a->sbuf, a->rbuf, a->scount,
-                    a->stype, a->op, comm, a->req);
+        return CALL(pm, MPI_Iallreduce, a->sbuf, a->rbuf, a->scount, a->stype,
+                    a->op, comm, a->req);
     case C_RS:
         return CALL(pm, MPI_Ireduce_scatter, a->sbuf, a->rbuf, a->rcounts,
                     a->stype, a->op, comm, a->req);
     case C_RSB:
-        return CALL(pm, MPI_Ireduce_scatter_block, a->sbuf, a->rbuf,
-                    a->rcount, a->stype, a->op, comm, a->req);
+        return CALL(pm, MPI_Ireduce_scatter_block, a->sbuf, a->rbuf, a->rcount,
+                    a->stype, a->op, comm, a->req);
     case C_SCAN:
         return CALL(pm, MPI_Iscan, a->sbuf, a->rbuf, a->scount, a->stype,
                     a->op, comm, a->req);
@@ -507,23 +541,22 @@ static int call(int pm, int c, const args_t *a, MPI_Comm comm)
         return CALL(pm, MPI_Iexscan, a->sbuf, a->rbuf, a->scount, a->stype,
                     a->op, comm, a->req);
     case C_NAG:
-        return CALL(pm, MPI_Ineighbor_allgather, a->sbuf, a->scount,
-                    a->stype, a->rbuf, a->rcount, a->rtype, comm, a->req);
+        return CALL(pm, MPI_Ineighbor_allgather, a->sbuf, a->scount, a->stype,
+                    a->rbuf, a->rcount, a->rtype, comm, a->req);
     case C_NAGV:
-        return CALL(pm, MPI_Ineighbor_allgatherv, a->sbuf, a->scount,
-                    a->stype, a->rbuf, a->rcounts, a->rdispls, a->rtype,
-                    comm, a->req);
+        return CALL(pm, MPI_Ineighbor_allgatherv, a->sbuf, a->scount, a->stype,
+                    a->rbuf, a->rcounts, a->rdispls, a->rtype, comm, a->req);
     case C_NA2A:
-        return CALL(pm, MPI_Ineighbor_alltoall, a->sbuf, a->scount,
-                    a->stype, a->rbuf, a->rcount, a->rtype, comm, a->req);
+        return CALL(pm, MPI_Ineighbor_alltoall, a->sbuf, a->scount, a->stype,
+                    a->rbuf, a->rcount, a->rtype, comm, a->req);
     case C_NA2AV:
         return CALL(pm, MPI_Ineighbor_alltoallv, a->sbuf, a->scounts,
                     a->sdispls, a->stype, a->rbuf, a->rcounts, a->rdispls,
                     a->rtype, comm, a->req);
     default:
-        return CALL(pm, MPI_Ineighbor_alltoallw, a->sbuf, a->scounts,
-                    a->sad, a->stypes, a->rbuf, a->rcounts, a->rad,
-                    a->rtypes, comm, a->req);
+        return CALL(pm, MPI_Ineighbor_alltoallw, a->sbuf, a->scounts, a->sad,
+                    a->stypes, a->rbuf, a->rcounts, a->rad, a->rtypes, comm,
+                    a->req);
     }
 }
 
@@ -555,8 +588,8 @@ static const char *handler(MPI_Comm comm)
 static const char *cls_name(int cls)
 {
     static char s[2][MPI_MAX_ERROR_STRING];
-    static int next;
-    int len = 0;
+    static int  next;
+    int         len = 0;
 
     next ^= 1;
     MPI_Error_string(cls, s[next], &len);
@@ -567,21 +600,21 @@ static const char *cls_name(int cls)
  * stock MPI's answer on this rank (erroneous ranks). */
 typedef struct {
     int         c, k, all, pers;
-    int         bad;       /* this rank's call is erroneous */
-    int         cls;       /* stock MPI's class */
-    const char *handler;   /* whose handler stock MPI called */
+    int         bad;     /* this rank's call is erroneous */
+    int         cls;     /* stock MPI's class */
+    const char *handler; /* whose handler stock MPI called */
 } case_t;
 
 static case_t cases[C_N * K_N * 4];
-static int ncases, nskip;
+static int    ncases, nskip;
 
 static void case_name(const case_t *x, int p)
 {
     int who = role(x->c, x->k);
 
     t_case("%s%s, %s, %s", x->pers ? "persistent " : "", cname[x->c],
-           kname[x->k], x->all
-           ? "on every rank it applies to"
+           kname[x->k],
+           x->all     ? "on every rank it applies to"
            : who == 2 ? (p == 2 ? "on rank 1" : "on the last rank")
                       : "on rank 0");
 }
@@ -622,7 +655,7 @@ static int needs_bad(const case_t *x, int me, int p)
  * on ref (a refused call starts nothing). */
 static void reference(case_t *x, MPI_Comm ref)
 {
-    int p, me, rc;
+    int    p, me, rc;
     args_t a;
 
     MPI_Comm_size(ref, &p);
@@ -658,9 +691,9 @@ static void reference(case_t *x, MPI_Comm ref)
 /* The same call through the shim, on every rank. */
 static void through_shim(const case_t *x, MPI_Comm comm)
 {
-    int p, me, rc, cls;
+    int         p, me, rc, cls;
     const char *h;
-    args_t a;
+    args_t      a;
 
     MPI_Comm_size(comm, &p);
     MPI_Comm_rank(comm, &me);
@@ -694,8 +727,8 @@ static void through_shim(const case_t *x, MPI_Comm comm)
     if (x->bad) {
         if (cls != x->cls || strcmp(h, x->handler) != 0) {
             t_fail("the shim returned %s (handler: %s), stock MPI %s "
-                   "(handler: %s)", cls_name(cls), h, cls_name(x->cls),
-                   x->handler);
+                   "(handler: %s)",
+                   cls_name(cls), h, cls_name(x->cls), x->handler);
         }
         if (g.req != MPI_REQUEST_NULL) {
             t_fail("a refused call left a request");
@@ -714,8 +747,8 @@ static void through_shim(const case_t *x, MPI_Comm comm)
     /* The right ranks' offloaded request must end; with an error where
      * it needs an erroneous rank. */
     {
-        double t0 = t_now();
-        int flag = 0;
+        double     t0 = t_now();
+        int        flag = 0;
         MPI_Status st;
 
         st.MPI_ERROR = MPI_SUCCESS;
@@ -741,10 +774,10 @@ static void through_shim(const case_t *x, MPI_Comm comm)
 int main(int argc, char **argv)
 {
     MPI_Errhandler eh;
-    MPI_Comm comm[2], ref[2];
-    int shim, p, me, i, c, k, all;
-    int *srcs;
-    case_t *x;
+    MPI_Comm       comm[2], ref[2];
+    int            shim, p, me, i, c, k, all;
+    int           *srcs;
+    case_t        *x;
 
     t_init(&argc, &argv, "t_argerr");
     shim = t_shim_loaded();
@@ -763,7 +796,7 @@ int main(int argc, char **argv)
         g.sbuf[i] = i;
         g.rbuf[i] = -i;
     }
-    MPI_Type_contiguous(1, MPI_INT, &g.loose);   /* never committed */
+    MPI_Type_contiguous(1, MPI_INT, &g.loose); /* never committed */
     /* comm[0] for the collectives, comm[1] a distributed graph in which
      * every rank is every other's neighbour; ref[] their duplicates for
      * the reference calls. */
@@ -776,10 +809,9 @@ int main(int argc, char **argv)
     MPI_Comm_dup(MPI_COMM_WORLD, &comm[0]);
     /* (MPI_UNWEIGHTED hidden from the compiler, whose array size
      * checks take it for an empty array) */
-    MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, g.deg, srcs,
-                                   p < 0 ? srcs : MPI_UNWEIGHTED, g.deg,
-                                   srcs, p < 0 ? srcs : MPI_UNWEIGHTED,
-                                   MPI_INFO_NULL, 0, &comm[1]);
+    MPI_Dist_graph_create_adjacent(
+        MPI_COMM_WORLD, g.deg, srcs, p < 0 ? srcs : MPI_UNWEIGHTED, g.deg,
+        srcs, p < 0 ? srcs : MPI_UNWEIGHTED, MPI_INFO_NULL, 0, &comm[1]);
     MPI_Comm_dup(comm[0], &ref[0]);
     MPI_Comm_dup(comm[1], &ref[1]);
     MPI_Comm_create_errhandler(rec_fn, &eh);
@@ -823,9 +855,11 @@ int main(int argc, char **argv)
     MPI_Barrier(MPI_COMM_WORLD);
     if (me == 0) {
         printf("%d cases run (%s), %d kinds of error not checked by this "
-               "MPI for a collective\n", ncases,
+               "MPI for a collective\n",
+               ncases,
                shim ? "stock MPI's reference, then the shim"
-                    : "stock MPI only: the reference", nskip);
+                    : "stock MPI only: the reference",
+               nskip);
     }
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Errhandler_free(&eh);

@@ -3,15 +3,14 @@
  * and MPI_DOUBLE, each completed with MPI_Wait and checked byte for byte. */
 #include "tcommon.h"
 
-
 static void run_case(int idx, const t_size_case_t *c, int root)
 {
-    int tsize, during = (idx + root) % 2;
-    size_t bytes;
-    uint32_t seed = t_seed();
-    void *buf, *ref;
+    int         tsize, during = (idx + root) % 2;
+    size_t      bytes;
+    uint32_t    seed = t_seed();
+    void       *buf, *ref;
     MPI_Request req = MPI_REQUEST_NULL;
-    MPI_Status st;
+    MPI_Status  st;
 
     MPI_Type_size(c->type, &tsize);
     bytes = (size_t)c->count * (size_t)tsize;

@@ -11,7 +11,7 @@
  */
 #include "tcommon.h"
 
-#define N 300   /* elements per block: not a power of two */
+#define N 300 /* elements per block: not a power of two */
 
 static int *buf_i(size_t n, int seed)
 {
@@ -26,9 +26,9 @@ static int *buf_i(size_t n, int seed)
 /* Each collective on comm, through the wrapper and through PMPI. */
 static void collectives(MPI_Comm comm, const char *cname)
 {
-    int r, p, root, *s, *a, *b, *cnt, *dsp, *cnt2, *dsp2;
+    int           r, p, root, *s, *a, *b, *cnt, *dsp, *cnt2, *dsp2;
     MPI_Datatype *types;
-    char what[128];
+    char          what[128];
 
     PMPI_Comm_rank(comm, &r);
     PMPI_Comm_size(comm, &p);
@@ -42,19 +42,20 @@ static void collectives(MPI_Comm comm, const char *cname)
     dsp2 = t_xmalloc(sizeof(int) * p);
     types = t_xmalloc(sizeof(MPI_Datatype) * p);
     for (int i = 0; i < p; i++) {
-        cnt[i] = 1 + (i * 37 + r * 11) % N;   /* what I send to i */
-        cnt2[i] = 1 + (r * 37 + i * 11) % N;  /* what i sends to me */
+        cnt[i] = 1 + (i * 37 + r * 11) % N;  /* what I send to i */
+        cnt2[i] = 1 + (r * 37 + i * 11) % N; /* what i sends to me */
         dsp[i] = dsp2[i] = i * N;
         types[i] = MPI_INT;
     }
 
-#define SAME(name, nbytes)                                                 \
-    do {                                                                   \
-        snprintf(what, sizeof(what), "%s on %s", name, cname);             \
-        t_same(what, a, b, nbytes);                                        \
+#define SAME(name, nbytes)                                     \
+    do {                                                       \
+        snprintf(what, sizeof(what), "%s on %s", name, cname); \
+        t_same(what, a, b, nbytes);                            \
     } while (0)
-#define CLEAR() (memset(a, 0x11, sizeof(int) * N * p),                     \
-                 memset(b, 0x11, sizeof(int) * N * p))
+#define CLEAR()                            \
+    (memset(a, 0x11, sizeof(int) * N * p), \
+     memset(b, 0x11, sizeof(int) * N * p))
 
     t_case("MPI_Barrier on %s", cname);
     T_MPI(MPI_Barrier(comm));
@@ -92,8 +93,8 @@ static void collectives(MPI_Comm comm, const char *cname)
     for (int i = 0; i < p; i++) {
         cnt2[i] = 1 + (i * 13) % N;
     }
-    T_MPI(MPI_Gatherv(s, cnt2[r], MPI_INT, a, cnt2, dsp2, MPI_INT, root,
-                      comm));
+    T_MPI(
+        MPI_Gatherv(s, cnt2[r], MPI_INT, a, cnt2, dsp2, MPI_INT, root, comm));
     PMPI_Gatherv(s, cnt2[r], MPI_INT, b, cnt2, dsp2, MPI_INT, root, comm);
     SAME("MPI_Gatherv", r == root ? sizeof(int) * N * p : 0);
 
@@ -103,8 +104,8 @@ static void collectives(MPI_Comm comm, const char *cname)
     PMPI_Scatter(s, N, MPI_INT, b, N, MPI_INT, root, comm);
     SAME("MPI_Scatter", sizeof(int) * N);
     CLEAR();
-    T_MPI(MPI_Scatterv(s, cnt2, dsp2, MPI_INT, a, cnt2[r], MPI_INT, root,
-                       comm));
+    T_MPI(
+        MPI_Scatterv(s, cnt2, dsp2, MPI_INT, a, cnt2[r], MPI_INT, root, comm));
     PMPI_Scatterv(s, cnt2, dsp2, MPI_INT, b, cnt2[r], MPI_INT, root, comm);
     SAME("MPI_Scatterv", sizeof(int) * N);
 
@@ -114,8 +115,7 @@ static void collectives(MPI_Comm comm, const char *cname)
     PMPI_Allgather(s, N, MPI_INT, b, N, MPI_INT, comm);
     SAME("MPI_Allgather", sizeof(int) * N * p);
     CLEAR();
-    T_MPI(MPI_Allgatherv(s, cnt2[r], MPI_INT, a, cnt2, dsp2, MPI_INT,
-                         comm));
+    T_MPI(MPI_Allgatherv(s, cnt2[r], MPI_INT, a, cnt2, dsp2, MPI_INT, comm));
     PMPI_Allgatherv(s, cnt2[r], MPI_INT, b, cnt2, dsp2, MPI_INT, comm);
     SAME("MPI_Allgatherv", sizeof(int) * N * p);
 
@@ -128,11 +128,10 @@ static void collectives(MPI_Comm comm, const char *cname)
         cnt2[i] = 1 + (r * 37 + i * 11) % N;
     }
     CLEAR();
-    T_MPI(MPI_Alltoallv(s, cnt, dsp, MPI_INT, a, cnt2, dsp2, MPI_INT,
-                        comm));
+    T_MPI(MPI_Alltoallv(s, cnt, dsp, MPI_INT, a, cnt2, dsp2, MPI_INT, comm));
     PMPI_Alltoallv(s, cnt, dsp, MPI_INT, b, cnt2, dsp2, MPI_INT, comm);
     SAME("MPI_Alltoallv", sizeof(int) * N * p);
-    for (int i = 0; i < p; i++) {   /* alltoallw displacements: bytes */
+    for (int i = 0; i < p; i++) { /* alltoallw displacements: bytes */
         dsp[i] = dsp2[i] = i * N * (int)sizeof(int);
     }
     CLEAR();
@@ -159,7 +158,7 @@ static void collectives(MPI_Comm comm, const char *cname)
     CLEAR();
     T_MPI(MPI_Exscan(s, a, N, MPI_INT, MPI_SUM, comm));
     PMPI_Exscan(s, b, N, MPI_INT, MPI_SUM, comm);
-    SAME("MPI_Exscan", r > 0 ? sizeof(int) * N : 0);   /* rank 0: undefined */
+    SAME("MPI_Exscan", r > 0 ? sizeof(int) * N : 0); /* rank 0: undefined */
 #undef SAME
 #undef CLEAR
     free(s);
@@ -175,13 +174,13 @@ static void collectives(MPI_Comm comm, const char *cname)
 /* A ring of point-to-point calls; the data must be what was sent. */
 static void point_to_point(void)
 {
-    int next = (t.rank + 1) % t.size, prev = (t.rank + t.size - 1) % t.size;
+    int  next = (t.rank + 1) % t.size, prev = (t.rank + t.size - 1) % t.size;
     int *s = buf_i(N, 5), *want, *r = t_xmalloc(sizeof(int) * N), count;
-    MPI_Status st;
+    MPI_Status  st;
     MPI_Message msg;
 
     want = t_xmalloc(sizeof(int) * N);
-    for (int i = 0; i < N; i++) {   /* what prev sent: buf_i of its rank */
+    for (int i = 0; i < N; i++) { /* what prev sent: buf_i of its rank */
         want[i] = (int)((5 * 7919 + i * 31 + prev * 1009) % 100003);
     }
     t_case("MPI_Sendrecv");
@@ -191,8 +190,8 @@ static void point_to_point(void)
     t_match("MPI_Sendrecv", r, want, sizeof(int) * N);
     PMPI_Get_count(&st, MPI_INT, &count);
     if (st.MPI_SOURCE != prev || st.MPI_TAG != 1 || count != N) {
-        t_fail("MPI_Sendrecv status: source %d tag %d count %d",
-               st.MPI_SOURCE, st.MPI_TAG, count);
+        t_fail("MPI_Sendrecv status: source %d tag %d count %d", st.MPI_SOURCE,
+               st.MPI_TAG, count);
     }
 
     /* A chain around the ring: rank 0 sends first, every other rank
@@ -225,10 +224,10 @@ static void point_to_point(void)
 
 int main(int argc, char **argv)
 {
-    const int blk = 4096;
-    uint8_t *s, *r, *ref;
+    const int   blk = 4096;
+    uint8_t    *s, *r, *ref;
     MPI_Request q;
-    MPI_Comm half;
+    MPI_Comm    half;
 
     t_init(&argc, &argv, "t_blocking");
     /* An offloaded collective pending across the blocking calls. */

@@ -10,9 +10,9 @@
 #define KI 1024
 #define MI (1024 * 1024)
 
-static int reused, allocated;  /* addresses seen before / buffers */
+static int       reused, allocated; /* addresses seen before / buffers */
 static uintptr_t seen[256];
-static int nseen;
+static int       nseen;
 
 /* Count whether p was the address of an earlier buffer. */
 static void note_addr(const void *p)
@@ -35,8 +35,8 @@ static void note_addr(const void *p)
 static void same_buffers(void)
 {
     size_t block = 64 * KI, len = block * (size_t)t.size;
-    char *a = t_xmalloc(len), *b = t_xmalloc(len);
-    int i;
+    char  *a = t_xmalloc(len), *b = t_xmalloc(len);
+    int    i;
 
     for (i = 0; i < 6; i++) {
         t_case("same buffers, call %d", i);
@@ -54,14 +54,13 @@ static void same_buffers(void)
 static void malloc_free(void)
 {
     static const size_t blocks[] = {
-        4 * KI, 100, 70000, 4 * KI, MI, 100, 70000, MI + 3, 256 * KI,
-        MI, 3, 256 * KI + 1, 4 * KI, 70000, MI, 100
-    };
+        4 * KI,   100, 70000, 4 * KI,       MI,     100,   70000, MI + 3,
+        256 * KI, MI,  3,     256 * KI + 1, 4 * KI, 70000, MI,    100};
     unsigned i;
 
     for (i = 0; i < sizeof(blocks) / sizeof(blocks[0]); i++) {
         size_t block = blocks[i], len = block * (size_t)t.size;
-        char *s, *r;
+        char  *s, *r;
 
         t_case("malloc/free %u: %zu-byte blocks", i, block);
         s = t_xmalloc(len);
@@ -84,12 +83,12 @@ static void malloc_free(void)
 static void realloc_grow(void)
 {
     size_t block;
-    char *s = NULL, *r = NULL;
-    int step = 0;
+    char  *s = NULL, *r = NULL;
+    int    step = 0;
 
     for (block = KI; block <= 4 * MI; block *= 4, step++) {
         size_t len = block * (size_t)t.size;
-        char *ns, *nr;
+        char  *ns, *nr;
 
         t_case("realloc step %d: %zu-byte blocks", step, block);
         ns = realloc(s, len);
@@ -148,12 +147,12 @@ static void *map(size_t len, void *want)
 static void mmap_remap(void)
 {
     static const size_t blocks[] = {4 * KI, MI, 100000, 4 * MI};
-    unsigned i;
-    int round;
+    unsigned            i;
+    int                 round;
 
     for (i = 0; i < sizeof(blocks) / sizeof(blocks[0]); i++) {
         size_t block = blocks[i], len = block * (size_t)t.size;
-        void *s = NULL, *r = NULL, *os, *orr;
+        void  *s = NULL, *r = NULL, *os, *orr;
 
         for (round = 0; round < 3; round++) {
             t_case("mmap %zu-byte blocks, round %d", block, round);
@@ -192,7 +191,8 @@ int main(int argc, char **argv)
     MPI_Reduce(mine, tot, 2, MPI_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
     if (t.rank == 0) {
         printf("note: %lld of %lld buffers reused the address of an "
-               "earlier one\n", tot[0], tot[1]);
+               "earlier one\n",
+               tot[0], tot[1]);
     }
     return t_finish();
 }

@@ -5,35 +5,35 @@
  * pattern and against stock MPI. */
 #include "tcommon.h"
 
-#define KI 1024
-#define MI (1024 * 1024)
-#define CH (256 * KI)      /* the agent's chunk; others are powers of 2 */
-#define BIG (64 * MI)      /* bytes moved by the largest calls */
+#define KI  1024
+#define MI  (1024 * 1024)
+#define CH  (256 * KI) /* the agent's chunk; others are powers of 2 */
+#define BIG (64 * MI)  /* bytes moved by the largest calls */
 
 /* Ialltoall of block bytes per rank pair in MPI_BYTE; the reference
  * (PMPI_Alltoall) runs before or after the offloaded call. */
 static void a2a(size_t block, int ref_after)
 {
-    size_t len = block * (size_t)t.size;
-    uint32_t seed = t_seed();
+    size_t      len = block * (size_t)t.size;
+    uint32_t    seed = t_seed();
     MPI_Request q = MPI_REQUEST_NULL;
-    char *s = t_galloc(len), *r = t_galloc(len), *ref = t_xmalloc(len);
-    int j;
+    char       *s = t_galloc(len), *r = t_galloc(len), *ref = t_xmalloc(len);
+    int         j;
 
     t_case("Ialltoall %zu-byte blocks (%zu bytes per rank), reference %s",
            block, len, ref_after ? "after" : "before");
     t_a2a_fill(s, block, t.size, seed, t.rank);
     memset(ref, T_POISON, len);
     if (!ref_after) {
-        T_MPI(PMPI_Alltoall(s, (int)block, MPI_BYTE, ref, (int)block,
-                            MPI_BYTE, MPI_COMM_WORLD));
+        T_MPI(PMPI_Alltoall(s, (int)block, MPI_BYTE, ref, (int)block, MPI_BYTE,
+                            MPI_COMM_WORLD));
     }
     t_ialltoall(s, (int)block, MPI_BYTE, r, (int)block, MPI_BYTE,
                 MPI_COMM_WORLD, &q, 1);
     T_MPI(MPI_Wait(&q, MPI_STATUS_IGNORE));
     if (ref_after) {
-        T_MPI(PMPI_Alltoall(s, (int)block, MPI_BYTE, ref, (int)block,
-                            MPI_BYTE, MPI_COMM_WORLD));
+        T_MPI(PMPI_Alltoall(s, (int)block, MPI_BYTE, ref, (int)block, MPI_BYTE,
+                            MPI_COMM_WORLD));
     }
     t_a2a_check("receive buffer", r, block, t.size, seed, t.rank);
     t_same("receive buffer vs PMPI_Alltoall", r, ref, len);
@@ -51,9 +51,9 @@ static void a2a(size_t block, int ref_after)
 /* Ibcast of bytes from root in MPI_BYTE. */
 static void bcast(size_t bytes, int root)
 {
-    uint32_t seed = t_seed();
+    uint32_t    seed = t_seed();
     MPI_Request q = MPI_REQUEST_NULL;
-    char *b = t_galloc(bytes), *ref = t_xmalloc(bytes);
+    char       *b = t_galloc(bytes), *ref = t_xmalloc(bytes);
 
     t_case("Ibcast %zu bytes from root %d", bytes, root);
     if (t.rank == root) {
@@ -75,8 +75,8 @@ int main(int argc, char **argv)
     /* Below a chunk, around chunk and page boundaries, and not multiples
      * of any power of two beyond a few bytes. */
     static const size_t sizes[] = {
-        1, 100, 4095, 65537, CH - 1, CH, CH + 1, 3 * CH - 17,
-        MI + 4093, 5 * MI + 3,
+        1,  100,    4095,        65537,     CH - 1,
+        CH, CH + 1, 3 * CH - 17, MI + 4093, 5 * MI + 3,
     };
     size_t n = sizeof(sizes) / sizeof(sizes[0]), i, p2;
 

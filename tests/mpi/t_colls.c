@@ -23,7 +23,7 @@
 int main(int argc, char **argv)
 {
     MPI_Comm rev, half, dup;
-    char cn[40];
+    char     cn[40];
 
     t_init(&argc, &argv, "t_colls");
     types_make();

@@ -4,14 +4,13 @@
  * freed while a collective is pending. */
 #include "tcommon.h"
 
-#define ITERS 40
+#define ITERS  40
 #define NCOMMS 4
 
 enum { K_EVENODD, K_REVERSED, K_DUP, K_NKINDS };
 
 static const char *kind_name[K_NKINDS] = {
-    "even/odd split", "reversed-key split in halves", "dup"
-};
+    "even/odd split", "reversed-key split in halves", "dup"};
 
 /* Make a communicator of the given kind from MPI_COMM_WORLD. A split in
  * halves of 2 ranks gives communicators of size 1. */
@@ -24,12 +23,10 @@ static MPI_Comm make_comm(int kind)
         MPI_Comm_split(MPI_COMM_WORLD, t.rank % 2, t.rank, &c);
         break;
     case K_REVERSED:
-        MPI_Comm_split(MPI_COMM_WORLD, t.rank < t.size / 2,
-                       t.size - t.rank, &c);
+        MPI_Comm_split(MPI_COMM_WORLD, t.rank < t.size / 2, t.size - t.rank,
+                       &c);
         break;
-    default:
-        MPI_Comm_dup(MPI_COMM_WORLD, &c);
-        break;
+    default: MPI_Comm_dup(MPI_COMM_WORLD, &c); break;
     }
     return c;
 }
@@ -53,8 +50,8 @@ static void check_comm(MPI_Comm c, int kind)
         want_rank = t.rank;
     }
     if (crank != want_rank || csize != want_size) {
-        t_fail("%s: rank %d of %d, expected %d of %d", kind_name[kind],
-               crank, csize, want_rank, want_size);
+        t_fail("%s: rank %d of %d, expected %d of %d", kind_name[kind], crank,
+               csize, want_rank, want_size);
     }
 }
 
@@ -64,9 +61,9 @@ static void check_comm(MPI_Comm c, int kind)
 static void create_free_loop(void)
 {
     MPI_Request r[2 * K_NKINDS];
-    MPI_Comm c[K_NKINDS];
-    t_op_t o[2 * K_NKINDS];
-    int it, k, csize, n = 2 * K_NKINDS;
+    MPI_Comm    c[K_NKINDS];
+    t_op_t      o[2 * K_NKINDS];
+    int         it, k, csize, n = 2 * K_NKINDS;
 
     for (it = 0; it < ITERS; it++) {
         int together = it % 2;
@@ -77,11 +74,11 @@ static void create_free_loop(void)
             c[k] = make_comm(k);
             check_comm(c[k], k);
             MPI_Comm_size(c[k], &csize);
-            t_op_init(&o[2 * k], T_A2A, c[k], MPI_INT, 1 + 97 * it, NULL,
-                      0, 0, "iteration %d: Ialltoall %d x MPI_INT on %s",
-                      it, 1 + 97 * it, kind_name[k]);
-            t_op_init(&o[2 * k + 1], T_BCAST, c[k], MPI_BYTE,
-                      1 + 1531 * it, NULL, it % csize, 0,
+            t_op_init(&o[2 * k], T_A2A, c[k], MPI_INT, 1 + 97 * it, NULL, 0, 0,
+                      "iteration %d: Ialltoall %d x MPI_INT on %s", it,
+                      1 + 97 * it, kind_name[k]);
+            t_op_init(&o[2 * k + 1], T_BCAST, c[k], MPI_BYTE, 1 + 1531 * it,
+                      NULL, it % csize, 0,
                       "iteration %d: Ibcast %d bytes root %d on %s", it,
                       1 + 1531 * it, it % csize, kind_name[k]);
         }
@@ -113,10 +110,10 @@ static void create_free_loop(void)
  * before, so nothing about them needs setting up during the posts. */
 static void many_at_once(void)
 {
-    MPI_Comm c[NCOMMS];
+    MPI_Comm    c[NCOMMS];
     MPI_Request r[2 * NCOMMS];
-    t_op_t o[2 * NCOMMS];
-    int round, k, j, i, idx, csize;
+    t_op_t      o[2 * NCOMMS];
+    int         round, k, j, i, idx, csize;
 
     c[0] = MPI_COMM_WORLD;
     MPI_Comm_dup(MPI_COMM_WORLD, &c[1]);
@@ -137,11 +134,11 @@ static void many_at_once(void)
         /* Stock-MPI references are blocking: same order everywhere. */
         for (k = 0; k < NCOMMS; k++) {
             MPI_Comm_size(c[k], &csize);
-            t_op_init(&o[2 * k], T_A2A, c[k], MPI_DOUBLE, 1000 + round,
-                      NULL, 0, 0, "round %d: Ialltoall on communicator %d",
-                      round, k);
-            t_op_init(&o[2 * k + 1], T_BCAST, c[k], MPI_INT, 25000,
-                      NULL, (round + k) % csize, 0,
+            t_op_init(&o[2 * k], T_A2A, c[k], MPI_DOUBLE, 1000 + round, NULL,
+                      0, 0, "round %d: Ialltoall on communicator %d", round,
+                      k);
+            t_op_init(&o[2 * k + 1], T_BCAST, c[k], MPI_INT, 25000, NULL,
+                      (round + k) % csize, 0,
                       "round %d: Ibcast on communicator %d", round, k);
         }
         /* Posting order of the communicators rotates with the rank. */
@@ -181,9 +178,9 @@ static void many_at_once(void)
 static void free_while_pending(void)
 {
     MPI_Request r[2];
-    MPI_Comm c;
-    t_op_t o[2];
-    int it, kind, csize;
+    MPI_Comm    c;
+    t_op_t      o[2];
+    int         it, kind, csize;
 
     for (it = 0; it < 6; it++) {
         kind = it % K_NKINDS;
@@ -192,8 +189,8 @@ static void free_while_pending(void)
         MPI_Comm_size(c, &csize);
         t_op_init(&o[0], T_A2A, c, MPI_BYTE, 100000, NULL, 0, 0,
                   "Ialltoall on a freed %s", kind_name[kind]);
-        t_op_init(&o[1], T_BCAST, c, MPI_DOUBLE, 30000, NULL,
-                  csize - 1, 0, "Ibcast on a freed %s", kind_name[kind]);
+        t_op_init(&o[1], T_BCAST, c, MPI_DOUBLE, 30000, NULL, csize - 1, 0,
+                  "Ibcast on a freed %s", kind_name[kind]);
         t_op_post(&o[0], &r[0]);
         t_op_post(&o[1], &r[1]);
         T_MPI(MPI_Comm_free(&c));
@@ -222,10 +219,10 @@ static void free_while_pending(void)
  */
 static void new_comms_cross_order(void)
 {
-    MPI_Comm c[2];
+    MPI_Comm    c[2];
     MPI_Request r[2];
-    t_op_t o[2];
-    int k, j;
+    t_op_t      o[2];
+    int         k, j;
 
     t_case("first collectives on two new communicators posted in "
            "opposite orders by even and odd ranks (hangs if posting "

@@ -4,32 +4,41 @@
  * Request_get_status, Request_free), with and without status arrays. */
 #include "tcommon.h"
 
-#define NOPS 9          /* collectives per set */
-#define NREQ (NOPS + 2) /* request array: the ops and two null holes */
-#define HOLE1 2
-#define HOLE2 7
+#define NOPS         9          /* collectives per set */
+#define NREQ         (NOPS + 2) /* request array: the ops and two null holes */
+#define HOLE1        2
+#define HOLE2        7
 #define FREE_TIMEOUT 20.0
 
 enum {
-    M_WAIT, M_WAITALL, M_WAITANY, M_WAITSOME, M_TEST, M_TESTALL,
-    M_TESTANY, M_TESTSOME, M_GETSTATUS, M_FREE, M_NMODES
+    M_WAIT,
+    M_WAITALL,
+    M_WAITANY,
+    M_WAITSOME,
+    M_TEST,
+    M_TESTALL,
+    M_TESTANY,
+    M_TESTSOME,
+    M_GETSTATUS,
+    M_FREE,
+    M_NMODES
 };
 
 static const char *mode_name[M_NMODES] = {
-    "MPI_Wait", "MPI_Waitall", "MPI_Waitany", "MPI_Waitsome", "MPI_Test",
-    "MPI_Testall", "MPI_Testany", "MPI_Testsome",
-    "MPI_Request_get_status + MPI_Wait", "MPI_Request_free"
-};
+    "MPI_Wait",        "MPI_Waitall",  "MPI_Waitany",
+    "MPI_Waitsome",    "MPI_Test",     "MPI_Testall",
+    "MPI_Testany",     "MPI_Testsome", "MPI_Request_get_status + MPI_Wait",
+    "MPI_Request_free"};
 
-static MPI_Comm dup_comm;
-static t_vec_t vec;
-static t_op_t ops[NOPS];
+static MPI_Comm    dup_comm;
+static t_vec_t     vec;
+static t_op_t      ops[NOPS];
 static MPI_Request reqs[NREQ];
-static int slot_op[NREQ];     /* op of each request slot, -1: hole */
-static int active;            /* requests not yet completed */
-static MPI_Status sts[NREQ];
-static t_op_t *kept[M_NMODES * 2 * NOPS]; /* buffers of freed requests */
-static int nkept;
+static int         slot_op[NREQ]; /* op of each request slot, -1: hole */
+static int         active;        /* requests not yet completed */
+static MPI_Status  sts[NREQ];
+static t_op_t     *kept[M_NMODES * 2 * NOPS]; /* buffers of freed requests */
+static int         nkept;
 
 static void clear_statuses(void)
 {
@@ -57,7 +66,8 @@ static void check_empty(MPI_Status *st, const char *call, int slot)
 {
     if (!t_status_empty(st)) {
         t_fail("%s: status %d of a null request is not empty (source %d, "
-               "tag %d)", call, slot, st->MPI_SOURCE, st->MPI_TAG);
+               "tag %d)",
+               call, slot, st->MPI_SOURCE, st->MPI_TAG);
     }
 }
 
@@ -67,19 +77,19 @@ static void completed(int i, const char *call)
     t_op_t *o;
 
     if (i < 0 || i >= NREQ || slot_op[i] < 0) {
-        t_fail("%s returned index %d, which is not an active request",
-               call, i);
+        t_fail("%s returned index %d, which is not an active request", call,
+               i);
         return;
     }
     o = &ops[slot_op[i]];
     if (o->done) {
-        t_fail("%s returned request %d (%s) a second time", call, i,
-               o->name);
+        t_fail("%s returned request %d (%s) a second time", call, i, o->name);
         return;
     }
     if (reqs[i] != MPI_REQUEST_NULL) {
         t_fail("%s completed request %d (%s) but did not set it to "
-               "MPI_REQUEST_NULL", call, i, o->name);
+               "MPI_REQUEST_NULL",
+               call, i, o->name);
     }
     o->done = 1;
     active--;
@@ -92,33 +102,41 @@ static void post_set(int set)
     int i, n = t.size, k = 0;
 
     for (i = 0; i < NOPS; i++) {
-        MPI_Comm c = (i % 4 < 2) ? MPI_COMM_WORLD : dup_comm;
+        MPI_Comm    c = (i % 4 < 2) ? MPI_COMM_WORLD : dup_comm;
         const char *cn = (c == MPI_COMM_WORLD) ? "world" : "dup";
 
         switch (i) {
-        case 0: case 2:
+        case 0:
+        case 2:
             t_op_init(&ops[i], T_A2A, c, MPI_BYTE, 1000, NULL, 0, 0,
                       "op %d: Ialltoall %s 1000 x MPI_BYTE", i, cn);
             break;
-        case 1: case 3:
-            t_op_init(&ops[i], T_BCAST, c, MPI_INT, 17500, NULL,
-                      set % n, 0, "op %d: Ibcast %s 17500 x MPI_INT root "
-                      "%d", i, cn, set % n);
+        case 1:
+        case 3:
+            t_op_init(&ops[i], T_BCAST, c, MPI_INT, 17500, NULL, set % n, 0,
+                      "op %d: Ibcast %s 17500 x MPI_INT root "
+                      "%d",
+                      i, cn, set % n);
             break;
-        case 4: case 6:
+        case 4:
+        case 6:
             t_op_init(&ops[i], T_A2A, c, MPI_DOUBLE, 8192, NULL, 0, 0,
                       "op %d: Ialltoall %s 8192 x MPI_DOUBLE", i, cn);
             break;
-        case 5: case 7:
-            t_op_init(&ops[i], T_BCAST, c, MPI_BYTE, 3, NULL,
-                      (set + 1) % n, 0, "op %d: Ibcast %s 3 x MPI_BYTE "
-                      "root %d", i, cn, (set + 1) % n);
+        case 5:
+        case 7:
+            t_op_init(&ops[i], T_BCAST, c, MPI_BYTE, 3, NULL, (set + 1) % n, 0,
+                      "op %d: Ibcast %s 3 x MPI_BYTE "
+                      "root %d",
+                      i, cn, (set + 1) % n);
             break;
         default:
             /* Not contiguous: runs on stock MPI, mixed with ours. */
-            t_op_init(&ops[i], T_BCAST, MPI_COMM_WORLD, MPI_DATATYPE_NULL,
-                      0, &vec, 1 % n, 0, "op %d: Ibcast world vector "
-                      "(fallback) root %d", i, 1 % n);
+            t_op_init(&ops[i], T_BCAST, MPI_COMM_WORLD, MPI_DATATYPE_NULL, 0,
+                      &vec, 1 % n, 0,
+                      "op %d: Ibcast world vector "
+                      "(fallback) root %d",
+                      i, 1 % n);
             break;
         }
     }
@@ -188,8 +206,8 @@ static void do_waitany(int stat)
     while (active > 0 && calls++ < NOPS) {
         clear_statuses();
         idx = -5;
-        T_MPI(MPI_Waitany(NREQ, reqs, &idx,
-                          stat ? &sts[0] : MPI_STATUS_IGNORE));
+        T_MPI(
+            MPI_Waitany(NREQ, reqs, &idx, stat ? &sts[0] : MPI_STATUS_IGNORE));
         if (stat && idx >= 0 && idx < NREQ) {
             check_status(&sts[0], idx);
         }
@@ -203,7 +221,8 @@ static void do_waitany(int stat)
     T_MPI(MPI_Waitany(NREQ, reqs, &idx, stat ? &sts[0] : MPI_STATUS_IGNORE));
     if (idx != MPI_UNDEFINED) {
         t_fail("MPI_Waitany on null requests returned index %d, not "
-               "MPI_UNDEFINED", idx);
+               "MPI_UNDEFINED",
+               idx);
     }
     if (stat) {
         check_empty(&sts[0], "MPI_Waitany", 0);
@@ -216,8 +235,8 @@ static void some_done(int out, const int *idx, int stat, const char *call)
     int j, k;
 
     if (out < 0 || out > active) {
-        t_fail("%s returned outcount %d with %d active requests", call,
-               out, active);
+        t_fail("%s returned outcount %d with %d active requests", call, out,
+               active);
         return;
     }
     for (j = 0; j < out; j++) {
@@ -236,7 +255,7 @@ static void some_done(int out, const int *idx, int stat, const char *call)
 static void do_some(int test, int stat)
 {
     const char *call = test ? "MPI_Testsome" : "MPI_Waitsome";
-    int idx[NREQ], out, calls = 0;
+    int         idx[NREQ], out, calls = 0;
 
     while (active > 0) {
         clear_statuses();
@@ -256,8 +275,8 @@ static void do_some(int test, int stat)
             }
         }
         if (out == MPI_UNDEFINED) {
-            t_fail("%s returned MPI_UNDEFINED with %d active requests",
-                   call, active);
+            t_fail("%s returned MPI_UNDEFINED with %d active requests", call,
+                   active);
             return;
         }
         some_done(out, idx, stat, call);
@@ -269,14 +288,15 @@ static void do_some(int test, int stat)
     }
     if (out != MPI_UNDEFINED) {
         t_fail("%s on null requests returned outcount %d, not "
-               "MPI_UNDEFINED", call, out);
+               "MPI_UNDEFINED",
+               call, out);
     }
 }
 
 static void do_test(int stat)
 {
     MPI_Request null = MPI_REQUEST_NULL;
-    int i, flag;
+    int         i, flag;
 
     while (active > 0) {
         for (i = 0; i < NREQ; i++) {
@@ -287,16 +307,15 @@ static void do_test(int stat)
             }
             flag = -1;
             clear_statuses();
-            T_MPI(MPI_Test(&reqs[i], &flag,
-                           stat ? &sts[0] : MPI_STATUS_IGNORE));
+            T_MPI(
+                MPI_Test(&reqs[i], &flag, stat ? &sts[0] : MPI_STATUS_IGNORE));
             if (flag) {
                 if (stat) {
                     check_status(&sts[0], i);
                 }
                 completed(i, "MPI_Test");
             } else if (reqs[i] != before) {
-                t_fail("MPI_Test changed request %d without completing it",
-                       i);
+                t_fail("MPI_Test changed request %d without completing it", i);
             }
         }
     }
@@ -314,13 +333,12 @@ static void do_test(int stat)
 static void do_testall(int stat)
 {
     MPI_Request before[NREQ];
-    int i, flag = 0;
+    int         i, flag = 0;
 
     while (!flag) {
         memcpy(before, reqs, sizeof(reqs));
         clear_statuses();
-        T_MPI(MPI_Testall(NREQ, reqs, &flag,
-                          stat ? sts : t_statuses_ignore));
+        T_MPI(MPI_Testall(NREQ, reqs, &flag, stat ? sts : t_statuses_ignore));
         if (!flag && memcmp(before, reqs, sizeof(reqs)) != 0) {
             t_fail("MPI_Testall returned flag 0 but changed requests");
         }
@@ -352,7 +370,8 @@ static void do_testany(int stat)
         if (!flag) {
             if (idx != MPI_UNDEFINED) {
                 t_fail("MPI_Testany returned flag 0 and index %d, not "
-                       "MPI_UNDEFINED", idx);
+                       "MPI_UNDEFINED",
+                       idx);
             }
             continue;
         }
@@ -368,8 +387,8 @@ static void do_testany(int stat)
     T_MPI(MPI_Testany(NREQ, reqs, &idx, &flag,
                       stat ? &sts[0] : MPI_STATUS_IGNORE));
     if (!flag || idx != MPI_UNDEFINED) {
-        t_fail("MPI_Testany on null requests returned flag %d, index %d",
-               flag, idx);
+        t_fail("MPI_Testany on null requests returned flag %d, index %d", flag,
+               idx);
     }
     if (stat) {
         check_empty(&sts[0], "MPI_Testany", 0);
@@ -392,8 +411,7 @@ static void do_getstatus(int stat)
             flag = -1;
             clear_statuses();
             T_MPI(MPI_Request_get_status(reqs[i], &flag,
-                                         stat ? &sts[0] :
-                                         MPI_STATUS_IGNORE));
+                                         stat ? &sts[0] : MPI_STATUS_IGNORE));
             if (reqs[i] != before) {
                 t_fail("MPI_Request_get_status changed request %d", i);
             }
@@ -421,7 +439,8 @@ static void do_getstatus(int stat)
             active--;
             if (reqs[i] != MPI_REQUEST_NULL) {
                 t_fail("MPI_Wait after MPI_Request_get_status did not set "
-                       "request %d to MPI_REQUEST_NULL", i);
+                       "request %d to MPI_REQUEST_NULL",
+                       i);
             }
         }
     }
@@ -438,8 +457,8 @@ static void do_getstatus(int stat)
 static int env_off(const char *name)
 {
     static const char *no[] = {"0", "n", "no", "off", "false"};
-    const char *v = getenv(name);
-    unsigned i;
+    const char        *v = getenv(name);
+    unsigned           i;
 
     for (i = 0; v != NULL && i < sizeof(no) / sizeof(no[0]); i++) {
         if (strcasecmp(v, no[i]) == 0) {
@@ -459,9 +478,9 @@ static int env_off(const char *name)
  */
 static int offloaded(const t_op_t *o)
 {
-    const char *m = getenv("DPUSHIM_MIN_BYTES");
+    const char        *m = getenv("DPUSHIM_MIN_BYTES");
     unsigned long long min = 16 * 1024;
-    char *end = NULL;
+    char              *end = NULL;
 
     if (!t_shim_loaded() || env_off("DPUSHIM_OFFLOAD") ||
         env_off(o->coll == T_A2A ? "DPUSHIM_IALLTOALL" : "DPUSHIM_IBCAST") ||
@@ -494,8 +513,8 @@ static int offloaded(const t_op_t *o)
 static void do_free(int late)
 {
     MPI_Request null = MPI_REQUEST_NULL, bar = MPI_REQUEST_NULL;
-    double deadline;
-    int i, flag, ready = 0, posted = 0, all = 0, timeout = 0;
+    double      deadline;
+    int         i, flag, ready = 0, posted = 0, all = 0, timeout = 0;
 
     if (late) {
         T_MPI(MPI_Wait(&reqs[0], MPI_STATUS_IGNORE));
@@ -507,7 +526,8 @@ static void do_free(int late)
             T_MPI(MPI_Request_free(&reqs[i]));
             if (reqs[i] != MPI_REQUEST_NULL) {
                 t_fail("MPI_Request_free did not set request %d to "
-                       "MPI_REQUEST_NULL", i);
+                       "MPI_REQUEST_NULL",
+                       i);
             }
         }
     }
@@ -536,7 +556,7 @@ static void do_free(int late)
         }
         if (ready && !posted) {
             T_MPI(MPI_Ibarrier(MPI_COMM_WORLD, &bar));
-            t_count("ibarrier", 1);   /* offloaded too */
+            t_count("ibarrier", 1); /* offloaded too */
             posted = 1;
         }
         if (posted) {
@@ -552,7 +572,8 @@ static void do_free(int late)
         }
         if (!ready && !t_op_ready(o)) {
             t_fail("%s: data of the freed request did not arrive within "
-                   "%.0f s", o->name, FREE_TIMEOUT);
+                   "%.0f s",
+                   o->name, FREE_TIMEOUT);
         }
         o->done = 1;
         active--;
@@ -561,11 +582,13 @@ static void do_free(int late)
     if (!all) {
         if (ready) {
             t_fail("data here, but other ranks did not get theirs within "
-                   "%.0f s (MPI_Ibarrier did not complete)", FREE_TIMEOUT);
+                   "%.0f s (MPI_Ibarrier did not complete)",
+                   FREE_TIMEOUT);
         }
         /* Freed collectives still running would hang the job. */
         printf("result: FAILED (rank %d: freed requests never completed; "
-               "aborting)\n", t.rank);
+               "aborting)\n",
+               t.rank);
         fflush(stdout);
         sleep(1);
         MPI_Abort(MPI_COMM_WORLD, 1);
@@ -581,36 +604,16 @@ static void run_set(int set, int mode, int stat)
            stat ? "status arrays" : "statuses ignored");
     post_set(set);
     switch (mode) {
-    case M_WAIT:
-        do_wait(set, stat);
-        break;
-    case M_WAITALL:
-        do_waitall(stat);
-        break;
-    case M_WAITANY:
-        do_waitany(stat);
-        break;
-    case M_WAITSOME:
-        do_some(0, stat);
-        break;
-    case M_TEST:
-        do_test(stat);
-        break;
-    case M_TESTALL:
-        do_testall(stat);
-        break;
-    case M_TESTANY:
-        do_testany(stat);
-        break;
-    case M_TESTSOME:
-        do_some(1, stat);
-        break;
-    case M_GETSTATUS:
-        do_getstatus(stat);
-        break;
-    default:
-        do_free(stat);
-        break;
+    case M_WAIT: do_wait(set, stat); break;
+    case M_WAITALL: do_waitall(stat); break;
+    case M_WAITANY: do_waitany(stat); break;
+    case M_WAITSOME: do_some(0, stat); break;
+    case M_TEST: do_test(stat); break;
+    case M_TESTALL: do_testall(stat); break;
+    case M_TESTANY: do_testany(stat); break;
+    case M_TESTSOME: do_some(1, stat); break;
+    case M_GETSTATUS: do_getstatus(stat); break;
+    default: do_free(stat); break;
     }
     if (active != 0) {
         t_fail("%d collectives were never completed", active);

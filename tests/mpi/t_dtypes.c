@@ -23,13 +23,14 @@
 
 enum { NT = 12 };
 
-static MPI_Datatype ty[NT], flat[NT];  /* flat: same signature, packed */
-static const char *tname[NT] = {
-    "vector", "hvector of struct", "indexed", "hindexed_block",
-    "subarray C", "subarray Fortran", "resized lb<0", "contiguous of vector",
-    "dup", "struct of MPI_SHORT_INT", "darray", "vector of 2400 B runs"
-};
-#define PRE 64   /* room before a buffer, for the negative lower bound */
+static MPI_Datatype ty[NT], flat[NT]; /* flat: same signature, packed */
+static const char  *tname[NT] = {"vector",       "hvector of struct",
+                                 "indexed",      "hindexed_block",
+                                 "subarray C",   "subarray Fortran",
+                                 "resized lb<0", "contiguous of vector",
+                                 "dup",          "struct of MPI_SHORT_INT",
+                                 "darray",       "vector of 2400 B runs"};
+#define PRE 64 /* room before a buffer, for the negative lower bound */
 
 static MPI_Datatype commit(MPI_Datatype t)
 {
@@ -40,22 +41,23 @@ static MPI_Datatype commit(MPI_Datatype t)
 static void types_make(void)
 {
     MPI_Datatype st, v, sub;
-    int bl3[3] = {2, 0, 3}, d3[3] = {7, 1, 0}, bl2[2] = {1, 1};
-    MPI_Aint hd[2] = {24, 0}, sd[2] = {0, 8};
+    int          bl3[3] = {2, 0, 3}, d3[3] = {7, 1, 0}, bl2[2] = {1, 1};
+    MPI_Aint     hd[2] = {24, 0}, sd[2] = {0, 8};
     MPI_Datatype sty[2] = {MPI_INT, MPI_DOUBLE};
-    int sz3[3] = {4, 5, 6}, sub3[3] = {2, 3, 4}, st3[3] = {1, 1, 2};
-    int sz2[2] = {6, 5}, sub2[2] = {3, 2}, st2[2] = {2, 1};
-    int gs[1] = {8 * 3}, distrib[1] = {MPI_DISTRIBUTE_BLOCK};
-    int dargs[1] = {MPI_DISTRIBUTE_DFLT_DARG}, ps[1] = {3};
+    int          sz3[3] = {4, 5, 6}, sub3[3] = {2, 3, 4}, st3[3] = {1, 1, 2};
+    int          sz2[2] = {6, 5}, sub2[2] = {3, 2}, st2[2] = {2, 1};
+    int          gs[1] = {8 * 3}, distrib[1] = {MPI_DISTRIBUTE_BLOCK};
+    int          dargs[1] = {MPI_DISTRIBUTE_DFLT_DARG}, ps[1] = {3};
 
     ty[0] = commit((MPI_Type_vector(3, 2, 5, MPI_INT, &v), v));
-    MPI_Type_create_struct(2, bl2, sd, sty, &st);   /* int, hole, double */
+    MPI_Type_create_struct(2, bl2, sd, sty, &st); /* int, hole, double */
     ty[1] = commit((MPI_Type_create_hvector(2, 2, 40, st, &v), v));
     ty[2] = commit((MPI_Type_indexed(3, bl3, d3, MPI_INT, &v), v));
-    ty[3] = commit((MPI_Type_create_hindexed_block(2, 3, hd, MPI_SHORT, &v),
-                    v));
+    ty[3] =
+        commit((MPI_Type_create_hindexed_block(2, 3, hd, MPI_SHORT, &v), v));
     ty[4] = commit((MPI_Type_create_subarray(3, sz3, sub3, st3, MPI_ORDER_C,
-                                             MPI_DOUBLE, &v), v));
+                                             MPI_DOUBLE, &v),
+                    v));
     ty[5] = commit((MPI_Type_create_subarray(2, sz2, sub2, st2,
                                              MPI_ORDER_FORTRAN, MPI_INT, &v),
                     v));
@@ -65,14 +67,15 @@ static void types_make(void)
     MPI_Type_free(&sub);
     ty[8] = commit((MPI_Type_dup(ty[1], &v), v));
     {
-        int one[1] = {2};
-        MPI_Aint z[1] = {0};
+        int          one[1] = {2};
+        MPI_Aint     z[1] = {0};
         MPI_Datatype si[1] = {MPI_SHORT_INT};
 
         ty[9] = commit((MPI_Type_create_struct(1, one, z, si, &v), v));
     }
     ty[10] = commit((MPI_Type_create_darray(3, 1, 1, gs, distrib, dargs, ps,
-                                            MPI_ORDER_C, MPI_INT, &v), v));
+                                            MPI_ORDER_C, MPI_INT, &v),
+                     v));
     /* Runs long enough to be read into place even with few elements. */
     ty[11] = commit((MPI_Type_vector(2, 600, 1000, MPI_INT, &v), v));
     MPI_Type_free(&st);
@@ -99,7 +102,7 @@ static size_t span(MPI_Datatype t, int n)
 }
 
 typedef struct {
-    char *got, *ref;
+    char  *got, *ref;
     size_t n;
 } pair_t;
 
@@ -108,7 +111,7 @@ static void pair_make(pair_t *p, size_t n, uint32_t seed)
     p->n = n;
     p->got = t_xmalloc(n);
     p->ref = t_xmalloc(n);
-    t_pat_fill(p->got, n, seed, t.rank, 99);   /* the gaps' contents */
+    t_pat_fill(p->got, n, seed, t.rank, 99); /* the gaps' contents */
     memcpy(p->ref, p->got, n);
 }
 
@@ -123,8 +126,8 @@ static void pair_check(pair_t *p, const char *what)
 static void alltoall(MPI_Comm comm, MPI_Datatype ts, MPI_Datatype tr, int n,
                      const char *what)
 {
-    int size;
-    pair_t s, r;
+    int         size;
+    pair_t      s, r;
     MPI_Request q;
 
     MPI_Comm_size(comm, &size);
@@ -141,16 +144,16 @@ static void alltoall(MPI_Comm comm, MPI_Datatype ts, MPI_Datatype tr, int n,
 static void alltoall_in_place(MPI_Comm comm, MPI_Datatype tr, int n,
                               const char *what)
 {
-    int size;
-    pair_t r;
+    int         size;
+    pair_t      r;
     MPI_Request q;
 
     MPI_Comm_size(comm, &size);
     pair_make(&r, span(tr, n * size), t_seed());
-    T_MPI(PMPI_Alltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, r.ref + PRE, n,
-                        tr, comm));
-    T_MPI(MPI_Ialltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, r.got + PRE, n,
-                        tr, comm, &q));
+    T_MPI(PMPI_Alltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, r.ref + PRE, n, tr,
+                        comm));
+    T_MPI(MPI_Ialltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, r.got + PRE, n, tr,
+                        comm, &q));
     t_expect(T_A2A, comm, n, tr, 0);
     T_MPI(MPI_Wait(&q, MPI_STATUS_IGNORE));
     pair_check(&r, what);
@@ -160,8 +163,8 @@ static void alltoall_in_place(MPI_Comm comm, MPI_Datatype tr, int n,
 static void alltoallv(MPI_Comm comm, MPI_Datatype ts, MPI_Datatype tr,
                       const char *what)
 {
-    int size, rank, *sc, *sd, *rc, *rd, st = 0, rt = 0;
-    pair_t s, r;
+    int         size, rank, *sc, *sd, *rc, *rd, st = 0, rt = 0;
+    pair_t      s, r;
     MPI_Request q;
 
     MPI_Comm_size(comm, &size);
@@ -170,7 +173,7 @@ static void alltoallv(MPI_Comm comm, MPI_Datatype ts, MPI_Datatype tr,
     sd = sc + size;
     rc = sd + size;
     rd = rc + size;
-    for (int p = size - 1; p >= 0; p--) {     /* blocks in reverse order */
+    for (int p = size - 1; p >= 0; p--) { /* blocks in reverse order */
         sc[p] = (rank + p) % 3 + 1;
         rc[p] = (p + rank) % 3 + 1;
         sd[p] = st;
@@ -194,11 +197,11 @@ static void alltoallv(MPI_Comm comm, MPI_Datatype ts, MPI_Datatype tr,
 /* Ialltoallw: even peers in the derived type, odd ones in bytes. */
 static void alltoallw(MPI_Comm comm, int ti, const char *what)
 {
-    int size, tsz, *c, *d, *rc, *rd;
+    int           size, tsz, *c, *d, *rc, *rd;
     MPI_Datatype *ts, *tr;
-    MPI_Aint lb, ext;
-    pair_t s, r;
-    MPI_Request q;
+    MPI_Aint      lb, ext;
+    pair_t        s, r;
+    MPI_Request   q;
 
     MPI_Comm_size(comm, &size);
     MPI_Type_size(ty[ti], &tsz);
@@ -217,10 +220,10 @@ static void alltoallw(MPI_Comm comm, int ti, const char *what)
     }
     pair_make(&s, span(ty[ti], 2 * size) + 2 * (size_t)tsz, t_seed());
     pair_make(&r, span(ty[ti], 2 * size) + 2 * (size_t)tsz, t_seed());
-    T_MPI(PMPI_Alltoallw(s.ref + PRE, c, d, ts, r.ref + PRE, rc, rd, tr,
-                         comm));
-    T_MPI(MPI_Ialltoallw(s.got + PRE, c, d, ts, r.got + PRE, rc, rd, tr,
-                         comm, &q));
+    T_MPI(
+        PMPI_Alltoallw(s.ref + PRE, c, d, ts, r.ref + PRE, rc, rd, tr, comm));
+    T_MPI(MPI_Ialltoallw(s.got + PRE, c, d, ts, r.got + PRE, rc, rd, tr, comm,
+                         &q));
     t_count("ialltoallw", 1);
     T_MPI(MPI_Wait(&q, MPI_STATUS_IGNORE));
     pair_check(&r, what);
@@ -237,13 +240,12 @@ static void rooted(MPI_Comm comm, MPI_Datatype ts, MPI_Datatype tr, int n,
 
     MPI_Comm_size(comm, &size);
     for (int root = 0; root < size; root++) {
-        pair_t s, r;
+        pair_t      s, r;
         MPI_Request q;
 
         pair_make(&s, span(ts, n), t_seed());
         pair_make(&r, span(tr, n * size), t_seed());
-        T_MPI(PMPI_Gather(s.ref + PRE, n, ts, r.ref + PRE, n, tr, root,
-                          comm));
+        T_MPI(PMPI_Gather(s.ref + PRE, n, ts, r.ref + PRE, n, tr, root, comm));
         T_MPI(MPI_Igather(s.got + PRE, n, ts, r.got + PRE, n, tr, root, comm,
                           &q));
         t_count("igather", 1);
@@ -253,10 +255,10 @@ static void rooted(MPI_Comm comm, MPI_Datatype ts, MPI_Datatype tr, int n,
 
         pair_make(&s, span(ts, n * size), t_seed());
         pair_make(&r, span(tr, n), t_seed());
-        T_MPI(PMPI_Scatter(s.ref + PRE, n, ts, r.ref + PRE, n, tr, root,
-                           comm));
-        T_MPI(MPI_Iscatter(s.got + PRE, n, ts, r.got + PRE, n, tr, root,
-                           comm, &q));
+        T_MPI(
+            PMPI_Scatter(s.ref + PRE, n, ts, r.ref + PRE, n, tr, root, comm));
+        T_MPI(MPI_Iscatter(s.got + PRE, n, ts, r.got + PRE, n, tr, root, comm,
+                           &q));
         t_count("iscatter", 1);
         T_MPI(MPI_Wait(&q, MPI_STATUS_IGNORE));
         pair_check(&r, what);
@@ -267,8 +269,8 @@ static void rooted(MPI_Comm comm, MPI_Datatype ts, MPI_Datatype tr, int n,
 static void allgather(MPI_Comm comm, MPI_Datatype ts, MPI_Datatype tr, int n,
                       const char *what)
 {
-    int size;
-    pair_t s, r;
+    int         size;
+    pair_t      s, r;
     MPI_Request q;
 
     MPI_Comm_size(comm, &size);
@@ -292,9 +294,9 @@ static void bcast(MPI_Comm comm, int ti, int n, const char *what)
     MPI_Comm_rank(comm, &rank);
     for (int root = 0; root < size; root++) {
         MPI_Datatype tb = (rank + root) % 2 ? ty[ti] : flat[ti];
-        uint32_t seed = t_seed();
-        pair_t b;
-        MPI_Request q;
+        uint32_t     seed = t_seed();
+        pair_t       b;
+        MPI_Request  q;
 
         pair_make(&b, span(tb, n), seed);
         if (rank == root) {
@@ -313,7 +315,7 @@ static void bcast(MPI_Comm comm, int ti, int n, const char *what)
  * engines know of one call's layout must not leak into the next. */
 static void repeated(MPI_Comm comm, int ti, int n)
 {
-    int size;
+    int    size;
     pair_t s[2], r;
 
     MPI_Comm_size(comm, &size);
@@ -321,14 +323,14 @@ static void repeated(MPI_Comm comm, int ti, int n)
         pair_make(&s[b], span(ty[ti], n * size), t_seed());
     }
     for (int it = 0; it < 20; it++) {
-        pair_t *sb = &s[it % 2];
+        pair_t     *sb = &s[it % 2];
         MPI_Request q;
 
         pair_make(&r, span(flat[ti], n * size), t_seed());
-        T_MPI(PMPI_Alltoall(sb->ref + PRE, n, ty[ti], r.ref + PRE, n,
-                            flat[ti], comm));
-        T_MPI(MPI_Ialltoall(sb->got + PRE, n, ty[ti], r.got + PRE, n,
-                            flat[ti], comm, &q));
+        T_MPI(PMPI_Alltoall(sb->ref + PRE, n, ty[ti], r.ref + PRE, n, flat[ti],
+                            comm));
+        T_MPI(MPI_Ialltoall(sb->got + PRE, n, ty[ti], r.got + PRE, n, flat[ti],
+                            comm, &q));
         t_expect(T_A2A, comm, n, ty[ti], 0);
         T_MPI(MPI_Wait(&q, MPI_STATUS_IGNORE));
         pair_check(&r, "repeated Ialltoall from two buffers in turn");
@@ -366,8 +368,8 @@ static void one_type(MPI_Comm comm, const char *cname, int ti, int n)
 int main(int argc, char **argv)
 {
     const char *dp = getenv("DPUSHIM_DATA_PATH");
-    int direct = dp == NULL || strcmp(dp, "staged") != 0;
-    MPI_Comm half;
+    int         direct = dp == NULL || strcmp(dp, "staged") != 0;
+    MPI_Comm    half;
 
     t_init(&argc, &argv, "t_dtypes");
     types_make();
@@ -399,7 +401,8 @@ int main(int argc, char **argv)
             n = direct ? "[0-9]+" : "0";
         }
         printf("expect~: dma engines copies=[0-9]+ bytes=[0-9]+ "
-               "scattered=%s gathered=%s\n", n, n);
+               "scattered=%s gathered=%s\n",
+               n, n);
     }
     return t_finish();
 }

@@ -20,10 +20,10 @@ static void run_op(t_op_t *o)
 /* Count 0 falls back to stock MPI and touches no data. */
 static void count_zero(void)
 {
-    uint8_t *s = t_galloc(ZBUF), *r = t_galloc(ZBUF);
+    uint8_t    *s = t_galloc(ZBUF), *r = t_galloc(ZBUF);
     MPI_Request q;
-    uint32_t seed = t_seed();
-    int root;
+    uint32_t    seed = t_seed();
+    int         root;
 
     t_case("Ialltoall count 0 (MPI_INT)");
     t_pat_fill(s, ZBUF, seed, t.rank, 0);
@@ -77,16 +77,15 @@ static void in_place(void)
         {MPI_INT, "MPI_INT", 1024},
         {MPI_DOUBLE, "MPI_DOUBLE", 131072},
     };
-    MPI_Comm dup;
+    MPI_Comm    dup;
     MPI_Request r[2];
-    t_op_t o, p[2];
-    unsigned i;
+    t_op_t      o, p[2];
+    unsigned    i;
 
     for (i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
         t_case("MPI_IN_PLACE Ialltoall %d x %s", c[i].count, c[i].name);
-        t_op_init(&o, T_A2A, MPI_COMM_WORLD, c[i].type, c[i].count, NULL,
-                  0, 1, "in-place Ialltoall %d x %s", c[i].count,
-                  c[i].name);
+        t_op_init(&o, T_A2A, MPI_COMM_WORLD, c[i].type, c[i].count, NULL, 0, 1,
+                  "in-place Ialltoall %d x %s", c[i].count, c[i].name);
         run_op(&o);
     }
     t_case("two MPI_IN_PLACE Ialltoall outstanding (world and dup)");
@@ -110,8 +109,8 @@ static void in_place(void)
 static void vector(void)
 {
     t_vec_t v1, v2;
-    t_op_t o;
-    int root;
+    t_op_t  o;
+    int     root;
 
     /* 25 elements of 4 blocks of 2 ints every 3 ints. */
     t_vec_make(&v1, 25, 4, 2, 3, MPI_INT);
@@ -128,9 +127,8 @@ static void vector(void)
     run_op(&o);
     for (root = 0; root < t.size; root++) {
         t_case("Ibcast vector(4, 2, 3, MPI_INT) x 25, root %d", root);
-        t_op_init(&o, T_BCAST, MPI_COMM_WORLD, MPI_DATATYPE_NULL, 0, &v1,
-                  root, 0, "Ibcast vector(4, 2, 3, MPI_INT) x 25 root %d",
-                  root);
+        t_op_init(&o, T_BCAST, MPI_COMM_WORLD, MPI_DATATYPE_NULL, 0, &v1, root,
+                  0, "Ibcast vector(4, 2, 3, MPI_INT) x 25 root %d", root);
         run_op(&o);
     }
     t_case("Ibcast vector(1000, 1, 2, MPI_BYTE) x 1, root %d", t.size - 1);
@@ -146,12 +144,12 @@ static void vector(void)
 static void contiguous_types(void)
 {
     MPI_Datatype c3i, c5b, nested, c2i;
-    MPI_Request q;
-    t_op_t o;
-    uint8_t *s, *r, *ref;
-    uint32_t seed = t_seed();
-    size_t block = 16, len = block * (size_t)t.size;
-    int root;
+    MPI_Request  q;
+    t_op_t       o;
+    uint8_t     *s, *r, *ref;
+    uint32_t     seed = t_seed();
+    size_t       block = 16, len = block * (size_t)t.size;
+    int          root;
 
     MPI_Type_contiguous(3, MPI_INT, &c3i);
     MPI_Type_contiguous(5, MPI_BYTE, &c5b);
@@ -220,17 +218,16 @@ static void contiguous_types(void)
 static void shifted_lb(void)
 {
     MPI_Datatype t1;
-    MPI_Request q;
-    int disp = LB / (int)sizeof(int), count = 2500, root, n = t.size;
-    size_t span = (size_t)count * sizeof(int), len = span * (size_t)n;
-    uint8_t *s, *r, *ref;
-    uint32_t seed;
+    MPI_Request  q;
+    int          disp = LB / (int)sizeof(int), count = 2500, root, n = t.size;
+    size_t       span = (size_t)count * sizeof(int), len = span * (size_t)n;
+    uint8_t     *s, *r, *ref;
+    uint32_t     seed;
 
     MPI_Type_create_indexed_block(1, 1, &disp, MPI_INT, &t1);
     MPI_Type_commit(&t1);
 
-    t_case("Ialltoall indexed_block(1, 1, {%d}, MPI_INT) x %d", disp,
-           count);
+    t_case("Ialltoall indexed_block(1, 1, {%d}, MPI_INT) x %d", disp, count);
     seed = t_seed();
     s = t_galloc(len + LB);
     r = t_galloc(len + LB);
@@ -249,8 +246,8 @@ static void shifted_lb(void)
     free(ref);
 
     for (root = 0; root < n; root++) {
-        t_case("Ibcast indexed_block(1, 1, {%d}, MPI_INT) x %d, root %d",
-               disp, count, root);
+        t_case("Ibcast indexed_block(1, 1, {%d}, MPI_INT) x %d, root %d", disp,
+               count, root);
         seed = t_seed();
         r = t_galloc(span + LB);
         ref = t_xmalloc(span + LB);
@@ -275,12 +272,12 @@ static void shifted_lb(void)
  * rank i of the even group is world rank 2 i + 1, of the odd one 2 i. */
 static void intercomm(void)
 {
-    MPI_Comm local, inter;
+    MPI_Comm    local, inter;
     MPI_Request q;
-    int odd = t.rank % 2, rsize, lrank, i, count = 3000, root;
-    size_t span = (size_t)count, len;
-    uint8_t *s, *r, *ref;
-    uint32_t seed = t_seed();
+    int         odd = t.rank % 2, rsize, lrank, i, count = 3000, root;
+    size_t      span = (size_t)count, len;
+    uint8_t    *s, *r, *ref;
+    uint32_t    seed = t_seed();
 
     t_case("intercommunicator setup");
     MPI_Comm_split(MPI_COMM_WORLD, odd, t.rank, &local);
@@ -294,8 +291,7 @@ static void intercomm(void)
     r = t_galloc(len);
     ref = t_xmalloc(len);
     for (i = 0; i < rsize; i++) {
-        t_pat_fill(s + (size_t)i * span, span, seed, t.rank,
-                   2 * i + 1 - odd);
+        t_pat_fill(s + (size_t)i * span, span, seed, t.rank, 2 * i + 1 - odd);
     }
     memset(ref, T_POISON, len);
     T_MPI(PMPI_Alltoall(s, count, MPI_BYTE, ref, count, MPI_BYTE, inter));
@@ -331,8 +327,7 @@ static void intercomm(void)
     if (odd || t.rank == 0) {
         t_pat_check("intercommunicator Ibcast", r, span, seed, 0, 0);
     } else {
-        t_all("intercommunicator Ibcast: buffer untouched", r, span,
-              T_POISON);
+        t_all("intercommunicator Ibcast: buffer untouched", r, span, T_POISON);
     }
     t_same("intercommunicator Ibcast vs PMPI", r, ref, span);
     t_gcheck("intercommunicator Ibcast buffer", r, span);

@@ -17,12 +17,12 @@
 /* Threads of this process named dpushim-dma. */
 static int engine_threads(void)
 {
-    DIR *d = opendir("/proc/self/task");
+    DIR           *d = opendir("/proc/self/task");
     struct dirent *e;
-    int n = 0;
+    int            n = 0;
 
     while (d != NULL && (e = readdir(d)) != NULL) {
-        char path[300], name[64] = "";
+        char  path[300], name[64] = "";
         FILE *f;
 
         if (e->d_name[0] == '.') {
@@ -48,11 +48,11 @@ static int engine_threads(void)
  * long before waiting (the engine thread must do the copies). */
 static void a2a(size_t block, int sleep_us)
 {
-    char *s = t_xmalloc(block * (size_t)t.size);
-    char *r = t_xmalloc(block * (size_t)t.size);
-    uint32_t seed = t_seed();
+    char       *s = t_xmalloc(block * (size_t)t.size);
+    char       *r = t_xmalloc(block * (size_t)t.size);
+    uint32_t    seed = t_seed();
     MPI_Request q;
-    char what[96];
+    char        what[96];
 
     t_a2a_fill(s, block, t.size, seed, t.rank);
     memset(r, T_POISON, block * (size_t)t.size);
@@ -62,8 +62,8 @@ static void a2a(size_t block, int sleep_us)
         usleep((useconds_t)sleep_us);
     }
     T_MPI(MPI_Wait(&q, MPI_STATUS_IGNORE));
-    snprintf(what, sizeof(what), "Ialltoall of %zu bytes, %d us asleep",
-             block, sleep_us);
+    snprintf(what, sizeof(what), "Ialltoall of %zu bytes, %d us asleep", block,
+             sleep_us);
     t_a2a_check(what, r, block, t.size, seed, t.rank);
     free(s);
     free(r);
@@ -72,8 +72,8 @@ static void a2a(size_t block, int sleep_us)
 int main(int argc, char **argv)
 {
     const char *dp = getenv("DPUSHIM_DATA_PATH");
-    int direct = dp == NULL || strcmp(dp, "staged") != 0;
-    int shim = t_shim_loaded(), rc;
+    int         direct = dp == NULL || strcmp(dp, "staged") != 0;
+    int         shim = t_shim_loaded(), rc;
 
     t_init(&argc, &argv, "t_engine");
     t_case("collectives of every size, ranks waiting and asleep");
@@ -87,13 +87,13 @@ int main(int argc, char **argv)
 
     t_case("fork() while a collective is pending");
     {
-        size_t block = 1 << 20;
-        char *s = t_xmalloc(block * (size_t)t.size);
-        char *r = t_xmalloc(block * (size_t)t.size);
-        uint32_t seed = t_seed();
+        size_t      block = 1 << 20;
+        char       *s = t_xmalloc(block * (size_t)t.size);
+        char       *r = t_xmalloc(block * (size_t)t.size);
+        uint32_t    seed = t_seed();
         MPI_Request q;
-        int status = 0;
-        pid_t child;
+        int         status = 0;
+        pid_t       child;
 
         t_a2a_fill(s, block, t.size, seed, t.rank);
         t_ialltoall(s, (int)block, MPI_BYTE, r, (int)block, MPI_BYTE,
@@ -108,11 +108,11 @@ int main(int argc, char **argv)
         if (child < 0 || waitpid(child, &status, 0) != child ||
             !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
             t_fail("forked child: status %#x (7: an engine thread in the "
-                   "child)", status);
+                   "child)",
+                   status);
         }
         T_MPI(MPI_Wait(&q, MPI_STATUS_IGNORE));
-        t_a2a_check("Ialltoall across fork()", r, block, t.size, seed,
-                    t.rank);
+        t_a2a_check("Ialltoall across fork()", r, block, t.size, seed, t.rank);
         free(s);
         free(r);
     }

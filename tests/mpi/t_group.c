@@ -36,18 +36,22 @@
 #include "tcommon.h"
 #include "../../include/dpushim.h"
 
-#define MAXMSG  1024    /* messages of one case */
-#define PERS_N  1000    /* restarts of the persistent group */
-#define MIX_N   100     /* MPI_Startall rounds with stock requests */
-#define BIG     ((size_t)64 << 20)
+#define MAXMSG   1024 /* messages of one case */
+#define PERS_N   1000 /* restarts of the persistent group */
+#define MIX_N    100  /* MPI_Startall rounds with stock requests */
+#define BIG      ((size_t)64 << 20)
 #define MIB_INTS (1 << 18)
 
 /* ---- layouts: how one side of a message lies in memory -------------- */
 
 enum { L_CONTIG, L_VEC, L_VECBIG, L_IDX, L_BOTTOM, L_NEG };
 
-static const char *lay_name[] = {"contiguous", "vector", "vector of 4 KiB "
-                                 "runs", "indexed", "MPI_BOTTOM struct",
+static const char *lay_name[] = {"contiguous",
+                                 "vector",
+                                 "vector of 4 KiB "
+                                 "runs",
+                                 "indexed",
+                                 "MPI_BOTTOM struct",
                                  "hindexed reaching below the buffer"};
 
 /*
@@ -58,14 +62,14 @@ static const char *lay_name[] = {"contiguous", "vector", "vector of 4 KiB "
  */
 typedef struct {
     MPI_Datatype type;
-    int          derived;   /* type is ours to free */
+    int          derived; /* type is ours to free */
     int          count;
-    void        *addr;      /* the buffer argument */
+    void        *addr; /* the buffer argument */
     int          nreg;
     char        *buf[2];
     char        *exp[2];
     size_t       len[2];
-    int          placed;    /* buf[0] lies in memory the case gave */
+    int          placed; /* buf[0] lies in memory the case gave */
     int          nb, cap;
     int         *breg;
     size_t      *boff, *blen;
@@ -122,18 +126,16 @@ static void lay_commit(lay_t *l, MPI_Datatype t)
 static void lay_make(lay_t *l, int kind, int m, char *at)
 {
     static const int cyc[] = {3, 1, 4, 1, 5, 9, 2, 6};
-    size_t b = (size_t)m * 4;
+    size_t           b = (size_t)m * 4;
 
     memset(l, 0, sizeof(*l));
     l->type = MPI_INT;
     l->count = m;
     l->nreg = 1;
     /* A case asking for a layout its size cannot have is a test bug. */
-    if ((kind == L_VEC && m % 2 != 0) ||
-        (kind == L_VECBIG && m % 2048 != 0) ||
+    if ((kind == L_VEC && m % 2 != 0) || (kind == L_VECBIG && m % 2048 != 0) ||
         (kind == L_BOTTOM && m < 2) || (kind == L_NEG && m < 3) ||
-        (kind != L_CONTIG && m == 0) ||
-        (kind != L_CONTIG && at != NULL)) {
+        (kind != L_CONTIG && m == 0) || (kind != L_CONTIG && at != NULL)) {
         t_fail("test bug: %d ints as %s", m, lay_name[kind]);
         kind = L_CONTIG;
     }
@@ -143,7 +145,7 @@ static void lay_make(lay_t *l, int kind, int m, char *at)
         /* Two runs of blen ints in every 4 blen, gaps of 2 blen between
          * them: short runs the shim packs and unpacks with MPI, 4 KiB
          * ones its DMA engine gathers and scatters in place. */
-        int blen = kind == L_VEC ? 1 : 1024, n = m / (2 * blen), e;
+        int          blen = kind == L_VEC ? 1 : 1024, n = m / (2 * blen), e;
         MPI_Datatype v;
 
         lay_region(l, 0, (size_t)n * 16 * (size_t)blen, NULL);
@@ -161,7 +163,7 @@ static void lay_make(lay_t *l, int kind, int m, char *at)
     case L_IDX: {
         /* Irregular runs, laid in memory in the reverse of their type
          * map order, with gaps: the data must follow the type map. */
-        int nb = 0, sum = 0, k, pos = 0, *len, *disp;
+        int          nb = 0, sum = 0, k, pos = 0, *len, *disp;
         MPI_Datatype v;
 
         while (sum < m) {
@@ -190,8 +192,8 @@ static void lay_make(lay_t *l, int kind, int m, char *at)
     case L_BOTTOM: {
         /* Absolute addresses of two allocations, the later-allocated
          * first in the type map. */
-        int bl[2], m0 = m / 2;
-        MPI_Aint ad[2];
+        int          bl[2], m0 = m / 2;
+        MPI_Aint     ad[2];
         MPI_Datatype ty[2] = {MPI_INT, MPI_INT}, v;
 
         l->nreg = 2;
@@ -212,8 +214,8 @@ static void lay_make(lay_t *l, int kind, int m, char *at)
         /* The buffer argument points past the first third of the data,
          * which the second block reaches with a negative displacement:
          * [block 1][gap][block 0][gap], the true lower bound below 0. */
-        int bl[2], m1 = m / 3, m0 = m - m / 3;
-        MPI_Aint ad[2];
+        int          bl[2], m1 = m / 3, m0 = m - m / 3;
+        MPI_Aint     ad[2];
         MPI_Datatype v;
 
         lay_region(l, 0, (size_t)(m + 2) * 4, NULL);
@@ -255,8 +257,7 @@ static void lay_put(lay_t *l, const uint8_t *data, int send)
     for (int k = 0; k < l->nb; k++) {
         memcpy(l->exp[l->breg[k]] + l->boff[k], data + pos, l->blen[k]);
         if (send) {
-            memcpy(l->buf[l->breg[k]] + l->boff[k], data + pos,
-                   l->blen[k]);
+            memcpy(l->buf[l->breg[k]] + l->boff[k], data + pos, l->blen[k]);
         }
         pos += l->blen[k];
     }
@@ -273,12 +274,14 @@ static void lay_poison(lay_t *l)
 static int lay_check(lay_t *l, const char *what)
 {
     char w[280];
-    int ok = 1;
+    int  ok = 1;
 
     for (int r = 0; r < l->nreg; r++) {
         snprintf(w, sizeof(w), "%s%s", what,
-                 l->nreg > 1 ? (r ? " (2nd allocation)" : " (1st "
-                                "allocation)") : "");
+                 l->nreg > 1 ? (r ? " (2nd allocation)"
+                                  : " (1st "
+                                    "allocation)")
+                             : "");
         ok &= t_match(w, l->buf[r], l->exp[r], l->len[r]);
         t_gcheck(w, l->buf[r], l->len[r]);
     }
@@ -312,18 +315,18 @@ static void lay_free(lay_t *l)
 /* ---- messages and sets of them --------------------------------------- */
 
 typedef struct {
-    int   src, dst;     /* ranks of the communicator, or MPI_PROC_NULL */
+    int   src, dst; /* ranks of the communicator, or MPI_PROC_NULL */
     int   tag;
-    int   m;            /* ints */
-    int   sk, rk;       /* layouts of the send and of the receive */
-    int   skey, rkey;   /* order of adding on each side (then index) */
-    char *sat, *rat;    /* contiguous buffers placed there (own rank) */
-    int   alias, aoff;  /* sends ints aoff.. of message alias - 1's
-                         * send buffer (same source, contiguous) */
+    int   m;           /* ints */
+    int   sk, rk;      /* layouts of the send and of the receive */
+    int   skey, rkey;  /* order of adding on each side (then index) */
+    char *sat, *rat;   /* contiguous buffers placed there (own rank) */
+    int   alias, aoff; /* sends ints aoff.. of message alias - 1's
+                        * send buffer (same source, contiguous) */
 } msg_t;
 
 static msg_t ml[MAXMSG];
-static int mn;
+static int   mn;
 
 /* The next message of the case being built: contiguous, added in
  * message order on both sides. */
@@ -385,9 +388,9 @@ typedef struct {
     int          nops;
     uint32_t     seed;
     int          iter;
-    int          grouped;      /* offloaded as a pattern group */
+    int          grouped; /* offloaded as a pattern group */
     int          persistent;
-    int          bad;          /* add erroneous calls between the ops */
+    int          bad; /* add erroneous calls between the ops */
     MPI_Request *reqs;
     int          nreq;
 } set_t;
@@ -405,7 +408,7 @@ static int peer_of(const set_t *s, const op_t *o)
 static void set_shuffle(set_t *s)
 {
     uint64_t x = t_key(s->seed, s->crank, 77);
-    int i, j, k;
+    int      i, j, k;
 
     for (i = s->nops - 1; i > 0; i--) {
         op_t tmp;
@@ -421,8 +424,7 @@ static void set_shuffle(set_t *s)
             op_t *a = &s->ops[i], *b = &s->ops[j];
 
             if (a->recv == b->recv && peer_of(s, a) == peer_of(s, b) &&
-                s->ms[a->idx].tag == s->ms[b->idx].tag &&
-                a->idx > b->idx) {
+                s->ms[a->idx].tag == s->ms[b->idx].tag && a->idx > b->idx) {
                 k = a->idx;
                 a->idx = b->idx;
                 b->idx = k;
@@ -434,9 +436,9 @@ static void set_shuffle(set_t *s)
 /* A set of the messages built (ml), on comm; the list is emptied. */
 static set_t *set_new(MPI_Comm comm, int shuffle, const char *fmt, ...)
 {
-    set_t *s = calloc(1, sizeof(*s));
+    set_t  *s = calloc(1, sizeof(*s));
     va_list ap;
-    int i;
+    int     i;
 
     if (s == NULL) {
         fprintf(stderr, "rank %d: out of memory\n", t.rank);
@@ -461,7 +463,8 @@ static set_t *set_new(MPI_Comm comm, int shuffle, const char *fmt, ...)
             if (g->alias - 1 >= i || a->src != g->src || a->alias ||
                 a->sk != L_CONTIG || g->aoff + g->m > a->m) {
                 t_fail("test bug: message %d cannot send from %d's "
-                       "buffer", i, g->alias - 1);
+                       "buffer",
+                       i, g->alias - 1);
             }
             lay_view(&s->sl[i], &s->sl[g->alias - 1], g->aoff, g->m);
             s->ops[s->nops++] = (op_t){g->skey, i, 0};
@@ -486,9 +489,9 @@ static set_t *set_new(MPI_Comm comm, int shuffle, const char *fmt, ...)
  * aoff.. of the message whose buffer it sends from. */
 static void set_fill(set_t *s, int iter)
 {
-    size_t max = 4;
+    size_t   max = 4;
     uint8_t *data;
-    int i;
+    int      i;
 
     for (i = 0; i < s->n; i++) {
         if ((size_t)s->ms[i].m * 4 > max) {
@@ -498,12 +501,12 @@ static void set_fill(set_t *s, int iter)
     data = t_xmalloc(max);
     s->iter = iter;
     for (i = 0; i < s->n; i++) {
-        const msg_t *g = &s->ms[i];
-        int root = g->alias ? g->alias - 1 : i;
+        const msg_t   *g = &s->ms[i];
+        int            root = g->alias ? g->alias - 1 : i;
         const uint8_t *d = data + (size_t)g->aoff * 4;
 
         if (g->src != s->crank && g->dst != s->crank) {
-            continue;   /* other ranks' */
+            continue; /* other ranks' */
         }
         t_pat_fill(data, (size_t)s->ms[root].m * 4, s->seed, root, iter);
         if (g->src == s->crank) {
@@ -523,21 +526,25 @@ static void set_fill(set_t *s, int iter)
 static void set_check(set_t *s)
 {
     char w[256];
-    int i;
+    int  i;
 
     for (i = 0; i < s->n; i++) {
         const msg_t *g = &s->ms[i];
 
         if (g->src == s->crank) {
-            snprintf(w, sizeof(w), "%s, round %d: message %d (to %d, tag "
-                     "%d, %d ints, %s) send buffer unchanged", s->name,
-                     s->iter, i, g->dst, g->tag, g->m, lay_name[g->sk]);
+            snprintf(w, sizeof(w),
+                     "%s, round %d: message %d (to %d, tag "
+                     "%d, %d ints, %s) send buffer unchanged",
+                     s->name, s->iter, i, g->dst, g->tag, g->m,
+                     lay_name[g->sk]);
             lay_check(&s->sl[i], w);
         }
         if (g->dst == s->crank) {
-            snprintf(w, sizeof(w), "%s, round %d: message %d (from %d, tag "
-                     "%d, %d ints, %s into %s)", s->name, s->iter, i, g->src,
-                     g->tag, g->m, lay_name[g->sk], lay_name[g->rk]);
+            snprintf(w, sizeof(w),
+                     "%s, round %d: message %d (from %d, tag "
+                     "%d, %d ints, %s into %s)",
+                     s->name, s->iter, i, g->src, g->tag, g->m,
+                     lay_name[g->sk], lay_name[g->rk]);
             lay_check(&s->rl[i], w);
         }
     }
@@ -547,11 +554,11 @@ static void set_check(set_t *s)
 static void bad_adds(set_t *s, dpushim_group_t g)
 {
     static int x[4];
-    int right = (s->crank + 1) % s->csize, rc, k;
+    int        right = (s->crank + 1) % s->csize, rc, k;
     struct {
-        int         recv, count, peer, tag;
+        int          recv, count, peer, tag;
         MPI_Datatype type;
-        const char *what;
+        const char  *what;
     } bad[] = {
         {0, 1, right, MPI_ANY_TAG, MPI_INT, "send with tag MPI_ANY_TAG"},
         {1, 1, right, MPI_ANY_TAG, MPI_INT, "receive with tag MPI_ANY_TAG"},
@@ -566,12 +573,10 @@ static void bad_adds(set_t *s, dpushim_group_t g)
     };
 
     for (k = 0; k < (int)(sizeof(bad) / sizeof(bad[0])); k++) {
-        rc = bad[k].recv ? dpushim_group_recv(g, x, bad[k].count,
-                                              bad[k].type, bad[k].peer,
-                                              bad[k].tag)
-                         : dpushim_group_send(g, x, bad[k].count,
-                                              bad[k].type, bad[k].peer,
-                                              bad[k].tag);
+        rc = bad[k].recv ? dpushim_group_recv(g, x, bad[k].count, bad[k].type,
+                                              bad[k].peer, bad[k].tag)
+                         : dpushim_group_send(g, x, bad[k].count, bad[k].type,
+                                              bad[k].peer, bad[k].tag);
         if (rc != DPUSHIM_ERR_ARG) {
             t_fail("%s: %s returned %d (%s), expected DPUSHIM_ERR_ARG",
                    s->name, bad[k].what, rc, dpushim_error_string(rc));
@@ -584,9 +589,9 @@ static int env_off(const char *name)
 {
     const char *v = getenv(name);
 
-    return v != NULL && (strcmp(v, "0") == 0 || strcasecmp(v, "no") == 0 ||
-                         strcasecmp(v, "off") == 0 ||
-                         strcasecmp(v, "false") == 0);
+    return v != NULL &&
+           (strcmp(v, "0") == 0 || strcasecmp(v, "no") == 0 ||
+            strcasecmp(v, "off") == 0 || strcasecmp(v, "false") == 0);
 }
 
 /* Are groups (persistent ones) to be offloaded in this run? Under the
@@ -610,12 +615,13 @@ static int begin_ok(const char *what, int rc, dpushim_group_t g)
     if (want_group()) {
         if (rc != DPUSHIM_SUCCESS || g == NULL) {
             t_fail("%s: dpushim_group_begin returned %d (%s) under the "
-                   "shim", what, rc, dpushim_error_string(rc));
+                   "shim",
+                   what, rc, dpushim_error_string(rc));
         }
     } else if (rc != DPUSHIM_ERR_OFF || g != NULL) {
         t_fail("%s: dpushim_group_begin returned %d, group %p where "
-               "offload is off (expected DPUSHIM_ERR_OFF, NULL)", what, rc,
-               (void *)g);
+               "offload is off (expected DPUSHIM_ERR_OFF, NULL)",
+               what, rc, (void *)g);
     }
     return rc == DPUSHIM_SUCCESS && g != NULL;
 }
@@ -626,13 +632,13 @@ static int begin_ok(const char *what, int rc, dpushim_group_t g)
 static void post_stock(set_t *s)
 {
     MPI_Request *q;
-    int i;
+    int          i;
 
     for (i = 0; i < s->nops; i++) {
-        const op_t *o = &s->ops[i];
+        const op_t  *o = &s->ops[i];
         const msg_t *m = &s->ms[o->idx];
-        lay_t *l = o->recv ? &s->rl[o->idx] : &s->sl[o->idx];
-        int peer = o->recv ? m->src : m->dst;
+        lay_t       *l = o->recv ? &s->rl[o->idx] : &s->sl[o->idx];
+        int          peer = o->recv ? m->src : m->dst;
 
         q = &s->reqs[s->nreq++];
         if (s->persistent) {
@@ -641,10 +647,10 @@ static void post_stock(set_t *s)
                           : MPI_Send_init(l->addr, l->count, l->type, peer,
                                           m->tag, s->comm, q));
         } else {
-            T_MPI(o->recv ? MPI_Irecv(l->addr, l->count, l->type, peer,
-                                      m->tag, s->comm, q)
-                          : MPI_Isend(l->addr, l->count, l->type, peer,
-                                      m->tag, s->comm, q));
+            T_MPI(o->recv ? MPI_Irecv(l->addr, l->count, l->type, peer, m->tag,
+                                      s->comm, q)
+                          : MPI_Isend(l->addr, l->count, l->type, peer, m->tag,
+                                      s->comm, q));
         }
     }
 }
@@ -654,21 +660,21 @@ static void post_stock(set_t *s)
 static int post_group(set_t *s, dpushim_group_t g)
 {
     MPI_Request q = MPI_REQUEST_NULL;
-    int rc, i, want = s->persistent ? want_init() : 1;
+    int         rc, i, want = s->persistent ? want_init() : 1;
 
     for (i = 0; i < s->nops; i++) {
-        const op_t *o = &s->ops[i];
+        const op_t  *o = &s->ops[i];
         const msg_t *m = &s->ms[o->idx];
-        lay_t *l = o->recv ? &s->rl[o->idx] : &s->sl[o->idx];
-        int peer = o->recv ? m->src : m->dst;
+        lay_t       *l = o->recv ? &s->rl[o->idx] : &s->sl[o->idx];
+        int          peer = o->recv ? m->src : m->dst;
 
         if (s->bad && i == s->nops / 2) {
             bad_adds(s, g);
         }
-        rc = o->recv ? dpushim_group_recv(g, l->addr, l->count, l->type,
-                                          peer, m->tag)
-                     : dpushim_group_send(g, l->addr, l->count, l->type,
-                                          peer, m->tag);
+        rc = o->recv ? dpushim_group_recv(g, l->addr, l->count, l->type, peer,
+                                          m->tag)
+                     : dpushim_group_send(g, l->addr, l->count, l->type, peer,
+                                          m->tag);
         if (rc != DPUSHIM_SUCCESS) {
             t_fail("%s: adding message %d: %d (%s)", s->name, o->idx, rc,
                    dpushim_error_string(rc));
@@ -686,8 +692,8 @@ static int post_group(set_t *s, dpushim_group_t g)
         return 0;
     }
     if (rc != DPUSHIM_SUCCESS || q == MPI_REQUEST_NULL) {
-        t_fail("%s: dpushim_group_end%s returned %d (%s), request %s",
-               s->name, s->persistent ? "_persistent" : "", rc,
+        t_fail("%s: dpushim_group_end%s returned %d (%s), request %s", s->name,
+               s->persistent ? "_persistent" : "", rc,
                dpushim_error_string(rc),
                q == MPI_REQUEST_NULL ? "null" : "set");
         return rc == DPUSHIM_ERR_OFF ? 0 : 1;
@@ -706,8 +712,8 @@ static int post_group(set_t *s, dpushim_group_t g)
  */
 static void set_post(set_t *s, int persistent, int free_types)
 {
-    dpushim_group_t g = (dpushim_group_t)(uintptr_t)0x10;   /* not NULL */
-    int rc, i;
+    dpushim_group_t g = (dpushim_group_t)(uintptr_t)0x10; /* not NULL */
+    int             rc, i;
 
     s->persistent = persistent;
     s->nreq = 0;
@@ -750,7 +756,7 @@ static void set_start(set_t *s)
 static void complete(MPI_Request *r, int n, int how, int exact,
                      const char *what)
 {
-    int i, done = 0, flag, idx, out, *ind, nap = how & C_NAP;
+    int    i, done = 0, flag, idx, out, *ind, nap = how & C_NAP;
     double t0 = t_now();
 
     ind = t_xmalloc(sizeof(int) * (size_t)(n + 1));
@@ -785,8 +791,8 @@ static void complete(MPI_Request *r, int n, int how, int exact,
                 break;
             }
             if (idx < 0 || idx >= n || ++done > n) {
-                t_fail("%s: MPI_Waitany gave index %d (of %d) after %d",
-                       what, idx, n, done);
+                t_fail("%s: MPI_Waitany gave index %d (of %d) after %d", what,
+                       idx, n, done);
                 break;
             }
         }
@@ -809,8 +815,7 @@ static void complete(MPI_Request *r, int n, int how, int exact,
                 break;
             }
             if (t_now() - t0 > 20) {
-                t_fail("%s: MPI_Testsome: %d of %d after 20 s", what, done,
-                       n);
+                t_fail("%s: MPI_Testsome: %d of %d after 20 s", what, done, n);
                 break;
             }
             if (out == 0 && nap) {
@@ -864,9 +869,9 @@ static void set_free(set_t *s)
 static void run(MPI_Comm comm, int shuffle, int free_types, int how,
                 const char *fmt, ...)
 {
-    char name[100];
+    char    name[100];
     va_list ap;
-    set_t *s;
+    set_t  *s;
 
     va_start(ap, fmt);
     vsnprintf(name, sizeof(name), fmt, ap);
@@ -883,9 +888,8 @@ static void run(MPI_Comm comm, int shuffle, int free_types, int how,
 
 static void case_rings(MPI_Comm comm, const char *cn)
 {
-    static const int sizes[] = {0, 1, 2, 250, 16385, MIB_INTS,
-                                8 * MIB_INTS};
-    int n, r, k;
+    static const int sizes[] = {0, 1, 2, 250, 16385, MIB_INTS, 8 * MIB_INTS};
+    int              n, r, k;
 
     MPI_Comm_size(comm, &n);
     for (k = 0; k < (int)(sizeof(sizes) / sizeof(sizes[0])); k++) {
@@ -905,8 +909,8 @@ static void case_rings(MPI_Comm comm, const char *cn)
             madd(r, (r + n - 1) % n, k ? 3 : 2, k ? 1000 : 777);
             madd(r, (r + 1) % n, k ? 3 : 1, MIB_INTS / 2);
         }
-        run(comm, 0, 0, C_WAIT, "%s both ways %s", cn, k ? "one tag" :
-            "two tags");
+        run(comm, 0, 0, C_WAIT, "%s both ways %s", cn,
+            k ? "one tag" : "two tags");
     }
 }
 
@@ -956,7 +960,7 @@ static void case_empty(MPI_Comm comm, const char *cn)
 static void case_same_tag(MPI_Comm comm, const char *cn)
 {
     static const int sz[] = {1, 1000, 3, 65536, 17, 2};
-    int n, r, k;
+    int              n, r, k;
 
     MPI_Comm_size(comm, &n);
     t_case("%s: 6 messages on one tag, sizes differ", cn);
@@ -979,7 +983,7 @@ static void case_same_tag(MPI_Comm comm, const char *cn)
 static void case_tag_orders(MPI_Comm comm, const char *cn)
 {
     static const int tags[] = {1, 2, 3, 0, 32767};
-    int n, r, k;
+    int              n, r, k;
 
     MPI_Comm_size(comm, &n);
     t_case("%s: receiver adds the tags in reverse", cn);
@@ -1054,9 +1058,9 @@ static void case_self_null(MPI_Comm comm, const char *cn)
 static void case_far(MPI_Comm comm, const char *cn)
 {
     const size_t s1 = (size_t)65536 * 4, s2 = 1000 * 4, g2 = 2 * T_GUARD;
-    char *big = malloc(BIG), *mix;
-    int n, r;
-    msg_t *g;
+    char        *big = malloc(BIG), *mix;
+    int          n, r;
+    msg_t       *g;
 
     if (big == NULL) {
         fprintf(stderr, "rank %d: out of memory\n", t.rank);
@@ -1101,14 +1105,14 @@ static void case_far(MPI_Comm comm, const char *cn)
 static void case_dtypes(MPI_Comm comm, const char *cn)
 {
     static const int pair[][3] = {
-        {L_VEC, L_CONTIG, 100},      {L_CONTIG, L_VEC, 100},
-        {L_IDX, L_IDX, 1001},        {L_VECBIG, L_IDX, 65536},
-        {L_IDX, L_VECBIG, 65536},    {L_BOTTOM, L_CONTIG, 555},
-        {L_CONTIG, L_BOTTOM, 555},   {L_BOTTOM, L_BOTTOM, 40000},
-        {L_VEC, L_BOTTOM, 2},        {L_VECBIG, L_VECBIG, MIB_INTS},
-        {L_IDX, L_VEC, 20000},       {L_BOTTOM, L_IDX, 7},
-        {L_NEG, L_CONTIG, 999},      {L_IDX, L_NEG, 3000},
-        {L_NEG, L_NEG, 65536},       {L_NEG, L_BOTTOM, 4},
+        {L_VEC, L_CONTIG, 100},    {L_CONTIG, L_VEC, 100},
+        {L_IDX, L_IDX, 1001},      {L_VECBIG, L_IDX, 65536},
+        {L_IDX, L_VECBIG, 65536},  {L_BOTTOM, L_CONTIG, 555},
+        {L_CONTIG, L_BOTTOM, 555}, {L_BOTTOM, L_BOTTOM, 40000},
+        {L_VEC, L_BOTTOM, 2},      {L_VECBIG, L_VECBIG, MIB_INTS},
+        {L_IDX, L_VEC, 20000},     {L_BOTTOM, L_IDX, 7},
+        {L_NEG, L_CONTIG, 999},    {L_IDX, L_NEG, 3000},
+        {L_NEG, L_NEG, 65536},     {L_NEG, L_BOTTOM, 4},
     };
     int np = (int)(sizeof(pair) / sizeof(pair[0]));
     int n, r, k, self;
@@ -1118,8 +1122,8 @@ static void case_dtypes(MPI_Comm comm, const char *cn)
         t_case("%s: datatypes%s", cn, self ? ", to itself" : "");
         for (r = 0; r < n; r++) {
             for (k = 0; k < np; k++) {
-                msg_t *g = madd(r, self ? r : (r + 1 + k) % n, k % 3,
-                                pair[k][2]);
+                msg_t *g =
+                    madd(r, self ? r : (r + 1 + k) % n, k % 3, pair[k][2]);
 
                 g->sk = pair[k][0];
                 g->rk = pair[k][1];
@@ -1134,7 +1138,7 @@ static void case_dtypes(MPI_Comm comm, const char *cn)
  * completed by every kind of completion call. */
 static void case_persistent(MPI_Comm comm, const char *cn, int rounds)
 {
-    int n, r, it, first;
+    int    n, r, it, first;
     set_t *s;
     msg_t *g;
 
@@ -1153,7 +1157,7 @@ static void case_persistent(MPI_Comm comm, const char *cn, int rounds)
         g->sk = L_BOTTOM;
         g->rk = L_NEG;
         g = madd(r, (r + n - 1) % n, 2, 100);
-        g->alias = first + 1;   /* from the first one's buffer */
+        g->alias = first + 1; /* from the first one's buffer */
         g->aoff = 900;
     }
     s = set_new(comm, 1, "%s persistent", cn);
@@ -1191,12 +1195,12 @@ static void case_persistent(MPI_Comm comm, const char *cn, int rounds)
  */
 static void case_startall(MPI_Comm comm, const char *cn)
 {
-    int n, crank, r, it, i, k, nr;
-    int right, left;
-    int *sb, *rb;
-    set_t *a, *b;
+    int         n, crank, r, it, i, k, nr;
+    int         right, left;
+    int        *sb, *rb;
+    set_t      *a, *b;
     MPI_Request st[2], *all;
-    msg_t *g;
+    msg_t      *g;
 
     MPI_Comm_size(comm, &n);
     MPI_Comm_rank(comm, &crank);
@@ -1223,7 +1227,7 @@ static void case_startall(MPI_Comm comm, const char *cn)
     all = t_xmalloc(sizeof(MPI_Request) * (size_t)(a->nreq + b->nreq + 3));
     for (it = 0; it < MIX_N; it++) {
         uint32_t seed = t_seed();
-        char w[200];
+        char     w[200];
 
         if (it % 50 == 0) {
             t_case("%s: MPI_Startall, rounds %d-%d", cn, it, it + 49);
@@ -1273,12 +1277,10 @@ static void case_startall(MPI_Comm comm, const char *cn)
         }
         set_check(a);
         set_check(b);
-        snprintf(w, sizeof(w), "%s: round %d, MPI_Recv_init message",
-                 cn, it);
+        snprintf(w, sizeof(w), "%s: round %d, MPI_Recv_init message", cn, it);
         t_pat_check(w, rb, 400, seed, left, 99);
         t_gcheck(w, rb, 400);
-        snprintf(w, sizeof(w), "%s: round %d, MPI_Send_init buffer", cn,
-                 it);
+        snprintf(w, sizeof(w), "%s: round %d, MPI_Send_init buffer", cn, it);
         t_pat_check(w, sb, 400, seed, crank, 99);
         t_gcheck(w, sb, 400);
     }
@@ -1297,12 +1299,12 @@ static void case_startall(MPI_Comm comm, const char *cn)
 static void case_outstanding(MPI_Comm world, MPI_Comm dup, MPI_Comm half,
                              const char *hn)
 {
-    set_t *s[5];
-    MPI_Request all[5 * 2 * MAXMSG], qa, qb;
-    int n, nh, r, i, k, nr = 0, crank, root;
+    set_t       *s[5];
+    MPI_Request  all[5 * 2 * MAXMSG], qa, qb;
+    int          n, nh, r, i, k, nr = 0, crank, root;
     const size_t blk = 1000, blen = 5000;
-    uint32_t sa, sbc;
-    char *asb, *arb, *bb;
+    uint32_t     sa, sbc;
+    char        *asb, *arb, *bb;
 
     MPI_Comm_size(world, &n);
     MPI_Comm_rank(dup, &crank);
@@ -1347,8 +1349,8 @@ static void case_outstanding(MPI_Comm world, MPI_Comm dup, MPI_Comm half,
         set_fill(s[i], 0);
     }
     set_post(s[0], 0, 0);
-    t_ialltoall(asb, (int)blk, MPI_BYTE, arb, (int)blk, MPI_BYTE, world,
-                &qa, 1);
+    t_ialltoall(asb, (int)blk, MPI_BYTE, arb, (int)blk, MPI_BYTE, world, &qa,
+                1);
     set_post(s[2], 0, 0);
     t_ibcast(bb, (int)blen, MPI_BYTE, root, dup, &qb, 1);
     set_post(s[1], 0, 0);
@@ -1374,8 +1376,7 @@ static void case_outstanding(MPI_Comm world, MPI_Comm dup, MPI_Comm half,
         set_check(s[i]);
         set_free(s[i]);
     }
-    t_a2a_check("at once: Ialltoall between groups", arb, blk, n, sa,
-                t.rank);
+    t_a2a_check("at once: Ialltoall between groups", arb, blk, n, sa, t.rank);
     t_gcheck("at once: Ialltoall receive buffer", arb, blk * (size_t)n);
     for (i = 0; i < n; i++) {
         t_pat_check("at once: Ialltoall send buffer unchanged",
@@ -1394,7 +1395,7 @@ static void case_outstanding(MPI_Comm world, MPI_Comm dup, MPI_Comm half,
  * 1 MiB buffer to every rank. */
 static void case_shared(MPI_Comm comm, const char *cn)
 {
-    int n, r, j, first;
+    int    n, r, j, first;
     msg_t *g;
 
     MPI_Comm_size(comm, &n);
@@ -1440,8 +1441,7 @@ static void case_many(MPI_Comm comm, const char *cn)
     t_case("%s: %d small messages per rank", cn, per);
     for (r = 0; r < n; r++) {
         for (k = 0; k < per; k++) {
-            madd(r, k % 2 ? (r + 1) % n : (r + n - 1) % n, k % 5,
-                 1 + k % 3);
+            madd(r, k % 2 ? (r + 1) % n : (r + n - 1) % n, k % 5, 1 + k % 3);
         }
     }
     run(comm, 1, 0, C_WAITANY, "%s many small", cn);
@@ -1451,7 +1451,7 @@ static void case_many(MPI_Comm comm, const char *cn)
 static void case_burst(MPI_Comm comm, const char *cn)
 {
     set_t *s[32];
-    int n, r, k;
+    int    n, r, k;
 
     MPI_Comm_size(comm, &n);
     t_case("%s: 32 groups outstanding", cn);
@@ -1477,7 +1477,7 @@ static void case_burst(MPI_Comm comm, const char *cn)
 static void mismatch_end(dpushim_group_t *g, const char *what, int may_pass)
 {
     MPI_Request q = MPI_REQUEST_NULL;
-    int rc = dpushim_group_end(g, &q);
+    int         rc = dpushim_group_end(g, &q);
 
     if (rc == DPUSHIM_SUCCESS) {
         t_count("group", 1);
@@ -1486,8 +1486,8 @@ static void mismatch_end(dpushim_group_t *g, const char *what, int may_pass)
             t_fail("%s: the group completed without an error", what);
         }
     } else if (rc < 0 || q != MPI_REQUEST_NULL) {
-        t_fail("%s: dpushim_group_end returned %d (%s), request %s", what,
-               rc, dpushim_error_string(rc),
+        t_fail("%s: dpushim_group_end returned %d (%s), request %s", what, rc,
+               dpushim_error_string(rc),
                q == MPI_REQUEST_NULL ? "null" : "set");
     }
 }
@@ -1501,14 +1501,13 @@ static void case_mismatch(void)
 {
     int n = t.size, right = (t.rank + 1) % n, left = (t.rank + n - 1) % n;
     int rc, k, *sb, *rb;
-    dpushim_group_t g;
-    MPI_Request q = MPI_REQUEST_NULL;
+    dpushim_group_t    g;
+    MPI_Request        q = MPI_REQUEST_NULL;
     static const char *what[] = {
         "mismatch: every receive one int larger",
         "mismatch: 100 then 200 ints met by 200 then 100",
         "mismatch: rank 0 to itself, the receive larger",
-        "mismatch: persistent, every receive larger"
-    };
+        "mismatch: persistent, every receive larger"};
 
     if (!want_group()) {
         return;
@@ -1562,8 +1561,8 @@ static void case_mismatch(void)
             if (rc == MPI_SUCCESS) {
                 t_count("group_init", 1);
                 if (MPI_Wait(&q, MPI_STATUS_IGNORE) == MPI_SUCCESS) {
-                    t_fail("%s: start %d completed without an error",
-                           what[k], it);
+                    t_fail("%s: start %d completed without an error", what[k],
+                           it);
                 }
             }
         }
@@ -1583,14 +1582,14 @@ static void case_mismatch(void)
 /* Calls that must fail, and the group left usable. */
 static void case_errors(void)
 {
-    int n = t.size, r, rc, k;
-    static const int codes[] = {DPUSHIM_SUCCESS, DPUSHIM_ERR_OFF,
-                                DPUSHIM_ERR_ARG, DPUSHIM_ERR_NOMEM,
+    int              n = t.size, r, rc, k;
+    static const int codes[] = {DPUSHIM_SUCCESS,  DPUSHIM_ERR_OFF,
+                                DPUSHIM_ERR_ARG,  DPUSHIM_ERR_NOMEM,
                                 MPI_ERR_TRUNCATE, -99};
-    int shim = t_shim_loaded(), x[4] = {0, 0, 0, 0};
-    dpushim_group_t g;
-    MPI_Request q = MPI_REQUEST_NULL;
-    set_t *s;
+    int              shim = t_shim_loaded(), x[4] = {0, 0, 0, 0};
+    dpushim_group_t  g;
+    MPI_Request      q = MPI_REQUEST_NULL;
+    set_t           *s;
 
     t_case("errors: dpushim_available, dpushim_error_string");
     if (dpushim_available() != want_group()) {
@@ -1626,9 +1625,9 @@ static void case_errors(void)
     rc = dpushim_group_begin(MPI_COMM_WORLD, &g);
     if (begin_ok("dpushim_group_free", rc, g)) {
         if (dpushim_group_send(g, x, 4, MPI_INT, (t.rank + 1) % n, 0) !=
-            DPUSHIM_SUCCESS ||
-            dpushim_group_recv(g, x, 4, MPI_INT, (t.rank + n - 1) % n,
-                               0) != DPUSHIM_SUCCESS) {
+                DPUSHIM_SUCCESS ||
+            dpushim_group_recv(g, x, 4, MPI_INT, (t.rank + n - 1) % n, 0) !=
+                DPUSHIM_SUCCESS) {
             t_fail("dpushim_group_free case: valid adds refused");
         }
     }
@@ -1636,7 +1635,7 @@ static void case_errors(void)
     if (g != NULL) {
         t_fail("dpushim_group_free left the group %p", (void *)g);
     }
-    dpushim_group_free(&g);   /* NULL: nothing to do */
+    dpushim_group_free(&g); /* NULL: nothing to do */
     /* Rank 0 alone frees one more (the others do not): no collective. */
     if (t.rank == 0) {
         rc = dpushim_group_begin(MPI_COMM_WORLD, &g);
@@ -1647,8 +1646,8 @@ static void case_errors(void)
     t_case("errors: bad begin and end arguments");
     rc = dpushim_group_begin(MPI_COMM_NULL, &g);
     if (rc != (shim ? DPUSHIM_ERR_ARG : DPUSHIM_ERR_OFF) || g != NULL) {
-        t_fail("dpushim_group_begin(MPI_COMM_NULL) returned %d, group %p",
-               rc, (void *)g);
+        t_fail("dpushim_group_begin(MPI_COMM_NULL) returned %d, group %p", rc,
+               (void *)g);
     }
     rc = dpushim_group_begin(MPI_COMM_WORLD, NULL);
     if (rc != (shim ? DPUSHIM_ERR_ARG : DPUSHIM_ERR_OFF)) {
@@ -1685,7 +1684,8 @@ static void case_errors(void)
         rc = dpushim_group_begin(inter, &g);
         if ((rc != DPUSHIM_ERR_OFF && rc != DPUSHIM_ERR_ARG) || g != NULL) {
             t_fail("dpushim_group_begin on an intercommunicator returned "
-                   "%d, group %p", rc, (void *)g);
+                   "%d, group %p",
+                   rc, (void *)g);
         }
         dpushim_group_free(&g);
         MPI_Comm_free(&inter);
@@ -1703,7 +1703,7 @@ static void case_errors(void)
 int main(int argc, char **argv)
 {
     MPI_Comm rev, half, dup;
-    char hn[40];
+    char     hn[40];
 
     t_init(&argc, &argv, "t_group");
     MPI_Comm_split(MPI_COMM_WORLD, 0, t.size - t.rank, &rev);

@@ -24,9 +24,8 @@
  */
 #include "tcommon.h"
 
-
 #define KI   1024
-#define CH   (256 * KI)   /* DPUSHIM_CHUNK_BYTES's default */
+#define CH   (256 * KI) /* DPUSHIM_CHUNK_BYTES's default */
 #define MAXP 64
 
 /*
@@ -40,21 +39,56 @@
 #define REPS 2
 
 enum {
-    K_BARRIER, K_BCAST, K_GATHER, K_GATHERV, K_SCATTER, K_SCATTERV,
-    K_ALLGATHER, K_ALLGATHERV, K_ALLTOALL, K_ALLTOALLV, K_ALLTOALLW,
-    K_REDUCE, K_ALLREDUCE, K_ALLREDUCE_IP, K_RS, K_RSB, K_SCAN, K_EXSCAN,
-    K_NAG, K_NAGV, K_NA2A, K_NA2AV, K_NA2AW, K_N
+    K_BARRIER,
+    K_BCAST,
+    K_GATHER,
+    K_GATHERV,
+    K_SCATTER,
+    K_SCATTERV,
+    K_ALLGATHER,
+    K_ALLGATHERV,
+    K_ALLTOALL,
+    K_ALLTOALLV,
+    K_ALLTOALLW,
+    K_REDUCE,
+    K_ALLREDUCE,
+    K_ALLREDUCE_IP,
+    K_RS,
+    K_RSB,
+    K_SCAN,
+    K_EXSCAN,
+    K_NAG,
+    K_NAGV,
+    K_NA2A,
+    K_NA2AV,
+    K_NA2AW,
+    K_N
 };
 
 /* Statistics names, without the "i" or the "_init". */
-static const char *kname[K_N] = {
-    "barrier", "bcast", "gather", "gatherv", "scatter", "scatterv",
-    "allgather", "allgatherv", "alltoall", "alltoallv", "alltoallw",
-    "reduce", "allreduce", "allreduce", "reduce_scatter",
-    "reduce_scatter_block", "scan", "exscan", "neighbor_allgather",
-    "neighbor_allgatherv", "neighbor_alltoall", "neighbor_alltoallv",
-    "neighbor_alltoallw"
-};
+static const char *kname[K_N] = {"barrier",
+                                 "bcast",
+                                 "gather",
+                                 "gatherv",
+                                 "scatter",
+                                 "scatterv",
+                                 "allgather",
+                                 "allgatherv",
+                                 "alltoall",
+                                 "alltoallv",
+                                 "alltoallw",
+                                 "reduce",
+                                 "allreduce",
+                                 "allreduce",
+                                 "reduce_scatter",
+                                 "reduce_scatter_block",
+                                 "scan",
+                                 "exscan",
+                                 "neighbor_allgather",
+                                 "neighbor_allgatherv",
+                                 "neighbor_alltoall",
+                                 "neighbor_alltoallv",
+                                 "neighbor_alltoallw"};
 
 /* Bytes of a block (movement) or of a vector per rank (reductions):
  * under a chunk but over the 64 KiB from which reductions take the ring
@@ -68,32 +102,32 @@ static const int sizes[] = {100008, CH + 8, 2 * CH + 24};
 /* Reduction types and operations, taken in turn (the issue's three
  * among them). Inputs are small integers: sums are exact in any order. */
 typedef struct red {
-    const char   *name;
-    MPI_Datatype  type;
-    MPI_Op        op;
-    int           es;
+    const char  *name;
+    MPI_Datatype type;
+    MPI_Op       op;
+    int          es;
 } red_t;
 #define NREDS 4
 static red_t reds[NREDS];
 
 typedef struct op {
-    char          name[112];
-    int           kind, pers;
-    MPI_Comm      comm;
-    int           me, p, root, n;     /* n: elements of a block */
-    const red_t  *red;                /* reductions */
-    MPI_Datatype  type;               /* element type */
-    size_t        es;                 /* its size */
-    MPI_Request   req;
-    char         *sb, *rb, *xs, *xr;  /* send, receive, their expected */
-    size_t        slen, rlen;         /* bytes */
-    int           ns;                 /* send blocks */
-    int           blocked;            /* each its own pattern (else one) */
-    int           sc[MAXP], sd[MAXP], rc[MAXP], rd[MAXP];
-    int           sdb[MAXP], rdb[MAXP];   /* alltoallw: in bytes */
-    MPI_Aint      sda[2], rda[2];         /* neighbour alltoallw: bytes */
-    MPI_Datatype  ty[MAXP];               /* the w calls: MPI_INT */
-    int           nb[2];              /* ring: left, right */
+    char         name[112];
+    int          kind, pers;
+    MPI_Comm     comm;
+    int          me, p, root, n; /* n: elements of a block */
+    const red_t *red;            /* reductions */
+    MPI_Datatype type;           /* element type */
+    size_t       es;             /* its size */
+    MPI_Request  req;
+    char        *sb, *rb, *xs, *xr; /* send, receive, their expected */
+    size_t       slen, rlen;        /* bytes */
+    int          ns;                /* send blocks */
+    int          blocked;           /* each its own pattern (else one) */
+    int          sc[MAXP], sd[MAXP], rc[MAXP], rd[MAXP];
+    int          sdb[MAXP], rdb[MAXP]; /* alltoallw: in bytes */
+    MPI_Aint     sda[2], rda[2];       /* neighbour alltoallw: bytes */
+    MPI_Datatype ty[MAXP];             /* the w calls: MPI_INT */
+    int          nb[2];                /* ring: left, right */
 } op_t;
 
 static int is_red(int k)
@@ -184,7 +218,7 @@ static void red_expect(const red_t *r, char *buf, size_t i0, size_t n,
                 v += w;
             } else if (r->op == MPI_MIN) {
                 v = w < v ? w : v;
-            } else {   /* MPI_BAND on the bytes */
+            } else { /* MPI_BAND on the bytes */
                 v = (int64_t)((uint8_t)v & (uint8_t)w);
             }
         }
@@ -244,7 +278,7 @@ static void op_make(op_t *o, int k, int pers, MPI_Comm comm, int bytes,
              k == K_ALLREDUCE_IP ? " in place" : "", root);
     if (is_neigh(k)) {
         MPI_Cart_shift(comm, 0, 1, &o->nb[0], &o->nb[1]);
-        p = 2;                     /* blocks: one per neighbour */
+        p = 2; /* blocks: one per neighbour */
     }
     /* Uniform blocks of n unless a case below says otherwise. */
     for (i = 0; i < p; i++) {
@@ -253,9 +287,7 @@ static void op_make(op_t *o, int k, int pers, MPI_Comm comm, int bytes,
     }
     o->ns = 1;
     switch (k) {
-    case K_BARRIER:
-        o->ns = 0;
-        break;
+    case K_BARRIER: o->ns = 0; break;
     case K_BCAST:
         o->ns = 0;
         r = n;
@@ -263,9 +295,7 @@ static void op_make(op_t *o, int k, int pers, MPI_Comm comm, int bytes,
     case K_REDUCE:
     case K_ALLREDUCE:
     case K_SCAN:
-    case K_EXSCAN:
-        s = r = n;
-        break;
+    case K_EXSCAN: s = r = n; break;
     case K_ALLREDUCE_IP:
         o->ns = 0;
         r = n;
@@ -314,14 +344,14 @@ static void op_make(op_t *o, int k, int pers, MPI_Comm comm, int bytes,
         }
         r = o->rc[o->me];
         break;
-    default:   /* the v and w alltoalls */
+    default: /* the v and w alltoalls */
         o->ns = p;
         o->blocked = 1;
         for (i = 0; i < p; i++) {
             o->sc[i] = pcnt(n, o->me, i);
             /* On the ring, receive block j meets the source's j ^ 1. */
-            o->rc[i] = is_neigh(k) ? pcnt(n, o->nb[i], i ^ 1)
-                                   : pcnt(n, i, o->me);
+            o->rc[i] =
+                is_neigh(k) ? pcnt(n, o->nb[i], i ^ 1) : pcnt(n, i, o->me);
         }
         s = gapped(o->sc, o->sd, p);
         r = gapped(o->rc, o->rd, p);
@@ -359,11 +389,11 @@ static void op_free(op_t *o)
 /* The call itself: nonblocking (req) or its persistent init. */
 static int op_call(op_t *o, MPI_Request *q)
 {
-    MPI_Comm c = o->comm;
+    MPI_Comm     c = o->comm;
     MPI_Datatype t = o->type;
-    MPI_Op op = o->red != NULL ? o->red->op : MPI_OP_NULL;
-    void *s = o->sb, *r = o->rb;
-    int n = o->n, rt = o->root;
+    MPI_Op       op = o->red != NULL ? o->red->op : MPI_OP_NULL;
+    void        *s = o->sb, *r = o->rb;
+    int          n = o->n, rt = o->root;
 
     if (o->kind == K_ALLREDUCE_IP) {
         s = MPI_IN_PLACE;
@@ -371,119 +401,99 @@ static int op_call(op_t *o, MPI_Request *q)
 #ifdef HAVE_PERS
     if (o->pers) {
         switch (o->kind) {
-        case K_BARRIER:
-            return PINIT(Barrier)(c, MPI_INFO_NULL, q);
-        case K_BCAST:
-            return PINIT(Bcast)(r, n, t, rt, c, MPI_INFO_NULL, q);
+        case K_BARRIER: return PINIT(Barrier)(c, MPI_INFO_NULL, q);
+        case K_BCAST: return PINIT(Bcast)(r, n, t, rt, c, MPI_INFO_NULL, q);
         case K_GATHER:
             return PINIT(Gather)(s, n, t, r, n, t, rt, c, MPI_INFO_NULL, q);
         case K_GATHERV:
-            return PINIT(Gatherv)(s, vcnt(n, o->me), t, r, o->rc, o->rd, t,
-                                  rt, c, MPI_INFO_NULL, q);
+            return PINIT(Gatherv)(s, vcnt(n, o->me), t, r, o->rc, o->rd, t, rt,
+                                  c, MPI_INFO_NULL, q);
         case K_SCATTER:
-            return PINIT(Scatter)(s, n, t, r, n, t, rt, c, MPI_INFO_NULL,
-                                  q);
+            return PINIT(Scatter)(s, n, t, r, n, t, rt, c, MPI_INFO_NULL, q);
         case K_SCATTERV:
-            return PINIT(Scatterv)(s, o->sc, o->sd, t, r, vcnt(n, o->me),
-                                   t, rt, c, MPI_INFO_NULL, q);
+            return PINIT(Scatterv)(s, o->sc, o->sd, t, r, vcnt(n, o->me), t,
+                                   rt, c, MPI_INFO_NULL, q);
         case K_ALLGATHER:
             return PINIT(Allgather)(s, n, t, r, n, t, c, MPI_INFO_NULL, q);
         case K_ALLGATHERV:
-            return PINIT(Allgatherv)(s, vcnt(n, o->me), t, r, o->rc, o->rd,
-                                     t, c, MPI_INFO_NULL, q);
+            return PINIT(Allgatherv)(s, vcnt(n, o->me), t, r, o->rc, o->rd, t,
+                                     c, MPI_INFO_NULL, q);
         case K_ALLTOALL:
             return PINIT(Alltoall)(s, n, t, r, n, t, c, MPI_INFO_NULL, q);
         case K_ALLTOALLV:
-            return PINIT(Alltoallv)(s, o->sc, o->sd, t, r, o->rc, o->rd, t,
-                                    c, MPI_INFO_NULL, q);
+            return PINIT(Alltoallv)(s, o->sc, o->sd, t, r, o->rc, o->rd, t, c,
+                                    MPI_INFO_NULL, q);
         case K_ALLTOALLW:
-            return PINIT(Alltoallw)(s, o->sc, o->sdb, o->ty, r, o->rc,
-                                    o->rdb, o->ty, c, MPI_INFO_NULL, q);
+            return PINIT(Alltoallw)(s, o->sc, o->sdb, o->ty, r, o->rc, o->rdb,
+                                    o->ty, c, MPI_INFO_NULL, q);
         case K_REDUCE:
             return PINIT(Reduce)(s, r, n, t, op, rt, c, MPI_INFO_NULL, q);
         case K_ALLREDUCE:
         case K_ALLREDUCE_IP:
             return PINIT(Allreduce)(s, r, n, t, op, c, MPI_INFO_NULL, q);
         case K_RS:
-            return PINIT(Reduce_scatter)(s, r, o->rc, t, op, c,
-                                         MPI_INFO_NULL, q);
+            return PINIT(Reduce_scatter)(s, r, o->rc, t, op, c, MPI_INFO_NULL,
+                                         q);
         case K_RSB:
             return PINIT(Reduce_scatter_block)(s, r, n, t, op, c,
                                                MPI_INFO_NULL, q);
-        case K_SCAN:
-            return PINIT(Scan)(s, r, n, t, op, c, MPI_INFO_NULL, q);
+        case K_SCAN: return PINIT(Scan)(s, r, n, t, op, c, MPI_INFO_NULL, q);
         case K_EXSCAN:
             return PINIT(Exscan)(s, r, n, t, op, c, MPI_INFO_NULL, q);
         case K_NAG:
             return PINIT(Neighbor_allgather)(s, n, t, r, n, t, c,
                                              MPI_INFO_NULL, q);
         case K_NAGV:
-            return PINIT(Neighbor_allgatherv)(s, vcnt(n, o->me), t, r,
-                                              o->rc, o->rd, t, c,
-                                              MPI_INFO_NULL, q);
+            return PINIT(Neighbor_allgatherv)(s, vcnt(n, o->me), t, r, o->rc,
+                                              o->rd, t, c, MPI_INFO_NULL, q);
         case K_NA2A:
-            return PINIT(Neighbor_alltoall)(s, n, t, r, n, t, c,
-                                            MPI_INFO_NULL, q);
+            return PINIT(Neighbor_alltoall)(s, n, t, r, n, t, c, MPI_INFO_NULL,
+                                            q);
         case K_NA2AV:
             return PINIT(Neighbor_alltoallv)(s, o->sc, o->sd, t, r, o->rc,
                                              o->rd, t, c, MPI_INFO_NULL, q);
         default:
-            return PINIT(Neighbor_alltoallw)(s, o->sc, o->sda, o->ty, r,
-                                             o->rc, o->rda, o->ty, c,
-                                             MPI_INFO_NULL, q);
+            return PINIT(Neighbor_alltoallw)(s, o->sc, o->sda, o->ty, r, o->rc,
+                                             o->rda, o->ty, c, MPI_INFO_NULL,
+                                             q);
         }
     }
 #endif
     switch (o->kind) {
-    case K_BARRIER:
-        return MPI_Ibarrier(c, q);
-    case K_BCAST:
-        return t_ibcast(r, n, t, rt, c, q, 1);
-    case K_GATHER:
-        return MPI_Igather(s, n, t, r, n, t, rt, c, q);
+    case K_BARRIER: return MPI_Ibarrier(c, q);
+    case K_BCAST: return t_ibcast(r, n, t, rt, c, q, 1);
+    case K_GATHER: return MPI_Igather(s, n, t, r, n, t, rt, c, q);
     case K_GATHERV:
-        return MPI_Igatherv(s, vcnt(n, o->me), t, r, o->rc, o->rd, t, rt,
-                            c, q);
-    case K_SCATTER:
-        return MPI_Iscatter(s, n, t, r, n, t, rt, c, q);
+        return MPI_Igatherv(s, vcnt(n, o->me), t, r, o->rc, o->rd, t, rt, c,
+                            q);
+    case K_SCATTER: return MPI_Iscatter(s, n, t, r, n, t, rt, c, q);
     case K_SCATTERV:
-        return MPI_Iscatterv(s, o->sc, o->sd, t, r, vcnt(n, o->me), t, rt,
-                             c, q);
-    case K_ALLGATHER:
-        return MPI_Iallgather(s, n, t, r, n, t, c, q);
+        return MPI_Iscatterv(s, o->sc, o->sd, t, r, vcnt(n, o->me), t, rt, c,
+                             q);
+    case K_ALLGATHER: return MPI_Iallgather(s, n, t, r, n, t, c, q);
     case K_ALLGATHERV:
-        return MPI_Iallgatherv(s, vcnt(n, o->me), t, r, o->rc, o->rd, t, c,
-                               q);
-    case K_ALLTOALL:
-        return t_ialltoall(s, n, t, r, n, t, c, q, 1);
+        return MPI_Iallgatherv(s, vcnt(n, o->me), t, r, o->rc, o->rd, t, c, q);
+    case K_ALLTOALL: return t_ialltoall(s, n, t, r, n, t, c, q, 1);
     case K_ALLTOALLV:
         return MPI_Ialltoallv(s, o->sc, o->sd, t, r, o->rc, o->rd, t, c, q);
     case K_ALLTOALLW:
-        return MPI_Ialltoallw(s, o->sc, o->sdb, o->ty, r, o->rc, o->rdb,
-                              o->ty, c, q);
-    case K_REDUCE:
-        return MPI_Ireduce(s, r, n, t, op, rt, c, q);
+        return MPI_Ialltoallw(s, o->sc, o->sdb, o->ty, r, o->rc, o->rdb, o->ty,
+                              c, q);
+    case K_REDUCE: return MPI_Ireduce(s, r, n, t, op, rt, c, q);
     case K_ALLREDUCE:
-    case K_ALLREDUCE_IP:
-        return MPI_Iallreduce(s, r, n, t, op, c, q);
-    case K_RS:
-        return MPI_Ireduce_scatter(s, r, o->rc, t, op, c, q);
-    case K_RSB:
-        return MPI_Ireduce_scatter_block(s, r, n, t, op, c, q);
-    case K_SCAN:
-        return MPI_Iscan(s, r, n, t, op, c, q);
-    case K_EXSCAN:
-        return MPI_Iexscan(s, r, n, t, op, c, q);
-    case K_NAG:
-        return MPI_Ineighbor_allgather(s, n, t, r, n, t, c, q);
+    case K_ALLREDUCE_IP: return MPI_Iallreduce(s, r, n, t, op, c, q);
+    case K_RS: return MPI_Ireduce_scatter(s, r, o->rc, t, op, c, q);
+    case K_RSB: return MPI_Ireduce_scatter_block(s, r, n, t, op, c, q);
+    case K_SCAN: return MPI_Iscan(s, r, n, t, op, c, q);
+    case K_EXSCAN: return MPI_Iexscan(s, r, n, t, op, c, q);
+    case K_NAG: return MPI_Ineighbor_allgather(s, n, t, r, n, t, c, q);
     case K_NAGV:
-        return MPI_Ineighbor_allgatherv(s, vcnt(n, o->me), t, r, o->rc,
-                                        o->rd, t, c, q);
-    case K_NA2A:
-        return MPI_Ineighbor_alltoall(s, n, t, r, n, t, c, q);
+        return MPI_Ineighbor_allgatherv(s, vcnt(n, o->me), t, r, o->rc, o->rd,
+                                        t, c, q);
+    case K_NA2A: return MPI_Ineighbor_alltoall(s, n, t, r, n, t, c, q);
     case K_NA2AV:
-        return MPI_Ineighbor_alltoallv(s, o->sc, o->sd, t, r, o->rc, o->rd,
-                                       t, c, q);
+        return MPI_Ineighbor_alltoallv(s, o->sc, o->sd, t, r, o->rc, o->rd, t,
+                                       c, q);
     default:
         return MPI_Ineighbor_alltoallw(s, o->sc, o->sda, o->ty, r, o->rc,
                                        o->rda, o->ty, c, q);
@@ -502,10 +512,10 @@ static void pat(char *at, int count, uint32_t seed, int q, int j)
  * for an alltoall its block j ^ 1, the one sent towards this rank). */
 static void op_fill(op_t *o)
 {
-    uint32_t seed = t_seed();
-    int me = o->me, p = o->p, n = o->n, rt = o->root, i, off;
+    uint32_t     seed = t_seed();
+    int          me = o->me, p = o->p, n = o->n, rt = o->root, i, off;
     const red_t *r = o->red;
-    char *x = o->xr;
+    char        *x = o->xr;
 
     memset(o->sb, T_POISON, o->slen);
     memset(o->rb, T_POISON, o->rlen);
@@ -528,11 +538,8 @@ static void op_fill(op_t *o)
     }
     memset(x, T_POISON, o->rlen);
     switch (o->kind) {
-    case K_BARRIER:
-        break;
-    case K_BCAST:
-        pat(x, n, seed, rt, -1);
-        break;
+    case K_BARRIER: break;
+    case K_BCAST: pat(x, n, seed, rt, -1); break;
     case K_GATHER:
     case K_GATHERV:
     case K_ALLGATHER:
@@ -542,9 +549,7 @@ static void op_fill(op_t *o)
         }
         break;
     case K_SCATTER:
-    case K_SCATTERV:
-        pat(x, (int)(o->rlen / 4), seed, rt, me);
-        break;
+    case K_SCATTERV: pat(x, (int)(o->rlen / 4), seed, rt, me); break;
     case K_ALLTOALL:
     case K_ALLTOALLV:
     case K_ALLTOALLW:
@@ -558,9 +563,7 @@ static void op_fill(op_t *o)
         }
         break;
     case K_ALLREDUCE:
-    case K_ALLREDUCE_IP:
-        red_expect(r, x, 0, (size_t)n, seed, 0, p);
-        break;
+    case K_ALLREDUCE_IP: red_expect(r, x, 0, (size_t)n, seed, 0, p); break;
     case K_RS:
         for (off = 0, i = 0; i < me; i++) {
             off += o->rc[i];
@@ -606,7 +609,7 @@ static void op_post(op_t *o)
     T_MPI(op_call(o, &o->req));
     if (o->kind != K_BCAST && o->kind != K_ALLTOALL) {
         snprintf(w, sizeof(w), "i%s", kname[o->kind]);
-        t_count(w, 1);    /* t_ibcast and t_ialltoall count theirs */
+        t_count(w, 1); /* t_ibcast and t_ialltoall count theirs */
     }
 }
 
@@ -634,7 +637,7 @@ static void one_size(MPI_Comm ring, int bytes, int si, int reps)
 {
     static op_t ops[2 * K_N];
     MPI_Request q[2 * K_N];
-    int nops = 0, k, pers, i, rep, p;
+    int         nops = 0, k, pers, i, rep, p;
 
     MPI_Comm_size(MPI_COMM_WORLD, &p);
     for (pers = 0; pers < 2; pers++) {
@@ -681,8 +684,8 @@ static void one_size(MPI_Comm ring, int bytes, int si, int reps)
 
 int main(int argc, char **argv)
 {
-    MPI_Comm ring;
-    int dims[1], periods[1] = {1}, reps = REPS, si;
+    MPI_Comm    ring;
+    int         dims[1], periods[1] = {1}, reps = REPS, si;
     const char *e = getenv("T_REPS");
 
     t_init(&argc, &argv, "t_landed");

@@ -14,7 +14,7 @@
  */
 #include "tcommon.h"
 
-#define N 3000   /* ints per message or block */
+#define N 3000 /* ints per message or block */
 
 static int value(int from, int to, int k, uint32_t seed)
 {
@@ -46,10 +46,10 @@ static MPI_Datatype strided_block(void)
 
 static void bcast(MPI_Comm comm, int root, int root_strided)
 {
-    int r, me_strided, *buf, k;
-    uint32_t seed = t_seed();
+    int          r, me_strided, *buf, k;
+    uint32_t     seed = t_seed();
     MPI_Datatype v = strided();
-    MPI_Request q;
+    MPI_Request  q;
 
     MPI_Comm_rank(comm, &r);
     me_strided = (r == root) == root_strided;
@@ -98,10 +98,10 @@ static void bcast(MPI_Comm comm, int root, int root_strided)
 
 static void alltoall(MPI_Comm comm, int in_place)
 {
-    int r, p, me_strided, *s, *d, i, k;
-    uint32_t seed = t_seed();
+    int          r, p, me_strided, *s, *d, i, k;
+    uint32_t     seed = t_seed();
     MPI_Datatype v = strided_block();
-    MPI_Request q;
+    MPI_Request  q;
 
     MPI_Comm_rank(comm, &r);
     MPI_Comm_size(comm, &p);

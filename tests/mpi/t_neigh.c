@@ -49,25 +49,22 @@
 
 #include <sys/mman.h>
 
-
-#define LARGE    32766  /* base elements: ~32K ints, a multiple of 6 */
-#define NSTARTS  52     /* starts of each persistent request */
-#define NROUNDS  6      /* rounds of the calls outstanding together */
-#define SGAP     0x3C   /* gaps of send buffers: must not be sent */
+#define LARGE   32766 /* base elements: ~32K ints, a multiple of 6 */
+#define NSTARTS 52    /* starts of each persistent request */
+#define NROUNDS 6     /* rounds of the calls outstanding together */
+#define SGAP    0x3C  /* gaps of send buffers: must not be sent */
 
 enum { K_AG, K_AGV, K_A2A, K_A2AV, K_A2AW, K_N };
 
 static const char *knames[K_N] = {
     "ineighbor_allgather", "ineighbor_allgatherv", "ineighbor_alltoall",
-    "ineighbor_alltoallv", "ineighbor_alltoallw"
-};
+    "ineighbor_alltoallv", "ineighbor_alltoallw"};
 
 #ifdef HAVE_PERS
 static const char *pnames[K_N] = {
     "neighbor_allgather_init", "neighbor_allgatherv_init",
     "neighbor_alltoall_init", "neighbor_alltoallv_init",
-    "neighbor_alltoallw_init"
-};
+    "neighbor_alltoallw_init"};
 #endif
 
 /* The element type of a block's signature. */
@@ -98,8 +95,8 @@ static const int wlays[2][4] = {{L_INT, L_VINT, L_RINT, L_LBINT},
 static const int nwlays[2] = {4, 2};
 
 static void lay_set(int l, const char *name, MPI_Datatype type, int base,
-                    int per, int nblk, size_t blen, size_t stride,
-                    size_t ext, size_t lo)
+                    int per, int nblk, size_t blen, size_t stride, size_t ext,
+                    size_t lo)
 {
     MPI_Aint lb = 0, e = 0;
 
@@ -114,35 +111,32 @@ static void lay_set(int l, const char *name, MPI_Datatype type, int base,
     lays[l].lo = lo;
     MPI_Type_get_extent(type, &lb, &e);
     if ((size_t)lb != lo || (size_t)e != ext) {
-        t_fail("layout %s: extent %ld (lb %ld), expected %zu (lb %zu)",
-               name, (long)e, (long)lb, ext, lo);
+        t_fail("layout %s: extent %ld (lb %ld), expected %zu (lb %zu)", name,
+               (long)e, (long)lb, ext, lo);
     }
 }
 
 static void lays_make(void)
 {
     MPI_Datatype v, c, r, vd, h;
-    MPI_Aint at8 = 8;
+    MPI_Aint     at8 = 8;
 
     lay_set(L_INT, "MPI_INT", MPI_INT, B_INT, 1, 1, 4, 4, 4, 0);
     lay_set(L_DBL, "MPI_DOUBLE", MPI_DOUBLE, B_DBL, 1, 1, 8, 8, 8, 0);
     /* 3 ints, 2 skipped, 3 ints: 24 data bytes in 32. */
     T_MPI(MPI_Type_vector(2, 3, 5, MPI_INT, &v));
     T_MPI(MPI_Type_commit(&v));
-    lay_set(L_VINT, "vector(2,3,5,MPI_INT)", v, B_INT, 6, 2, 12, 20, 32,
-            0);
+    lay_set(L_VINT, "vector(2,3,5,MPI_INT)", v, B_INT, 6, 2, 12, 20, 32, 0);
     /* 2 ints then a 4-byte hole before the next item. */
     T_MPI(MPI_Type_contiguous(2, MPI_INT, &c));
     T_MPI(MPI_Type_create_resized(c, 0, 12, &r));
     T_MPI(MPI_Type_commit(&r));
     MPI_Type_free(&c);
-    lay_set(L_RINT, "2 MPI_INT resized to 12 B", r, B_INT, 2, 1, 8, 8, 12,
-            0);
+    lay_set(L_RINT, "2 MPI_INT resized to 12 B", r, B_INT, 2, 1, 8, 8, 12, 0);
     /* every other double, 3 of them: 24 data bytes in 40. */
     T_MPI(MPI_Type_vector(3, 1, 2, MPI_DOUBLE, &vd));
     T_MPI(MPI_Type_commit(&vd));
-    lay_set(L_VDBL, "vector(3,1,2,MPI_DOUBLE)", vd, B_DBL, 3, 3, 8, 16,
-            40, 0);
+    lay_set(L_VDBL, "vector(3,1,2,MPI_DOUBLE)", vd, B_DBL, 3, 3, 8, 16, 40, 0);
     /* 2 ints 8 bytes into the item: lower bound 8, extent 8 (the data
      * of a block starts 8 bytes after its displacement). */
     T_MPI(MPI_Type_create_hindexed_block(1, 2, &at8, MPI_INT, &h));
@@ -183,15 +177,15 @@ static void lay_put(uint8_t *dst, const uint8_t *src, int count,
 
 typedef struct {
     char     name[100];
-    MPI_Comm comm;       /* MPI_COMM_NULL: this rank is not in it */
+    MPI_Comm comm; /* MPI_COMM_NULL: this rank is not in it */
     int      rank, size, cart;
-    int      small_periodic;   /* a periodic dimension of 1 or 2 */
-    int      repeated;  /* a graph with a rank receiving twice from one */
-    int      recv_only; /* a rank with sources and no destinations */
-    int      partial;   /* leaves ranks of the job out */
+    int      small_periodic; /* a periodic dimension of 1 or 2 */
+    int      repeated;       /* a graph with a rank receiving twice from one */
+    int      recv_only;      /* a rank with sources and no destinations */
+    int      partial;        /* leaves ranks of the job out */
     int      in, out, *srcs, *dsts;
-    int     *outdeg, *dstoff, *alldst;   /* every rank's destinations */
-    int     *from;       /* receive block j: the sender's send block */
+    int     *outdeg, *dstoff, *alldst; /* every rank's destinations */
+    int     *from; /* receive block j: the sender's send block */
 } topo_t;
 
 /*
@@ -246,8 +240,8 @@ static int *ialloc(int n)
  * send block of its source each receive block gets. */
 static void topo_learn(topo_t *tp)
 {
-    int kind = MPI_UNDEFINED, nd = 0, n = 0, w = 0, me, j, s, k, q, tot;
-    int flags[2];
+    int  kind = MPI_UNDEFINED, nd = 0, n = 0, w = 0, me, j, s, k, q, tot;
+    int  flags[2];
     int *sw, *dw;
 
     tp->from = tp->srcs = tp->dsts = NULL;
@@ -291,8 +285,7 @@ static void topo_learn(topo_t *tp)
         T_MPI(MPI_Graph_neighbors(tp->comm, me, n, tp->srcs));
         memcpy(tp->dsts, tp->srcs, sizeof(int) * (size_t)n);
     } else if (kind == MPI_DIST_GRAPH) {
-        T_MPI(MPI_Dist_graph_neighbors_count(tp->comm, &tp->in, &tp->out,
-                                             &w));
+        T_MPI(MPI_Dist_graph_neighbors_count(tp->comm, &tp->in, &tp->out, &w));
         tp->srcs = ialloc(tp->in);
         tp->dsts = ialloc(tp->out);
         sw = ialloc(tp->in);
@@ -318,8 +311,8 @@ static void topo_learn(topo_t *tp)
         tot += tp->outdeg[q];
     }
     tp->alldst = ialloc(tot);
-    T_MPI(PMPI_Allgatherv(tp->dsts, tp->out, MPI_INT, tp->alldst,
-                          tp->outdeg, tp->dstoff, MPI_INT, tp->comm));
+    T_MPI(PMPI_Allgatherv(tp->dsts, tp->out, MPI_INT, tp->alldst, tp->outdeg,
+                          tp->dstoff, MPI_INT, tp->comm));
     tp->from = ialloc(tp->in);
     flags[0] = flags[1] = 0;
     for (j = 0; j < tp->in; j++) {
@@ -328,8 +321,7 @@ static void topo_learn(topo_t *tp)
         }
     }
     flags[1] = tp->out == 0 && tp->in > 0;
-    T_MPI(PMPI_Allreduce(MPI_IN_PLACE, flags, 2, MPI_INT, MPI_MAX,
-                         tp->comm));
+    T_MPI(PMPI_Allreduce(MPI_IN_PLACE, flags, 2, MPI_INT, MPI_MAX, tp->comm));
     tp->repeated = flags[0];
     tp->recv_only = flags[1];
     for (j = 0; j < tp->in; j++) {
@@ -359,7 +351,8 @@ static void topo_learn(topo_t *tp)
         }
         if (tp->from[j] < 0) {
             t_fail("%s: receive block %d is from rank %d, which sends "
-                   "nothing matching to rank %d", tp->name, j, q, me);
+                   "nothing matching to rank %d",
+                   tp->name, j, q, me);
         }
     }
 }
@@ -385,9 +378,9 @@ static void topo_cart(topo_t *tp, MPI_Comm from, int nd, int *dims,
     memset(tp, 0, sizeof(*tp));
     len = snprintf(tp->name, sizeof(tp->name), "cart ");
     for (int d = 0; d < nd; d++) {
-        len += snprintf(tp->name + len, sizeof(tp->name) - (size_t)len,
-                        "%s%d%s", d ? "x" : "", dims[d],
-                        periods[d] ? "p" : "");
+        len +=
+            snprintf(tp->name + len, sizeof(tp->name) - (size_t)len, "%s%d%s",
+                     d ? "x" : "", dims[d], periods[d] ? "p" : "");
     }
     snprintf(tp->name + len, sizeof(tp->name) - (size_t)len, "%s",
              reorder ? " reordered" : "");
@@ -407,8 +400,7 @@ static void topo_graph(topo_t *tp, int star)
     int n = t.size, e = 0, *index = ialloc(n), *edges = ialloc(2 * n);
 
     memset(tp, 0, sizeof(*tp));
-    snprintf(tp->name, sizeof(tp->name), "graph %s", star ? "star" :
-             "ring");
+    snprintf(tp->name, sizeof(tp->name), "graph %s", star ? "star" : "ring");
     for (int r = 0; r < n; r++) {
         int prev = (r + n - 1) % n, next = (r + 1) % n;
 
@@ -444,13 +436,14 @@ static void topo_graph(topo_t *tp, int star)
  */
 static void topo_dist_adj(topo_t *tp, int weighted)
 {
-    int n = t.size, me = t.rank, in = 0, out = 0;
-    int src[3], dst[3], sw[3] = {5, 1, 7}, dw[3] = {5, 1, 7};
+    int  n = t.size, me = t.rank, in = 0, out = 0;
+    int  src[3], dst[3], sw[3] = {5, 1, 7}, dw[3] = {5, 1, 7};
     int *s = ialloc(n + 3), *d = ialloc(n + 3);
 
     memset(tp, 0, sizeof(*tp));
     if (weighted) {
-        snprintf(tp->name, sizeof(tp->name), "dist graph adjacent, "
+        snprintf(tp->name, sizeof(tp->name),
+                 "dist graph adjacent, "
                  "weighted, repeated and self edges");
         src[0] = src[2] = (me + n - 1) % n;
         src[1] = me;
@@ -460,7 +453,8 @@ static void topo_dist_adj(topo_t *tp, int weighted)
         memcpy(d, dst, sizeof(dst));
         in = out = 3;
     } else {
-        snprintf(tp->name, sizeof(tp->name), "dist graph adjacent, "
+        snprintf(tp->name, sizeof(tp->name),
+                 "dist graph adjacent, "
                  "unweighted, all to rank 0");
         if (me == 0) {
             for (int q = n - 1; q > 0; q--) {
@@ -471,11 +465,9 @@ static void topo_dist_adj(topo_t *tp, int weighted)
         }
     }
     tp->comm = MPI_COMM_NULL;
-    T_MPI(MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, in, s,
-                                         weighted ? sw : MPI_UNWEIGHTED,
-                                         out, d,
-                                         weighted ? dw : MPI_UNWEIGHTED,
-                                         MPI_INFO_NULL, 0, &tp->comm));
+    T_MPI(MPI_Dist_graph_create_adjacent(
+        MPI_COMM_WORLD, in, s, weighted ? sw : MPI_UNWEIGHTED, out, d,
+        weighted ? dw : MPI_UNWEIGHTED, MPI_INFO_NULL, 0, &tp->comm));
     free(s);
     free(d);
     topo_learn(tp);
@@ -503,30 +495,30 @@ static void topo_dist(topo_t *tp)
 /* One neighbourhood call, its buffers and expected result.           */
 
 typedef struct {
-    int n;        /* base elements of a block (v, w: 0 to 3 times that) */
-    int base;     /* B_INT or B_DBL (alltoallw: mixed per edge) */
-    int sl, rl;   /* layouts of the send and receive sides (not w) */
-    int vary;     /* v, w: counts per edge, zeros among them */
-    int gaps;     /* v, w: gaps before blocks, receive order reversed */
-    int derived;  /* w: derived layouts among the per-edge choices */
+    int n;       /* base elements of a block (v, w: 0 to 3 times that) */
+    int base;    /* B_INT or B_DBL (alltoallw: mixed per edge) */
+    int sl, rl;  /* layouts of the send and receive sides (not w) */
+    int vary;    /* v, w: counts per edge, zeros among them */
+    int gaps;    /* v, w: gaps before blocks, receive order reversed */
+    int derived; /* w: derived layouts among the per-edge choices */
 } spec_t;
 
 typedef struct {
-    int    rank;    /* whose data: the sender; -1: nothing arrives */
-    int    id;      /* which of its send blocks (allgather: 0) */
-    int    elems;   /* base elements */
-    int    base;    /* their type */
+    int    rank;  /* whose data: the sender; -1: nothing arrives */
+    int    id;    /* which of its send blocks (allgather: 0) */
+    int    elems; /* base elements */
+    int    base;  /* their type */
     int    lay;
-    int    count;   /* items of the layout */
-    size_t off;     /* bytes from the buffer's start */
+    int    count; /* items of the layout */
+    size_t off;   /* bytes from the buffer's start */
 } blk_t;
 
 typedef struct {
     int           kind;
     const topo_t *tp;
     spec_t        sp;
-    unsigned      salt;     /* picks counts, types, layouts per edge */
-    uint32_t      seed;     /* of the current data */
+    unsigned      salt; /* picks counts, types, layouts per edge */
+    uint32_t      seed; /* of the current data */
     int           ns, nr;
     blk_t        *sb, *rb;
     size_t        slen, rlen;
@@ -536,9 +528,9 @@ typedef struct {
     int          *scounts, *sdispls, *rcounts, *rdispls;
     MPI_Aint     *sad, *rad;
     MPI_Datatype *stypes, *rtypes;
-    int           bottom;   /* w: MPI_BOTTOM and absolute addresses */
-                            /* (2: already in sabs and rabs) */
-    MPI_Aint     *sabs, *rabs;
+    int           bottom; /* w: MPI_BOTTOM and absolute addresses */
+                          /* (2: already in sabs and rabs) */
+    MPI_Aint *sabs, *rabs;
 } nop_t;
 
 static int one_count(int kind)
@@ -588,7 +580,7 @@ static size_t place(blk_t *b, int n, int vw, int gaps, int reverse,
     size_t cur = 0, end = 0;
 
     for (int k = 0; k < n; k++) {
-        int i = reverse ? n - 1 - k : k;
+        int    i = reverse ? n - 1 - k : k;
         size_t span = lay_span(b[i].lay, b[i].count);
 
         if (!vw) {
@@ -606,11 +598,11 @@ static size_t place(blk_t *b, int n, int vw, int gaps, int reverse,
     return vw ? cur : end;
 }
 
-static void nop_init(nop_t *o, const topo_t *tp, int kind,
-                     const spec_t *sp, unsigned salt)
+static void nop_init(nop_t *o, const topo_t *tp, int kind, const spec_t *sp,
+                     unsigned salt)
 {
-    int me = tp->rank, all = kind == K_AG || kind == K_AGV, i, j;
-    int vw = !one_count(kind);
+    int           me = tp->rank, all = kind == K_AG || kind == K_AGV, i, j;
+    int           vw = !one_count(kind);
     const spec_t *p = sp;
 
     memset(o, 0, sizeof(*o));
@@ -629,14 +621,14 @@ static void nop_init(nop_t *o, const topo_t *tp, int kind,
         b->id = all ? 0 : i;
         b->elems = edge_elems(o, me, i);
         b->base = edge_base(o, me, i);
-        b->lay = kind == K_A2AW ? wlay(o, b->base, (unsigned)(me + 2 * i) +
-                                       salt)
-                                : p->sl;
+        b->lay = kind == K_A2AW
+                     ? wlay(o, b->base, (unsigned)(me + 2 * i) + salt)
+                     : p->sl;
         b->count = b->elems / lays[b->lay].per;
     }
     for (j = 0; j < o->nr; j++) {
         blk_t *b = &o->rb[j];
-        int q = tp->srcs[j], s = tp->from[j];
+        int    q = tp->srcs[j], s = tp->from[j];
 
         if (q != MPI_PROC_NULL && s >= 0) {
             b->rank = q;
@@ -649,13 +641,13 @@ static void nop_init(nop_t *o, const topo_t *tp, int kind,
             b->elems = vw && p->vary ? p->n * (1 + j % 3) : p->n;
             b->base = kind == K_A2AW ? B_INT : p->base;
         }
-        b->lay = kind == K_A2AW ? wlay(o, b->base, (unsigned)(3 * me + 5 * j
-                                                          + 1) + salt)
-                                : p->rl;
+        b->lay = kind == K_A2AW
+                     ? wlay(o, b->base, (unsigned)(3 * me + 5 * j + 1) + salt)
+                     : p->rl;
         b->count = b->elems / lays[b->lay].per;
     }
-    o->slen = place(o->sb, o->ns, kind == K_A2AV || kind == K_A2AW,
-                    p->gaps, 0, kind == K_A2AW ? 4 : lays[p->sl].ext);
+    o->slen = place(o->sb, o->ns, kind == K_A2AV || kind == K_A2AW, p->gaps, 0,
+                    kind == K_A2AW ? 4 : lays[p->sl].ext);
     o->rlen = place(o->rb, o->nr, vw, p->gaps, vw,
                     kind == K_A2AW ? 4 : lays[p->rl].ext);
     o->sbuf = t_galloc(o->slen);
@@ -698,7 +690,7 @@ static void nop_init(nop_t *o, const topo_t *tp, int kind,
 /* The packed data of send block id of rank r: elems base elements. */
 static uint8_t *stream(const nop_t *o, const blk_t *b)
 {
-    size_t n = (size_t)b->elems * bsize[b->base];
+    size_t   n = (size_t)b->elems * bsize[b->base];
     uint8_t *p = t_xmalloc(n);
 
     t_pat_fill(p, n, o->seed, b->rank, b->id);
@@ -730,8 +722,7 @@ static void nop_fill(nop_t *o, uint32_t seed)
             continue;
         }
         p = stream(o, &o->rb[i]);
-        lay_put(o->exp + o->rb[i].off, p, o->rb[i].count,
-                &lays[o->rb[i].lay]);
+        lay_put(o->exp + o->rb[i].off, p, o->rb[i].count, &lays[o->rb[i].lay]);
         free(p);
     }
 }
@@ -747,22 +738,20 @@ static int nop_post(nop_t *o, MPI_Request *req)
     switch (o->kind) {
     case K_AG:
         return T_MPI(MPI_Ineighbor_allgather(o->sbuf, o->scount, o->stype,
-                                             o->rbuf, o->rcount, o->rtype,
-                                             c, req));
+                                             o->rbuf, o->rcount, o->rtype, c,
+                                             req));
     case K_AGV:
         return T_MPI(MPI_Ineighbor_allgatherv(o->sbuf, o->scount, o->stype,
-                                              o->rbuf, o->rcounts,
-                                              o->rdispls, o->rtype, c,
-                                              req));
+                                              o->rbuf, o->rcounts, o->rdispls,
+                                              o->rtype, c, req));
     case K_A2A:
         return T_MPI(MPI_Ineighbor_alltoall(o->sbuf, o->scount, o->stype,
-                                            o->rbuf, o->rcount, o->rtype,
-                                            c, req));
+                                            o->rbuf, o->rcount, o->rtype, c,
+                                            req));
     case K_A2AV:
-        return T_MPI(MPI_Ineighbor_alltoallv(o->sbuf, o->scounts,
-                                             o->sdispls, o->stype, o->rbuf,
-                                             o->rcounts, o->rdispls,
-                                             o->rtype, c, req));
+        return T_MPI(MPI_Ineighbor_alltoallv(o->sbuf, o->scounts, o->sdispls,
+                                             o->stype, o->rbuf, o->rcounts,
+                                             o->rdispls, o->rtype, c, req));
     default:
         if (o->bottom) {
             /* The blocks' absolute addresses, from MPI_BOTTOM. */
@@ -772,16 +761,13 @@ static int nop_post(nop_t *o, MPI_Request *req)
             for (int j = 0; j < o->nr && o->bottom == 1; j++) {
                 MPI_Get_address(o->rbuf + o->rb[j].off, &o->rabs[j]);
             }
-            return T_MPI(MPI_Ineighbor_alltoallw(MPI_BOTTOM, o->scounts,
-                                                 o->sabs, o->stypes,
-                                                 MPI_BOTTOM, o->rcounts,
-                                                 o->rabs, o->rtypes, c,
-                                                 req));
+            return T_MPI(MPI_Ineighbor_alltoallw(
+                MPI_BOTTOM, o->scounts, o->sabs, o->stypes, MPI_BOTTOM,
+                o->rcounts, o->rabs, o->rtypes, c, req));
         }
         return T_MPI(MPI_Ineighbor_alltoallw(o->sbuf, o->scounts, o->sad,
-                                             o->stypes, o->rbuf,
-                                             o->rcounts, o->rad, o->rtypes,
-                                             c, req));
+                                             o->stypes, o->rbuf, o->rcounts,
+                                             o->rad, o->rtypes, c, req));
     }
 }
 
@@ -795,27 +781,24 @@ static int nop_pinit(nop_t *o, MPI_Request *req)
     switch (o->kind) {
     case K_AG:
         return T_MPI(PINIT(Neighbor_allgather)(o->sbuf, o->scount, o->stype,
-                                              o->rbuf, o->rcount, o->rtype,
-                                              c, i, req));
+                                               o->rbuf, o->rcount, o->rtype, c,
+                                               i, req));
     case K_AGV:
-        return T_MPI(PINIT(Neighbor_allgatherv)(o->sbuf, o->scount,
-                                               o->stype, o->rbuf,
-                                               o->rcounts, o->rdispls,
-                                               o->rtype, c, i, req));
+        return T_MPI(PINIT(Neighbor_allgatherv)(
+            o->sbuf, o->scount, o->stype, o->rbuf, o->rcounts, o->rdispls,
+            o->rtype, c, i, req));
     case K_A2A:
         return T_MPI(PINIT(Neighbor_alltoall)(o->sbuf, o->scount, o->stype,
-                                             o->rbuf, o->rcount, o->rtype,
-                                             c, i, req));
+                                              o->rbuf, o->rcount, o->rtype, c,
+                                              i, req));
     case K_A2AV:
-        return T_MPI(PINIT(Neighbor_alltoallv)(o->sbuf, o->scounts,
-                                              o->sdispls, o->stype, o->rbuf,
-                                              o->rcounts, o->rdispls,
-                                              o->rtype, c, i, req));
+        return T_MPI(PINIT(Neighbor_alltoallv)(
+            o->sbuf, o->scounts, o->sdispls, o->stype, o->rbuf, o->rcounts,
+            o->rdispls, o->rtype, c, i, req));
     default:
         return T_MPI(PINIT(Neighbor_alltoallw)(o->sbuf, o->scounts, o->sad,
-                                              o->stypes, o->rbuf,
-                                              o->rcounts, o->rad, o->rtypes,
-                                              c, i, req));
+                                               o->stypes, o->rbuf, o->rcounts,
+                                               o->rad, o->rtypes, c, i, req));
     }
 }
 
@@ -837,28 +820,29 @@ static const char *lay_name(const blk_t *b)
 static int nop_check(nop_t *o)
 {
     char kn[140], w[300], g[200];
-    int ok = 1;
+    int  ok = 1;
 
     /* Which call (several may be checked in one case). */
     snprintf(kn, sizeof(kn), "%s on %s", knames[o->kind], o->tp->name);
     for (int j = 0; j < o->nr; j++) {
         const blk_t *b = &o->rb[j];
-        size_t span = lay_span(b->lay, b->count);
+        size_t       span = lay_span(b->lay, b->count);
 
         if (b->rank >= 0) {
-            snprintf(w, sizeof(w), "%s: receive block %d (from rank %d, "
-                     "its send block %d; %d x %s at %zu)", kn, j, b->rank,
-                     b->id, b->count, lay_name(b), b->off);
+            snprintf(w, sizeof(w),
+                     "%s: receive block %d (from rank %d, "
+                     "its send block %d; %d x %s at %zu)",
+                     kn, j, b->rank, b->id, b->count, lay_name(b), b->off);
         } else {
-            snprintf(w, sizeof(w), "%s: receive block %d (MPI_PROC_NULL: "
-                     "must stay untouched; %d x %s at %zu)", kn, j,
-                     b->count, lay_name(b), b->off);
+            snprintf(w, sizeof(w),
+                     "%s: receive block %d (MPI_PROC_NULL: "
+                     "must stay untouched; %d x %s at %zu)",
+                     kn, j, b->count, lay_name(b), b->off);
         }
         ok &= t_match(w, o->rbuf + b->off, o->exp + b->off, span);
     }
     if (ok && memcmp(o->rbuf, o->exp, o->rlen) != 0) {
-        snprintf(w, sizeof(w), "%s: receive buffer around the blocks",
-                 kn);
+        snprintf(w, sizeof(w), "%s: receive buffer around the blocks", kn);
         ok &= t_match(w, o->rbuf, o->exp, o->rlen);
     }
     snprintf(g, sizeof(g), "%s: receive buffer", kn);
@@ -912,8 +896,8 @@ static uint32_t seeds(int n)
 static void sync_all(const topo_t *tp)
 {
     MPI_Request q = MPI_REQUEST_NULL;
-    double t0 = t_now();
-    int done = 0;
+    double      t0 = t_now();
+    int         done = 0;
 
     if (!tp->partial) {
         return;
@@ -976,9 +960,9 @@ static void post_apart(nop_t *o, MPI_Request *q)
 {
     uint8_t **sown = t_xmalloc(sizeof(uint8_t *) * (size_t)(o->ns + 1));
     uint8_t **rown = t_xmalloc(sizeof(uint8_t *) * (size_t)(o->nr + 1));
-    size_t span;
-    char w[100];
-    int i;
+    size_t    span;
+    char      w[100];
+    int       i;
 
     o->bottom = 2;
     for (i = 0; i < o->ns; i++) {
@@ -1019,8 +1003,8 @@ static void run_one(const topo_t *tp, int kind, const spec_t *sp,
                     const char *what, int bottom)
 {
     MPI_Request q = MPI_REQUEST_NULL;
-    uint32_t seed = seeds(1);
-    nop_t o;
+    uint32_t    seed = seeds(1);
+    nop_t       o;
 
     if (topo_skip(tp, kind)) {
         return;
@@ -1041,18 +1025,15 @@ static void run_one(const topo_t *tp, int kind, const spec_t *sp,
 /* Per kind: 1 element (counts 0 to 3 in v and w, ints and doubles in w,
  * named types); 6 elements with derived types; large. */
 static const spec_t small[K_N] = {
-    {1, B_INT, L_INT, L_INT, 0, 0, 0},
-    {1, B_INT, L_INT, L_INT, 1, 1, 0},
-    {1, B_INT, L_INT, L_INT, 0, 0, 0},
-    {1, B_DBL, L_DBL, L_DBL, 1, 1, 0},
+    {1, B_INT, L_INT, L_INT, 0, 0, 0}, {1, B_INT, L_INT, L_INT, 1, 1, 0},
+    {1, B_INT, L_INT, L_INT, 0, 0, 0}, {1, B_DBL, L_DBL, L_DBL, 1, 1, 0},
     {1, B_INT, L_INT, L_INT, 1, 1, 0},
 };
 static const spec_t derived[K_N] = {
-    {6, B_INT, L_VINT, L_LBINT, 0, 0, 1},   /* derived both sides */
-    {6, B_DBL, L_DBL, L_VDBL, 1, 1, 1},     /* derived receive type */
-    {6, B_INT, L_RINT, L_VINT, 0, 0, 1},
-    {6, B_INT, L_INT, L_VINT, 1, 1, 1},
-    {6, B_INT, L_INT, L_INT, 1, 1, 1},      /* every layout per edge */
+    {6, B_INT, L_VINT, L_LBINT, 0, 0, 1}, /* derived both sides */
+    {6, B_DBL, L_DBL, L_VDBL, 1, 1, 1},   /* derived receive type */
+    {6, B_INT, L_RINT, L_VINT, 0, 0, 1},  {6, B_INT, L_INT, L_VINT, 1, 1, 1},
+    {6, B_INT, L_INT, L_INT, 1, 1, 1}, /* every layout per edge */
 };
 static const spec_t large[K_N] = {
     {LARGE, B_INT, L_INT, L_INT, 0, 0, 0},
@@ -1074,8 +1055,7 @@ static void topo_cases(const topo_t *tp, int big)
         }
     }
     run_one(tp, K_A2AW, &derived[K_A2AW], "from MPI_BOTTOM", 1);
-    run_one(tp, K_A2AW, &small[K_A2AW], "from MPI_BOTTOM, blocks apart",
-            2);
+    run_one(tp, K_A2AW, &small[K_A2AW], "from MPI_BOTTOM, blocks apart", 2);
     for (int k = 0; k < K_N; k++) {
         run_one(tp, k, &zero, "zero counts", 0);
     }
@@ -1092,11 +1072,10 @@ static void topo_cases(const topo_t *tp, int big)
 static int pinit_dup_types(nop_t *o, MPI_Request *req, MPI_Datatype **dups,
                            int *ndups)
 {
-    int ns = o->ns, nr = o->nr, n = 0, rc, i;
-    MPI_Datatype *d = t_xmalloc(sizeof(MPI_Datatype) *
-                                (size_t)(ns + nr + 2));
-    MPI_Datatype *keep = t_xmalloc(sizeof(MPI_Datatype) *
-                                   (size_t)(ns + nr + 2));
+    int           ns = o->ns, nr = o->nr, n = 0, rc, i;
+    MPI_Datatype *d = t_xmalloc(sizeof(MPI_Datatype) * (size_t)(ns + nr + 2));
+    MPI_Datatype *keep =
+        t_xmalloc(sizeof(MPI_Datatype) * (size_t)(ns + nr + 2));
     MPI_Datatype *slot[2] = {&o->stype, &o->rtype};
 
     keep[0] = o->stype;
@@ -1104,8 +1083,9 @@ static int pinit_dup_types(nop_t *o, MPI_Request *req, MPI_Datatype **dups,
     memcpy(keep + 2, o->stypes, sizeof(MPI_Datatype) * (size_t)ns);
     memcpy(keep + 2 + ns, o->rtypes, sizeof(MPI_Datatype) * (size_t)nr);
     for (i = 0; i < 2 + ns + nr; i++) {
-        MPI_Datatype *t = i < 2 ? slot[i] : i < 2 + ns ? &o->stypes[i - 2]
-                                        : &o->rtypes[i - 2 - ns];
+        MPI_Datatype *t = i < 2        ? slot[i]
+                          : i < 2 + ns ? &o->stypes[i - 2]
+                                       : &o->rtypes[i - 2 - ns];
 
         if (*t != MPI_INT && *t != MPI_DOUBLE &&
             T_MPI(MPI_Type_dup(*t, &d[n])) == MPI_SUCCESS) {
@@ -1140,15 +1120,13 @@ static void dups_free(MPI_Datatype **dups, int *ndups)
 static void complete(MPI_Request *q, int how)
 {
     MPI_Request two[2];
-    int done = 0, idx = -1, out[2];
+    int         done = 0, idx = -1, out[2];
 
     switch (how % 4) {
-    case 0:
-        T_MPI(MPI_Wait(q, MPI_STATUS_IGNORE));
-        break;
+    case 0: T_MPI(MPI_Wait(q, MPI_STATUS_IGNORE)); break;
     case 1:
-        while (!done && T_MPI(MPI_Test(q, &done, MPI_STATUS_IGNORE)) ==
-                        MPI_SUCCESS) {
+        while (!done &&
+               T_MPI(MPI_Test(q, &done, MPI_STATUS_IGNORE)) == MPI_SUCCESS) {
         }
         break;
     case 2:
@@ -1163,9 +1141,9 @@ static void complete(MPI_Request *q, int how)
         break;
     default:
         two[0] = *q;
-        while (!done && T_MPI(MPI_Testsome(1, two, &idx, out,
-                                           t_statuses_ignore)) ==
-                        MPI_SUCCESS) {
+        while (!done &&
+               T_MPI(MPI_Testsome(1, two, &idx, out, t_statuses_ignore)) ==
+                   MPI_SUCCESS) {
             done = idx == 1;
         }
         *q = two[0];
@@ -1173,7 +1151,8 @@ static void complete(MPI_Request *q, int how)
     }
     if (*q == MPI_REQUEST_NULL) {
         t_fail("completing a persistent request (way %d) set the handle "
-               "to MPI_REQUEST_NULL", how % 4);
+               "to MPI_REQUEST_NULL",
+               how % 4);
     }
 }
 
@@ -1181,11 +1160,11 @@ static void complete(MPI_Request *q, int how)
 static void persistent(const topo_t *tp, int starts)
 {
     for (int k = 0; k < K_N; k++) {
-        uint32_t seed = seeds(starts + 1);
-        MPI_Request q = MPI_REQUEST_NULL;
+        uint32_t      seed = seeds(starts + 1);
+        MPI_Request   q = MPI_REQUEST_NULL;
         MPI_Datatype *dups = NULL;
-        int ndups = 0;
-        nop_t o;
+        int           ndups = 0;
+        nop_t         o;
 
         if (topo_skip(tp, k)) {
             continue;
@@ -1208,8 +1187,7 @@ static void persistent(const topo_t *tp, int starts)
             dups_free(&dups, &ndups);
         }
         for (int it = 0; it < starts; it++) {
-            t_case("persistent %s on %s: start %d", pnames[k], tp->name,
-                   it);
+            t_case("persistent %s on %s: start %d", pnames[k], tp->name, it);
             /* The buffers stay, their contents change. */
             nop_fill(&o, seed + 1 + (uint32_t)it);
             nop_counted_start(&o);
@@ -1232,10 +1210,10 @@ static void persistent(const topo_t *tp, int starts)
  */
 static void twins(const topo_t *tp, int kind, int rounds)
 {
-    uint32_t seed = seeds(2 * rounds + 2);
+    uint32_t    seed = seeds(2 * rounds + 2);
     MPI_Request q[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
-    nop_t o[2];
-    int i, r, ok = 1;
+    nop_t       o[2];
+    int         i, r, ok = 1;
 
     if (topo_skip(tp, kind)) {
         return;
@@ -1248,8 +1226,8 @@ static void twins(const topo_t *tp, int kind, int rounds)
         ok &= nop_pinit(&o[i], &q[i]) == MPI_SUCCESS;
     }
     for (r = 0; r < rounds && ok; r++) {
-        t_case("twin persistent %s on %s: round %d", pnames[kind],
-               tp->name, r);
+        t_case("twin persistent %s on %s: round %d", pnames[kind], tp->name,
+               r);
         for (i = 0; i < 2; i++) {
             nop_fill(&o[i], seed + 2 + (uint32_t)(2 * r + i));
             nop_counted_start(&o[i]);
@@ -1290,19 +1268,18 @@ static int testall_broken(void)
  * ring of the job's ranks (stock MPI's own persistent requests among
  * the shim's). New data every round.
  */
-static void outstanding(const topo_t *ca, const topo_t *dg,
-                        const topo_t *dg2, const topo_t *sub)
+static void outstanding(const topo_t *ca, const topo_t *dg, const topo_t *dg2,
+                        const topo_t *sub)
 {
     enum { NO = 6, NQ = NO + 2 };
-    const topo_t *tps[NO] = {ca, dg, ca, sub, dg2, ca};
-    static const int kinds[NO] = {K_A2AV, K_AG, K_A2AW, K_A2AW, K_A2A,
-                                  K_AGV};
-    int pers[NO] = {0, 0, 0, 0, 1, 1}, use[NO], i, r, done;
-    int ring[2] = {0, 0}, next = (t.rank + 1) % t.size;
-    int prev = (t.rank + t.size - 1) % t.size;
-    MPI_Request q[NQ], sq[NQ];
-    nop_t o[NO];
-    uint32_t seed = seeds(NO * (NROUNDS + 1));
+    const topo_t    *tps[NO] = {ca, dg, ca, sub, dg2, ca};
+    static const int kinds[NO] = {K_A2AV, K_AG, K_A2AW, K_A2AW, K_A2A, K_AGV};
+    int              pers[NO] = {0, 0, 0, 0, 1, 1}, use[NO], i, r, done;
+    int              ring[2] = {0, 0}, next = (t.rank + 1) % t.size;
+    int              prev = (t.rank + t.size - 1) % t.size;
+    MPI_Request      q[NQ], sq[NQ];
+    nop_t            o[NO];
+    uint32_t         seed = seeds(NO * (NROUNDS + 1));
 
 #ifndef HAVE_PERS
     pers[4] = pers[5] = 0;
@@ -1314,8 +1291,9 @@ static void outstanding(const topo_t *ca, const topo_t *dg,
         if (!use[i]) {
             continue;
         }
-        nop_init(&o[i], tps[i], kinds[i], i == 1 ? &small[kinds[i]]
-                 : &derived[kinds[i]], seed + (uint32_t)i);
+        nop_init(&o[i], tps[i], kinds[i],
+                 i == 1 ? &small[kinds[i]] : &derived[kinds[i]],
+                 seed + (uint32_t)i);
         nop_fill(&o[i], seed + (uint32_t)i);
 #ifdef HAVE_PERS
         if (pers[i] && nop_pinit(&o[i], &q[i]) != MPI_SUCCESS) {
@@ -1324,8 +1302,8 @@ static void outstanding(const topo_t *ca, const topo_t *dg,
         }
 #endif
     }
-    T_MPI(MPI_Send_init(&ring[0], 1, MPI_INT, next, 77, MPI_COMM_WORLD,
-                        &q[NO]));
+    T_MPI(
+        MPI_Send_init(&ring[0], 1, MPI_INT, next, 77, MPI_COMM_WORLD, &q[NO]));
     T_MPI(MPI_Recv_init(&ring[1], 1, MPI_INT, prev, 77, MPI_COMM_WORLD,
                         &q[NO + 1]));
     for (r = 0; r < NROUNDS; r++) {
@@ -1369,12 +1347,13 @@ static void outstanding(const topo_t *ca, const topo_t *dg,
             }
             if (use[i] && pers[i] && q[i] == MPI_REQUEST_NULL) {
                 t_fail("persistent request %d: MPI_REQUEST_NULL after "
-                       "completion", i);
+                       "completion",
+                       i);
             }
         }
         if (ring[1] != 1000 * r + prev) {
-            t_fail("persistent receive from rank %d: %d, expected %d",
-                   prev, ring[1], 1000 * r + prev);
+            t_fail("persistent receive from rank %d: %d, expected %d", prev,
+                   ring[1], 1000 * r + prev);
         }
     }
     for (i = 0; i < NO; i++) {
@@ -1390,15 +1369,29 @@ static void outstanding(const topo_t *ca, const topo_t *dg,
 }
 
 enum {
-    T_RING_P, T_RING, T_REV, T_2D, T_COL, T_PAIRS, T_3D_P, T_3D, T_SUB,
-    T_GRING, T_GSTAR, T_DWEIGHT, T_DSTAR, T_DIST, T_DUP, T_NTOPO
+    T_RING_P,
+    T_RING,
+    T_REV,
+    T_2D,
+    T_COL,
+    T_PAIRS,
+    T_3D_P,
+    T_3D,
+    T_SUB,
+    T_GRING,
+    T_GSTAR,
+    T_DWEIGHT,
+    T_DSTAR,
+    T_DIST,
+    T_DUP,
+    T_NTOPO
 };
 
 int main(int argc, char **argv)
 {
     static topo_t tp[T_NTOPO];
-    int n, d1[1], p1[1], d2[2], p2[2], d3[3], p3[3], i;
-    MPI_Comm rev;
+    int           n, d1[1], p1[1], d2[2], p2[2], d3[3], p3[3], i;
+    MPI_Comm      rev;
 
     t_init(&argc, &argv, "t_neigh");
     n = t.size;
@@ -1414,8 +1407,10 @@ int main(int argc, char **argv)
     MPI_Comm_split(MPI_COMM_WORLD, 0, n - t.rank, &rev);
     topo_cart(&tp[T_REV], rev, 1, d1, p1, 0);
     MPI_Comm_free(&rev);
-    snprintf(tp[T_REV].name, sizeof(tp[T_REV].name), "cart %d of the "
-             "ranks reversed", n);
+    snprintf(tp[T_REV].name, sizeof(tp[T_REV].name),
+             "cart %d of the "
+             "ranks reversed",
+             n);
     /* 2-D from MPI_Dims_create, periodic in one dimension, reordered. */
     d2[0] = d2[1] = 0;
     MPI_Dims_create(n, 2, d2);
@@ -1441,8 +1436,10 @@ int main(int argc, char **argv)
     /* MPI_Cart_sub of that keeping dimensions 0 and 2: disjoint
      * communicators, their calls in flight at once. */
     memset(&tp[T_SUB], 0, sizeof(tp[T_SUB]));
-    snprintf(tp[T_SUB].name, sizeof(tp[T_SUB].name), "cart sub %dp x %dp "
-             "of %dx%dx%d", d3[0], d3[2], d3[0], d3[1], d3[2]);
+    snprintf(tp[T_SUB].name, sizeof(tp[T_SUB].name),
+             "cart sub %dp x %dp "
+             "of %dx%dx%d",
+             d3[0], d3[2], d3[0], d3[1], d3[2]);
     tp[T_SUB].comm = MPI_COMM_NULL;
     p3[0] = 1, p3[1] = 0, p3[2] = 1;
     T_MPI(MPI_Cart_sub(tp[T_3D_P].comm, p3, &tp[T_SUB].comm));
@@ -1460,18 +1457,19 @@ int main(int argc, char **argv)
     T_MPI(MPI_Comm_dup(tp[T_DWEIGHT].comm, &tp[T_DUP].comm));
     topo_learn(&tp[T_DUP]);
     for (i = 0; i < T_NTOPO && t.rank == 0; i++) {
-        char what[200] = "";
+        char   what[200] = "";
         size_t len = 0;
 
         for (int k = 0; k < K_N; k++) {
             if (stock_wrong(&tp[i], k) && len < sizeof(what)) {
-                len += (size_t)snprintf(what + len, sizeof(what) - len,
-                                        " %s", knames[k]);
+                len += (size_t)snprintf(what + len, sizeof(what) - len, " %s",
+                                        knames[k]);
             }
         }
         if (len > 0) {
             printf("note: stock MPI is wrong on %s: skipping%s (and "
-                   "persistent forms)\n", tp[i].name, what);
+                   "persistent forms)\n",
+                   tp[i].name, what);
             fflush(stdout);
         }
     }

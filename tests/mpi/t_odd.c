@@ -27,10 +27,10 @@ static MPI_Datatype zero_type(void)
 /* The blocking collectives, each with its odd forms. */
 static void blocking_collectives(MPI_Comm comm, const char *cname)
 {
-    MPI_Datatype z = zero_type(), nul = MPI_DATATYPE_NULL;
-    int r, p, root, *s, *a, *b, *zc, *zd, *one, *cnt, *dsp;
+    MPI_Datatype  z = zero_type(), nul = MPI_DATATYPE_NULL;
+    int           r, p, root, *s, *a, *b, *zc, *zd, *one, *cnt, *dsp;
     MPI_Datatype *zt, *it;
-    char w[160];
+    char          w[160];
 
     MPI_Comm_rank(comm, &r);
     MPI_Comm_size(comm, &p);
@@ -55,13 +55,14 @@ static void blocking_collectives(MPI_Comm comm, const char *cname)
         zt[i] = z;
         it[i] = MPI_INT;
     }
-#define SAME(name)                                                        \
-    do {                                                                  \
-        snprintf(w, sizeof(w), "%s on %s", name, cname);                  \
-        t_same(w, a, b, sizeof(int) * N * (size_t)p);                     \
+#define SAME(name)                                       \
+    do {                                                 \
+        snprintf(w, sizeof(w), "%s on %s", name, cname); \
+        t_same(w, a, b, sizeof(int) * N * (size_t)p);    \
     } while (0)
-#define CLEAR() (memset(a, 0x11, sizeof(int) * N * (size_t)p),            \
-                 memset(b, 0x11, sizeof(int) * N * (size_t)p))
+#define CLEAR()                                    \
+    (memset(a, 0x11, sizeof(int) * N * (size_t)p), \
+     memset(b, 0x11, sizeof(int) * N * (size_t)p))
 
     t_case("MPI_Alltoallv, zero-size send type, counts 1 / 0, on %s", cname);
     CLEAR();
@@ -73,8 +74,7 @@ static void blocking_collectives(MPI_Comm comm, const char *cname)
     T_MPI(MPI_Alltoall(s, 3, z, a, 3, z, comm));
     t_all("MPI_Alltoall of nothing", a, sizeof(int) * N, 0x11);
 
-    t_case("MPI_Alltoall in place, send type MPI_DATATYPE_NULL, on %s",
-           cname);
+    t_case("MPI_Alltoall in place, send type MPI_DATATYPE_NULL, on %s", cname);
     memcpy(a, s, sizeof(int) * N * (size_t)p);
     T_MPI(MPI_Alltoall(MPI_IN_PLACE, 0, nul, a, N, MPI_INT, comm));
     PMPI_Alltoall(s, N, MPI_INT, b, N, MPI_INT, comm);
@@ -95,8 +95,7 @@ static void blocking_collectives(MPI_Comm comm, const char *cname)
     T_MPI(MPI_Bcast(a, 0, MPI_INT, root, comm));
     T_MPI(MPI_Bcast(a, 4, z, root, comm));
 
-    t_case("MPI_Reduce and MPI_Allreduce, count 0 and in place, on %s",
-           cname);
+    t_case("MPI_Reduce and MPI_Allreduce, count 0 and in place, on %s", cname);
     T_MPI(MPI_Reduce(s, a, 0, MPI_INT, MPI_SUM, root, comm));
     T_MPI(MPI_Allreduce(s, a, 0, MPI_INT, MPI_SUM, comm));
     CLEAR();
@@ -110,12 +109,13 @@ static void blocking_collectives(MPI_Comm comm, const char *cname)
                      root, comm));
     PMPI_Reduce(s, b, N, MPI_INT, MPI_MAX, root, comm);
     if (r != root) {
-        memcpy(b, s, sizeof(int) * N);  /* not significant off the root */
+        memcpy(b, s, sizeof(int) * N); /* not significant off the root */
     }
     SAME("MPI_Reduce in place at the root");
 
     t_case("MPI_Gather(v) and MPI_Scatter(v), receive (send) arguments "
-           "MPI_DATATYPE_NULL off the root, on %s", cname);
+           "MPI_DATATYPE_NULL off the root, on %s",
+           cname);
     CLEAR();
     T_MPI(MPI_Gather(s, N, MPI_INT, a, r == root ? N : 0,
                      r == root ? MPI_INT : nul, root, comm));
@@ -125,8 +125,8 @@ static void blocking_collectives(MPI_Comm comm, const char *cname)
     }
     CLEAR();
     T_MPI(MPI_Gatherv(s, N, MPI_INT, a, r == root ? cnt : NULL,
-                      r == root ? dsp : NULL, r == root ? MPI_INT : nul,
-                      root, comm));
+                      r == root ? dsp : NULL, r == root ? MPI_INT : nul, root,
+                      comm));
     PMPI_Gatherv(s, N, MPI_INT, b, cnt, dsp, MPI_INT, root, comm);
     if (r == root) {
         SAME("MPI_Gatherv");
@@ -138,8 +138,7 @@ static void blocking_collectives(MPI_Comm comm, const char *cname)
     SAME("MPI_Scatter");
     CLEAR();
     T_MPI(MPI_Scatterv(s, r == root ? cnt : NULL, r == root ? dsp : NULL,
-                       r == root ? MPI_INT : nul, a, N, MPI_INT, root,
-                       comm));
+                       r == root ? MPI_INT : nul, a, N, MPI_INT, root, comm));
     PMPI_Scatterv(s, cnt, dsp, MPI_INT, b, N, MPI_INT, root, comm);
     SAME("MPI_Scatterv");
     T_MPI(MPI_Gather(s, 0, MPI_INT, a, 0, MPI_INT, root, comm));
@@ -162,13 +161,14 @@ static void blocking_collectives(MPI_Comm comm, const char *cname)
     T_MPI(MPI_Allgatherv(s, 0, MPI_INT, a, zc, zd, MPI_INT, comm));
 
     t_case("MPI_Reduce_scatter(_block), MPI_Scan, MPI_Exscan: in place and "
-           "of nothing, on %s", cname);
+           "of nothing, on %s",
+           cname);
     T_MPI(MPI_Reduce_scatter(s, a, zc, MPI_INT, MPI_SUM, comm));
     T_MPI(MPI_Reduce_scatter_block(s, a, 0, MPI_INT, MPI_SUM, comm));
     CLEAR();
     memcpy(a, s, sizeof(int) * N * (size_t)p);
-    T_MPI(MPI_Reduce_scatter_block(MPI_IN_PLACE, a, N, MPI_INT, MPI_SUM,
-                                   comm));
+    T_MPI(
+        MPI_Reduce_scatter_block(MPI_IN_PLACE, a, N, MPI_INT, MPI_SUM, comm));
     PMPI_Reduce_scatter_block(s, b, N, MPI_INT, MPI_SUM, comm);
     snprintf(w, sizeof(w), "MPI_Reduce_scatter_block in place on %s", cname);
     t_same(w, a, b, sizeof(int) * N);
@@ -189,7 +189,7 @@ static void blocking_collectives(MPI_Comm comm, const char *cname)
     memcpy(a, s, sizeof(int) * N);
     T_MPI(MPI_Exscan(MPI_IN_PLACE, a, N, MPI_INT, MPI_SUM, comm));
     PMPI_Exscan(s, b, N, MPI_INT, MPI_SUM, comm);
-    if (r > 0) {   /* rank 0's result is undefined */
+    if (r > 0) { /* rank 0's result is undefined */
         snprintf(w, sizeof(w), "MPI_Exscan in place on %s", cname);
         t_same(w, a, b, sizeof(int) * N);
     }
@@ -213,10 +213,10 @@ static void blocking_collectives(MPI_Comm comm, const char *cname)
 static void offloaded(MPI_Comm comm, const char *cname)
 {
     MPI_Datatype z = zero_type();
-    size_t block = 4096;
-    int r, p;
-    char *s, *a, *ref, w[160];
-    MPI_Request q[4];
+    size_t       block = 4096;
+    int          r, p;
+    char        *s, *a, *ref, w[160];
+    MPI_Request  q[4];
 
     MPI_Comm_rank(comm, &r);
     MPI_Comm_size(comm, &p);
@@ -258,7 +258,7 @@ static void point_to_point(void)
     int x = 7, y = 0, flag = 0, count = -1;
     MPI_Request q;
     MPI_Message m;
-    MPI_Status st;
+    MPI_Status  st;
 
     t_case("send and receive to and from MPI_PROC_NULL");
     T_MPI(MPI_Send(&x, 1, MPI_INT, MPI_PROC_NULL, 1, MPI_COMM_WORLD));
@@ -277,12 +277,12 @@ static void point_to_point(void)
     t_case("empty messages in a ring: count 0 and a zero-size type");
     if (p < 2) {
         MPI_Type_free(&z);
-        return;   /* a synchronous send to oneself would never match */
+        return; /* a synchronous send to oneself would never match */
     }
     T_MPI(MPI_Sendrecv(&x, 0, MPI_INT, right, 3, &y, 0, MPI_INT, left, 3,
                        MPI_COMM_WORLD, &st));
-    T_MPI(MPI_Sendrecv(&x, 5, z, right, 4, &y, 5, z, left, 4,
-                       MPI_COMM_WORLD, &st));
+    T_MPI(MPI_Sendrecv(&x, 5, z, right, 4, &y, 5, z, left, 4, MPI_COMM_WORLD,
+                       &st));
     MPI_Get_count(&st, z, &count);
     if (count != 0 && count != MPI_UNDEFINED) {
         t_fail("a zero-size message counted %d elements", count);
@@ -314,7 +314,7 @@ static void point_to_point(void)
     {
         MPI_Request nulls[3] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL,
                                 MPI_REQUEST_NULL};
-        int idx = 0, out = 0, ind[3];
+        int         idx = 0, out = 0, ind[3];
 
         T_MPI(MPI_Waitany(3, nulls, &idx, &st));
         if (idx != MPI_UNDEFINED) {
@@ -347,10 +347,10 @@ int main(int argc, char **argv)
     /* An offloaded collective pending across everything, as in an
      * application that overlaps. */
     {
-        size_t block = 64 * 1024;
-        char *s = t_xmalloc(block * (size_t)t.size);
-        char *r = t_xmalloc(block * (size_t)t.size);
-        uint32_t seed = t_seed();
+        size_t      block = 64 * 1024;
+        char       *s = t_xmalloc(block * (size_t)t.size);
+        char       *r = t_xmalloc(block * (size_t)t.size);
+        uint32_t    seed = t_seed();
         MPI_Request q;
 
         t_case("an Ialltoall pending across the odd calls");

@@ -29,26 +29,26 @@
 #include <dirent.h>
 #include <sys/wait.h>
 
-#define OUTSIDE_S 10.0          /* longest watch, outside MPI */
-#define NAP_NS    2000000L      /* asleep: 2 ms between looks */
-#define A2A_BLOCK (300 * 1024)  /* bytes per rank: over a staging chunk */
-#define RED_N     (256 * 1024)  /* ints of the allreduce: 1 MiB */
+#define OUTSIDE_S 10.0         /* longest watch, outside MPI */
+#define NAP_NS    2000000L     /* asleep: 2 ms between looks */
+#define A2A_BLOCK (300 * 1024) /* bytes per rank: over a staging chunk */
+#define RED_N     (256 * 1024) /* ints of the allreduce: 1 MiB */
 
 enum { M_BUSY, M_SLEEP, M_N };
 static const char *mname[M_N] = {"busy", "asleep"};
 
-static int shim;
-static volatile uint64_t sink;  /* keeps the busy loop's work */
+static int               shim;
+static volatile uint64_t sink; /* keeps the busy loop's work */
 
 /* Threads of this process named dpushim-prog. */
 static int prog_threads(void)
 {
-    DIR *d = opendir("/proc/self/task");
+    DIR           *d = opendir("/proc/self/task");
     struct dirent *e;
-    int n = 0;
+    int            n = 0;
 
     while (d != NULL && (e = readdir(d)) != NULL) {
-        char path[300], name[64] = "";
+        char  path[300], name[64] = "";
         FILE *f;
 
         if (e->d_name[0] == '.') {
@@ -133,12 +133,12 @@ static uint64_t spin(uint64_t x)
 static void watch(int mode, const void *rbuf, const void *exp, size_t n,
                   const char *what)
 {
-    double t0 = t_now(), end = t0 + OUTSIDE_S;
+    double   t0 = t_now(), end = t0 + OUTSIDE_S;
     uint64_t x = (uint64_t)t.rank;
-    int ok;
+    int      ok;
 
     if (!shim) {
-        return;     /* stock MPI: nothing moves outside MPI */
+        return; /* stock MPI: nothing moves outside MPI */
     }
     while (!(ok = arrived(rbuf, exp, n)) && t_now() < end) {
         if (mode == M_BUSY) {
@@ -152,7 +152,8 @@ static void watch(int mode, const void *rbuf, const void *exp, size_t n,
     sink = x;
     if (!ok) {
         t_fail("the result did not arrive in %.0f s while the rank stayed "
-               "outside MPI (%s)", OUTSIDE_S, mname[mode]);
+               "outside MPI (%s)",
+               OUTSIDE_S, mname[mode]);
     } else if (t.verbose && t.rank == 0) {
         printf("rank 0: %s: arrived after %.1f ms outside MPI\n", what,
                (t_now() - t0) * 1e3);
@@ -186,8 +187,8 @@ static uint32_t a2a_fill(a2a_t *a)
     for (int i = 0; i < t.size; i++) {
         t_pat_fill(a->x + (size_t)i * A2A_BLOCK, A2A_BLOCK, seed, i, t.rank);
     }
-    T_MPI(PMPI_Alltoall(a->s, A2A_BLOCK, MPI_BYTE, a->ref, A2A_BLOCK,
-                        MPI_BYTE, MPI_COMM_WORLD));
+    T_MPI(PMPI_Alltoall(a->s, A2A_BLOCK, MPI_BYTE, a->ref, A2A_BLOCK, MPI_BYTE,
+                        MPI_COMM_WORLD));
     return seed;
 }
 
@@ -200,8 +201,8 @@ static void a2a_check(const a2a_t *a, uint32_t seed, const char *what)
     t_gcheck(what, a->r, a->len);
     for (int j = 0; j < t.size; j++) {
         snprintf(w, sizeof(w), "%s: send block %d unchanged", what, j);
-        t_pat_check(w, a->s + (size_t)j * A2A_BLOCK, A2A_BLOCK, seed,
-                    t.rank, j);
+        t_pat_check(w, a->s + (size_t)j * A2A_BLOCK, A2A_BLOCK, seed, t.rank,
+                    j);
     }
 }
 
@@ -215,13 +216,15 @@ static void a2a_free(a2a_t *a)
 
 static void case_ialltoall(int mode)
 {
-    a2a_t a;
-    uint32_t seed;
+    a2a_t       a;
+    uint32_t    seed;
     MPI_Request q = MPI_REQUEST_NULL;
-    char what[120];
+    char        what[120];
 
-    snprintf(what, sizeof(what), "MPI_Ialltoall of %d-byte blocks, ranks "
-             "%s outside MPI", A2A_BLOCK, mname[mode]);
+    snprintf(what, sizeof(what),
+             "MPI_Ialltoall of %d-byte blocks, ranks "
+             "%s outside MPI",
+             A2A_BLOCK, mname[mode]);
     t_case("%s", what);
     a2a_alloc(&a);
     seed = a2a_fill(&a);
@@ -238,20 +241,23 @@ static void case_ialltoall(int mode)
 static int red_in(uint32_t seed, int q, size_t i)
 {
     return (int)(t_mix64(((uint64_t)seed << 40) ^ ((uint64_t)q << 32) ^ i) %
-                 201) - 100;
+                 201) -
+           100;
 }
 
 static void case_iallreduce(int mode)
 {
-    size_t len = sizeof(int) * RED_N;
-    int *s = t_galloc(len), *r = t_galloc(len);
-    int *x = t_xmalloc(len), *ref = t_xmalloc(len);
-    uint32_t seed = t_seed();
+    size_t      len = sizeof(int) * RED_N;
+    int        *s = t_galloc(len), *r = t_galloc(len);
+    int        *x = t_xmalloc(len), *ref = t_xmalloc(len);
+    uint32_t    seed = t_seed();
     MPI_Request q = MPI_REQUEST_NULL;
-    char what[120];
+    char        what[120];
 
-    snprintf(what, sizeof(what), "MPI_Iallreduce of %d ints (MPI_SUM), "
-             "ranks %s outside MPI", RED_N, mname[mode]);
+    snprintf(what, sizeof(what),
+             "MPI_Iallreduce of %d ints (MPI_SUM), "
+             "ranks %s outside MPI",
+             RED_N, mname[mode]);
     t_case("%s", what);
     for (size_t i = 0; i < RED_N; i++) {
         s[i] = red_in(seed, t.rank, i);
@@ -263,8 +269,7 @@ static void case_iallreduce(int mode)
     T_MPI(PMPI_Allreduce(s, ref, RED_N, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
     T_MPI(MPI_Barrier(MPI_COMM_WORLD));
     t_count("iallreduce", 1);
-    T_MPI(MPI_Iallreduce(s, r, RED_N, MPI_INT, MPI_SUM, MPI_COMM_WORLD,
-                         &q));
+    T_MPI(MPI_Iallreduce(s, r, RED_N, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &q));
     watch(mode, r, x, len, what);
     T_MPI(MPI_Wait(&q, MPI_STATUS_IGNORE));
     t_match(what, r, x, len);
@@ -300,10 +305,10 @@ static int stock_no_pers(void)
 static void case_persistent(void)
 {
 #ifdef HAVE_PERS
-    a2a_t a;
+    a2a_t       a;
     MPI_Request q = MPI_REQUEST_NULL;
-    char what[120];
-    uint32_t seed;
+    char        what[120];
+    uint32_t    seed;
 
     t_case("persistent alltoall: init and a first start");
     if (stock_no_pers()) {
@@ -315,16 +320,18 @@ static void case_persistent(void)
         return;
     }
     a2a_alloc(&a);
-    T_MPI(PINIT(Alltoall)(a.s, A2A_BLOCK, MPI_BYTE, a.r, A2A_BLOCK,
-                          MPI_BYTE, MPI_COMM_WORLD, MPI_INFO_NULL, &q));
+    T_MPI(PINIT(Alltoall)(a.s, A2A_BLOCK, MPI_BYTE, a.r, A2A_BLOCK, MPI_BYTE,
+                          MPI_COMM_WORLD, MPI_INFO_NULL, &q));
     seed = a2a_fill(&a);
     t_count("alltoall_init", 1);
     T_MPI(MPI_Start(&q));
     T_MPI(MPI_Wait(&q, MPI_STATUS_IGNORE));
     a2a_check(&a, seed, "persistent alltoall, first start");
     for (int mode = 0; mode < M_N; mode++) {
-        snprintf(what, sizeof(what), "persistent alltoall of %d-byte "
-                 "blocks, ranks %s outside MPI", A2A_BLOCK, mname[mode]);
+        snprintf(what, sizeof(what),
+                 "persistent alltoall of %d-byte "
+                 "blocks, ranks %s outside MPI",
+                 A2A_BLOCK, mname[mode]);
         t_case("%s", what);
         seed = a2a_fill(&a);
         T_MPI(MPI_Barrier(MPI_COMM_WORLD));
@@ -343,11 +350,11 @@ static void case_persistent(void)
  * leaves without MPI; the parent's collective is exact. */
 static void case_fork(void)
 {
-    a2a_t a;
-    uint32_t seed;
+    a2a_t       a;
+    uint32_t    seed;
     MPI_Request q = MPI_REQUEST_NULL;
-    int status = 0;
-    pid_t child;
+    int         status = 0;
+    pid_t       child;
 
     t_case("fork() while a collective is pending");
     a2a_alloc(&a);
@@ -362,7 +369,8 @@ static void case_fork(void)
     if (child < 0 || waitpid(child, &status, 0) != child ||
         !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
         t_fail("forked child: status %#x (7: a progress thread in the "
-               "child)", status);
+               "child)",
+               status);
     }
     T_MPI(MPI_Wait(&q, MPI_STATUS_IGNORE));
     a2a_check(&a, seed, "Ialltoall across fork()");
@@ -389,7 +397,8 @@ int main(int argc, char **argv)
     case_fork();
     if (want == 1 && t.rank == 0) {
         printf("expect~: progress threads=%d wakeups=[0-9]+ "
-               "missed_wakeups=[0-9]+ cpu_ms=[0-9.]+\n", t.size);
+               "missed_wakeups=[0-9]+ cpu_ms=[0-9.]+\n",
+               t.size);
     }
     rc = t_finish();
     /* MPI_Finalize has returned: no thread of the shim may be left. */

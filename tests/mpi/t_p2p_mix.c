@@ -3,14 +3,13 @@
  * messages between ranks 0 and 1, in orders that must not deadlock. */
 #include "tcommon.h"
 
-#define MSG_BYTES (8u * 1024 * 1024) /* above every eager limit */
-#define TAG 42
+#define MSG_BYTES    (8u * 1024 * 1024) /* above every eager limit */
+#define TAG          42
 #define POLL_TIMEOUT 10.0
 
 enum { C_WAITALL, C_WAITANY, C_WAITSOME };
 
-static const char *how_name[] = {"MPI_Waitall", "MPI_Waitany",
-                                 "MPI_Waitsome"};
+static const char *how_name[] = {"MPI_Waitall", "MPI_Waitany", "MPI_Waitsome"};
 
 /* The 8 MiB message of one case: pattern (seed, 0, 1) from rank 0. */
 typedef struct {
@@ -39,8 +38,8 @@ static void msg_check(msg_t *m, int sender, MPI_Status *st)
         if (st->MPI_SOURCE != sender || st->MPI_TAG != TAG ||
             n != (int)MSG_BYTES) {
             t_fail("receive status: source %d, tag %d, count %d; expected "
-                   "%d, %d, %u", st->MPI_SOURCE, st->MPI_TAG, n, sender,
-                   TAG, MSG_BYTES);
+                   "%d, %d, %u",
+                   st->MPI_SOURCE, st->MPI_TAG, n, sender, TAG, MSG_BYTES);
         }
     }
     t_gfree(m->buf);
@@ -51,12 +50,11 @@ static void msg_check(msg_t *m, int sender, MPI_Status *st)
  * the other ranks just run the collective. */
 static void send_then_post(t_op_t *o, int how)
 {
-    MPI_Request r[3] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL,
-                        MPI_REQUEST_NULL};
-    MPI_Status st[3];
-    int seen[3] = {0, 0, 0}, idx[3], i, k, n, out, left = 2;
-    int ia, is;  /* slots of the collective and of the Isend */
-    msg_t m;
+    MPI_Request r[3] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+    MPI_Status  st[3];
+    int         seen[3] = {0, 0, 0}, idx[3], i, k, n, out, left = 2;
+    int         ia, is; /* slots of the collective and of the Isend */
+    msg_t       m;
 
     msg_init(&m, 0);
     if (t.rank == 0) {
@@ -87,7 +85,8 @@ static void send_then_post(t_op_t *o, int how)
                 T_MPI(MPI_Waitsome(n, r, &out, idx, st));
                 if (out < 1 || out > left) {
                     t_fail("MPI_Waitsome returned outcount %d with %d "
-                           "active", out, left);
+                           "active",
+                           out, left);
                     break;
                 }
             }
@@ -126,18 +125,18 @@ static void send_then_post(t_op_t *o, int how)
 static void post_then_blocking_p2p(t_op_t *o)
 {
     MPI_Request r = MPI_REQUEST_NULL;
-    MPI_Status st;
-    msg_t m;
+    MPI_Status  st;
+    msg_t       m;
 
     msg_init(&m, 1);
     t_op_post(o, &r);
     if (t.rank == 1) {
-        T_MPI(MPI_Send(m.buf, (int)MSG_BYTES, MPI_BYTE, 0, TAG,
-                       MPI_COMM_WORLD));
+        T_MPI(
+            MPI_Send(m.buf, (int)MSG_BYTES, MPI_BYTE, 0, TAG, MPI_COMM_WORLD));
         t_gfree(m.buf);
     } else if (t.rank == 0) {
-        T_MPI(MPI_Recv(m.buf, (int)MSG_BYTES, MPI_BYTE, 1, TAG,
-                       MPI_COMM_WORLD, &st));
+        T_MPI(MPI_Recv(m.buf, (int)MSG_BYTES, MPI_BYTE, 1, TAG, MPI_COMM_WORLD,
+                       &st));
         msg_check(&m, 1, &st);
     } else {
         t_gfree(m.buf);
@@ -157,10 +156,10 @@ static void post_then_blocking_p2p(t_op_t *o)
 static void complete_before_send(t_op_t *o)
 {
     MPI_Request r = MPI_REQUEST_NULL;
-    MPI_Status st;
-    double t0;
-    int flag = 0;
-    msg_t m;
+    MPI_Status  st;
+    double      t0;
+    int         flag = 0;
+    msg_t       m;
 
     msg_init(&m, 0);
     t_op_post(o, &r);
@@ -172,12 +171,13 @@ static void complete_before_send(t_op_t *o)
         if (!flag) {
             t_fail("collective not complete after %.0f s while rank 1 "
                    "waits in a blocking MPI_Recv (no progress unless rank "
-                   "1 calls a completion function?)", POLL_TIMEOUT);
+                   "1 calls a completion function?)",
+                   POLL_TIMEOUT);
         } else {
             t_op_check(o);
         }
-        T_MPI(MPI_Send(m.buf, (int)MSG_BYTES, MPI_BYTE, 1, TAG,
-                       MPI_COMM_WORLD));
+        T_MPI(
+            MPI_Send(m.buf, (int)MSG_BYTES, MPI_BYTE, 1, TAG, MPI_COMM_WORLD));
         t_gfree(m.buf);
         T_MPI(MPI_Wait(&r, MPI_STATUS_IGNORE));
         if (!flag) {
@@ -186,8 +186,8 @@ static void complete_before_send(t_op_t *o)
         return;
     }
     if (t.rank == 1) {
-        T_MPI(MPI_Recv(m.buf, (int)MSG_BYTES, MPI_BYTE, 0, TAG,
-                       MPI_COMM_WORLD, &st));
+        T_MPI(MPI_Recv(m.buf, (int)MSG_BYTES, MPI_BYTE, 0, TAG, MPI_COMM_WORLD,
+                       &st));
         msg_check(&m, 0, &st);
     } else {
         t_gfree(m.buf);
@@ -199,8 +199,8 @@ static void complete_before_send(t_op_t *o)
 int main(int argc, char **argv)
 {
     MPI_Comm fresh;
-    t_op_t o;
-    int how, last;
+    t_op_t   o;
+    int      how, last;
 
     t_init(&argc, &argv, "t_p2p_mix");
     if (t.size < 2) {
@@ -220,7 +220,8 @@ int main(int argc, char **argv)
 
     for (how = C_WAITALL; how <= C_WAITSOME; how++) {
         t_case("Ialltoall + 8 MiB Isend completed by %s; rank 1 receives "
-               "before posting", how_name[how]);
+               "before posting",
+               how_name[how]);
         t_op_init(&o, T_A2A, MPI_COMM_WORLD, MPI_BYTE, 65536, NULL, 0, 0,
                   "Ialltoall 65536 x MPI_BYTE");
         send_then_post(&o, how);
@@ -230,9 +231,10 @@ int main(int argc, char **argv)
         int root = (how == C_WAITANY) ? 0 : 1;
 
         t_case("Ibcast root %d + 8 MiB Isend completed by %s; rank 1 "
-               "receives before posting", root, how_name[how]);
-        t_op_init(&o, T_BCAST, MPI_COMM_WORLD, MPI_DOUBLE, 131072, NULL,
-                  root, 0, "Ibcast 131072 x MPI_DOUBLE root %d", root);
+               "receives before posting",
+               root, how_name[how]);
+        t_op_init(&o, T_BCAST, MPI_COMM_WORLD, MPI_DOUBLE, 131072, NULL, root,
+                  0, "Ibcast 131072 x MPI_DOUBLE root %d", root);
         send_then_post(&o, how);
         t_op_free(&o);
     }
@@ -242,10 +244,9 @@ int main(int argc, char **argv)
               "Ialltoall 4096 x MPI_DOUBLE");
     post_then_blocking_p2p(&o);
     t_op_free(&o);
-    t_case("Ibcast root %d pending across a blocking MPI_Send/MPI_Recv",
-           last);
-    t_op_init(&o, T_BCAST, MPI_COMM_WORLD, MPI_BYTE, 1000003, NULL, last,
-              0, "Ibcast 1000003 x MPI_BYTE root %d", last);
+    t_case("Ibcast root %d pending across a blocking MPI_Send/MPI_Recv", last);
+    t_op_init(&o, T_BCAST, MPI_COMM_WORLD, MPI_BYTE, 1000003, NULL, last, 0,
+              "Ibcast 1000003 x MPI_BYTE root %d", last);
     post_then_blocking_p2p(&o);
     t_op_free(&o);
 
@@ -256,7 +257,8 @@ int main(int argc, char **argv)
     complete_before_send(&o);
     t_op_free(&o);
     t_case("rank 0 completes its Ibcast (root %d) while rank 1 is in a "
-           "blocking MPI_Recv", last);
+           "blocking MPI_Recv",
+           last);
     t_op_init(&o, T_BCAST, MPI_COMM_WORLD, MPI_BYTE, 65536, NULL, last, 0,
               "Ibcast 65536 x MPI_BYTE root %d", last);
     complete_before_send(&o);

@@ -31,32 +31,45 @@
 #include "tagent.h"
 #include "../../include/dpushim.h"
 
-
 #ifdef HAVE_PERS
 
-#define ROUNDS  300
-#define BC_N    20000   /* ints broadcast */
-#define A2A_N   3000    /* ints per alltoall block */
-#define RED_N   10000   /* ints reduced */
-#define AG_N    2500    /* ints per allgather block */
-#define NB_N    2048    /* ints per neighbour block */
-#define UR_N    1000    /* ints of the user-op reduce */
-#define GR_N    5000    /* ints the group moves along the ring */
-#define NB_A2A  2000    /* ints per block of the nonblocking alltoall */
+#define ROUNDS 300
+#define BC_N   20000 /* ints broadcast */
+#define A2A_N  3000  /* ints per alltoall block */
+#define RED_N  10000 /* ints reduced */
+#define AG_N   2500  /* ints per allgather block */
+#define NB_N   2048  /* ints per neighbour block */
+#define UR_N   1000  /* ints of the user-op reduce */
+#define GR_N   5000  /* ints the group moves along the ring */
+#define NB_A2A 2000  /* ints per block of the nonblocking alltoall */
 
-enum { P_BCAST, P_BARRIER, P_A2A, P_ALLRED, P_ALLGATHER, P_UREDUCE,
-       P_NEIGH, P_GROUP, P_N };
-
-static const char *pname[P_N] = {
-    "bcast_init", "barrier_init", "alltoall_init", "allreduce_init",
-    "allgather_init", "reduce_init", "neighbor_alltoall_init", "group_init"
+enum {
+    P_BCAST,
+    P_BARRIER,
+    P_A2A,
+    P_ALLRED,
+    P_ALLGATHER,
+    P_UREDUCE,
+    P_NEIGH,
+    P_GROUP,
+    P_N
 };
+
+static const char *pname[P_N] = {"bcast_init",
+                                 "barrier_init",
+                                 "alltoall_init",
+                                 "allreduce_init",
+                                 "allgather_init",
+                                 "reduce_init",
+                                 "neighbor_alltoall_init",
+                                 "group_init"};
 
 /* The value of int i of what rank r contributes as part k in round it. */
 static int val(int it, int r, int k, int i)
 {
     return (int)(t_mix64(((uint64_t)it << 40) ^ ((uint64_t)r << 24) ^
-                         ((uint64_t)k << 20) ^ (uint64_t)i) & 0xffffff);
+                         ((uint64_t)k << 20) ^ (uint64_t)i) &
+                 0xffffff);
 }
 
 static void umax(void *in, void *inout, int *len, MPI_Datatype *type)
@@ -81,12 +94,12 @@ static int stock_mpich40(void)
 }
 
 typedef struct {
-    int *bc, *a2a_s, *a2a_r, *red_s, *red_r, *ag_s, *ag_r;
-    int *nb_s, *nb_r, *ur_s, *ur_r, *gr_s, *gr_r, *na_s, *na_r;
+    int        *bc, *a2a_s, *a2a_r, *red_s, *red_r, *ag_s, *ag_r;
+    int        *nb_s, *nb_r, *ur_s, *ur_r, *gr_s, *gr_r, *na_s, *na_r;
     MPI_Request req[P_N];
-    int np;              /* requests made (the group only under the shim) */
-    int left, right;     /* Cartesian neighbours */
-    int group;           /* the group is offloaded */
+    int         np; /* requests made (the group only under the shim) */
+    int         left, right; /* Cartesian neighbours */
+    int         group;       /* the group is offloaded */
 } st_t;
 
 static int check(const char *what, int it, const int *got, int n,
@@ -105,7 +118,9 @@ static int check(const char *what, int it, const int *got, int n,
 }
 
 /* Expected values, by context. */
-typedef struct { int r, k, n; } src_t;
+typedef struct {
+    int r, k, n;
+} src_t;
 
 static int want_src(int it, int i, const void *ctx)
 {
@@ -138,9 +153,9 @@ static int want_max(int it, int i, const void *ctx)
 
 static void make(st_t *s, MPI_Comm cart, MPI_Op op)
 {
-    MPI_Comm w = MPI_COMM_WORLD;
-    MPI_Info in = MPI_INFO_NULL;
-    int p = t.size;
+    MPI_Comm        w = MPI_COMM_WORLD;
+    MPI_Info        in = MPI_INFO_NULL;
+    int             p = t.size;
     dpushim_group_t g;
 
     s->bc = t_xmalloc(sizeof(int) * BC_N);
@@ -162,15 +177,14 @@ static void make(st_t *s, MPI_Comm cart, MPI_Op op)
 
     /* Every rank inits in this order: MPI's matching order. */
     t_case("inits");
-    T_MPI(PINIT(Bcast)(s->bc, BC_N, MPI_INT, p - 1, w, in,
-                       &s->req[P_BCAST]));
+    T_MPI(PINIT(Bcast)(s->bc, BC_N, MPI_INT, p - 1, w, in, &s->req[P_BCAST]));
     T_MPI(PINIT(Barrier)(w, in, &s->req[P_BARRIER]));
-    T_MPI(PINIT(Alltoall)(s->a2a_s, A2A_N, MPI_INT, s->a2a_r, A2A_N,
-                          MPI_INT, w, in, &s->req[P_A2A]));
-    T_MPI(PINIT(Allreduce)(s->red_s, s->red_r, RED_N, MPI_INT, MPI_SUM, w,
-                           in, &s->req[P_ALLRED]));
-    T_MPI(PINIT(Allgather)(s->ag_s, AG_N, MPI_INT, s->ag_r, AG_N, MPI_INT,
-                           w, in, &s->req[P_ALLGATHER]));
+    T_MPI(PINIT(Alltoall)(s->a2a_s, A2A_N, MPI_INT, s->a2a_r, A2A_N, MPI_INT,
+                          w, in, &s->req[P_A2A]));
+    T_MPI(PINIT(Allreduce)(s->red_s, s->red_r, RED_N, MPI_INT, MPI_SUM, w, in,
+                           &s->req[P_ALLRED]));
+    T_MPI(PINIT(Allgather)(s->ag_s, AG_N, MPI_INT, s->ag_r, AG_N, MPI_INT, w,
+                           in, &s->req[P_ALLGATHER]));
     T_MPI(PINIT(Reduce)(s->ur_s, s->ur_r, UR_N, MPI_INT, op, 0, w, in,
                         &s->req[P_UREDUCE]));
     T_MPI(PINIT(Neighbor_alltoall)(s->nb_s, NB_N, MPI_INT, s->nb_r, NB_N,
@@ -181,8 +195,8 @@ static void make(st_t *s, MPI_Comm cart, MPI_Op op)
         /* Along the ring: send to the next rank, receive from the last. */
         if (dpushim_group_send(g, s->gr_s, GR_N, MPI_INT, (t.rank + 1) % p,
                                5) != DPUSHIM_SUCCESS ||
-            dpushim_group_recv(g, s->gr_r, GR_N, MPI_INT,
-                               (t.rank + p - 1) % p, 5) != DPUSHIM_SUCCESS ||
+            dpushim_group_recv(g, s->gr_r, GR_N, MPI_INT, (t.rank + p - 1) % p,
+                               5) != DPUSHIM_SUCCESS ||
             dpushim_group_end_persistent(&g, &s->req[P_GROUP]) !=
                 DPUSHIM_SUCCESS) {
             t_fail("the persistent group could not be made");
@@ -222,7 +236,7 @@ static void fill(st_t *s, int it)
         s->ur_s[i] = val(it, me, 6, i);
         s->ur_r[i] = -1;
     }
-    for (int d = 0; d < 2; d++) {   /* block 0 to the left, 1 right */
+    for (int d = 0; d < 2; d++) { /* block 0 to the left, 1 right */
         for (int i = 0; i < NB_N; i++) {
             s->nb_s[d * NB_N + i] = val(it, me, 200 + d, i);
             s->nb_r[d * NB_N + i] = -1;
@@ -236,9 +250,9 @@ static void fill(st_t *s, int it)
 
 static void verify(const st_t *s, int it)
 {
-    int p = t.size, me = t.rank;
+    int   p = t.size, me = t.rank;
     src_t src;
-    char w[64];
+    char  w[64];
 
     src = (src_t){p - 1, 0, 0};
     check("bcast_init", it, s->bc, BC_N, want_src, &src);
@@ -256,12 +270,12 @@ static void verify(const st_t *s, int it)
     check("allreduce_init", it, s->red_r, RED_N, want_sum, &p);
     if (s->group) {
         src = (src_t){(me + p - 1) % p, 7, 0};
-        check("group_init from the previous rank", it, s->gr_r, GR_N,
-              want_src, &src);
+        check("group_init from the previous rank", it, s->gr_r, GR_N, want_src,
+              &src);
     }
     if (me == 0) {
-        check("reduce_init (user op) at the root", it, s->ur_r, UR_N,
-              want_max, &p);
+        check("reduce_init (user op) at the root", it, s->ur_r, UR_N, want_max,
+              &p);
     }
     /* From the left neighbour its rightward block, and vice versa. Stock
      * Open MPI 4.1 swaps the two where one rank is both neighbours
@@ -272,8 +286,8 @@ static void verify(const st_t *s, int it)
     }
 #endif
     src = (src_t){s->left, 201, 0};
-    check("neighbor_alltoall_init from the left", it, s->nb_r, NB_N,
-          want_src, &src);
+    check("neighbor_alltoall_init from the left", it, s->nb_r, NB_N, want_src,
+          &src);
     src = (src_t){s->right, 200, 0};
     check("neighbor_alltoall_init from the right", it, s->nb_r + NB_N, NB_N,
           want_src, &src);
@@ -304,7 +318,7 @@ static int kill_round = -1, killer = -1;
 static void round_run(st_t *s, int it)
 {
     MPI_Request all[P_N + 1], arr[P_N];
-    int ord[P_N], n = s->np, nb_at, startall = it % 3 == 1;
+    int         ord[P_N], n = s->np, nb_at, startall = it % 3 == 1;
 
     t_case("round %d", it);
     fill(s, it);
@@ -328,8 +342,8 @@ static void round_run(st_t *s, int it)
     } else {
         for (int i = 0; i <= n; i++) {
             if (i == nb_at) {
-                t_ialltoall(s->na_s, NB_A2A, MPI_INT, s->na_r, NB_A2A,
-                            MPI_INT, MPI_COMM_WORLD, &all[n], 1);
+                t_ialltoall(s->na_s, NB_A2A, MPI_INT, s->na_r, NB_A2A, MPI_INT,
+                            MPI_COMM_WORLD, &all[n], 1);
             }
             if (i < n) {
                 T_MPI(MPI_Start(&s->req[ord[i]]));
@@ -374,8 +388,7 @@ static void round_run(st_t *s, int it)
     }
     for (int i = 0; i < n; i++) {
         if (all[i] != s->req[i]) {
-            t_fail("round %d: persistent request %s changed", it,
-                   pname[i]);
+            t_fail("round %d: persistent request %s changed", it, pname[i]);
         }
     }
     verify(s, it);
@@ -383,10 +396,10 @@ static void round_run(st_t *s, int it)
 
 int main(int argc, char **argv)
 {
-    int dims[1], periods[1] = {1};
+    int      dims[1], periods[1] = {1};
     MPI_Comm cart;
-    MPI_Op op;
-    st_t s;
+    MPI_Op   op;
+    st_t     s;
 
     t_init(&argc, &argv, "t_pers_order");
     if (stock_mpich40()) {

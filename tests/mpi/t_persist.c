@@ -42,27 +42,42 @@
  */
 #include "tcommon.h"
 
-
 #ifdef HAVE_PERS
 
-#define MAXP     64     /* largest communicator */
-#define UNIT     6      /* ints in a block unit: one vector element */
+#define MAXP     64 /* largest communicator */
+#define UNIT     6  /* ints in a block unit: one vector element */
 #define RESTARTS 1000
 
 /* ---- collectives, element types, reductions -------------------------- */
 
 enum {
-    K_BARRIER, K_BCAST, K_GATHER, K_GATHERV, K_SCATTER, K_SCATTERV,
-    K_ALLGATHER, K_ALLGATHERV, K_ALLTOALL, K_ALLTOALLV, K_ALLTOALLW,
-    K_REDUCE, K_ALLREDUCE, K_RS, K_RSB, K_SCAN, K_EXSCAN, K_N
+    K_BARRIER,
+    K_BCAST,
+    K_GATHER,
+    K_GATHERV,
+    K_SCATTER,
+    K_SCATTERV,
+    K_ALLGATHER,
+    K_ALLGATHERV,
+    K_ALLTOALL,
+    K_ALLTOALLV,
+    K_ALLTOALLW,
+    K_REDUCE,
+    K_ALLREDUCE,
+    K_RS,
+    K_RSB,
+    K_SCAN,
+    K_EXSCAN,
+    K_N
 };
 
 static const char *kname[K_N] = {
-    "barrier", "bcast", "gather", "gatherv", "scatter", "scatterv",
-    "allgather", "allgatherv", "alltoall", "alltoallv", "alltoallw",
-    "reduce", "allreduce", "reduce_scatter", "reduce_scatter_block",
-    "scan", "exscan"
-};
+    "barrier",   "bcast",          "gather",
+    "gatherv",   "scatter",        "scatterv",
+    "allgather", "allgatherv",     "alltoall",
+    "alltoallv", "alltoallw",      "reduce",
+    "allreduce", "reduce_scatter", "reduce_scatter_block",
+    "scan",      "exscan"};
 
 /*
  * Movement: each side is ints or a vector (2 blocks of 3 ints every 5:
@@ -70,7 +85,7 @@ static const char *kname[K_N] = {
  * of 6 ints, so any two sides have the same signature.
  */
 enum { TY_I, TY_V };
-static MPI_Datatype vec;          /* the references' vector type */
+static MPI_Datatype vec; /* the references' vector type */
 
 static MPI_Datatype ty_of(int t)
 {
@@ -101,16 +116,16 @@ static MPI_Datatype vec_make(void)
 enum { F_INT, F_DOUBLE, F_PAIR };
 
 typedef struct red {
-    const char   *name;
-    MPI_Datatype  type;
-    MPI_Op        op;
-    int           esize;
-    int           form;      /* F_*: how inputs are written */
-    int           off;       /* the shim may reduce it (else stock MPI) */
+    const char  *name;
+    MPI_Datatype type;
+    MPI_Op       op;
+    int          esize;
+    int          form; /* F_*: how inputs are written */
+    int          off;  /* the shim may reduce it (else stock MPI) */
 } red_t;
 
 enum { R_ISUM, R_DSUM, R_MINLOC, R_USER, R_N };
-static red_t reds[R_N];
+static red_t  reds[R_N];
 static MPI_Op user_sum;
 
 static void my_sum(void *in, void *inout, int *len, MPI_Datatype *dt)
@@ -127,24 +142,24 @@ static void reds_make(void)
 {
     MPI_Op_create(my_sum, 1, &user_sum);
     reds[R_ISUM] = (red_t){"int sum", MPI_INT, MPI_SUM, 4, F_INT, 1};
-    reds[R_DSUM] = (red_t){"double sum", MPI_DOUBLE, MPI_SUM, 8, F_DOUBLE,
-                           1};
-    reds[R_MINLOC] = (red_t){"2int minloc", MPI_2INT, MPI_MINLOC, 8,
-                             F_PAIR, 1};
+    reds[R_DSUM] = (red_t){"double sum", MPI_DOUBLE, MPI_SUM, 8, F_DOUBLE, 1};
+    reds[R_MINLOC] =
+        (red_t){"2int minloc", MPI_2INT, MPI_MINLOC, 8, F_PAIR, 1};
     /* User operations go to stock MPI: counted as fallbacks. */
     reds[R_USER] = (red_t){"int user op", MPI_INT, user_sum, 4, F_INT, 0};
 }
 
-static void red_fill(const red_t *r, void *buf, int n, int me,
-                     uint32_t seed)
+static void red_fill(const red_t *r, void *buf, int n, int me, uint32_t seed)
 {
     char *p = buf;
 
     for (int i = 0; i < n; i++) {
-        int v = (int)(t_mix64(((uint64_t)seed << 32) ^
-                              (uint64_t)(me * 7919 + i)) % 201) - 100;
+        int v =
+            (int)(t_mix64(((uint64_t)seed << 32) ^ (uint64_t)(me * 7919 + i)) %
+                  201) -
+            100;
         double d = v;
-        int pair[2] = {v % 5, me};
+        int    pair[2] = {v % 5, me};
 
         if (r->form == F_DOUBLE) {
             memcpy(p + (size_t)i * 8, &d, 8);
@@ -180,24 +195,24 @@ static int a2a_sym(int a, int b, int n)
 /* ---- one persistent collective --------------------------------------- */
 
 typedef struct pc {
-    char          name[160];
-    int           kind, st, rt;    /* K_*; TY_* of the send, recv side */
-    const red_t  *red;             /* reductions */
-    MPI_Comm      comm;
-    int           me, p, root, n, ip;
-    int           fresh;           /* the init's vector, freed after it */
-    int           scount, rcount;
-    int           sc[MAXP], sd[MAXP], rc[MAXP], rd[MAXP];
-    int           swt[MAXP], rwt[MAXP];   /* alltoallw: TY_* per peer */
-    size_t        slen, rlen, olen;  /* olen: significant bytes of rb */
-    char         *sb, *rb;         /* the persistent call's buffers */
-    char         *xs, *xr;         /* the reference's (stock MPI) */
-    int           off;             /* each start is offloaded */
-    MPI_Datatype  decoy;           /* took the freed vector's handle? */
-    MPI_Request   req, handle;
+    char         name[160];
+    int          kind, st, rt; /* K_*; TY_* of the send, recv side */
+    const red_t *red;          /* reductions */
+    MPI_Comm     comm;
+    int          me, p, root, n, ip;
+    int          fresh; /* the init's vector, freed after it */
+    int          scount, rcount;
+    int          sc[MAXP], sd[MAXP], rc[MAXP], rd[MAXP];
+    int          swt[MAXP], rwt[MAXP]; /* alltoallw: TY_* per peer */
+    size_t       slen, rlen, olen;     /* olen: significant bytes of rb */
+    char        *sb, *rb;              /* the persistent call's buffers */
+    char        *xs, *xr;              /* the reference's (stock MPI) */
+    int          off;                  /* each start is offloaded */
+    MPI_Datatype decoy;                /* took the freed vector's handle? */
+    MPI_Request  req, handle;
 } pc_t;
 
-static int how_next;   /* completion call of the next single start */
+static int how_next; /* completion call of the next single start */
 
 /* Between tests that said "not yet": a loop that never yields starves
  * the agent sharing the cores (2 cores, oversubscribed), and programs
@@ -211,13 +226,12 @@ static void poll_pause(int done)
 
 /* Set up o: layout, buffers, the expected fate of each start. n: units
  * of 6 ints per block (movement) or elements (reductions). */
-static void pc_make(pc_t *o, int kind, MPI_Comm comm, const char *cn,
-                    int root, int n, int st, int rt, int ip,
-                    const red_t *red, int fresh)
+static void pc_make(pc_t *o, int kind, MPI_Comm comm, const char *cn, int root,
+                    int n, int st, int rt, int ip, const red_t *red, int fresh)
 {
-    int me, p, i, sat = 2, rat = 3;
+    int    me, p, i, sat = 2, rat = 3;
     size_t se = ty_ext(st), re = ty_ext(rt);
-    int su = UNIT / ty_ints(st), ru = UNIT / ty_ints(rt);
+    int    su = UNIT / ty_ints(st), ru = UNIT / ty_ints(rt);
 
     memset(o, 0, sizeof(*o));
     MPI_Comm_rank(comm, &me);
@@ -248,19 +262,17 @@ static void pc_make(pc_t *o, int kind, MPI_Comm comm, const char *cn,
     }
     if (red != NULL) {
         snprintf(o->name, sizeof(o->name), "%s_init %s %s x%d root %d%s",
-                 kname[kind], cn, red->name, n, root,
-                 ip ? " in place" : "");
+                 kname[kind], cn, red->name, n, root, ip ? " in place" : "");
     } else {
-        snprintf(o->name, sizeof(o->name), "%s_init %s root %d %s->%s "
-                 "x%d units%s%s", kname[kind], cn, root,
-                 st == TY_V ? "vector" : "int",
+        snprintf(o->name, sizeof(o->name),
+                 "%s_init %s root %d %s->%s "
+                 "x%d units%s%s",
+                 kname[kind], cn, root, st == TY_V ? "vector" : "int",
                  rt == TY_V ? "vector" : "int", n, ip ? " in place" : "",
                  o->fresh ? " (type freed after init)" : "");
     }
     switch (kind) {
-    case K_BARRIER:
-        o->off = 1;
-        break;
+    case K_BARRIER: o->off = 1; break;
     case K_BCAST:
         o->rcount = n * ru;
         o->rlen = o->olen = (size_t)o->rcount * re;
@@ -293,7 +305,7 @@ static void pc_make(pc_t *o, int kind, MPI_Comm comm, const char *cn,
             rat += c[i] + 2;
         }
         if (kind == K_ALLGATHERV && p == 1) {
-            o->rd[0] = 0;   /* MPICH 4.0 (header comment) */
+            o->rd[0] = 0; /* MPICH 4.0 (header comment) */
         }
         if (kind == K_SCATTERV) {
             o->slen = (size_t)rat * se;
@@ -311,17 +323,17 @@ static void pc_make(pc_t *o, int kind, MPI_Comm comm, const char *cn,
             for (i = 0; i < p; i++) {
                 tot += (uint64_t)vcount(i, n) * UNIT * 4;
             }
-            o->off = tot / (uint64_t)p >= 1;   /* the mean block */
+            o->off = tot / (uint64_t)p >= 1; /* the mean block */
         } else {
-            o->off = 1;   /* any size */
+            o->off = 1; /* any size */
         }
         break;
     case K_ALLGATHER:
     case K_ALLTOALL:
         o->scount = n * su;
         o->rcount = n * ru;
-        o->slen = (size_t)o->scount * se *
-                  (kind == K_ALLTOALL ? (size_t)p : 1);
+        o->slen =
+            (size_t)o->scount * se * (kind == K_ALLTOALL ? (size_t)p : 1);
         o->rlen = o->olen = (size_t)o->rcount * re * (size_t)p;
         o->off = n > 0;
         break;
@@ -348,8 +360,8 @@ static void pc_make(pc_t *o, int kind, MPI_Comm comm, const char *cn,
             o->swt[i] = odd ? TY_I : TY_V;
             o->rwt[i] = ip ? o->swt[i] : (odd ? TY_V : TY_I);
             o->sc[i] = a2a_count(me, i, n) * UNIT / ty_ints(o->swt[i]);
-            o->rc[i] = (ip ? a2a_sym(i, me, n) : a2a_count(i, me, n)) *
-                       UNIT / ty_ints(o->rwt[i]);
+            o->rc[i] = (ip ? a2a_sym(i, me, n) : a2a_count(i, me, n)) * UNIT /
+                       ty_ints(o->rwt[i]);
             o->sd[i] = sat * 4;
             o->rd[i] = rat * 4;
             sat += o->sc[i] * (int)ty_ext(o->swt[i]) / 4 + 1;
@@ -359,8 +371,8 @@ static void pc_make(pc_t *o, int kind, MPI_Comm comm, const char *cn,
         o->rlen = o->olen = (size_t)rat * 4;
         o->off = 1;
         break;
-    default: {   /* reductions */
-        int tot = n, out = n;
+    default: { /* reductions */
+        int    tot = n, out = n;
         size_t es = (size_t)red->esize;
 
         if (kind == K_RSB) {
@@ -377,8 +389,10 @@ static void pc_make(pc_t *o, int kind, MPI_Comm comm, const char *cn,
         o->slen = (size_t)tot * es;
         o->rlen = (size_t)(ip ? tot : out) * es;
         /* Significant: the root's result; none on rank 0 of exscan. */
-        o->olen = (kind == K_REDUCE && me != root) ||
-                  (kind == K_EXSCAN && me == 0) ? 0 : (size_t)out * es;
+        o->olen =
+            (kind == K_REDUCE && me != root) || (kind == K_EXSCAN && me == 0)
+                ? 0
+                : (size_t)out * es;
         if (kind == K_RS) {
             o->off = red->off && (uint64_t)tot * es / (uint64_t)p >= 1;
         } else {
@@ -410,40 +424,37 @@ static int pc_init_call(pc_t *o, MPI_Datatype dt)
     MPI_Datatype s = o->st == TY_V ? dt : MPI_INT;
     MPI_Datatype r = o->rt == TY_V ? dt : MPI_INT;
     MPI_Datatype sw[MAXP], rw[MAXP];
-    MPI_Info in = MPI_INFO_NULL;
-    MPI_Comm c = o->comm;
+    MPI_Info     in = MPI_INFO_NULL;
+    MPI_Comm     c = o->comm;
     MPI_Request *q = &o->req;
     const red_t *d = o->red;
-    int ipr = o->ip;   /* rooted: in place at the root only */
+    int          ipr = o->ip; /* rooted: in place at the root only */
 
     switch (o->kind) {
-    case K_BARRIER:
-        return PINIT(Barrier)(c, in, q);
-    case K_BCAST:
-        return PINIT(Bcast)(o->rb, o->rcount, r, o->root, c, in, q);
+    case K_BARRIER: return PINIT(Barrier)(c, in, q);
+    case K_BCAST: return PINIT(Bcast)(o->rb, o->rcount, r, o->root, c, in, q);
     case K_GATHER:
-        return PINIT(Gather)(ipr ? MPI_IN_PLACE : o->sb, o->scount, s,
-                             o->rb, o->rcount, r, o->root, c, in, q);
+        return PINIT(Gather)(ipr ? MPI_IN_PLACE : o->sb, o->scount, s, o->rb,
+                             o->rcount, r, o->root, c, in, q);
     case K_GATHERV:
-        return PINIT(Gatherv)(ipr ? MPI_IN_PLACE : o->sb, o->scount, s,
-                              o->rb, o->rc, o->rd, r, o->root, c, in, q);
+        return PINIT(Gatherv)(ipr ? MPI_IN_PLACE : o->sb, o->scount, s, o->rb,
+                              o->rc, o->rd, r, o->root, c, in, q);
     case K_SCATTER:
-        return PINIT(Scatter)(o->sb, o->scount, s,
-                              ipr ? MPI_IN_PLACE : o->rb, o->rcount, r,
-                              o->root, c, in, q);
+        return PINIT(Scatter)(o->sb, o->scount, s, ipr ? MPI_IN_PLACE : o->rb,
+                              o->rcount, r, o->root, c, in, q);
     case K_SCATTERV:
         return PINIT(Scatterv)(o->sb, o->sc, o->sd, s,
                                ipr ? MPI_IN_PLACE : o->rb, o->rcount, r,
                                o->root, c, in, q);
     case K_ALLGATHER:
-        return PINIT(Allgather)(pc_sarg(o), o->scount, s, o->rb, o->rcount,
-                                r, c, in, q);
+        return PINIT(Allgather)(pc_sarg(o), o->scount, s, o->rb, o->rcount, r,
+                                c, in, q);
     case K_ALLGATHERV:
-        return PINIT(Allgatherv)(pc_sarg(o), o->scount, s, o->rb, o->rc,
-                                 o->rd, r, c, in, q);
+        return PINIT(Allgatherv)(pc_sarg(o), o->scount, s, o->rb, o->rc, o->rd,
+                                 r, c, in, q);
     case K_ALLTOALL:
-        return PINIT(Alltoall)(pc_sarg(o), o->scount, s, o->rb, o->rcount,
-                               r, c, in, q);
+        return PINIT(Alltoall)(pc_sarg(o), o->scount, s, o->rb, o->rcount, r,
+                               c, in, q);
     case K_ALLTOALLV:
         return PINIT(Alltoallv)(pc_sarg(o), o->sc, o->sd, s, o->rb, o->rc,
                                 o->rd, r, c, in, q);
@@ -455,23 +466,22 @@ static int pc_init_call(pc_t *o, MPI_Datatype dt)
         return PINIT(Alltoallw)(pc_sarg(o), o->sc, o->sd, sw, o->rb, o->rc,
                                 o->rd, rw, c, in, q);
     case K_REDUCE:
-        return PINIT(Reduce)(pc_sarg(o), o->rb, o->n, d->type, d->op,
-                             o->root, c, in, q);
+        return PINIT(Reduce)(pc_sarg(o), o->rb, o->n, d->type, d->op, o->root,
+                             c, in, q);
     case K_ALLREDUCE:
-        return PINIT(Allreduce)(pc_sarg(o), o->rb, o->n, d->type, d->op, c,
-                                in, q);
+        return PINIT(Allreduce)(pc_sarg(o), o->rb, o->n, d->type, d->op, c, in,
+                                q);
     case K_RS:
-        return PINIT(Reduce_scatter)(pc_sarg(o), o->rb, o->rc, d->type,
-                                     d->op, c, in, q);
+        return PINIT(Reduce_scatter)(pc_sarg(o), o->rb, o->rc, d->type, d->op,
+                                     c, in, q);
     case K_RSB:
-        return PINIT(Reduce_scatter_block)(pc_sarg(o), o->rb, o->n,
-                                           d->type, d->op, c, in, q);
+        return PINIT(Reduce_scatter_block)(pc_sarg(o), o->rb, o->n, d->type,
+                                           d->op, c, in, q);
     case K_SCAN:
-        return PINIT(Scan)(pc_sarg(o), o->rb, o->n, d->type, d->op, c, in,
-                           q);
+        return PINIT(Scan)(pc_sarg(o), o->rb, o->n, d->type, d->op, c, in, q);
     default:
-        return PINIT(Exscan)(pc_sarg(o), o->rb, o->n, d->type, d->op, c,
-                             in, q);
+        return PINIT(Exscan)(pc_sarg(o), o->rb, o->n, d->type, d->op, c, in,
+                             q);
     }
 }
 
@@ -504,17 +514,14 @@ static void pc_ref(pc_t *o)
 {
     MPI_Datatype s = ty_of(o->st), r = ty_of(o->rt);
     MPI_Datatype sw[MAXP], rw[MAXP];
-    MPI_Comm c = o->comm;
+    MPI_Comm     c = o->comm;
     const red_t *d = o->red;
-    int ipr = o->ip, i;
-    const void *sa = o->ip ? MPI_IN_PLACE : o->xs;
+    int          ipr = o->ip, i;
+    const void  *sa = o->ip ? MPI_IN_PLACE : o->xs;
 
     switch (o->kind) {
-    case K_BARRIER:
-        break;
-    case K_BCAST:
-        T_MPI(PMPI_Bcast(o->xr, o->rcount, r, o->root, c));
-        break;
+    case K_BARRIER: break;
+    case K_BCAST: T_MPI(PMPI_Bcast(o->xr, o->rcount, r, o->root, c)); break;
     case K_GATHER:
         T_MPI(PMPI_Gather(ipr ? MPI_IN_PLACE : o->xs, o->scount, s, o->xr,
                           o->rcount, r, o->root, c));
@@ -528,9 +535,8 @@ static void pc_ref(pc_t *o)
                            o->rcount, r, o->root, c));
         break;
     case K_SCATTERV:
-        T_MPI(PMPI_Scatterv(o->xs, o->sc, o->sd, s,
-                            ipr ? MPI_IN_PLACE : o->xr, o->rcount, r,
-                            o->root, c));
+        T_MPI(PMPI_Scatterv(o->xs, o->sc, o->sd, s, ipr ? MPI_IN_PLACE : o->xr,
+                            o->rcount, r, o->root, c));
         break;
     case K_ALLGATHER:
         T_MPI(PMPI_Allgather(sa, o->scount, s, o->xr, o->rcount, r, c));
@@ -542,8 +548,7 @@ static void pc_ref(pc_t *o)
         T_MPI(PMPI_Alltoall(sa, o->scount, s, o->xr, o->rcount, r, c));
         break;
     case K_ALLTOALLV:
-        T_MPI(PMPI_Alltoallv(sa, o->sc, o->sd, s, o->xr, o->rc, o->rd, r,
-                             c));
+        T_MPI(PMPI_Alltoallv(sa, o->sc, o->sd, s, o->xr, o->rc, o->rd, r, c));
         break;
     case K_ALLTOALLW:
         for (i = 0; i < o->p; i++) {
@@ -551,8 +556,8 @@ static void pc_ref(pc_t *o)
             rw[i] = ty_of(o->rwt[i]);
         }
         if (o->p > 1) {
-            T_MPI(PMPI_Alltoallw(sa, o->sc, o->sd, sw, o->xr, o->rc, o->rd,
-                                 rw, c));
+            T_MPI(PMPI_Alltoallw(sa, o->sc, o->sd, sw, o->xr, o->rc, o->rd, rw,
+                                 c));
         } else if (!o->ip) {
             /* Open MPI 4.1's one-rank Alltoallw (header comment); in
              * place, one rank's data stays where it is. */
@@ -571,15 +576,13 @@ static void pc_ref(pc_t *o)
         T_MPI(PMPI_Reduce_scatter(o->xs, o->xr, o->rc, d->type, d->op, c));
         break;
     case K_RSB:
-        T_MPI(PMPI_Reduce_scatter_block(o->xs, o->xr, o->n, d->type, d->op,
-                                        c));
+        T_MPI(
+            PMPI_Reduce_scatter_block(o->xs, o->xr, o->n, d->type, d->op, c));
         break;
     case K_SCAN:
         T_MPI(PMPI_Scan(o->xs, o->xr, o->n, d->type, d->op, c));
         break;
-    default:
-        T_MPI(PMPI_Exscan(o->xs, o->xr, o->n, d->type, d->op, c));
-        break;
+    default: T_MPI(PMPI_Exscan(o->xs, o->xr, o->n, d->type, d->op, c)); break;
     }
 }
 
@@ -627,7 +630,8 @@ static void pc_done(pc_t *o, const char *call)
 {
     if (o->req != o->handle) {
         t_fail("%s: after %s the request is %s, not the persistent "
-               "request", o->name, call,
+               "request",
+               o->name, call,
                o->req == MPI_REQUEST_NULL ? "MPI_REQUEST_NULL" : "another");
         o->req = o->handle;
     }
@@ -637,15 +641,16 @@ static void pc_done(pc_t *o, const char *call)
  * an empty status. */
 static void inactive_test(MPI_Request *r, const char *what)
 {
-    MPI_Status s;
+    MPI_Status  s;
     MPI_Request before = *r;
-    int flag = 0;
+    int         flag = 0;
 
     memset(&s, 0x11, sizeof(s));
     T_MPI(MPI_Test(r, &flag, &s));
     if (!flag || !t_status_empty(&s) || *r != before) {
         t_fail("%s: MPI_Test on an inactive request: flag %d, source %d, "
-               "tag %d, handle %s", what, flag, s.MPI_SOURCE, s.MPI_TAG,
+               "tag %d, handle %s",
+               what, flag, s.MPI_SOURCE, s.MPI_TAG,
                *r == before ? "kept" : "changed");
     }
     flag = 0;
@@ -653,47 +658,50 @@ static void inactive_test(MPI_Request *r, const char *what)
     T_MPI(MPI_Request_get_status(*r, &flag, &s));
     if (!flag || !t_status_empty(&s)) {
         t_fail("%s: MPI_Request_get_status on an inactive request: flag "
-               "%d, source %d, tag %d", what, flag, s.MPI_SOURCE,
-               s.MPI_TAG);
+               "%d, source %d, tag %d",
+               what, flag, s.MPI_SOURCE, s.MPI_TAG);
     }
     memset(&s, 0x11, sizeof(s));
     T_MPI(MPI_Wait(r, &s));
     if (!t_status_empty(&s) || *r != before) {
         t_fail("%s: MPI_Wait on an inactive request: source %d, tag %d, "
-               "handle %s", what, s.MPI_SOURCE, s.MPI_TAG,
+               "handle %s",
+               what, s.MPI_SOURCE, s.MPI_TAG,
                *r == before ? "kept" : "changed");
     }
 }
 
 /* Completion calls, taken in turn by single starts. */
 enum {
-    H_WAIT, H_TEST, H_WAITALL, H_WAITANY, H_WAITSOME, H_TESTALL,
-    H_TESTANY, H_TESTSOME, H_GETSTATUS, H_N
+    H_WAIT,
+    H_TEST,
+    H_WAITALL,
+    H_WAITANY,
+    H_WAITSOME,
+    H_TESTALL,
+    H_TESTANY,
+    H_TESTSOME,
+    H_GETSTATUS,
+    H_N
 };
 static const char *hname[H_N] = {
-    "MPI_Wait", "MPI_Test", "MPI_Waitall", "MPI_Waitany", "MPI_Waitsome",
-    "MPI_Testall", "MPI_Testany", "MPI_Testsome",
-    "MPI_Request_get_status + MPI_Wait"
-};
+    "MPI_Wait",    "MPI_Test",     "MPI_Waitall",
+    "MPI_Waitany", "MPI_Waitsome", "MPI_Testall",
+    "MPI_Testany", "MPI_Testsome", "MPI_Request_get_status + MPI_Wait"};
 
 static void pc_complete(pc_t *o, int how)
 {
     MPI_Status s;
-    int flag = 0, idx = -5, cnt = -5;
+    int        flag = 0, idx = -5, cnt = -5;
 
     switch (how) {
-    case H_WAIT:
-        T_MPI(MPI_Wait(&o->req, &s));
-        break;
+    case H_WAIT: T_MPI(MPI_Wait(&o->req, &s)); break;
     case H_TEST:
-        while (!flag && T_MPI(MPI_Test(&o->req, &flag, &s)) ==
-               MPI_SUCCESS) {
+        while (!flag && T_MPI(MPI_Test(&o->req, &flag, &s)) == MPI_SUCCESS) {
             poll_pause(flag);
         }
         break;
-    case H_WAITALL:
-        T_MPI(MPI_Waitall(1, &o->req, t_statuses_ignore));
-        break;
+    case H_WAITALL: T_MPI(MPI_Waitall(1, &o->req, t_statuses_ignore)); break;
     case H_WAITANY:
         T_MPI(MPI_Waitany(1, &o->req, &idx, &s));
         flag = idx == 0;
@@ -704,14 +712,13 @@ static void pc_complete(pc_t *o, int how)
         break;
     case H_TESTALL:
         while (!flag && T_MPI(MPI_Testall(1, &o->req, &flag,
-                                          t_statuses_ignore)) ==
-               MPI_SUCCESS) {
+                                          t_statuses_ignore)) == MPI_SUCCESS) {
             poll_pause(flag);
         }
         break;
     case H_TESTANY:
         while (!flag && T_MPI(MPI_Testany(1, &o->req, &idx, &flag, &s)) ==
-               MPI_SUCCESS) {
+                            MPI_SUCCESS) {
             poll_pause(flag);
         }
         flag = idx == 0;
@@ -726,7 +733,7 @@ static void pc_complete(pc_t *o, int how)
         break;
     default:
         while (!flag && T_MPI(MPI_Request_get_status(o->req, &flag, &s)) ==
-               MPI_SUCCESS) {
+                            MPI_SUCCESS) {
             poll_pause(flag);
         }
         T_MPI(MPI_Wait(&o->req, &s));
@@ -781,7 +788,7 @@ static void pc_run(pc_t *o, int rounds)
 {
     t_case("%s", o->name);
     pc_init(o);
-    inactive_test(&o->req, o->name);   /* never started */
+    inactive_test(&o->req, o->name); /* never started */
     for (int r = 0; r < rounds; r++) {
         int how = how_next++ % H_N;
 
@@ -811,9 +818,8 @@ static void one(int kind, MPI_Comm comm, const char *cn, int root, int n,
  * the init's own, freed right after it. */
 static void movement(MPI_Comm comm, const char *cn, int n, int rounds)
 {
-    int p, root, k, ip;
-    static const int rooted[] = {K_GATHER, K_GATHERV, K_SCATTER,
-                                 K_SCATTERV};
+    int              p, root, k, ip;
+    static const int rooted[] = {K_GATHER, K_GATHERV, K_SCATTER, K_SCATTERV};
     static const int all[] = {K_ALLGATHER, K_ALLGATHERV, K_ALLTOALL,
                               K_ALLTOALLV};
 
@@ -878,13 +884,15 @@ static void zeros(MPI_Comm comm, const char *cn)
 static void large(MPI_Comm comm, const char *cn)
 {
     const int blk = 2730, mib = 43690;
-    int p, k;
+    int       p, k;
 
     MPI_Comm_size(comm, &p);
     one(K_BCAST, comm, cn, p - 1, mib, TY_I, TY_I, 0, NULL, 2);
     for (k = K_GATHER; k <= K_ALLTOALLW; k++) {
-        one(k, comm, cn, p - 1, k == K_GATHERV || k == K_SCATTERV ||
-            k == K_ALLGATHERV ? blk / 2 : blk, TY_I, TY_I, 0, NULL, 2);
+        one(k, comm, cn, p - 1,
+            k == K_GATHERV || k == K_SCATTERV || k == K_ALLGATHERV ? blk / 2
+                                                                   : blk,
+            TY_I, TY_I, 0, NULL, 2);
     }
     one(K_ALLTOALL, comm, cn, 0, blk, TY_V, TY_I, 0, NULL, 2);
     one(K_ALLGATHER, comm, cn, 0, blk, TY_I, TY_V, 0, NULL, 2);
@@ -900,19 +908,22 @@ static void large(MPI_Comm comm, const char *cn)
 
 /* ---- 2. one request restarted many times ----------------------------- */
 
-#define A2A_INTS 16     /* ints per alltoall block */
+#define A2A_INTS 16 /* ints per alltoall block */
 #define RED_INTS 64
 
 static int a2a_val(int it, int from, int to, int k)
 {
     return (int)(t_mix64(((uint64_t)it << 32) ^ ((uint64_t)from << 20) ^
-                         ((uint64_t)to << 8) ^ (uint64_t)k) >> 33);
+                         ((uint64_t)to << 8) ^ (uint64_t)k) >>
+                 33);
 }
 
 static int red_val(int it, int r, int k)
 {
     return (int)(t_mix64(((uint64_t)it << 24) ^ ((uint64_t)r << 12) ^
-                         (uint64_t)k) % 2001) - 1000;
+                         (uint64_t)k) %
+                 2001) -
+           1000;
 }
 
 /* An alltoall and an allreduce, restarted iters times with the send
@@ -922,20 +933,20 @@ static int red_val(int it, int r, int k)
  * the agents); starts and completions take turns among the calls. */
 static void restart(int iters)
 {
-    int p = t.size, me = t.rank, it, i, k, bad;
-    size_t alen = sizeof(int) * A2A_INTS * (size_t)p;
-    size_t rlen = sizeof(int) * RED_INTS;
-    int *sa = t_galloc(alen), *ra = t_galloc(alen);
-    int *sr = t_galloc(rlen), *rr = t_galloc(rlen);
+    int         p = t.size, me = t.rank, it, i, k, bad;
+    size_t      alen = sizeof(int) * A2A_INTS * (size_t)p;
+    size_t      rlen = sizeof(int) * RED_INTS;
+    int        *sa = t_galloc(alen), *ra = t_galloc(alen);
+    int        *sr = t_galloc(rlen), *rr = t_galloc(rlen);
     MPI_Request q[2], h[2];
-    MPI_Status s;
-    int flag, idx;
+    MPI_Status  s;
+    int         flag, idx;
 
     t_case("restart: init");
     T_MPI(PINIT(Alltoall)(sa, A2A_INTS, MPI_INT, ra, A2A_INTS, MPI_INT,
                           MPI_COMM_WORLD, MPI_INFO_NULL, &q[0]));
-    T_MPI(PINIT(Allreduce)(sr, rr, RED_INTS, MPI_INT, MPI_SUM,
-                           MPI_COMM_WORLD, MPI_INFO_NULL, &q[1]));
+    T_MPI(PINIT(Allreduce)(sr, rr, RED_INTS, MPI_INT, MPI_SUM, MPI_COMM_WORLD,
+                           MPI_INFO_NULL, &q[1]));
     h[0] = q[0];
     h[1] = q[1];
     for (it = 0; it < iters; it++) {
@@ -968,8 +979,8 @@ static void restart(int iters)
             T_MPI(MPI_Start(&q[0]));
             for (i = 1; i >= 0; i--) {
                 flag = 0;
-                while (!flag && T_MPI(MPI_Test(&q[i], &flag, &s)) ==
-                       MPI_SUCCESS) {
+                while (!flag &&
+                       T_MPI(MPI_Test(&q[i], &flag, &s)) == MPI_SUCCESS) {
                     poll_pause(flag);
                 }
             }
@@ -979,17 +990,17 @@ static void restart(int iters)
             for (i = 0; i < 3; i++) {
                 T_MPI(MPI_Waitany(2, q, &idx, &s));
                 if ((idx == MPI_UNDEFINED) != (i == 2)) {
-                    t_fail("restart %d: MPI_Waitany call %d gave index %d",
-                           it, i, idx);
+                    t_fail("restart %d: MPI_Waitany call %d gave index %d", it,
+                           i, idx);
                 }
             }
             break;
         default:
             T_MPI(MPI_Startall(2, q));
             flag = 0;
-            while (!flag && T_MPI(MPI_Testall(2, q, &flag,
-                                              t_statuses_ignore)) ==
-                   MPI_SUCCESS) {
+            while (!flag &&
+                   T_MPI(MPI_Testall(2, q, &flag, t_statuses_ignore)) ==
+                       MPI_SUCCESS) {
                 poll_pause(flag);
             }
             break;
@@ -1007,8 +1018,8 @@ static void restart(int iters)
 
                 if (ra[i * A2A_INTS + k] != want && bad++ == 0) {
                     t_fail("restart %d: alltoall block from rank %d, int "
-                           "%d: %d, expected %d", it, i, k,
-                           ra[i * A2A_INTS + k], want);
+                           "%d: %d, expected %d",
+                           it, i, k, ra[i * A2A_INTS + k], want);
                 }
             }
         }
@@ -1019,8 +1030,8 @@ static void restart(int iters)
                 want += red_val(it, i, k);
             }
             if (rr[k] != want && bad++ == 0) {
-                t_fail("restart %d: allreduce int %d: %d, expected %d", it,
-                       k, rr[k], want);
+                t_fail("restart %d: allreduce int %d: %d, expected %d", it, k,
+                       rr[k], want);
             }
         }
         for (k = 0, bad = 0; k < RED_INTS; k++) {
@@ -1043,9 +1054,9 @@ static void restart(int iters)
 
 /* ---- 3. with stock persistent requests, every completion call -------- */
 
-#define NMIX   7        /* requests in the array */
-#define NSTART 6        /* the started ones (the last slot stays null) */
-#define MSG    64       /* ints of the point-to-point message */
+#define NMIX   7  /* requests in the array */
+#define NSTART 6  /* the started ones (the last slot stays null) */
+#define MSG    64 /* ints of the point-to-point message */
 #define TAG    11
 
 enum { S_A2A, S_RECV, S_SEND, S_ARED, S_BCAST, S_USER, S_NULL };
@@ -1056,7 +1067,7 @@ static void inactive_all(MPI_Request *r, const MPI_Request *h,
                          const char *what)
 {
     MPI_Status st[NMIX], s;
-    int i, idx = -5, cnt = -5, flag = 0, ids[NMIX];
+    int        i, idx = -5, cnt = -5, flag = 0, ids[NMIX];
 
     for (i = 0; i < NMIX; i++) {
         memset(&st[i], 0x11, sizeof(st[i]));
@@ -1065,8 +1076,8 @@ static void inactive_all(MPI_Request *r, const MPI_Request *h,
     for (i = 0; i < NMIX; i++) {
         if (!t_status_empty(&st[i])) {
             t_fail("%s: MPI_Waitall on inactive requests: status %d not "
-                   "empty (source %d, tag %d)", what, i, st[i].MPI_SOURCE,
-                   st[i].MPI_TAG);
+                   "empty (source %d, tag %d)",
+                   what, i, st[i].MPI_SOURCE, st[i].MPI_TAG);
         }
     }
     T_MPI(MPI_Testall(NMIX, r, &flag, t_statuses_ignore));
@@ -1077,14 +1088,15 @@ static void inactive_all(MPI_Request *r, const MPI_Request *h,
     T_MPI(MPI_Waitany(NMIX, r, &idx, &s));
     if (idx != MPI_UNDEFINED || !t_status_empty(&s)) {
         t_fail("%s: MPI_Waitany on inactive requests: index %d, source "
-               "%d, tag %d", what, idx, s.MPI_SOURCE, s.MPI_TAG);
+               "%d, tag %d",
+               what, idx, s.MPI_SOURCE, s.MPI_TAG);
     }
     flag = 0;
     idx = -5;
     T_MPI(MPI_Testany(NMIX, r, &idx, &flag, &s));
     if (!flag || idx != MPI_UNDEFINED) {
-        t_fail("%s: MPI_Testany on inactive requests: flag %d, index %d",
-               what, flag, idx);
+        t_fail("%s: MPI_Testany on inactive requests: flag %d, index %d", what,
+               flag, idx);
     }
     T_MPI(MPI_Waitsome(NMIX, r, &cnt, ids, t_statuses_ignore));
     if (cnt != MPI_UNDEFINED) {
@@ -1098,16 +1110,15 @@ static void inactive_all(MPI_Request *r, const MPI_Request *h,
     for (i = 0; i < NMIX; i++) {
         inactive_test(&r[i], what);
         if (r[i] != h[i]) {
-            t_fail("%s: request %d changed by the completion calls", what,
-                   i);
+            t_fail("%s: request %d changed by the completion calls", what, i);
             r[i] = h[i];
         }
     }
 }
 
 /* Slot i was reported complete by call (once only). */
-static void mix_done(int i, int *done, const MPI_Status *s,
-                     const char *call, int left)
+static void mix_done(int i, int *done, const MPI_Status *s, const char *call,
+                     int left)
 {
     int n = -1;
 
@@ -1122,8 +1133,8 @@ static void mix_done(int i, int *done, const MPI_Status *s,
         MPI_Get_count(s, MPI_INT, &n);
         if (s->MPI_SOURCE != left || s->MPI_TAG != TAG || n != MSG) {
             t_fail("%s: receive status: source %d, tag %d, count %d; "
-                   "expected %d, %d, %d", call, s->MPI_SOURCE, s->MPI_TAG,
-                   n, left, TAG, MSG);
+                   "expected %d, %d, %d",
+                   call, s->MPI_SOURCE, s->MPI_TAG, n, left, TAG, MSG);
         }
     }
 }
@@ -1132,12 +1143,12 @@ static void mix_done(int i, int *done, const MPI_Status *s,
 static void mix_complete(MPI_Request *r, int how, int left)
 {
     MPI_Status st[NMIX], s;
-    int done[NMIX] = {0}, i, idx, cnt, flag, ids[NMIX], left_n = NSTART;
+    int        done[NMIX] = {0}, i, idx, cnt, flag, ids[NMIX], left_n = NSTART;
     const char *call = hname[how];
 
     switch (how) {
     case H_WAIT:
-        for (i = NSTART - 1; i >= 0; i--) {   /* last started first */
+        for (i = NSTART - 1; i >= 0; i--) { /* last started first */
             T_MPI(MPI_Wait(&r[i], &s));
             mix_done(i, done, &s, call, left);
         }
@@ -1150,8 +1161,8 @@ static void mix_complete(MPI_Request *r, int how, int left)
         break;
     case H_TESTALL:
         flag = 0;
-        while (!flag && T_MPI(MPI_Testall(NMIX, r, &flag, st)) ==
-               MPI_SUCCESS) {
+        while (!flag &&
+               T_MPI(MPI_Testall(NMIX, r, &flag, st)) == MPI_SUCCESS) {
             poll_pause(flag);
         }
         for (i = 0; i < NSTART; i++) {
@@ -1175,8 +1186,8 @@ static void mix_complete(MPI_Request *r, int how, int left)
             }
             if (idx == MPI_UNDEFINED) {
                 if (left_n > 0) {
-                    t_fail("%s: MPI_UNDEFINED with %d requests active",
-                           call, left_n);
+                    t_fail("%s: MPI_UNDEFINED with %d requests active", call,
+                           left_n);
                 }
                 break;
             }
@@ -1203,8 +1214,8 @@ static void mix_complete(MPI_Request *r, int how, int left)
             poll_pause(cnt > 0);
         }
         if (cnt != MPI_UNDEFINED || left_n != 0) {
-            t_fail("%s: ended with %d and %d requests not reported", call,
-                   cnt, left_n);
+            t_fail("%s: ended with %d and %d requests not reported", call, cnt,
+                   left_n);
         }
         break;
     case H_TEST:
@@ -1223,7 +1234,7 @@ static void mix_complete(MPI_Request *r, int how, int left)
             poll_pause(left_n == 0);
         }
         break;
-    default:   /* get_status, then the wait that makes it inactive */
+    default: /* get_status, then the wait that makes it inactive */
         while (left_n > 0) {
             for (i = 0; i < NSTART; i++) {
                 if (done[i]) {
@@ -1258,20 +1269,20 @@ static void mix_complete(MPI_Request *r, int how, int left)
  * each call in turn, reps times each. */
 static void mix(int reps)
 {
-    pc_t a, ar, bc, us;
+    pc_t        a, ar, bc, us;
     MPI_Request r[NMIX], h[NMIX];
-    int out[MSG], in[MSG], me = t.rank, p = t.size, how, rep, i;
-    int right = (me + 1) % p, left = (me + p - 1) % p;
+    int         out[MSG], in[MSG], me = t.rank, p = t.size, how, rep, i;
+    int         right = (me + 1) % p, left = (me + p - 1) % p;
 
     t_case("mix: init");
-    pc_make(&a, K_ALLTOALL, MPI_COMM_WORLD, "world (mixed)", 0, 2, TY_V,
-            TY_I, 0, NULL, 1);
-    pc_make(&ar, K_ALLREDUCE, MPI_COMM_WORLD, "world (mixed)", 0, 33, 0,
-            0, 0, &reds[R_ISUM], 0);
+    pc_make(&a, K_ALLTOALL, MPI_COMM_WORLD, "world (mixed)", 0, 2, TY_V, TY_I,
+            0, NULL, 1);
+    pc_make(&ar, K_ALLREDUCE, MPI_COMM_WORLD, "world (mixed)", 0, 33, 0, 0, 0,
+            &reds[R_ISUM], 0);
     pc_make(&bc, K_BCAST, MPI_COMM_WORLD, "world (mixed)", p - 1, 3, TY_I,
             TY_I, 0, NULL, 0);
-    pc_make(&us, K_ALLREDUCE, MPI_COMM_WORLD, "world (mixed)", 0, 9, 0, 0,
-            1, &reds[R_USER], 0);
+    pc_make(&us, K_ALLREDUCE, MPI_COMM_WORLD, "world (mixed)", 0, 9, 0, 0, 1,
+            &reds[R_USER], 0);
     pc_init(&a);
     T_MPI(MPI_Recv_init(in, MSG, MPI_INT, left, TAG, MPI_COMM_WORLD,
                         &r[S_RECV]));
@@ -1307,7 +1318,8 @@ static void mix(int reps)
             for (i = 0; i < NMIX; i++) {
                 if (r[i] != h[i]) {
                     t_fail("mix, %s: request %d is not its handle after "
-                           "completion", hname[how], i);
+                           "completion",
+                           hname[how], i);
                     r[i] = h[i];
                 }
             }
@@ -1320,7 +1332,8 @@ static void mix(int reps)
 
                 if (in[i] != want) {
                     t_fail("mix, %s: message from rank %d, int %d: %d, "
-                           "expected %d", hname[how], left, i, in[i], want);
+                           "expected %d",
+                           hname[how], left, i, in[i], want);
                     break;
                 }
             }
@@ -1344,8 +1357,8 @@ static void mix(int reps)
 static void p2p_after_free(const char *what)
 {
     MPI_Request r[2];
-    int out[MSG], in[MSG], me = t.rank, p = t.size, i;
-    int right = (me + 1) % p, left = (me + p - 1) % p;
+    int         out[MSG], in[MSG], me = t.rank, p = t.size, i;
+    int         right = (me + 1) % p, left = (me + p - 1) % p;
 
     for (i = 0; i < MSG; i++) {
         out[i] = me * 1000 + i;
@@ -1353,8 +1366,8 @@ static void p2p_after_free(const char *what)
     }
     T_MPI(MPI_Send_init(out, MSG, MPI_INT, right, TAG + 1, MPI_COMM_WORLD,
                         &r[0]));
-    T_MPI(MPI_Recv_init(in, MSG, MPI_INT, left, TAG + 1, MPI_COMM_WORLD,
-                        &r[1]));
+    T_MPI(
+        MPI_Recv_init(in, MSG, MPI_INT, left, TAG + 1, MPI_COMM_WORLD, &r[1]));
     T_MPI(MPI_Startall(2, r));
     T_MPI(MPI_Waitall(2, r, t_statuses_ignore));
     for (i = 0; i < MSG; i++) {
@@ -1373,25 +1386,26 @@ static void p2p_after_free(const char *what)
 
 static void reuse(MPI_Comm half, const char *hn)
 {
-    pc_t o, x;
+    pc_t        o, x;
     MPI_Request old;
-    int i, same = 0;
+    int         i, same = 0;
 
     /* Freed without ever being started. */
     t_case("free: never started");
-    pc_make(&o, K_ALLTOALL, MPI_COMM_WORLD, "world", 0, 1, TY_I, TY_I, 0,
-            NULL, 0);
+    pc_make(&o, K_ALLTOALL, MPI_COMM_WORLD, "world", 0, 1, TY_I, TY_I, 0, NULL,
+            0);
     pc_init(&o);
     pc_free(&o);
     p2p_after_free("free: never started, then MPI_Send_init");
     /* Made, run and freed again and again: the handles come back. */
     old = MPI_REQUEST_NULL;
     for (i = 0; i < 24; i++) {
-        int kind = i % 3 == 0 ? K_ALLTOALL : i % 3 == 1 ? K_ALLREDUCE
-                                                        : K_BCAST;
+        int kind = i % 3 == 0   ? K_ALLTOALL
+                   : i % 3 == 1 ? K_ALLREDUCE
+                                : K_BCAST;
 
-        pc_make(&o, kind, i % 2 ? half : MPI_COMM_WORLD,
-                i % 2 ? hn : "world", 0, 1 + i % 4, TY_I, TY_I, 0,
+        pc_make(&o, kind, i % 2 ? half : MPI_COMM_WORLD, i % 2 ? hn : "world",
+                0, 1 + i % 4, TY_I, TY_I, 0,
                 kind == K_ALLREDUCE ? &reds[R_ISUM] : NULL, 0);
         pc_run(&o, 1);
         same += o.handle == old;
@@ -1403,13 +1417,14 @@ static void reuse(MPI_Comm half, const char *hn)
     }
     if (t.verbose && t.rank == 0) {
         printf("note: %d of 23 persistent requests got the handle of the "
-               "one freed before\n", same);
+               "one freed before\n",
+               same);
     }
     /* An inactive one freed while another is active on the same
      * communicator; the active one completes, and a new one works. */
     t_case("free: one inactive, another active");
-    pc_make(&o, K_ALLTOALL, MPI_COMM_WORLD, "world", 0, 2, TY_I, TY_I, 0,
-            NULL, 0);
+    pc_make(&o, K_ALLTOALL, MPI_COMM_WORLD, "world", 0, 2, TY_I, TY_I, 0, NULL,
+            0);
     pc_make(&x, K_ALLGATHER, MPI_COMM_WORLD, "world", 0, 2, TY_I, TY_I, 0,
             NULL, 0);
     pc_init(&o);
@@ -1443,8 +1458,8 @@ static void seed_sync(void)
 {
     uint32_t s = t.seed;
 
-    T_MPI(PMPI_Allreduce(&s, &t.seed, 1, MPI_UINT32_T, MPI_MAX,
-                         MPI_COMM_WORLD));
+    T_MPI(
+        PMPI_Allreduce(&s, &t.seed, 1, MPI_UINT32_T, MPI_MAX, MPI_COMM_WORLD));
 }
 
 /* Two alltoalls, an allreduce, a bcast (persistent) and an Ialltoall, all
@@ -1452,18 +1467,17 @@ static void seed_sync(void)
  * orders (the ranks' own in some rounds). */
 static void together(MPI_Comm comm, const char *cn, int reps)
 {
-    pc_t o[4];
-    t_op_t io;
+    pc_t        o[4];
+    t_op_t      io;
     MPI_Request r[5], w[5];
-    int p, me, rep, i, k, order[5], cnt, ids[5];
+    int         p, me, rep, i, k, order[5], cnt, ids[5];
 
     MPI_Comm_size(comm, &p);
     MPI_Comm_rank(comm, &me);
     t_case("together on %s: init", cn);
     pc_make(&o[0], K_ALLTOALL, comm, cn, 0, 3, TY_I, TY_I, 0, NULL, 0);
     pc_make(&o[1], K_ALLTOALL, comm, cn, 0, 2, TY_V, TY_I, 0, NULL, 1);
-    pc_make(&o[2], K_ALLREDUCE, comm, cn, 0, 100, 0, 0, 0, &reds[R_DSUM],
-            0);
+    pc_make(&o[2], K_ALLREDUCE, comm, cn, 0, 100, 0, 0, 0, &reds[R_DSUM], 0);
     pc_make(&o[3], K_BCAST, comm, cn, p - 1, 5, TY_I, TY_I, 0, NULL, 0);
     for (i = 0; i < 4; i++) {
         pc_init(&o[i]);
@@ -1474,8 +1488,7 @@ static void together(MPI_Comm comm, const char *cn, int reps)
             pc_fill(&o[i]);
         }
         t_op_init(&io, T_A2A, comm, MPI_INT, 8 + rep, NULL, 0, 0,
-                  "Ialltoall among persistent ones on %s, round %d", cn,
-                  rep);
+                  "Ialltoall among persistent ones on %s, round %d", cn, rep);
         pc_start(&o[0]);
         pc_start(&o[2]);
         t_op_post(&io, NULL);
@@ -1487,7 +1500,7 @@ static void together(MPI_Comm comm, const char *cn, int reps)
         r[3] = o[3].req;
         r[4] = io.req;
         switch (rep % 3) {
-        case 0:   /* all at once, the last started first */
+        case 0: /* all at once, the last started first */
             for (i = 0; i < 5; i++) {
                 w[i] = r[4 - i];
             }
@@ -1497,7 +1510,7 @@ static void together(MPI_Comm comm, const char *cn, int reps)
             }
             io.req = r[4];
             break;
-        case 1:   /* one by one, each rank its own order */
+        case 1: /* one by one, each rank its own order */
             for (i = 0; i < 5; i++) {
                 order[i] = (i + me + rep) % 5;
             }
@@ -1510,8 +1523,8 @@ static void together(MPI_Comm comm, const char *cn, int reps)
             for (k = 0; k < 5;) {
                 T_MPI(MPI_Waitsome(5, r, &cnt, ids, t_statuses_ignore));
                 if (cnt == MPI_UNDEFINED || cnt <= 0) {
-                    t_fail("together: MPI_Waitsome gave %d with %d left",
-                           cnt, 5 - k);
+                    t_fail("together: MPI_Waitsome gave %d with %d left", cnt,
+                           5 - k);
                     break;
                 }
                 k += cnt;
@@ -1549,7 +1562,7 @@ static int stock_mpich40(void)
 int main(int argc, char **argv)
 {
     MPI_Comm rev, half;
-    char hn[40];
+    char     hn[40];
 
     t_init(&argc, &argv, "t_persist");
     if (stock_mpich40()) {

@@ -6,20 +6,20 @@
 
 #define KI     1024
 #define NCALLS 100
-#define BLOCK  (64 * KI)   /* alltoall bytes per rank pair */
-#define BCAST  (256 * KI)  /* broadcast message */
+#define BLOCK  (64 * KI)  /* alltoall bytes per rank pair */
+#define BCAST  (256 * KI) /* broadcast message */
 
 /* NCALLS Ialltoall from sbuf into rbuf with fresh contents each time;
  * the first and the last are also compared with PMPI_Alltoall. */
 static void alltoall_loop(char *sbuf, char *rbuf, char *ref)
 {
     size_t len = (size_t)BLOCK * (size_t)t.size;
-    int i, j;
+    int    i, j;
 
     for (i = 0; i < NCALLS; i++) {
-        uint32_t seed = t_seed();
+        uint32_t    seed = t_seed();
         MPI_Request q = MPI_REQUEST_NULL;
-        int with_ref = (i == 0 || i == NCALLS - 1);
+        int         with_ref = (i == 0 || i == NCALLS - 1);
 
         t_case("Ialltoall %d of %d, %d-byte blocks, same buffers", i + 1,
                NCALLS, BLOCK);
@@ -52,10 +52,10 @@ static void bcast_loop(char *buf, char *ref)
     int i;
 
     for (i = 0; i < NCALLS; i++) {
-        uint32_t seed = t_seed();
+        uint32_t    seed = t_seed();
         MPI_Request q = MPI_REQUEST_NULL;
-        int root = i % t.size;
-        int with_ref = (i == 0 || i == NCALLS - 1);
+        int         root = i % t.size;
+        int         with_ref = (i == 0 || i == NCALLS - 1);
 
         t_case("Ibcast %d of %d, %d bytes from root %d, same buffer", i + 1,
                NCALLS, BCAST, root);
@@ -79,10 +79,10 @@ static void bcast_loop(char *buf, char *ref)
 
 int main(int argc, char **argv)
 {
-    char *sbuf, *rbuf, *bbuf, *ref;
-    size_t len;
+    char              *sbuf, *rbuf, *bbuf, *ref;
+    size_t             len;
     unsigned long long p;
-    int rc;
+    int                rc;
 
     t_init(&argc, &argv, "t_regcache");
     len = (size_t)BLOCK * (size_t)t.size;

@@ -8,12 +8,12 @@
 
 #define KI    1024
 #define NBUF  3
-#define BYTES (256 * KI)             /* per buffer: one Ibcast message */
-#define CAP   "614400"               /* bytes: two buffers, not three */
+#define BYTES (256 * KI) /* per buffer: one Ibcast message */
+#define CAP   "614400"   /* bytes: two buffers, not three */
 
 /* The order in which the buffers are used. */
-static const int order[] = {0, 1, 0, 1, 2, 0, 1, 2, 2, 0, 2, 1, 1, 0, 2,
-                            0, 0, 1, 2, 1};
+static const int order[] = {0, 1, 0, 1, 2, 0, 1, 2, 2, 0,
+                            2, 1, 1, 0, 2, 0, 0, 1, 2, 1};
 #define NCALLS ((int)(sizeof(order) / sizeof(order[0])))
 
 /* The LRU the shim keeps: insert at the front on a miss, then evict from
@@ -47,9 +47,9 @@ static void simulate(unsigned long long *hits, unsigned long long *misses)
 
 int main(int argc, char **argv)
 {
-    char *buf[NBUF], *ref;
+    char              *buf[NBUF], *ref;
     unsigned long long hits, misses, p;
-    int i, rc;
+    int                i, rc;
 
     /* The shim reads its variables at MPI_Init. */
     setenv("DPUSHIM_REGCACHE_BYTES", CAP, 1);
@@ -59,10 +59,10 @@ int main(int argc, char **argv)
     }
     ref = t_xmalloc(BYTES);
     for (i = 0; i < NCALLS; i++) {
-        uint32_t seed = t_seed();
+        uint32_t    seed = t_seed();
         MPI_Request q = MPI_REQUEST_NULL;
-        int root = i % t.size;
-        char *b = buf[order[i]];
+        int         root = i % t.size;
+        char       *b = buf[order[i]];
 
         t_case("Ibcast %d of %d in buffer %d, root %d", i + 1, NCALLS,
                order[i], root);

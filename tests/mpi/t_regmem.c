@@ -12,7 +12,7 @@
 #define KI 1024
 #define MI (1024 * 1024)
 
-static int same_addr, remaps;  /* remaps that got the old address back */
+static int same_addr, remaps; /* remaps that got the old address back */
 
 static void *xmalloc_big(size_t n)
 {
@@ -31,8 +31,8 @@ static void *xmalloc_big(size_t n)
 static void malloc_again(void)
 {
     size_t block = MI / (size_t)t.size, len = block * (size_t)t.size;
-    char *s, *r, *olds = NULL, *oldr = NULL;
-    int round;
+    char  *s, *r, *olds = NULL, *oldr = NULL;
+    int    round;
 
     for (round = 0; round < 5; round++) {
         t_case("malloc/free 1 MiB buffers, round %d", round);
@@ -94,9 +94,9 @@ static char *map(size_t len, void *want)
 static void mmap_again(void)
 {
     const size_t len = 2 * MI;
-    size_t block = len / (size_t)t.size;
-    char *other = xmalloc_big(len), *m = NULL;
-    int round;
+    size_t       block = len / (size_t)t.size;
+    char        *other = xmalloc_big(len), *m = NULL;
+    int          round;
 
     for (round = 0; round < 4; round++) {
         t_case("mmap 2 MiB, round %d: send buffer", round);
@@ -135,9 +135,9 @@ static char *xrealloc(char *p, size_t n)
 static void realloc_grow(void)
 {
     size_t block = 64 * KI;
-    char *s = xmalloc_big(block * (size_t)t.size);
-    char *r = xmalloc_big(block * (size_t)t.size);
-    int step;
+    char  *s = xmalloc_big(block * (size_t)t.size);
+    char  *r = xmalloc_big(block * (size_t)t.size);
+    int    step;
 
     for (step = 0; step < 4; step++, block *= 4) {
         size_t len = block * (size_t)t.size;
@@ -165,22 +165,23 @@ static void sub_ranges(void)
     static const struct {
         size_t soff, roff, block;
     } c[] = {
-        {0,           MI,              64 * KI},      /* disjoint */
-        {MI,          0,               64 * KI},      /* roles swapped */
-        {4096 + 7,    2 * MI + 100,    64 * KI + 5},  /* overlaps both */
-        {16 * KI,     MI + 8 * KI,     16 * KI},      /* inside 1st, 2nd */
-        {0,           3 * MI,          MI / 2 + 64 * KI + 13}, /* spans */
-        {3 * MI + 1,  5,               100 * KI - 3}, /* new, overlap */
+        {0, MI, 64 * KI},                      /* disjoint */
+        {MI, 0, 64 * KI},                      /* roles swapped */
+        {4096 + 7, 2 * MI + 100, 64 * KI + 5}, /* overlaps both */
+        {16 * KI, MI + 8 * KI, 16 * KI},       /* inside 1st, 2nd */
+        {0, 3 * MI, MI / 2 + 64 * KI + 13},    /* spans */
+        {3 * MI + 1, 5, 100 * KI - 3},         /* new, overlap */
     };
     const size_t len = 8 * MI;
-    char *m = map(len, NULL);
-    unsigned i;
+    char        *m = map(len, NULL);
+    unsigned     i;
 
     for (i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
         size_t span = c[i].block * (size_t)t.size;
 
         t_case("one mapping, call %u: send at %zu, receive at %zu, "
-               "%zu-byte blocks", i, c[i].soff, c[i].roff, c[i].block);
+               "%zu-byte blocks",
+               i, c[i].soff, c[i].roff, c[i].block);
         if (c[i].soff + span > len || c[i].roff + span > len ||
             (c[i].soff < c[i].roff + span && c[i].roff < c[i].soff + span)) {
             /* More ranks than this layout was made for: skip. */
@@ -214,7 +215,8 @@ int main(int argc, char **argv)
     MPI_Reduce(mine, tot, 2, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
     if (t.rank == 0) {
         printf("note: %d of %d buffers allocated again got the old "
-               "address\n", tot[0], tot[1]);
+               "address\n",
+               tot[0], tot[1]);
         /* Registered memory was unmapped: at least one invalidation. */
         printf("expect~: regcache hits=[0-9]+ misses=[0-9]+ "
                "invalidations=[1-9][0-9]*\n");

@@ -46,24 +46,38 @@
  */
 #include "tcommon.h"
 
-
 /* Classes of §6.9.2 and element kinds. */
-enum { C_CINT, C_FINT, C_FLOAT, C_LOGICAL, C_COMPLEX, C_BYTE, C_MULTI,
-       C_PAIR, C_NONE };
+enum {
+    C_CINT,
+    C_FINT,
+    C_FLOAT,
+    C_LOGICAL,
+    C_COMPLEX,
+    C_BYTE,
+    C_MULTI,
+    C_PAIR,
+    C_NONE
+};
 enum { K_SINT, K_UINT, K_REAL, K_CPLX, K_LOGI, K_PAIR };
 
 typedef struct {
     const char  *name;
     MPI_Datatype dt;
     int          cls, kind;
-    int          vkind, vsize, isize, ireal;   /* pairs: value, index */
+    int          vkind, vsize, isize, ireal; /* pairs: value, index */
 } ty_t;
 
-#define TY(n, c, k) {#n, n, c, k, 0, 0, 0, 0}
-#define PAIR(n, vk, vs, is, ir) {#n, n, C_PAIR, K_PAIR, vk, vs, is, ir}
+#define TY(n, c, k)             \
+    {                           \
+#n, n, c, k, 0, 0, 0, 0 \
+    }
+#define PAIR(n, vk, vs, is, ir)               \
+    {                                         \
+#n, n, C_PAIR, K_PAIR, vk, vs, is, ir \
+    }
 
 static ty_t tys[80];
-static int nty;
+static int  nty;
 
 static void ty_add(ty_t t)
 {
@@ -71,7 +85,7 @@ static void ty_add(ty_t t)
 
     if (t.dt == MPI_DATATYPE_NULL ||
         MPI_Type_size(t.dt, &size) != MPI_SUCCESS || size <= 0) {
-        return;   /* this MPI lacks it */
+        return; /* this MPI lacks it */
     }
     tys[nty++] = t;
 }
@@ -79,7 +93,8 @@ static void ty_add(ty_t t)
 static void tys_make(void)
 {
     static const ty_t named[] = {
-        TY(MPI_INT, C_CINT, K_SINT), TY(MPI_LONG, C_CINT, K_SINT),
+        TY(MPI_INT, C_CINT, K_SINT),
+        TY(MPI_LONG, C_CINT, K_SINT),
         TY(MPI_SHORT, C_CINT, K_SINT),
         TY(MPI_UNSIGNED_SHORT, C_CINT, K_UINT),
         TY(MPI_UNSIGNED, C_CINT, K_UINT),
@@ -89,10 +104,14 @@ static void tys_make(void)
         TY(MPI_UNSIGNED_LONG_LONG, C_CINT, K_UINT),
         TY(MPI_SIGNED_CHAR, C_CINT, K_SINT),
         TY(MPI_UNSIGNED_CHAR, C_CINT, K_UINT),
-        TY(MPI_INT8_T, C_CINT, K_SINT), TY(MPI_INT16_T, C_CINT, K_SINT),
-        TY(MPI_INT32_T, C_CINT, K_SINT), TY(MPI_INT64_T, C_CINT, K_SINT),
-        TY(MPI_UINT8_T, C_CINT, K_UINT), TY(MPI_UINT16_T, C_CINT, K_UINT),
-        TY(MPI_UINT32_T, C_CINT, K_UINT), TY(MPI_UINT64_T, C_CINT, K_UINT),
+        TY(MPI_INT8_T, C_CINT, K_SINT),
+        TY(MPI_INT16_T, C_CINT, K_SINT),
+        TY(MPI_INT32_T, C_CINT, K_SINT),
+        TY(MPI_INT64_T, C_CINT, K_SINT),
+        TY(MPI_UINT8_T, C_CINT, K_UINT),
+        TY(MPI_UINT16_T, C_CINT, K_UINT),
+        TY(MPI_UINT32_T, C_CINT, K_UINT),
+        TY(MPI_UINT64_T, C_CINT, K_UINT),
         TY(MPI_INTEGER, C_FINT, K_SINT),
 #ifdef MPI_INTEGER1
         TY(MPI_INTEGER1, C_FINT, K_SINT),
@@ -106,7 +125,8 @@ static void tys_make(void)
 #ifdef MPI_INTEGER8
         TY(MPI_INTEGER8, C_FINT, K_SINT),
 #endif
-        TY(MPI_FLOAT, C_FLOAT, K_REAL), TY(MPI_DOUBLE, C_FLOAT, K_REAL),
+        TY(MPI_FLOAT, C_FLOAT, K_REAL),
+        TY(MPI_DOUBLE, C_FLOAT, K_REAL),
         TY(MPI_REAL, C_FLOAT, K_REAL),
         TY(MPI_DOUBLE_PRECISION, C_FLOAT, K_REAL),
         TY(MPI_LONG_DOUBLE, C_FLOAT, K_REAL),
@@ -119,7 +139,8 @@ static void tys_make(void)
 #ifdef MPI_REAL16
         TY(MPI_REAL16, C_FLOAT, K_REAL),
 #endif
-        TY(MPI_LOGICAL, C_LOGICAL, K_LOGI), TY(MPI_C_BOOL, C_LOGICAL, K_LOGI),
+        TY(MPI_LOGICAL, C_LOGICAL, K_LOGI),
+        TY(MPI_C_BOOL, C_LOGICAL, K_LOGI),
         TY(MPI_CXX_BOOL, C_LOGICAL, K_LOGI),
         TY(MPI_COMPLEX, C_COMPLEX, K_CPLX),
         TY(MPI_C_COMPLEX, C_COMPLEX, K_CPLX),
@@ -140,14 +161,16 @@ static void tys_make(void)
         TY(MPI_COMPLEX32, C_COMPLEX, K_CPLX),
 #endif
         TY(MPI_BYTE, C_BYTE, K_UINT),
-        TY(MPI_AINT, C_MULTI, K_SINT), TY(MPI_OFFSET, C_MULTI, K_SINT),
+        TY(MPI_AINT, C_MULTI, K_SINT),
+        TY(MPI_OFFSET, C_MULTI, K_SINT),
         TY(MPI_COUNT, C_MULTI, K_SINT),
         PAIR(MPI_2REAL, K_REAL, 4, 4, 1),
         PAIR(MPI_2DOUBLE_PRECISION, K_REAL, 8, 8, 1),
         PAIR(MPI_2INTEGER, K_SINT, 4, 4, 0),
         PAIR(MPI_FLOAT_INT, K_REAL, 4, 4, 0),
         PAIR(MPI_DOUBLE_INT, K_REAL, 8, 4, 0),
-        PAIR(MPI_LONG_INT, K_SINT, 8, 4, 0), PAIR(MPI_2INT, K_SINT, 4, 4, 0),
+        PAIR(MPI_LONG_INT, K_SINT, 8, 4, 0),
+        PAIR(MPI_2INT, K_SINT, 4, 4, 0),
         PAIR(MPI_SHORT_INT, K_SINT, 2, 4, 0),
         PAIR(MPI_LONG_DOUBLE_INT, K_REAL, 16, 4, 0),
         /* Not in §6.9.2: stock MPI's (a fallback, type). */
@@ -169,28 +192,44 @@ static void tys_make(void)
     }
 }
 
-static const struct { MPI_Op op; const char *name; } ops[] = {
-    {MPI_MAX, "max"}, {MPI_MIN, "min"}, {MPI_SUM, "sum"},
-    {MPI_PROD, "prod"}, {MPI_LAND, "land"}, {MPI_LOR, "lor"},
-    {MPI_LXOR, "lxor"}, {MPI_BAND, "band"}, {MPI_BOR, "bor"},
+static const struct {
+    MPI_Op      op;
+    const char *name;
+} ops[] = {
+    {MPI_MAX, "max"},   {MPI_MIN, "min"},       {MPI_SUM, "sum"},
+    {MPI_PROD, "prod"}, {MPI_LAND, "land"},     {MPI_LOR, "lor"},
+    {MPI_LXOR, "lxor"}, {MPI_BAND, "band"},     {MPI_BOR, "bor"},
     {MPI_BXOR, "bxor"}, {MPI_MAXLOC, "maxloc"}, {MPI_MINLOC, "minloc"},
 };
-enum { O_MAX, O_MIN, O_SUM, O_PROD, O_LAND, O_LOR, O_LXOR, O_BAND, O_BOR,
-       O_BXOR, O_MAXLOC, O_MINLOC, O_N };
+enum {
+    O_MAX,
+    O_MIN,
+    O_SUM,
+    O_PROD,
+    O_LAND,
+    O_LOR,
+    O_LXOR,
+    O_BAND,
+    O_BOR,
+    O_BXOR,
+    O_MAXLOC,
+    O_MINLOC,
+    O_N
+};
 
 /* §6.9.2's table: the operations of each class. */
 static int allowed(int cls, int o)
 {
     switch (cls) {
     case C_CINT: return o <= O_BXOR;
-    case C_FINT: case C_MULTI:
-        return o <= O_PROD || (o >= O_BAND && o <= O_BXOR);
+    case C_FINT:
+    case C_MULTI: return o <= O_PROD || (o >= O_BAND && o <= O_BXOR);
     case C_FLOAT: return o <= O_PROD;
     case C_LOGICAL: return o >= O_LAND && o <= O_LXOR;
     case C_COMPLEX: return o == O_SUM || o == O_PROD;
     case C_BYTE: return o >= O_BAND && o <= O_BXOR;
     case C_PAIR: return o == O_MAXLOC || o == O_MINLOC;
-    case C_NONE: return o == O_SUM;   /* MPI_CHAR: both MPIs take it */
+    case C_NONE: return o == O_SUM; /* MPI_CHAR: both MPIs take it */
     default: return 0;
     }
 }
@@ -207,7 +246,10 @@ static size_t tsize(const ty_t *t)
 
 static int64_t get_s(const char *p, size_t n)
 {
-    int8_t a; int16_t b; int32_t c; int64_t d;
+    int8_t  a;
+    int16_t b;
+    int32_t c;
+    int64_t d;
 
     switch (n) {
     case 1: memcpy(&a, p, 1); return a;
@@ -227,7 +269,9 @@ static uint64_t get_u(const char *p, size_t n)
 
 static long double get_r(const char *p, size_t n)
 {
-    float f; double d; long double l = 0;
+    float       f;
+    double      d;
+    long double l = 0;
 
     switch (n) {
     case 4: memcpy(&f, p, 4); return f;
@@ -238,7 +282,7 @@ static long double get_r(const char *p, size_t n)
 
 static void put_r(char *p, size_t n, long double v)
 {
-    float f = (float)v;
+    float  f = (float)v;
     double d = (double)v;
 
     switch (n) {
@@ -254,20 +298,26 @@ static void real_op(int o, char *b, const char *a, size_t n)
     if (n == 4) {
         float x = (float)get_r(b, 4), y = (float)get_r(a, 4);
 
-        x = o == O_MAX ? (x > y ? x : y) : o == O_MIN ? (x < y ? x : y)
-          : o == O_SUM ? x + y : x * y;
+        x = o == O_MAX   ? (x > y ? x : y)
+            : o == O_MIN ? (x < y ? x : y)
+            : o == O_SUM ? x + y
+                         : x * y;
         memcpy(b, &x, 4);
     } else if (n == 8) {
         double x = (double)get_r(b, 8), y = (double)get_r(a, 8);
 
-        x = o == O_MAX ? (x > y ? x : y) : o == O_MIN ? (x < y ? x : y)
-          : o == O_SUM ? x + y : x * y;
+        x = o == O_MAX   ? (x > y ? x : y)
+            : o == O_MIN ? (x < y ? x : y)
+            : o == O_SUM ? x + y
+                         : x * y;
         memcpy(b, &x, 8);
     } else {
         long double x = get_r(b, n), y = get_r(a, n);
 
-        x = o == O_MAX ? (x > y ? x : y) : o == O_MIN ? (x < y ? x : y)
-          : o == O_SUM ? x + y : x * y;
+        x = o == O_MAX   ? (x > y ? x : y)
+            : o == O_MIN ? (x < y ? x : y)
+            : o == O_SUM ? x + y
+                         : x * y;
         put_r(b, n, x);
     }
 }
@@ -276,10 +326,10 @@ static void real_op(int o, char *b, const char *a, size_t n)
 static void model(const ty_t *t, int o, char *b, const char *a, size_t es)
 {
     if (t->kind == K_SINT || t->kind == K_UINT) {
-        int s = t->kind == K_SINT;
+        int      s = t->kind == K_SINT;
         uint64_t x = get_u(b, es), y = get_u(a, es), r;
-        int gt = s ? get_s(b, es) > get_s(a, es) : x > y;
-        int lt = s ? get_s(b, es) < get_s(a, es) : x < y;
+        int      gt = s ? get_s(b, es) > get_s(a, es) : x > y;
+        int      lt = s ? get_s(b, es) < get_s(a, es) : x < y;
 
         switch (o) {
         case O_MAX: r = gt ? x : y; break;
@@ -316,8 +366,8 @@ static void model(const ty_t *t, int o, char *b, const char *a, size_t es)
             put_r(b, h, br * ar - bi * ai);
             put_r(b + h, h, br * ai + bi * ar);
         }
-    } else {   /* pairs */
-        size_t vs = (size_t)t->vsize, is = (size_t)t->isize;
+    } else { /* pairs */
+        size_t      vs = (size_t)t->vsize, is = (size_t)t->isize;
         long double bv, av, bk, ak;
 
         if (t->vkind == K_SINT) {
@@ -345,20 +395,20 @@ static void fill_elem(const ty_t *t, int o, char *p, size_t es, uint64_t r)
 
     memset(p, 0, es);
     switch (t->kind) {
-    case K_SINT: case K_UINT:
-        memcpy(p, &r, es > 8 ? 8 : es);
-        break;
+    case K_SINT:
+    case K_UINT: memcpy(p, &r, es > 8 ? 8 : es); break;
     case K_LOGI:
         if (es == 4) {
             static const int32_t lv[] = {0, 1, 2, -1, 1, 0};
-            int32_t x = lv[r % 6];
+            int32_t              x = lv[r % 6];
 
             memcpy(p, &x, 4);
         } else {
             p[0] = (char)(r & 1);
         }
         break;
-    case K_REAL: case K_CPLX: {
+    case K_REAL:
+    case K_CPLX: {
         size_t h = t->kind == K_CPLX ? es / 2 : es;
 
         for (int part = 0; part < (t->kind == K_CPLX ? 2 : 1); part++) {
@@ -373,8 +423,9 @@ static void fill_elem(const ty_t *t, int o, char *p, size_t es, uint64_t r)
                  * from the real axis: four of them multiply into parts
                  * that are never zero (a zero's sign would depend on
                  * the order). */
-                v = t->kind == K_CPLX ? (part ? 1.0L : (long double)(3 + q % 3))
-                  : ((q & 1) ? -pw[(q >> 1) % 3] : pw[(q >> 1) % 3]);
+                v = t->kind == K_CPLX
+                        ? (part ? 1.0L : (long double)(3 + q % 3))
+                        : ((q & 1) ? -pw[(q >> 1) % 3] : pw[(q >> 1) % 3]);
             } else {
                 v = (long double)((int64_t)(q >> 12) - (1ll << 51)) /
                     1048576.0L;
@@ -383,8 +434,8 @@ static void fill_elem(const ty_t *t, int o, char *p, size_t es, uint64_t r)
         }
         break;
     }
-    default: {   /* pairs: small values (ties), index the element's */
-        size_t vs = (size_t)t->vsize;
+    default: { /* pairs: small values (ties), index the element's */
+        size_t  vs = (size_t)t->vsize;
         int64_t k = (int64_t)(r % 5) - 2;
 
         if (t->vkind == K_SINT) {
@@ -411,8 +462,8 @@ static void fill(const ty_t *t, int o, void *buf, int n, int me, int salt,
                  int anybits)
 {
     size_t es = tsize(t);
-    char *pk = t_xmalloc(es * (size_t)n + 1);
-    int pos = 0;
+    char  *pk = t_xmalloc(es * (size_t)n + 1);
+    int    pos = 0;
 
     for (int i = 0; i < n; i++) {
         uint64_t r = t_mix64(((uint64_t)(unsigned)salt << 32) ^
@@ -433,7 +484,7 @@ static void fill(const ty_t *t, int o, void *buf, int n, int me, int salt,
 static int accepts(const ty_t *t, int o)
 {
     static MPI_Comm self = MPI_COMM_NULL;
-    char in[64] = {0}, out[64] = {0};
+    char            in[64] = {0}, out[64] = {0};
 
     if (self == MPI_COMM_NULL) {
         MPI_Comm_dup(MPI_COMM_SELF, &self);
@@ -447,10 +498,10 @@ static int accepts(const ty_t *t, int o)
 static int as_defined(const ty_t *t, int o)
 {
     enum { N = 127 };
-    size_t es = tsize(t);
+    size_t   es = tsize(t);
     MPI_Aint lb, ext;
-    char *a, *b, *ma, *mb, *got;
-    int pos = 0, ok;
+    char    *a, *b, *ma, *mb, *got;
+    int      pos = 0, ok;
 
     MPI_Type_get_extent(t->dt, &lb, &ext);
     a = t_xmalloc(es * N);
@@ -483,8 +534,8 @@ static int as_defined(const ty_t *t, int o)
 static int agents_reduce(const ty_t *t)
 {
     const char *s = getenv("T_AGENT_NO_X87");
-    size_t es = tsize(t);
-    int x87;
+    size_t      es = tsize(t);
+    int         x87;
 
     if (s == NULL || strcmp(s, "1") != 0 || __LDBL_MANT_DIG__ != 64) {
         return 1;
@@ -496,18 +547,31 @@ static int agents_reduce(const ty_t *t)
 
 /* ---- the calls --------------------------------------------------------- */
 
-enum { R_ALL, R_ALL_IP, R_RED, R_RED_IP, R_RSB, R_RS, R_SCAN, R_EXSCAN,
-       R_PERS, R_N };
-static const char *rnames[R_N] = {
-    "iallreduce", "iallreduce", "ireduce", "ireduce",
-    "ireduce_scatter_block", "ireduce_scatter", "iscan", "iexscan",
-    "allreduce_init"
+enum {
+    R_ALL,
+    R_ALL_IP,
+    R_RED,
+    R_RED_IP,
+    R_RSB,
+    R_RS,
+    R_SCAN,
+    R_EXSCAN,
+    R_PERS,
+    R_N
 };
+static const char *rnames[R_N] = {"iallreduce",
+                                  "iallreduce",
+                                  "ireduce",
+                                  "ireduce",
+                                  "ireduce_scatter_block",
+                                  "ireduce_scatter",
+                                  "iscan",
+                                  "iexscan",
+                                  "allreduce_init"};
 static const char *stat_names[] = {
     "iallreduce", "ireduce", "ireduce_scatter_block", "ireduce_scatter",
-    "iscan", "iexscan", "allreduce_init"
-};
-#define NSTAT ((int)(sizeof(stat_names) / sizeof(stat_names[0])))
+    "iscan",      "iexscan", "allreduce_init"};
+#define NSTAT     ((int)(sizeof(stat_names) / sizeof(stat_names[0])))
 #define ALL_KINDS ((1u << R_N) - 1)
 enum { W_TYPE, W_OP, W_SMALL, W_N };
 static unsigned long long whys[NSTAT][W_N];
@@ -536,12 +600,12 @@ static int pers_ok(void)
 
 /* One call and its reference. */
 typedef struct {
-    int          k, n, root, off, why, cmp, r1, r2, rcount, rc[64];
-    const ty_t  *ty;
-    MPI_Aint     ext;
-    size_t       rlen;
-    char        *sb, *rb, *ref;
-    MPI_Request  req;
+    int         k, n, root, off, why, cmp, r1, r2, rcount, rc[64];
+    const ty_t *ty;
+    MPI_Aint    ext;
+    size_t      rlen;
+    char       *sb, *rb, *ref;
+    MPI_Request req;
 } call_t;
 
 /*
@@ -554,11 +618,11 @@ typedef struct {
 static void post(call_t *c, int k, const ty_t *ty, MPI_Op op, int o, int n,
                  int root, int off, int why, int cmp, int salt)
 {
-    int me = t.rank, p = t.size, tot = n, i;
-    int ip = k == R_ALL_IP || (k == R_RED_IP && me == root);
+    int      me = t.rank, p = t.size, tot = n, i;
+    int      ip = k == R_ALL_IP || (k == R_RED_IP && me == root);
     MPI_Aint lb;
-    size_t slen;
-    int *rc = c->rc;
+    size_t   slen;
+    int     *rc = c->rc;
 
     memset(c, 0, sizeof(*c));
     c->k = k;
@@ -590,20 +654,23 @@ static void post(call_t *c, int k, const ty_t *ty, MPI_Op op, int o, int n,
         memcpy(c->rb, c->sb, slen);
     }
     switch (k) {
-    case R_ALL: case R_ALL_IP: case R_PERS:
+    case R_ALL:
+    case R_ALL_IP:
+    case R_PERS:
         c->r1 = PMPI_Allreduce(c->sb, c->ref, n, ty->dt, op, MPI_COMM_WORLD);
         break;
-    case R_RED: case R_RED_IP:
-        c->r1 = PMPI_Reduce(c->sb, c->ref, n, ty->dt, op, root,
-                            MPI_COMM_WORLD);
+    case R_RED:
+    case R_RED_IP:
+        c->r1 =
+            PMPI_Reduce(c->sb, c->ref, n, ty->dt, op, root, MPI_COMM_WORLD);
         break;
     case R_RSB:
         c->r1 = PMPI_Reduce_scatter_block(c->sb, c->ref, n, ty->dt, op,
                                           MPI_COMM_WORLD);
         break;
     case R_RS:
-        c->r1 = PMPI_Reduce_scatter(c->sb, c->ref, rc, ty->dt, op,
-                                    MPI_COMM_WORLD);
+        c->r1 =
+            PMPI_Reduce_scatter(c->sb, c->ref, rc, ty->dt, op, MPI_COMM_WORLD);
         break;
     case R_SCAN:
         c->r1 = PMPI_Scan(c->sb, c->ref, n, ty->dt, op, MPI_COMM_WORLD);
@@ -613,11 +680,13 @@ static void post(call_t *c, int k, const ty_t *ty, MPI_Op op, int o, int n,
         break;
     }
     switch (k) {
-    case R_ALL: case R_ALL_IP:
-        c->r2 = MPI_Iallreduce(ip ? MPI_IN_PLACE : c->sb, c->rb, n, ty->dt,
-                               op, MPI_COMM_WORLD, &c->req);
+    case R_ALL:
+    case R_ALL_IP:
+        c->r2 = MPI_Iallreduce(ip ? MPI_IN_PLACE : c->sb, c->rb, n, ty->dt, op,
+                               MPI_COMM_WORLD, &c->req);
         break;
-    case R_RED: case R_RED_IP:
+    case R_RED:
+    case R_RED_IP:
         c->r2 = MPI_Ireduce(ip ? MPI_IN_PLACE : c->sb, c->rb, n, ty->dt, op,
                             root, MPI_COMM_WORLD, &c->req);
         break;
@@ -630,19 +699,19 @@ static void post(call_t *c, int k, const ty_t *ty, MPI_Op op, int o, int n,
                                     MPI_COMM_WORLD, &c->req);
         break;
     case R_SCAN:
-        c->r2 = MPI_Iscan(c->sb, c->rb, n, ty->dt, op, MPI_COMM_WORLD,
-                          &c->req);
+        c->r2 =
+            MPI_Iscan(c->sb, c->rb, n, ty->dt, op, MPI_COMM_WORLD, &c->req);
         break;
     case R_EXSCAN:
-        c->r2 = MPI_Iexscan(c->sb, c->rb, n, ty->dt, op, MPI_COMM_WORLD,
-                            &c->req);
+        c->r2 =
+            MPI_Iexscan(c->sb, c->rb, n, ty->dt, op, MPI_COMM_WORLD, &c->req);
         break;
     default:
 #ifdef HAVE_PERS
         c->r2 = PINIT(Allreduce)(c->sb, c->rb, n, ty->dt, op, MPI_COMM_WORLD,
-                               MPI_INFO_NULL, &c->req);
+                                 MPI_INFO_NULL, &c->req);
         for (i = 0; i < 2 && c->r2 == MPI_SUCCESS; i++) {
-            if (i == 1) {   /* again, into a poisoned buffer */
+            if (i == 1) { /* again, into a poisoned buffer */
                 memset(c->rb, T_POISON, c->rlen);
             }
             c->r2 = MPI_Start(&c->req);
@@ -695,15 +764,15 @@ static void check(call_t *c)
 static void batch(unsigned kinds, const ty_t *ty, MPI_Op op, int o, int n,
                   int root0, int off, int why, int cmp, int *salt)
 {
-    call_t c[R_N];
+    call_t      c[R_N];
     MPI_Request reqs[R_N];
-    int k, nc = 0;
+    int         k, nc = 0;
 
     t_case("%s %s x%d", ty->name, o < 0 ? "user op" : ops[o].name, n);
     for (k = 0; k < R_N; k++) {
         if (kinds & (1u << k)) {
-            post(&c[nc], k, ty, op, o, n, (root0 + k) % t.size, off, why,
-                 cmp, (*salt)++);
+            post(&c[nc], k, ty, op, o, n, (root0 + k) % t.size, off, why, cmp,
+                 (*salt)++);
             reqs[nc] = c[nc].req;
             nc++;
         }
@@ -724,7 +793,7 @@ static void user_fn(void *in, void *inout, int *len, MPI_Datatype *dt)
 
 int main(int argc, char **argv)
 {
-    int ncombo = 0, noff = 0, salt = 1;
+    int    ncombo = 0, noff = 0, salt = 1;
     MPI_Op user;
 
     t_init(&argc, &argv, "t_rtypes");
@@ -749,8 +818,10 @@ int main(int argc, char **argv)
     /* Past the small-message fold: the ring across agents. */
     for (int ti = 0; ti < nty; ti++) {
         const ty_t *ty = &tys[ti];
-        int o = ty->cls == C_PAIR ? O_MINLOC : ty->cls == C_LOGICAL ? O_LXOR
-              : ty->cls == C_BYTE ? O_BXOR : O_SUM;
+        int         o = ty->cls == C_PAIR      ? O_MINLOC
+                        : ty->cls == C_LOGICAL ? O_LXOR
+                        : ty->cls == C_BYTE    ? O_BXOR
+                                               : O_SUM;
 
         if ((ty->dt == MPI_DOUBLE || ty->dt == MPI_DOUBLE_INT ||
              ty->dt == MPI_LONG_DOUBLE || ty->dt == MPI_C_DOUBLE_COMPLEX ||
@@ -778,17 +849,19 @@ int main(int argc, char **argv)
     }
     {
         unsigned long long tot[NSTAT][W_N], fb[NSTAT];
-        const char *s = getenv("DPUSHIM_STATS");
+        const char        *s = getenv("DPUSHIM_STATS");
 
-        MPI_Reduce(whys, tot, NSTAT * W_N, MPI_UNSIGNED_LONG_LONG, MPI_SUM,
-                   0, MPI_COMM_WORLD);
+        MPI_Reduce(whys, tot, NSTAT * W_N, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0,
+                   MPI_COMM_WORLD);
         for (int i = 0; t.rank == 0 && s != NULL && strcmp(s, "2") == 0 &&
-                        t_shim_loaded() && i < NSTAT; i++) {
+                        t_shim_loaded() && i < NSTAT;
+             i++) {
             fb[i] = tot[i][W_TYPE] + tot[i][W_OP] + tot[i][W_SMALL];
             if (fb[i] > 0) {
                 printf("expect: %s fallback: type=%llu op=%llu small=%llu "
-                       "comm=0 off=0 other=0\n", stat_names[i],
-                       tot[i][W_TYPE], tot[i][W_OP], tot[i][W_SMALL]);
+                       "comm=0 off=0 other=0\n",
+                       stat_names[i], tot[i][W_TYPE], tot[i][W_OP],
+                       tot[i][W_SMALL]);
             }
         }
     }

@@ -13,8 +13,8 @@
 #define ITERS    30
 #define BLOCK    (64 * 1024)
 
-static int rank, size;
-static long long counts[2]; /* offloaded calls: ialltoall, ibcast */
+static int             rank, size;
+static long long       counts[2]; /* offloaded calls: ialltoall, ibcast */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
 typedef struct {
@@ -30,17 +30,17 @@ static unsigned char pat(int t, int it, int src, int dst, size_t i)
 
 static void *worker(void *arg)
 {
-    job_t *j = arg;
-    size_t n = (size_t)BLOCK * size, i;
+    job_t         *j = arg;
+    size_t         n = (size_t)BLOCK * size, i;
     unsigned char *s = malloc(n), *r = malloc(n), *ref = malloc(n);
     unsigned char *b = malloc(BLOCK);
-    int it, d;
+    int            it, d;
 
     for (it = 0; it < ITERS && s && r && ref && b; it++) {
         MPI_Request req[2];
-        MPI_Status st[2]; /* not MPI_STATUSES_IGNORE: MPICH's access
-                           * attributes make gcc warn on it */
-        int root = it % size;
+        MPI_Status  st[2]; /* not MPI_STATUSES_IGNORE: MPICH's access
+                            * attributes make gcc warn on it */
+        int         root = it % size;
 
         for (d = 0; d < size; d++) {
             for (i = 0; i < BLOCK; i++) {
@@ -65,14 +65,18 @@ static void *worker(void *arg)
         }
         PMPI_Alltoall(s, BLOCK, MPI_BYTE, ref, BLOCK, MPI_BYTE, j->comm);
         if (memcmp(r, ref, n) != 0) {
-            fprintf(stderr, "rank %d thread %d iter %d: ialltoall differs "
-                    "from stock MPI\n", rank, j->id, it);
+            fprintf(stderr,
+                    "rank %d thread %d iter %d: ialltoall differs "
+                    "from stock MPI\n",
+                    rank, j->id, it);
             j->errors++;
         }
         for (i = 0; i < BLOCK; i++) {
             if (b[i] != pat(j->id, it, root, -1, i)) {
-                fprintf(stderr, "rank %d thread %d iter %d: ibcast byte "
-                        "%zu wrong\n", rank, j->id, it, i);
+                fprintf(stderr,
+                        "rank %d thread %d iter %d: ibcast byte "
+                        "%zu wrong\n",
+                        rank, j->id, it, i);
                 j->errors++;
                 break;
             }
@@ -92,9 +96,9 @@ static void *worker(void *arg)
 int main(int argc, char **argv)
 {
     pthread_t th[NTHREADS];
-    job_t jobs[NTHREADS];
+    job_t     jobs[NTHREADS];
     long long tot[2];
-    int provided, t, errors = 0, all = 0;
+    int       provided, t, errors = 0, all = 0;
 
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -124,8 +128,8 @@ int main(int argc, char **argv)
     if (rank == 0) {
         printf("expect: ialltoall offloaded=%lld fallback=0 bytes=%lld\n",
                tot[0], tot[0] * (long long)BLOCK * size);
-        printf("expect: ibcast offloaded=%lld fallback=0 bytes=%lld\n",
-               tot[1], tot[1] * (long long)BLOCK);
+        printf("expect: ibcast offloaded=%lld fallback=0 bytes=%lld\n", tot[1],
+               tot[1] * (long long)BLOCK);
         printf("result: %s\n", all ? "FAILED" : "ok");
     }
     MPI_Finalize();

@@ -15,15 +15,15 @@
  * the children of the listener; acts on each with sig, returns how many. */
 static inline int signal_agents(int rank, int sig)
 {
-    DIR *d = opendir("/proc");
+    DIR           *d = opendir("/proc");
     struct dirent *e;
     int found = 0, parent = getenv("FO_LISTENER") ? atoi(getenv("FO_LISTENER"))
                                                   : (int)getpid();
 
     while (d != NULL && (e = readdir(d)) != NULL) {
-        char path[300], buf[512], *p;
+        char  path[300], buf[512], *p;
         FILE *f;
-        int ppid;
+        int   ppid;
 
         snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
         if ((f = fopen(path, "r")) == NULL) {

@@ -9,31 +9,30 @@
 #ifndef TCOLLS_H
 #define TCOLLS_H
 
-
 #define MAXOPS 512
 
 typedef struct tc {
-    char        name[160];
-    MPI_Request req;
-    int         nbuf;
-    void       *buf[3];     /* compared after completion with ref */
-    void       *ref[3];
-    size_t      len[3];
-    void       *own[6];     /* to free */
+    char         name[160];
+    MPI_Request  req;
+    int          nbuf;
+    void        *buf[3]; /* compared after completion with ref */
+    void        *ref[3];
+    size_t       len[3];
+    void        *own[6];     /* to free */
     MPI_Datatype types[128]; /* to free after completion */
-    int         ntypes;
+    int          ntypes;
     /* Array arguments: the standard wants them untouched until the call
      * completes (Open MPI's libnbc reads Ialltoallw's types then). */
-    int         arr[4][64];
+    int          arr[4][64];
     MPI_Datatype dts[4][64];
 } tc_t;
 
 static tc_t ops[MAXOPS];
-static int nops;
+static int  nops;
 
 static inline tc_t *tc_new(const char *fmt, ...)
 {
-    tc_t *o = &ops[nops++];
+    tc_t   *o = &ops[nops++];
     va_list ap;
 
     memset(o, 0, sizeof(*o));
@@ -47,10 +46,10 @@ static inline tc_t *tc_new(const char *fmt, ...)
 /* A buffer of n bytes to free with o; fill: pattern (seed, a, b) or
  * poison. */
 static inline void *tc_buf(tc_t *o, size_t n, int fill, uint32_t seed, int a,
-                    int b)
+                           int b)
 {
     void *p = t_xmalloc(n + 1);
-    int i;
+    int   i;
 
     if (fill) {
         t_pat_fill(p, n, seed, a, b);
@@ -94,7 +93,7 @@ static inline void tc_check(tc_t *o)
 static inline void run_all(MPI_Comm comm)
 {
     MPI_Request *r = t_xmalloc(sizeof(MPI_Request) * (size_t)(nops + 2));
-    int me, p, right, left, out[64], in[64], i;
+    int          me, p, right, left, out[64], in[64], i;
 
     MPI_Comm_rank(comm, &me);
     MPI_Comm_size(comm, &p);
@@ -130,16 +129,15 @@ static inline void run_all(MPI_Comm comm)
  * vector (gaps), a resized int with holes between elements. */
 enum { TY_INT, TY_VEC, TY_HOLE, TY_N };
 static MPI_Datatype ty[TY_N];
-static const char *ty_name[TY_N] __attribute__((unused)) = {
-    "int", "vector", "resized"
-};
+static const char  *ty_name[TY_N]
+    __attribute__((unused)) = {"int", "vector", "resized"};
 
 static inline void types_make(void)
 {
     MPI_Datatype v;
 
     ty[TY_INT] = MPI_INT;
-    MPI_Type_vector(2, 3, 5, MPI_INT, &v);          /* 6 ints over 8 */
+    MPI_Type_vector(2, 3, 5, MPI_INT, &v); /* 6 ints over 8 */
     MPI_Type_commit(&v);
     ty[TY_VEC] = v;
     MPI_Type_create_resized(MPI_INT, 0, 12, &ty[TY_HOLE]);
@@ -155,17 +153,16 @@ static inline size_t span(MPI_Datatype type, int n)
     return (size_t)ext * (size_t)(n > 0 ? n : 0) + 64;
 }
 
-
 /* ---- movement ----------------------------------------------------------- */
 
 static inline void c_bcast(MPI_Comm comm, const char *cn, int root, int ti,
                            int n)
 {
-    int me;
-    tc_t *o = tc_new("ibcast %s root %d %s x%d", cn, root, ty_name[ti], n);
+    int      me;
+    tc_t    *o = tc_new("ibcast %s root %d %s x%d", cn, root, ty_name[ti], n);
     uint32_t seed = t_seed();
-    size_t len = span(ty[ti], n);
-    void *b, *ref;
+    size_t   len = span(ty[ti], n);
+    void    *b, *ref;
 
     MPI_Comm_rank(comm, &me);
     b = tc_buf(o, len, me == root, seed, root, 0);
@@ -179,20 +176,19 @@ static inline void c_bcast(MPI_Comm comm, const char *cn, int root, int ti,
 
 /* gather, scatter (regular): in place at the root or not. */
 static inline void c_rooted(int gather, MPI_Comm comm, const char *cn,
-                            int root,
-                     int ti, int n, int in_place)
+                            int root, int ti, int n, int in_place)
 {
-    int me, p;
-    tc_t *o;
+    int      me, p;
+    tc_t    *o;
     uint32_t seed = t_seed();
-    size_t one, many;
-    void *sb, *rb, *ref;
+    size_t   one, many;
+    void    *sb, *rb, *ref;
 
     MPI_Comm_rank(comm, &me);
     MPI_Comm_size(comm, &p);
     in_place &= me == root;
-    o = tc_new("%s %s root %d %s x%d%s", gather ? "igather" : "iscatter",
-               cn, root, ty_name[ti], n, in_place ? " in place" : "");
+    o = tc_new("%s %s root %d %s x%d%s", gather ? "igather" : "iscatter", cn,
+               root, ty_name[ti], n, in_place ? " in place" : "");
     one = span(ty[ti], n);
     many = span(ty[ti], n * p);
     if (gather) {
@@ -243,20 +239,19 @@ static inline int vlayout(int p, int n, int *cnt, int *dsp)
 }
 
 static inline void c_rooted_v(int gather, MPI_Comm comm, const char *cn,
-                              int root,
-                       int ti, int n, int in_place)
+                              int root, int ti, int n, int in_place)
 {
-    int me, p, *cnt, *dsp, tot;
-    tc_t *o;
+    int      me, p, *cnt, *dsp, tot;
+    tc_t    *o;
     uint32_t seed = t_seed();
-    size_t one, many;
-    void *sb, *rb, *ref;
+    size_t   one, many;
+    void    *sb, *rb, *ref;
 
     MPI_Comm_rank(comm, &me);
     MPI_Comm_size(comm, &p);
     in_place &= me == root;
-    o = tc_new("%s %s root %d %s x%d%s", gather ? "igatherv" : "iscatterv",
-               cn, root, ty_name[ti], n, in_place ? " in place" : "");
+    o = tc_new("%s %s root %d %s x%d%s", gather ? "igatherv" : "iscatterv", cn,
+               root, ty_name[ti], n, in_place ? " in place" : "");
     cnt = o->arr[0];
     dsp = o->arr[1];
     tot = vlayout(p, n, cnt, dsp);
@@ -267,14 +262,14 @@ static inline void c_rooted_v(int gather, MPI_Comm comm, const char *cn,
         rb = tc_buf(o, many, me == root, seed, me, 1);
         ref = tc_buf(o, many, 0, 0, 0, 0);
         memcpy(ref, rb, many);
-        T_MPI(PMPI_Gatherv(in_place ? MPI_IN_PLACE : sb, cnt[me], ty[ti],
-                           ref, cnt, dsp, ty[ti], root, comm));
+        T_MPI(PMPI_Gatherv(in_place ? MPI_IN_PLACE : sb, cnt[me], ty[ti], ref,
+                           cnt, dsp, ty[ti], root, comm));
         if (me == root) {
             tc_expect(o, rb, ref, many);
         }
         tc_expect(o, sb, sb, one);
-        T_MPI(MPI_Igatherv(in_place ? MPI_IN_PLACE : sb, cnt[me], ty[ti],
-                           rb, cnt, dsp, ty[ti], root, comm, &o->req));
+        T_MPI(MPI_Igatherv(in_place ? MPI_IN_PLACE : sb, cnt[me], ty[ti], rb,
+                           cnt, dsp, ty[ti], root, comm, &o->req));
     } else {
         sb = tc_buf(o, many, me == root, seed, me, 0);
         rb = tc_buf(o, one, in_place, seed, me, 1);
@@ -285,22 +280,20 @@ static inline void c_rooted_v(int gather, MPI_Comm comm, const char *cn,
                             root, comm));
         tc_expect(o, rb, ref, one);
         tc_expect(o, sb, sb, many);
-        T_MPI(MPI_Iscatterv(sb, cnt, dsp, ty[ti],
-                            in_place ? MPI_IN_PLACE : rb, cnt[me], ty[ti],
-                            root, comm, &o->req));
+        T_MPI(MPI_Iscatterv(sb, cnt, dsp, ty[ti], in_place ? MPI_IN_PLACE : rb,
+                            cnt[me], ty[ti], root, comm, &o->req));
     }
     t_count(gather ? "igatherv" : "iscatterv", 1);
 }
 
 static inline void c_allgather(int v, MPI_Comm comm, const char *cn, int ti,
-                               int n,
-                        int in_place)
+                               int n, int in_place)
 {
-    int me, p, *cnt, *dsp, tot, i;
-    tc_t *o;
+    int      me, p, *cnt, *dsp, tot, i;
+    tc_t    *o;
     uint32_t seed = t_seed();
-    size_t one, many;
-    void *sb, *rb, *ref;
+    size_t   one, many;
+    void    *sb, *rb, *ref;
     MPI_Aint lb, ext;
 
     MPI_Comm_rank(comm, &me);
@@ -330,9 +323,9 @@ static inline void c_allgather(int v, MPI_Comm comm, const char *cn, int ti,
     rb = tc_buf(o, many, 0, 0, 0, 0);
     if (in_place) {
         /* Our block where it belongs: the same bytes PMPI starts from. */
-        T_MPI(MPI_Sendrecv(sb, cnt[me], ty[ti], 0, 5, (char *)rb +
-                           (MPI_Aint)dsp[me] * ext, cnt[me], ty[ti], 0, 5,
-                           MPI_COMM_SELF, MPI_STATUS_IGNORE));
+        T_MPI(MPI_Sendrecv(sb, cnt[me], ty[ti], 0, 5,
+                           (char *)rb + (MPI_Aint)dsp[me] * ext, cnt[me],
+                           ty[ti], 0, 5, MPI_COMM_SELF, MPI_STATUS_IGNORE));
     }
     ref = tc_buf(o, many, 0, 0, 0, 0);
     memcpy(ref, rb, many);
@@ -342,10 +335,10 @@ static inline void c_allgather(int v, MPI_Comm comm, const char *cn, int ti,
         T_MPI(MPI_Iallgatherv(in_place ? MPI_IN_PLACE : sb, cnt[me], ty[ti],
                               rb, cnt, dsp, ty[ti], comm, &o->req));
     } else {
-        T_MPI(PMPI_Allgather(in_place ? MPI_IN_PLACE : sb, n, ty[ti], ref,
-                             n, ty[ti], comm));
-        T_MPI(MPI_Iallgather(in_place ? MPI_IN_PLACE : sb, n, ty[ti], rb,
-                             n, ty[ti], comm, &o->req));
+        T_MPI(PMPI_Allgather(in_place ? MPI_IN_PLACE : sb, n, ty[ti], ref, n,
+                             ty[ti], comm));
+        T_MPI(MPI_Iallgather(in_place ? MPI_IN_PLACE : sb, n, ty[ti], rb, n,
+                             ty[ti], comm, &o->req));
     }
     tc_expect(o, rb, ref, many);
     tc_expect(o, sb, sb, one);
@@ -353,21 +346,21 @@ static inline void c_allgather(int v, MPI_Comm comm, const char *cn, int ti,
 }
 
 static inline void c_alltoall(MPI_Comm comm, const char *cn, int sti, int rti,
-                       int n, int in_place)
+                              int n, int in_place)
 {
-    int me, p;
-    tc_t *o;
+    int      me, p;
+    tc_t    *o;
     uint32_t seed = t_seed();
-    size_t slen, rlen;
-    void *sb, *rb, *ref;
+    size_t   slen, rlen;
+    void    *sb, *rb, *ref;
 
     MPI_Comm_rank(comm, &me);
     MPI_Comm_size(comm, &p);
     if (in_place) {
         sti = rti;
     }
-    o = tc_new("ialltoall %s %s->%s x%d%s", cn, ty_name[sti], ty_name[rti],
-               n, in_place ? " in place" : "");
+    o = tc_new("ialltoall %s %s->%s x%d%s", cn, ty_name[sti], ty_name[rti], n,
+               in_place ? " in place" : "");
     slen = span(ty[sti], n * p);
     rlen = span(ty[rti], n * p);
     sb = tc_buf(o, slen, 1, seed, me, 0);
@@ -390,13 +383,13 @@ static inline int a2a_count(int a, int b, int n)
 }
 
 static inline void c_alltoallv(MPI_Comm comm, const char *cn, int ti, int n,
-                        int in_place)
+                               int in_place)
 {
-    int me, p, *sc, *sd, *rc, *rd, i, sat = 2, rat = 3;
-    tc_t *o;
+    int      me, p, *sc, *sd, *rc, *rd, i, sat = 2, rat = 3;
+    tc_t    *o;
     uint32_t seed = t_seed();
-    size_t slen, rlen;
-    void *sb, *rb, *ref;
+    size_t   slen, rlen;
+    void    *sb, *rb, *ref;
 
     MPI_Comm_rank(comm, &me);
     MPI_Comm_size(comm, &p);
@@ -418,7 +411,8 @@ static inline void c_alltoallv(MPI_Comm comm, const char *cn, int ti, int n,
         /* MPI_IN_PLACE: what goes to i is what comes from i. */
         for (i = 0; i < p; i++) {
             rc[i] = a2a_count(i, me, n) > a2a_count(me, i, n)
-                    ? a2a_count(i, me, n) : a2a_count(me, i, n);
+                        ? a2a_count(i, me, n)
+                        : a2a_count(me, i, n);
         }
         for (i = p - 1, rat = 3; i >= 0; i--) {
             rd[i] = rat;
@@ -437,8 +431,7 @@ static inline void c_alltoallv(MPI_Comm comm, const char *cn, int ti, int n,
         T_MPI(MPI_Ialltoallv(MPI_IN_PLACE, NULL, NULL, ty[ti], rb, rc, rd,
                              ty[ti], comm, &o->req));
     } else {
-        T_MPI(PMPI_Alltoallv(sb, sc, sd, ty[ti], ref, rc, rd, ty[ti],
-                             comm));
+        T_MPI(PMPI_Alltoallv(sb, sc, sd, ty[ti], ref, rc, rd, ty[ti], comm));
         T_MPI(MPI_Ialltoallv(sb, sc, sd, ty[ti], rb, rc, rd, ty[ti], comm,
                              &o->req));
     }
@@ -452,13 +445,13 @@ static inline void c_alltoallv(MPI_Comm comm, const char *cn, int ti, int n,
 static inline void c_alltoallw(MPI_Comm comm, const char *cn, int n,
                                int bottom)
 {
-    int me, p, *sc, *sd, *rc, *rd, i;
+    int           me, p, *sc, *sd, *rc, *rd, i;
     MPI_Datatype *st, *rt;
-    MPI_Aint sat = 8, rat = 16;
-    tc_t *o;
-    uint32_t seed = t_seed();
-    size_t slen, rlen;
-    char *sb, *rb, *ref;
+    MPI_Aint      sat = 8, rat = 16;
+    tc_t         *o;
+    uint32_t      seed = t_seed();
+    size_t        slen, rlen;
+    char         *sb, *rb, *ref;
 
     MPI_Comm_rank(comm, &me);
     MPI_Comm_size(comm, &p);
@@ -488,8 +481,8 @@ static inline void c_alltoallw(MPI_Comm comm, const char *cn, int n,
         T_MPI(PMPI_Alltoallw(sb, sc, sd, st, ref, rc, rd, rt, comm));
     } else {
         /* Open MPI 4.1's one-rank Alltoallw is wrong (header comment). */
-        T_MPI(PMPI_Sendrecv(sb + sd[0], sc[0], st[0], 0, 9, ref + rd[0],
-                            rc[0], rt[0], 0, 9, comm, MPI_STATUS_IGNORE));
+        T_MPI(PMPI_Sendrecv(sb + sd[0], sc[0], st[0], 0, 9, ref + rd[0], rc[0],
+                            rt[0], 0, 9, comm, MPI_STATUS_IGNORE));
     }
     if (bottom) {
         /* Absolute addresses: ints fit them only near address 0, so the
@@ -498,7 +491,7 @@ static inline void c_alltoallw(MPI_Comm comm, const char *cn, int n,
         MPI_Datatype *sst = o->dts[2], *rst = o->dts[3];
 
         for (i = 0; i < p; i++) {
-            int one = 1;
+            int      one = 1;
             MPI_Aint a;
 
             MPI_Get_address(sb + sd[i], &a);
@@ -510,15 +503,14 @@ static inline void c_alltoallw(MPI_Comm comm, const char *cn, int n,
             sc[i] = rc[i] = one;
             sd[i] = rd[i] = 0;
         }
-        T_MPI(MPI_Ialltoallw(MPI_BOTTOM, sc, sd, sst, MPI_BOTTOM, rc, rd,
-                             rst, comm, &o->req));
+        T_MPI(MPI_Ialltoallw(MPI_BOTTOM, sc, sd, sst, MPI_BOTTOM, rc, rd, rst,
+                             comm, &o->req));
         for (i = 0; i < p; i++) {
             o->types[o->ntypes++] = sst[i];
             o->types[o->ntypes++] = rst[i];
         }
     } else {
-        T_MPI(MPI_Ialltoallw(sb, sc, sd, st, rb, rc, rd, rt, comm,
-                             &o->req));
+        T_MPI(MPI_Ialltoallw(sb, sc, sd, st, rb, rc, rd, rt, comm, &o->req));
     }
     tc_expect(o, rb, ref, rlen);
     tc_expect(o, sb, sb, slen);
@@ -528,15 +520,15 @@ static inline void c_alltoallw(MPI_Comm comm, const char *cn, int n,
 /* ---- reductions --------------------------------------------------------- */
 
 typedef struct red {
-    const char   *name;
-    MPI_Datatype  type;
-    MPI_Op        op;
-    int           esize;     /* bytes of an element in memory (extent) */
-    int           offload;   /* the shim takes it */
+    const char  *name;
+    MPI_Datatype type;
+    MPI_Op       op;
+    int          esize;   /* bytes of an element in memory (extent) */
+    int          offload; /* the shim takes it */
 } red_t;
 
-static MPI_Op user_sum;
-static MPI_Datatype vec3;    /* 3 ints of every 4: derived, one type */
+static MPI_Op       user_sum;
+static MPI_Datatype vec3; /* 3 ints of every 4: derived, one type */
 
 static inline void my_sum(void *in, void *inout, int *len, MPI_Datatype *dt)
 {
@@ -549,7 +541,7 @@ static inline void my_sum(void *in, void *inout, int *len, MPI_Datatype *dt)
 }
 
 static red_t reds[8];
-static int nreds;
+static int   nreds;
 
 static inline void reds_make(void)
 {
@@ -561,8 +553,8 @@ static inline void reds_make(void)
     reds[nreds++] = (red_t){"int max", MPI_INT, MPI_MAX, 4, 1};
     reds[nreds++] = (red_t){"uint64 bxor", MPI_UINT64_T, MPI_BXOR, 8, 1};
     reds[nreds++] = (red_t){"double sum", MPI_DOUBLE, MPI_SUM, 8, 1};
-    reds[nreds++] = (red_t){"double_int maxloc", MPI_DOUBLE_INT, MPI_MAXLOC,
-                            16, 1};
+    reds[nreds++] =
+        (red_t){"double_int maxloc", MPI_DOUBLE_INT, MPI_MAXLOC, 16, 1};
     reds[nreds++] = (red_t){"2int minloc", MPI_2INT, MPI_MINLOC, 8, 1};
     /* Both MPIs refuse predefined operations on derived types: so must
      * the shim (it leaves them to MPI). */
@@ -578,8 +570,8 @@ static inline void red_fill(const red_t *r, void *buf, int n, int me, int salt)
 
     memset(buf, T_POISON, (size_t)n * (size_t)r->esize + 64);
     for (int i = 0; i < n; i++) {
-        int v = (int)((t_mix64((uint64_t)(me * 7919 + i * 31 + salt)) %
-                       201) - 100);
+        int v = (int)((t_mix64((uint64_t)(me * 7919 + i * 31 + salt)) % 201) -
+                      100);
         int idx = me;
 
         if (r->type == MPI_DOUBLE_INT) {
@@ -613,19 +605,18 @@ static inline void red_fill(const red_t *r, void *buf, int n, int me, int salt)
 }
 
 enum { R_REDUCE, R_ALLREDUCE, R_RSB, R_RS, R_SCAN, R_EXSCAN };
-static const char *rname[] __attribute__((unused)) = {"ireduce", "iallreduce",
-                              "ireduce_scatter_block", "ireduce_scatter",
-                              "iscan", "iexscan"};
+static const char *rname[] __attribute__((unused)) = {
+    "ireduce",         "iallreduce", "ireduce_scatter_block",
+    "ireduce_scatter", "iscan",      "iexscan"};
 
 static inline void c_reduce(int kind, MPI_Comm comm, const char *cn,
-                            const red_t *r,
-                     int root, int n, int in_place)
+                            const red_t *r, int root, int n, int in_place)
 {
-    int me, p, *rc, tot = n, rcount = n, i;
-    tc_t *o;
+    int    me, p, *rc, tot = n, rcount = n, i;
+    tc_t  *o;
     size_t slen, rlen;
-    void *sb, *rb, *ref;
-    int salt = (int)t_seed();
+    void  *sb, *rb, *ref;
+    int    salt = (int)t_seed();
 
     MPI_Comm_rank(comm, &me);
     MPI_Comm_size(comm, &p);
@@ -661,7 +652,7 @@ static inline void c_reduce(int kind, MPI_Comm comm, const char *cn,
          * after one with MPI_IN_PLACE at the root, for large counts. The
          * inputs are the same. */
         const void *s = in_place ? MPI_IN_PLACE : sb;
-        int rr, rg;
+        int         rr, rg;
 
         switch (kind) {
         case R_REDUCE:
@@ -679,8 +670,7 @@ static inline void c_reduce(int kind, MPI_Comm comm, const char *cn,
             break;
         case R_RS:
             rr = PMPI_Reduce_scatter(sb, ref, rc, r->type, r->op, comm);
-            rg = MPI_Ireduce_scatter(s, rb, rc, r->type, r->op, comm,
-                                     &o->req);
+            rg = MPI_Ireduce_scatter(s, rb, rc, r->type, r->op, comm, &o->req);
             break;
         case R_SCAN:
             rr = PMPI_Scan(sb, ref, n, r->type, r->op, comm);
@@ -695,7 +685,8 @@ static inline void c_reduce(int kind, MPI_Comm comm, const char *cn,
             /* Stock MPI refuses it: so must the call through the shim. */
             if (rr == MPI_SUCCESS || rg == MPI_SUCCESS) {
                 t_fail("%s: stock MPI returned %d, through the shim %d: "
-                       "both must refuse", o->name, rr, rg);
+                       "both must refuse",
+                       o->name, rr, rg);
             }
             o->req = MPI_REQUEST_NULL;
             t_count(rname[kind], 0);
@@ -714,8 +705,11 @@ static inline void c_reduce(int kind, MPI_Comm comm, const char *cn,
         if (in_place && (kind == R_RSB || kind == R_RS)) {
             tc_expect(o, rb, ref, n_out);
         } else {
-            tc_expect(o, rb, ref, kind == R_REDUCE || kind == R_ALLREDUCE ||
-                      kind == R_SCAN || kind == R_EXSCAN ? rlen : n_out);
+            tc_expect(o, rb, ref,
+                      kind == R_REDUCE || kind == R_ALLREDUCE ||
+                              kind == R_SCAN || kind == R_EXSCAN
+                          ? rlen
+                          : n_out);
         }
     }
     if (!in_place) {
@@ -757,8 +751,8 @@ static inline void movement(MPI_Comm comm, const char *cn, int n)
             c_allgather(0, comm, cn, ti, n, ip);
             c_allgather(1, comm, cn, ti, n, ip);
             /* Same signature, other layout: int <-> resized int. */
-            c_alltoall(comm, cn, ti, ti == TY_VEC ? TY_VEC : TY_HOLE - ti,
-                       n, ip);
+            c_alltoall(comm, cn, ti, ti == TY_VEC ? TY_VEC : TY_HOLE - ti, n,
+                       ip);
             c_alltoallv(comm, cn, ti, n, ip);
         }
     }
@@ -781,6 +775,5 @@ static inline void reductions(MPI_Comm comm, const char *cn, int n)
         run_all(comm);
     }
 }
-
 
 #endif

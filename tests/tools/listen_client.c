@@ -21,28 +21,21 @@
 
 int main(int argc, char **argv)
 {
-    uint8_t secret[DPS_SECRET_LEN];
-    char dirbuf[4096], err[512], host[256], hp[DPS_LISTEN_HOSTPORT_MAX];
+    uint8_t     secret[DPS_SECRET_LEN];
+    char        dirbuf[4096], err[512], host[256], hp[DPS_LISTEN_HOSTPORT_MAX];
     const char *dir = NULL, *map = NULL, *job;
-    int c, timeout = 10000, fd, rc;
-    uint32_t pid;
-    size_t alen;
-    void *addr;
-    char *hex;
+    int         c, timeout = 10000, fd, rc;
+    uint32_t    pid;
+    size_t      alen;
+    void       *addr;
+    char       *hex;
 
     while ((c = getopt(argc, argv, "d:t:m:")) != -1) {
         switch (c) {
-        case 'd':
-            dir = optarg;
-            break;
-        case 't':
-            timeout = atoi(optarg);
-            break;
-        case 'm':
-            map = optarg;
-            break;
-        default:
-            goto usage;
+        case 'd': dir = optarg; break;
+        case 't': timeout = atoi(optarg); break;
+        case 'm': map = optarg; break;
+        default: goto usage;
         }
     }
     if (argc - optind != 2) {
@@ -72,12 +65,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "listen_client: %s\n", err);
         return 1;
     }
-    rc = dps_listen_connect(hp, job, secret, timeout, &fd, &addr, &alen,
-                            &pid, host, sizeof(host), err, sizeof(err));
+    rc = dps_listen_connect(hp, job, secret, timeout, &fd, &addr, &alen, &pid,
+                            host, sizeof(host), err, sizeof(err));
     dps_secret_remove(dir, job);
     if (rc != DPS_OK) {
-        fprintf(stderr, "listen_client: %s (%s)\n", err,
-                dps_status_str(rc));
+        fprintf(stderr, "listen_client: %s (%s)\n", err, dps_status_str(rc));
         return 1;
     }
     hex = malloc(2 * alen + 1);
@@ -96,6 +88,6 @@ int main(int argc, char **argv)
 
 usage:
     fprintf(stderr, "usage: listen_client [-d SECRET_DIR] [-t TIMEOUT_MS] "
-            "[-m MAP] ADDR:PORT JOB\n");
+                    "[-m MAP] ADDR:PORT JOB\n");
     return 2;
 }

@@ -28,19 +28,19 @@
 #include <string.h>
 
 /* Size and offset of field f of type t. */
-#define FIELD(t, f) \
+#define FIELD(t, f)                                               \
     printf("%s.%s offset=%zu size=%zu\n", #t, #f, offsetof(t, f), \
            sizeof(((t *)0)->f))
-#define SIZE(t) printf("%s size=%zu align=%zu\n", #t, sizeof(t), \
-                       _Alignof(t))
+#define SIZE(t) printf("%s size=%zu align=%zu\n", #t, sizeof(t), _Alignof(t))
 
 static void layout(void)
 {
     printf("DPS_PROTO_VERSION=%d DPS_SHM_VERSION=%d DPS_NBUF=%d\n",
            DPS_PROTO_VERSION, DPS_SHM_VERSION, DPS_NBUF);
     printf("DPS_MSG_TYPE_MAX=%d DPS_COLL_MAX=%d DPS_STEP_MAX=%d "
-           "DPS_OP_COUNT=%d DPS_T_COUNT=%d\n", DPS_MSG_TYPE_MAX,
-           DPS_COLL_MAX, DPS_STEP_MAX, DPS_OP_COUNT, DPS_T_COUNT);
+           "DPS_OP_COUNT=%d DPS_T_COUNT=%d\n",
+           DPS_MSG_TYPE_MAX, DPS_COLL_MAX, DPS_STEP_MAX, DPS_OP_COUNT,
+           DPS_T_COUNT);
     SIZE(dps_msg_hdr_t);
     FIELD(dps_msg_hdr_t, magic);
     FIELD(dps_msg_hdr_t, version);
@@ -219,14 +219,15 @@ static void table64(const char *what, const uint64_t *t, size_t n)
 static void post(const dps_msg_t *m)
 {
     const dps_msg_post_t *f = &m->u.post.fixed;
-    int b;
+    int                   b;
 
-    printf("  comm_id=%" PRIu64 " op_token=%" PRIu64 " sched_id=%" PRIu64
-           "\n", f->comm_id, f->op_token, f->sched_id);
+    printf("  comm_id=%" PRIu64 " op_token=%" PRIu64 " sched_id=%" PRIu64 "\n",
+           f->comm_id, f->op_token, f->sched_id);
     for (b = 0; b < DPS_NBUF; b++) {
         printf("  buf[%d] addr=%#" PRIx64 " len=%" PRIu64 " reg=%" PRIu64
-               " rkey_len=%" PRIu32 "\n", b, f->buf_addr[b], f->buf_len[b],
-               f->buf_reg[b], f->rkey_len[b]);
+               " rkey_len=%" PRIu32 "\n",
+               b, f->buf_addr[b], f->buf_len[b], f->buf_reg[b],
+               f->rkey_len[b]);
         if (f->rkey_len[b] > 0) {
             hex("rkey", m->u.post.rkey[b], f->rkey_len[b]);
         }
@@ -234,9 +235,10 @@ static void post(const dps_msg_t *m)
     printf("  seq=%" PRIu32 " coll=%" PRIu32 " comm_rank=%" PRIu32
            " comm_size=%" PRIu32 " world_rank=%" PRIu32 " nsteps=%" PRIu32
            " nmembers=%" PRIu32 " error=%" PRId32 " flags=%#" PRIx32
-           " send_map=%#" PRIx64 " send_nmap=%" PRIu64 "\n", f->seq,
-           f->coll, f->comm_rank, f->comm_size, f->world_rank, f->nsteps,
-           f->nmembers, f->error, f->flags, f->send_map, f->send_nmap);
+           " send_map=%#" PRIx64 " send_nmap=%" PRIu64 "\n",
+           f->seq, f->coll, f->comm_rank, f->comm_size, f->world_rank,
+           f->nsteps, f->nmembers, f->error, f->flags, f->send_map,
+           f->send_nmap);
     for (uint32_t i = 0; i < f->nsteps; i++) {
         dps_step_t s;
 
@@ -244,8 +246,8 @@ static void post(const dps_msg_t *m)
         printf("  step[%" PRIu32 "] kind=%u src_buf=%u dst_buf=%u op=%u "
                "round=%u dtype=%u peer=%" PRIu32 " pad=%" PRIu32
                " src_off=%" PRIu64 " dst_off=%" PRIu64 " len=%" PRIu64 "\n",
-               i, s.kind, s.src_buf, s.dst_buf, s.op, s.round, s.dtype,
-               s.peer, s.pad, s.src_off, s.dst_off, s.len);
+               i, s.kind, s.src_buf, s.dst_buf, s.op, s.round, s.dtype, s.peer,
+               s.pad, s.src_off, s.dst_off, s.len);
     }
     if (f->nmembers > 0) {
         table32("members", m->u.post.members, f->nmembers);
@@ -255,12 +257,12 @@ static void post(const dps_msg_t *m)
 static void job(const dps_msg_t *m)
 {
     const dps_msg_job_t *f = &m->u.job.fixed;
-    const uint8_t *p;
-    uint32_t i;
+    const uint8_t       *p;
+    uint32_t             i;
 
     printf("  nranks=%" PRIu32 " nagents=%" PRIu32 " agent_idx=%" PRIu32
-           " job_key=%" PRIu32 "\n", f->nranks, f->nagents, f->agent_idx,
-           f->job_key);
+           " job_key=%" PRIu32 "\n",
+           f->nranks, f->nagents, f->agent_idx, f->job_key);
     table32("rank_agent", m->u.job.rank_agent, f->nranks);
     table32("rank_addr_len", m->u.job.rank_addr_len, f->nranks);
     table32("agent_addr_len", m->u.job.agent_addr_len, f->nagents);
@@ -287,20 +289,16 @@ static void fields(const dps_msg_t *m)
         printf("  world_rank=%" PRIu32 " pid=%" PRIu32 "\n",
                m->u.hello.world_rank, m->u.hello.pid);
         break;
-    case DPS_MSG_JOB_INFO:
-        job(m);
-        break;
+    case DPS_MSG_JOB_INFO: job(m); break;
     case DPS_MSG_READY:
         printf("  status=%" PRId32 " formats=%#" PRIx32 "\n",
                m->u.ready.status, m->u.ready.formats);
         break;
     case DPS_MSG_POST:
-    case DPS_MSG_PEER_POST:
-        post(m);
-        break;
+    case DPS_MSG_PEER_POST: post(m); break;
     case DPS_MSG_COMPLETE:
-        printf("  op_token=%" PRIu64 " status=%" PRId32 " pad=%" PRIu32
-               "\n", m->u.complete.op_token, m->u.complete.status,
+        printf("  op_token=%" PRIu64 " status=%" PRId32 " pad=%" PRIu32 "\n",
+               m->u.complete.op_token, m->u.complete.status,
                m->u.complete.pad);
         break;
     case DPS_MSG_COMM_FREE:
@@ -309,9 +307,9 @@ static void fields(const dps_msg_t *m)
         break;
     case DPS_MSG_SEND_DONE:
         printf("  comm_id=%" PRIu64 " seq=%" PRIu32 " src=%" PRIu32
-               " dst=%" PRIu32 " k=%" PRIu32 "\n", m->u.send_done.comm_id,
-               m->u.send_done.seq, m->u.send_done.src, m->u.send_done.dst,
-               m->u.send_done.k);
+               " dst=%" PRIu32 " k=%" PRIu32 "\n",
+               m->u.send_done.comm_id, m->u.send_done.seq, m->u.send_done.src,
+               m->u.send_done.dst, m->u.send_done.k);
         break;
     case DPS_MSG_PROCS:
         table32("pid", m->u.procs.pid, m->u.procs.fixed.nranks);
@@ -319,8 +317,9 @@ static void fields(const dps_msg_t *m)
         break;
     case DPS_MSG_STATS:
         printf("  cpu_ns=%" PRIu64 " collectives=%" PRIu64
-               " missed_wakeups=%" PRIu64 "\n", m->u.stats.cpu_ns,
-               m->u.stats.collectives, m->u.stats.missed_wakeups);
+               " missed_wakeups=%" PRIu64 "\n",
+               m->u.stats.cpu_ns, m->u.stats.collectives,
+               m->u.stats.missed_wakeups);
         break;
     case DPS_MSG_REG_FREE:
     case DPS_MSG_SCHED_FREE:
@@ -338,11 +337,11 @@ static void fields(const dps_msg_t *m)
         break;
     case DPS_MSG_ROUND:
         printf("  comm_id=%" PRIu64 " seq=%" PRIu32 " rank=%" PRIu32
-               " round=%" PRIu32 "\n", m->u.round.comm_id, m->u.round.seq,
-               m->u.round.rank, m->u.round.round);
+               " round=%" PRIu32 "\n",
+               m->u.round.comm_id, m->u.round.seq, m->u.round.rank,
+               m->u.round.round);
         break;
-    default:          /* SHUTDOWN, STATS_REQ, PONG: the header alone */
-        break;
+    default: /* SHUTDOWN, STATS_REQ, PONG: the header alone */ break;
     }
 }
 
@@ -350,9 +349,9 @@ static void fields(const dps_msg_t *m)
  * cannot be read. */
 static void *slurp(const char *path, size_t *len)
 {
-    FILE *f = fopen(path, "rb");
+    FILE    *f = fopen(path, "rb");
     uint8_t *buf = NULL;
-    size_t cap = 0, n = 0;
+    size_t   cap = 0, n = 0;
 
     if (f == NULL) {
         perror(path);
@@ -384,31 +383,29 @@ static void *slurp(const char *path, size_t *len)
 /* Decode one file: a wire message, or a listener hello. 0 or 1. */
 static int dump(const char *path, int hello)
 {
-    char err[256] = "", name[DPS_LISTEN_NAME_MAX + 1];
-    uint8_t secret[DPS_SECRET_LEN];
+    char        err[256] = "", name[DPS_LISTEN_NAME_MAX + 1];
+    uint8_t     secret[DPS_SECRET_LEN];
     const char *base = strrchr(path, '/');
-    dps_msg_t m;
-    size_t len;
-    void *buf;
-    int rc;
+    dps_msg_t   m;
+    size_t      len;
+    void       *buf;
+    int         rc;
 
     base = base ? base + 1 : path;
     if ((buf = slurp(path, &len)) == NULL) {
         return 1;
     }
     if (hello) {
-        rc = dps_listen_decode_hello(buf, len, name, sizeof(name), secret,
-                                     err, sizeof(err));
+        rc = dps_listen_decode_hello(buf, len, name, sizeof(name), secret, err,
+                                     sizeof(err));
         if (rc == DPS_OK) {
-            printf("%s: listen hello, %zu bytes\n  job=%s\n", base, len,
-                   name);
+            printf("%s: listen hello, %zu bytes\n  job=%s\n", base, len, name);
             hex("secret", secret, sizeof(secret));
         }
     } else {
         rc = dps_msg_decode(buf, len, &m, err, sizeof(err));
         if (rc == DPS_OK) {
-            printf("%s: %s, %zu bytes\n", base, dps_msg_type_str(m.type),
-                   len);
+            printf("%s: %s, %zu bytes\n", base, dps_msg_type_str(m.type), len);
             fields(&m);
         }
     }

@@ -26,16 +26,16 @@ typedef struct srank {
     uint8_t  *buf[DPS_NBUF];
     uint64_t  len[DPS_NBUF];
     bld_t     b;
-    uint32_t  round;      /* lowest round with steps not done */
+    uint32_t  round; /* lowest round with steps not done */
     uint8_t  *done;
-    uint32_t *match;      /* RECV step -> the peer's SEND step index */
+    uint32_t *match; /* RECV step -> the peer's SEND step index */
 } srank_t;
 
 typedef struct sim {
-    uint32_t  p;
-    uint32_t  agent[MAXP];
-    srank_t   r[MAXP];
-    char      why[300];
+    uint32_t p;
+    uint32_t agent[MAXP];
+    srank_t  r[MAXP];
+    char     why[300];
 } sim_t;
 
 static unsigned rng_state = 12345;
@@ -50,8 +50,10 @@ static unsigned rnd(void)
 static void layout(sim_t *s, int kind)
 {
     for (uint32_t i = 0; i < s->p; i++) {
-        s->agent[i] = kind == 0 ? 0 : kind == 1 ? i : kind == 2 ? i / 2
-                                                                : i % 3;
+        s->agent[i] = kind == 0   ? 0
+                      : kind == 1 ? i
+                      : kind == 2 ? i / 2
+                                  : i % 3;
     }
 }
 
@@ -64,7 +66,7 @@ static int pair_up(sim_t *s)
         rd->match = calloc(rd->b.n + 1, sizeof(uint32_t));
         for (uint32_t i = 0; i < rd->b.n; i++) {
             const dps_step_t *st = &rd->b.steps[i];
-            uint32_t k = 0, j, kk = 0;
+            uint32_t          k = 0, j, kk = 0;
 
             if (st->kind != DPS_STEP_RECV &&
                 st->kind != DPS_STEP_RECV_REDUCE) {
@@ -74,7 +76,8 @@ static int pair_up(sim_t *s)
                 const dps_step_t *o = &rd->b.steps[j];
 
                 k += (o->kind == DPS_STEP_RECV ||
-                      o->kind == DPS_STEP_RECV_REDUCE) && o->peer == st->peer;
+                      o->kind == DPS_STEP_RECV_REDUCE) &&
+                     o->peer == st->peer;
             }
             for (j = 0; j < s->r[st->peer].b.n; j++) {
                 const dps_step_t *o = &s->r[st->peer].b.steps[j];
@@ -85,9 +88,10 @@ static int pair_up(sim_t *s)
             }
             if (j == s->r[st->peer].b.n ||
                 s->r[st->peer].b.steps[j].len != st->len) {
-                snprintf(s->why, sizeof(s->why), "rank %u recv %u from %u: "
-                         "no matching send of the same length", d, i,
-                         st->peer);
+                snprintf(s->why, sizeof(s->why),
+                         "rank %u recv %u from %u: "
+                         "no matching send of the same length",
+                         d, i, st->peer);
                 return -1;
             }
             rd->match[i] = j;
@@ -106,11 +110,14 @@ static int pair_up(sim_t *s)
                 const dps_step_t *o = &s->r[dst].b.steps[j];
 
                 nr += (o->kind == DPS_STEP_RECV ||
-                       o->kind == DPS_STEP_RECV_REDUCE) && o->peer == src;
+                       o->kind == DPS_STEP_RECV_REDUCE) &&
+                      o->peer == src;
             }
             if (ns != nr) {
-                snprintf(s->why, sizeof(s->why), "%u sends %u to %u, which "
-                         "receives %u", src, ns, dst, nr);
+                snprintf(s->why, sizeof(s->why),
+                         "%u sends %u to %u, which "
+                         "receives %u",
+                         src, ns, dst, nr);
                 return -1;
             }
         }
@@ -139,7 +146,7 @@ static int hazards(sim_t *s)
             }
             for (uint32_t j = 0; j < b->n; j++) {
                 const dps_step_t *o = &b->steps[j];
-                int rd = o->kind == DPS_STEP_SEND ||
+                int               rd = o->kind == DPS_STEP_SEND ||
                          o->kind == DPS_STEP_COPY ||
                          o->kind == DPS_STEP_REDUCE;
                 int wr = o->kind != DPS_STEP_SEND;
@@ -147,13 +154,14 @@ static int hazards(sim_t *s)
                 if (j == i || o->round != w->round) {
                     continue;
                 }
-                if ((rd && overlaps(w->dst_buf, w->dst_off, w->len,
-                                    o->src_buf, o->src_off, o->len)) ||
-                    (wr && overlaps(w->dst_buf, w->dst_off, w->len,
-                                    o->dst_buf, o->dst_off, o->len))) {
-                    snprintf(s->why, sizeof(s->why), "rank %u round %u: "
-                             "step %u writes what step %u uses", x,
-                             w->round, i, j);
+                if ((rd && overlaps(w->dst_buf, w->dst_off, w->len, o->src_buf,
+                                    o->src_off, o->len)) ||
+                    (wr && overlaps(w->dst_buf, w->dst_off, w->len, o->dst_buf,
+                                    o->dst_off, o->len))) {
+                    snprintf(s->why, sizeof(s->why),
+                             "rank %u round %u: "
+                             "step %u writes what step %u uses",
+                             x, w->round, i, j);
                     return -1;
                 }
             }
@@ -164,7 +172,7 @@ static int hazards(sim_t *s)
 
 static int ready(sim_t *s, uint32_t x, uint32_t i)
 {
-    srank_t *r = &s->r[x];
+    srank_t          *r = &s->r[x];
     const dps_step_t *st = &r->b.steps[i];
 
     if (r->done[i] || st->round != r->round) {
@@ -182,13 +190,13 @@ static int ready(sim_t *s, uint32_t x, uint32_t i)
 
 static void execute(sim_t *s, uint32_t x, uint32_t i)
 {
-    srank_t *r = &s->r[x];
+    srank_t          *r = &s->r[x];
     const dps_step_t *st = &r->b.steps[i];
-    const uint8_t *src;
-    uint8_t *dst = r->buf[st->dst_buf] + st->dst_off;
+    const uint8_t    *src;
+    uint8_t          *dst = r->buf[st->dst_buf] + st->dst_off;
 
     if (st->kind == DPS_STEP_RECV || st->kind == DPS_STEP_RECV_REDUCE) {
-        srank_t *sr = &s->r[st->peer];
+        srank_t          *sr = &s->r[st->peer];
         const dps_step_t *ss = &sr->b.steps[r->match[i]];
 
         src = sr->buf[ss->src_buf] + ss->src_off;
@@ -196,10 +204,9 @@ static void execute(sim_t *s, uint32_t x, uint32_t i)
     } else {
         src = r->buf[st->src_buf] + st->src_off;
     }
-    if (st->len > 0 && (st->kind == DPS_STEP_RECV_REDUCE ||
-                        st->kind == DPS_STEP_REDUCE)) {
-        ck_assert_int_eq(dps_reduce(st->op, st->dtype, src, dst, st->len),
-                         0);
+    if (st->len > 0 &&
+        (st->kind == DPS_STEP_RECV_REDUCE || st->kind == DPS_STEP_REDUCE)) {
+        ck_assert_int_eq(dps_reduce(st->op, st->dtype, src, dst, st->len), 0);
     } else if (st->len > 0) {
         memmove(dst, src, st->len);
     }
@@ -291,12 +298,12 @@ typedef struct call {
     int      coll;
     uint32_t root;
     unsigned op, dtype;
-    uint64_t bytes;                   /* as bld_args_t */
-    uint64_t scount[MAXP][MAXP], soff[MAXP][MAXP];   /* [rank][peer] */
+    uint64_t bytes;                                /* as bld_args_t */
+    uint64_t scount[MAXP][MAXP], soff[MAXP][MAXP]; /* [rank][peer] */
     uint64_t rcount[MAXP][MAXP], roff[MAXP][MAXP];
-    int      vec;                     /* pass the arrays */
+    int      vec; /* pass the arrays */
     int      in_place;
-    uint64_t slen[MAXP], rlen[MAXP];  /* buffer lengths per rank */
+    uint64_t slen[MAXP], rlen[MAXP]; /* buffer lengths per rank */
 } call_t;
 
 /* Build every rank's schedule and give it buffers. */
@@ -304,7 +311,7 @@ static int build_all(sim_t *s, const call_t *c)
 {
     for (uint32_t x = 0; x < s->p; x++) {
         bld_args_t a;
-        srank_t *r = &s->r[x];
+        srank_t   *r = &s->r[x];
 
         memset(&a, 0, sizeof(a));
         a.coll = c->coll;
@@ -315,9 +322,9 @@ static int build_all(sim_t *s, const call_t *c)
         a.op = (uint8_t)c->op;
         a.dtype = (uint16_t)c->dtype;
         a.bytes = c->bytes;
-        a.in_place = c->in_place && (c->coll == DPS_COLL_ALLGATHER ||
-                                     c->coll == DPS_COLL_ALLGATHERV ||
-                                     x == c->root);
+        a.in_place =
+            c->in_place && (c->coll == DPS_COLL_ALLGATHER ||
+                            c->coll == DPS_COLL_ALLGATHERV || x == c->root);
         if (c->vec) {
             a.scount = c->scount[x];
             a.soff = c->soff[x];
@@ -340,9 +347,10 @@ static int build_all(sim_t *s, const call_t *c)
             char err[200];
 
             if (r->b.need[b] > r->len[b]) {
-                snprintf(s->why, sizeof(s->why), "rank %u buffer %d needs "
-                         "%llu, has %llu", x, b,
-                         (unsigned long long)r->b.need[b],
+                snprintf(s->why, sizeof(s->why),
+                         "rank %u buffer %d needs "
+                         "%llu, has %llu",
+                         x, b, (unsigned long long)r->b.need[b],
                          (unsigned long long)r->len[b]);
                 return -1;
             }
@@ -372,8 +380,11 @@ static void fill_send(sim_t *s)
     }
 }
 
-#define FAILF(...) do { snprintf(s->why, sizeof(s->why), __VA_ARGS__); \
-                        return -1; } while (0)
+#define FAILF(...)                                     \
+    do {                                               \
+        snprintf(s->why, sizeof(s->why), __VA_ARGS__); \
+        return -1;                                     \
+    } while (0)
 
 /* Expected data of the movement collectives. */
 static int check_move(sim_t *s, const call_t *c)
@@ -386,8 +397,7 @@ static int check_move(sim_t *s, const call_t *c)
             uint32_t src = q;
 
             switch (c->coll) {
-            case DPS_COLL_BARRIER:
-                continue;
+            case DPS_COLL_BARRIER: continue;
             case DPS_COLL_BCAST:
                 if (q != 0 || d == c->root) {
                     continue;
@@ -395,24 +405,27 @@ static int check_move(sim_t *s, const call_t *c)
                 n = c->bytes;
                 src = c->root;
                 break;
-            case DPS_COLL_GATHER: case DPS_COLL_GATHERV:
+            case DPS_COLL_GATHER:
+            case DPS_COLL_GATHERV:
                 if (d != c->root) {
                     continue;
                 }
                 n = c->rcount[d][q];
                 ro = c->roff[d][q];
                 if (c->in_place && q == d) {
-                    so = ro;   /* preset in RECV: see run_call */
+                    so = ro; /* preset in RECV: see run_call */
                 }
                 break;
-            case DPS_COLL_SCATTER: case DPS_COLL_SCATTERV:
+            case DPS_COLL_SCATTER:
+            case DPS_COLL_SCATTERV:
                 if (q != c->root || (c->in_place && d == c->root)) {
                     continue;
                 }
                 n = c->rcount[d][q];
                 so = c->soff[q][d];
                 break;
-            case DPS_COLL_ALLGATHER: case DPS_COLL_ALLGATHERV:
+            case DPS_COLL_ALLGATHER:
+            case DPS_COLL_ALLGATHERV:
                 n = c->rcount[d][q];
                 ro = c->roff[d][q];
                 so = c->in_place ? c->roff[q][q] : 0;
@@ -425,8 +438,8 @@ static int check_move(sim_t *s, const call_t *c)
             }
             for (uint64_t i = 0; i < n; i++) {
                 if (rb[ro + i] != pat(src, so + i)) {
-                    FAILF("rank %u byte %llu of block %u: %u, expected %u",
-                          d, (unsigned long long)(ro + i), q, rb[ro + i],
+                    FAILF("rank %u byte %llu of block %u: %u, expected %u", d,
+                          (unsigned long long)(ro + i), q, rb[ro + i],
                           pat(src, so + i));
                 }
             }
@@ -468,8 +481,9 @@ static int32_t isum(uint32_t lo, uint32_t hi, uint64_t e, unsigned op)
     for (uint32_t x = lo + 1; x < hi; x++) {
         int32_t w = ival(x, e);
 
-        v = op == DPS_OP_SUM ? (int32_t)((uint32_t)v + (uint32_t)w)
-          : op == DPS_OP_MAX ? (w > v ? w : v) : (w < v ? w : v);
+        v = op == DPS_OP_SUM   ? (int32_t)((uint32_t)v + (uint32_t)w)
+            : op == DPS_OP_MAX ? (w > v ? w : v)
+                               : (w < v ? w : v);
     }
     return v;
 }
@@ -480,8 +494,8 @@ static int check_reduce(sim_t *s, const call_t *c, uint8_t **first)
 
     for (uint32_t d = 0; d < s->p; d++) {
         const uint8_t *rb = s->r[d].buf[DPS_BUF_RECV];
-        uint64_t ne = c->rlen[d] / es, base = 0;
-        uint32_t lo = 0, hi = s->p;
+        uint64_t       ne = c->rlen[d] / es, base = 0;
+        uint32_t       lo = 0, hi = s->p;
 
         if (c->coll == DPS_COLL_REDUCE && d != c->root) {
             continue;
@@ -531,7 +545,7 @@ static int is_reduction(int coll)
 static void run_call(uint32_t p, int lay, const call_t *c)
 {
     uint8_t *first[MAXP] = {0};
-    sim_t s;
+    sim_t    s;
 
     for (int rep = 0; rep < 3; rep++) {
         int rc;
@@ -566,8 +580,9 @@ static void run_call(uint32_t p, int lay, const call_t *c)
         }
         if (rc != 0) {
             ck_abort_msg("%s, %u ranks, layout %d, root %u, %llu bytes%s: "
-                         "%s", dps_coll_str((unsigned)c->coll), p, lay,
-                         c->root, (unsigned long long)c->bytes,
+                         "%s",
+                         dps_coll_str((unsigned)c->coll), p, lay, c->root,
+                         (unsigned long long)c->bytes,
                          c->in_place ? ", in place" : "", s.why);
         }
         sim_free(&s);
@@ -597,15 +612,15 @@ static void irregular(call_t *c, uint32_t p, int coll)
 
         for (uint32_t i = 0; i < p; i++) {
             uint32_t q = p - 1 - i;
-            uint64_t rc = ((x * 7 + q * 3) % 5) * 13;   /* x from q */
-            uint64_t sc = ((q * 7 + x * 3) % 5) * 13;   /* q from x */
+            uint64_t rc = ((x * 7 + q * 3) % 5) * 13; /* x from q */
+            uint64_t sc = ((q * 7 + x * 3) % 5) * 13; /* q from x */
 
             if (coll == DPS_COLL_GATHERV || coll == DPS_COLL_ALLGATHERV) {
-                rc = (q % 4) * 17 + (q == 2 ? 0 : 1);    /* q's block */
+                rc = (q % 4) * 17 + (q == 2 ? 0 : 1); /* q's block */
                 sc = (x % 4) * 17 + (x == 2 ? 0 : 1);
             } else if (coll == DPS_COLL_SCATTERV) {
-                rc = (x % 4) * 17 + (x == 2 ? 0 : 1);    /* the block for */
-                sc = (q % 4) * 17 + (q == 2 ? 0 : 1);    /* x, for q */
+                rc = (x % 4) * 17 + (x == 2 ? 0 : 1); /* the block for */
+                sc = (q % 4) * 17 + (q == 2 ? 0 : 1); /* x, for q */
             }
             c->rcount[x][q] = rc;
             c->scount[x][q] = sc;
@@ -635,22 +650,20 @@ static void lengths(call_t *c, uint32_t p)
             s = x == c->root ? c->bytes : 0;
             r = x == c->root ? 0 : c->bytes;
             break;
-        case DPS_COLL_BARRIER:
-            s = r = 0;
-            break;
-        case DPS_COLL_GATHER: case DPS_COLL_GATHERV:
+        case DPS_COLL_BARRIER: s = r = 0; break;
+        case DPS_COLL_GATHER:
+        case DPS_COLL_GATHERV:
             s = c->in_place && x == c->root ? 0 : c->scount[x][c->root];
             r = x == c->root ? r : 0;
             break;
-        case DPS_COLL_SCATTER: case DPS_COLL_SCATTERV:
+        case DPS_COLL_SCATTER:
+        case DPS_COLL_SCATTERV:
             s = x == c->root ? s : 0;
             r = c->in_place && x == c->root ? 0 : c->rcount[x][c->root];
             break;
-        case DPS_COLL_ALLGATHER: case DPS_COLL_ALLGATHERV:
-            s = c->in_place ? 0 : c->rcount[x][x];
-            break;
-        default:
-            break;
+        case DPS_COLL_ALLGATHER:
+        case DPS_COLL_ALLGATHERV: s = c->in_place ? 0 : c->rcount[x][x]; break;
+        default: break;
         }
         c->slen[x] = s;
         c->rlen[x] = r;
@@ -658,16 +671,15 @@ static void lengths(call_t *c, uint32_t p)
 }
 
 static const int move_colls[] = {
-    DPS_COLL_BARRIER, DPS_COLL_BCAST, DPS_COLL_GATHER, DPS_COLL_GATHERV,
-    DPS_COLL_SCATTER, DPS_COLL_SCATTERV, DPS_COLL_ALLGATHER,
-    DPS_COLL_ALLGATHERV, DPS_COLL_ALLTOALL, DPS_COLL_ALLTOALLV,
-    DPS_COLL_ALLTOALLW
-};
+    DPS_COLL_BARRIER,   DPS_COLL_BCAST,      DPS_COLL_GATHER,
+    DPS_COLL_GATHERV,   DPS_COLL_SCATTER,    DPS_COLL_SCATTERV,
+    DPS_COLL_ALLGATHER, DPS_COLL_ALLGATHERV, DPS_COLL_ALLTOALL,
+    DPS_COLL_ALLTOALLV, DPS_COLL_ALLTOALLW};
 
 START_TEST(movement)
 {
     static call_t c;
-    int coll = move_colls[_i];
+    int           coll = move_colls[_i];
 
     for (uint32_t p = 1; p <= MAXP; p += (p < 9 ? 1 : 8)) {
         for (int lay = 0; lay < 4; lay++) {
@@ -709,14 +721,14 @@ START_TEST(movement)
 END_TEST
 
 static const int red_colls[] = {
-    DPS_COLL_REDUCE, DPS_COLL_ALLREDUCE, DPS_COLL_REDUCE_SCATTER,
-    DPS_COLL_REDUCE_SCATTER_BLOCK, DPS_COLL_SCAN, DPS_COLL_EXSCAN
-};
+    DPS_COLL_REDUCE,         DPS_COLL_ALLREDUCE,
+    DPS_COLL_REDUCE_SCATTER, DPS_COLL_REDUCE_SCATTER_BLOCK,
+    DPS_COLL_SCAN,           DPS_COLL_EXSCAN};
 
 START_TEST(reductions)
 {
     static call_t c;
-    int coll = red_colls[_i];
+    int           coll = red_colls[_i];
     /* Small (folded) and large (ring) vectors, in elements. */
     static const uint64_t sizes[] = {1, 5, 300, BLD_SMALL_REDUCE / 4 + 37};
 
@@ -728,7 +740,7 @@ START_TEST(reductions)
                     uint64_t es = t == 0 ? 4 : 8, ne = sizes[z];
 
                     if (z == 3 && (p > 9 || lay == 2)) {
-                        continue;   /* large ones: enough at a few sizes */
+                        continue; /* large ones: enough at a few sizes */
                     }
                     memset(&c, 0, sizeof(c));
                     c.coll = coll;
@@ -741,8 +753,8 @@ START_TEST(reductions)
                         c.vec = 1;
                         for (uint32_t x = 0; x < p; x++) {
                             for (uint32_t q = 0; q < p; q++) {
-                                c.rcount[x][q] = ((q * 3) % 4) * es *
-                                                 (ne > 100 ? 1000 : 1);
+                                c.rcount[x][q] =
+                                    ((q * 3) % 4) * es * (ne > 100 ? 1000 : 1);
                             }
                         }
                     }
@@ -766,8 +778,9 @@ START_TEST(reductions)
                             break;
                         default:
                             c.slen[x] = c.bytes;
-                            c.rlen[x] = (coll == DPS_COLL_REDUCE &&
-                                         x != root) ? 0 : c.bytes;
+                            c.rlen[x] = (coll == DPS_COLL_REDUCE && x != root)
+                                            ? 0
+                                            : c.bytes;
                         }
                     }
                     run_call(p, lay, &c);
@@ -790,20 +803,20 @@ END_TEST
 START_TEST(pairs)
 {
     static uint64_t list[MAXP][6 * MAXE];
-    uint32_t es[MAXE], ed[MAXE];
-    uint64_t elen[MAXE], eso[MAXE], ero[MAXE];
+    uint32_t        es[MAXE], ed[MAXE];
+    uint64_t        elen[MAXE], eso[MAXE], ero[MAXE];
 
     for (uint32_t p = 1; p <= MAXP; p += (p < 9 ? 1 : 8)) {
         for (int lay = 0; lay < 4; lay++) {
             for (int rep = 0; rep < 4; rep++) {
                 uint32_t ne = rnd() % MAXE, ns[MAXP] = {0}, nr[MAXP] = {0};
                 uint64_t so[MAXP] = {0}, ro[MAXP] = {0};
-                sim_t s;
-                int rc = 0;
+                sim_t    s;
+                int      rc = 0;
 
                 for (uint32_t e = 0; e < ne; e++) {
                     es[e] = rnd() % p;
-                    ed[e] = rep == 0 ? es[e] : rnd() % p;  /* self only */
+                    ed[e] = rep == 0 ? es[e] : rnd() % p; /* self only */
                     elen[e] = rnd() % 3 == 0 ? 0 : 1 + rnd() % 300;
                     eso[e] = so[es[e]];
                     so[es[e]] += elen[e] + rnd() % 3;
@@ -818,8 +831,8 @@ START_TEST(pairs)
                 s.p = p;
                 layout(&s, lay);
                 for (uint32_t x = 0; x < p && rc == 0; x++) {
-                    uint64_t *l = list[x], *r = list[x] + 3 * ns[x];
-                    srank_t *sr = &s.r[x];
+                    uint64_t  *l = list[x], *r = list[x] + 3 * ns[x];
+                    srank_t   *sr = &s.r[x];
                     bld_args_t a;
 
                     for (uint32_t e = 0; e < ne; e++) {
@@ -835,8 +848,8 @@ START_TEST(pairs)
                         }
                     }
                     memset(&a, 0, sizeof(a));
-                    a.coll = rep % 2 ? DPS_COLL_GROUP
-                                     : DPS_COLL_NEIGHBOR_ALLTOALLV;
+                    a.coll =
+                        rep % 2 ? DPS_COLL_GROUP : DPS_COLL_NEIGHBOR_ALLTOALLV;
                     a.size = p;
                     a.rank = x;
                     a.agent = s.agent;
@@ -863,7 +876,8 @@ START_TEST(pairs)
                     for (uint64_t i = 0; i < elen[e]; i++) {
                         ck_assert_msg(rb[ero[e] + i] == pat(es[e], eso[e] + i),
                                       "%u ranks, edge %u (%u -> %u), byte "
-                                      "%llu", p, e, es[e], ed[e],
+                                      "%llu",
+                                      p, e, es[e], ed[e],
                                       (unsigned long long)i);
                     }
                 }
@@ -878,12 +892,12 @@ END_TEST
 
 START_TEST(topology)
 {
-    uint32_t agent[7] = {4, 2, 4, 9, 2, 2, 4};
+    uint32_t   agent[7] = {4, 2, 4, 9, 2, 2, 4};
     bld_topo_t t;
 
     ck_assert_int_eq(bld_topo_init(&t, 7, agent), 0);
     ck_assert_uint_eq(t.ngroups, 3);
-    ck_assert_uint_eq(bld_gsize(&t, 0), 3);     /* ranks 0, 2, 6 */
+    ck_assert_uint_eq(bld_gsize(&t, 0), 3); /* ranks 0, 2, 6 */
     ck_assert_uint_eq(bld_member(&t, 0, 2), 6);
     ck_assert_uint_eq(bld_member(&t, 1, 0), 1); /* ranks 1, 4, 5 */
     ck_assert_uint_eq(bld_member(&t, 2, 0), 3);
@@ -898,10 +912,10 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("build");
-    TCase *tc = tcase_create("schedules");
+    Suite   *s = suite_create("build");
+    TCase   *tc = tcase_create("schedules");
     SRunner *sr;
-    int failed;
+    int      failed;
 
     tcase_add_test(tc, topology);
     tcase_add_test(tc, pairs);

@@ -29,20 +29,20 @@ static uint64_t addr_of(volatile const void *p)
  * has exited, nothing reads through it any more. */
 START_TEST(grant_child)
 {
-    static char buf[8192];
-    char path[108], dir[] = "/tmp/check_grant.XXXXXX", got[8192];
-    int sock, fd = -1, pipe_go[2], pipe_back[2], st = 0;
+    static char     buf[8192];
+    char            path[108], dir[] = "/tmp/check_grant.XXXXXX", got[8192];
+    int             sock, fd = -1, pipe_go[2], pipe_back[2], st = 0;
     dps_grant_msg_t g;
-    pid_t pid;
-    char c = 0;
-    size_t i;
+    pid_t           pid;
+    char            c = 0;
+    size_t          i;
 
     ck_assert_ptr_nonnull(mkdtemp(dir));
-    ck_assert_int_eq(dps_grant_path(dir, "job", "host", 42, path,
-                                    sizeof(path)), 0);
+    ck_assert_int_eq(
+        dps_grant_path(dir, "job", "host", 42, path, sizeof(path)), 0);
     sock = dps_grant_listen(path);
     ck_assert_int_ge(sock, 0);
-    ck_assert_int_eq(dps_grant_recv(sock, &g, &fd), 0);   /* none yet */
+    ck_assert_int_eq(dps_grant_recv(sock, &g, &fd), 0); /* none yet */
     ck_assert_int_eq(pipe(pipe_go), 0);
     ck_assert_int_eq(pipe(pipe_back), 0);
     for (i = 0; i < sizeof(buf); i++) {
@@ -53,9 +53,9 @@ START_TEST(grant_child)
     if (pid == 0) {
         int ok = dps_grant_send(path, 3, 77) == 0;
 
-        memset(buf, 'x', 16);   /* the child's own copy changes */
+        memset(buf, 'x', 16); /* the child's own copy changes */
         ok = ok && write(pipe_back[1], "s", 1) == 1;
-        ok = ok && read(pipe_go[0], &c, 1) == 1;   /* we wrote into it */
+        ok = ok && read(pipe_go[0], &c, 1) == 1; /* we wrote into it */
         ok = ok && buf[100] == 'Q' && buf[101] == 'R';
         _exit(ok ? 0 : 1);
     }
@@ -102,8 +102,7 @@ START_TEST(grant_names)
     memset(longdir, 'd', sizeof(longdir) - 1);
     longdir[0] = '/';
     longdir[sizeof(longdir) - 1] = '\0';
-    ck_assert_int_eq(dps_grant_path(longdir, "j", "h", 1, a, sizeof(a)),
-                     -1);
+    ck_assert_int_eq(dps_grant_path(longdir, "j", "h", 1, a, sizeof(a)), -1);
     ck_assert_str_eq(a, "");
 }
 END_TEST
@@ -111,7 +110,7 @@ END_TEST
 START_TEST(token_new)
 {
     uint64_t a = 0, b = 0;
-    int i;
+    int      i;
 
     for (i = 0; i < 100; i++) {
         ck_assert_int_eq(dps_cma_token_new(&a), 0);
@@ -129,8 +128,7 @@ START_TEST(self_right_token)
 
     ck_assert_int_eq(dps_cma_token_new(&t), 0);
     token = t;
-    ck_assert_int_eq(dps_cma_check((uint32_t)getpid(), addr_of(&token), t),
-                     0);
+    ck_assert_int_eq(dps_cma_check((uint32_t)getpid(), addr_of(&token), t), 0);
 }
 END_TEST
 
@@ -139,9 +137,11 @@ START_TEST(self_wrong_token)
 {
     token = 0x1122334455667788ull;
     ck_assert_int_eq(dps_cma_check((uint32_t)getpid(), addr_of(&token),
-                                   0x1122334455667789ull), DPS_CMA_OTHER);
+                                   0x1122334455667789ull),
+                     DPS_CMA_OTHER);
     ck_assert_int_eq(dps_cma_check((uint32_t)getpid(), addr_of(&token),
-                                   ~0x1122334455667788ull), DPS_CMA_OTHER);
+                                   ~0x1122334455667788ull),
+                     DPS_CMA_OTHER);
     ck_assert_str_eq(dps_cma_why(DPS_CMA_OTHER),
                      "another process has that pid: token mismatch");
 }
@@ -151,20 +151,19 @@ END_TEST
  * a non-canonical address): refused, with EFAULT. */
 START_TEST(bad_address)
 {
-    long pg = sysconf(_SC_PAGESIZE);
-    char *p = mmap(NULL, (size_t)pg, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    long     pg = sysconf(_SC_PAGESIZE);
+    char    *p = mmap(NULL, (size_t)pg, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     uint64_t t = 0x5a5a5a5a5a5a5a5aull;
 
     ck_assert_ptr_ne(p, MAP_FAILED);
     memcpy(p, &t, sizeof(t));
     ck_assert_int_eq(dps_cma_check((uint32_t)getpid(), addr_of(p), t), 0);
     ck_assert_int_eq(munmap(p, (size_t)pg), 0);
-    ck_assert_int_eq(dps_cma_check((uint32_t)getpid(), addr_of(p), t),
-                     EFAULT);
+    ck_assert_int_eq(dps_cma_check((uint32_t)getpid(), addr_of(p), t), EFAULT);
     ck_assert_int_eq(dps_cma_check((uint32_t)getpid(), 8, t), EFAULT);
-    ck_assert_int_eq(dps_cma_check((uint32_t)getpid(),
-                                   0x8000000000000000ull, t), EFAULT);
+    ck_assert_int_eq(
+        dps_cma_check((uint32_t)getpid(), 0x8000000000000000ull, t), EFAULT);
 }
 END_TEST
 
@@ -172,18 +171,18 @@ END_TEST
  * no proof. */
 START_TEST(straddling)
 {
-    long pg = sysconf(_SC_PAGESIZE);
-    char *p = mmap(NULL, 2 * (size_t)pg, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    long     pg = sysconf(_SC_PAGESIZE);
+    char    *p = mmap(NULL, 2 * (size_t)pg, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     uint64_t t = 0x0102030405060708ull;
 
     ck_assert_ptr_ne(p, MAP_FAILED);
     memcpy(p + pg - 4, &t, sizeof(t));
-    ck_assert_int_eq(dps_cma_check((uint32_t)getpid(),
-                                   addr_of(p + pg - 4), t), 0);
+    ck_assert_int_eq(dps_cma_check((uint32_t)getpid(), addr_of(p + pg - 4), t),
+                     0);
     ck_assert_int_eq(munmap(p + pg, (size_t)pg), 0);
-    ck_assert_int_ne(dps_cma_check((uint32_t)getpid(),
-                                   addr_of(p + pg - 4), t), 0);
+    ck_assert_int_ne(dps_cma_check((uint32_t)getpid(), addr_of(p + pg - 4), t),
+                     0);
     munmap(p, (size_t)pg);
 }
 END_TEST
@@ -198,8 +197,7 @@ START_TEST(zeros)
     ck_assert_int_eq(dps_cma_check((uint32_t)getpid(), addr_of(&token), 0),
                      EINVAL);
     /* A pid no pid_t holds. */
-    ck_assert_int_eq(dps_cma_check(0x80000000u, addr_of(&token), 77),
-                     EINVAL);
+    ck_assert_int_eq(dps_cma_check(0x80000000u, addr_of(&token), 77), EINVAL);
 }
 END_TEST
 
@@ -208,11 +206,11 @@ END_TEST
  * another PID namespace sees. */
 START_TEST(exited_child)
 {
-    int to_child[2], from_child[2];
+    int      to_child[2], from_child[2];
     uint64_t t, got = 0;
-    pid_t pid;
-    int st;
-    char c = 0;
+    pid_t    pid;
+    int      st;
+    char     c = 0;
 
     ck_assert_int_eq(pipe(to_child), 0);
     ck_assert_int_eq(pipe(from_child), 0);
@@ -232,7 +230,7 @@ START_TEST(exited_child)
     ck_assert_int_eq(read(from_child[0], &got, sizeof(got)),
                      (ssize_t)sizeof(got));
     ck_assert_uint_eq(got, t ^ 0xffffffffull);
-    token = t;   /* ours differs from the child's */
+    token = t; /* ours differs from the child's */
     ck_assert_int_eq(dps_cma_check((uint32_t)pid, addr_of(&token), got), 0);
     ck_assert_int_eq(dps_cma_check((uint32_t)pid, addr_of(&token), t),
                      DPS_CMA_OTHER);
@@ -251,10 +249,10 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("cma");
-    TCase *tc = tcase_create("proof");
+    Suite   *s = suite_create("cma");
+    TCase   *tc = tcase_create("proof");
     SRunner *sr;
-    int failed;
+    int      failed;
 
     tcase_add_test(tc, token_new);
     tcase_add_test(tc, self_right_token);

@@ -8,7 +8,7 @@
  * the DPUSHIM_* switches, the families, the shim's C and (Open MPI)
  * Fortran symbols.
  */
-#define _GNU_SOURCE 1   /* dladdr */
+#define _GNU_SOURCE 1 /* dladdr */
 #include "common/dps_colls.h"
 #include "common/dps_config.h"
 
@@ -21,13 +21,13 @@
 #include <string.h>
 
 static const char *shim_path;
-static void *shim_lib;
+static void       *shim_lib;
 
 /* Whether the shim's own library defines name. */
 static int in_shim(const char *name)
 {
     Dl_info self, it;
-    void *p = dlsym(shim_lib, name);
+    void   *p = dlsym(shim_lib, name);
 
     return p != NULL &&
            dladdr(dlsym(shim_lib, "dpushim_impl_available"), &self) != 0 &&
@@ -82,7 +82,7 @@ END_TEST
 /* Every MPI name is one the MPI library exports, and the shim wraps it. */
 START_TEST(mpi_names)
 {
-    char name[128];
+    char     name[128];
     unsigned c;
 
     for (c = 1; c < DPS_COLL_MAX; c++) {
@@ -142,8 +142,8 @@ START_TEST(switches)
     int seen[DPS_COLL_MAX] = {0};
 
     for (const dps_cfg_entry_t *e = dps_config_table; e->name != NULL; e++) {
-        size_t first = offsetof(dps_config_t, coll);
-        char want[128];
+        size_t   first = offsetof(dps_config_t, coll);
+        char     want[128];
         unsigned c;
 
         if (e->offset < first ||
@@ -169,15 +169,15 @@ END_TEST
 START_TEST(families)
 {
     for (unsigned c = 1; c < DPS_COLL_MAX; c++) {
-        const char *n = dps_coll_short(c);
-        dps_family_t want = is_group(c) ? DPS_FAM_GROUP
+        const char  *n = dps_coll_short(c);
+        dps_family_t want = is_group(c)             ? DPS_FAM_GROUP
                             : strstr(n, "neighbor") ? DPS_FAM_NEIGHBOR
                             : strstr(n, "reduce") || strstr(n, "scan")
                                 ? DPS_FAM_REDUCE
                                 : DPS_FAM_MOVE;
 
-        ck_assert_msg(dps_coll_family((int)c) == want, "%s: family %d",
-                      n, (int)dps_coll_family((int)c));
+        ck_assert_msg(dps_coll_family((int)c) == want, "%s: family %d", n,
+                      (int)dps_coll_family((int)c));
     }
 }
 END_TEST
@@ -199,16 +199,16 @@ END_TEST
 
 int main(int argc, char **argv)
 {
-    Suite *s = suite_create("colls");
-    TCase *tc = tcase_create("table");
+    Suite   *s = suite_create("colls");
+    TCase   *tc = tcase_create("table");
     SRunner *sr;
-    int failed, up;
+    int      failed, up;
 
     if (argc != 2) {
         fprintf(stderr, "usage: %s build/<mpi>/libdpushim.so\n", argv[0]);
         return 2;
     }
-    MPI_Initialized(&up);   /* links the MPI library, which names the calls */
+    MPI_Initialized(&up); /* links the MPI library, which names the calls */
     shim_path = argv[1];
     shim_lib = dlopen(shim_path, RTLD_NOW | RTLD_LOCAL);
     if (shim_lib == NULL) {

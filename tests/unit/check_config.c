@@ -19,18 +19,18 @@
 static size_t field_size(dps_cfg_type_t type)
 {
     switch (type) {
-    case DPS_CFG_BOOL:     return sizeof(int);
-    case DPS_CFG_STATS:    return sizeof(int);
+    case DPS_CFG_BOOL: return sizeof(int);
+    case DPS_CFG_STATS: return sizeof(int);
     case DPS_CFG_AUTOBOOL: return sizeof(int);
-    case DPS_CFG_SIZE:     return sizeof(uint64_t);
+    case DPS_CFG_SIZE: return sizeof(uint64_t);
     case DPS_CFG_THRESHOLD: return sizeof(uint64_t);
-    case DPS_CFG_SCHED:    return sizeof(int);
+    case DPS_CFG_SCHED: return sizeof(int);
     case DPS_CFG_DATAPATH: return sizeof(int);
-    case DPS_CFG_UINT:     return sizeof(unsigned);
+    case DPS_CFG_UINT: return sizeof(unsigned);
     case DPS_CFG_LOGLEVEL: return sizeof(int);
     case DPS_CFG_TRANSPORT: return sizeof(int);
-    case DPS_CFG_CPULIST:  return sizeof(((dps_config_t *)0)->agent_cpus);
-    case DPS_CFG_PATH:     return sizeof(((dps_config_t *)0)->agent);
+    case DPS_CFG_CPULIST: return sizeof(((dps_config_t *)0)->agent_cpus);
+    case DPS_CFG_PATH: return sizeof(((dps_config_t *)0)->agent);
     }
     return 0;
 }
@@ -58,7 +58,7 @@ static void *field(dps_config_t *cfg, const dps_cfg_entry_t *e)
 static void defaults(dps_config_t *d)
 {
     char *env[] = {NULL};
-    int nunk = -1;
+    int   nunk = -1;
 
     memset(d, 0, sizeof(*d));
     ck_assert_int_eq(dps_config_load(d, env, NULL, 0, &nunk), 0);
@@ -93,7 +93,7 @@ static int same_but(const dps_config_t *cfg, const dps_cfg_entry_t *e)
 static char *env_str(const char *name, const char *value)
 {
     size_t n = strlen(DPS_ENV_PREFIX) + strlen(name) + strlen(value) + 2;
-    char *s = malloc(n);
+    char  *s = malloc(n);
 
     ck_assert_ptr_nonnull(s);
     snprintf(s, n, "%s%s=%s", DPS_ENV_PREFIX, name, value);
@@ -105,26 +105,24 @@ static void accept_at(const char *name, const char *value, const void *want,
                       int line)
 {
     const dps_cfg_entry_t *e = entry(name);
-    char *s = env_str(name, value);
-    char msgs[MSGS_LEN];
-    dps_config_t cfg;
-    int rc, nunk = -1;
+    char                  *s = env_str(name, value);
+    char                   msgs[MSGS_LEN];
+    dps_config_t           cfg;
+    int                    rc, nunk = -1;
 
     memset(&cfg, 0xa5, sizeof(cfg));
     rc = load1(s, &cfg, msgs, sizeof(msgs), &nunk);
-    ck_assert_msg(rc == 0, "line %d: %s refused (%d): %s", line, s, rc,
-                  msgs);
+    ck_assert_msg(rc == 0, "line %d: %s refused (%d): %s", line, s, rc, msgs);
     ck_assert_int_eq(nunk, 0);
     ck_assert_msg(msgs[0] == '\0', "line %d: %s gave '%s'", line, s, msgs);
     ck_assert_msg(memcmp(field(&cfg, e), want, field_size(e->type)) == 0,
                   "line %d: %s parsed to another value", line, s);
-    ck_assert_msg(same_but(&cfg, e), "line %d: %s changed another field",
-                  line, s);
+    ck_assert_msg(same_but(&cfg, e), "line %d: %s changed another field", line,
+                  s);
     free(s);
 }
 
-static void accept_int(const char *name, const char *value, int want,
-                       int line)
+static void accept_int(const char *name, const char *value, int want, int line)
 {
     accept_at(name, value, &want, line);
 }
@@ -149,20 +147,19 @@ static void accept_uint(const char *name, const char *value, unsigned want,
  * the whole configuration stays at its defaults. */
 static void refuse_at(const char *name, const char *value, int line)
 {
-    char *s = env_str(name, value);
-    char full[64], msgs[MSGS_LEN];
+    char        *s = env_str(name, value);
+    char         full[64], msgs[MSGS_LEN];
     dps_config_t cfg;
-    int rc, nunk = -1;
+    int          rc, nunk = -1;
 
     snprintf(full, sizeof(full), "%s%s", DPS_ENV_PREFIX, name);
     memset(&cfg, 0x5a, sizeof(cfg));
     rc = load1(s, &cfg, msgs, sizeof(msgs), &nunk);
-    ck_assert_msg(rc == 1, "line %d: %s=%.40s gave %d, expected 1", line,
-                  full, value, rc);
+    ck_assert_msg(rc == 1, "line %d: %s=%.40s gave %d, expected 1", line, full,
+                  value, rc);
     ck_assert_int_eq(nunk, 0);
     ck_assert_msg(strstr(msgs, full) != NULL,
-                  "line %d: message '%s' does not name %s", line, msgs,
-                  full);
+                  "line %d: message '%s' does not name %s", line, msgs, full);
     ck_assert_msg(same_but(&cfg, NULL),
                   "line %d: %s=%.40s changed the configuration", line, full,
                   value);
@@ -172,9 +169,8 @@ static void refuse_at(const char *name, const char *value, int line)
 
 /* Values no numeric or boolean variable accepts. */
 static const char *const bad_common[] = {
-    "", "-1", "abc", "12x", "1kk", " 1", "1 ", "99999999999999999999",
-    "+1", "0x10", "1.5", "\t1", "1\n"
-};
+    "",   "-1",   "abc", "12x", "1kk", " 1", "1 ", "99999999999999999999",
+    "+1", "0x10", "1.5", "\t1", "1\n"};
 #define NCOMMON (sizeof(bad_common) / sizeof(bad_common[0]))
 
 /* ------------------------------------------------------------------ */
@@ -184,14 +180,13 @@ static const char *const bad_common[] = {
 START_TEST(def_literal)
 {
     dps_config_t cfg;
-    char *env[] = {NULL};
-    char msgs[64];
-    int nunk = -1;
+    char        *env[] = {NULL};
+    char         msgs[64];
+    int          nunk = -1;
 
     memset(&cfg, 0xff, sizeof(cfg));
     strcpy(msgs, "stale text");
-    ck_assert_int_eq(dps_config_load(&cfg, env, msgs, sizeof(msgs), &nunk),
-                     0);
+    ck_assert_int_eq(dps_config_load(&cfg, env, msgs, sizeof(msgs), &nunk), 0);
     ck_assert_int_eq(nunk, 0);
     ck_assert_str_eq(msgs, "");
     ck_assert_int_eq(cfg.offload, 1);
@@ -212,8 +207,8 @@ END_TEST
 START_TEST(def_from_table)
 {
     const dps_cfg_entry_t *e;
-    dps_config_t cfg;
-    char *env[] = {NULL};
+    dps_config_t           cfg;
+    char                  *env[] = {NULL};
 
     memset(&cfg, 0x33, sizeof(cfg));
     ck_assert_int_eq(dps_config_load(&cfg, env, NULL, 0, NULL), 0);
@@ -228,9 +223,8 @@ START_TEST(def_from_table)
         memset(&want, 0, sizeof(want));
         ck_assert_msg(dps_config_parse_value(e->type, e->deflt, &want) == 0,
                       "default of %s does not parse", e->name);
-        ck_assert_msg(memcmp(field(&cfg, e), &want, field_size(e->type)) ==
-                      0, "%s is not its table default '%s'", e->name,
-                      e->deflt);
+        ck_assert_msg(memcmp(field(&cfg, e), &want, field_size(e->type)) == 0,
+                      "%s is not its table default '%s'", e->name, e->deflt);
     }
 }
 END_TEST
@@ -239,8 +233,8 @@ END_TEST
 START_TEST(def_null_env)
 {
     dps_config_t cfg, d;
-    char msgs[64];
-    int nunk = -1;
+    char         msgs[64];
+    int          nunk = -1;
 
     defaults(&d);
     memset(&cfg, 0x77, sizeof(cfg));
@@ -255,12 +249,12 @@ END_TEST
 START_TEST(def_table_sane)
 {
     const dps_cfg_entry_t *e, *o;
-    int n = 0;
+    int                    n = 0;
 
     for (e = dps_config_table; e->name != NULL; e++, n++) {
         ck_assert_uint_gt(strlen(e->name), 0);
-        ck_assert(strncmp(e->name, DPS_ENV_PREFIX,
-                          strlen(DPS_ENV_PREFIX)) != 0);
+        ck_assert(strncmp(e->name, DPS_ENV_PREFIX, strlen(DPS_ENV_PREFIX)) !=
+                  0);
         ck_assert_ptr_nonnull(e->deflt);
         ck_assert_ptr_nonnull(e->help);
         ck_assert_uint_gt(strlen(e->help), 0);
@@ -301,17 +295,15 @@ END_TEST
 
 START_TEST(ok_bool)
 {
-    static const char *const yes[] = {
-        "1", "yes", "YES", "Yes", "yEs", "on", "ON", "On", "oN", "true",
-        "TRUE", "True", "tRuE", "y", "Y"
-    };
-    static const char *const no[] = {
-        "0", "no", "NO", "No", "nO", "off", "OFF", "Off", "oFf", "false",
-        "FALSE", "False", "fAlSe", "n", "N"
-    };
-    const dps_cfg_entry_t *e;
-    size_t i;
-    int nbool = 0;
+    static const char *const yes[] = {"1",    "yes",  "YES",  "Yes", "yEs",
+                                      "on",   "ON",   "On",   "oN",  "true",
+                                      "TRUE", "True", "tRuE", "y",   "Y"};
+    static const char *const no[] = {"0",     "no",    "NO",    "No",  "nO",
+                                     "off",   "OFF",   "Off",   "oFf", "false",
+                                     "FALSE", "False", "fAlSe", "n",   "N"};
+    const dps_cfg_entry_t   *e;
+    size_t                   i;
+    int                      nbool = 0;
 
     for (e = dps_config_table; e->name != NULL; e++) {
         if (e->type != DPS_CFG_BOOL) {
@@ -334,7 +326,7 @@ END_TEST
 START_TEST(ok_stats)
 {
     static const char *const bad[] = {"3", "10", "02", "2 ", "maybe", "two"};
-    size_t i;
+    size_t                   i;
 
     ACCEPT_INT("STATS", "0", 0);
     ACCEPT_INT("STATS", "no", 0);
@@ -371,8 +363,7 @@ START_TEST(ok_size)
     ACCEPT_U64("MIN_BYTES", "auto", DPS_MIN_BYTES_AUTO);
     ACCEPT_U64("MIN_BYTES", "AUTO", DPS_MIN_BYTES_AUTO);
     ACCEPT_U64("MIN_BYTES", "Auto", DPS_MIN_BYTES_AUTO);
-    ACCEPT_U64("MIN_BYTES", "18014398509481983k",
-               ((1ull << 54) - 1) << 10);
+    ACCEPT_U64("MIN_BYTES", "18014398509481983k", ((1ull << 54) - 1) << 10);
     ACCEPT_U64("MIN_BYTES", "17592186044415M", ((1ull << 44) - 1) << 20);
     ACCEPT_U64("MIN_BYTES", "17179869183g", ((1ull << 34) - 1) << 30);
 }
@@ -404,13 +395,11 @@ END_TEST
 
 START_TEST(ok_agent)
 {
-    static const char *const ok[] = {
-        "/opt/dpushim/bin/dpu_agent", "relative/dpu_agent", "a b c",
-        "x", ""
-    };
-    char want[sizeof(((dps_config_t *)0)->agent)];
-    char *longest;
-    size_t i;
+    static const char *const ok[] = {"/opt/dpushim/bin/dpu_agent",
+                                     "relative/dpu_agent", "a b c", "x", ""};
+    char                     want[sizeof(((dps_config_t *)0)->agent)];
+    char                    *longest;
+    size_t                   i;
 
     for (i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
         memset(want, 0, sizeof(want));
@@ -431,18 +420,21 @@ END_TEST
 /* Several valid values at once, among other variables. */
 START_TEST(ok_several)
 {
-    char *env[] = {
-        "PATH=/usr/bin", "DPUSHIM_OFFLOAD=no", "DPUSHIM_IBCAST=off",
-        "HOME=/root", "DPUSHIM_MIN_BYTES=64k", "DPUSHIM_STATS=TRUE",
-        "DPUSHIM_RANKS_PER_DPU=4", "DPUSHIM_LOG=debug",
-        "DPUSHIM_AGENT=/x/dpu_agent", NULL
-    };
+    char        *env[] = {"PATH=/usr/bin",
+                          "DPUSHIM_OFFLOAD=no",
+                          "DPUSHIM_IBCAST=off",
+                          "HOME=/root",
+                          "DPUSHIM_MIN_BYTES=64k",
+                          "DPUSHIM_STATS=TRUE",
+                          "DPUSHIM_RANKS_PER_DPU=4",
+                          "DPUSHIM_LOG=debug",
+                          "DPUSHIM_AGENT=/x/dpu_agent",
+                          NULL};
     dps_config_t cfg;
-    char msgs[256];
-    int nunk = -1;
+    char         msgs[256];
+    int          nunk = -1;
 
-    ck_assert_int_eq(dps_config_load(&cfg, env, msgs, sizeof(msgs), &nunk),
-                     0);
+    ck_assert_int_eq(dps_config_load(&cfg, env, msgs, sizeof(msgs), &nunk), 0);
     ck_assert_int_eq(nunk, 0);
     ck_assert_str_eq(msgs, "");
     ck_assert_int_eq(cfg.offload, 0);
@@ -462,12 +454,11 @@ END_TEST
 
 START_TEST(bad_bool)
 {
-    static const char *const bad[] = {
-        "2", "10", "yess", "of", "onn", "truee", "nope", "t", "f", "yes ",
-        " no", "enable"
-    };
-    const dps_cfg_entry_t *e;
-    size_t i;
+    static const char *const bad[] = {"2",   "10",    "yess", "of",
+                                      "onn", "truee", "nope", "t",
+                                      "f",   "yes ",  " no",  "enable"};
+    const dps_cfg_entry_t   *e;
+    size_t                   i;
 
     for (e = dps_config_table; e->name != NULL; e++) {
         if (e->type != DPS_CFG_BOOL) {
@@ -486,16 +477,14 @@ END_TEST
 START_TEST(bad_size)
 {
     static const char *const bad[] = {
-        "k", "K", "1t", "1T", "1.5k", "1kb", "1 k", "1k ", "k1", "1e3",
-        "0xk",
+        "k", "K", "1t", "1T", "1.5k", "1kb", "1 k", "1k ", "k1", "1e3", "0xk",
         /* Overflows: without and with suffix. */
-        "18446744073709551616", "99999999999999999999k",
-        "18014398509481984k", "17592186044416m", "17179869184g",
-        "17179869184G", "18446744073709551615k",
+        "18446744073709551616", "99999999999999999999k", "18014398509481984k",
+        "17592186044416m", "17179869184g", "17179869184G",
+        "18446744073709551615k",
         /* 2^64-1 is the auto marker, not a size; words near "auto". */
         "18446744073709551615", "16777215t", "auto ", " auto", "autok",
-        "automatic", "off", "none"
-    };
+        "automatic", "off", "none"};
     size_t i;
 
     for (i = 0; i < NCOMMON; i++) {
@@ -509,11 +498,10 @@ END_TEST
 
 START_TEST(bad_uint)
 {
-    static const char *const bad[] = {
-        "1000001", "2000000", "4294967295", "4294967296", "4294967297",
-        "1k", "1K", "2g", "1m"
-    };
-    size_t i;
+    static const char *const bad[] = {"1000001",    "2000000",    "4294967295",
+                                      "4294967296", "4294967297", "1k",
+                                      "1K",         "2g",         "1m"};
+    size_t                   i;
 
     for (i = 0; i < NCOMMON; i++) {
         REFUSE("RANKS_PER_DPU", bad_common[i]);
@@ -549,10 +537,9 @@ END_TEST
 
 START_TEST(bad_autobool)
 {
-    static const char *const bad[] = {
-        "2", "autox", "auto ", " auto", "on,off", "maybe", "a"
-    };
-    size_t i;
+    static const char *const bad[] = {"2",      "autox", "auto ", " auto",
+                                      "on,off", "maybe", "a"};
+    size_t                   i;
 
     for (i = 0; i < NCOMMON; i++) {
         REFUSE("PROGRESS_THREAD", bad_common[i]);
@@ -565,10 +552,9 @@ END_TEST
 
 START_TEST(bad_transport)
 {
-    static const char *const bad[] = {
-        "cma", "rdma", "ucx ", " auto", "1", "0", "auto,ucx", "ucxx"
-    };
-    size_t i;
+    static const char *const bad[] = {"cma", "rdma", "ucx ",     " auto",
+                                      "1",   "0",    "auto,ucx", "ucxx"};
+    size_t                   i;
 
     for (i = 0; i < NCOMMON; i++) {
         REFUSE("TRANSPORT", bad_common[i]);
@@ -599,12 +585,11 @@ END_TEST
 
 START_TEST(bad_ranges)
 {
-    static const char *const chunk[] = {
-        "0", "1", "4095", "3k", "67108865", "65m", "1g"
-    };
+    static const char *const chunk[] = {"0",        "1",   "4095", "3k",
+                                        "67108865", "65m", "1g"};
     static const char *const depth[] = {"0", "65", "1000", "1000000"};
     static const char *const timeout[] = {"0", "3601", "-1", "10s"};
-    size_t i;
+    size_t                   i;
 
     for (i = 0; i < sizeof(timeout) / sizeof(timeout[0]); i++) {
         REFUSE("AGENT_TIMEOUT", timeout[i]);
@@ -621,12 +606,12 @@ START_TEST(bad_ranges)
         REFUSE("REGCACHE_BYTES", bad_common[i]);
     }
     {
-        char *env[] = {"DPUSHIM_CHUNK_BYTES=65m", NULL};
-        char msgs[256];
+        char        *env[] = {"DPUSHIM_CHUNK_BYTES=65m", NULL};
+        char         msgs[256];
         dps_config_t cfg;
 
-        ck_assert_int_eq(dps_config_load(&cfg, env, msgs, sizeof(msgs),
-                                         NULL), 1);
+        ck_assert_int_eq(dps_config_load(&cfg, env, msgs, sizeof(msgs), NULL),
+                         1);
         ck_assert_ptr_nonnull(strstr(msgs, "from 4096 to 67108864"));
         ck_assert_uint_eq(cfg.chunk_bytes, 256 * 1024);
     }
@@ -658,9 +643,8 @@ END_TEST
 START_TEST(bad_data_path)
 {
     static const char *const bad[] = {
-        "cma", "ucx", "1", "0", "direct ", " staged", "direct,staged",
-        "stage", "auto"
-    };
+        "cma",     "ucx",           "1",     "0",   "direct ",
+        " staged", "direct,staged", "stage", "auto"};
     size_t i;
 
     for (i = 0; i < NCOMMON; i++) {
@@ -675,9 +659,8 @@ END_TEST
 START_TEST(bad_sched)
 {
     static const char *const bad[] = {
-        "fifo", "rr", "idle", "eager ", " batch", "1", "0", "eager,batch",
-        "normal", "polling", "spin"
-    };
+        "fifo", "rr",          "idle",   "eager ",  " batch", "1",
+        "0",    "eager,batch", "normal", "polling", "spin"};
     size_t i;
 
     for (i = 0; i < NCOMMON; i++) {
@@ -694,17 +677,15 @@ START_TEST(cpulist)
     static const struct {
         const char *list;
         int         n;
-    } ok[] = {
-        {"0", 1}, {"1", 1}, {"0,2-3", 3}, {"3-3", 1}, {"0-63", 64},
-        {"1,1,1", 1}, {"0-3,2-5", 6}, {"1023", 1}, {"64,0", 2}
-    };
+    } ok[] = {{"0", 1},       {"1", 1},     {"0,2-3", 3},
+              {"3-3", 1},     {"0-63", 64}, {"1,1,1", 1},
+              {"0-3,2-5", 6}, {"1023", 1},  {"64,0", 2}};
     static const char *const bad[] = {
-        "", ",", "0,", ",0", "a", "1-", "-1", "3-1", "1024", "0-1024",
-        "1 ,2", "1;2", "0x1", "1--2", " 1", "1 "
-    };
+        "",     ",",      "0,",   ",0",  "a",   "1-",   "-1", "3-1",
+        "1024", "0-1024", "1 ,2", "1;2", "0x1", "1--2", " 1", "1 "};
     unsigned long bits[1024 / (8 * sizeof(unsigned long))];
-    const size_t bpw = 8 * sizeof(unsigned long);
-    size_t i;
+    const size_t  bpw = 8 * sizeof(unsigned long);
+    size_t        i;
 
     for (i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
         ck_assert_msg(dps_cpulist_parse(ok[i].list, bits, 1024) == ok[i].n,
@@ -714,8 +695,7 @@ START_TEST(cpulist)
     ck_assert_uint_eq(bits[0], 0xdul);
     ck_assert_int_eq(dps_cpulist_parse("64,0", bits, 1024), 2);
     ck_assert_uint_eq(bits[0], 1ul);
-    ck_assert_uint_eq(bits[64 / bpw] & (1ul << (64 % bpw)),
-                      1ul << (64 % bpw));
+    ck_assert_uint_eq(bits[64 / bpw] & (1ul << (64 % bpw)), 1ul << (64 % bpw));
     for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         ck_assert_msg(dps_cpulist_parse(bad[i], bits, 1024) == -1, "'%s'",
                       bad[i]);
@@ -729,11 +709,10 @@ END_TEST
 
 START_TEST(bad_log)
 {
-    static const char *const bad[] = {
-        "trace", "warning", "err", "1", "0", "warn ", " warn", "errors",
-        "debug2", "none"
-    };
-    size_t i;
+    static const char *const bad[] = {"trace",  "warning", "err",   "1",
+                                      "0",      "warn ",   " warn", "errors",
+                                      "debug2", "none"};
+    size_t                   i;
 
     for (i = 0; i < NCOMMON; i++) {
         REFUSE("LOG", bad_common[i]);
@@ -748,7 +727,7 @@ END_TEST
 START_TEST(bad_agent)
 {
     static const size_t lens[] = {4096, 4097, 10000, 100000};
-    size_t i;
+    size_t              i;
 
     for (i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
         char *v = malloc(lens[i] + 1);
@@ -765,24 +744,21 @@ END_TEST
 /* Each invalid value is counted and named on a line of its own. */
 START_TEST(bad_several)
 {
-    char *env[] = {
-        "DPUSHIM_OFFLOAD=maybe", "DPUSHIM_IALLTOALL=0",
-        "DPUSHIM_MIN_BYTES=12x", "PATH=/bin", "DPUSHIM_RANKS_PER_DPU=-1",
-        "DPUSHIM_LOG=loud", "DPUSHIM_STATS=", NULL
-    };
-    static const char *const names[] = {
-        "DPUSHIM_OFFLOAD", "DPUSHIM_MIN_BYTES", "DPUSHIM_RANKS_PER_DPU",
-        "DPUSHIM_LOG", "DPUSHIM_STATS"
-    };
-    dps_config_t cfg, d;
-    char msgs[MSGS_LEN];
-    const char *p;
-    int nunk = -1, lines = 0;
-    size_t i;
+    char *env[] = {"DPUSHIM_OFFLOAD=maybe",    "DPUSHIM_IALLTOALL=0",
+                   "DPUSHIM_MIN_BYTES=12x",    "PATH=/bin",
+                   "DPUSHIM_RANKS_PER_DPU=-1", "DPUSHIM_LOG=loud",
+                   "DPUSHIM_STATS=",           NULL};
+    static const char *const names[] = {"DPUSHIM_OFFLOAD", "DPUSHIM_MIN_BYTES",
+                                        "DPUSHIM_RANKS_PER_DPU", "DPUSHIM_LOG",
+                                        "DPUSHIM_STATS"};
+    dps_config_t             cfg, d;
+    char                     msgs[MSGS_LEN];
+    const char              *p;
+    int                      nunk = -1, lines = 0;
+    size_t                   i;
 
     defaults(&d);
-    ck_assert_int_eq(dps_config_load(&cfg, env, msgs, sizeof(msgs), &nunk),
-                     5);
+    ck_assert_int_eq(dps_config_load(&cfg, env, msgs, sizeof(msgs), &nunk), 5);
     ck_assert_int_eq(nunk, 0);
     for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
         ck_assert_msg(strstr(msgs, names[i]) != NULL, "%s not in '%s'",
@@ -807,16 +783,15 @@ END_TEST
 START_TEST(unk_named)
 {
     static const char *const unk[] = {
-        "DPUSHIM_FOO=1", "DPUSHIM_OFFLOADX=0", "DPUSHIM_=1",
-        "DPUSHIM_MIN=1k", "DPUSHIM_LOG_LEVEL=debug", "DPUSHIM_AGENTS=",
-        "DPUSHIM_FOO_BAR_BAZ=yes"
-    };
+        "DPUSHIM_FOO=1",          "DPUSHIM_OFFLOADX=0",      "DPUSHIM_=1",
+        "DPUSHIM_MIN=1k",         "DPUSHIM_LOG_LEVEL=debug", "DPUSHIM_AGENTS=",
+        "DPUSHIM_FOO_BAR_BAZ=yes"};
     size_t i;
 
     for (i = 0; i < sizeof(unk) / sizeof(unk[0]); i++) {
-        char name[64], msgs[MSGS_LEN];
+        char         name[64], msgs[MSGS_LEN];
         dps_config_t cfg;
-        int rc, nunk = -1;
+        int          rc, nunk = -1;
 
         snprintf(name, sizeof(name), "%.*s",
                  (int)(strchr(unk[i], '=') - unk[i]), unk[i]);
@@ -832,16 +807,18 @@ END_TEST
 
 START_TEST(unk_counted)
 {
-    char *env[] = {
-        "DPUSHIM_FOO=1", "HOME=/root", "DPUSHIM_BAR=2", "DPUSHIM_STATS=1",
-        "DPUSHIM_BAZ=3", "DPUSHIM_LOG=bogus", NULL
-    };
+    char        *env[] = {"DPUSHIM_FOO=1",
+                          "HOME=/root",
+                          "DPUSHIM_BAR=2",
+                          "DPUSHIM_STATS=1",
+                          "DPUSHIM_BAZ=3",
+                          "DPUSHIM_LOG=bogus",
+                          NULL};
     dps_config_t cfg;
-    char msgs[MSGS_LEN];
-    int nunk = -1;
+    char         msgs[MSGS_LEN];
+    int          nunk = -1;
 
-    ck_assert_int_eq(dps_config_load(&cfg, env, msgs, sizeof(msgs), &nunk),
-                     1);
+    ck_assert_int_eq(dps_config_load(&cfg, env, msgs, sizeof(msgs), &nunk), 1);
     ck_assert_int_eq(nunk, 3);
     ck_assert(strstr(msgs, "DPUSHIM_FOO") != NULL);
     ck_assert(strstr(msgs, "DPUSHIM_BAR") != NULL);
@@ -849,8 +826,7 @@ START_TEST(unk_counted)
     ck_assert(strstr(msgs, "DPUSHIM_LOG") != NULL);
     ck_assert_int_eq(cfg.stats, 1);
     /* nunknown may be NULL. */
-    ck_assert_int_eq(dps_config_load(&cfg, env, msgs, sizeof(msgs), NULL),
-                     1);
+    ck_assert_int_eq(dps_config_load(&cfg, env, msgs, sizeof(msgs), NULL), 1);
     ck_assert_int_eq(cfg.stats, 1);
 }
 END_TEST
@@ -858,19 +834,24 @@ END_TEST
 /* Only names starting with DPUSHIM_ are looked at. */
 START_TEST(unk_foreign_ignored)
 {
-    char *env[] = {
-        "PATH=/usr/bin:/bin", "HOME=/root", "DPUSHIMX=1", "DPUSHIM=1",
-        "XDPUSHIM_OFFLOAD=0", "MY_DPUSHIM_OFFLOAD=0", "dpushim_offload=0",
-        "UCX_TLS=tcp", "OMPI_MCA_x=DPUSHIM_OFFLOAD=0", "=DPUSHIM_FOO",
-        "LD_PRELOAD=libdpushim.so", NULL
-    };
+    char        *env[] = {"PATH=/usr/bin:/bin",
+                          "HOME=/root",
+                          "DPUSHIMX=1",
+                          "DPUSHIM=1",
+                          "XDPUSHIM_OFFLOAD=0",
+                          "MY_DPUSHIM_OFFLOAD=0",
+                          "dpushim_offload=0",
+                          "UCX_TLS=tcp",
+                          "OMPI_MCA_x=DPUSHIM_OFFLOAD=0",
+                          "=DPUSHIM_FOO",
+                          "LD_PRELOAD=libdpushim.so",
+                          NULL};
     dps_config_t cfg;
-    char msgs[MSGS_LEN];
-    int nunk = -1;
+    char         msgs[MSGS_LEN];
+    int          nunk = -1;
 
     memset(&cfg, 0x11, sizeof(cfg));
-    ck_assert_int_eq(dps_config_load(&cfg, env, msgs, sizeof(msgs), &nunk),
-                     0);
+    ck_assert_int_eq(dps_config_load(&cfg, env, msgs, sizeof(msgs), &nunk), 0);
     ck_assert_int_eq(nunk, 0);
     ck_assert_str_eq(msgs, "");
     ck_assert(same_but(&cfg, NULL));
@@ -880,10 +861,10 @@ END_TEST
 /* A very long unknown name is counted without overflowing anything. */
 START_TEST(unk_long_name)
 {
-    size_t n = 5000;
-    char *s = malloc(n + 16), msgs[MSGS_LEN];
+    size_t       n = 5000;
+    char        *s = malloc(n + 16), msgs[MSGS_LEN];
     dps_config_t cfg;
-    int nunk = -1;
+    int          nunk = -1;
 
     ck_assert_ptr_nonnull(s);
     strcpy(s, DPS_ENV_PREFIX);
@@ -903,11 +884,10 @@ END_TEST
 
 START_TEST(msgs_null)
 {
-    char *env[] = {
-        "DPUSHIM_MIN_BYTES=abc", "DPUSHIM_FOO=1", "DPUSHIM_IBCAST=0", NULL
-    };
+    char        *env[] = {"DPUSHIM_MIN_BYTES=abc", "DPUSHIM_FOO=1",
+                          "DPUSHIM_IBCAST=0", NULL};
     dps_config_t cfg;
-    int nunk = -1;
+    int          nunk = -1;
 
     ck_assert_int_eq(dps_config_load(&cfg, env, NULL, 0, &nunk), 1);
     ck_assert_int_eq(nunk, 1);
@@ -920,21 +900,18 @@ END_TEST
 /* Small buffers are filled and terminated, never overrun. */
 START_TEST(msgs_tiny)
 {
-    char *env[] = {
-        "DPUSHIM_MIN_BYTES=abc", "DPUSHIM_FOO=1", "DPUSHIM_LOG=x",
-        "DPUSHIM_BAR=2", "DPUSHIM_STATS=9", NULL
-    };
+    char *env[] = {"DPUSHIM_MIN_BYTES=abc", "DPUSHIM_FOO=1",   "DPUSHIM_LOG=x",
+                   "DPUSHIM_BAR=2",         "DPUSHIM_STATS=9", NULL};
     static const size_t sizes[] = {0, 1, 2, 7, 16, 40, 100};
-    char buf[128 + 16];
-    dps_config_t cfg;
-    size_t i, k;
-    int nunk;
+    char                buf[128 + 16];
+    dps_config_t        cfg;
+    size_t              i, k;
+    int                 nunk;
 
     for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
         memset(buf, '#', sizeof(buf));
         nunk = -1;
-        ck_assert_int_eq(dps_config_load(&cfg, env, buf, sizes[i], &nunk),
-                         3);
+        ck_assert_int_eq(dps_config_load(&cfg, env, buf, sizes[i], &nunk), 3);
         ck_assert_int_eq(nunk, 2);
         if (sizes[i] > 0) {
             ck_assert_uint_lt(strnlen(buf, sizes[i]), sizes[i]);
@@ -951,9 +928,9 @@ END_TEST
 START_TEST(msgs_many)
 {
     enum { N = 300 };
-    char *env[N + 1], msgs[512 + 8];
+    char        *env[N + 1], msgs[512 + 8];
     dps_config_t cfg;
-    int i, nunk = -1;
+    int          i, nunk = -1;
 
     for (i = 0; i < N; i++) {
         env[i] = (i % 2) ? "DPUSHIM_MIN_BYTES=1kk" : "DPUSHIM_NOPE=1";
@@ -975,9 +952,9 @@ END_TEST
 
 static char *print_to_string(int markdown)
 {
-    char *text = NULL;
+    char  *text = NULL;
     size_t size = 0;
-    FILE *f = open_memstream(&text, &size);
+    FILE  *f = open_memstream(&text, &size);
 
     ck_assert_ptr_nonnull(f);
     dps_config_print(f, markdown);
@@ -989,8 +966,8 @@ static char *print_to_string(int markdown)
 START_TEST(print_markdown)
 {
     const dps_cfg_entry_t *e;
-    char *text = print_to_string(1), *p;
-    int rows = 0, lines = 0;
+    char                  *text = print_to_string(1), *p;
+    int                    rows = 0, lines = 0;
 
     for (e = dps_config_table; e->name != NULL; e++) {
         char full[64];
@@ -1013,7 +990,7 @@ END_TEST
 START_TEST(print_text)
 {
     const dps_cfg_entry_t *e;
-    char *text = print_to_string(0);
+    char                  *text = print_to_string(0);
 
     for (e = dps_config_table; e->name != NULL; e++) {
         char full[64];
@@ -1028,9 +1005,9 @@ END_TEST
 START_TEST(print_tmpfile)
 {
     const dps_cfg_entry_t *e;
-    FILE *f = tmpfile();
-    char text[16384];
-    size_t n;
+    FILE                  *f = tmpfile();
+    char                   text[16384];
+    size_t                 n;
 
     ck_assert_ptr_nonnull(f);
     dps_config_print(f, 1);
@@ -1116,7 +1093,7 @@ static Suite *config_suite(void)
 int main(void)
 {
     SRunner *sr = srunner_create(config_suite());
-    int failed;
+    int      failed;
 
     srunner_run_all(sr, CK_NORMAL);
     failed = srunner_ntests_failed(sr);

@@ -14,7 +14,7 @@
  * other letter needs the letter before it handled. */
 typedef struct {
     int  ready;
-    char done[32];      /* handled, in order */
+    char done[32]; /* handled, in order */
     int  ndone;
     int  calls;
 } world_t;
@@ -27,11 +27,11 @@ static int handled(const world_t *w, char c)
 static int handle(void *ctx, dps_inmsg_t *m)
 {
     world_t *w = ctx;
-    char c = m->data[0];
+    char     c = m->data[0];
 
     w->calls++;
     if (c == 'a' ? !w->ready : !handled(w, (char)(c - 1))) {
-        return 1;       /* still waits */
+        return 1; /* still waits */
     }
     w->done[w->ndone++] = c;
     return 0;
@@ -84,7 +84,7 @@ static void letters(const dps_inmsg_t *l, char *out)
  * follows it ('b'). Retried newest first in one pass, 'b' stayed. */
 START_TEST(post_then_round)
 {
-    world_t w = {0};
+    world_t      w = {0};
     dps_inmsg_t *d = deferred_list("ab");
 
     w.ready = 1;
@@ -101,7 +101,7 @@ START_TEST(chain_any_order)
     static const char *orders[] = {"abcde", "edcba", "cadbe", "badce"};
 
     for (size_t i = 0; i < sizeof(orders) / sizeof(orders[0]); i++) {
-        world_t w = {0};
+        world_t      w = {0};
         dps_inmsg_t *d = deferred_list(orders[i]);
 
         w.ready = 1;
@@ -116,9 +116,9 @@ END_TEST
  * once (no endless retry). */
 START_TEST(none_ready)
 {
-    world_t w = {0};
+    world_t      w = {0};
     dps_inmsg_t *d = deferred_list("abc");
-    char got[8];
+    char         got[8];
 
     ck_assert_uint_eq(dps_inmsg_retry(&d, handle, &w), 0);
     letters(d, got);
@@ -132,9 +132,9 @@ END_TEST
  * first, and the same messages handled again later once ready. */
 START_TEST(part_ready)
 {
-    world_t w = {0};
-    dps_inmsg_t *d = deferred_list("axby");   /* x, y wait for w, x */
-    char got[8];
+    world_t      w = {0};
+    dps_inmsg_t *d = deferred_list("axby"); /* x, y wait for w, x */
+    char         got[8];
 
     w.ready = 1;
     ck_assert_uint_eq(dps_inmsg_retry(&d, handle, &w), 2);
@@ -150,7 +150,7 @@ END_TEST
 
 START_TEST(empty)
 {
-    world_t w = {0};
+    world_t      w = {0};
     dps_inmsg_t *d = NULL;
 
     ck_assert_uint_eq(dps_inmsg_retry(&d, handle, &w), 0);
@@ -160,10 +160,10 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("defer");
-    TCase *tc = tcase_create("retry");
+    Suite   *s = suite_create("defer");
+    TCase   *tc = tcase_create("retry");
     SRunner *sr;
-    int failed;
+    int      failed;
 
     tcase_add_test(tc, post_then_round);
     tcase_add_test(tc, chain_any_order);

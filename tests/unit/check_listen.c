@@ -40,7 +40,7 @@ static void fill_secret(uint8_t s[DPS_SECRET_LEN], unsigned seed)
 /* The hello for job, as a malloc'ed buffer of exactly *len bytes. */
 static uint8_t *make_hello(const char *job, unsigned seed, size_t *len)
 {
-    uint8_t s[DPS_SECRET_LEN];
+    uint8_t  s[DPS_SECRET_LEN];
     uint8_t *h;
 
     fill_secret(s, seed);
@@ -51,22 +51,25 @@ static uint8_t *make_hello(const char *job, unsigned seed, size_t *len)
 
 /* Decode must refuse buf with DPS_ERR_PROTO and a reason containing
  * want. */
-static void refuse_at(const void *buf, size_t len, const char *want,
-                      int line)
+static void refuse_at(const void *buf, size_t len, const char *want, int line)
 {
     uint8_t s[DPS_SECRET_LEN];
-    char job[DPS_LISTEN_NAME_MAX + 1], err[ERR_LEN] = "";
-    void *copy = malloc(len ? len : 1);
-    int rc;
+    char    job[DPS_LISTEN_NAME_MAX + 1], err[ERR_LEN] = "";
+    void   *copy = malloc(len ? len : 1);
+    int     rc;
 
     ck_assert_ptr_nonnull(copy);
-    memcpy(copy, buf, len);   /* exact size: reads past len overflow */
+    memcpy(copy, buf, len); /* exact size: reads past len overflow */
     rc = dps_listen_decode_hello(copy, len, job, sizeof(job), s, err,
                                  sizeof(err));
-    ck_assert_msg(rc == DPS_ERR_PROTO, "line %d: gave %d, expected "
-                  "DPS_ERR_PROTO", line, rc);
-    ck_assert_msg(strstr(err, want) != NULL, "line %d: reason '%s' lacks "
-                  "'%s'", line, err, want);
+    ck_assert_msg(rc == DPS_ERR_PROTO,
+                  "line %d: gave %d, expected "
+                  "DPS_ERR_PROTO",
+                  line, rc);
+    ck_assert_msg(strstr(err, want) != NULL,
+                  "line %d: reason '%s' lacks "
+                  "'%s'",
+                  line, err, want);
     rc = dps_listen_decode_hello(copy, len, job, sizeof(job), s, NULL, 0);
     ck_assert_int_eq(rc, DPS_ERR_PROTO);
     free(copy);
@@ -125,16 +128,16 @@ static void write_file(const char *path, const char *text, mode_t mode)
 
 START_TEST(hello_roundtrip)
 {
-    static const char *names[] = {
-        "j", "job-1.x_Y", "0123456789012345678901234567890123456789"
-        "012345678901234567890123", "..", NULL
-    };
-    uint8_t s[DPS_SECRET_LEN], got[DPS_SECRET_LEN];
-    char job[DPS_LISTEN_NAME_MAX + 1], err[ERR_LEN];
-    unsigned i;
+    static const char *names[] = {"j", "job-1.x_Y",
+                                  "0123456789012345678901234567890123456789"
+                                  "012345678901234567890123",
+                                  "..", NULL};
+    uint8_t            s[DPS_SECRET_LEN], got[DPS_SECRET_LEN];
+    char               job[DPS_LISTEN_NAME_MAX + 1], err[ERR_LEN];
+    unsigned           i;
 
     for (i = 0; names[i] != NULL; i++) {
-        size_t len;
+        size_t   len;
         uint8_t *h;
 
         fill_secret(s, i);
@@ -151,8 +154,8 @@ START_TEST(hello_roundtrip)
         ck_assert_uint_eq(h[8], strlen(names[i]));
         ck_assert_int_eq(memcmp(h + 12, s, DPS_SECRET_LEN), 0);
         memset(got, 0, sizeof(got));
-        ck_assert_int_eq(dps_listen_decode_hello(h, len, job, sizeof(job),
-                                                 got, err, sizeof(err)),
+        ck_assert_int_eq(dps_listen_decode_hello(h, len, job, sizeof(job), got,
+                                                 err, sizeof(err)),
                          DPS_OK);
         ck_assert_str_eq(job, names[i]);
         ck_assert_int_eq(memcmp(got, s, DPS_SECRET_LEN), 0);
@@ -164,12 +167,15 @@ END_TEST
 START_TEST(hello_encode_bad_names)
 {
     static const char *bad[] = {
-        "", "a/b", "a b", "x\n", "j\xc3\xa9",
+        "",
+        "a/b",
+        "a b",
+        "x\n",
+        "j\xc3\xa9",
         "01234567890123456789012345678901234567890123456789012345678901234",
-        NULL
-    };
-    uint8_t s[DPS_SECRET_LEN] = {0};
-    size_t len = 0;
+        NULL};
+    uint8_t  s[DPS_SECRET_LEN] = {0};
+    size_t   len = 0;
     unsigned i;
 
     for (i = 0; bad[i] != NULL; i++) {
@@ -184,8 +190,8 @@ END_TEST
 START_TEST(hello_refusals)
 {
     uint8_t *h, b[200];
-    size_t len;
-    char want[80];
+    size_t   len;
+    char     want[80];
 
     h = make_hello("job", 1, &len);
     /* Bad magic: the whole word, and its first byte alone. */
@@ -200,8 +206,10 @@ START_TEST(hello_refusals)
     memcpy(b, h, len);
     /* Version: its own reason, as soon as the field is in. */
     put16(b + 4, DPS_PROTO_VERSION - 1);
-    snprintf(want, sizeof(want), "protocol version %d, this agent speaks "
-             "%d", DPS_PROTO_VERSION - 1, DPS_PROTO_VERSION);
+    snprintf(want, sizeof(want),
+             "protocol version %d, this agent speaks "
+             "%d",
+             DPS_PROTO_VERSION - 1, DPS_PROTO_VERSION);
     REFUSE(b, len, want);
     REFUSE(b, 6, want);
     put16(b + 4, 0xffff);
@@ -240,9 +248,9 @@ END_TEST
 
 START_TEST(hello_prefixes)
 {
-    uint8_t s[DPS_SECRET_LEN];
-    char job[DPS_LISTEN_NAME_MAX + 1], err[ERR_LEN];
-    size_t len, n;
+    uint8_t  s[DPS_SECRET_LEN];
+    char     job[DPS_LISTEN_NAME_MAX + 1], err[ERR_LEN];
+    size_t   len, n;
     uint8_t *h = make_hello("a-job.name_1", 7, &len);
 
     for (n = 0; n < len; n++) {
@@ -251,16 +259,18 @@ START_TEST(hello_prefixes)
         memcpy(copy, h, n);
         err[0] = '\0';
         ck_assert_msg(dps_listen_decode_hello(copy, n, job, sizeof(job), s,
-                                              err, sizeof(err)) ==
-                      DPS_ERR_AGAIN, "prefix of %zu bytes: %s", n, err);
+                                              err,
+                                              sizeof(err)) == DPS_ERR_AGAIN,
+                      "prefix of %zu bytes: %s", n, err);
         free(copy);
     }
-    ck_assert_int_eq(dps_listen_decode_hello(h, len, job, sizeof(job), s,
-                                             err, sizeof(err)), DPS_OK);
+    ck_assert_int_eq(
+        dps_listen_decode_hello(h, len, job, sizeof(job), s, err, sizeof(err)),
+        DPS_OK);
     /* A job buffer that cannot hold every name is refused up front. */
-    ck_assert_int_eq(dps_listen_decode_hello(h, len, job,
-                                             DPS_LISTEN_NAME_MAX, s, err,
-                                             sizeof(err)), DPS_ERR_INVALID);
+    ck_assert_int_eq(dps_listen_decode_hello(h, len, job, DPS_LISTEN_NAME_MAX,
+                                             s, err, sizeof(err)),
+                     DPS_ERR_INVALID);
     free(h);
 }
 END_TEST
@@ -271,11 +281,11 @@ END_TEST
 
 START_TEST(secret_create_check)
 {
-    uint8_t s[DPS_SECRET_LEN], s2[DPS_SECRET_LEN], z[DPS_SECRET_LEN] = {0};
-    char dir[300], key[400], text[80], err[ERR_LEN];
+    uint8_t     s[DPS_SECRET_LEN], s2[DPS_SECRET_LEN], z[DPS_SECRET_LEN] = {0};
+    char        dir[300], key[400], text[80], err[ERR_LEN];
     struct stat st;
-    unsigned i;
-    int fd;
+    unsigned    i;
+    int         fd;
 
     path_in(dir, sizeof(dir), "secrets");
     umask(022);
@@ -313,37 +323,35 @@ START_TEST(secret_create_check)
     ck_assert_int_eq(dps_secret_check(dir, "job1", s, err, sizeof(err)),
                      DPS_ERR_INVALID);
     ck_assert_msg(strstr(err, "no secret file ") != NULL &&
-                  strstr(err, "/job1.key") != NULL, "%s", err);
+                      strstr(err, "/job1.key") != NULL,
+                  "%s", err);
 }
 END_TEST
 
 START_TEST(secret_excl)
 {
     uint8_t s[DPS_SECRET_LEN], s2[DPS_SECRET_LEN];
-    char dir[300], err[ERR_LEN] = "";
+    char    dir[300], err[ERR_LEN] = "";
 
     path_in(dir, sizeof(dir), "d");
-    ck_assert_int_eq(dps_secret_create(dir, "j", s, err, sizeof(err)),
-                     DPS_OK);
+    ck_assert_int_eq(dps_secret_create(dir, "j", s, err, sizeof(err)), DPS_OK);
     memset(s2, 0xee, sizeof(s2));
     ck_assert_int_eq(dps_secret_create(dir, "j", s2, err, sizeof(err)),
                      DPS_ERR_INVALID);
     ck_assert_msg(strstr(err, "/d/j.key: File exists") != NULL, "%s", err);
     /* The output is untouched and the first file still valid. */
     ck_assert_uint_eq(s2[0], 0xee);
-    ck_assert_int_eq(dps_secret_check(dir, "j", s, err, sizeof(err)),
-                     DPS_OK);
+    ck_assert_int_eq(dps_secret_check(dir, "j", s, err, sizeof(err)), DPS_OK);
 }
 END_TEST
 
 START_TEST(secret_mode_refused)
 {
     uint8_t s[DPS_SECRET_LEN];
-    char dir[300], key[400], err[ERR_LEN];
+    char    dir[300], key[400], err[ERR_LEN];
 
     path_in(dir, sizeof(dir), "d");
-    ck_assert_int_eq(dps_secret_create(dir, "j", s, err, sizeof(err)),
-                     DPS_OK);
+    ck_assert_int_eq(dps_secret_create(dir, "j", s, err, sizeof(err)), DPS_OK);
     snprintf(key, sizeof(key), "%s/j.key", dir);
     ck_assert_int_eq(chmod(key, 0644), 0);
     ck_assert_int_eq(dps_secret_check(dir, "j", s, err, sizeof(err)),
@@ -353,15 +361,14 @@ START_TEST(secret_mode_refused)
     ck_assert_int_eq(dps_secret_check(dir, "j", s, err, sizeof(err)),
                      DPS_ERR_INVALID);
     ck_assert_int_eq(chmod(key, 0400), 0);
-    ck_assert_int_eq(dps_secret_check(dir, "j", s, err, sizeof(err)),
-                     DPS_OK);
+    ck_assert_int_eq(dps_secret_check(dir, "j", s, err, sizeof(err)), DPS_OK);
 }
 END_TEST
 
 START_TEST(secret_symlink_refused)
 {
     uint8_t s[DPS_SECRET_LEN];
-    char dir[300], key[400], lnk[400], err[ERR_LEN];
+    char    dir[300], key[400], lnk[400], err[ERR_LEN];
 
     path_in(dir, sizeof(dir), "d");
     ck_assert_int_eq(dps_secret_create(dir, "real", s, err, sizeof(err)),
@@ -382,11 +389,11 @@ END_TEST
 
 START_TEST(secret_bad_files)
 {
-    uint8_t s[DPS_SECRET_LEN];
-    char dir[300], p[400], err[ERR_LEN], good[70];
+    uint8_t           s[DPS_SECRET_LEN];
+    char              dir[300], p[400], err[ERR_LEN], good[70];
     static const char hex[] = "0123456789abcdef";
-    unsigned i;
-    int fd;
+    unsigned          i;
+    int               fd;
 
     path_in(dir, sizeof(dir), "d");
     ck_assert_int_eq(mkdir(dir, 0700), 0);
@@ -399,8 +406,7 @@ START_TEST(secret_bad_files)
     good[65] = '\0';
     snprintf(p, sizeof(p), "%s/j.key", dir);
     write_file(p, good, 0600);
-    ck_assert_int_eq(dps_secret_check(dir, "j", s, err, sizeof(err)),
-                     DPS_OK);
+    ck_assert_int_eq(dps_secret_check(dir, "j", s, err, sizeof(err)), DPS_OK);
     /* No newline; one byte more; upper case: all malformed. */
     good[64] = '\0';
     write_file(p, good, 0600);
@@ -447,17 +453,17 @@ END_TEST
 START_TEST(secret_unsafe_dir)
 {
     uint8_t s[DPS_SECRET_LEN];
-    char dir[300], lnk[300], key[400], err[ERR_LEN];
+    char    dir[300], lnk[300], key[400], err[ERR_LEN];
 
     path_in(dir, sizeof(dir), "d");
-    ck_assert_int_eq(dps_secret_create(dir, "j", s, err, sizeof(err)),
-                     DPS_OK);
+    ck_assert_int_eq(dps_secret_create(dir, "j", s, err, sizeof(err)), DPS_OK);
     /* Writable by the group: both sides refuse it. */
     ck_assert_int_eq(chmod(dir, 0770), 0);
     ck_assert_int_eq(dps_secret_check(dir, "j", s, err, sizeof(err)),
                      DPS_ERR_INVALID);
     ck_assert_msg(strstr(err, "writable by group or others (mode 0770)") !=
-                  NULL, "%s", err);
+                      NULL,
+                  "%s", err);
     ck_assert_int_eq(dps_secret_create(dir, "k", s, err, sizeof(err)),
                      DPS_ERR_INVALID);
     snprintf(key, sizeof(key), "%s/k.key", dir);
@@ -490,8 +496,7 @@ START_TEST(secret_unsafe_dir)
     path_in(dir, sizeof(dir), "no/such");
     ck_assert_int_eq(dps_secret_create(dir, "j", s, err, sizeof(err)),
                      DPS_ERR_IO);
-    ck_assert_msg(strstr(err, "No such file or directory") != NULL, "%s",
-                  err);
+    ck_assert_msg(strstr(err, "No such file or directory") != NULL, "%s", err);
 }
 END_TEST
 
@@ -500,8 +505,8 @@ END_TEST
 START_TEST(secret_write_error)
 {
     struct rlimit rl = {10, 10};
-    uint8_t s[DPS_SECRET_LEN];
-    char dir[300], key[400], err[ERR_LEN] = "";
+    uint8_t       s[DPS_SECRET_LEN];
+    char          dir[300], key[400], err[ERR_LEN] = "";
 
     signal(SIGXFSZ, SIG_IGN);
     path_in(dir, sizeof(dir), "d");
@@ -509,8 +514,8 @@ START_TEST(secret_write_error)
     ck_assert_int_eq(dps_secret_create(dir, "j", s, err, sizeof(err)),
                      DPS_ERR_IO);
     ck_assert_msg(strstr(err, "cannot write ") != NULL &&
-                  strstr(err, "/d/j.key: File too large") != NULL, "%s",
-                  err);
+                      strstr(err, "/d/j.key: File too large") != NULL,
+                  "%s", err);
     snprintf(key, sizeof(key), "%s/j.key", dir);
     ck_assert_int_ne(access(key, F_OK), 0);
     /* The directory it made for the key is gone too. */
@@ -529,8 +534,7 @@ START_TEST(secret_dir_default)
     setenv("TMPDIR", "", 1);
     ck_assert_str_eq(dps_secret_dir_default(buf, sizeof(buf)), want);
     setenv("TMPDIR", "/scratch/u/", 1);
-    snprintf(want, sizeof(want), "/scratch/u/dpushim-%u",
-             (unsigned)geteuid());
+    snprintf(want, sizeof(want), "/scratch/u/dpushim-%u", (unsigned)geteuid());
     ck_assert_str_eq(dps_secret_dir_default(buf, sizeof(buf)), want);
     ck_assert_ptr_null(dps_secret_dir_default(buf, 10));
 }
@@ -545,43 +549,59 @@ START_TEST(hostport_split)
     char h[64], p[8], err[ERR_LEN];
 
     ck_assert_int_eq(dps_listen_split_hostport("10.1.2.3:7420", 0, h,
-                     sizeof(h), p, sizeof(p), err, sizeof(err)), DPS_OK);
+                                               sizeof(h), p, sizeof(p), err,
+                                               sizeof(err)),
+                     DPS_OK);
     ck_assert_str_eq(h, "10.1.2.3");
     ck_assert_str_eq(p, "7420");
     ck_assert_int_eq(dps_listen_split_hostport("[fe80::1%eth0]:1", 0, h,
-                     sizeof(h), p, sizeof(p), err, sizeof(err)), DPS_OK);
+                                               sizeof(h), p, sizeof(p), err,
+                                               sizeof(err)),
+                     DPS_OK);
     ck_assert_str_eq(h, "fe80::1%eth0");
     ck_assert_str_eq(p, "1");
-    ck_assert_int_eq(dps_listen_split_hostport("dpu-01.cluster:65535", 0,
-                     h, sizeof(h), p, sizeof(p), err, sizeof(err)), DPS_OK);
+    ck_assert_int_eq(dps_listen_split_hostport("dpu-01.cluster:65535", 0, h,
+                                               sizeof(h), p, sizeof(p), err,
+                                               sizeof(err)),
+                     DPS_OK);
     ck_assert_str_eq(h, "dpu-01.cluster");
-    ck_assert_int_eq(dps_listen_split_hostport("localhost:0", 1, h,
-                     sizeof(h), p, sizeof(p), err, sizeof(err)), DPS_OK);
+    ck_assert_int_eq(dps_listen_split_hostport("localhost:0", 1, h, sizeof(h),
+                                               p, sizeof(p), err, sizeof(err)),
+                     DPS_OK);
     ck_assert_str_eq(p, "0");
-    ck_assert_int_eq(dps_listen_split_hostport("localhost:0", 0, h,
-                     sizeof(h), p, sizeof(p), err, sizeof(err)),
+    ck_assert_int_eq(dps_listen_split_hostport("localhost:0", 0, h, sizeof(h),
+                                               p, sizeof(p), err, sizeof(err)),
                      DPS_ERR_INVALID);
     ck_assert_msg(strstr(err, "bad port '0'") != NULL, "%s", err);
-    ck_assert_int_eq(dps_listen_split_hostport("h:65536", 0, h, sizeof(h),
-                     p, sizeof(p), err, sizeof(err)), DPS_ERR_INVALID);
-    ck_assert_int_eq(dps_listen_split_hostport("h:7x", 0, h, sizeof(h),
-                     p, sizeof(p), err, sizeof(err)), DPS_ERR_INVALID);
-    ck_assert_int_eq(dps_listen_split_hostport("h:", 0, h, sizeof(h),
-                     p, sizeof(p), err, sizeof(err)), DPS_ERR_INVALID);
-    ck_assert_int_eq(dps_listen_split_hostport("h", 0, h, sizeof(h),
-                     p, sizeof(p), err, sizeof(err)), DPS_ERR_INVALID);
+    ck_assert_int_eq(dps_listen_split_hostport("h:65536", 0, h, sizeof(h), p,
+                                               sizeof(p), err, sizeof(err)),
+                     DPS_ERR_INVALID);
+    ck_assert_int_eq(dps_listen_split_hostport("h:7x", 0, h, sizeof(h), p,
+                                               sizeof(p), err, sizeof(err)),
+                     DPS_ERR_INVALID);
+    ck_assert_int_eq(dps_listen_split_hostport("h:", 0, h, sizeof(h), p,
+                                               sizeof(p), err, sizeof(err)),
+                     DPS_ERR_INVALID);
+    ck_assert_int_eq(dps_listen_split_hostport("h", 0, h, sizeof(h), p,
+                                               sizeof(p), err, sizeof(err)),
+                     DPS_ERR_INVALID);
     ck_assert_msg(strstr(err, "missing :PORT") != NULL, "%s", err);
-    ck_assert_int_eq(dps_listen_split_hostport(":80", 0, h, sizeof(h),
-                     p, sizeof(p), err, sizeof(err)), DPS_ERR_INVALID);
-    ck_assert_int_eq(dps_listen_split_hostport("::1:80", 0, h, sizeof(h),
-                     p, sizeof(p), err, sizeof(err)), DPS_ERR_INVALID);
+    ck_assert_int_eq(dps_listen_split_hostport(":80", 0, h, sizeof(h), p,
+                                               sizeof(p), err, sizeof(err)),
+                     DPS_ERR_INVALID);
+    ck_assert_int_eq(dps_listen_split_hostport("::1:80", 0, h, sizeof(h), p,
+                                               sizeof(p), err, sizeof(err)),
+                     DPS_ERR_INVALID);
     ck_assert_msg(strstr(err, "brackets") != NULL, "%s", err);
-    ck_assert_int_eq(dps_listen_split_hostport("[::1]80", 0, h, sizeof(h),
-                     p, sizeof(p), err, sizeof(err)), DPS_ERR_INVALID);
-    ck_assert_int_eq(dps_listen_split_hostport("[]:80", 0, h, sizeof(h),
-                     p, sizeof(p), err, sizeof(err)), DPS_ERR_INVALID);
-    ck_assert_int_eq(dps_listen_split_hostport("", 0, h, sizeof(h),
-                     p, sizeof(p), err, sizeof(err)), DPS_ERR_INVALID);
+    ck_assert_int_eq(dps_listen_split_hostport("[::1]80", 0, h, sizeof(h), p,
+                                               sizeof(p), err, sizeof(err)),
+                     DPS_ERR_INVALID);
+    ck_assert_int_eq(dps_listen_split_hostport("[]:80", 0, h, sizeof(h), p,
+                                               sizeof(p), err, sizeof(err)),
+                     DPS_ERR_INVALID);
+    ck_assert_int_eq(dps_listen_split_hostport("", 0, h, sizeof(h), p,
+                                               sizeof(p), err, sizeof(err)),
+                     DPS_ERR_INVALID);
 }
 END_TEST
 
@@ -598,16 +618,18 @@ static void map_write(const char *text)
 }
 
 /* Look hostname up; the answer must be want. */
-static void map_is_at(const char *hostname, unsigned vnode,
-                      const char *want, int line)
+static void map_is_at(const char *hostname, unsigned vnode, const char *want,
+                      int line)
 {
     char hp[DPS_LISTEN_HOSTPORT_MAX] = "", err[ERR_LEN] = "";
-    int rc = dps_agent_map_lookup(mapfile, hostname, vnode, hp, sizeof(hp),
-                                  err, sizeof(err));
+    int  rc = dps_agent_map_lookup(mapfile, hostname, vnode, hp, sizeof(hp),
+                                   err, sizeof(err));
 
     ck_assert_msg(rc == DPS_OK, "line %d: %s: %s", line, hostname, err);
-    ck_assert_msg(strcmp(hp, want) == 0, "line %d: %s vnode %u -> %s, "
-                  "expected %s", line, hostname, vnode, hp, want);
+    ck_assert_msg(strcmp(hp, want) == 0,
+                  "line %d: %s vnode %u -> %s, "
+                  "expected %s",
+                  line, hostname, vnode, hp, want);
 }
 #define MAP_IS(_h, _v, _w) map_is_at((_h), (_v), (_w), __LINE__)
 
@@ -618,8 +640,8 @@ static void map_err_at(const char *hostname, int rc_want, const char *want,
 {
     char hp[DPS_LISTEN_HOSTPORT_MAX] = "unset", err[ERR_LEN] = "";
     char full[ERR_LEN + 400];
-    int rc = dps_agent_map_lookup(mapfile, hostname, 0, hp, sizeof(hp),
-                                  err, sizeof(err));
+    int  rc = dps_agent_map_lookup(mapfile, hostname, 0, hp, sizeof(hp), err,
+                                   sizeof(err));
 
     if (want[0] == ':') {
         snprintf(full, sizeof(full), "%s%s", mapfile, want);
@@ -673,7 +695,7 @@ START_TEST(map_order)
     MAP_IS("n1", 0, "3.3.3.3:3");
     MAP_IS("n1.a", 0, "4.4.4.4:4");
     MAP_IS("n1.b", 0, "2.2.2.2:2");
-    MAP_IS("n1.c", 0, "2.2.2.2:2");   /* first short match */
+    MAP_IS("n1.c", 0, "2.2.2.2:2"); /* first short match */
     MAP_IS("n2", 0, "1.1.1.1:1");
     map_write("n1 3.3.3.3:3\n");
     snprintf(want, sizeof(want), "agent map %s has no line for host n2.x",
@@ -704,8 +726,10 @@ START_TEST(map_errors)
              mapfile);
     MAP_ERR("node01", DPS_ERR_INVALID, want);
     path_in(mapfile, sizeof(mapfile), "missing.map");
-    snprintf(want, sizeof(want), "cannot read agent map %s: No such file "
-             "or directory", mapfile);
+    snprintf(want, sizeof(want),
+             "cannot read agent map %s: No such file "
+             "or directory",
+             mapfile);
     MAP_ERR("node01", DPS_ERR_IO, want);
 }
 END_TEST
@@ -717,20 +741,20 @@ END_TEST
 typedef struct fake {
     int         lfd;
     int         port;
-    const char *reply;      /* NULL: say nothing; "" close at once */
-    int         hello_rc;   /* decode result of what the client sent */
+    const char *reply;    /* NULL: say nothing; "" close at once */
+    int         hello_rc; /* decode result of what the client sent */
     char        job[DPS_LISTEN_NAME_MAX + 1];
     uint8_t     secret[DPS_SECRET_LEN];
-    int         saw_eof;    /* the client closed after an "ok" */
+    int         saw_eof; /* the client closed after an "ok" */
 } fake_t;
 
 static void *fake_run(void *arg)
 {
     fake_t *f = arg;
     uint8_t buf[256];
-    size_t len = 0;
+    size_t  len = 0;
     ssize_t n;
-    int fd = accept(f->lfd, NULL, NULL);
+    int     fd = accept(f->lfd, NULL, NULL);
 
     if (fd < 0) {
         return NULL;
@@ -739,9 +763,8 @@ static void *fake_run(void *arg)
     while (f->hello_rc == DPS_ERR_AGAIN &&
            (n = read(fd, buf + len, sizeof(buf) - len)) > 0) {
         len += (size_t)n;
-        f->hello_rc = dps_listen_decode_hello(buf, len, f->job,
-                                              sizeof(f->job), f->secret,
-                                              NULL, 0);
+        f->hello_rc = dps_listen_decode_hello(buf, len, f->job, sizeof(f->job),
+                                              f->secret, NULL, 0);
     }
     if (f->reply == NULL) {
         sleep(2);
@@ -758,7 +781,7 @@ static void *fake_run(void *arg)
 static void fake_start(fake_t *f, pthread_t *t, const char *reply)
 {
     struct sockaddr_in sa = {.sin_family = AF_INET};
-    socklen_t sl = sizeof(sa);
+    socklen_t          sl = sizeof(sa);
 
     memset(f, 0, sizeof(*f));
     f->reply = reply;
@@ -774,32 +797,31 @@ static void fake_start(fake_t *f, pthread_t *t, const char *reply)
 
 /* Connect to the stand-in; returns the status, err filled. */
 static int fake_connect(fake_t *f, int timeout_ms, int *fd, void **addr,
-                        size_t *alen, uint32_t *pid, char *host,
-                        char *err)
+                        size_t *alen, uint32_t *pid, char *host, char *err)
 {
     uint8_t s[DPS_SECRET_LEN];
-    char hp[64];
+    char    hp[64];
 
     fill_secret(s, 9);
     snprintf(hp, sizeof(hp), "127.0.0.1:%d", f->port);
-    return dps_listen_connect(hp, "myjob", s, timeout_ms, fd, addr, alen,
-                              pid, host, 64, err, ERR_LEN);
+    return dps_listen_connect(hp, "myjob", s, timeout_ms, fd, addr, alen, pid,
+                              host, 64, err, ERR_LEN);
 }
 
 START_TEST(connect_ok)
 {
-    uint8_t s[DPS_SECRET_LEN];
-    char host[64], err[ERR_LEN] = "";
-    void *addr = NULL;
-    size_t alen = 0;
-    uint32_t pid = 0;
+    uint8_t   s[DPS_SECRET_LEN];
+    char      host[64], err[ERR_LEN] = "";
+    void     *addr = NULL;
+    size_t    alen = 0;
+    uint32_t  pid = 0;
     pthread_t t;
-    fake_t f;
-    int fd = -1;
+    fake_t    f;
+    int       fd = -1;
 
     fake_start(&f, &t, "ok 4242 dpu-7 00ab10ff\n");
-    ck_assert_int_eq(fake_connect(&f, 3000, &fd, &addr, &alen, &pid, host,
-                                  err), DPS_OK);
+    ck_assert_int_eq(
+        fake_connect(&f, 3000, &fd, &addr, &alen, &pid, host, err), DPS_OK);
     ck_assert_int_ge(fd, 0);
     ck_assert_uint_eq(pid, 4242);
     ck_assert_str_eq(host, "dpu-7");
@@ -823,19 +845,22 @@ END_TEST
 
 START_TEST(connect_refused_by_agent)
 {
-    char host[64], err[ERR_LEN] = "", want[128];
-    void *addr = NULL;
-    size_t alen = 0;
-    uint32_t pid = 0;
+    char      host[64], err[ERR_LEN] = "", want[128];
+    void     *addr = NULL;
+    size_t    alen = 0;
+    uint32_t  pid = 0;
     pthread_t t;
-    fake_t f;
-    int fd = -1;
+    fake_t    f;
+    int       fd = -1;
 
     fake_start(&f, &t, "refused wrong secret\n");
-    ck_assert_int_eq(fake_connect(&f, 3000, &fd, &addr, &alen, &pid, host,
-                                  err), DPS_ERR_INVALID);
-    snprintf(want, sizeof(want), "agent 127.0.0.1:%d refused the job: "
-             "wrong secret", f.port);
+    ck_assert_int_eq(
+        fake_connect(&f, 3000, &fd, &addr, &alen, &pid, host, err),
+        DPS_ERR_INVALID);
+    snprintf(want, sizeof(want),
+             "agent 127.0.0.1:%d refused the job: "
+             "wrong secret",
+             f.port);
     ck_assert_str_eq(err, want);
     ck_assert_int_eq(fd, -1);
     ck_assert_ptr_null(addr);
@@ -846,24 +871,29 @@ END_TEST
 
 START_TEST(connect_bad_answers)
 {
-    static const char *answers[] = {
-        "ok\n", "ok 12 host\n", "ok x host ab\n", "ok 12 host zz\n",
-        "ok 12 host abc\n", "ok 0 host ab\n", "hello\n", "ok 1  ab\n",
-        NULL
-    };
-    char host[64], err[ERR_LEN];
-    void *addr = NULL;
-    size_t alen = 0;
-    uint32_t pid = 0;
-    pthread_t t;
-    fake_t f;
-    int fd = -1, i;
+    static const char *answers[] = {"ok\n",
+                                    "ok 12 host\n",
+                                    "ok x host ab\n",
+                                    "ok 12 host zz\n",
+                                    "ok 12 host abc\n",
+                                    "ok 0 host ab\n",
+                                    "hello\n",
+                                    "ok 1  ab\n",
+                                    NULL};
+    char               host[64], err[ERR_LEN];
+    void              *addr = NULL;
+    size_t             alen = 0;
+    uint32_t           pid = 0;
+    pthread_t          t;
+    fake_t             f;
+    int                fd = -1, i;
 
     for (i = 0; answers[i] != NULL; i++) {
         fake_start(&f, &t, answers[i]);
         err[0] = '\0';
         ck_assert_msg(fake_connect(&f, 3000, &fd, &addr, &alen, &pid, host,
-                                   err) == DPS_ERR_PROTO, "answer %d", i);
+                                   err) == DPS_ERR_PROTO,
+                      "answer %d", i);
         ck_assert_msg(strstr(err, "malformed answer") != NULL, "%s", err);
         ck_assert_int_eq(fd, -1);
         pthread_join(t, NULL);
@@ -871,10 +901,12 @@ START_TEST(connect_bad_answers)
     }
     /* Closed without a word. */
     fake_start(&f, &t, "");
-    ck_assert_int_eq(fake_connect(&f, 3000, &fd, &addr, &alen, &pid, host,
-                                  err), DPS_ERR_DEAD);
+    ck_assert_int_eq(
+        fake_connect(&f, 3000, &fd, &addr, &alen, &pid, host, err),
+        DPS_ERR_DEAD);
     ck_assert_msg(strstr(err, "closed the connection without answering") !=
-                  NULL, "%s", err);
+                      NULL,
+                  "%s", err);
     pthread_join(t, NULL);
     close(f.lfd);
 }
@@ -882,17 +914,17 @@ END_TEST
 
 START_TEST(connect_timeout)
 {
-    char host[64], err[ERR_LEN] = "";
-    void *addr = NULL;
-    size_t alen = 0;
-    uint32_t pid = 0;
+    char      host[64], err[ERR_LEN] = "";
+    void     *addr = NULL;
+    size_t    alen = 0;
+    uint32_t  pid = 0;
     pthread_t t;
-    fake_t f;
-    int fd = -1;
+    fake_t    f;
+    int       fd = -1;
 
     fake_start(&f, &t, NULL);
-    ck_assert_int_eq(fake_connect(&f, 300, &fd, &addr, &alen, &pid, host,
-                                  err), DPS_ERR_TIMEOUT);
+    ck_assert_int_eq(fake_connect(&f, 300, &fd, &addr, &alen, &pid, host, err),
+                     DPS_ERR_TIMEOUT);
     ck_assert_msg(strstr(err, "did not answer within 300 ms") != NULL, "%s",
                   err);
     pthread_join(t, NULL);
@@ -903,13 +935,13 @@ END_TEST
 START_TEST(connect_errors)
 {
     struct sockaddr_in sa = {.sin_family = AF_INET};
-    socklen_t sl = sizeof(sa);
-    uint8_t s[DPS_SECRET_LEN] = {0};
-    char hp[64], host[64], err[ERR_LEN] = "", want[128];
-    void *addr = NULL;
-    size_t alen;
-    uint32_t pid;
-    int fd = -1, sfd;
+    socklen_t          sl = sizeof(sa);
+    uint8_t            s[DPS_SECRET_LEN] = {0};
+    char               hp[64], host[64], err[ERR_LEN] = "", want[128];
+    void              *addr = NULL;
+    size_t             alen;
+    uint32_t           pid;
+    int                fd = -1, sfd;
 
     /* A port nobody listens on (bound, then released). */
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -920,25 +952,30 @@ START_TEST(connect_errors)
     snprintf(hp, sizeof(hp), "127.0.0.1:%d", ntohs(sa.sin_port));
     ck_assert_int_eq(dps_listen_connect(hp, "j", s, 2000, &fd, &addr, &alen,
                                         &pid, host, sizeof(host), err,
-                                        sizeof(err)), DPS_ERR_IO);
-    snprintf(want, sizeof(want), "cannot connect to agent %s: Connection "
-             "refused", hp);
+                                        sizeof(err)),
+                     DPS_ERR_IO);
+    snprintf(want, sizeof(want),
+             "cannot connect to agent %s: Connection "
+             "refused",
+             hp);
     ck_assert_str_eq(err, want);
-    ck_assert_int_eq(dps_listen_connect("127.0.0.1", "j", s, 2000, &fd,
-                                        &addr, &alen, &pid, host,
-                                        sizeof(host), err, sizeof(err)),
+    ck_assert_int_eq(dps_listen_connect("127.0.0.1", "j", s, 2000, &fd, &addr,
+                                        &alen, &pid, host, sizeof(host), err,
+                                        sizeof(err)),
                      DPS_ERR_INVALID);
     ck_assert_msg(strstr(err, "bad agent address: missing :PORT") != NULL,
                   "%s", err);
-    ck_assert_int_eq(dps_listen_connect(hp, "a/b", s, 2000, &fd, &addr,
-                                        &alen, &pid, host, sizeof(host),
-                                        err, sizeof(err)), DPS_ERR_INVALID);
-    ck_assert_int_eq(dps_listen_connect("no-such-host.invalid:1", "j", s,
-                                        2000, &fd, &addr, &alen, &pid, host,
+    ck_assert_int_eq(dps_listen_connect(hp, "a/b", s, 2000, &fd, &addr, &alen,
+                                        &pid, host, sizeof(host), err,
+                                        sizeof(err)),
+                     DPS_ERR_INVALID);
+    ck_assert_int_eq(dps_listen_connect("no-such-host.invalid:1", "j", s, 2000,
+                                        &fd, &addr, &alen, &pid, host,
                                         sizeof(host), err, sizeof(err)),
                      DPS_ERR_IO);
-    ck_assert_msg(strstr(err, "cannot resolve agent no-such-host.invalid:1")
-                  != NULL, "%s", err);
+    ck_assert_msg(strstr(err, "cannot resolve agent no-such-host.invalid:1") !=
+                      NULL,
+                  "%s", err);
     ck_assert_int_eq(fd, -1);
 }
 END_TEST
@@ -992,7 +1029,7 @@ static Suite *listen_suite(void)
 int main(void)
 {
     SRunner *sr = srunner_create(listen_suite());
-    int failed;
+    int      failed;
 
     srunner_run_all(sr, CK_NORMAL);
     failed = srunner_ntests_failed(sr);

@@ -64,37 +64,35 @@ static void *dup_bytes(const void *buf, size_t n)
 }
 
 /* Decode must fail with DPS_ERR_PROTO and say why. */
-static void reject_at(const void *buf, size_t len, const char *what,
-                      int line)
+static void reject_at(const void *buf, size_t len, const char *what, int line)
 {
-    char err[ERR_LEN];
+    char      err[ERR_LEN];
     dps_msg_t msg;
-    void *copy = dup_bytes(buf, len);
-    int rc;
+    void     *copy = dup_bytes(buf, len);
+    int       rc;
 
     memset(err, 0, sizeof(err));
     rc = dps_msg_decode(copy, len, &msg, err, sizeof(err));
     ck_assert_msg(rc == DPS_ERR_PROTO,
                   "line %d (%s): decode of %zu bytes gave %d, "
-                  "expected DPS_ERR_PROTO", line, what, len, rc);
-    ck_assert_msg(err[0] != '\0', "line %d (%s): empty error text",
-                  line, what);
+                  "expected DPS_ERR_PROTO",
+                  line, what, len, rc);
+    ck_assert_msg(err[0] != '\0', "line %d (%s): empty error text", line,
+                  what);
     /* No error buffer at all must work too. */
     rc = dps_msg_decode(copy, len, &msg, NULL, 0);
-    ck_assert_msg(rc == DPS_ERR_PROTO, "line %d (%s): without err: %d",
-                  line, what, rc);
+    ck_assert_msg(rc == DPS_ERR_PROTO, "line %d (%s): without err: %d", line,
+                  what, rc);
     free(copy);
 }
 #define REJECT(_b, _l, _w) reject_at((_b), (_l), (_w), __LINE__)
 
-static void decode_ok_at(const void *buf, size_t len, dps_msg_t *msg,
-                         int line)
+static void decode_ok_at(const void *buf, size_t len, dps_msg_t *msg, int line)
 {
     char err[ERR_LEN] = "";
-    int rc = dps_msg_decode(buf, len, msg, err, sizeof(err));
+    int  rc = dps_msg_decode(buf, len, msg, err, sizeof(err));
 
-    ck_assert_msg(rc == DPS_OK, "line %d: decode gave %d: %s", line, rc,
-                  err);
+    ck_assert_msg(rc == DPS_OK, "line %d: decode gave %d: %s", line, rc, err);
 }
 #define DECODE_OK(_b, _l, _m) decode_ok_at((_b), (_l), (_m), __LINE__)
 
@@ -114,12 +112,11 @@ static void check_hdr(const void *buf, size_t len, unsigned type)
 }
 
 /* A message with a correct header around any body. */
-static void *raw_msg(unsigned type, const void *body, size_t blen,
-                     size_t *len)
+static void *raw_msg(unsigned type, const void *body, size_t blen, size_t *len)
 {
     dps_msg_hdr_t h = {DPS_PROTO_MAGIC, DPS_PROTO_VERSION, (uint16_t)type,
                        (uint32_t)(HDR + blen), 0};
-    char *m = xmalloc(HDR + blen);
+    char         *m = xmalloc(HDR + blen);
 
     memcpy(m, &h, HDR);
     if (blen) {
@@ -134,7 +131,7 @@ static void *raw_msg(unsigned type, const void *body, size_t blen,
 static void *resized(const void *msg, size_t len, int delta, size_t *nlen)
 {
     size_t n = (size_t)((long)len + delta);
-    char *m = xmalloc(n);
+    char  *m = xmalloc(n);
 
     memset(m, 0, n);
     memcpy(m, msg, n < len ? n : len);
@@ -147,22 +144,38 @@ static void *resized(const void *msg, size_t len, int delta, size_t *nlen)
 /* Fixed-size messages                                                */
 /* ------------------------------------------------------------------ */
 
-enum { FX_HELLO, FX_READY, FX_COMPLETE, FX_COMM_FREE, FX_SEND_DONE,
-       FX_ROUND, FX_SHUTDOWN, FX_PING, FX_PONG, FX_SHM, FX_INST_FAIL,
-       FX_FETCH, FX_COUNT };
+enum {
+    FX_HELLO,
+    FX_READY,
+    FX_COMPLETE,
+    FX_COMM_FREE,
+    FX_SEND_DONE,
+    FX_ROUND,
+    FX_SHUTDOWN,
+    FX_PING,
+    FX_PONG,
+    FX_SHM,
+    FX_INST_FAIL,
+    FX_FETCH,
+    FX_COUNT
+};
 
 static const unsigned fx_type[FX_COUNT] = {
-    DPS_MSG_HELLO, DPS_MSG_READY, DPS_MSG_COMPLETE, DPS_MSG_COMM_FREE,
-    DPS_MSG_SEND_DONE, DPS_MSG_ROUND, DPS_MSG_SHUTDOWN, DPS_MSG_PING,
-    DPS_MSG_PONG, DPS_MSG_SHM, DPS_MSG_INST_FAIL, DPS_MSG_FETCH
-};
-static const size_t fx_body[FX_COUNT] = {
-    sizeof(dps_msg_hello_t), sizeof(dps_msg_ready_t),
-    sizeof(dps_msg_complete_t), sizeof(dps_msg_comm_free_t),
-    sizeof(dps_msg_send_done_t), sizeof(dps_msg_round_t), 0,
-    sizeof(dps_msg_hello_t), 0, sizeof(dps_msg_shm_t),
-    sizeof(dps_msg_inst_fail_t), sizeof(dps_msg_fetch_t)
-};
+    DPS_MSG_HELLO,     DPS_MSG_READY, DPS_MSG_COMPLETE,  DPS_MSG_COMM_FREE,
+    DPS_MSG_SEND_DONE, DPS_MSG_ROUND, DPS_MSG_SHUTDOWN,  DPS_MSG_PING,
+    DPS_MSG_PONG,      DPS_MSG_SHM,   DPS_MSG_INST_FAIL, DPS_MSG_FETCH};
+static const size_t fx_body[FX_COUNT] = {sizeof(dps_msg_hello_t),
+                                         sizeof(dps_msg_ready_t),
+                                         sizeof(dps_msg_complete_t),
+                                         sizeof(dps_msg_comm_free_t),
+                                         sizeof(dps_msg_send_done_t),
+                                         sizeof(dps_msg_round_t),
+                                         0,
+                                         sizeof(dps_msg_hello_t),
+                                         0,
+                                         sizeof(dps_msg_shm_t),
+                                         sizeof(dps_msg_inst_fail_t),
+                                         sizeof(dps_msg_fetch_t)};
 
 /* A valid encoded message of a fixed-size type. */
 static void *make_fixed(int which, size_t *len)
@@ -181,36 +194,28 @@ static void *make_fixed(int which, size_t *len)
         m = dps_msg_encode_ready(DPS_OK, DPS_FMT_X87,
                                  DPS_READY_SEEN | DPS_READY_CMA, len);
         break;
-    case FX_COMPLETE:
-        m = dps_msg_encode_complete(99, DPS_ERR_UCX, len);
-        break;
+    case FX_COMPLETE: m = dps_msg_encode_complete(99, DPS_ERR_UCX, len); break;
     case FX_COMM_FREE:
         m = dps_msg_encode_comm_free(0x1122334455667788ull, 5, len);
         break;
     case FX_SEND_DONE:
         m = dps_msg_encode_send_done(7, 8, 9, 10, 11, len);
         break;
-    case FX_ROUND:
-        m = dps_msg_encode_round(7, 8, 9, 3, len);
-        break;
+    case FX_ROUND: m = dps_msg_encode_round(7, 8, 9, 3, len); break;
     case FX_FETCH: {
         dps_msg_fetch_t f = {7, 8, 9, 10, 11, 1u << 20, 4096, 77};
 
         m = dps_msg_encode_fetch(&f, len);
         break;
     }
-    case FX_SHUTDOWN:
-        m = dps_msg_encode_shutdown(len);
-        break;
+    case FX_SHUTDOWN: m = dps_msg_encode_shutdown(len); break;
     case FX_PING: {
         dps_msg_hello_t h = {5, 777, 0x1000, 0xabc};
 
         m = dps_msg_encode_ping(&h, len);
         break;
     }
-    case FX_PONG:
-        m = dps_msg_encode_pong(len);
-        break;
+    case FX_PONG: m = dps_msg_encode_pong(len); break;
     case FX_SHM: {
         dps_msg_hello_t h = {6, 888, 0x2000, 0xdef};
 
@@ -229,10 +234,10 @@ static void *make_fixed(int which, size_t *len)
 
 START_TEST(rt_inst_fail)
 {
-    static const int32_t st[] = {DPS_ERR_MISMATCH, DPS_ERR_ARG,
-                                 DPS_ERR_BUFFER, INT32_MIN};
-    dps_msg_t msg;
-    size_t len, i;
+    static const int32_t st[] = {DPS_ERR_MISMATCH, DPS_ERR_ARG, DPS_ERR_BUFFER,
+                                 INT32_MIN};
+    dps_msg_t            msg;
+    size_t               len, i;
 
     for (i = 0; i < sizeof(st) / sizeof(st[0]); i++) {
         char *m = dps_msg_encode_inst_fail(0x1122334455667788ull + i,
@@ -241,8 +246,7 @@ START_TEST(rt_inst_fail)
         ck_assert_ptr_nonnull(m);
         ck_assert_int_eq(dps_msg_decode(m, len, &msg, NULL, 0), DPS_OK);
         ck_assert_int_eq(msg.type, DPS_MSG_INST_FAIL);
-        ck_assert_uint_eq(msg.u.inst_fail.comm_id,
-                          0x1122334455667788ull + i);
+        ck_assert_uint_eq(msg.u.inst_fail.comm_id, 0x1122334455667788ull + i);
         ck_assert_uint_eq(msg.u.inst_fail.seq, i * 7);
         ck_assert_int_eq(msg.u.inst_fail.status, st[i]);
         free(m);
@@ -251,8 +255,7 @@ START_TEST(rt_inst_fail)
     {
         char *m = dps_msg_encode_inst_fail(1, 2, DPS_OK, &len);
 
-        ck_assert_int_eq(dps_msg_decode(m, len, &msg, NULL, 0),
-                         DPS_ERR_PROTO);
+        ck_assert_int_eq(dps_msg_decode(m, len, &msg, NULL, 0), DPS_ERR_PROTO);
         free(m);
     }
 }
@@ -261,14 +264,14 @@ END_TEST
 START_TEST(rt_shm)
 {
     static const int32_t fds[] = {0, 3, 17, INT32_MAX};
-    dps_msg_t msg;
-    size_t len, i;
+    dps_msg_t            msg;
+    size_t               len, i;
 
     for (i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
         dps_msg_hello_t who = {40 + (uint32_t)i, 9000,
                                i ? 0x7f0000001000ull + i : 0,
                                i ? UINT64_MAX - i : 0};
-        char *m = dps_msg_encode_shm(&who, fds[i], &len);
+        char           *m = dps_msg_encode_shm(&who, fds[i], &len);
 
         ck_assert_ptr_nonnull(m);
         ck_assert_uint_eq(len, HDR + 32);
@@ -286,9 +289,9 @@ START_TEST(rt_shm)
      * and by the decoder. */
     {
         dps_msg_hello_t who = {1, 2, 0x1000, 0x55};
-        dps_msg_shm_t raw = {1, 2, -1, 0, 0x1000, 0x55};
-        char err[128] = "";
-        char *m;
+        dps_msg_shm_t   raw = {1, 2, -1, 0, 0x1000, 0x55};
+        char            err[128] = "";
+        char           *m;
 
         ck_assert_ptr_null(dps_msg_encode_shm(&who, -1, &len));
         m = raw_msg(DPS_MSG_SHM, &raw, sizeof(raw), &len);
@@ -326,23 +329,22 @@ END_TEST
 START_TEST(rt_hello)
 {
     static const dps_msg_hello_t v[] = {
-        {0, 0, 0, 0},                /* no token offered */
+        {0, 0, 0, 0}, /* no token offered */
         {1, 2, 0x1000, 1},
         {12345, 67890, 0x7ffd5e8a1230ull, 0x8000000000000000ull},
         {DPS_MAX_RANKS - 1, UINT32_MAX, UINT64_MAX, UINT64_MAX},
-        {7, 0x7fffffff, 0xffff800000000008ull, 0x0123456789abcdefull}
-    };
+        {7, 0x7fffffff, 0xffff800000000008ull, 0x0123456789abcdefull}};
     static const unsigned types[] = {DPS_MSG_HELLO, DPS_MSG_PING};
-    size_t i, t, len;
+    size_t                i, t, len;
 
     for (t = 0; t < 2; t++) {
         for (i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
             dps_msg_t msg;
-            char *m = types[t] == DPS_MSG_HELLO
-                      ? dps_msg_encode_hello(&v[i], &len)
-                      : dps_msg_encode_ping(&v[i], &len);
-            uint64_t a, k;
-            uint32_t r, p;
+            char     *m = types[t] == DPS_MSG_HELLO
+                              ? dps_msg_encode_hello(&v[i], &len)
+                              : dps_msg_encode_ping(&v[i], &len);
+            uint64_t  a, k;
+            uint32_t  r, p;
 
             check_hdr(m, len, types[t]);
             ck_assert_uint_eq(len, HDR + 24);
@@ -374,23 +376,22 @@ END_TEST
 START_TEST(bad_hello)
 {
     static const dps_msg_hello_t bad[] = {
-        {1, 2, 0x1000, 0},           /* an address, no token */
-        {1, 2, 0, 0x1234},           /* a token, no address */
+        {1, 2, 0x1000, 0}, /* an address, no token */
+        {1, 2, 0, 0x1234}, /* a token, no address */
         {DPS_MAX_RANKS, 2, 0x1000, 0x1234},
-        {UINT32_MAX, 2, 0, 0}
-    };
+        {UINT32_MAX, 2, 0, 0}};
     static const unsigned types[] = {DPS_MSG_HELLO, DPS_MSG_PING};
-    dps_msg_hello_t good = {4, 5, 0x1000, 0x1234};
-    char err[ERR_LEN];
-    dps_msg_t msg;
-    size_t i, t, len, n;
-    char *m;
+    dps_msg_hello_t       good = {4, 5, 0x1000, 0x1234};
+    char                  err[ERR_LEN];
+    dps_msg_t             msg;
+    size_t                i, t, len, n;
+    char                 *m;
 
     for (t = 0; t < 2; t++) {
         for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
             ck_assert_ptr_null(types[t] == DPS_MSG_HELLO
-                               ? dps_msg_encode_hello(&bad[i], &len)
-                               : dps_msg_encode_ping(&bad[i], &len));
+                                   ? dps_msg_encode_hello(&bad[i], &len)
+                                   : dps_msg_encode_ping(&bad[i], &len));
             m = raw_msg(types[t], &bad[i], sizeof(bad[i]), &len);
             REJECT(m, len, "garbled hello");
             free(m);
@@ -430,16 +431,14 @@ END_TEST
 
 START_TEST(rt_ready)
 {
-    static const int32_t v[] = {
-        DPS_OK, DPS_ERR_INVALID, DPS_ERR_UCX, DPS_ERR_UNSUPP, INT32_MIN,
-        INT32_MAX
-    };
-    size_t i, len;
+    static const int32_t v[] = {DPS_OK,         DPS_ERR_INVALID, DPS_ERR_UCX,
+                                DPS_ERR_UNSUPP, INT32_MIN,       INT32_MAX};
+    size_t               i, len;
 
     for (i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
         dps_msg_ready_t want = {v[i], (uint32_t)i * 0x01010101u,
                                 (uint32_t)i & 7u, 0};
-        dps_msg_t msg;
+        dps_msg_t       msg;
         char *m = dps_msg_encode_ready(v[i], want.formats, want.cma, &len);
 
         check_hdr(m, len, DPS_MSG_READY);
@@ -455,7 +454,7 @@ START_TEST(rt_ready)
     /* A non-zero pad is refused. */
     {
         dps_msg_ready_t raw = {DPS_OK, 0, DPS_READY_SEEN, 1};
-        char *m = raw_msg(DPS_MSG_READY, &raw, sizeof(raw), &len);
+        char           *m = raw_msg(DPS_MSG_READY, &raw, sizeof(raw), &len);
 
         REJECT(m, len, "ready: pad not 0");
         free(m);
@@ -465,18 +464,16 @@ END_TEST
 
 START_TEST(rt_complete)
 {
-    static const uint64_t tok[] = {
-        0, 1, 0x8000000000000000ull, UINT64_MAX, 0x0123456789abcdefull
-    };
-    static const int32_t st[] = {
-        DPS_OK, DPS_ERR_PROTO, DPS_ERR_DEAD, INT32_MIN, INT32_MAX
-    };
-    size_t i, len;
+    static const uint64_t tok[] = {0, 1, 0x8000000000000000ull, UINT64_MAX,
+                                   0x0123456789abcdefull};
+    static const int32_t  st[] = {DPS_OK, DPS_ERR_PROTO, DPS_ERR_DEAD,
+                                  INT32_MIN, INT32_MAX};
+    size_t                i, len;
 
     for (i = 0; i < sizeof(tok) / sizeof(tok[0]); i++) {
         dps_msg_complete_t want = {tok[i], st[i], 0};
-        dps_msg_t msg;
-        char *m = dps_msg_encode_complete(tok[i], st[i], &len);
+        dps_msg_t          msg;
+        char              *m = dps_msg_encode_complete(tok[i], st[i], &len);
 
         check_hdr(m, len, DPS_MSG_COMPLETE);
         ck_assert_uint_eq(len, HDR + sizeof(want));
@@ -495,12 +492,12 @@ START_TEST(rt_comm_free)
 {
     static const uint64_t id[] = {0, 42, UINT64_MAX, 0xfedcba9876543210ull};
     static const uint32_t wr[] = {0, 1, UINT32_MAX, 1048575};
-    size_t i, len;
+    size_t                i, len;
 
     for (i = 0; i < sizeof(id) / sizeof(id[0]); i++) {
         dps_msg_comm_free_t want = {id[i], wr[i], 0};
-        dps_msg_t msg;
-        char *m = dps_msg_encode_comm_free(id[i], wr[i], &len);
+        dps_msg_t           msg;
+        char               *m = dps_msg_encode_comm_free(id[i], wr[i], &len);
 
         check_hdr(m, len, DPS_MSG_COMM_FREE);
         ck_assert_uint_eq(len, HDR + sizeof(want));
@@ -522,13 +519,13 @@ START_TEST(rt_send_done)
     static const uint32_t src[] = {0, 3, DPS_MAX_RANKS - 1, 12345};
     static const uint32_t dst[] = {0, 4, 1, DPS_MAX_RANKS - 1};
     static const uint32_t k[] = {0, 1, UINT32_MAX, 0x7fffffff};
-    size_t i, len;
+    size_t                i, len;
 
     for (i = 0; i < sizeof(id) / sizeof(id[0]); i++) {
         dps_msg_send_done_t want = {id[i], seq[i], src[i], dst[i], k[i]};
-        dps_msg_t msg;
-        char *m = dps_msg_encode_send_done(id[i], seq[i], src[i], dst[i],
-                                           k[i], &len);
+        dps_msg_t           msg;
+        char *m = dps_msg_encode_send_done(id[i], seq[i], src[i], dst[i], k[i],
+                                           &len);
 
         check_hdr(m, len, DPS_MSG_SEND_DONE);
         ck_assert_uint_eq(len, HDR + sizeof(want));
@@ -550,7 +547,7 @@ START_TEST(bad_send_done)
 {
     static const uint32_t bad[] = {DPS_MAX_RANKS, DPS_MAX_RANKS + 1,
                                    UINT32_MAX};
-    size_t i, len;
+    size_t                i, len;
 
     for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         char *m = dps_msg_encode_send_done(1, 2, bad[i], 0, 0, &len);
@@ -572,13 +569,12 @@ START_TEST(rt_round)
     static const uint32_t seq[] = {0, 1, UINT32_MAX, 0xdeadbeef};
     static const uint32_t rank[] = {0, 3, DPS_MAX_RANKS - 1, 1048575};
     static const uint32_t round[] = {0, 1, UINT32_MAX, 65535};
-    size_t i, len;
+    size_t                i, len;
 
     for (i = 0; i < sizeof(id) / sizeof(id[0]); i++) {
         dps_msg_round_t want = {id[i], seq[i], rank[i], round[i], 0};
-        dps_msg_t msg;
-        char *m = dps_msg_encode_round(id[i], seq[i], rank[i], round[i],
-                                       &len);
+        dps_msg_t       msg;
+        char *m = dps_msg_encode_round(id[i], seq[i], rank[i], round[i], &len);
 
         check_hdr(m, len, DPS_MSG_ROUND);
         ck_assert_uint_eq(len, HDR + sizeof(want));
@@ -599,14 +595,19 @@ END_TEST
 START_TEST(rt_fetch)
 {
     static const uint64_t big[] = {0, 1, UINT64_MAX, 0x0102030405060708ull};
-    size_t i, len;
+    size_t                i, len;
 
     for (i = 0; i < sizeof(big) / sizeof(big[0]); i++) {
-        dps_msg_fetch_t want = {big[i], (uint32_t)i, DPS_MAX_RANKS - 1,
-                                (uint32_t)i * 3, UINT32_MAX - (uint32_t)i,
-                                big[3 - i], big[i] ^ 5, big[3 - i] + 1};
-        dps_msg_t msg;
-        char *m = dps_msg_encode_fetch(&want, &len);
+        dps_msg_fetch_t want = {big[i],
+                                (uint32_t)i,
+                                DPS_MAX_RANKS - 1,
+                                (uint32_t)i * 3,
+                                UINT32_MAX - (uint32_t)i,
+                                big[3 - i],
+                                big[i] ^ 5,
+                                big[3 - i] + 1};
+        dps_msg_t       msg;
+        char           *m = dps_msg_encode_fetch(&want, &len);
 
         check_hdr(m, len, DPS_MSG_FETCH);
         ck_assert_uint_eq(len, HDR + 48);
@@ -623,11 +624,11 @@ END_TEST
 START_TEST(bad_fetch)
 {
     static const uint32_t bad[] = {DPS_MAX_RANKS, UINT32_MAX};
-    size_t i, len;
+    size_t                i, len;
 
     for (i = 0; i < 4; i++) {
-        dps_msg_fetch_t f = {1, 2, i & 1 ? 0 : bad[i / 2],
-                             i & 1 ? bad[i / 2] : 0, 0, 0, 8, 1};
+        dps_msg_fetch_t f = {
+            1, 2, i & 1 ? 0 : bad[i / 2], i & 1 ? bad[i / 2] : 0, 0, 0, 8, 1};
         char *m = dps_msg_encode_fetch(&f, &len);
 
         ck_assert_ptr_nonnull(m);
@@ -642,7 +643,7 @@ START_TEST(bad_round)
 {
     static const uint32_t bad[] = {DPS_MAX_RANKS, DPS_MAX_RANKS + 1,
                                    UINT32_MAX};
-    size_t i, len;
+    size_t                i, len;
 
     for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         char *m = dps_msg_encode_round(1, 2, bad[i], 0, &len);
@@ -657,8 +658,8 @@ END_TEST
 START_TEST(rt_shutdown)
 {
     dps_msg_t msg;
-    size_t len = 0;
-    char *m = dps_msg_encode_shutdown(&len);
+    size_t    len = 0;
+    char     *m = dps_msg_encode_shutdown(&len);
 
     check_hdr(m, len, DPS_MSG_SHUTDOWN);
     ck_assert_uint_eq(len, HDR);
@@ -672,9 +673,9 @@ END_TEST
 START_TEST(rt_ping_pong)
 {
     dps_msg_hello_t h = {12, 3456, 0x4000, 99};
-    dps_msg_t msg;
-    size_t len = 0;
-    char *m = dps_msg_encode_ping(&h, &len);
+    dps_msg_t       msg;
+    size_t          len = 0;
+    char           *m = dps_msg_encode_ping(&h, &len);
 
     check_hdr(m, len, DPS_MSG_PING);
     ck_assert_uint_eq(len, HDR + sizeof(dps_msg_hello_t));
@@ -696,18 +697,29 @@ END_TEST
 
 START_TEST(rt_header_bytes)
 {
-    static const uint8_t want[HDR] = {
-        'D', 'P', 'S', 'H', DPS_PROTO_VERSION, 0, DPS_MSG_HELLO, 0,
-        HDR + 24, 0, 0, 0, 0, 0, 0, 0
-    };
-    dps_msg_hello_t h = {0x00030201u, 0x08070605u, 0x100f0e0d0c0b0a09ull,
-                         0x1817161514131211ull};
-    size_t len;
-    char *m = dps_msg_encode_hello(&h, &len);
+    static const uint8_t want[HDR] = {'D',
+                                      'P',
+                                      'S',
+                                      'H',
+                                      DPS_PROTO_VERSION,
+                                      0,
+                                      DPS_MSG_HELLO,
+                                      0,
+                                      HDR + 24,
+                                      0,
+                                      0,
+                                      0,
+                                      0,
+                                      0,
+                                      0,
+                                      0};
+    dps_msg_hello_t      h = {0x00030201u, 0x08070605u, 0x100f0e0d0c0b0a09ull,
+                              0x1817161514131211ull};
+    size_t               len;
+    char                *m = dps_msg_encode_hello(&h, &len);
     static const uint8_t body[24] = {
-        1, 2, 3, 0, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16,
-        0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18
-    };
+        1,  2,  3,  0,  5,    6,    7,    8,    9,    10,   11,   12,
+        13, 14, 15, 16, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18};
 
     ck_assert_ptr_nonnull(m);
     ck_assert_mem_eq(m, want, HDR);
@@ -759,9 +771,10 @@ START_TEST(rt_coll_str)
 
         /* The persistent form of the call DPS_COLL_GROUP before. */
         ck_assert_msg(strncmp(n, "MPI_", 4) == 0 &&
-                      strcmp(n + strlen(n) - 5, "_init") == 0 &&
-                      strncasecmp(n + 4, dps_coll_str(c - DPS_COLL_GROUP) +
-                                  5, strlen(n) - 9) == 0,
+                          strcmp(n + strlen(n) - 5, "_init") == 0 &&
+                          strncasecmp(n + 4,
+                                      dps_coll_str(c - DPS_COLL_GROUP) + 5,
+                                      strlen(n) - 9) == 0,
                       "collective %u is %s", c, n);
     }
     ck_assert_str_eq(dps_coll_str(DPS_COLL_NEIGHBOR_ALLTOALLW),
@@ -792,7 +805,7 @@ static dps_msg_post_t post_fixed(uint32_t coll, uint32_t size, uint32_t k0,
                                  uint32_t nmembers)
 {
     dps_msg_post_t f;
-    int b;
+    int            b;
 
     memset(&f, 0, sizeof(f));
     f.comm_id = 0x0123456789abcdefull;
@@ -833,8 +846,8 @@ static size_t post_tail(const dps_msg_post_t *f)
 static dps_step_t *make_steps(uint32_t n, uint32_t size, unsigned seed)
 {
     dps_step_t *s = xmalloc((size_t)n * STEP);
-    uint32_t i;
-    size_t k;
+    uint32_t    i;
+    size_t      k;
 
     for (k = 0; k < (size_t)n * STEP; k++) {
         ((uint8_t *)s)[k] = pat(seed, k);
@@ -861,7 +874,7 @@ static void *raw_post(unsigned type, const dps_msg_post_t *f, size_t tail,
                       size_t *len)
 {
     size_t blen = POSTF + tail, i;
-    char *body = xmalloc(blen), *m;
+    char  *body = xmalloc(blen), *m;
 
     memcpy(body, f, POSTF);
     for (i = 0; i < tail; i++) {
@@ -874,22 +887,21 @@ static void *raw_post(unsigned type, const dps_msg_post_t *f, size_t tail,
 
 /* Encode, check the wire bytes, decode (aligned and not), check fields,
  * keys, steps (byte for byte, and through dps_msg_step) and members. */
-static void roundtrip_post(dps_msg_type_t type, uint32_t coll,
-                           uint32_t size, const uint32_t klen[DPS_NBUF],
-                           uint32_t nsteps, uint32_t flags,
-                           int with_members)
+static void roundtrip_post(dps_msg_type_t type, uint32_t coll, uint32_t size,
+                           const uint32_t klen[DPS_NBUF], uint32_t nsteps,
+                           uint32_t flags, int with_members)
 {
-    uint32_t nm = with_members ? size : 0, i;
-    dps_msg_post_t f = post_fixed(coll, size, klen[0], klen[1], klen[2],
-                                  nsteps, nm);
-    uint8_t *key[DPS_NBUF];
+    uint32_t       nm = with_members ? size : 0, i;
+    dps_msg_post_t f =
+        post_fixed(coll, size, klen[0], klen[1], klen[2], nsteps, nm);
+    uint8_t    *key[DPS_NBUF];
     const void *keys[DPS_NBUF];
     dps_step_t *steps = make_steps(nsteps, size, coll);
-    uint32_t *members = xmalloc(size * sizeof(uint32_t));
-    size_t len, off, koff[DPS_NBUF], soff, moff, k;
-    char *m, *shifted;
-    dps_msg_t msg;
-    int pass, b, nokeys = 1;
+    uint32_t   *members = xmalloc(size * sizeof(uint32_t));
+    size_t      len, off, koff[DPS_NBUF], soff, moff, k;
+    char       *m, *shifted;
+    dps_msg_t   msg;
+    int         pass, b, nokeys = 1;
 
     f.flags = flags;
     /* Every second size carries a poster's error, which must survive;
@@ -940,7 +952,7 @@ static void roundtrip_post(dps_msg_type_t type, uint32_t coll,
     shifted = xmalloc(len + 1);
     memcpy(shifted + 1, m, len);
     for (pass = 0; pass < 2; pass++) {
-        const char *buf = pass ? shifted + 1 : m;
+        const char           *buf = pass ? shifted + 1 : m;
         const dps_msg_post_t *g = &msg.u.post.fixed;
 
         memset(&msg, 0xa5, sizeof(msg));
@@ -1014,17 +1026,15 @@ static void roundtrip_post(dps_msg_type_t type, uint32_t coll,
 START_TEST(rt_post)
 {
     static const uint32_t klens[][DPS_NBUF] = {
-        {1, 1, 1}, {3, 17, 0}, {0, 0, 0}, {17, 0, 3}, {0, 5, 1}
-    };
+        {1, 1, 1}, {3, 17, 0}, {0, 0, 0}, {17, 0, 3}, {0, 5, 1}};
     static const uint32_t sizes[] = {1, 2, 5, 64};
     /* nsteps, flags: schedule cached; an empty one; 1 step; 7 steps */
     static const uint32_t sched[][2] = {
-        {0, 0}, {0, DPS_POST_SCHED}, {1, DPS_POST_SCHED}, {7, DPS_POST_SCHED}
-    };
+        {0, 0}, {0, DPS_POST_SCHED}, {1, DPS_POST_SCHED}, {7, DPS_POST_SCHED}};
     static const dps_msg_type_t types[] = {DPS_MSG_POST, DPS_MSG_PEER_POST};
-    uint32_t coll = 0;
-    size_t t, s, k, n;
-    int mem;
+    uint32_t                    coll = 0;
+    size_t                      t, s, k, n;
+    int                         mem;
 
     for (t = 0; t < 2; t++) {
         for (s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
@@ -1046,14 +1056,11 @@ END_TEST
 /* The largest keys, long schedules, the first and last collectives. */
 START_TEST(rt_post_edges)
 {
-    static const uint32_t kmax[DPS_NBUF] = {
-        DPS_MAX_RKEY, DPS_MAX_RKEY, DPS_MAX_RKEY
-    };
-    static const uint32_t kodd[DPS_NBUF] = {
-        DPS_MAX_RKEY, 0, DPS_MAX_RKEY - 1
-    };
+    static const uint32_t kmax[DPS_NBUF] = {DPS_MAX_RKEY, DPS_MAX_RKEY,
+                                            DPS_MAX_RKEY};
+    static const uint32_t kodd[DPS_NBUF] = {DPS_MAX_RKEY, 0, DPS_MAX_RKEY - 1};
     static const uint32_t kone[DPS_NBUF] = {1, 0, 0};
-    int mem;
+    int                   mem;
 
     for (mem = 0; mem < 2; mem++) {
         roundtrip_post(DPS_MSG_POST, DPS_COLL_ALLTOALL, 7, kmax, 3,
@@ -1072,9 +1079,9 @@ END_TEST
 START_TEST(rt_raw_post_sane)
 {
     dps_msg_post_t f = post_fixed(DPS_COLL_ALLTOALL, 4, 3, 17, 5, 2, 4);
-    dps_msg_t msg;
-    size_t len;
-    char *m = raw_post(DPS_MSG_PEER_POST, &f, post_tail(&f), &len);
+    dps_msg_t      msg;
+    size_t         len;
+    char          *m = raw_post(DPS_MSG_PEER_POST, &f, post_tail(&f), &len);
 
     DECODE_OK(m, len, &msg);
     ck_assert_int_eq(msg.type, DPS_MSG_PEER_POST);
@@ -1096,12 +1103,12 @@ typedef void *(*free_enc_t)(uint32_t, uint32_t, const uint64_t *, size_t *);
 static void roundtrip_free(unsigned type, free_enc_t enc)
 {
     static const uint32_t counts[] = {1, 2, 7, DPS_MAX_REG_FREE};
-    size_t c, len, i, off;
+    size_t                c, len, i, off;
 
     for (c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
         uint64_t *ids = xmalloc(counts[c] * sizeof(uint64_t));
         dps_msg_t msg;
-        char *m, *shifted;
+        char     *m, *shifted;
 
         for (i = 0; i < counts[c]; i++) {
             ids[i] = 0x0102030405060708ull * (i + 1) ^ counts[c];
@@ -1118,8 +1125,7 @@ static void roundtrip_free(unsigned type, free_enc_t enc)
             ck_assert_uint_eq(msg.u.reg_free.fixed.world_rank, 4242);
             ck_assert_uint_eq(msg.u.reg_free.fixed.count, counts[c]);
             for (i = 0; i < counts[c]; i++) {
-                ck_assert_uint_eq(dps_msg_u64(msg.u.reg_free.ids, i),
-                                  ids[i]);
+                ck_assert_uint_eq(dps_msg_u64(msg.u.reg_free.ids, i), ids[i]);
             }
             free(shifted);
         }
@@ -1131,9 +1137,12 @@ static void roundtrip_free(unsigned type, free_enc_t enc)
 static void bad_free(unsigned type, free_enc_t enc)
 {
     uint64_t ids[3] = {1, 2, 3};
-    struct { uint32_t world, count; uint64_t id[3]; } b = {0, 0, {1, 2, 3}};
+    struct {
+        uint32_t world, count;
+        uint64_t id[3];
+    } b = {0, 0, {1, 2, 3}};
     size_t len;
-    char *m;
+    char  *m;
 
     ck_assert_ptr_null(enc(0, 0, ids, &len));
     ck_assert_ptr_null(enc(0, DPS_MAX_REG_FREE + 1, ids, &len));
@@ -1276,11 +1285,11 @@ static void *job_encode(const job_fix_t *j, size_t *len)
  * say plus extra bytes; nothing is validated. */
 static void *raw_job(const dps_msg_job_t *f, const uint32_t *rank_agent,
                      const uint32_t *rank_addr_len, uint32_t nr,
-                     const uint32_t *agent_addr_len, uint32_t na,
-                     size_t extra, size_t *len)
+                     const uint32_t *agent_addr_len, uint32_t na, size_t extra,
+                     size_t *len)
 {
     size_t addrs = 0, blen, off, i;
-    char *body, *m;
+    char  *body, *m;
 
     for (i = 0; i < nr; i++) {
         addrs += rank_addr_len[i];
@@ -1308,19 +1317,18 @@ static void *raw_job(const dps_msg_job_t *f, const uint32_t *rank_agent,
 
 static void *raw_job_fix(const job_fix_t *j, size_t extra, size_t *len)
 {
-    return raw_job(&j->fixed, j->rank_agent, j->rank_addr_len,
-                   j->fixed.nranks, j->agent_addr_len, j->fixed.nagents,
-                   extra, len);
+    return raw_job(&j->fixed, j->rank_agent, j->rank_addr_len, j->fixed.nranks,
+                   j->agent_addr_len, j->fixed.nagents, extra, len);
 }
 
 static void roundtrip_job(uint32_t nranks, uint32_t nagents,
                           uint32_t agent_idx, uint32_t base)
 {
     job_fix_t j;
-    size_t len, off, want, i;
-    char *m, *shifted;
+    size_t    len, off, want, i;
+    char     *m, *shifted;
     dps_msg_t msg;
-    int pass;
+    int       pass;
 
     job_init(&j, nranks, nagents, agent_idx, base);
     m = job_encode(&j, &len);
@@ -1341,8 +1349,7 @@ static void roundtrip_job(uint32_t nranks, uint32_t nagents,
         off += j.rank_addr_len[i];
     }
     for (i = 0; i < nagents; i++) {
-        ck_assert(memcmp(m + off, j.agent_addrs[i],
-                         j.agent_addr_len[i]) == 0);
+        ck_assert(memcmp(m + off, j.agent_addrs[i], j.agent_addr_len[i]) == 0);
         off += j.agent_addr_len[i];
     }
     ck_assert_uint_eq(off, len);
@@ -1350,7 +1357,7 @@ static void roundtrip_job(uint32_t nranks, uint32_t nagents,
     shifted = xmalloc(len + 3);
     memcpy(shifted + 3, m, len);
     for (pass = 0; pass < 2; pass++) {
-        const char *buf = pass ? shifted + 3 : m;
+        const char    *buf = pass ? shifted + 3 : m;
         const uint8_t *ra, *aa;
 
         memset(&msg, 0x5a, sizeof(msg));
@@ -1362,11 +1369,9 @@ static void roundtrip_job(uint32_t nranks, uint32_t nagents,
         off = HDR + JOBF;
         ck_assert_ptr_eq(msg.u.job.rank_agent, (const void *)(buf + off));
         off += 4 * nranks;
-        ck_assert_ptr_eq(msg.u.job.rank_addr_len,
-                         (const void *)(buf + off));
+        ck_assert_ptr_eq(msg.u.job.rank_addr_len, (const void *)(buf + off));
         off += 4 * nranks;
-        ck_assert_ptr_eq(msg.u.job.agent_addr_len,
-                         (const void *)(buf + off));
+        ck_assert_ptr_eq(msg.u.job.agent_addr_len, (const void *)(buf + off));
         off += 4 * nagents;
         ck_assert_ptr_eq(msg.u.job.rank_addrs, (const void *)(buf + off));
         want = 0;
@@ -1385,15 +1390,14 @@ static void roundtrip_job(uint32_t nranks, uint32_t nagents,
         }
         ra = msg.u.job.rank_addrs;
         for (i = 0; i < nranks; i++) {
-            ck_assert_msg(memcmp(ra, j.rank_addrs[i],
-                                 j.rank_addr_len[i]) == 0,
+            ck_assert_msg(memcmp(ra, j.rank_addrs[i], j.rank_addr_len[i]) == 0,
                           "rank address %zu differs", i);
             ra += j.rank_addr_len[i];
         }
         aa = msg.u.job.agent_addrs;
         for (i = 0; i < nagents; i++) {
-            ck_assert_msg(memcmp(aa, j.agent_addrs[i],
-                                 j.agent_addr_len[i]) == 0,
+            ck_assert_msg(memcmp(aa, j.agent_addrs[i], j.agent_addr_len[i]) ==
+                              0,
                           "agent address %zu differs", i);
             aa += j.agent_addr_len[i];
         }
@@ -1423,8 +1427,8 @@ START_TEST(rt_raw_job_sane)
 {
     job_fix_t j;
     dps_msg_t msg;
-    size_t len;
-    char *m;
+    size_t    len;
+    char     *m;
 
     job_init(&j, 6, 3, 2, 5);
     m = raw_job_fix(&j, 0, &len);
@@ -1442,7 +1446,7 @@ END_TEST
 START_TEST(hdr_too_short)
 {
     size_t len, n;
-    int w;
+    int    w;
 
     for (w = 0; w < FX_COUNT; w++) {
         char *m = make_fixed(w, &len);
@@ -1463,12 +1467,11 @@ END_TEST
 
 START_TEST(hdr_bad_magic)
 {
-    static const uint32_t bad[] = {
-        0, DPS_PROTO_MAGIC + 1, DPS_PROTO_MAGIC ^ 0x80000000u,
-        0x44505348u /* byte-swapped */, UINT32_MAX
-    };
-    size_t len, i;
-    int w;
+    static const uint32_t bad[] = {0, DPS_PROTO_MAGIC + 1,
+                                   DPS_PROTO_MAGIC ^ 0x80000000u,
+                                   0x44505348u /* byte-swapped */, UINT32_MAX};
+    size_t                len, i;
+    int                   w;
 
     for (w = 0; w < FX_COUNT; w++) {
         char *m = make_fixed(w, &len);
@@ -1485,8 +1488,8 @@ END_TEST
 START_TEST(hdr_bad_version)
 {
     static const uint16_t bad[] = {0, DPS_PROTO_VERSION + 1, 0x100, 0xffff};
-    size_t len, i;
-    int w;
+    size_t                len, i;
+    int                   w;
 
     for (w = 0; w < FX_COUNT; w++) {
         char *m = make_fixed(w, &len);
@@ -1504,14 +1507,17 @@ END_TEST
 START_TEST(hdr_bad_length)
 {
     size_t len, i;
-    int w;
+    int    w;
 
     for (w = 0; w < FX_COUNT; w++) {
-        char *m = make_fixed(w, &len);
-        const uint32_t bad[] = {
-            0, 1, (uint32_t)HDR - 1, (uint32_t)len - 1, (uint32_t)len + 1,
-            (uint32_t)len * 2, UINT32_MAX
-        };
+        char          *m = make_fixed(w, &len);
+        const uint32_t bad[] = {0,
+                                1,
+                                (uint32_t)HDR - 1,
+                                (uint32_t)len - 1,
+                                (uint32_t)len + 1,
+                                (uint32_t)len * 2,
+                                UINT32_MAX};
 
         for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
             put32(m, offsetof(dps_msg_hdr_t, length), bad[i]);
@@ -1522,12 +1528,12 @@ START_TEST(hdr_bad_length)
     {
         /* A valid post received with one byte more or less. */
         dps_msg_post_t f = post_fixed(DPS_COLL_BCAST, 4, 3, 0, 2, 2, 4);
-        uint32_t members[4] = {9, 8, 7, 6};
-        uint8_t key[3] = {1, 2, 3};
-        const void *keys[DPS_NBUF] = {key, NULL, key};
-        dps_step_t *steps = make_steps(2, 4, 1);
-        char *m = dps_msg_encode_post(DPS_MSG_POST, &f, keys, steps, members,
-                                      &len);
+        uint32_t       members[4] = {9, 8, 7, 6};
+        uint8_t        key[3] = {1, 2, 3};
+        const void    *keys[DPS_NBUF] = {key, NULL, key};
+        dps_step_t    *steps = make_steps(2, 4, 1);
+        char          *m =
+            dps_msg_encode_post(DPS_MSG_POST, &f, keys, steps, members, &len);
         char *big = xmalloc(len + 1);
 
         ck_assert_ptr_nonnull(m);
@@ -1544,11 +1550,10 @@ END_TEST
 
 START_TEST(hdr_bad_type)
 {
-    static const uint16_t bad[] = {
-        0, DPS_MSG_TYPE_MAX, DPS_MSG_TYPE_MAX + 1, 0x100, 0xffff
-    };
-    size_t len, i;
-    int w;
+    static const uint16_t bad[] = {0, DPS_MSG_TYPE_MAX, DPS_MSG_TYPE_MAX + 1,
+                                   0x100, 0xffff};
+    size_t                len, i;
+    int                   w;
 
     for (w = 0; w < FX_COUNT; w++) {
         char *m = make_fixed(w, &len);
@@ -1569,7 +1574,7 @@ END_TEST
 START_TEST(fixed_one_byte_off)
 {
     size_t len, nlen;
-    int w;
+    int    w;
 
     for (w = 0; w < FX_COUNT; w++) {
         char *m = make_fixed(w, &len), *r;
@@ -1597,7 +1602,7 @@ END_TEST
 START_TEST(fixed_type_mismatch)
 {
     size_t len;
-    int w, t;
+    int    w, t;
 
     for (w = 0; w < FX_COUNT; w++) {
         char *m = make_fixed(w, &len);
@@ -1630,8 +1635,7 @@ END_TEST
 static const unsigned post_types[] = {DPS_MSG_POST, DPS_MSG_PEER_POST};
 
 /* Reject *f as both post types, with a body length matching *f. */
-static void reject_post_at(const dps_msg_post_t *f, const char *what,
-                           int line)
+static void reject_post_at(const dps_msg_post_t *f, const char *what, int line)
 {
     size_t len, t, tail = post_tail(f);
 
@@ -1654,7 +1658,7 @@ static void accept_post_at(const dps_msg_post_t *f, int line)
     size_t len, t;
 
     for (t = 0; t < 2; t++) {
-        char *m = raw_post(post_types[t], f, post_tail(f), &len);
+        char     *m = raw_post(post_types[t], f, post_tail(f), &len);
         dps_msg_t msg;
 
         decode_ok_at(m, len, &msg, line);
@@ -1668,13 +1672,11 @@ static void accept_post_at(const dps_msg_post_t *f, int line)
 static char *encoded_post(uint32_t nsteps, size_t *len)
 {
     static const uint8_t key[17] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
-    const void *keys[DPS_NBUF] = {key, key, key};
-    dps_msg_post_t f = post_fixed(DPS_COLL_ALLTOALL, 5, 3, 17, 1, nsteps,
-                                  5);
-    uint32_t members[5] = {10, 20, 30, 40, 50};
-    dps_step_t *steps = make_steps(nsteps, 5, 4);
-    char *m = dps_msg_encode_post(DPS_MSG_POST, &f, keys, steps, members,
-                                  len);
+    const void          *keys[DPS_NBUF] = {key, key, key};
+    dps_msg_post_t f = post_fixed(DPS_COLL_ALLTOALL, 5, 3, 17, 1, nsteps, 5);
+    uint32_t       members[5] = {10, 20, 30, 40, 50};
+    dps_step_t    *steps = make_steps(nsteps, 5, 4);
+    char *m = dps_msg_encode_post(DPS_MSG_POST, &f, keys, steps, members, len);
 
     ck_assert_ptr_nonnull(m);
     DECODE_OK(m, *len, &(dps_msg_t){0});
@@ -1714,11 +1716,10 @@ END_TEST
 
 START_TEST(post_bad_coll)
 {
-    static const uint32_t bad[] = {
-        0, DPS_COLL_MAX, DPS_COLL_MAX + 1, 0x100, UINT32_MAX
-    };
-    dps_msg_post_t f;
-    size_t i;
+    static const uint32_t bad[] = {0, DPS_COLL_MAX, DPS_COLL_MAX + 1, 0x100,
+                                   UINT32_MAX};
+    dps_msg_post_t        f;
+    size_t                i;
 
     for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         f = post_fixed(bad[i], 4, 3, 17, 0, 0, 0);
@@ -1737,8 +1738,8 @@ END_TEST
 START_TEST(post_bad_nmembers)
 {
     static const uint32_t bad[] = {1, 3, 5, 8, UINT32_MAX};
-    dps_msg_post_t f;
-    size_t i;
+    dps_msg_post_t        f;
+    size_t                i;
 
     for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         f = post_fixed(DPS_COLL_ALLTOALL, 4, 3, 17, 0, 0, bad[i]);
@@ -1752,7 +1753,7 @@ END_TEST
 START_TEST(post_bad_rkeys)
 {
     dps_msg_post_t f;
-    int b;
+    int            b;
 
     for (b = 0; b < DPS_NBUF; b++) {
         f = post_fixed(DPS_COLL_ALLTOALL, 2, 3, 17, 5, 1, 0);
@@ -1772,8 +1773,8 @@ START_TEST(post_bad_rkeys)
         f.buf_len[b] = 0;
         ACCEPT_POST(&f);
     }
-    f = post_fixed(DPS_COLL_ALLTOALL, 2, UINT32_MAX, UINT32_MAX, UINT32_MAX,
-                   0, 0);
+    f = post_fixed(DPS_COLL_ALLTOALL, 2, UINT32_MAX, UINT32_MAX, UINT32_MAX, 0,
+                   0);
     REJECT_POST(&f, "rkey lengths that overflow 32 bits");
     f = post_fixed(DPS_COLL_ALLTOALL, 2, DPS_MAX_RKEY, DPS_MAX_RKEY,
                    DPS_MAX_RKEY, 1, 2);
@@ -1785,8 +1786,8 @@ END_TEST
 START_TEST(post_no_sched_id)
 {
     dps_msg_post_t f;
-    size_t len;
-    char *m;
+    size_t         len;
+    char          *m;
 
     f = post_fixed(DPS_COLL_ALLTOALL, 4, 3, 17, 0, 2, 0);
     f.sched_id = 0;
@@ -1814,13 +1815,12 @@ END_TEST
 START_TEST(post_bad_flags)
 {
     static const uint32_t bad[] = {
-        2, 4, 0x80000000u, DPS_POST_SCHED | 2, DPS_POST_SCHED | 0x100,
-        UINT32_MAX
-    };
+        2,         4, 0x80000000u, DPS_POST_SCHED | 2, DPS_POST_SCHED | 0x100,
+        UINT32_MAX};
     static const uint32_t nsteps[] = {0, 1, 3};
-    dps_msg_post_t f;
-    size_t i, n, len;
-    char *m;
+    dps_msg_post_t        f;
+    size_t                i, n, len;
+    char                 *m;
 
     for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         for (n = 0; n < sizeof(nsteps) / sizeof(nsteps[0]); n++) {
@@ -1878,13 +1878,13 @@ END_TEST
 /* The body must hold exactly the keys, steps and members announced. */
 START_TEST(post_bad_body_length)
 {
-    static const long delta[] = {-40, -5, -1, +1, +3, +4, +40};
+    static const long     delta[] = {-40, -5, -1, +1, +3, +4, +40};
     static const uint32_t nsteps[] = {0, 3};
-    dps_msg_post_t f;
-    size_t len, i, t, n, keys;
-    uint32_t v;
-    int mem;
-    char *m;
+    dps_msg_post_t        f;
+    size_t                len, i, t, n, keys;
+    uint32_t              v;
+    int                   mem;
+    char                 *m;
 
     for (mem = 0; mem < 2; mem++) {
         for (n = 0; n < 2; n++) {
@@ -1945,7 +1945,7 @@ START_TEST(post_bad_body_length)
     put32(m, HDR + offsetof(dps_msg_post_t, nsteps), 4);
     DECODE_OK(m, len, &(dps_msg_t){0});
     for (i = 0; i < DPS_NBUF; i++) {
-        size_t at = HDR + offsetof(dps_msg_post_t, rkey_len) + 4 * i;
+        size_t   at = HDR + offsetof(dps_msg_post_t, rkey_len) + 4 * i;
         uint32_t was;
 
         memcpy(&was, m + at, 4);
@@ -1979,45 +1979,45 @@ END_TEST
 
 START_TEST(job_bad_counts)
 {
-    job_fix_t j;
+    job_fix_t     j;
     dps_msg_job_t f;
-    uint32_t *big_agent, *big_len, i;
-    size_t len;
-    char *m;
+    uint32_t     *big_agent, *big_len, i;
+    size_t        len;
+    char         *m;
 
     job_init(&j, 6, 3, 2, 5);
 
     f = j.fixed;
     f.agent_idx = 3;
-    m = raw_job(&f, j.rank_agent, j.rank_addr_len, 6, j.agent_addr_len,
-                3, 0, &len);
+    m = raw_job(&f, j.rank_agent, j.rank_addr_len, 6, j.agent_addr_len, 3, 0,
+                &len);
     REJECT(m, len, "agent_idx == nagents");
     free(m);
     f.agent_idx = UINT32_MAX;
-    m = raw_job(&f, j.rank_agent, j.rank_addr_len, 6, j.agent_addr_len,
-                3, 0, &len);
+    m = raw_job(&f, j.rank_agent, j.rank_addr_len, 6, j.agent_addr_len, 3, 0,
+                &len);
     REJECT(m, len, "agent_idx huge");
     free(m);
 
     f = j.fixed;
     f.nagents = 0;
     f.agent_idx = 0;
-    m = raw_job(&f, j.rank_agent, j.rank_addr_len, 6, j.agent_addr_len,
-                0, 0, &len);
+    m = raw_job(&f, j.rank_agent, j.rank_addr_len, 6, j.agent_addr_len, 0, 0,
+                &len);
     REJECT(m, len, "no agents");
     free(m);
 
     f = j.fixed;
     f.nranks = 0;
-    m = raw_job(&f, j.rank_agent, j.rank_addr_len, 0, j.agent_addr_len,
-                3, 0, &len);
+    m = raw_job(&f, j.rank_agent, j.rank_addr_len, 0, j.agent_addr_len, 3, 0,
+                &len);
     REJECT(m, len, "no ranks");
     free(m);
 
     f = j.fixed;
     f.nranks = DPS_MAX_RANKS + 1;
-    m = raw_job(&f, j.rank_agent, j.rank_addr_len, 6, j.agent_addr_len,
-                3, 0, &len);
+    m = raw_job(&f, j.rank_agent, j.rank_addr_len, 6, j.agent_addr_len, 3, 0,
+                &len);
     REJECT(m, len, "nranks above DPS_MAX_RANKS");
     free(m);
 
@@ -2048,9 +2048,9 @@ END_TEST
 START_TEST(job_bad_rank_agent)
 {
     job_fix_t j;
-    size_t len;
-    uint32_t r, save;
-    char *m;
+    size_t    len;
+    uint32_t  r, save;
+    char     *m;
 
     job_init(&j, 6, 3, 1, 5);
     for (r = 0; r < 6; r++) {
@@ -2072,10 +2072,10 @@ END_TEST
 START_TEST(job_bad_addr_len)
 {
     static const uint32_t bad[] = {0, DPS_MAX_ADDR + 1, 100000};
-    job_fix_t j;
-    size_t len, b;
-    uint32_t i, save;
-    char *m;
+    job_fix_t             j;
+    size_t                len, b;
+    uint32_t              i, save;
+    char                 *m;
 
     job_init(&j, 4, 2, 0, 7);
     for (b = 0; b < sizeof(bad) / sizeof(bad[0]); b++) {
@@ -2103,8 +2103,8 @@ END_TEST
 START_TEST(job_truncated_or_trailing)
 {
     job_fix_t j;
-    size_t len, nlen, tables, cut;
-    char *m, *r;
+    size_t    len, nlen, tables, cut;
+    char     *m, *r;
 
     job_init(&j, 5, 2, 1, 6);
     m = job_encode(&j, &len);
@@ -2114,8 +2114,8 @@ START_TEST(job_truncated_or_trailing)
     /* Cut inside the fixed part, each table, and the addresses. */
     for (cut = HDR; cut < len; cut++) {
         r = resized(m, len, (int)cut - (int)len, &nlen);
-        REJECT(r, nlen, cut < tables ? "tables truncated" :
-                                       "addresses truncated");
+        REJECT(r, nlen,
+               cut < tables ? "tables truncated" : "addresses truncated");
         free(r);
     }
     /* Trailing bytes. */
@@ -2154,17 +2154,18 @@ static void reject_every_prefix(const char *m, size_t len, const char *what)
 START_TEST(trunc_post)
 {
     /* key lengths of the three buffers, steps */
-    static const uint32_t cfg[][4] = {
-        {1, 1, 1, 1}, {3, 17, 0, 0}, {17, 3, 5, 2}, {5, 0, 0, 3},
-        {0, 0, 0, 0}
-    };
+    static const uint32_t       cfg[][4] = {{1, 1, 1, 1},
+                                            {3, 17, 0, 0},
+                                            {17, 3, 5, 2},
+                                            {5, 0, 0, 3},
+                                            {0, 0, 0, 0}};
     static const dps_msg_type_t types[] = {DPS_MSG_POST, DPS_MSG_PEER_POST};
-    uint32_t members[5] = {10, 20, 30, 40, 50};
-    dps_step_t *steps = make_steps(3, 5, 6);
-    uint8_t key[17];
-    const void *keys[DPS_NBUF] = {key, key, key};
-    size_t len, i, t;
-    int mem;
+    uint32_t                    members[5] = {10, 20, 30, 40, 50};
+    dps_step_t                 *steps = make_steps(3, 5, 6);
+    uint8_t                     key[17];
+    const void                 *keys[DPS_NBUF] = {key, key, key};
+    size_t                      len, i, t;
+    int                         mem;
 
     for (i = 0; i < sizeof(key); i++) {
         key[i] = pat(3, i);
@@ -2172,10 +2173,10 @@ START_TEST(trunc_post)
     for (t = 0; t < 2; t++) {
         for (i = 0; i < sizeof(cfg) / sizeof(cfg[0]); i++) {
             for (mem = 0; mem < 2; mem++) {
-                uint32_t coll = (uint32_t)(1 + i);
-                dps_msg_post_t f = post_fixed(coll, 5, cfg[i][0], cfg[i][1],
-                                              cfg[i][2], cfg[i][3],
-                                              mem ? 5 : 0);
+                uint32_t       coll = (uint32_t)(1 + i);
+                dps_msg_post_t f =
+                    post_fixed(coll, 5, cfg[i][0], cfg[i][1], cfg[i][2],
+                               cfg[i][3], mem ? 5 : 0);
                 char *m = dps_msg_encode_post(types[t], &f, keys, steps,
                                               mem ? members : NULL, &len);
 
@@ -2192,14 +2193,12 @@ END_TEST
 START_TEST(trunc_job)
 {
     static const uint32_t cfg[][4] = {
-        {1, 1, 0, 1}, {4, 2, 1, 1}, {5, 2, 0, 6}, {7, 3, 2, 3},
-        {3, 3, 2, 2}
-    };
+        {1, 1, 0, 1}, {4, 2, 1, 1}, {5, 2, 0, 6}, {7, 3, 2, 3}, {3, 3, 2, 2}};
     size_t len, i;
 
     for (i = 0; i < sizeof(cfg) / sizeof(cfg[0]); i++) {
         job_fix_t j;
-        char *m;
+        char     *m;
 
         job_init(&j, cfg[i][0], cfg[i][1], cfg[i][2], cfg[i][3]);
         m = job_encode(&j, &len);
@@ -2214,7 +2213,7 @@ END_TEST
 START_TEST(trunc_fixed)
 {
     size_t len;
-    int w;
+    int    w;
 
     for (w = 0; w < FX_COUNT; w++) {
         char *m = make_fixed(w, &len);
@@ -2232,14 +2231,14 @@ END_TEST
 /* PROCS: round trip, and every truncation or padding is refused. */
 START_TEST(rt_procs)
 {
-    uint32_t pid[5] = {101, 202, 303, 404, 0xffffffffu};
-    uint32_t node[5] = {0, 0, 3, 3, 7};
-    uint64_t taddr[5] = {0x7ffd00001000ull, 0, 0x1000, UINT64_MAX, 8};
-    uint64_t tok[5] = {0x1122334455667788ull, 0, 1, UINT64_MAX, 42};
+    uint32_t  pid[5] = {101, 202, 303, 404, 0xffffffffu};
+    uint32_t  node[5] = {0, 0, 3, 3, 7};
+    uint64_t  taddr[5] = {0x7ffd00001000ull, 0, 0x1000, UINT64_MAX, 8};
+    uint64_t  tok[5] = {0x1122334455667788ull, 0, 1, UINT64_MAX, 42};
     dps_msg_t msg;
-    size_t len, cut, i;
-    char err[128];
-    uint8_t *m, *big;
+    size_t    len, cut, i;
+    char      err[128];
+    uint8_t  *m, *big;
 
     m = dps_msg_encode_procs(5, pid, node, taddr, tok, &len);
     ck_assert_ptr_nonnull(m);
@@ -2284,11 +2283,9 @@ START_TEST(rt_procs)
     ck_assert_int_eq(dps_msg_decode(big, len + 4, &msg, err, sizeof(err)),
                      DPS_ERR_PROTO);
     ck_assert_ptr_null(dps_msg_encode_procs(0, pid, node, taddr, tok, &len));
-    ck_assert_ptr_null(dps_msg_encode_procs(5, NULL, node, taddr, tok,
-                                            &len));
+    ck_assert_ptr_null(dps_msg_encode_procs(5, NULL, node, taddr, tok, &len));
     ck_assert_ptr_null(dps_msg_encode_procs(5, pid, node, NULL, tok, &len));
-    ck_assert_ptr_null(dps_msg_encode_procs(5, pid, node, taddr, NULL,
-                                            &len));
+    ck_assert_ptr_null(dps_msg_encode_procs(5, pid, node, taddr, NULL, &len));
     /* A token without its address, or the reverse: refused both ways. */
     tok[1] = 7;
     ck_assert_ptr_null(dps_msg_encode_procs(5, pid, node, taddr, tok, &len));
@@ -2299,7 +2296,7 @@ START_TEST(rt_procs)
         ck_assert_int_eq(dps_msg_decode(m, len, &msg, err, sizeof(err)),
                          DPS_ERR_PROTO);
         memcpy(m + 16 + 8 + 40 + 40 + 8, &z, 8);
-        memcpy(m + 16 + 8 + 40, &z, 8);  /* rank 0: token, no address */
+        memcpy(m + 16 + 8 + 40, &z, 8); /* rank 0: token, no address */
         ck_assert_int_eq(dps_msg_decode(m, len, &msg, err, sizeof(err)),
                          DPS_ERR_PROTO);
     }
@@ -2313,12 +2310,12 @@ END_TEST
 START_TEST(rt_stats)
 {
     dps_msg_stats_t st = {123456789012345ull, 42, 7, 1ull << 40, 3,
-                          5ull << 33, 9, 11};
-    dps_msg_t msg;
-    char err[128];
-    size_t len;
-    uint8_t *m, *t;
-    uint32_t l32;
+                          5ull << 33,         9,  11};
+    dps_msg_t       msg;
+    char            err[128];
+    size_t          len;
+    uint8_t        *m, *t;
+    uint32_t        l32;
 
     m = dps_msg_encode_stats(&st, &len);
     ck_assert_ptr_nonnull(m);
@@ -2356,16 +2353,16 @@ END_TEST
  * post is caught where it is made, not by the agent. */
 START_TEST(enc_post_matches_decoder)
 {
-    uint8_t key[8] = {1, 2, 3, 4, 5, 6, 7, 8};
-    const void *keys[DPS_NBUF] = {key, key, key};
-    const void *some[DPS_NBUF];
-    uint32_t members[8] = {0, 1, 2, 3, 4, 5, 6, 7};
-    dps_step_t *steps = make_steps(2, 4, 5);
+    uint8_t        key[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    const void    *keys[DPS_NBUF] = {key, key, key};
+    const void    *some[DPS_NBUF];
+    uint32_t       members[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+    dps_step_t    *steps = make_steps(2, 4, 5);
     dps_msg_post_t f;
-    dps_msg_t msg;
-    size_t len;
-    void *m;
-    int i, b;
+    dps_msg_t      msg;
+    size_t         len;
+    void          *m;
+    int            i, b;
 
     for (i = 0; i < 14; i++) {
         f = post_fixed(DPS_COLL_ALLTOALL, 4, 3, 3, 3, 2, 0);
@@ -2373,7 +2370,10 @@ START_TEST(enc_post_matches_decoder)
         case 0: f.coll = 99; break;
         case 1: f.coll = 0; break;
         case 2: f.coll = DPS_COLL_MAX; break;
-        case 3: f.comm_size = 0; f.comm_rank = 0; break;
+        case 3:
+            f.comm_size = 0;
+            f.comm_rank = 0;
+            break;
         case 4: f.comm_rank = 4; break;
         case 5: f.sched_id = 0; break;
         case 6: f.flags = 0; break;
@@ -2383,7 +2383,10 @@ START_TEST(enc_post_matches_decoder)
         case 10: f.nsteps = DPS_MAX_STEPS + 1; break;
         case 11: f.nmembers = 3; break;
         case 12: f.rkey_len[1] = DPS_MAX_RKEY + 1; break;
-        case 13: f.nsteps = 0; f.flags = 4; break;
+        case 13:
+            f.nsteps = 0;
+            f.flags = 4;
+            break;
         }
         ck_assert_msg(dps_msg_encode_post(DPS_MSG_POST, &f, keys, steps,
                                           members, &len) == NULL,
@@ -2392,17 +2395,17 @@ START_TEST(enc_post_matches_decoder)
     }
     /* Non-zero key lengths with NULL keys. */
     f = post_fixed(DPS_COLL_ALLTOALL, 4, 3, 3, 3, 2, 0);
-    ck_assert_ptr_null(dps_msg_encode_post(DPS_MSG_POST, &f, NULL, steps,
-                                           NULL, &len));
+    ck_assert_ptr_null(
+        dps_msg_encode_post(DPS_MSG_POST, &f, NULL, steps, NULL, &len));
     for (b = 0; b < DPS_NBUF; b++) {
         memcpy(some, keys, sizeof(some));
         some[b] = NULL;
-        ck_assert_ptr_null(dps_msg_encode_post(DPS_MSG_POST, &f, some, steps,
-                                               NULL, &len));
+        ck_assert_ptr_null(
+            dps_msg_encode_post(DPS_MSG_POST, &f, some, steps, NULL, &len));
     }
     /* Steps announced, none given. */
-    ck_assert_ptr_null(dps_msg_encode_post(DPS_MSG_POST, &f, keys, NULL,
-                                           NULL, &len));
+    ck_assert_ptr_null(
+        dps_msg_encode_post(DPS_MSG_POST, &f, keys, NULL, NULL, &len));
     /* Keys the agent has cached are not sent, nor a schedule it has: ids
      * alone. */
     f = post_fixed(DPS_COLL_ALLTOALL, 4, 0, 0, 0, 0, 0);
@@ -2447,52 +2450,57 @@ END_TEST
 
 START_TEST(enc_post_null)
 {
-    static const unsigned bad_types[] = {
-        0, DPS_MSG_HELLO, DPS_MSG_JOB_INFO, DPS_MSG_READY,
-        DPS_MSG_COMPLETE, DPS_MSG_COMM_FREE, DPS_MSG_SEND_DONE,
-        DPS_MSG_SHUTDOWN, DPS_MSG_REG_FREE, DPS_MSG_ROUND,
-        DPS_MSG_SCHED_FREE, DPS_MSG_TYPE_MAX
-    };
-    uint32_t members[8] = {0, 1, 2, 3, 4, 5, 6, 7};
-    uint8_t *key = xmalloc(DPS_MAX_RKEY + 1);
-    const void *keys[DPS_NBUF] = {key, key, key};
-    dps_step_t *steps = make_steps(3, 4, 7);
-    dps_msg_post_t f;
-    size_t len, i;
-    int b;
-    void *m;
+    static const unsigned bad_types[] = {0,
+                                         DPS_MSG_HELLO,
+                                         DPS_MSG_JOB_INFO,
+                                         DPS_MSG_READY,
+                                         DPS_MSG_COMPLETE,
+                                         DPS_MSG_COMM_FREE,
+                                         DPS_MSG_SEND_DONE,
+                                         DPS_MSG_SHUTDOWN,
+                                         DPS_MSG_REG_FREE,
+                                         DPS_MSG_ROUND,
+                                         DPS_MSG_SCHED_FREE,
+                                         DPS_MSG_TYPE_MAX};
+    uint32_t              members[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+    uint8_t              *key = xmalloc(DPS_MAX_RKEY + 1);
+    const void           *keys[DPS_NBUF] = {key, key, key};
+    dps_step_t           *steps = make_steps(3, 4, 7);
+    dps_msg_post_t        f;
+    size_t                len, i;
+    int                   b;
+    void                 *m;
 
     memset(key, 0x3c, DPS_MAX_RKEY + 1);
     for (i = 0; i < sizeof(bad_types) / sizeof(bad_types[0]); i++) {
         f = post_fixed(DPS_COLL_ALLTOALL, 4, 3, 3, 3, 3, 4);
-        ck_assert_ptr_null(dps_msg_encode_post((dps_msg_type_t)bad_types[i],
-                                               &f, keys, steps, members,
-                                               &len));
+        ck_assert_ptr_null(dps_msg_encode_post(
+            (dps_msg_type_t)bad_types[i], &f, keys, steps, members, &len));
     }
     f = post_fixed(DPS_COLL_ALLTOALL, 4, 3, 3, 3, 3, 3);
-    ck_assert_ptr_null(dps_msg_encode_post(DPS_MSG_POST, &f, keys, steps,
-                                           members, &len));
+    ck_assert_ptr_null(
+        dps_msg_encode_post(DPS_MSG_POST, &f, keys, steps, members, &len));
     f = post_fixed(DPS_COLL_ALLTOALL, 4, 3, 3, 3, 3, 5);
-    ck_assert_ptr_null(dps_msg_encode_post(DPS_MSG_POST, &f, keys, steps,
-                                           members, &len));
+    ck_assert_ptr_null(
+        dps_msg_encode_post(DPS_MSG_POST, &f, keys, steps, members, &len));
     f = post_fixed(DPS_COLL_BCAST, 4, 3, 0, 0, 0, 1);
-    ck_assert_ptr_null(dps_msg_encode_post(DPS_MSG_PEER_POST, &f, keys,
-                                           NULL, members, &len));
+    ck_assert_ptr_null(
+        dps_msg_encode_post(DPS_MSG_PEER_POST, &f, keys, NULL, members, &len));
     /* Members announced, none given. */
     f = post_fixed(DPS_COLL_ALLTOALL, 4, 3, 3, 3, 3, 4);
-    ck_assert_ptr_null(dps_msg_encode_post(DPS_MSG_POST, &f, keys, steps,
-                                           NULL, &len));
-    ck_assert_ptr_null(dps_msg_encode_post(DPS_MSG_PEER_POST, &f, keys,
-                                           steps, NULL, &len));
+    ck_assert_ptr_null(
+        dps_msg_encode_post(DPS_MSG_POST, &f, keys, steps, NULL, &len));
+    ck_assert_ptr_null(
+        dps_msg_encode_post(DPS_MSG_PEER_POST, &f, keys, steps, NULL, &len));
     for (b = 0; b < DPS_NBUF; b++) {
         f = post_fixed(DPS_COLL_ALLTOALL, 4, 3, 3, 3, 3, 0);
         f.rkey_len[b] = DPS_MAX_RKEY + 1;
-        ck_assert_ptr_null(dps_msg_encode_post(DPS_MSG_POST, &f, keys, steps,
-                                               NULL, &len));
+        ck_assert_ptr_null(
+            dps_msg_encode_post(DPS_MSG_POST, &f, keys, steps, NULL, &len));
     }
     f = post_fixed(DPS_COLL_ALLTOALL, DPS_MAX_RANKS + 1, 3, 3, 3, 3, 0);
-    ck_assert_ptr_null(dps_msg_encode_post(DPS_MSG_POST, &f, keys, steps,
-                                           NULL, &len));
+    ck_assert_ptr_null(
+        dps_msg_encode_post(DPS_MSG_POST, &f, keys, steps, NULL, &len));
 
     /* The limits themselves are fine. */
     f = post_fixed(DPS_COLL_ALLTOALL, 4, DPS_MAX_RKEY, DPS_MAX_RKEY,
@@ -2501,8 +2509,7 @@ START_TEST(enc_post_null)
     ck_assert_ptr_nonnull(m);
     free(m);
     f = post_fixed(DPS_COLL_MAX - 1, 4, 3, 3, 3, 3, 4);
-    m = dps_msg_encode_post(DPS_MSG_PEER_POST, &f, keys, steps, members,
-                            &len);
+    m = dps_msg_encode_post(DPS_MSG_PEER_POST, &f, keys, steps, members, &len);
     ck_assert_ptr_nonnull(m);
     free(m);
     free(steps);
@@ -2512,10 +2519,10 @@ END_TEST
 
 START_TEST(enc_job_null)
 {
-    job_fix_t j;
+    job_fix_t     j;
     dps_msg_job_t save;
-    size_t len;
-    uint32_t s;
+    size_t        len;
+    uint32_t      s;
 
     job_init(&j, 4, 2, 1, 5);
     save = j.fixed;
@@ -2575,13 +2582,13 @@ START_TEST(enc_job_too_big)
 {
     const uint32_t n = 600000; /* 600000 * 8192 bytes > 4 GiB */
     static uint8_t addr[DPS_MAX_ADDR];
-    uint32_t *ra = xmalloc(n * sizeof(uint32_t));
-    uint32_t *rl = xmalloc(n * sizeof(uint32_t));
-    const void **rp = xmalloc(n * sizeof(void *));
-    const void *ap[1] = {addr};
-    uint32_t al[1] = {DPS_MAX_ADDR}, i;
-    dps_msg_job_t f = {n, 1, 0, 0};
-    size_t len;
+    uint32_t      *ra = xmalloc(n * sizeof(uint32_t));
+    uint32_t      *rl = xmalloc(n * sizeof(uint32_t));
+    const void   **rp = xmalloc(n * sizeof(void *));
+    const void    *ap[1] = {addr};
+    uint32_t       al[1] = {DPS_MAX_ADDR}, i;
+    dps_msg_job_t  f = {n, 1, 0, 0};
+    size_t         len;
 
     for (i = 0; i < n; i++) {
         ra[i] = 0;
@@ -2602,9 +2609,9 @@ END_TEST
 START_TEST(hex_roundtrip)
 {
     uint8_t in[256], out[256 + 8];
-    char txt[2 * 256 + 1 + 8];
-    size_t n, i;
-    long r;
+    char    txt[2 * 256 + 1 + 8];
+    size_t  n, i;
+    long    r;
 
     for (i = 0; i < sizeof(in); i++) {
         in[i] = (uint8_t)i;
@@ -2631,7 +2638,7 @@ END_TEST
 
 START_TEST(hex_upper_case)
 {
-    uint8_t out[4];
+    uint8_t              out[4];
     static const uint8_t want[4] = {0xab, 0xcd, 0xef, 0x09};
 
     ck_assert_int_eq(dps_hex_decode("ABCDEF09", out, sizeof(out)), 4);
@@ -2645,11 +2652,10 @@ END_TEST
 START_TEST(hex_reject)
 {
     static const char *bad[] = {
-        "a", "abc", "0", "12345", "zz", "0g", "g0", " 1", "1 ", "-1", "0x",
-        "12:34", "aa\n", "\xff\xff", "a b ", "ab.c"
-    };
+        "a",  "abc", "0",  "12345", "zz",   "0g",       "g0",   " 1",
+        "1 ", "-1",  "0x", "12:34", "aa\n", "\xff\xff", "a b ", "ab.c"};
     uint8_t out[16];
-    size_t i;
+    size_t  i;
 
     for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         ck_assert_msg(dps_hex_decode(bad[i], out, sizeof(out)) == -1,
@@ -2771,7 +2777,7 @@ static Suite *proto_suite(void)
 int main(void)
 {
     SRunner *sr = srunner_create(proto_suite());
-    int failed;
+    int      failed;
 
     srunner_run_all(sr, CK_NORMAL);
     failed = srunner_ntests_failed(sr);

@@ -16,13 +16,17 @@
 /* The wire sizes: the same on every ISA. */
 START_TEST(sizes)
 {
-    static const struct { unsigned t; size_t size; } want[] = {
-        {DPS_T_I8, 1}, {DPS_T_U16, 2}, {DPS_T_I32, 4}, {DPS_T_U64, 8},
-        {DPS_T_F32, 4}, {DPS_T_F64, 8}, {DPS_T_X87, 16}, {DPS_T_F128, 16},
-        {DPS_T_L8, 1}, {DPS_T_L32, 4}, {DPS_T_C32, 8}, {DPS_T_C64, 16},
-        {DPS_T_CX87, 32}, {DPS_T_C128, 32}, {DPS_T_F32_I32, 8},
+    static const struct {
+        unsigned t;
+        size_t   size;
+    } want[] = {
+        {DPS_T_I8, 1},       {DPS_T_U16, 2},      {DPS_T_I32, 4},
+        {DPS_T_U64, 8},      {DPS_T_F32, 4},      {DPS_T_F64, 8},
+        {DPS_T_X87, 16},     {DPS_T_F128, 16},    {DPS_T_L8, 1},
+        {DPS_T_L32, 4},      {DPS_T_C32, 8},      {DPS_T_C64, 16},
+        {DPS_T_CX87, 32},    {DPS_T_C128, 32},    {DPS_T_F32_I32, 8},
         {DPS_T_F64_I32, 12}, {DPS_T_I64_I32, 12}, {DPS_T_I32_I32, 8},
-        {DPS_T_I16_I32, 6}, {DPS_T_X87_I32, 20}, {DPS_T_F32_F32, 8},
+        {DPS_T_I16_I32, 6},  {DPS_T_X87_I32, 20}, {DPS_T_F32_F32, 8},
         {DPS_T_F64_F64, 16},
     };
 
@@ -61,8 +65,8 @@ START_TEST(operand_order)
 {
     double src[2] = {-0.0, 1.0}, dst[2] = {0.0, 2.0};
 
-    ck_assert_int_eq(dps_reduce(DPS_OP_MAX, DPS_T_F64, src, dst,
-                                sizeof(dst)), 0);
+    ck_assert_int_eq(dps_reduce(DPS_OP_MAX, DPS_T_F64, src, dst, sizeof(dst)),
+                     0);
     ck_assert(signbit(dst[0]) && dst[1] == 2.0);
     dst[0] = -0.0;
     src[0] = 0.0;
@@ -75,13 +79,15 @@ END_TEST
  * the lesser index is taken. */
 START_TEST(loc_ties)
 {
-    struct __attribute__((packed)) { double v; int32_t k; }
-        s[3] = {{2.0, 5}, {-0.0, 1}, {1.0, 9}},
-        d[3] = {{1.0, 7}, {0.0, 3}, {1.0, 4}};
+    struct __attribute__((packed)) {
+        double  v;
+        int32_t k;
+    } s[3] = {{2.0, 5}, {-0.0, 1}, {1.0, 9}},
+      d[3] = {{1.0, 7}, {0.0, 3}, {1.0, 4}};
 
     ck_assert_uint_eq(sizeof(s), 36);
-    ck_assert_int_eq(dps_reduce(DPS_OP_MAXLOC, DPS_T_F64_I32, s, d,
-                                sizeof(d)), 0);
+    ck_assert_int_eq(dps_reduce(DPS_OP_MAXLOC, DPS_T_F64_I32, s, d, sizeof(d)),
+                     0);
     ck_assert(d[0].v == 2.0 && d[0].k == 5);
     ck_assert(d[1].v == 0.0 && !signbit(d[1].v) && d[1].k == 1);
     ck_assert(d[2].v == 1.0 && d[2].k == 4);
@@ -109,9 +115,9 @@ END_TEST
 /* Integer sums wrap in the type's width, unsigned compares unsigned. */
 START_TEST(integers)
 {
-    int8_t a[2] = {100, -128}, b[2] = {100, -1};
+    int8_t   a[2] = {100, -128}, b[2] = {100, -1};
     uint32_t u[1] = {0x80000000u}, v[1] = {1};
-    int16_t p[1] = {300}, q[1] = {300};
+    int16_t  p[1] = {300}, q[1] = {300};
 
     dps_reduce(DPS_OP_SUM, DPS_T_I8, a, b, sizeof(b));
     ck_assert(b[0] == (int8_t)200 && b[1] == 127);
@@ -127,7 +133,7 @@ END_TEST
 START_TEST(x87_padding)
 {
     unsigned char s[32], d[32];
-    long double x = 1.5L, y = 2.25L, r;
+    long double   x = 1.5L, y = 2.25L, r;
 
     memset(s, 0xBB, sizeof(s));
     memset(d, 0xAA, sizeof(d));
@@ -157,35 +163,32 @@ START_TEST(classes)
 {
     unsigned c[2];
 
-    ck_assert_uint_eq(dps_class_ops(DPS_CLS_LOGICAL),
-                      (1u << DPS_OP_LAND) | (1u << DPS_OP_LOR) |
-                      (1u << DPS_OP_LXOR));
+    ck_assert_uint_eq(dps_class_ops(DPS_CLS_LOGICAL), (1u << DPS_OP_LAND) |
+                                                          (1u << DPS_OP_LOR) |
+                                                          (1u << DPS_OP_LXOR));
     ck_assert(!(dps_class_ops(DPS_CLS_F_INT) & (1u << DPS_OP_LAND)));
     ck_assert(dps_class_ops(DPS_CLS_MULTI) & (1u << DPS_OP_BXOR));
-    ck_assert_uint_eq(dps_class_ops(DPS_CLS_BYTE),
-                      (1u << DPS_OP_BAND) | (1u << DPS_OP_BOR) |
-                      (1u << DPS_OP_BXOR));
-    ck_assert_uint_eq(dps_rtype_candidates(DPS_K_REAL, DPS_T_NONE, 16, c),
-                      2);
+    ck_assert_uint_eq(dps_class_ops(DPS_CLS_BYTE), (1u << DPS_OP_BAND) |
+                                                       (1u << DPS_OP_BOR) |
+                                                       (1u << DPS_OP_BXOR));
+    ck_assert_uint_eq(dps_rtype_candidates(DPS_K_REAL, DPS_T_NONE, 16, c), 2);
     ck_assert(c[0] == DPS_T_X87 && c[1] == DPS_T_F128);
-    ck_assert_uint_eq(dps_rtype_candidates(DPS_K_REAL, DPS_T_NONE, 2, c),
-                      0);
-    ck_assert_uint_eq(dps_rtype_candidates(DPS_K_LOGI, DPS_T_NONE, 4, c),
-                      1);
+    ck_assert_uint_eq(dps_rtype_candidates(DPS_K_REAL, DPS_T_NONE, 2, c), 0);
+    ck_assert_uint_eq(dps_rtype_candidates(DPS_K_LOGI, DPS_T_NONE, 4, c), 1);
     ck_assert_uint_eq(c[0], DPS_T_L32);
-    ck_assert_uint_eq(dps_rtype_candidates(DPS_K_PAIR, DPS_T_F64_I32, 16,
-                                           c), 0);
-    ck_assert_uint_eq(dps_rtype_candidates(DPS_K_PAIR, DPS_T_F64_I32, 12,
-                                           c), 1);
+    ck_assert_uint_eq(dps_rtype_candidates(DPS_K_PAIR, DPS_T_F64_I32, 16, c),
+                      0);
+    ck_assert_uint_eq(dps_rtype_candidates(DPS_K_PAIR, DPS_T_F64_I32, 12, c),
+                      1);
 }
 END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("reduce");
-    TCase *tc = tcase_create("kernels");
+    Suite   *s = suite_create("reduce");
+    TCase   *tc = tcase_create("kernels");
     SRunner *sr;
-    int failed;
+    int      failed;
 
     tcase_add_test(tc, sizes);
     tcase_add_test(tc, valid);

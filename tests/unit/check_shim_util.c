@@ -12,27 +12,56 @@ extern char **environ;
 
 /* Entries the agent must not inherit. */
 static const char *const stripped[] = {
-    "LD_PRELOAD=/opt/dpushim/lib/libdpushim.so", "LD_PRELOAD=",
+    "LD_PRELOAD=/opt/dpushim/lib/libdpushim.so",
+    "LD_PRELOAD=",
     "LD_AUDIT=/lib/audit.so",
-    "OMPI_COMM_WORLD_RANK=0", "OMPI_MCA_pml=ucx", "OMPI_=x",
-    "PMIX_RANK=3", "PMIX_NAMESPACE=prterun-host-1234@1", "PMIX_SERVER_URI=x",
-    "PMI_RANK=1", "PMI_FD=7", "PMI_SIZE=4",
-    "HYDRA_CONTROL_FD=9", "HYDI_CONTROL_FD=8",
-    "MPIR_CVAR_CH3_NOLOCAL=1", "ORTE_HNP_URI=x", "OPAL_PREFIX=/usr",
-    "PRTE_MCA_x=1", "MPICH_INTERFACE_HOSTNAME=h", "I_MPI_PIN=0"
-};
+    "OMPI_COMM_WORLD_RANK=0",
+    "OMPI_MCA_pml=ucx",
+    "OMPI_=x",
+    "PMIX_RANK=3",
+    "PMIX_NAMESPACE=prterun-host-1234@1",
+    "PMIX_SERVER_URI=x",
+    "PMI_RANK=1",
+    "PMI_FD=7",
+    "PMI_SIZE=4",
+    "HYDRA_CONTROL_FD=9",
+    "HYDI_CONTROL_FD=8",
+    "MPIR_CVAR_CH3_NOLOCAL=1",
+    "ORTE_HNP_URI=x",
+    "OPAL_PREFIX=/usr",
+    "PRTE_MCA_x=1",
+    "MPICH_INTERFACE_HOSTNAME=h",
+    "I_MPI_PIN=0"};
 #define NSTRIPPED (sizeof(stripped) / sizeof(stripped[0]))
 
 /* Entries the agent keeps, among them near misses of stripped ones. */
-static const char *const kept[] = {
-    "PATH=/usr/local/bin:/usr/bin", "HOME=/root", "USER=me",
-    "DPUSHIM_OFFLOAD=1", "DPUSHIM_AGENT=/x/dpu_agent", "DPUSHIM_LOG=debug",
-    "UCX_TLS=tcp,self", "UCX_NET_DEVICES=all", "LD_LIBRARY_PATH=/opt/lib",
-    "MY_OMPI_X=1", "X_PMIX_RANK=1", "NOT_PMI_RANK=1", "AHYDRA_X=1",
-    "MY_MPICH_X=1", "XI_MPI_Y=1", "LD_PRELOADX=1", "LD_PRELOAD_PATH=/x",
-    "MY_LD_PRELOAD=/x", "OMPI=1", "PMI=1", "PMIX=1", "MPICH=1",
-    "FOO=OMPI_X=1", "BAR=LD_PRELOAD=/x", "TERM=xterm", "A=", "B=b"
-};
+static const char *const kept[] = {"PATH=/usr/local/bin:/usr/bin",
+                                   "HOME=/root",
+                                   "USER=me",
+                                   "DPUSHIM_OFFLOAD=1",
+                                   "DPUSHIM_AGENT=/x/dpu_agent",
+                                   "DPUSHIM_LOG=debug",
+                                   "UCX_TLS=tcp,self",
+                                   "UCX_NET_DEVICES=all",
+                                   "LD_LIBRARY_PATH=/opt/lib",
+                                   "MY_OMPI_X=1",
+                                   "X_PMIX_RANK=1",
+                                   "NOT_PMI_RANK=1",
+                                   "AHYDRA_X=1",
+                                   "MY_MPICH_X=1",
+                                   "XI_MPI_Y=1",
+                                   "LD_PRELOADX=1",
+                                   "LD_PRELOAD_PATH=/x",
+                                   "MY_LD_PRELOAD=/x",
+                                   "OMPI=1",
+                                   "PMI=1",
+                                   "PMIX=1",
+                                   "MPICH=1",
+                                   "FOO=OMPI_X=1",
+                                   "BAR=LD_PRELOAD=/x",
+                                   "TERM=xterm",
+                                   "A=",
+                                   "B=b"};
 #define NKEPT (sizeof(kept) / sizeof(kept[0]))
 
 static size_t count(char **v)
@@ -54,8 +83,7 @@ START_TEST(strip_launcher_vars)
     size_t i;
 
     for (i = 0; i < NSTRIPPED; i++) {
-        ck_assert_msg(shim_env_stripped(stripped[i]), "%s kept",
-                      stripped[i]);
+        ck_assert_msg(shim_env_stripped(stripped[i]), "%s kept", stripped[i]);
     }
 }
 END_TEST
@@ -73,11 +101,10 @@ END_TEST
 /* Every listed prefix is stripped, whatever follows it. */
 START_TEST(strip_every_prefix)
 {
-    static const char *const prefix[] = {
-        "OMPI_", "PMIX_", "PMI_", "HYDRA_", "HYDI_", "MPIR_", "ORTE_",
-        "OPAL_", "PRTE_", "MPICH_", "I_MPI_"
-    };
-    size_t i;
+    static const char *const prefix[] = {"OMPI_", "PMIX_",  "PMI_",  "HYDRA_",
+                                         "HYDI_", "MPIR_",  "ORTE_", "OPAL_",
+                                         "PRTE_", "MPICH_", "I_MPI_"};
+    size_t                   i;
 
     for (i = 0; i < sizeof(prefix) / sizeof(prefix[0]); i++) {
         char a[64], b[64], c[64];
@@ -98,7 +125,7 @@ END_TEST
 
 START_TEST(env_null_and_empty)
 {
-    char *empty[] = {NULL};
+    char  *empty[] = {NULL};
     char **out;
 
     out = shim_agent_env(NULL, NULL);
@@ -116,7 +143,7 @@ END_TEST
 
 START_TEST(env_all_stripped)
 {
-    char *env[NSTRIPPED + 1];
+    char  *env[NSTRIPPED + 1];
     char **out;
     size_t i;
 
@@ -133,7 +160,7 @@ END_TEST
 
 START_TEST(env_all_kept)
 {
-    char *env[NKEPT + 1];
+    char  *env[NKEPT + 1];
     char **out;
     size_t i;
 
@@ -155,7 +182,7 @@ END_TEST
 START_TEST(env_mixed_order)
 {
     enum { N = NSTRIPPED + NKEPT };
-    char *env[N + 1], *save[N + 1];
+    char  *env[N + 1], *save[N + 1];
     char **out;
     size_t i, s = 0, k = 0, n = 0;
 
@@ -190,17 +217,23 @@ END_TEST
 
 START_TEST(env_typical_launch)
 {
-    char *env[] = {
-        "LD_PRELOAD=/opt/dpushim/build/openmpi/libdpushim.so",
-        "PATH=/usr/bin", "OMPI_COMM_WORLD_RANK=2", "PMIX_RANK=2",
-        "HOME=/home/u", "DPUSHIM_RANKS_PER_DPU=2", "OMPI_MCA_btl=^openib",
-        "UCX_TLS=tcp", "PMI_RANK=2", "HYDRA_CONTROL_FD=5", "MPICH_X=1",
-        "MY_OMPI_X=1", "DPUSHIM_STATS=1", NULL
-    };
+    char *env[] = {"LD_PRELOAD=/opt/dpushim/build/openmpi/libdpushim.so",
+                   "PATH=/usr/bin",
+                   "OMPI_COMM_WORLD_RANK=2",
+                   "PMIX_RANK=2",
+                   "HOME=/home/u",
+                   "DPUSHIM_RANKS_PER_DPU=2",
+                   "OMPI_MCA_btl=^openib",
+                   "UCX_TLS=tcp",
+                   "PMI_RANK=2",
+                   "HYDRA_CONTROL_FD=5",
+                   "MPICH_X=1",
+                   "MY_OMPI_X=1",
+                   "DPUSHIM_STATS=1",
+                   NULL};
     static const char *const want[] = {
         "PATH=/usr/bin", "HOME=/home/u", "DPUSHIM_RANKS_PER_DPU=2",
-        "UCX_TLS=tcp", "MY_OMPI_X=1", "DPUSHIM_STATS=1"
-    };
+        "UCX_TLS=tcp",   "MY_OMPI_X=1",  "DPUSHIM_STATS=1"};
     char **out = shim_agent_env(env, NULL);
     size_t i;
 
@@ -218,7 +251,7 @@ START_TEST(env_large)
 {
     enum { N = 5000 };
     char **env = calloc(N + 1, sizeof(char *));
-    char (*text)[32] = calloc(N, sizeof(*text));
+    char(*text)[32] = calloc(N, sizeof(*text));
     char **out;
     size_t i, n = 0;
 
@@ -226,7 +259,9 @@ START_TEST(env_large)
     ck_assert_ptr_nonnull(text);
     for (i = 0; i < N; i++) {
         snprintf(text[i], sizeof(text[i]), "%s%zu=%zu",
-                 (i % 4 == 1) ? "OMPI_V" : (i % 4 == 3) ? "PMI_V" : "KEEP_V",
+                 (i % 4 == 1)   ? "OMPI_V"
+                 : (i % 4 == 3) ? "PMI_V"
+                                : "KEEP_V",
                  i, i);
         env[i] = text[i];
     }
@@ -265,9 +300,10 @@ END_TEST
  * and is added when it was absent. */
 START_TEST(env_set)
 {
-    char *env[] = {"PATH=/bin", "DPUSHIM_AGENT_SCHED=auto", "LD_PRELOAD=x",
-                   "DPUSHIM_AGENT_SCHED_X=1", "HOME=/root", NULL};
-    char *none[] = {"PATH=/bin", NULL};
+    char  *env[] = {"PATH=/bin",    "DPUSHIM_AGENT_SCHED=auto",
+                    "LD_PRELOAD=x", "DPUSHIM_AGENT_SCHED_X=1",
+                    "HOME=/root",   NULL};
+    char  *none[] = {"PATH=/bin", NULL};
     char **out = shim_agent_env(env, "DPUSHIM_AGENT_SCHED=poll");
     size_t n = 0, seen = 0;
 
@@ -279,7 +315,7 @@ START_TEST(env_set)
         }
     }
     ck_assert_uint_eq(seen, 1);
-    ck_assert_uint_eq(n, 4);   /* PATH, ..._X, HOME and the set one */
+    ck_assert_uint_eq(n, 4); /* PATH, ..._X, HOME and the set one */
     free(out);
     out = shim_agent_env(none, "DPUSHIM_AGENT_SCHED=eager");
     ck_assert_str_eq(out[0], "PATH=/bin");
@@ -318,7 +354,7 @@ static Suite *shim_util_suite(void)
 int main(void)
 {
     SRunner *sr = srunner_create(shim_util_suite());
-    int failed;
+    int      failed;
 
     srunner_run_all(sr, CK_NORMAL);
     failed = srunner_ntests_failed(sr);

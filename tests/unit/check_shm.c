@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 static dps_shm_t *seg;
-static int seg_fd = -1;
+static int        seg_fd = -1;
 
 static void setup(void)
 {
@@ -54,7 +54,7 @@ static int msg_is(unsigned i, const uint8_t *b, long len)
 
 START_TEST(header)
 {
-    char err[256];
+    char       err[256];
     dps_shm_t *other;
 
     ck_assert_uint_eq(seg->magic, DPS_SHM_MAGIC);
@@ -68,8 +68,7 @@ START_TEST(header)
     dps_shm_detach(other);
     /* Wrong rank, bad descriptor: refused with a reason. */
     err[0] = '\0';
-    ck_assert_ptr_null(dps_shm_attach(getpid(), seg_fd, 8, err,
-                                      sizeof(err)));
+    ck_assert_ptr_null(dps_shm_attach(getpid(), seg_fd, 8, err, sizeof(err)));
     ck_assert_str_ne(err, "");
     err[0] = '\0';
     ck_assert_ptr_null(dps_shm_attach(getpid(), 0, 7, err, sizeof(err)));
@@ -81,7 +80,7 @@ END_TEST
 START_TEST(msg_order)
 {
     static uint8_t in[4096], out[4096];
-    unsigned put = 0, got = 0;
+    unsigned       put = 0, got = 0;
 
     while (got < 5000) {
         int rc;
@@ -92,7 +91,7 @@ START_TEST(msg_order)
         if (rc == DPS_OK) {
             put++;
             if (put % 3 != 0) {
-                continue;   /* let it fill up now and then */
+                continue; /* let it fill up now and then */
             }
         } else {
             ck_assert_int_eq(rc, DPS_ERR_AGAIN);
@@ -117,15 +116,17 @@ END_TEST
 START_TEST(msg_limits)
 {
     static uint8_t big[DPS_SHM_MAX_MSG + 1];
-    uint8_t out[16];
-    long n;
+    uint8_t        out[16];
+    long           n;
 
-    ck_assert_int_eq(dps_shm_msg_put(&seg->to_rank, seg->to_rank_buf, big,
-                                     0), DPS_ERR_INVALID);
-    ck_assert_int_eq(dps_shm_msg_put(&seg->to_rank, seg->to_rank_buf, big,
-                                     sizeof(big)), DPS_ERR_INVALID);
-    ck_assert_int_eq(dps_shm_msg_put(&seg->to_rank, seg->to_rank_buf, big,
-                                     DPS_SHM_MAX_MSG), DPS_OK);
+    ck_assert_int_eq(dps_shm_msg_put(&seg->to_rank, seg->to_rank_buf, big, 0),
+                     DPS_ERR_INVALID);
+    ck_assert_int_eq(
+        dps_shm_msg_put(&seg->to_rank, seg->to_rank_buf, big, sizeof(big)),
+        DPS_ERR_INVALID);
+    ck_assert_int_eq(
+        dps_shm_msg_put(&seg->to_rank, seg->to_rank_buf, big, DPS_SHM_MAX_MSG),
+        DPS_OK);
     ck_assert(dps_shm_msg_ready(&seg->to_rank));
     /* Too small a buffer: refused, not truncated. */
     n = dps_shm_msg_get(&seg->to_rank, seg->to_rank_buf, out, sizeof(out));
@@ -137,24 +138,26 @@ END_TEST
  * ring. */
 START_TEST(msg_corrupt)
 {
-    uint8_t out[64];
+    uint8_t  out[64];
     uint32_t bad = 5000;
 
     seg->to_agent.tail = 3 * (uint64_t)DPS_SHM_MSG_RING;
-    ck_assert_int_eq(dps_shm_msg_get(&seg->to_agent, seg->to_agent_buf, out,
-                                     sizeof(out)), -1);
+    ck_assert_int_eq(
+        dps_shm_msg_get(&seg->to_agent, seg->to_agent_buf, out, sizeof(out)),
+        -1);
     seg->to_agent.tail = 16;
     memcpy(seg->to_agent_buf, &bad, sizeof(bad));
-    ck_assert_int_eq(dps_shm_msg_get(&seg->to_agent, seg->to_agent_buf, out,
-                                     sizeof(out)), -1);
+    ck_assert_int_eq(
+        dps_shm_msg_get(&seg->to_agent, seg->to_agent_buf, out, sizeof(out)),
+        -1);
 }
 END_TEST
 
 START_TEST(cmd_ring)
 {
-    dps_cmd_t c;
+    dps_cmd_t  c;
     dps_done_t d;
-    unsigned i;
+    unsigned   i;
 
     for (i = 0; i < DPS_SHM_CMD_SLOTS; i++) {
         memset(&c, 0, sizeof(c));
@@ -162,7 +165,7 @@ START_TEST(cmd_ring)
         c.op = DPS_CMD_READ;
         ck_assert_int_eq(dps_shm_cmd_put(seg, &c), 1);
     }
-    ck_assert_int_eq(dps_shm_cmd_put(seg, &c), 0);   /* full */
+    ck_assert_int_eq(dps_shm_cmd_put(seg, &c), 0); /* full */
     ck_assert(dps_shm_cmd_ready(seg));
     for (i = 0; i < DPS_SHM_CMD_SLOTS; i++) {
         ck_assert_int_eq(dps_shm_cmd_get(seg, &c), 1);
@@ -171,7 +174,7 @@ START_TEST(cmd_ring)
         d.status = DPS_OK;
         ck_assert_int_eq(dps_shm_done_put(seg, &d), 1);
     }
-    ck_assert_int_eq(dps_shm_cmd_get(seg, &c), 0);   /* empty */
+    ck_assert_int_eq(dps_shm_cmd_get(seg, &c), 0); /* empty */
     for (i = 0; i < DPS_SHM_CMD_SLOTS; i++) {
         ck_assert_int_eq(dps_shm_done_get(seg, &d), 1);
         ck_assert_uint_eq(d.id, i);
@@ -184,13 +187,13 @@ END_TEST
 static void *producer(void *arg)
 {
     static uint8_t in[4096];
-    unsigned i;
+    unsigned       i;
 
     (void)arg;
     for (i = 0; i < 20000;) {
         msg_fill(i, in);
-        if (dps_shm_msg_put(&seg->to_rank, seg->to_rank_buf, in,
-                            msg_len(i)) == DPS_OK) {
+        if (dps_shm_msg_put(&seg->to_rank, seg->to_rank_buf, in, msg_len(i)) ==
+            DPS_OK) {
             i++;
         }
     }
@@ -200,13 +203,13 @@ static void *producer(void *arg)
 START_TEST(msg_threads)
 {
     static uint8_t out[4096];
-    pthread_t t;
-    unsigned got = 0;
+    pthread_t      t;
+    unsigned       got = 0;
 
     pthread_create(&t, NULL, producer, NULL);
     while (got < 20000) {
-        long n = dps_shm_msg_get(&seg->to_rank, seg->to_rank_buf, out,
-                                 sizeof(out));
+        long n =
+            dps_shm_msg_get(&seg->to_rank, seg->to_rank_buf, out, sizeof(out));
 
         ck_assert_int_ge(n, 0);
         if (n > 0) {
@@ -223,18 +226,18 @@ START_TEST(futex)
 {
     uint32_t w = 1;
 
-    dps_shm_futex_wait(&w, 0, 1000000);       /* value differs: returns */
-    dps_shm_futex_wait(&w, 1, 2000000);       /* times out after 2 ms */
-    dps_shm_futex_wake(&w);                   /* nobody waits: harmless */
+    dps_shm_futex_wait(&w, 0, 1000000); /* value differs: returns */
+    dps_shm_futex_wait(&w, 1, 2000000); /* times out after 2 ms */
+    dps_shm_futex_wake(&w);             /* nobody waits: harmless */
 }
 END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("shm");
-    TCase *tc = tcase_create("rings");
+    Suite   *s = suite_create("shm");
+    TCase   *tc = tcase_create("rings");
     SRunner *sr;
-    int failed;
+    int      failed;
 
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, header);
