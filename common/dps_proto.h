@@ -17,7 +17,7 @@
 #include <stdint.h>
 
 #define DPS_PROTO_MAGIC   0x48535044u /* "DPSH" */
-#define DPS_PROTO_VERSION 9
+#define DPS_PROTO_VERSION 10
 #define DPS_AM_ID         7    /* the one UCX active message id */
 #define DPS_MAX_RKEY      4096 /* bytes of one packed rkey */
 #define DPS_MAX_ADDR      8192 /* bytes of one worker address */
@@ -124,8 +124,14 @@ typedef struct dps_msg_stats {
                               * (dps_grant.h: emulated PCIe DMA) */
     uint64_t net_bytes;      /* sent to other agents (FETCH answers) */
     uint64_t fetches;        /* FETCHes this agent sent */
+    /* What grows with the job (docs/results.md, "Growth"): */
+    uint64_t rss_kb;      /* peak resident memory (getrusage), KiB */
+    uint32_t endpoints;   /* UCX endpoints to ranks and other agents */
+    uint32_t keys_peak;   /* registration keys cached at once, at most */
+    uint32_t scheds_peak; /* schedules cached at once, at most */
+    uint32_t steps_peak;  /* their steps at once, at most */
 } dps_msg_stats_t;
-_Static_assert(sizeof(dps_msg_stats_t) == 64, "stats layout");
+_Static_assert(sizeof(dps_msg_stats_t) == 88, "stats layout");
 
 /* SHM body: once the token is read back at pid (as in HELLO: the pid
  * is the rank's, not another process's), the agent maps
@@ -146,21 +152,17 @@ _Static_assert(offsetof(dps_msg_shm_t, token_addr) == 16 &&
                "shm layout");
 
 /* READY's cma flags: how the agent reaches the rank's memory. */
-#define DPS_READY_SEEN \
-    1u /* it read the rank's token at its pid: the
-        * two share a process space */
-#define DPS_READY_CMA \
-    2u /* SEEN, and it copies the rank's memory
-        * with CMA (DPUSHIM_TRANSPORT is not ucx):
-        * a DMA engine in the rank gets commands */
-#define DPS_READY_CMA_NODE \
-    4u /* CMA, and CMA reaches every rank of the
-        * agent's node it does not serve too: the
-        * rank's unpacked send data can be read */
-#define DPS_READY_DMA \
-    8u /* the rank's grant (dps_grant.h) reached
-        * the agent and was proved: it reads and
-        * writes the rank's memory itself */
+/* it read the rank's token at its pid: the two share a process space */
+#define DPS_READY_SEEN     1u
+/* SEEN, and it copies the rank's memory with CMA (DPUSHIM_TRANSPORT is not
+ * ucx): a DMA engine in the rank gets commands */
+#define DPS_READY_CMA      2u
+/* CMA, and CMA reaches every rank of the agent's node it does not serve
+ * too: the rank's unpacked send data can be read */
+#define DPS_READY_CMA_NODE 4u
+/* the rank's grant (dps_grant.h) reached the agent and was proved: it reads
+ * and writes the rank's memory itself */
+#define DPS_READY_DMA      8u
 
 typedef struct dps_msg_ready {
     int32_t  status;  /* dps_status_t of the agent's set-up */
@@ -217,10 +219,10 @@ typedef struct dps_msg_post {
 } dps_msg_post_t;
 _Static_assert(sizeof(dps_msg_post_t) == 160, "post layout");
 
-#define DPS_POST_SCHED 1u
-#define DPS_POST_GATHER \
-    2u /* read the SEND region through send_map: only
-        * by a DMA engine on the poster's host */
+#define DPS_POST_SCHED  1u
+/* read the SEND region through send_map: only by a DMA engine on the
+ * poster's host */
+#define DPS_POST_GATHER 2u
 
 /* A piece of a gathered region: len bytes at packed offset off lie at
  * addr in the poster's memory; sorted by off, contiguous in off. */

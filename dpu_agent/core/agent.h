@@ -202,22 +202,28 @@ typedef struct agent_upcalls {
 } agent_upcalls_t;
 
 typedef struct agent {
-    dps_ucx_t           ucx;
-    agent_upcalls_t     up;         /* set at start-up by the upper parts */
-    int                 parent_fd;  /* EOF when the spawning rank dies */
-    int                 kick_fd[2]; /* wake-up sockets: by pid, by job */
-    int                 epfd;
-    uint32_t            job_key;
-    unsigned long       missed_wakeups; /* work found only by the backstop */
-    unsigned long       collectives;    /* completed, where we serve rank 0 */
-    uint64_t            cma_bytes;      /* staged: read and written with CMA */
-    uint64_t            ucx_bytes;      /* staged: read and written with UCX */
-    uint64_t            dma_bytes;      /* staged: through the ranks' grants */
-    uint64_t            net_bytes;      /* sent to other agents for FETCHes */
-    uint64_t            fetches;        /* FETCHes sent */
-    uint64_t            next_tag;       /* of the last FETCH */
-    unsigned            fetch_wait;     /* slots waiting for FETCH answers */
-    int                 grant_fd;       /* grant socket (dps_grant.h), or -1 */
+    dps_ucx_t       ucx;
+    agent_upcalls_t up;         /* set at start-up by the upper parts */
+    int             parent_fd;  /* EOF when the spawning rank dies */
+    int             kick_fd[2]; /* wake-up sockets: by pid, by job */
+    int             epfd;
+    uint32_t        job_key;
+    unsigned long   missed_wakeups; /* work found only by the backstop */
+    unsigned long   collectives;    /* completed, where we serve rank 0 */
+    uint64_t        cma_bytes;      /* staged: read and written with CMA */
+    uint64_t        ucx_bytes;      /* staged: read and written with UCX */
+    uint64_t        dma_bytes;      /* staged: through the ranks' grants */
+    uint64_t        net_bytes;      /* sent to other agents for FETCHes */
+    uint64_t        fetches;        /* FETCHes sent */
+    /* What is cached now, and its peak (the STATS message's growth
+     * counters). */
+    uint32_t            nkeys, keys_peak;     /* registration keys */
+    uint32_t            nscheds, scheds_peak; /* schedules */
+    uint64_t            sched_steps;          /* their steps */
+    uint64_t            steps_peak;
+    uint64_t            next_tag;   /* of the last FETCH */
+    unsigned            fetch_wait; /* slots waiting for FETCH answers */
+    int                 grant_fd;   /* grant socket (dps_grant.h), or -1 */
     char                grant_path[108];
     int                *rank_memfd;  /* per world rank: its grant, or -1 */
     struct agent_serve *serves;      /* FETCHes being read with UCX */
@@ -279,15 +285,13 @@ static inline agent_link_t *agent_link(const agent_t *a, uint32_t w)
 
 /* rank_st flags. */
 #define AGENT_RANK_HELLO 1u /* its HELLO came and READY went out */
-#define AGENT_RANK_SEEN \
-    2u /* its token was read back at its pid
-        * (common/dps_cma.h): it shares this
-        * agent's process space. A shared node name
-        * alone is no proof (a DPU, a container) */
-#define AGENT_RANK_DMA \
-    4u /* it granted us its memory and its token
-        * was read back through the grant
-        * (common/dps_grant.h: emulated PCIe DMA) */
+/* its token was read back at its pid (common/dps_cma.h): it shares this
+ * agent's process space. A shared node name alone is no proof (a DPU, a
+ * container) */
+#define AGENT_RANK_SEEN  2u
+/* it granted us its memory and its token was read back through the grant
+ * (common/dps_grant.h: emulated PCIe DMA) */
+#define AGENT_RANK_DMA   4u
 
 /* Are the rank's bytes copied with CMA (by this agent or by a DMA engine
  * at its command)? Only if it proved it shares our process space. */

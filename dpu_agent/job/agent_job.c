@@ -34,6 +34,15 @@ static uint64_t cpu_ns(void)
            (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000u;
 }
 
+/* Peak resident memory of this process, KiB. */
+static uint64_t rss_kb(void)
+{
+    struct rusage ru;
+
+    getrusage(RUSAGE_SELF, &ru);
+    return (uint64_t)ru.ru_maxrss;
+}
+
 /* Our counters, to the rank that spawned us (the first of our ranks). */
 static int send_stats(agent_t *a)
 {
@@ -54,6 +63,18 @@ static int send_stats(agent_t *a)
     st.dma_bytes = a->dma_bytes;
     st.net_bytes = a->net_bytes;
     st.fetches = a->fetches;
+    st.rss_kb = rss_kb();
+    st.endpoints = 0;
+    for (i = 0; i < a->nranks; i++) {
+        st.endpoints += a->rank_ep != NULL && a->rank_ep[i] != NULL;
+    }
+    for (i = 0; i < a->nagents; i++) {
+        st.endpoints += a->agent_ep != NULL && a->agent_ep[i] != NULL;
+    }
+    st.keys_peak = a->keys_peak;
+    st.scheds_peak = a->scheds_peak;
+    st.steps_peak =
+        (uint32_t)(a->steps_peak > UINT32_MAX ? UINT32_MAX : a->steps_peak);
     for (i = 0; i < a->nranks && a->rank_agent[i] != a->self; i++) {
     }
     msg = dps_msg_encode_stats(&st, &len);

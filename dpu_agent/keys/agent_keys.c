@@ -27,6 +27,7 @@ static agent_key_t *key_find(agent_t *a, uint32_t world, uint64_t id)
 static void key_destroy(agent_t *a, agent_key_t *k)
 {
     HASH_DEL(a->keys, k);
+    a->nkeys--;
     if (k->rkey != NULL) {
         ucp_rkey_destroy(k->rkey);
     }
@@ -68,6 +69,9 @@ agent_key_t *agent_key_take(agent_t *a, uint32_t world, uint64_t id,
     k->k.world = world;
     k->k.id = id;
     HASH_ADD(hh, a->keys, k, sizeof(k->k), k);
+    if (++a->nkeys > a->keys_peak) {
+        a->keys_peak = a->nkeys;
+    }
     return k;
 }
 
@@ -137,8 +141,7 @@ void agent_keys_fini(agent_t *a)
 {
     agent_key_t *k, *tmp;
 
-    HASH_ITER(hh, a->keys, k, tmp)
-    {
+    HASH_ITER(hh, a->keys, k, tmp) {
         key_destroy(a, k);
     }
 }

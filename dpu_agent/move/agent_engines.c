@@ -166,8 +166,7 @@ void agent_engines_fini(agent_t *a)
     for (l = a->links; l != NULL; l = l->next) {
         agent_move_t *m, *tmp;
 
-        HASH_ITER(hh_cmd, l->cmds, m, tmp)
-        {
+        HASH_ITER(hh_cmd, l->cmds, m, tmp) {
             HASH_DELETE(hh_cmd, l->cmds, m);
             free(m);
         }

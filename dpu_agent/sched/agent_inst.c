@@ -461,8 +461,7 @@ void agent_dump(agent_t *a, FILE *out)
             "dpushim[agent %u]: %u instances, %u moves queued, %u "
             "slots busy\n",
             a->self, HASH_COUNT(a->insts), queued, a->inflight);
-    HASH_ITER(hh, a->insts, in, tmp)
-    {
+    HASH_ITER(hh, a->insts, in, tmp) {
         fprintf(out,
                 "  %s #%llu on %#llx: %u ranks, %u local left, %u "
                 "moves live%s\n",

@@ -517,25 +517,21 @@ void agent_sched_fini(agent_t *a)
     agent_sched_t *s, *stmp;
     agent_tomb_t  *t, *ttmp;
 
-    HASH_ITER(hh, a->insts, in, itmp)
-    {
+    HASH_ITER(hh, a->insts, in, itmp) {
         in->comm->freed = 1;
         agent_inst_destroy(a, in);
     }
-    HASH_ITER(hh, a->comms, c, ctmp)
-    {
+    HASH_ITER(hh, a->comms, c, ctmp) {
         HASH_DEL(a->comms, c);
         free(c->members);
         free(c);
     }
-    HASH_ITER(hh, a->tombs, t, ttmp)
-    {
+    HASH_ITER(hh, a->tombs, t, ttmp) {
         HASH_DEL(a->tombs, t);
         free(t);
     }
-    HASH_ITER(hh, a->scheds, s, stmp)
-    {
-        HASH_DEL(a->scheds, s);
+    HASH_ITER(hh, a->scheds, s, stmp) {
+        agent_sched_forget(a, s);
         agent_sched_free(s);
     }
     agent_keys_fini(a);

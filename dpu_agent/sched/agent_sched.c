@@ -94,10 +94,17 @@ void agent_sched_free(agent_sched_t *s)
     free(s);
 }
 
+void agent_sched_forget(agent_t *a, agent_sched_t *s)
+{
+    HASH_DEL(a->scheds, s);
+    a->nscheds--;
+    a->sched_steps -= s->nsteps;
+}
+
 void agent_sched_unref(agent_t *a, agent_sched_t *s)
 {
     if (s != NULL && --s->refs == 0 && s->dropped) {
-        HASH_DEL(a->scheds, s);
+        agent_sched_forget(a, s);
         agent_sched_free(s);
     }
 }
@@ -269,6 +276,13 @@ agent_sched_t *agent_sched_take(agent_t *a, const dps_msg_t *msg)
         return NULL;
     }
     HASH_ADD(hh, a->scheds, k, sizeof(s->k), s);
+    a->sched_steps += s->nsteps;
+    if (++a->nscheds > a->scheds_peak) {
+        a->scheds_peak = a->nscheds;
+    }
+    if (a->sched_steps > a->steps_peak) {
+        a->steps_peak = a->sched_steps;
+    }
     return s;
 }
 

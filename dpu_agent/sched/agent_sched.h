@@ -65,8 +65,10 @@ agent_comm_t  *agent_comm_get(agent_t *a, uint64_t id, uint32_t size,
 void           agent_comm_release(agent_t *a, agent_comm_t *c);
 agent_sched_t *agent_sched_take(agent_t *a, const dps_msg_t *msg);
 void           agent_sched_unref(agent_t *a, agent_sched_t *s);
-void           agent_sched_free(agent_sched_t *s);
-int            agent_handle_sched_free(agent_t *a, const dps_msg_t *msg);
+/* Take s out of the cache (and out of its counts); it stays allocated. */
+void agent_sched_forget(agent_t *a, agent_sched_t *s);
+void agent_sched_free(agent_sched_t *s);
+int  agent_handle_sched_free(agent_t *a, const dps_msg_t *msg);
 /* Position of step i among its rank's steps with the same peer and
  * direction: the k of the k-th SEND to (or RECV from) that peer. */
 uint32_t agent_step_k(const agent_sched_t *s, uint32_t i);

@@ -119,13 +119,20 @@ typedef struct shim_fo {
     MPI_Comm agree;    /* the agreement's collectives */
 } shim_fo_t;
 
+#define SHIM_NAGENT_STAT 13
+
 /* What is counted (statistics at MPI_Finalize, boot/init.c). */
 typedef struct shim_stat {
     uint64_t coll[DPS_COLL_MAX][SHIM_NSTAT]; /* by dps_coll_t */
     int      have_agent;                     /* leader: STATS received */
     /* cpu_ns, collectives, missed, cma_bytes, ucx_bytes, dma_bytes,
-     * net_bytes, fetches */
-    uint64_t agent[8];
+     * net_bytes, fetches; then what grows with the job: rss_kb,
+     * endpoints, keys_peak, scheds_peak, steps_peak (dps_msg_stats_t) */
+    uint64_t agent[SHIM_NAGENT_STAT];
+    /* Schedules this rank compiled, by dps_coll_t: how many, their
+     * steps, the time it took (ns). */
+    uint64_t sched[DPS_COLL_MAX][3];
+    uint64_t wire_ns; /* MPI_Init's part of the shim: agents wired */
 } shim_stat_t;
 
 /* The shim's state, by the part each layer owns; the rest is the core's

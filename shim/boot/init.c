@@ -436,9 +436,70 @@ static void print_colls(uint64_t tot[DPS_COLL_MAX][SHIM_NSTAT])
     }
 }
 
+/* DPUSHIM_STATS=2: what grows with the job, reduced to rank 0. */
+typedef struct {
+    uint64_t max[SHIM_NAGENT_STAT]; /* over the ranks (agents: leaders) */
+    uint64_t wire_ns;               /* the slowest rank's MPI_Init part */
+    uint64_t sched[DPS_COLL_MAX][3];
+} growth_t;
+
+/* Collective over MPI_COMM_WORLD; rank 0 gets a malloc'ed growth_t
+ * (NULL elsewhere or without memory). */
+static growth_t *gather_growth(void)
+{
+    growth_t *g = calloc(1, sizeof(*g));
+    growth_t  dummy;
+
+    PMPI_Reduce(shim.stat.agent, g ? g->max : dummy.max, SHIM_NAGENT_STAT,
+                MPI_UINT64_T, MPI_MAX, 0, MPI_COMM_WORLD);
+    PMPI_Reduce(&shim.stat.wire_ns, g ? &g->wire_ns : &dummy.wire_ns, 1,
+                MPI_UINT64_T, MPI_MAX, 0, MPI_COMM_WORLD);
+    PMPI_Reduce(shim.stat.sched, g ? g->sched : dummy.sched, DPS_COLL_MAX * 3,
+                MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
+    if (shim.topo.world_rank != 0) {
+        free(g);
+        return NULL;
+    }
+    return g;
+}
+
+/* Rank 0: the growth line (agents: max over them and sum; wire time of
+ * the slowest rank) and, per collective compiled, its schedules: how
+ * many per rank, steps per schedule, compile time per schedule. Frees
+ * g; ag is the sum over agents. */
+static void print_growth(growth_t *g, const uint64_t *ag)
+{
+    int c;
+
+    if (g == NULL || !shim.active) {
+        free(g);
+        return;
+    }
+    printf("dpushim: growth wire_ms_max=%.1f rss_kb_max=%llu "
+           "rss_kb_sum=%llu endpoints_max=%llu endpoints_sum=%llu "
+           "keys_max=%llu scheds_max=%llu steps_max=%llu\n",
+           g->wire_ns / 1e6, (unsigned long long)g->max[8],
+           (unsigned long long)ag[8], (unsigned long long)g->max[9],
+           (unsigned long long)ag[9], (unsigned long long)g->max[10],
+           (unsigned long long)g->max[11], (unsigned long long)g->max[12]);
+    for (c = 1; c < DPS_COLL_MAX; c++) {
+        const uint64_t *s = g->sched[c];
+
+        if (s[0] == 0) {
+            continue;
+        }
+        printf("dpushim: schedules %s compiled=%llu steps_per_rank=%.1f "
+               "compile_us=%.1f\n",
+               dps_coll_short(c), (unsigned long long)s[0],
+               (double)s[1] / (double)s[0], s[2] / 1e3 / (double)s[0]);
+    }
+    free(g);
+}
+
 static void print_stats(void)
 {
-    uint64_t     tot[DPS_COLL_MAX][SHIM_NSTAT], ag[8];
+    uint64_t     tot[DPS_COLL_MAX][SHIM_NSTAT], ag[SHIM_NAGENT_STAT];
+    growth_t    *growth = NULL;
     uint64_t     reg[SHIM_REG_NSTAT], regtot[SHIM_REG_NSTAT];
     uint64_t     eng[4], engtot[4], prg[4], prgtot[4];
     agent_row_t *rows = NULL;
@@ -446,8 +507,11 @@ static void print_stats(void)
     fetch_agent_stats();
     PMPI_Reduce(shim.stat.coll, tot, DPS_COLL_MAX * SHIM_NSTAT, MPI_UINT64_T,
                 MPI_SUM, 0, MPI_COMM_WORLD);
-    PMPI_Reduce(shim.stat.agent, ag, 8, MPI_UINT64_T, MPI_SUM, 0,
-                MPI_COMM_WORLD);
+    PMPI_Reduce(shim.stat.agent, ag, SHIM_NAGENT_STAT, MPI_UINT64_T, MPI_SUM,
+                0, MPI_COMM_WORLD);
+    if (shim.cfg.stats >= 2) {
+        growth = gather_growth();
+    }
     shim_reg_stats(reg);
     PMPI_Reduce(reg, regtot, SHIM_REG_NSTAT, MPI_UINT64_T, MPI_SUM, 0,
                 MPI_COMM_WORLD);
@@ -501,6 +565,7 @@ static void print_stats(void)
                (unsigned long long)ag[6], (unsigned long long)ag[7]);
     }
     print_agents(rows);
+    print_growth(growth, ag);
     fflush(stdout);
 }
 
@@ -566,14 +631,23 @@ static void shim_fini(void)
     shim.initialized = 0;
 }
 
+/* shim_init, timed (DPUSHIM_STATS=2 prints the slowest rank's). */
+static void shim_init_timed(void)
+{
+    double t0 = dps_now();
+
+    shim_in_call++;
+    shim_init();
+    shim_in_call--;
+    shim.stat.wire_ns = (uint64_t)((dps_now() - t0) * 1e9);
+}
+
 SHIM_API int MPI_Init(int *argc, char ***argv)
 {
     int rc = PMPI_Init(argc, argv);
 
     if (rc == MPI_SUCCESS) {
-        shim_in_call++;
-        shim_init();
-        shim_in_call--;
+        shim_init_timed();
     }
     return rc;
 }
@@ -584,9 +658,7 @@ SHIM_API int MPI_Init_thread(int *argc, char ***argv, int required,
     int rc = PMPI_Init_thread(argc, argv, required, provided);
 
     if (rc == MPI_SUCCESS) {
-        shim_in_call++;
-        shim_init();
-        shim_in_call--;
+        shim_init_timed();
     }
     return rc;
 }

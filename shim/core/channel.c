@@ -183,6 +183,11 @@ static void agent_msg(const void *data, size_t len)
         shim.stat.agent[5] = msg.u.stats.dma_bytes;
         shim.stat.agent[6] = msg.u.stats.net_bytes;
         shim.stat.agent[7] = msg.u.stats.fetches;
+        shim.stat.agent[8] = msg.u.stats.rss_kb;
+        shim.stat.agent[9] = msg.u.stats.endpoints;
+        shim.stat.agent[10] = msg.u.stats.keys_peak;
+        shim.stat.agent[11] = msg.u.stats.scheds_peak;
+        shim.stat.agent[12] = msg.u.stats.steps_peak;
         shim.stat.have_agent = 1;
     } else if (msg.type == DPS_MSG_PONG) {
         /* alive */

@@ -128,6 +128,7 @@ shim_sched_t *shim_sched_get(shim_comm_t *c, const bld_args_t *a)
     shim_sched_t **sp, *s;
     bld_t          b;
     size_t         klen;
+    double         t0;
     uint8_t       *key = key_of(a, &klen);
 
     if (key == NULL) {
@@ -145,6 +146,7 @@ shim_sched_t *shim_sched_get(shim_comm_t *c, const bld_args_t *a)
     }
     memset(&b, 0, sizeof(b));
     s = calloc(1, sizeof(*s));
+    t0 = dps_now();
     if (s == NULL || bld_build(a, &b) != 0) {
         dps_error("cannot compile %s for %u ranks: out of memory",
                   dps_coll_str((unsigned)a->coll), a->size);
@@ -152,6 +154,11 @@ shim_sched_t *shim_sched_get(shim_comm_t *c, const bld_args_t *a)
         free(s);
         free(key);
         return NULL;
+    }
+    if (a->coll > 0 && a->coll < DPS_COLL_MAX) {
+        shim.stat.sched[a->coll][0]++;
+        shim.stat.sched[a->coll][1] += b.n;
+        shim.stat.sched[a->coll][2] += (uint64_t)((dps_now() - t0) * 1e9);
     }
     s->id = ++shim.next_sched;
     s->comm = c;

@@ -38,7 +38,8 @@ int main(int argc, char **argv)
     uint64_t             taddr[3] = {0x7ffd00001000ull, 0, 0x1000};
     uint64_t             tok[3] = {0x1122334455667788ull, 0, 5};
     dps_msg_hello_t me = {1, 4242, 0x7ffd00001000ull, 0x1122334455667788ull};
-    dps_msg_stats_t st = {123, 4, 0, 4096, 0, 8192, 512, 2};
+    dps_msg_stats_t st = {123, 4,    0, 4096, 0, 8192, 512,
+                          2,   9000, 6, 12,   3, 40};
     dps_msg_job_t   job = {3, 2, 1, 77};
     /* Rank 1 of 4, ring allreduce-like: send to 2, reduce from 0, copy. */
     dps_step_t     steps[3];

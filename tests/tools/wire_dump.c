@@ -67,6 +67,11 @@ static void layout(void)
     FIELD(dps_msg_stats_t, dma_bytes);
     FIELD(dps_msg_stats_t, net_bytes);
     FIELD(dps_msg_stats_t, fetches);
+    FIELD(dps_msg_stats_t, rss_kb);
+    FIELD(dps_msg_stats_t, endpoints);
+    FIELD(dps_msg_stats_t, keys_peak);
+    FIELD(dps_msg_stats_t, scheds_peak);
+    FIELD(dps_msg_stats_t, steps_peak);
     SIZE(dps_msg_shm_t);
     FIELD(dps_msg_shm_t, world_rank);
     FIELD(dps_msg_shm_t, pid);

@@ -2309,17 +2309,18 @@ END_TEST
 /* STATS_REQ and STATS: round trip; wrong body sizes refused. */
 START_TEST(rt_stats)
 {
-    dps_msg_stats_t st = {123456789012345ull, 42, 7, 1ull << 40, 3,
-                          5ull << 33,         9,  11};
-    dps_msg_t       msg;
-    char            err[128];
-    size_t          len;
-    uint8_t        *m, *t;
-    uint32_t        l32;
+    dps_msg_stats_t st = {
+        123456789012345ull, 42, 7,    1ull << 40, 3,     5ull << 33, 9, 11,
+        1ull << 35,         40, 1000, 77,         123456};
+    dps_msg_t msg;
+    char      err[128];
+    size_t    len;
+    uint8_t  *m, *t;
+    uint32_t  l32;
 
     m = dps_msg_encode_stats(&st, &len);
     ck_assert_ptr_nonnull(m);
-    ck_assert_uint_eq(len, 16 + 64);
+    ck_assert_uint_eq(len, 16 + 88);
     ck_assert_int_eq(dps_msg_decode(m, len, &msg, err, sizeof(err)), DPS_OK);
     ck_assert_int_eq(msg.type, DPS_MSG_STATS);
     ck_assert_uint_eq(msg.u.stats.cpu_ns, st.cpu_ns);
@@ -2330,6 +2331,11 @@ START_TEST(rt_stats)
     ck_assert_uint_eq(msg.u.stats.dma_bytes, 5ull << 33);
     ck_assert_uint_eq(msg.u.stats.net_bytes, 9);
     ck_assert_uint_eq(msg.u.stats.fetches, 11);
+    ck_assert_uint_eq(msg.u.stats.rss_kb, 1ull << 35);
+    ck_assert_uint_eq(msg.u.stats.endpoints, 40);
+    ck_assert_uint_eq(msg.u.stats.keys_peak, 1000);
+    ck_assert_uint_eq(msg.u.stats.scheds_peak, 77);
+    ck_assert_uint_eq(msg.u.stats.steps_peak, 123456);
     t = malloc(len - 1);
     memcpy(t, m, len - 1);
     l32 = (uint32_t)(len - 1);
