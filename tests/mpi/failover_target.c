@@ -20,6 +20,9 @@
  *                 for PATH" and does not post the rest until PATH exists
  *                 (at most FO_WAIT_S seconds, default 120), so that the
  *                 fault finds collectives pending on every other rank
+ *   FO_BIG=BYTES  the large blocks' size (default 1 MiB; smaller for many
+ *                 ranks on one machine: each rank holds 3 pending
+ *                 Ialltoalls of FO_BIG bytes per rank, sent and received)
  *
  * Phase 1: checked collectives with the agents, on MPI_COMM_WORLD and on
  * a communicator made by MPI_Comm_idup (the shim gives it no twin to redo
@@ -183,7 +186,8 @@ static void checked_pair(MPI_Comm comm, size_t block, unsigned seed,
 
 int main(int argc, char **argv)
 {
-    const size_t   big = 1 << 20, small = 1 << 12;
+    const size_t   small = 1 << 12;
+    size_t         big = 1 << 20;
     const char    *how = getenv("FO_HOW") ? getenv("FO_HOW") : "kill";
     const char    *block;
     unsigned char *s[NCOLL], *r[NCOLL];
@@ -197,6 +201,9 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
+    if (getenv("FO_BIG") != NULL) {
+        big = strtoul(getenv("FO_BIG"), NULL, 0);
+    }
     /* Virtual nodes are FO_RPD consecutive ranks; kill in the last one. */
     {
         int rpd = getenv("FO_RPD") ? atoi(getenv("FO_RPD")) : size;
@@ -209,7 +216,7 @@ int main(int argc, char **argv)
     MPI_Comm_idup(MPI_COMM_WORLD, &nt, &dup);
     MPI_Wait(&dup, MPI_STATUS_IGNORE);
     checked_pair(MPI_COMM_WORLD, small, 1, "before");
-    checked_pair(MPI_COMM_WORLD, big, 2, "before, 1 MiB");
+    checked_pair(MPI_COMM_WORLD, big, 2, "before, big blocks");
     checked_pair(nt, small, 3, "before, idup communicator");
 
     /* Phase 2: the agent fails while collectives are pending (after every
@@ -290,11 +297,11 @@ int main(int argc, char **argv)
         checked_pair(MPI_COMM_WORLD, k == 1 ? big : small, 10 + k, "after");
     }
     checked_pair(nt, small, 15, "after, idup communicator");
-    checked_pair(nt, big, 16, "after, idup communicator, 1 MiB");
+    checked_pair(nt, big, 16, "after, idup communicator, big blocks");
     MPI_Comm_free(&nt);
     MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &half);
     checked_pair(half, small, 20, "after, new communicator");
-    checked_pair(half, big, 21, "after, new communicator, 1 MiB");
+    checked_pair(half, big, 21, "after, new communicator, big blocks");
     MPI_Comm_free(&half);
 
     MPI_Allreduce(&errors, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);

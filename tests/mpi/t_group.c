@@ -36,7 +36,7 @@
 #include "tcommon.h"
 #include "../../include/dpushim.h"
 
-#define MAXMSG   1024 /* messages of one case */
+#define MAXMSG   4096 /* messages of one case (every pair: 1.5 n^2) */
 #define PERS_N   1000 /* restarts of the persistent group */
 #define MIX_N    100  /* MPI_Startall rounds with stock requests */
 #define BIG      ((size_t)64 << 20)
