@@ -258,7 +258,12 @@ void fo_give_up(void)
     pthread_mutex_lock(&shim.lock);
     pending_text(what, sizeof(what));
     pthread_mutex_unlock(&shim.lock);
-    if (shim.fo.state != SHIM_FO_DECIDED) {
+    if (shim.fo.state != SHIM_FO_DECIDED && who[0] == '\0') {
+        snprintf(why, sizeof(why),
+                 "every rank joined it, but they did not agree in time on "
+                 "what to redo (ranks starved of CPU, or one blocked in an "
+                 "MPI call such as a blocking collective)");
+    } else if (shim.fo.state != SHIM_FO_DECIDED) {
         snprintf(why, sizeof(why),
                  "rank%s %s never joined it (blocked in "
                  "an MPI call such as a blocking collective, or not "
