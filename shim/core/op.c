@@ -23,14 +23,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#define SHIM_UCX_POLL_SEC  200e-6 /* UCX polling with the shm channel on */
-#define SHIM_WAIT_SPIN_SEC 50e-6  /* a wait polls this long, then sleeps */
-#define SHIM_REMOTE_SLEEP_MS \
-    10 /* a wait on a remote agent's COMPLETE
-        * sleeps on the worker at most this
-        * long: the liveness check runs */
-#define SHIM_POKE_MAX_BYTES (256u * 1024) /* see op_send */
-#define SHIM_APP_GAP_SEC    200e-6        /* a polling loop's longest step */
+#define SHIM_UCX_POLL_SEC    200e-6 /* UCX polling with the shm channel on */
+#define SHIM_WAIT_SPIN_SEC   50e-6  /* a wait polls this long, then sleeps */
+/* a wait on a remote agent's COMPLETE sleeps on the worker at most this
+ * long: the liveness check runs */
+#define SHIM_REMOTE_SLEEP_MS 10
+#define SHIM_POKE_MAX_BYTES  (256u * 1024) /* see op_send */
+#define SHIM_APP_GAP_SEC     200e-6        /* a polling loop's longest step */
 
 /* An application thread polls in MPI and will be back within `away`
  * seconds (it sleeps that long in shim_idle) and SHIM_APP_GAP_SEC: until

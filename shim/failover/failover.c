@@ -171,8 +171,7 @@ static void fo_start(void)
     shim.chan.agent_dead = 1;
     shim.fo.state = SHIM_FO_COUNTS;
     /* No COMPLETE is taken from here on. */
-    HASH_ITER(hh_token, shim.by_token, op, tmp)
-    {
+    HASH_ITER(hh_token, shim.by_token, op, tmp) {
         HASH_DELETE(hh_token, shim.by_token, op);
     }
     /* Said once by each rank that saw it; the others follow quietly. */
