@@ -90,7 +90,7 @@ BENCH_SRC  := $(wildcard tests/bench/*.c)
 UNIT_TESTS := check_proto check_config check_shim_util check_listen check_shm check_build \
               check_reduce check_cma check_defer
 
-.PHONY: all build mpi-list deps deps-full check check-quick demo bench clean unit fuzz install deb deb-arm64 depgraph \
+.PHONY: all build mpi-list deps deps-full check check-quick check-scale demo bench clean unit fuzz install deb deb-arm64 depgraph \
         agent-arm64 arm64-cc format format-check $(ALL_MPIS)
 
 PREFIX     ?= /usr/local
@@ -198,7 +198,8 @@ build/%/check_colls: tests/unit/check_colls.c $(COMMON_SRC) $(HDRS) Makefile
 	$(MPICC_$*) $(WARN) $(INC) $(CFLAGS) -o $@ $< $(COMMON_SRC) \
 	    $$(pkg-config --cflags --libs check) $(UCX_LIBS) -ldl
 
-unit: $(addprefix build/unit/,$(UNIT_TESTS)) $(foreach m,$(MPI),build/$(m)/check_colls)
+unit: $(addprefix build/unit/,$(UNIT_TESTS)) $(foreach m,$(MPI),build/$(m)/check_colls) \
+      build/tools/sched_model
 
 # libFuzzer harness for the wire decoder (clang), and its seed writer.
 FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer,address,undefined \
@@ -224,6 +225,12 @@ WIRE_SRC   := $(PROTO_SRC) common/dps_listen.c common/dps_log.c common/dps_ucx.c
 build/fuzz/mkseeds: tests/fuzz/mkseeds.c $(WIRE_SRC) $(HDRS) Makefile
 	@mkdir -p $(@D)
 	$(CC) $(WARN) $(INC) $(CFLAGS) -o $@ tests/fuzz/mkseeds.c $(WIRE_SRC) $(UCX_LIBS)
+
+# The compiled schedules summed per round and agent, for the projection
+# model (scripts/bench/model.py).
+build/tools/sched_model: tests/tools/sched_model.c $(COMMON_SRC) shim/boot/env.c $(BLD_SRC) $(HDRS) Makefile
+	@mkdir -p $(@D)
+	$(CC) $(WARN) $(INC) $(CFLAGS) -o $@ $< $(COMMON_SRC) shim/boot/env.c $(BLD_SRC) $(UCX_LIBS)
 
 build/tools/wire_dump: tests/tools/wire_dump.c $(WIRE_SRC) $(HDRS) Makefile
 	@mkdir -p $(@D)
@@ -266,6 +273,13 @@ deps-full:
 check: deps-full
 	@$(MAKE) --no-print-directory MPI="$(RUN_MPIS)" build unit fuzz agent-arm64
 	@scripts/test/check.sh $(RUN_MPIS)
+
+# The emulated cluster at scale: 8 hosts with DPUs, the suites at 32
+# ranks with the DPUs' agents, one DPU agent killed mid-job
+# (scripts/test/cluster_check.sh, DPS_CLUSTER_SCALE=1; docs/tests.md).
+check-scale: deps-full
+	@$(MAKE) --no-print-directory MPI="$(RUN_MPIS)" build agent-arm64
+	@DPS_CLUSTER_SCALE=1 scripts/test/cluster_check.sh $(RUN_MPIS)
 
 # The unit tests and a few MPI cases of each MPI (tests/cases.py,
 # bin/dps-test --quick): under 2 minutes once built.

@@ -56,12 +56,8 @@
 cl_run_job() {
     local log=$1 mpi=$2 np=$3 shim=$4 vars=$5 hosts opt=() rc
     shift 5
-    case $np in
-    3) hosts=host1:1,host2:1,host3:1 ;;
-    4) hosts=host1:2,host2:2 ;;
-    2) hosts=host1:1,host2:1 ;;
-    *) echo "cluster run_job: no layout for $np ranks" >"$log"; return 1 ;;
-    esac
+    hosts=$(cl_layout "$np") ||
+        { echo "cluster run_job: no layout for $np ranks" >"$log"; return 1; }
     # Through Slurm the shim comes by the runner, as a user would start
     # it there (srun dpushim ./app), elsewhere by LD_PRELOAD.
     if [ "$shim" = 1 ] && [ "$CL_LAUNCH" = srun ]; then
@@ -76,6 +72,24 @@ cl_run_job() {
     rc=$?
     [ $rc = 0 ] || return $rc
     cl_hosts_offloaded "$log" "$np" "$vars" && cl_data_path "$log" "$vars"
+}
+
+# cl_layout NP: the hosts of a job of NP ranks, as HOST:SLOTS words
+# joined by commas: 2, 3 and 4 ranks as above; more spread evenly over
+# the CL_NHOSTS hosts (the first ones take one more when NP does not
+# divide). Fails for a job of more than 4 ranks but fewer than hosts.
+cl_layout() {
+    local np=$1 n=$CL_NHOSTS h spec=""
+    case $np in
+    2) echo host1:1,host2:1; return ;;
+    3) echo host1:1,host2:1,host3:1; return ;;
+    4) echo host1:2,host2:2; return ;;
+    esac
+    [ "$np" -ge "$n" ] || return 1
+    for ((h = 1; h <= n; h++)); do
+        spec+="${spec:+,}host$h:$((np / n + (h <= np % n)))"
+    done
+    echo "$spec"
 }
 
 # cl_data_path LOG VARS: a job across hosts that printed its result and
@@ -147,7 +161,7 @@ cl_hosts_offloaded() {
     local log=$1 np=$2 vars=$3 h n ok=0 where
     [[ " $vars " == *" DPUSHIM_STATS=2 "* ]] || return 0
     grep -q '^result: ok' "$log" || return 0
-    case $np in 3) n=3 ;; *) n=2 ;; esac
+    n=$(cl_layout "$np" | tr ',' '\n' | wc -l)
     for ((h = 1; h <= n; h++)); do
         where=".*"
         [[ $vars == *DPUSHIM_AGENT_MAP=* ]] && where=".* on host$h-dpu\)"
@@ -196,27 +210,40 @@ cl_node_pids() {
         on && /^    [0-9]/ && $0 ~ p { print $1 }'
 }
 
-# Listening agents on the DPUs of host1 and host2 (hostN-dpu:7420), the
-# map and the secret directory under the run directory, which every host
-# sees. Sets CL_MAP, CL_SEC and CL_LISTEN_PIDS; 0 when both listen.
+# Listening agents on the DPUs of the hosts numbered in CL_DPUS (default
+# host1 and host2; hostN-dpu:7420), the map and the secret directory
+# under the run directory, which every host sees. Sets CL_MAP, CL_SEC and
+# CL_LISTEN_PIDS; 0 when every one listens.
 cl_listeners_up() {
-    local h i
+    local h i n up
     CL_SEC=$CL_RUN/secrets CL_MAP=$CL_RUN/dpus.map
     mkdir -p "$CL_SEC" && chmod 700 "$CL_SEC"
-    printf 'host1 host1-dpu:7420\nhost2 host2-dpu:7420\n' >"$CL_MAP"
-    for h in 1 2; do
+    : >"$CL_MAP"
+    for h in $CL_DPUS; do
+        echo "host$h host$h-dpu:7420" >>"$CL_MAP"
+    done
+    for h in $CL_DPUS; do
         # shellcheck disable=SC2086 # command and VAR=value words
         "$CL_ROOT/scripts/cluster/cluster.sh" run "host$h-dpu" env $CL_DPU_ENV \
             DPUSHIM_AGENT_SCHED=eager $CL_DPU_AGENT --listen 0.0.0.0:7420 \
             --secret-dir "$CL_SEC" >"$LOGS/listener-host$h-dpu.log" 2>&1 &
         CL_LISTENERS+=($!)
     done
-    for ((i = 0; i < 200; i++)); do
-        if grep -q '^dpu_agent: listening on' "$LOGS/listener-host1-dpu.log" &&
-           grep -q '^dpu_agent: listening on' "$LOGS/listener-host2-dpu.log"; then
-            # shellcheck disable=SC2207 # one pid a word
-            CL_LISTEN_PIDS=($(cl_node_pids host1-dpu ' --listen')
-                            $(cl_node_pids host2-dpu ' --listen'))
+    # qemu-user starts each Arm agent in about a second; 8 at once on 2
+    # cores take longer.
+    for ((i = 0; i < 600; i++)); do
+        n=0 up=0
+        for h in $CL_DPUS; do
+            n=$((n + 1))
+            grep -q '^dpu_agent: listening on' \
+                "$LOGS/listener-host$h-dpu.log" && up=$((up + 1))
+        done
+        if [ "$up" = "$n" ]; then
+            CL_LISTEN_PIDS=()
+            for h in $CL_DPUS; do
+                # shellcheck disable=SC2207 # one pid a word
+                CL_LISTEN_PIDS+=($(cl_node_pids "host$h-dpu" ' --listen'))
+            done
             return 0
         fi
         sleep 0.1
@@ -244,9 +271,10 @@ cl_wait_line() {
 }
 
 # cl_fault_case NAME MPI LAUNCH VARS INJECT BOUND CHECK TITLE: a job of
-# failover_target (4 ranks, FO_HOW=none) whose rank 2 (on host2) stops
-# after posting its first collective and waits for a file, so that every
-# other rank has collectives pending; INJECT (a function) makes the
+# failover_target (CL_FAULT_NP ranks, default 4, laid out by cl_layout;
+# FO_HOW=none) whose first rank of the last host (rank 2 on host2 at 4
+# ranks) stops after posting its first collective and waits for a file,
+# so that every other rank has collectives pending; INJECT (a function) makes the
 # fault, then the file is made and the collectives go on. With CL_HEAL
 # (a function) and CL_HEAL_AFTER (seconds, or "job"), the fault is
 # undone that long after it began, or once the job has ended. The job
@@ -256,18 +284,21 @@ cl_wait_line() {
 cl_fault_case() {
     local name=$1 mpi=$2 launch=$3 vars=$4 inject=$5 bound=$6 check=$7
     local title=$8 log="$LOGS/$mpi-fault-$1.log" go="$CL_RUN/go-$1"
-    local pid ok=1 t0 left hosts=host1:2,host2:2 opt=(--shim)
+    local pid ok=1 t0 left hosts opt=(--shim) np=${CL_FAULT_NP:-4} rph
     local heal=${CL_HEAL:-} heal_after=${CL_HEAL_AFTER:-job}
+    hosts=$(cl_layout "$np")
+    rph=$((np / $(echo "$hosts" | tr ',' '\n' | wc -l)))
     rm -f "$go"
     [ "$launch" = srun ] && opt+=(--srun)
     # shellcheck disable=SC2086 # VARS are words
     DPS_SRUN_NAME="dps-fault-$name" timeout -k 5 "$CL_JOB_TIMEOUT" \
         "$CL_ROOT/scripts/cluster/cluster-mpirun.sh" "${opt[@]}" "$mpi" "$hosts" \
         DPUSHIM_AGENT_SCHED=eager DPUSHIM_MIN_BYTES=1 DPUSHIM_STATS=1 \
-        DPUSHIM_LOG=info FO_HOW=none FO_RPD=2 FO_WAIT="$go" $vars \
+        DPUSHIM_LOG=info FO_HOW=none FO_RPD="$rph" FO_WAIT="$go" $vars \
         "build/$mpi/tests/failover_target" >"$log" 2>&1 &
     pid=$!
-    if ! cl_wait_line "$log" '^rank 2: collectives pending, waiting for' 120 "$pid"; then
+    if ! cl_wait_line "$log" '^rank [0-9]+: collectives pending, waiting for' \
+        "$CL_REACH" "$pid"; then
         echo "the job did not reach its collectives" >>"$log"
         ok=0
     else
@@ -290,6 +321,8 @@ cl_fault_case() {
         else
             echo "the job ended $((SECONDS - t0)) s after the fault (bound" \
                  "$bound s)" >>"$log"
+            echo "$CL_MARK: $mpi fault $name: the job ended $((SECONDS - t0))" \
+                 "s after the fault (bound $bound s)"
         fi
     fi
     wait "$pid" 2>/dev/null
@@ -307,7 +340,7 @@ cl_fault_case() {
 cl_ended_well() {
     local r ok=0
     grep -q '^result: ok' "$1" || { echo "no 'result: ok'" >>"$1"; ok=1; }
-    for r in 0 1 2 3; do
+    for ((r = 0; r < ${CL_FAULT_NP:-4}; r++)); do
         grep -Eq "^rank $r: pending collectives: [0-9]+ ended well" "$1" ||
             { echo "rank $r did not end its pending collectives" >>"$1"; ok=1; }
     done
@@ -321,15 +354,15 @@ cl_took_over() {
         { echo "no statistics of collectives after the failure" >>"$1"; return 1; }
 }
 
-# (a) host2's DPU agent process (the listener's child serving this job)
-# killed while the job's collectives are pending.
+# (a) the DPU agent process of host CL_VICTIM (default 2; the listener's
+# child serving this job) killed while the job's collectives are pending.
 cl_kill_dpu_agent() {
-    local p n=0 all
-    all=" $(cl_node_pids host2-dpu dpu_agent | tr '\n' ' ') "
+    local p n=0 all d=host${CL_VICTIM:-2}-dpu
+    all=" $(cl_node_pids "$d" dpu_agent | tr '\n' ' ') "
     for p in $all; do
         # a job's agent process is the listener's child
         [[ $all == *" $(ps -o ppid= -p "$p" | tr -d ' ') "* ]] || continue
-        echo "fault: killing host2-dpu's agent process for the job, pid $p" >>"$1"
+        echo "fault: killing $d's agent process for the job, pid $p" >>"$1"
         kill -9 "$p" && n=$((n + 1))
     done
     [ $n -gt 0 ]
@@ -372,7 +405,9 @@ cl_cancelled() {
 
 cl_up() {
     local log=$LOGS/up.log
-    "$CL_ROOT/scripts/cluster/cluster.sh" up 3 --dpu >"$log" 2>&1 &&
+    "$CL_ROOT/scripts/cluster/cluster.sh" up "$CL_NHOSTS" --dpu >"$log" 2>&1 ||
+        return 1
+    [ "$CL_SCALE" = 1 ] ||
         "$CL_ROOT/scripts/cluster/cluster-slurm.sh" up >>"$log" 2>&1
 }
 
@@ -486,6 +521,47 @@ cl_cases() {
         "Slurm job cancelled (scancel) mid-collective: its ranks and agents are gone within 20 s"
 }
 
+# At scale (DPS_CLUSTER_SCALE=1): CL_NHOSTS hosts, each with a DPU whose
+# agent listens; the suites at CL_SCALE_RANKS ranks spread over them,
+# every byte checked and every host's DPU agent offloading; then, per
+# MPI, the DPU agent of host CL_SCALE_VICTIM killed while the job's
+# collectives are pending, its ranks taken over by stock MPI, exact,
+# within CL_SCALE_BOUND s. Every rank's agent sleeps when idle, and
+# Open MPI's ranks yield while they wait (cluster-mpirun.sh): 32 ranks
+# and 8 agents share 2 cores.
+cl_scale_cases() {
+    local mpi t np=$CL_SCALE_RANKS dpu
+    local s2="DPUSHIM_STATS=2 DPUSHIM_MIN_BYTES=1 $CL_SCALE_VARS"
+    local where="$CL_NHOSTS hosts x $((np / CL_NHOSTS)) ranks"
+    CL_DPUS=$(seq -s ' ' 1 "$CL_NHOSTS")
+    if ! cl_listeners_up; then
+        report "listening agents start on the $CL_NHOSTS DPUs" 0 \
+            "$LOGS/listener-host1-dpu.log"
+        return
+    fi
+    dpu="DPUSHIM_AGENT_MAP=$CL_MAP DPUSHIM_SECRET_DIR=$CL_SEC"
+    CL_LAUNCH=mpirun
+    for mpi in "$@"; do
+        for t in $CL_SCALE_TESTS; do
+            cl_budget_left || return
+            shim_case "$mpi" "build/$mpi/tests/$t" "$np" "$s2 $dpu" \
+                "$where, $CL_DPU_KIND listening on their DPUs, $(cl_launcher "$mpi")" \
+                -scale
+        done
+        cl_budget_left || return
+        # 64 KiB large blocks: 3 pending Ialltoalls of 32 blocks on 32
+        # ranks stay within the machine's memory. The ranks agree on what
+        # to redo through stock MPI, each when it gets a core: 32 ranks
+        # on 2 cores take longer than the default 10 s takeover deadline.
+        CL_FAULT_NP=$np CL_VICTIM=$CL_SCALE_VICTIM CL_REACH=600 \
+            cl_fault_case scale-dpu-kill "$mpi" mpirun \
+            "$dpu FO_BIG=65536 FO_WAIT_S=900 DPUSHIM_AGENT_TIMEOUT=30" \
+            cl_kill_dpu_agent \
+            "$CL_SCALE_BOUND" cl_took_over \
+            "$where: host$CL_SCALE_VICTIM-dpu's agent (one of $CL_NHOSTS) killed mid-collective: stock MPI takes over, exact, within $CL_SCALE_BOUND s"
+    done
+}
+
 # cl_suites MPI WHERE [FIRST]: the suites of a layout (WHERE: host, srun),
 # paths under build/MPI/. With DPS_CLUSTER_FULL=1 every suite everywhere;
 # else, within CI's time, the longest suites (t_colls, t_persist: 20-36 s
@@ -555,9 +631,22 @@ cl_main() {
     CL_OWNER=$BASHPID
     CL_RUN=$CL_BASE/cluster.$CL_OWNER
     CL_FULL=${DPS_CLUSTER_FULL:-0}
+    CL_SCALE=${DPS_CLUSTER_SCALE:-0}
     CL_BUDGET=${DPS_CLUSTER_BUDGET:-900}
     [ "$CL_FULL" = 1 ] && CL_BUDGET=${DPS_CLUSTER_BUDGET:-3000}
+    [ "$CL_SCALE" = 1 ] && CL_BUDGET=${DPS_CLUSTER_BUDGET:-7200}
     CL_JOB_TIMEOUT=${DPS_CLUSTER_JOB_TIMEOUT:-240}
+    [ "$CL_SCALE" = 1 ] && CL_JOB_TIMEOUT=${DPS_CLUSTER_JOB_TIMEOUT:-1500}
+    CL_NHOSTS=3 CL_DPUS="1 2" CL_REACH=120
+    CL_SCALE_RANKS=${DPS_SCALE_RANKS:-32}
+    CL_SCALE_TESTS=${DPS_SCALE_TESTS:-t_colls t_persist t_neigh t_group t_dtypes}
+    CL_SCALE_VICTIM=${DPS_SCALE_VICTIM:-4}
+    CL_SCALE_BOUND=${DPS_SCALE_BOUND:-60}
+    CL_SCALE_VARS=${DPS_SCALE_VARS:-}
+    if [ "$CL_SCALE" = 1 ]; then
+        CL_NHOSTS=${DPS_SCALE_HOSTS:-8}
+        LOGS=$LOGS/scale
+    fi
     CL_FIN_GRACE=3
     CL_FIN_HANGS=0
     CL_LINK_DOWN=3
@@ -574,9 +663,11 @@ cl_main() {
     # built (make check builds it): the protocol between x86-64 ranks and
     # an aarch64 agent across hosts.
     CL_DPU_KIND="agents"
+    # At scale the x86-64 build unless DPU_AGENT says otherwise: eight
+    # agents under qemu-user on 2 cores would measure the emulator.
     if [ -n "${DPU_AGENT:-}" ]; then
         CL_DPU_AGENT=$DPU_AGENT
-    elif [ -x "$CL_ROOT/build/arm64/dpu_agent" ]; then
+    elif [ "$CL_SCALE" != 1 ] && [ -x "$CL_ROOT/build/arm64/dpu_agent" ]; then
         CL_DPU_AGENT="$CL_ROOT/scripts/cluster/arm64-run.sh dpu_agent"
         CL_DPU_KIND="aarch64 agents (qemu-user)"
     else
@@ -585,12 +676,15 @@ cl_main() {
     fi
     CL_DPU_ENV=${DPU_AGENT_ENV:-}
     CL_T0=$SECONDS
-    LOGS=$LOGS/cluster
+    [ "$CL_SCALE" = 1 ] || LOGS=$LOGS/cluster
     rm -rf "$LOGS"
     mkdir -p "$LOGS"
-    # Every result of this part is check.sh's report, marked "cluster:".
+    # Every result of this part is check.sh's report, marked "cluster:"
+    # ("scale:" at scale).
     eval "cl_check_report() $(declare -f report | tail -n +2)"
-    report() { cl_check_report "cluster: $1" "${@:2}"; }
+    CL_MARK=cluster
+    [ "$CL_SCALE" = 1 ] && CL_MARK=scale
+    report() { cl_check_report "$CL_MARK: $1" "${@:2}"; }
     # ... and check.sh's cases run their jobs across the hosts.
     run_job() { cl_run_job "$@"; }
     export DPS_CLUSTER_DIR=$CL_RUN
@@ -599,7 +693,7 @@ cl_main() {
     echo "$CL_OWNER" >"$CL_BASE/cluster.$CL_OWNER.owner"
     trap cl_down EXIT
     trap 'exit 143' TERM INT HUP
-    for tool in unshare nsenter ip tc python3 slurmctld slurmd munged srun; do
+    for tool in unshare nsenter ip tc python3 slurmctld slurmd munged srun seq; do
         command -v "$tool" >/dev/null || {
             echo "$tool not found: scripts/deps.sh installs it" >"$LOGS/up.log"
             report "$tool installed" 0 "$LOGS/up.log"
@@ -608,19 +702,27 @@ cl_main() {
     done
     t=$SECONDS
     if ! cl_up; then
-        report "3 emulated hosts with DPUs and Slurm come up" 0 "$LOGS/up.log"
+        report "$CL_NHOSTS emulated hosts with DPUs$([ "$CL_SCALE" = 1 ] || echo " and Slurm") come up" \
+            0 "$LOGS/up.log"
         return
     fi
-    echo "cluster: 3 hosts, 3 DPUs and Slurm up in $((SECONDS - t)) s"
-    cl_cases "$@"
+    if [ "$CL_SCALE" = 1 ]; then
+        echo "scale: $CL_NHOSTS hosts and $CL_NHOSTS DPUs up in $((SECONDS - t)) s"
+        cl_scale_cases "$@"
+    else
+        echo "cluster: 3 hosts, 3 DPUs and Slurm up in $((SECONDS - t)) s"
+        cl_cases "$@"
+    fi
     cl_listeners_down
-    left=$(cl_leftovers)
+    # The listeners' node servers reap them within moments; until then
+    # they are listed (as zombies, with no command line).
+    left=$(cl_wait_clean 30)
     echo "${left:-nothing left}" >"$LOGS/left.log"
     report "no process left on any host or DPU after the jobs" \
         "$([ -z "$left" ] && echo 1 || echo 0)" "$LOGS/left.log"
     [ "$CL_FIN_HANGS" = 0 ] ||
-        echo "cluster: note: $CL_FIN_HANGS MPICH job(s) hung in MPICH's own MPI_Finalize, after the shim's part (UCX on TCP; docs/tests.md)"
-    echo "cluster: $((SECONDS - CL_T0)) s in all"
+        echo "$CL_MARK: note: $CL_FIN_HANGS MPICH job(s) hung in MPICH's own MPI_Finalize, after the shim's part (UCX on TCP; docs/tests.md)"
+    echo "$CL_MARK: $((SECONDS - CL_T0)) s in all"
 }
 
 if [ "${BASH_SOURCE[0]}" != "$0" ]; then
