@@ -3,6 +3,7 @@
  * agent's check. */
 #define _GNU_SOURCE
 #include "common/dps_cma.h"
+#include "common/dps_status.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -22,11 +23,14 @@ int dps_cma_token_new(uint64_t *token)
         }
         if (n != (ssize_t)sizeof(t)) {
             *token = 0;
-            return n < 0 ? errno : EIO;
+            if (n >= 0) {
+                errno = EIO;
+            }
+            return DPS_ERR_IO;
         }
     }
     *token = t;
-    return 0;
+    return DPS_OK;
 }
 
 int dps_cma_check(uint32_t pid, uint64_t addr, uint64_t token)
@@ -39,27 +43,28 @@ int dps_cma_check(uint32_t pid, uint64_t addr, uint64_t token)
     /* pid 0 and pids beyond pid_t would name no process, or this one. */
     if (pid == 0 || pid > INT_MAX || addr == 0 || token == 0 ||
         (uint64_t)(uintptr_t)addr != addr) {
-        return EINVAL;
+        return DPS_ERR_INVALID;
     }
     do {
         n = process_vm_readv((pid_t)pid, &l, 1, &r, 1, 0);
     } while (n < 0 && errno == EINTR);
     if (n < 0) {
-        return errno;
+        return DPS_ERR_IO;
     }
     if (n != (ssize_t)sizeof(v)) {
-        return EFAULT; /* the token would straddle an unmapped page */
+        errno = EFAULT; /* the token would straddle an unmapped page */
+        return DPS_ERR_IO;
     }
-    return v == token ? 0 : DPS_CMA_OTHER;
+    return v == token ? DPS_OK : DPS_ERR_TOKEN;
 }
 
-const char *dps_cma_why(int why)
+const char *dps_cma_why(int status, int err)
 {
-    if (why == 0) {
-        return "token read back";
+    switch (status) {
+    case DPS_OK: return "token read back";
+    case DPS_ERR_TOKEN: return "another process has that pid: token mismatch";
+    case DPS_ERR_INVALID: return strerror(EINVAL);
+    case DPS_ERR_IO: return strerror(err);
+    default: return dps_status_str(status);
     }
-    if (why == DPS_CMA_OTHER) {
-        return "another process has that pid: token mismatch";
-    }
-    return strerror(why);
 }

@@ -16,28 +16,30 @@
 #ifndef DPS_CMA_H
 #define DPS_CMA_H
 
-#include <stdint.h>
+#include "common/dps_status.h"
 
-/* dps_cma_check: the read worked and found another value (the pid is
- * some other process, or the address holds something else). */
-#define DPS_CMA_OTHER (-1)
+#include <stdint.h>
 
 /*
  * A fresh token: random, never 0 (0 means "no token" on the wire).
- * Returns 0, or an errno value (getrandom failed; *token is then 0).
+ * Returns DPS_OK, or DPS_ERR_IO with errno set (getrandom failed; *token
+ * is then 0).
  */
 int dps_cma_token_new(uint64_t *token);
 
 /*
  * Does process pid, as this process sees it, hold token at addr? Returns
- * 0 if so; otherwise why not: the errno of the failed read (ESRCH no such
- * process, EPERM not allowed, EFAULT nothing mapped there, EINVAL a zero
- * pid, address or token) or DPS_CMA_OTHER. Never writes.
+ * DPS_OK if so; otherwise why not: DPS_ERR_INVALID (a zero pid, address
+ * or token), DPS_ERR_IO with errno set by the failed read (ESRCH no such
+ * process, EPERM not allowed, EFAULT nothing mapped there) or
+ * DPS_ERR_TOKEN (the read worked and found another value: the pid is
+ * some other process, or the address holds something else). Never
+ * writes.
  */
 int dps_cma_check(uint32_t pid, uint64_t addr, uint64_t token);
 
-/* A phrase for a dps_cma_check result ("No such process", "another
- * process has that pid"). */
-const char *dps_cma_why(int why);
+/* A phrase for a dps_cma_check result and, for DPS_ERR_IO, the errno it
+ * left ("No such process", "another process has that pid"). */
+const char *dps_cma_why(int status, int err);
 
 #endif

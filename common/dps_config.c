@@ -189,14 +189,14 @@ static int parse_bool(const char *v, int *out)
     for (i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
         if (!strcasecmp(v, yes[i])) {
             *out = 1;
-            return 0;
+            return DPS_OK;
         }
         if (!strcasecmp(v, no[i])) {
             *out = 0;
-            return 0;
+            return DPS_OK;
         }
     }
-    return -1;
+    return DPS_ERR_INVALID;
 }
 
 static int parse_u64(const char *v, int allow_suffix, uint64_t *out)
@@ -206,29 +206,29 @@ static int parse_u64(const char *v, int allow_suffix, uint64_t *out)
     char              *end;
 
     if (!isdigit((unsigned char)v[0])) {
-        return -1; /* rejects "", "-1", " 1" */
+        return DPS_ERR_INVALID; /* rejects "", "-1", " 1" */
     }
     errno = 0;
     x = strtoull(v, &end, 10);
     if (errno != 0) {
-        return -1;
+        return DPS_ERR_INVALID;
     }
     if (*end != '\0') {
         if (!allow_suffix || end[1] != '\0') {
-            return -1;
+            return DPS_ERR_INVALID;
         }
         switch (tolower((unsigned char)*end)) {
         case 'k': mult = 1ull << 10; break;
         case 'm': mult = 1ull << 20; break;
         case 'g': mult = 1ull << 30; break;
-        default: return -1;
+        default: return DPS_ERR_INVALID;
         }
     }
     if (x > UINT64_MAX / mult) {
-        return -1;
+        return DPS_ERR_INVALID;
     }
     *out = (uint64_t)x * mult;
-    return 0;
+    return DPS_OK;
 }
 
 /* The words an enumerated variable takes, and their values. */
@@ -252,17 +252,18 @@ static const cfg_word_t cfg_scheds[] = {{"eager", DPS_SCHED_EAGER},
 static const cfg_word_t cfg_datapaths[] = {{"direct", DPS_DATA_DIRECT},
                                            {"staged", DPS_DATA_STAGED}};
 
-/* v is one of the n words (case ignored): its value in *out. 0, or -1. */
+/* v is one of the n words (case ignored): its value in *out. DPS_OK, or
+ * DPS_ERR_INVALID. */
 static int parse_word(const char *v, const cfg_word_t *words, size_t n,
                       int *out)
 {
     for (size_t i = 0; i < n; i++) {
         if (!strcasecmp(v, words[i].word)) {
             *out = words[i].value;
-            return 0;
+            return DPS_OK;
         }
     }
-    return -1;
+    return DPS_ERR_INVALID;
 }
 
 /* DPUSHIM_MIN_BYTES: "auto" or a size, which may not be the value that
@@ -273,23 +274,23 @@ static int parse_threshold(const char *v, uint64_t *out)
 
     if (!strcasecmp(v, "auto")) {
         *out = DPS_MIN_BYTES_AUTO;
-        return 0;
+        return DPS_OK;
     }
-    if (parse_u64(v, 1, &u) || u == DPS_MIN_BYTES_AUTO) {
-        return -1;
+    if (parse_u64(v, 1, &u) != DPS_OK || u == DPS_MIN_BYTES_AUTO) {
+        return DPS_ERR_INVALID;
     }
     *out = u;
-    return 0;
+    return DPS_OK;
 }
 
 /* A string that fits in size bytes (the terminator included), copied. */
 static int parse_string(const char *v, size_t size, char *out)
 {
     if (strlen(v) >= size) {
-        return -1;
+        return DPS_ERR_INVALID;
     }
     strcpy(out, v);
-    return 0;
+    return DPS_OK;
 }
 
 /* A CPU list such as 0,2-3 (or nothing), kept as written. */
@@ -299,10 +300,10 @@ static int parse_cpulist(const char *v, char *out)
 
     if (strlen(v) >= sizeof(((dps_config_t *)0)->agent_cpus) ||
         (v[0] != '\0' && dps_cpulist_parse(v, bits, 1024) <= 0)) {
-        return -1;
+        return DPS_ERR_INVALID;
     }
     strcpy(out, v);
-    return 0;
+    return DPS_OK;
 }
 
 int dps_config_parse_value(dps_cfg_type_t type, const char *v, void *out)
@@ -314,23 +315,23 @@ int dps_config_parse_value(dps_cfg_type_t type, const char *v, void *out)
     case DPS_CFG_AUTOBOOL:
         if (!strcasecmp(v, "auto")) {
             *(int *)out = DPS_AUTOBOOL_AUTO;
-            return 0;
+            return DPS_OK;
         }
         return parse_bool(v, out);
     case DPS_CFG_STATS:
         if (!strcmp(v, "2")) {
             *(int *)out = 2;
-            return 0;
+            return DPS_OK;
         }
         return parse_bool(v, out);
     case DPS_CFG_SIZE: return parse_u64(v, 1, out);
     case DPS_CFG_THRESHOLD: return parse_threshold(v, out);
     case DPS_CFG_UINT:
-        if (parse_u64(v, 0, &u) || u > 1000000) {
-            return -1;
+        if (parse_u64(v, 0, &u) != DPS_OK || u > 1000000) {
+            return DPS_ERR_INVALID;
         }
         *(unsigned *)out = (unsigned)u;
-        return 0;
+        return DPS_OK;
     case DPS_CFG_LOGLEVEL:
         return parse_word(v, cfg_levels, CFG_NWORDS(cfg_levels), out);
     case DPS_CFG_TRANSPORT:
@@ -343,7 +344,7 @@ int dps_config_parse_value(dps_cfg_type_t type, const char *v, void *out)
     case DPS_CFG_PATH:
         return parse_string(v, sizeof(((dps_config_t *)0)->agent), out);
     }
-    return -1;
+    return DPS_ERR_INVALID;
 }
 
 static void msg_append(char *msgs, size_t len, const char *fmt, const char *a,
@@ -459,7 +460,7 @@ int dps_config_load(dps_config_t *cfg, char *const *envp, char *msgs,
     }
     for (e = dps_config_table; e->name != NULL; e++) {
         if (dps_config_parse_value(e->type, e->deflt,
-                                   (char *)cfg + e->offset)) {
+                                   (char *)cfg + e->offset) != DPS_OK) {
             abort(); /* a default that does not parse is a bug */
         }
     }
@@ -482,7 +483,8 @@ int dps_config_load(dps_config_t *cfg, char *const *envp, char *msgs,
             nunk++;
             continue;
         }
-        if (dps_config_parse_value(e->type, eq + 1, (char *)cfg + e->offset)) {
+        if (dps_config_parse_value(e->type, eq + 1, (char *)cfg + e->offset) !=
+            DPS_OK) {
             char what[600];
 
             snprintf(what, sizeof(what), "%s='%.400s'", var, eq + 1);

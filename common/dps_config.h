@@ -4,6 +4,7 @@
 #define DPS_CONFIG_H
 
 #include "common/dps_colls.h"
+#include "common/dps_status.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -106,14 +107,15 @@ int dps_config_load(dps_config_t *cfg, char *const *envp, char *msgs,
 
 /*
  * Parse one value of the given type into *out (int, uint64_t, unsigned or
- * char[4096] depending on type). Returns 0 on success, -1 if invalid.
+ * char[4096] depending on type). Returns DPS_OK, or DPS_ERR_INVALID if
+ * the value is invalid.
  */
 int dps_config_parse_value(dps_cfg_type_t type, const char *value, void *out);
 
 /*
  * Parse a CPU list such as "0,2-3" into a bitmap of max_cpus bits (out,
- * zeroed first). Returns the number of CPUs, or -1 if malformed or a CPU
- * is >= max_cpus.
+ * zeroed first). Returns the number of CPUs (a count), or -1 if malformed
+ * or a CPU is >= max_cpus.
  */
 int dps_cpulist_parse(const char *list, unsigned long *out, int max_cpus);
 

@@ -3,6 +3,7 @@
  * (dps_grant.h). */
 #define _GNU_SOURCE
 #include "common/dps_grant.h"
+#include "common/dps_status.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -38,9 +39,9 @@ int dps_grant_path(const char *dir, const char *job, const char *host,
         if (len > 0) {
             out[0] = '\0';
         }
-        return -1;
+        return DPS_ERR_INVALID;
     }
-    return 0;
+    return DPS_OK;
 }
 
 int dps_grant_listen(const char *path)
@@ -82,18 +83,20 @@ int dps_grant_send(const char *path, uint32_t world_rank, uint32_t job_key)
     int             fd, s, e = 0;
 
     if (strlen(path) >= sizeof(sa.sun_path)) {
-        return ENAMETOOLONG;
+        errno = ENAMETOOLONG;
+        return DPS_ERR_INVALID;
     }
     strcpy(sa.sun_path, path);
     fd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
     if (fd < 0) {
-        return errno;
+        return DPS_ERR_IO;
     }
     s = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     if (s < 0) {
         e = errno;
         close(fd);
-        return e;
+        errno = e;
+        return DPS_ERR_IO;
     }
     memset(&c, 0, sizeof(c));
     mh.msg_name = &sa;
@@ -115,7 +118,11 @@ int dps_grant_send(const char *path, uint32_t world_rank, uint32_t job_key)
     }
     close(s);
     close(fd); /* the agent holds its own copy */
-    return e;
+    if (e != 0) {
+        errno = e;
+        return DPS_ERR_IO;
+    }
+    return DPS_OK;
 }
 
 int dps_grant_recv(int sock, dps_grant_msg_t *msg, int *fd)
@@ -138,7 +145,8 @@ int dps_grant_recv(int sock, dps_grant_msg_t *msg, int *fd)
         n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
     } while (n < 0 && errno == EINTR);
     if (n < 0) {
-        return 0;
+        return errno == EAGAIN || errno == EWOULDBLOCK ? DPS_ERR_AGAIN
+                                                       : DPS_ERR_IO;
     }
     for (ch = CMSG_FIRSTHDR(&mh); ch != NULL; ch = CMSG_NXTHDR(&mh, ch)) {
         size_t k, nfd;
@@ -165,10 +173,10 @@ int dps_grant_recv(int sock, dps_grant_msg_t *msg, int *fd)
         if (got >= 0) {
             close(got);
         }
-        return -1;
+        return DPS_ERR_PROTO;
     }
     *fd = got;
-    return 1;
+    return DPS_OK;
 }
 
 int dps_dma_read(int fd, uint64_t addr, void *buf, size_t len)
@@ -182,13 +190,16 @@ int dps_dma_read(int fd, uint64_t addr, void *buf, size_t len)
             continue;
         }
         if (n <= 0) {
-            return n < 0 ? errno : EIO;
+            if (n == 0) {
+                errno = EIO;
+            }
+            return DPS_ERR_IO;
         }
         p += n;
         addr += (uint64_t)n;
         len -= (size_t)n;
     }
-    return 0;
+    return DPS_OK;
 }
 
 int dps_dma_write(int fd, uint64_t addr, const void *buf, size_t len)
@@ -202,11 +213,14 @@ int dps_dma_write(int fd, uint64_t addr, const void *buf, size_t len)
             continue;
         }
         if (n <= 0) {
-            return n < 0 ? errno : EIO;
+            if (n == 0) {
+                errno = EIO;
+            }
+            return DPS_ERR_IO;
         }
         p += n;
         addr += (uint64_t)n;
         len -= (size_t)n;
     }
-    return 0;
+    return DPS_OK;
 }

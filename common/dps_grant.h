@@ -23,6 +23,8 @@
 #ifndef DPS_GRANT_H
 #define DPS_GRANT_H
 
+#include "common/dps_status.h"
+
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -39,9 +41,9 @@ typedef struct dps_grant_msg {
 /*
  * The grant socket of a job's agent: DIR/g-<16 hex digits>, a hash of
  * the job name, the agent's host name and pid (both sides compute it:
- * the agent when it starts, the ranks from its "ok" line). Returns 0, or
- * -1 if it does not fit in a socket address (then no DMA grant: the
- * ranks are served over UCX).
+ * the agent when it starts, the ranks from its "ok" line). Returns
+ * DPS_OK, or DPS_ERR_INVALID if it does not fit in a socket address (then
+ * no DMA grant: the ranks are served over UCX).
  */
 int dps_grant_path(const char *dir, const char *job, const char *host,
                    uint32_t pid, char *out, size_t len);
@@ -51,17 +53,19 @@ int dps_grant_path(const char *dir, const char *job, const char *host,
 int dps_grant_listen(const char *path);
 
 /* Rank: open /proc/self/mem and send it to the socket at path. Returns
- * 0 or an errno value. */
+ * DPS_OK; DPS_ERR_INVALID if path does not fit in a socket address
+ * (errno ENAMETOOLONG); DPS_ERR_IO with errno set. */
 int dps_grant_send(const char *path, uint32_t world_rank, uint32_t job_key);
 
 /* Agent: take one pending grant: *fd (close-on-exec) and its message.
- * Returns 1, 0 if none is pending, -1 on a malformed datagram (dropped,
- * any descriptor closed). */
+ * Returns DPS_OK; DPS_ERR_AGAIN if none is pending; DPS_ERR_PROTO on a
+ * malformed datagram (dropped, any descriptor closed); DPS_ERR_IO if the
+ * socket failed (errno set). */
 int dps_grant_recv(int sock, dps_grant_msg_t *msg, int *fd);
 
 /* DMA through a grant: len bytes at addr of the granting process into
- * buf, or from buf to addr. 0, or an errno value (EIO: the process is
- * gone or nothing is mapped there). */
+ * buf, or from buf to addr. DPS_OK, or DPS_ERR_IO with errno set (EIO:
+ * the process is gone or nothing is mapped there). */
 int dps_dma_read(int fd, uint64_t addr, void *buf, size_t len);
 int dps_dma_write(int fd, uint64_t addr, const void *buf, size_t len);
 

@@ -267,7 +267,8 @@ static int ms_left(double deadline)
     return left <= 0 ? 0 : (left > 1e9 ? 1000000000 : (int)left + 1);
 }
 
-/* Wait for events on fd until deadline: 1 ready, 0 timed out, -1 error. */
+/* Wait for events on fd until deadline: DPS_OK (ready), DPS_ERR_TIMEOUT,
+ * or DPS_ERR_IO with errno set. */
 static int wait_fd(int fd, short events, double deadline)
 {
     struct pollfd pfd = {fd, events, 0};
@@ -281,7 +282,7 @@ static int wait_fd(int fd, short events, double deadline)
         if (n == 0 && ms_left(deadline) > 0) {
             continue;
         }
-        return n < 0 ? -1 : (n > 0);
+        return n < 0 ? DPS_ERR_IO : n > 0 ? DPS_OK : DPS_ERR_TIMEOUT;
     }
 }
 
@@ -305,8 +306,8 @@ static int connect_one(const struct addrinfo *ai, double deadline)
         goto err;
     }
     r = wait_fd(s, POLLOUT, deadline);
-    if (r <= 0) {
-        e = (r == 0) ? ETIMEDOUT : errno;
+    if (r != DPS_OK) {
+        e = (r == DPS_ERR_TIMEOUT) ? ETIMEDOUT : errno;
         goto err;
     }
     if (getsockopt(s, SOL_SOCKET, SO_ERROR, &e, &sl) != 0) {
@@ -332,7 +333,8 @@ static void printable(const char *text, char *out, size_t len)
     out[i] = '\0';
 }
 
-/* Parse "ok <pid> <host> <hex>" (no newline). */
+/* Parse "ok <pid> <host> <hex>" (no newline): DPS_OK, DPS_ERR_PROTO, or
+ * DPS_ERR_NOMEM. */
 static int parse_ok(const char *line, void **addr, size_t *addr_len,
                     uint32_t *pid, char *host, size_t hostlen)
 {
@@ -343,34 +345,34 @@ static int parse_ok(const char *line, void **addr, size_t *addr_len,
     long          n;
 
     if (!isdigit((unsigned char)*p)) {
-        return -1;
+        return DPS_ERR_PROTO;
     }
     errno = 0;
     v = strtoul(p, &end, 10);
     if (errno || *end != ' ' || v == 0 || v > UINT32_MAX) {
-        return -1;
+        return DPS_ERR_PROTO;
     }
     h = end + 1;
     x = strchr(h, ' ');
     if (x == NULL || x == h || (size_t)(x - h) >= hostlen ||
         strchr(x + 1, ' ') != NULL) {
-        return -1;
+        return DPS_ERR_PROTO;
     }
     a = malloc(DPS_MAX_ADDR);
     if (a == NULL) {
-        return -1;
+        return DPS_ERR_NOMEM;
     }
     n = dps_hex_decode(x + 1, a, DPS_MAX_ADDR);
     if (n <= 0) {
         free(a);
-        return -1;
+        return DPS_ERR_PROTO;
     }
     memcpy(host, h, (size_t)(x - h));
     host[x - h] = '\0';
     *pid = (uint32_t)v;
     *addr = a;
     *addr_len = (size_t)n;
-    return 0;
+    return DPS_OK;
 }
 
 /* A connected, nonblocking socket to hostport (*s), or an error. */
@@ -430,10 +432,10 @@ static int send_hello(int s, const uint8_t *hello, size_t hello_len,
         }
         if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
             r = wait_fd(s, POLLOUT, deadline);
-            if (r > 0) {
+            if (r == DPS_OK) {
                 continue;
             }
-            e = (r == 0) ? ETIMEDOUT : errno;
+            e = (r == DPS_ERR_TIMEOUT) ? ETIMEDOUT : errno;
         } else {
             e = errno;
         }
@@ -482,10 +484,10 @@ static int read_answer(int s, char *line, const char *hostport, int timeout_ms,
         }
         if (errno == EAGAIN || errno == EINTR) {
             r = wait_fd(s, POLLIN, deadline);
-            if (r > 0) {
+            if (r == DPS_OK) {
                 continue;
             }
-            if (r == 0) {
+            if (r == DPS_ERR_TIMEOUT) {
                 dps_seterr(err, errlen,
                            "agent %s did not answer within "
                            "%d ms",
@@ -537,7 +539,7 @@ int dps_listen_connect(const char *hostport, const char *job,
         dps_seterr(err, errlen, "agent %s refused the job: %s", hostport, why);
         rc = DPS_ERR_INVALID;
     } else if (strncmp(line, "ok ", 3) != 0 ||
-               parse_ok(line, addr, addr_len, pid, host, hostlen) != 0) {
+               parse_ok(line, addr, addr_len, pid, host, hostlen) != DPS_OK) {
         printable(line, why, 60);
         dps_seterr(err, errlen, "agent %s sent a malformed answer: '%s'",
                    hostport, why);

@@ -41,6 +41,8 @@
 #ifndef DPS_LISTEN_H
 #define DPS_LISTEN_H
 
+#include "common/dps_status.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -51,7 +53,7 @@
 #define DPS_SECRET_LEN          32
 #define DPS_LISTEN_HOSTPORT_MAX 300 /* "[v6 or host name]:port\0" */
 
-/* Is name a valid job name (1..64 characters of [A-Za-z0-9._-])? */
+/* Is name a valid job name (1..64 characters of [A-Za-z0-9._-])? 1 or 0. */
 int dps_listen_name_ok(const char *name);
 
 /*

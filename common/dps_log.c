@@ -53,6 +53,7 @@ const char *dps_status_str(int status)
     case DPS_ERR_MISMATCH: return "ranks' arguments do not match";
     case DPS_ERR_ARG: return "erroneous arguments";
     case DPS_ERR_BUFFER: return "send and receive buffers alias";
+    case DPS_ERR_TOKEN: return "token mismatch";
     default: return "unknown error";
     }
 }

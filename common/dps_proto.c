@@ -117,15 +117,16 @@ size_t dps_msg_post_body(const dps_msg_post_t *f)
            (size_t)f->nmembers * sizeof(uint32_t);
 }
 
-/* Copy the fixed part of a body; the body must be exactly or at least n. */
-static int take_fixed(const char *body, size_t blen, void *out, size_t n,
-                      int exact)
+/* Copy the fixed part of a body, which must be exactly or at least n
+ * bytes: 1 if it is (copied), else 0. */
+static int fixed_ok(const char *body, size_t blen, void *out, size_t n,
+                    int exact)
 {
     if (blen < n || (exact && blen != n)) {
-        return -1;
+        return 0;
     }
     memcpy(out, body, n);
-    return 0;
+    return 1;
 }
 
 static int decode_job(const char *body, size_t blen, dps_msg_t *msg, char *err,
@@ -136,7 +137,7 @@ static int decode_job(const char *body, size_t blen, dps_msg_t *msg, char *err,
     uint32_t       i;
     const char    *p;
 
-    if (take_fixed(body, blen, f, sizeof(*f), 0)) {
+    if (!fixed_ok(body, blen, f, sizeof(*f), 0)) {
         return fail(err, err_len, "job_info shorter than its fixed part");
     }
     if (f->nranks == 0 || f->nranks > DPS_MAX_RANKS || f->nagents == 0 ||
@@ -198,7 +199,7 @@ static int decode_post(const char *body, size_t blen, dps_msg_t *msg,
     const char     *p;
     int             b;
 
-    if (take_fixed(body, blen, f, sizeof(*f), 0)) {
+    if (!fixed_ok(body, blen, f, sizeof(*f), 0)) {
         return fail(err, err_len, "post shorter than its fixed part");
     }
     if (dps_msg_post_check(f, err, err_len) != DPS_OK) {
@@ -244,52 +245,51 @@ static int check_header(const void *buf, size_t len, dps_msg_hdr_t *h,
     return DPS_OK;
 }
 
-/* Messages of one fixed size; 1 if the body is not one of them. */
-static int decode_fixed(const char *body, size_t blen, dps_msg_t *msg)
+/* Messages of one fixed size: 1 if the body is one of them (copied into
+ * msg), else 0. */
+static int body_ok(const char *body, size_t blen, dps_msg_t *msg)
 {
     switch (msg->type) {
     case DPS_MSG_HELLO:
     case DPS_MSG_PING:
-        return take_fixed(body, blen, &msg->u.hello, sizeof(dps_msg_hello_t),
-                          1);
+        return fixed_ok(body, blen, &msg->u.hello, sizeof(dps_msg_hello_t), 1);
     case DPS_MSG_READY:
-        return take_fixed(body, blen, &msg->u.ready, sizeof(dps_msg_ready_t),
-                          1) ||
-               msg->u.ready.pad != 0;
+        return fixed_ok(body, blen, &msg->u.ready, sizeof(dps_msg_ready_t),
+                        1) &&
+               msg->u.ready.pad == 0;
     case DPS_MSG_SHM:
-        return take_fixed(body, blen, &msg->u.shm, sizeof(dps_msg_shm_t), 1) ||
-               msg->u.shm.fd < 0 || msg->u.shm.pad != 0;
+        return fixed_ok(body, blen, &msg->u.shm, sizeof(dps_msg_shm_t), 1) &&
+               msg->u.shm.fd >= 0 && msg->u.shm.pad == 0;
     case DPS_MSG_COMPLETE:
-        return take_fixed(body, blen, &msg->u.complete,
-                          sizeof(dps_msg_complete_t), 1);
+        return fixed_ok(body, blen, &msg->u.complete,
+                        sizeof(dps_msg_complete_t), 1);
     case DPS_MSG_COMM_FREE:
-        return take_fixed(body, blen, &msg->u.comm_free,
-                          sizeof(dps_msg_comm_free_t), 1);
+        return fixed_ok(body, blen, &msg->u.comm_free,
+                        sizeof(dps_msg_comm_free_t), 1);
     case DPS_MSG_SEND_DONE:
-        return take_fixed(body, blen, &msg->u.send_done,
-                          sizeof(dps_msg_send_done_t), 1) ||
-               msg->u.send_done.src >= DPS_MAX_RANKS ||
-               msg->u.send_done.dst >= DPS_MAX_RANKS;
+        return fixed_ok(body, blen, &msg->u.send_done,
+                        sizeof(dps_msg_send_done_t), 1) &&
+               msg->u.send_done.src < DPS_MAX_RANKS &&
+               msg->u.send_done.dst < DPS_MAX_RANKS;
     case DPS_MSG_ROUND:
-        return take_fixed(body, blen, &msg->u.round, sizeof(dps_msg_round_t),
-                          1) ||
-               msg->u.round.rank >= DPS_MAX_RANKS;
+        return fixed_ok(body, blen, &msg->u.round, sizeof(dps_msg_round_t),
+                        1) &&
+               msg->u.round.rank < DPS_MAX_RANKS;
     case DPS_MSG_FETCH:
-        return take_fixed(body, blen, &msg->u.fetch, sizeof(dps_msg_fetch_t),
-                          1) ||
-               msg->u.fetch.src >= DPS_MAX_RANKS ||
-               msg->u.fetch.dst >= DPS_MAX_RANKS;
+        return fixed_ok(body, blen, &msg->u.fetch, sizeof(dps_msg_fetch_t),
+                        1) &&
+               msg->u.fetch.src < DPS_MAX_RANKS &&
+               msg->u.fetch.dst < DPS_MAX_RANKS;
     case DPS_MSG_INST_FAIL:
-        return take_fixed(body, blen, &msg->u.inst_fail,
-                          sizeof(dps_msg_inst_fail_t), 1) ||
-               msg->u.inst_fail.status >= 0; /* a failure, never OK */
+        return fixed_ok(body, blen, &msg->u.inst_fail,
+                        sizeof(dps_msg_inst_fail_t), 1) &&
+               msg->u.inst_fail.status < 0; /* a failure, never OK */
     case DPS_MSG_SHUTDOWN:
     case DPS_MSG_STATS_REQ:
-    case DPS_MSG_PONG: return blen != 0;
+    case DPS_MSG_PONG: return blen == 0;
     case DPS_MSG_STATS:
-        return take_fixed(body, blen, &msg->u.stats, sizeof(dps_msg_stats_t),
-                          1);
-    default: return 1;
+        return fixed_ok(body, blen, &msg->u.stats, sizeof(dps_msg_stats_t), 1);
+    default: return 0;
     }
 }
 
@@ -323,8 +323,8 @@ static int decode_procs(const char *body, size_t blen, dps_msg_t *msg,
 {
     uint32_t i, n;
 
-    if (take_fixed(body, blen, &msg->u.procs.fixed, sizeof(dps_msg_procs_t),
-                   0) ||
+    if (!fixed_ok(body, blen, &msg->u.procs.fixed, sizeof(dps_msg_procs_t),
+                  0) ||
         msg->u.procs.fixed.nranks == 0 ||
         msg->u.procs.fixed.nranks > DPS_MAX_RANKS ||
         blen !=
@@ -354,8 +354,8 @@ static int decode_procs(const char *body, size_t blen, dps_msg_t *msg,
 static int decode_id_list(const char *body, size_t blen, dps_msg_t *msg,
                           char *err, size_t err_len)
 {
-    if (take_fixed(body, blen, &msg->u.reg_free.fixed,
-                   sizeof(dps_msg_reg_free_t), 0) ||
+    if (!fixed_ok(body, blen, &msg->u.reg_free.fixed,
+                  sizeof(dps_msg_reg_free_t), 0) ||
         msg->u.reg_free.fixed.count == 0 ||
         msg->u.reg_free.fixed.count > DPS_MAX_REG_FREE ||
         blen != sizeof(dps_msg_reg_free_t) +
@@ -395,7 +395,7 @@ int dps_msg_decode(const void *buf, size_t len, dps_msg_t *msg, char *err,
         return decode_id_list(body, blen, msg, err, err_len);
     default: break;
     }
-    if (decode_fixed(body, blen, msg)) {
+    if (!body_ok(body, blen, msg)) {
         return fail(err, err_len, "%s message with body of %zu bytes",
                     dps_msg_type_str(h.type), blen);
     }

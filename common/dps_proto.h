@@ -12,6 +12,7 @@
 
 #include "common/dps_colls.h"
 #include "common/dps_sched.h"
+#include "common/dps_status.h"
 
 #include <stddef.h>
 #include <stdint.h>

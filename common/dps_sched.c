@@ -198,35 +198,35 @@ GETTER(f128_t)
         }                                                 \
     } while (0)
 
-#define ARITH(T, ES)                                       \
-    switch (op) {                                          \
-    case DPS_OP_MAX: LOOP(T, ES, b > a ? b : a); return 0; \
-    case DPS_OP_MIN: LOOP(T, ES, b < a ? b : a); return 0; \
-    case DPS_OP_SUM: LOOP(T, ES, b + a); return 0;         \
-    case DPS_OP_PROD: LOOP(T, ES, b *a); return 0;         \
-    default: return -1;                                    \
+#define ARITH(T, ES)                                            \
+    switch (op) {                                               \
+    case DPS_OP_MAX: LOOP(T, ES, b > a ? b : a); return DPS_OK; \
+    case DPS_OP_MIN: LOOP(T, ES, b < a ? b : a); return DPS_OK; \
+    case DPS_OP_SUM: LOOP(T, ES, b + a); return DPS_OK;         \
+    case DPS_OP_PROD: LOOP(T, ES, b *a); return DPS_OK;         \
+    default: return DPS_ERR_INVALID;                            \
     }
 
-#define LOGIC(T)                                                 \
-    case DPS_OP_LAND: LOOP(T, sizeof(T), (T)(b && a)); return 0; \
-    case DPS_OP_LOR: LOOP(T, sizeof(T), (T)(b || a)); return 0;  \
-    case DPS_OP_LXOR: LOOP(T, sizeof(T), (T)(!b != !a)); return 0;
+#define LOGIC(T)                                                      \
+    case DPS_OP_LAND: LOOP(T, sizeof(T), (T)(b && a)); return DPS_OK; \
+    case DPS_OP_LOR: LOOP(T, sizeof(T), (T)(b || a)); return DPS_OK;  \
+    case DPS_OP_LXOR: LOOP(T, sizeof(T), (T)(!b != !a)); return DPS_OK;
 
 /* Integers: SUM and PROD wrap in the type's width (computed in an
  * unsigned type UT at least as wide, where C's would overflow). */
-#define INTOPS(T, UT)                                                  \
-    switch (op) {                                                      \
-    case DPS_OP_MAX: LOOP(T, sizeof(T), b > a ? b : a); return 0;      \
-    case DPS_OP_MIN: LOOP(T, sizeof(T), b < a ? b : a); return 0;      \
-    case DPS_OP_SUM: LOOP(T, sizeof(T), (T)((UT)b + (UT)a)); return 0; \
-    case DPS_OP_PROD:                                                  \
-        LOOP(T, sizeof(T), (T)((UT)b * (UT)a));                        \
-        return 0;                                                      \
-        LOGIC(T)                                                       \
-    case DPS_OP_BAND: LOOP(T, sizeof(T), (T)(b & a)); return 0;        \
-    case DPS_OP_BOR: LOOP(T, sizeof(T), (T)(b | a)); return 0;         \
-    case DPS_OP_BXOR: LOOP(T, sizeof(T), (T)(b ^ a)); return 0;        \
-    default: return -1;                                                \
+#define INTOPS(T, UT)                                                       \
+    switch (op) {                                                           \
+    case DPS_OP_MAX: LOOP(T, sizeof(T), b > a ? b : a); return DPS_OK;      \
+    case DPS_OP_MIN: LOOP(T, sizeof(T), b < a ? b : a); return DPS_OK;      \
+    case DPS_OP_SUM: LOOP(T, sizeof(T), (T)((UT)b + (UT)a)); return DPS_OK; \
+    case DPS_OP_PROD:                                                       \
+        LOOP(T, sizeof(T), (T)((UT)b * (UT)a));                             \
+        return DPS_OK;                                                      \
+        LOGIC(T)                                                            \
+    case DPS_OP_BAND: LOOP(T, sizeof(T), (T)(b & a)); return DPS_OK;        \
+    case DPS_OP_BOR: LOOP(T, sizeof(T), (T)(b | a)); return DPS_OK;         \
+    case DPS_OP_BXOR: LOOP(T, sizeof(T), (T)(b ^ a)); return DPS_OK;        \
+    default: return DPS_ERR_INVALID;                                        \
     }
 
 /*
@@ -239,7 +239,7 @@ GETTER(f128_t)
         size_t i_, n_ = n / (2 * (PS));                         \
                                                                 \
         if (op != DPS_OP_SUM && op != DPS_OP_PROD) {            \
-            return -1;                                          \
+            return DPS_ERR_INVALID;                             \
         }                                                       \
         for (i_ = 0; i_ < n_; i_++) {                           \
             const char *s_ = (const char *)src + i_ * 2 * (PS); \
@@ -254,7 +254,7 @@ GETTER(f128_t)
             put_##T(d_, __real__ b);                            \
             put_##T(d_ + (PS), __imag__ b);                     \
         }                                                       \
-        return 0;                                               \
+        return DPS_OK;                                          \
     } while (0)
 
 /*
@@ -268,7 +268,7 @@ GETTER(f128_t)
         size_t i_, n_ = n / (ES);                                           \
                                                                             \
         if (op != DPS_OP_MAXLOC && op != DPS_OP_MINLOC) {                   \
-            return -1;                                                      \
+            return DPS_ERR_INVALID;                                         \
         }                                                                   \
         for (i_ = 0; i_ < n_; i_++) {                                       \
             const char *s_ = (const char *)src + i_ * (ES);                 \
@@ -283,14 +283,14 @@ GETTER(f128_t)
                 put_##IT(d_ + (VS), bi < ai ? bi : ai);                     \
             }                                                               \
         }                                                                   \
-        return 0;                                                           \
+        return DPS_OK;                                                      \
     } while (0)
 
 int dps_reduce(unsigned op, unsigned dtype, const void *src, void *dst,
                size_t n)
 {
     if (!dps_op_valid(op, dtype)) {
-        return -1;
+        return DPS_ERR_INVALID;
     }
     switch (dtype) {
     case DPS_T_I8: INTOPS(int8_t, unsigned)
@@ -315,12 +315,12 @@ int dps_reduce(unsigned op, unsigned dtype, const void *src, void *dst,
     case DPS_T_L8:
         switch (op) {
             LOGIC(uint8_t)
-        default: return -1;
+        default: return DPS_ERR_INVALID;
         }
     case DPS_T_L32:
         switch (op) {
             LOGIC(uint32_t)
-        default: return -1;
+        default: return DPS_ERR_INVALID;
         }
     case DPS_T_C32: CPLX(f32_t, float _Complex, 4);
     case DPS_T_C64: CPLX(f64_t, double _Complex, 8);
@@ -331,7 +331,7 @@ int dps_reduce(unsigned op, unsigned dtype, const void *src, void *dst,
     case DPS_T_I16_I32: PAIRS(int16_t, 2, int32_t, 6);
     case DPS_T_F32_F32: PAIRS(f32_t, 4, f32_t, 8);
     case DPS_T_F64_F64: PAIRS(f64_t, 8, f64_t, 16);
-    default: return -1;
+    default: return DPS_ERR_INVALID;
     }
 }
 
@@ -357,7 +357,7 @@ int dps_sched_check(const dps_step_t *steps, uint32_t nsteps, uint32_t size,
 
     if (nsteps > DPS_MAX_STEPS) {
         snprintf(err, err_len, "%u steps", nsteps);
-        return -1;
+        return DPS_ERR_PROTO;
     }
     for (i = 0; i < nsteps; i++) {
         const dps_step_t *s = &steps[i];
@@ -371,7 +371,7 @@ int dps_sched_check(const dps_step_t *steps, uint32_t nsteps, uint32_t size,
         case DPS_STEP_REDUCE: src = dst = red = 1; break;
         default:
             snprintf(err, err_len, "step %u: kind %u", i, s->kind);
-            return -1;
+            return DPS_ERR_PROTO;
         }
         if ((peer && s->peer >= size) ||
             (src && !region_ok(s->src_buf, s->src_off, s->len, buf_len)) ||
@@ -380,7 +380,7 @@ int dps_sched_check(const dps_step_t *steps, uint32_t nsteps, uint32_t size,
                      "step %u (%s): peer %u or region out of "
                      "bounds",
                      i, dps_step_kind_str(s->kind), s->peer);
-            return -1;
+            return DPS_ERR_PROTO;
         }
         if (red && (!dps_op_valid(s->op, s->dtype) ||
                     s->len % dps_dtype_size(s->dtype) != 0)) {
@@ -388,8 +388,8 @@ int dps_sched_check(const dps_step_t *steps, uint32_t nsteps, uint32_t size,
                      "step %u: op %u does not apply to type "
                      "%u, or %llu bytes are not whole elements",
                      i, s->op, s->dtype, (unsigned long long)s->len);
-            return -1;
+            return DPS_ERR_PROTO;
         }
     }
-    return 0;
+    return DPS_OK;
 }

@@ -17,6 +17,8 @@
 #ifndef DPS_SCHED_H
 #define DPS_SCHED_H
 
+#include "common/dps_status.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -129,9 +131,9 @@ const char *dps_dtype_str(unsigned dtype);
 /* "sum", "maxloc", ...; "?" when unknown. */
 const char *dps_op_str(unsigned op);
 
-/* Does op apply to dtype, and does this build compute it? (Integers:
- * every op but MAXLOC/MINLOC; floating point: MAX, MIN, SUM, PROD;
- * logicals: LAND, LOR, LXOR; complex: SUM, PROD; pairs: MAXLOC,
+/* Does op apply to dtype, and does this build compute it (1 or 0)?
+ * (Integers: every op but MAXLOC/MINLOC; floating point: MAX, MIN, SUM,
+ * PROD; logicals: LAND, LOR, LXOR; complex: SUM, PROD; pairs: MAXLOC,
  * MINLOC. Which MPI types may use which ops is the shim's business.) */
 int dps_op_valid(unsigned op, unsigned dtype);
 
@@ -141,8 +143,8 @@ int dps_op_valid(unsigned op, unsigned dtype);
  * have it (inout = inout > in ? inout : in): MAX takes src's value
  * unless dst's is greater (so of +0 and -0, src's), MIN unless dst's is
  * less; MAXLOC/MINLOC take src's pair when its value is better, and on
- * equal values keep dst's value with the lesser index. Returns 0, or -1
- * for an op/type pair that does not apply.
+ * equal values keep dst's value with the lesser index. Returns DPS_OK, or
+ * DPS_ERR_INVALID for an op/type pair that does not apply.
  * Deterministic: the same inputs give the same bits, on any ISA whose
  * build computes the type (no contraction into FMA: -ffp-contract=off).
  */
@@ -152,8 +154,8 @@ int dps_reduce(unsigned op, unsigned dtype, const void *src, void *dst,
 /*
  * Check a schedule of nsteps steps for a rank of a communicator of size
  * ranks, with buffers of the given lengths: every kind, buffer, peer,
- * op/type, region known and in bounds. Returns 0, or -1 with a reason in
- * err.
+ * op/type, region known and in bounds. Returns DPS_OK, or DPS_ERR_PROTO
+ * (a malformed schedule) with a reason in err.
  */
 int dps_sched_check(const dps_step_t *steps, uint32_t nsteps, uint32_t size,
                     const uint64_t buf_len[DPS_NBUF], char *err,

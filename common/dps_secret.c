@@ -149,7 +149,8 @@ static void hex_lower(const uint8_t *in, size_t n, char *out)
     }
 }
 
-/* Strictly lowercase hex, as written by dps_secret_create. */
+/* Strictly lowercase hex, as written by dps_secret_create: DPS_OK, or
+ * DPS_ERR_INVALID. */
 static int unhex_lower(const char *in, size_t n, uint8_t *out)
 {
     size_t i;
@@ -162,7 +163,7 @@ static int unhex_lower(const char *in, size_t n, uint8_t *out)
         } else if (c >= 'a' && c <= 'f') {
             v = c - 'a' + 10;
         } else {
-            return -1;
+            return DPS_ERR_INVALID;
         }
         if (i % 2 == 0) {
             out[i / 2] = (uint8_t)(v << 4);
@@ -170,10 +171,10 @@ static int unhex_lower(const char *in, size_t n, uint8_t *out)
             out[i / 2] |= (uint8_t)v;
         }
     }
-    return 0;
+    return DPS_OK;
 }
 
-/* n random bytes; 0, or -1 with errno set. */
+/* n random bytes: DPS_OK, or DPS_ERR_IO with errno set. */
 static int random_bytes(uint8_t *s, size_t n)
 {
     size_t got = 0;
@@ -182,14 +183,15 @@ static int random_bytes(uint8_t *s, size_t n)
         ssize_t r = getrandom(s + got, n - got, 0);
 
         if (r < 0 && errno != EINTR) {
-            return -1;
+            return DPS_ERR_IO;
         }
         got += r > 0 ? (size_t)r : 0;
     }
-    return 0;
+    return DPS_OK;
 }
 
-/* 0, or -1 with errno set (ENOSPC when nothing more could be written). */
+/* DPS_OK, or DPS_ERR_IO with errno set (ENOSPC when nothing more could
+ * be written). */
 static int write_all(int fd, const char *text, size_t len)
 {
     size_t off = 0;
@@ -204,11 +206,11 @@ static int write_all(int fd, const char *text, size_t len)
             if (n == 0) {
                 errno = ENOSPC;
             }
-            return -1;
+            return DPS_ERR_IO;
         }
         off += (size_t)n;
     }
-    return 0;
+    return DPS_OK;
 }
 
 /* Make dir (0700) if it is missing, and check it (dps_secret_dir_prepare);
@@ -259,7 +261,7 @@ static int secret_file_write(int dfd, const char *dir, const char *name,
     if (fchmod(fd, 0600) != 0) {
         goto err_write;
     }
-    if (write_all(fd, text, sizeof(text)) != 0) {
+    if (write_all(fd, text, sizeof(text)) != DPS_OK) {
         goto err_write;
     }
     if (close(fd) != 0) {
@@ -301,7 +303,7 @@ int dps_secret_create(const char *dir, const char *job,
         rc = DPS_ERR_IO;
         goto err_dir;
     }
-    if (random_bytes(s, sizeof(s)) != 0) {
+    if (random_bytes(s, sizeof(s)) != DPS_OK) {
         dps_seterr(err, errlen, "getrandom: %s", strerror(errno));
         rc = DPS_ERR_IO;
         goto err_dfd;
@@ -415,7 +417,7 @@ int dps_secret_check(const char *dir, const char *job,
         off += (size_t)n;
     }
     if (off != SECRET_FILE_LEN || text[SECRET_FILE_LEN - 1] != '\n' ||
-        unhex_lower(text, DPS_SECRET_LEN, want) != 0) {
+        unhex_lower(text, DPS_SECRET_LEN, want) != DPS_OK) {
         dps_seterr(err, errlen,
                    "secret file %s/%s is malformed (expected %d "
                    "lowercase hex digits and a newline)",

@@ -194,11 +194,11 @@ int dps_shm_msg_empty(const dps_ring_pos_t *pos)
         uint64_t h_ = __atomic_load_n(&(pos)->head, __ATOMIC_ACQUIRE); \
                                                                        \
         if (t_ - h_ >= DPS_SHM_CMD_SLOTS) {                            \
-            return 0;                                                  \
+            return DPS_ERR_AGAIN;                                      \
         }                                                              \
         (arr)[t_ % DPS_SHM_CMD_SLOTS] = *(item);                       \
         __atomic_store_n(&(pos)->tail, t_ + 1, __ATOMIC_RELEASE);      \
-        return 1;                                                      \
+        return DPS_OK;                                                 \
     } while (0)
 
 #define FIXED_GET(pos, arr, item)                                      \
@@ -206,12 +206,15 @@ int dps_shm_msg_empty(const dps_ring_pos_t *pos)
         uint64_t h_ = (pos)->head;                                     \
         uint64_t t_ = __atomic_load_n(&(pos)->tail, __ATOMIC_ACQUIRE); \
                                                                        \
-        if (h_ == t_ || t_ - h_ > DPS_SHM_CMD_SLOTS) {                 \
-            return 0;                                                  \
+        if (t_ - h_ > DPS_SHM_CMD_SLOTS) {                             \
+            return DPS_ERR_PROTO;                                      \
+        }                                                              \
+        if (h_ == t_) {                                                \
+            return DPS_ERR_AGAIN;                                      \
         }                                                              \
         *(item) = (arr)[h_ % DPS_SHM_CMD_SLOTS];                       \
         __atomic_store_n(&(pos)->head, h_ + 1, __ATOMIC_RELEASE);      \
-        return 1;                                                      \
+        return DPS_OK;                                                 \
     } while (0)
 
 int dps_shm_cmd_put(dps_shm_t *s, const dps_cmd_t *c)

@@ -22,6 +22,8 @@
 #ifndef DPS_SHM_H
 #define DPS_SHM_H
 
+#include "common/dps_status.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -107,23 +109,28 @@ void dps_shm_detach(dps_shm_t *s);
 /*
  * Message rings (to_agent, to_rank). Put copies len bytes in as one
  * message: DPS_OK, DPS_ERR_AGAIN when it does not fit now, DPS_ERR_INVALID
- * when it never can (len > DPS_SHM_MAX_MSG). Get copies the oldest message
- * into buf (cap bytes): its length, 0 if none, -1 if the ring is corrupt.
+ * when it never can (len 0 or > DPS_SHM_MAX_MSG). Get copies the oldest
+ * message into buf (cap bytes) and returns a length: the message's, 0 if
+ * none, -1 if the ring is corrupt.
  */
 int  dps_shm_msg_put(dps_ring_pos_t *pos, uint8_t *buf, const void *msg,
                      size_t len);
 long dps_shm_msg_get(dps_ring_pos_t *pos, const uint8_t *buf, void *out,
                      size_t cap);
-/* Is there a message to take? (a load) */
+/* Is there a message to take (1 or 0)? A load. */
 int dps_shm_msg_ready(const dps_ring_pos_t *pos);
-/* Nothing left for the consumer (the producer may wait for this). */
+/* Nothing left for the consumer? 1 or 0 (the producer may wait for
+ * this). */
 int dps_shm_msg_empty(const dps_ring_pos_t *pos);
 
-/* Command and done rings: 1 if put (0: full); 1 if got (0: empty). */
+/* Command and done rings: DPS_OK when put or got; DPS_ERR_AGAIN when the
+ * ring is full (put) or empty (get); DPS_ERR_PROTO when its positions
+ * are corrupt (get). */
 int dps_shm_cmd_put(dps_shm_t *s, const dps_cmd_t *c);
 int dps_shm_cmd_get(dps_shm_t *s, dps_cmd_t *c);
 int dps_shm_done_put(dps_shm_t *s, const dps_done_t *d);
 int dps_shm_done_get(dps_shm_t *s, dps_done_t *d);
+/* Is there a command to take (1 or 0)? */
 int dps_shm_cmd_ready(const dps_shm_t *s);
 
 /* Sleeping and waking through a futex word in the segment. */

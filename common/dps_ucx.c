@@ -72,7 +72,7 @@ unsigned dps_inmsg_retry(dps_inmsg_t **deferred,
         pass = 0;
         while ((m = list) != NULL) {
             list = m->next;
-            if (handle(ctx, m)) {
+            if (handle(ctx, m) == DPS_ERR_AGAIN) {
                 m->next = *deferred; /* newest first again */
                 *deferred = m;
                 continue;

@@ -3,6 +3,8 @@
 #ifndef DPS_UCX_H
 #define DPS_UCX_H
 
+#include "common/dps_status.h"
+
 #include <stddef.h>
 #include <stdint.h>
 #include <ucp/api/ucp.h>
@@ -41,8 +43,8 @@ typedef struct dps_ucx {
 int dps_ucx_open(dps_ucx_t *u, ucs_thread_mode_t mode);
 
 /* Does this host have RDMA devices (/sys/class/infiniband not empty)?
- * Without, dps_ucx_open turns UCX's rendezvous off (UCX_RNDV_THRESH=inf)
- * unless the user set it. */
+ * 1 or 0. Without, dps_ucx_open turns UCX's rendezvous off
+ * (UCX_RNDV_THRESH=inf) unless the user set it. */
 int dps_have_rdma(void);
 
 /* Destroy what dps_ucx_open created and free queued messages. */
@@ -55,9 +57,9 @@ dps_inmsg_t *dps_inbox_pop(dps_inbox_t *box);
  * Messages that had to wait (*deferred: newest first, as a receiver
  * pushes them): handle(ctx, m) each again, oldest first, and again while
  * a pass handles one, since a message can wait for another deferred one.
- * handle returns nonzero to keep m (still waiting); m is freed otherwise.
- * *deferred keeps the waiting ones, newest first. Returns how many were
- * handled.
+ * handle returns DPS_ERR_AGAIN to keep m (still waiting); m is freed
+ * otherwise (handled, or failed). *deferred keeps the waiting ones,
+ * newest first. Returns how many were handled (a count).
  */
 unsigned dps_inmsg_retry(dps_inmsg_t **deferred,
                          int (*handle)(void *ctx, dps_inmsg_t *m), void *ctx);
@@ -77,7 +79,8 @@ int dps_ucx_send(ucp_ep_h ep, void *msg, size_t len);
  */
 int dps_ucx_wait(ucp_worker_h worker, ucs_status_ptr_t req, int timeout_ms);
 
-/* Create an endpoint to a worker address. err_cb may be NULL. */
+/* Create an endpoint to a worker address. err_cb may be NULL. Returns
+ * DPS_OK or DPS_ERR_UCX (logged). */
 int dps_ucx_ep_create(ucp_worker_h worker, const void *addr,
                       ucp_err_handler_cb_t err_cb, void *err_arg,
                       ucp_ep_h *ep);
@@ -88,7 +91,8 @@ void dps_ucx_ep_close(ucp_worker_h worker, ucp_ep_h ep, int timeout_ms);
 /* Hex text of len bytes into out (2*len+1 bytes). */
 void dps_hex_encode(const void *buf, size_t len, char *out);
 
-/* Decode hex text; returns the number of bytes, or -1 if not hex. */
+/* Decode hex text; returns the number of bytes (a length), or -1 if it
+ * is not hex or does not fit in out_len bytes. */
 long dps_hex_decode(const char *hex, void *out, size_t out_len);
 
 /* Monotonic time in seconds. */
@@ -100,7 +104,7 @@ double dps_now(void);
  * arrivals, so a sender also "kicks" a sleeping receiver after a message.
  * Names: an agent is (pid, DPS_KICK_AGENT) for its ranks and (job key,
  * agent index) for the other agents; a rank is (pid, DPS_KICK_RANK).
- * Returns the bound socket or -1.
+ * dps_kick_open returns the bound socket, or -1 (logged).
  */
 #define DPS_KICK_AGENT (-1)
 #define DPS_KICK_RANK  (-2)

@@ -6,6 +6,7 @@
 #define DPS_WIRE_H
 
 #include "common/dps_proto.h"
+#include "common/dps_status.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -18,7 +19,7 @@ int dps_msg_post_check(const dps_msg_post_t *f, char *err, size_t err_len);
 size_t dps_msg_post_body(const dps_msg_post_t *f);
 
 /* A rank and its token (HELLO, PING, SHM): 1 if sane (a rank below
- * DPS_MAX_RANKS; token and its address both 0, or both not). */
+ * DPS_MAX_RANKS; token and its address both 0, or both not), else 0. */
 int dps_msg_token_ok(uint32_t world_rank, uint64_t token_addr, uint64_t token);
 
 #endif

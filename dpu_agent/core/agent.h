@@ -247,6 +247,7 @@ typedef struct agent {
     uint8_t  *rank_st;        /* per rank: AGENT_RANK_* */
     int      *rank_why;       /* per rank of this node not SEEN: why
                                * (dps_cma_check), for the report */
+    int      *rank_errno;     /* ... and the errno of a DPS_ERR_IO */
     uint32_t  nlocal, nhello; /* ranks served here; their HELLOs */
     int       node_seen;      /* every rank of this node served by
                                * other agents is SEEN */

@@ -14,6 +14,7 @@
 #include "common/dps_log.h"
 #include "common/dps_status.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,10 +47,10 @@ int agent_shm_attach(agent_t *a, const dps_msg_shm_t *m)
      * rank lives in another PID namespace) could hold another job's
      * segment: map it only once the rank's token is read back there. */
     why = dps_cma_check(m->pid, m->token_addr, m->token);
-    if (why != 0) {
+    if (why != DPS_OK) {
         dps_info("rank %u: no shared-memory channel: it does not share "
                  "our process space (pid %u: %s)",
-                 m->world_rank, m->pid, dps_cma_why(why));
+                 m->world_rank, m->pid, dps_cma_why(why, errno));
         return DPS_OK;
     }
     s = dps_shm_attach((int)m->pid, m->fd, m->world_rank, err, sizeof(err));

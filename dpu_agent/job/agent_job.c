@@ -118,26 +118,28 @@ static void send_ready(agent_t *a, uint32_t rank)
         cma |= DPS_READY_DMA;
     }
     msg = dps_msg_encode_ready(DPS_OK, dps_reduce_formats(), cma, &len);
-    if (msg == NULL || dps_ucx_send(a->rank_ep[rank], msg, len)) {
+    if (msg == NULL || dps_ucx_send(a->rank_ep[rank], msg, len) != DPS_OK) {
         dps_error("cannot tell rank %u that the agent is ready", rank);
     }
 }
 
-/* Is rank w of this node and, if seen (why 0), SEEN, else not SEEN for
- * that reason? */
-static int rank_is(const agent_t *a, uint32_t w, int why)
+/* Is rank w of this node and, if seen (why DPS_OK), SEEN, else not SEEN
+ * for that reason (why, and err for DPS_ERR_IO)? */
+static int rank_is(const agent_t *a, uint32_t w, int why, int err)
 {
     if (a->rank_node[w] != a->my_node) {
         return 0;
     }
-    return why == 0
+    return why == DPS_OK
                ? (a->rank_st[w] & AGENT_RANK_SEEN) != 0
-               : !(a->rank_st[w] & AGENT_RANK_SEEN) && a->rank_why[w] == why;
+               : !(a->rank_st[w] & AGENT_RANK_SEEN) && a->rank_why[w] == why &&
+                     a->rank_errno[w] == err;
 }
 
 /* The ranks rank_is picks, as "0-3,6" in buf (len >= 32; cut short
  * with "..."); returns how many. */
-static uint32_t rank_list(const agent_t *a, int why, char *buf, size_t len)
+static uint32_t rank_list(const agent_t *a, int why, int err, char *buf,
+                          size_t len)
 {
     uint32_t i, j, n = 0;
     size_t   off = 0;
@@ -145,11 +147,11 @@ static uint32_t rank_list(const agent_t *a, int why, char *buf, size_t len)
 
     buf[0] = '\0';
     for (i = 0; i < a->nranks; i = j) {
-        if (!rank_is(a, i, why)) {
+        if (!rank_is(a, i, why, err)) {
             j = i + 1;
             continue;
         }
-        for (j = i + 1; j < a->nranks && rank_is(a, j, why); j++) {
+        for (j = i + 1; j < a->nranks && rank_is(a, j, why, err); j++) {
         }
         n += j - i;
         if (off + 28 >= len) {
@@ -169,15 +171,15 @@ static uint32_t rank_list(const agent_t *a, int why, char *buf, size_t len)
 
 /* Once every rank of ours said HELLO: which ranks of this node CMA
  * reaches (debug) and, once per job, which it does not and why. */
-/* Is the memory of all the ranks rank_is(why) picks reached by DMA
+/* Is the memory of all the ranks rank_is(why, err) picks reached by DMA
  * through their grants: ours by us, the others' by their agents (FETCH)?
  * Else some are served by their own UCX workers. */
-static int all_dma(const agent_t *a, int why)
+static int all_dma(const agent_t *a, int why, int err)
 {
     uint32_t i;
 
     for (i = 0; i < a->nranks; i++) {
-        if (rank_is(a, i, why) && !agent_rank_dma(a, i) &&
+        if (rank_is(a, i, why, err) && !agent_rank_dma(a, i) &&
             !agent_rank_fetch(a, i)) {
             return 0;
         }
@@ -187,7 +189,7 @@ static int all_dma(const agent_t *a, int why)
 
 static void cma_report(agent_t *a)
 {
-    int      told[8];
+    uint32_t told[8]; /* a rank of each reason told */
     unsigned ntold = 0, k;
     uint32_t i, n;
     char     list[256];
@@ -197,28 +199,30 @@ static void cma_report(agent_t *a)
     }
     a->cma_told = 1;
     if (dps_log_level >= DPS_LOG_DEBUG &&
-        rank_list(a, 0, list, sizeof(list)) > 0) {
+        rank_list(a, DPS_OK, 0, list, sizeof(list)) > 0) {
         dps_debug("ranks %s of this node proved they share our process "
                   "space (token read back at their pid)%s",
                   list, a->force_ucx ? "" : ": their data moves with CMA");
     }
     for (i = 0; i < a->nranks && ntold < sizeof(told) / sizeof(told[0]); i++) {
-        if (!rank_is(a, i, a->rank_why[i]) || a->rank_why[i] == 0) {
+        int why = a->rank_why[i], err = a->rank_errno[i];
+
+        if (!rank_is(a, i, why, err) || why == DPS_OK) {
             continue;
         }
-        for (k = 0; k < ntold && told[k] != a->rank_why[i]; k++) {
+        for (k = 0; k < ntold && !rank_is(a, told[k], why, err); k++) {
         }
         if (k < ntold) {
             continue;
         }
-        told[ntold++] = a->rank_why[i];
-        n = rank_list(a, a->rank_why[i], list, sizeof(list));
+        told[ntold++] = i;
+        n = rank_list(a, why, err, list, sizeof(list));
         dps_info(
             "%s %s share%s this agent's node name but not its process "
             "space (%s): %s",
             n > 1 ? "ranks" : "rank", list, n > 1 ? "" : "s",
-            dps_cma_why(a->rank_why[i]),
-            all_dma(a, a->rank_why[i])
+            dps_cma_why(why, err),
+            all_dma(a, why, err)
                 ? "reached by DMA through their grants, by their own agent"
                 : "served over UCX");
     }
@@ -232,12 +236,14 @@ static void rank_check(agent_t *a, uint32_t w, uint32_t pid, uint64_t addr,
     int why = dps_cma_check(pid, addr, token);
 
     a->rank_why[w] = why;
-    if (why == 0) {
+    a->rank_errno[w] = why == DPS_ERR_IO ? errno : 0;
+    if (why == DPS_OK) {
         a->rank_st[w] |= AGENT_RANK_SEEN;
     } else {
         a->rank_st[w] &= (uint8_t)~AGENT_RANK_SEEN;
         dps_debug("rank %u (pid %u): token not read back at %#llx: %s", w, pid,
-                  (unsigned long long)addr, dps_cma_why(why));
+                  (unsigned long long)addr,
+                  dps_cma_why(why, a->rank_errno[w]));
     }
 }
 
@@ -298,8 +304,10 @@ static void grants_take(agent_t *a)
     dps_grant_msg_t g;
     int             fd, rc;
 
-    while (a->grant_fd >= 0 && (rc = dps_grant_recv(a->grant_fd, &g, &fd))) {
-        if (rc < 0) {
+    while (a->grant_fd >= 0 &&
+           ((rc = dps_grant_recv(a->grant_fd, &g, &fd)) == DPS_OK ||
+            rc == DPS_ERR_PROTO)) {
+        if (rc == DPS_ERR_PROTO) {
             dps_warn("malformed grant dropped");
             continue;
         }
@@ -323,20 +331,22 @@ static void grants_take(agent_t *a)
 static void grant_check(agent_t *a, uint32_t r, uint64_t addr, uint64_t token)
 {
     uint64_t v = 0;
-    int      e;
+    int      rc;
 
     grants_take(a);
     if (a->rank_memfd[r] < 0) {
         return;
     }
-    e = token != 0 ? dps_dma_read(a->rank_memfd[r], addr, &v, sizeof(v))
-                   : EINVAL;
-    if (e == 0 && v == token) {
+    rc = token != 0 ? dps_dma_read(a->rank_memfd[r], addr, &v, sizeof(v))
+                    : DPS_ERR_INVALID;
+    if (rc == DPS_OK && v == token) {
         a->rank_st[r] |= AGENT_RANK_DMA;
         return;
     }
     dps_warn("rank %u's grant refused: %s", r,
-             e != 0 ? strerror(e) : "its token does not read back");
+             rc == DPS_ERR_IO        ? strerror(errno)
+             : rc == DPS_ERR_INVALID ? strerror(EINVAL)
+                                     : "its token does not read back");
     close(a->rank_memfd[r]);
     a->rank_memfd[r] = -1;
 }
@@ -357,7 +367,8 @@ static int handle_hello(agent_t *a, const dps_msg_hello_t *h)
     if (h->pid != a->rank_pid[r]) {
         dps_warn("rank %u says hello as pid %u, the process table has %u", r,
                  h->pid, a->rank_pid[r]);
-        a->rank_why[r] = EINVAL;
+        a->rank_why[r] = DPS_ERR_INVALID;
+        a->rank_errno[r] = 0;
         a->rank_st[r] &= (uint8_t)~AGENT_RANK_SEEN;
     } else {
         rank_check(a, r, h->pid, h->token_addr, h->token);
@@ -393,9 +404,10 @@ static int handle_job(agent_t *a, const dps_msg_t *msg)
     a->agent_ep = calloc(a->nagents, sizeof(ucp_ep_h));
     a->rank_st = calloc(a->nranks, sizeof(*a->rank_st));
     a->rank_why = calloc(a->nranks, sizeof(*a->rank_why));
+    a->rank_errno = calloc(a->nranks, sizeof(*a->rank_errno));
     a->rank_memfd = malloc(a->nranks * sizeof(*a->rank_memfd));
     if (!a->rank_agent || !a->rank_ep || !a->agent_ep || !a->rank_st ||
-        !a->rank_why || !a->rank_memfd) {
+        !a->rank_why || !a->rank_errno || !a->rank_memfd) {
         return DPS_ERR_NOMEM;
     }
     for (i = 0; i < a->nranks; i++) {

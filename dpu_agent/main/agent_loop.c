@@ -64,15 +64,15 @@ static int drain_inbox(agent_t *a, dps_inmsg_t **deferred)
     return handled;
 }
 
-/* A deferred message, handled again: 1 while it must still wait (a post
- * whose communicator is not known, a ROUND or INST_FAIL before its
- * post). */
+/* A deferred message, handled again: DPS_ERR_AGAIN while it must still
+ * wait (a post whose communicator is not known, a ROUND or INST_FAIL
+ * before its post). */
 static int retry_one(void *ctx, dps_inmsg_t *m)
 {
     dps_msg_t msg;
+    int       rc = dps_msg_decode(m->data, m->len, &msg, NULL, 0);
 
-    return dps_msg_decode(m->data, m->len, &msg, NULL, 0) == DPS_OK &&
-           agent_handle(ctx, &msg) == DPS_ERR_AGAIN;
+    return rc == DPS_OK ? agent_handle(ctx, &msg) : rc;
 }
 
 /* Retry the deferred messages, oldest first and until none moves on: a

@@ -162,7 +162,7 @@ static void grant_open(agent_t *a, const char *job)
     }
     host[sizeof(host) - 1] = '\0';
     if (dps_grant_path(listen_dir, job, host, (uint32_t)getpid(),
-                       a->grant_path, sizeof(a->grant_path)) != 0) {
+                       a->grant_path, sizeof(a->grant_path)) != DPS_OK) {
         dps_warn("no DMA grants: %s is too long a directory for a socket",
                  listen_dir);
         return;
@@ -256,6 +256,7 @@ out:
     free(a.procs_token);
     free(a.rank_st);
     free(a.rank_why);
+    free(a.rank_errno);
     return rc;
 }
 

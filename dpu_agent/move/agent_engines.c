@@ -88,7 +88,7 @@ void agent_dispatch_engines(agent_t *a)
         c.len = m->len;
         c.src_map = m->src_map;
         c.src_nmap = m->src_nmap;
-        if (!dps_shm_cmd_put(l->shm, &c)) {
+        if (dps_shm_cmd_put(l->shm, &c) != DPS_OK) {
             prev = m;
             mp = &m->next;
             continue;
@@ -151,7 +151,7 @@ int agent_engines_reap(agent_t *a)
     for (l = a->links; l != NULL; l = l->next) {
         dps_done_t d;
 
-        while (dps_shm_done_get(l->shm, &d)) {
+        while (dps_shm_done_get(l->shm, &d) == DPS_OK) {
             n++;
             engine_done(a, l, &d);
         }

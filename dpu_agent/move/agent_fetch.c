@@ -55,14 +55,14 @@ ucs_status_t agent_dma_stage(agent_t *a, agent_slot_t *s, int stage,
     char         *local =
         stage == 1 ? s->data : (m->op != DPS_OP_NONE ? s->aux : s->data);
     int fd = a->rank_memfd[world];
-    int e = stage != 2 ? dps_dma_read(fd, raddr, local, s->len)
-                       : dps_dma_write(fd, raddr, local, s->len);
+    int rc = stage != 2 ? dps_dma_read(fd, raddr, local, s->len)
+                        : dps_dma_write(fd, raddr, local, s->len);
 
-    if (e != 0) {
-        dps_error("DMA %s %llu bytes at %#llx of rank %u: %s",
+    if (rc != DPS_OK) {
+        dps_error("DMA %s %llu bytes at %#llx of rank %u: %m",
                   stage != 2 ? "reading" : "writing",
-                  (unsigned long long)s->len, (unsigned long long)raddr, world,
-                  strerror(e));
+                  (unsigned long long)s->len, (unsigned long long)raddr,
+                  world);
         return UCS_ERR_IO_ERROR;
     }
     a->dma_bytes += s->len;
@@ -188,8 +188,8 @@ static void serve_get_cb(void *request, ucs_status_t status, void *user_data)
     ucp_request_free(request);
 }
 
-/* Read len bytes at addr of our rank `world` into buf, now: 0 or an
- * errno value. */
+/* Read len bytes at addr of our rank `world` into buf, now: DPS_OK, or
+ * DPS_ERR_IO with errno set. */
 static int read_now(agent_t *a, uint32_t world, uint64_t addr, char *buf,
                     size_t len)
 {
@@ -208,11 +208,14 @@ static int read_now(agent_t *a, uint32_t world, uint64_t addr, char *buf,
             continue;
         }
         if (n <= 0) {
-            return n < 0 ? errno : EIO;
+            if (n == 0) {
+                errno = EIO;
+            }
+            return DPS_ERR_IO;
         }
         done += (size_t)n;
     }
-    return 0;
+    return DPS_OK;
 }
 
 void agent_fetch_serve(agent_t *a, uint32_t to, uint32_t world, uint64_t addr,
@@ -221,7 +224,6 @@ void agent_fetch_serve(agent_t *a, uint32_t to, uint32_t world, uint64_t addr,
     agent_serve_t      *v = malloc(sizeof(*v) + (ok ? len : 0));
     ucp_request_param_t rp;
     ucs_status_ptr_t    req;
-    int                 e;
 
     if (v == NULL) {
         dps_error("no memory to answer agent %u's fetch of %llu bytes", to,
@@ -238,12 +240,11 @@ void agent_fetch_serve(agent_t *a, uint32_t to, uint32_t world, uint64_t addr,
         return;
     }
     if (agent_rank_cma(a, world) || agent_rank_dma(a, world)) {
-        e = read_now(a, world, addr, v->buf, len);
-        if (e != 0) {
+        if (read_now(a, world, addr, v->buf, len) != DPS_OK) {
             dps_error("reading %llu bytes at %#llx of rank %u for agent "
-                      "%u: %s",
+                      "%u: %m",
                       (unsigned long long)len, (unsigned long long)addr, world,
-                      to, strerror(e));
+                      to);
             v->status = UCS_ERR_IO_ERROR;
         } else if (agent_rank_cma(a, world)) {
             a->cma_bytes += len;

@@ -41,7 +41,7 @@ static inline ucs_status_t agent_slot_reduce(agent_slot_t *s)
 {
     agent_move_t *m = s->move;
 
-    return dps_reduce(m->op, m->dtype, s->data, s->aux, s->len) == 0
+    return dps_reduce(m->op, m->dtype, s->data, s->aux, s->len) == DPS_OK
                ? UCS_OK
                : UCS_ERR_INVALID_PARAM;
 }

@@ -269,7 +269,7 @@ agent_sched_t *agent_sched_take(agent_t *a, const dps_msg_t *msg)
         dps_msg_step(msg->u.post.steps, i, &s->steps[i]);
     }
     if (dps_sched_check(s->steps, s->nsteps, s->size, f->buf_len, err,
-                        sizeof(err)) != 0 ||
+                        sizeof(err)) != DPS_OK ||
         sched_index(s, err, sizeof(err)) != 0) {
         dps_error("rank %u's schedule refused: %s", f->world_rank, err);
         agent_sched_free(s);

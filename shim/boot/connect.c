@@ -218,18 +218,15 @@ static int tables_alloc(job_tables_t *t, int nr)
  */
 static void grant_offer(int job_key)
 {
-    int e;
-
     if (shim.chan.grant_path[0] == '\0' ||
         shim.cfg.transport == DPS_TRANSPORT_UCX) {
         return;
     }
-    e = dps_grant_send(shim.chan.grant_path, (uint32_t)shim.topo.world_rank,
-                       (uint32_t)job_key);
-    if (e != 0) {
-        dps_info("cannot grant the agent our memory through %s: %s: it "
+    if (dps_grant_send(shim.chan.grant_path, (uint32_t)shim.topo.world_rank,
+                       (uint32_t)job_key) != DPS_OK) {
+        dps_info("cannot grant the agent our memory through %s: %m: it "
                  "reaches us over UCX",
-                 shim.chan.grant_path, strerror(e));
+                 shim.chan.grant_path);
     }
 }
 
@@ -427,7 +424,7 @@ int boot_connect_job(MPI_Comm vnode, const void *agent_addr,
 {
     job_tables_t      t = {0};
     ucp_worker_attr_t wattr = {0};
-    int               ok = 1, e;
+    int               ok = 1;
 
     /* Serialized: the progress thread shares it, every user holds
      * shim.lock (core/progress.c). */
@@ -450,10 +447,9 @@ int boot_connect_job(MPI_Comm vnode, const void *agent_addr,
     if (!boot_agree(ok)) {
         goto out;
     }
-    if ((e = dps_cma_token_new(&shim.chan.cma_token)) != 0) {
-        dps_info("no CMA token (getrandom: %s): agents reach this rank "
-                 "over UCX only",
-                 strerror(e));
+    if (dps_cma_token_new(&shim.chan.cma_token) != DPS_OK) {
+        dps_info("no CMA token (getrandom: %m): agents reach this rank "
+                 "over UCX only");
     }
     gather_ranks(&t, vnode, node_id);
     if (!gather_addresses(&t, wattr.address, wattr.address_length, agent_addr,

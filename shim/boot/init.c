@@ -65,7 +65,8 @@ static int load_config(void)
     dps_log_set_who(who);
     nbad = dps_config_load(&shim.cfg, environ, msgs, sizeof(msgs), NULL);
     /* A DPUSHIM_REQUIRE that is not a boolean asks for strictness. */
-    if (req != NULL && dps_config_parse_value(DPS_CFG_BOOL, req, &v)) {
+    if (req != NULL &&
+        dps_config_parse_value(DPS_CFG_BOOL, req, &v) != DPS_OK) {
         shim.cfg.require = 1;
     }
     dps_log_level = shim.cfg.log_level;

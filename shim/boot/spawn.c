@@ -333,7 +333,7 @@ int boot_connect_listener(const job_secret_t *js, unsigned vidx, void **addr,
     /* Where our memory is granted to it (emulated PCIe DMA). */
     if (secret_dir(dir, sizeof(dir)) == NULL ||
         dps_grant_path(dir, js->job, ahost, pid, shim.chan.grant_path,
-                       sizeof(shim.chan.grant_path)) != 0) {
+                       sizeof(shim.chan.grant_path)) != DPS_OK) {
         dps_info("no DMA grant for agent %s: the secret directory's path "
                  "is too long for a socket",
                  hostport);

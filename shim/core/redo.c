@@ -115,7 +115,7 @@ static int start_round(shim_redo_t *r)
             break;
         case DPS_STEP_REDUCE:
             if (s->len > 0 &&
-                dps_reduce(s->op, s->dtype, src, dst, s->len) != 0) {
+                dps_reduce(s->op, s->dtype, src, dst, s->len) != DPS_OK) {
                 rc = MPI_ERR_OP;
             }
             break;
@@ -137,7 +137,7 @@ static int end_round(shim_redo_t *r)
 
         if (in != NULL && s->len > 0 && rc == MPI_SUCCESS &&
             dps_reduce(s->op, s->dtype, in, r->buf[s->dst_buf] + s->dst_off,
-                       s->len) != 0) {
+                       s->len) != DPS_OK) {
             rc = MPI_ERR_OP;
         }
         free(in);

@@ -117,7 +117,7 @@ static int reduce_in(const dps_cmd_t *c)
     if ((pid_t)c->src_pid == eng.self) {
         return dps_reduce(c->rop, c->dtype,
                           (const void *)(uintptr_t)c->src_addr, dst,
-                          c->len) == 0
+                          c->len) == DPS_OK
                    ? DPS_OK
                    : DPS_ERR_PROTO;
     }
@@ -157,7 +157,7 @@ static int run_queued(void)
     int        n = 0;
 
     while (!__atomic_load_n(&eng.stop, __ATOMIC_ACQUIRE) &&
-           dps_shm_cmd_get(s, &c)) {
+           dps_shm_cmd_get(s, &c) == DPS_OK) {
         dps_done_t d = {c.id, DPS_OK, 0};
 
         if (c.op == DPS_CMD_READ) {
@@ -177,7 +177,7 @@ static int run_queued(void)
         }
         /* The agent keeps no more commands out than the ring holds, so
          * there is always room for the done entry. */
-        while (!dps_shm_done_put(s, &d)) {
+        while (dps_shm_done_put(s, &d) != DPS_OK) {
             if (__atomic_load_n(&eng.stop, __ATOMIC_ACQUIRE)) {
                 return n;
             }

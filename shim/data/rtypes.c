@@ -355,7 +355,7 @@ static int same_as_mpi(MPI_Comm self, MPI_Datatype dt, unsigned op, unsigned t,
     }
     pos = 0;
     if (PMPI_Pack(mb, NPROBE, dt, got, (int)n, &pos, self) != MPI_SUCCESS ||
-        dps_reduce(op, t, a, b, n) != 0) {
+        dps_reduce(op, t, a, b, n) != DPS_OK) {
         goto out;
     }
     ok = memcmp(got, b, n) == 0;

@@ -206,7 +206,8 @@ static void execute(sim_t *s, uint32_t x, uint32_t i)
     }
     if (st->len > 0 &&
         (st->kind == DPS_STEP_RECV_REDUCE || st->kind == DPS_STEP_REDUCE)) {
-        ck_assert_int_eq(dps_reduce(st->op, st->dtype, src, dst, st->len), 0);
+        ck_assert_int_eq(dps_reduce(st->op, st->dtype, src, dst, st->len),
+                         DPS_OK);
     } else if (st->len > 0) {
         memmove(dst, src, st->len);
     }
@@ -357,7 +358,7 @@ static int build_all(sim_t *s, const call_t *c)
             r->buf[b] = malloc(r->len[b] + 1);
             memset(r->buf[b], 0xee, r->len[b] + 1);
             if (dps_sched_check(r->b.steps, r->b.n, s->p, r->len, err,
-                                sizeof(err)) != 0) {
+                                sizeof(err)) != DPS_OK) {
                 snprintf(s->why, sizeof(s->why), "rank %u: %s", x, err);
                 return -1;
             }

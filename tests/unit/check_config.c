@@ -221,7 +221,8 @@ START_TEST(def_from_table)
         } want;
 
         memset(&want, 0, sizeof(want));
-        ck_assert_msg(dps_config_parse_value(e->type, e->deflt, &want) == 0,
+        ck_assert_msg(dps_config_parse_value(e->type, e->deflt, &want) ==
+                          DPS_OK,
                       "default of %s does not parse", e->name);
         ck_assert_msg(memcmp(field(&cfg, e), &want, field_size(e->type)) == 0,
                       "%s is not its table default '%s'", e->name, e->deflt);
@@ -707,6 +708,37 @@ START_TEST(cpulist)
 }
 END_TEST
 
+/* One value parsed alone: DPS_OK, or DPS_ERR_INVALID with *out left
+ * as it was. */
+START_TEST(parse_value_codes)
+{
+    uint64_t u = 7;
+    unsigned n = 7;
+    int      v = 7;
+
+    ck_assert_int_eq(dps_config_parse_value(DPS_CFG_BOOL, "on", &v), DPS_OK);
+    ck_assert_int_eq(v, 1);
+    ck_assert_int_eq(dps_config_parse_value(DPS_CFG_BOOL, "maybe", &v),
+                     DPS_ERR_INVALID);
+    ck_assert_int_eq(v, 1);
+    ck_assert_int_eq(dps_config_parse_value(DPS_CFG_SIZE, "2k", &u), DPS_OK);
+    ck_assert_uint_eq(u, 2048);
+    ck_assert_int_eq(dps_config_parse_value(DPS_CFG_SIZE, "2x", &u),
+                     DPS_ERR_INVALID);
+    ck_assert_int_eq(
+        dps_config_parse_value(DPS_CFG_THRESHOLD, "18446744073709551615", &u),
+        DPS_ERR_INVALID);
+    ck_assert_uint_eq(u, 2048);
+    ck_assert_int_eq(dps_config_parse_value(DPS_CFG_UINT, "1000001", &n),
+                     DPS_ERR_INVALID);
+    ck_assert_uint_eq(n, 7);
+    ck_assert_int_eq(dps_config_parse_value(DPS_CFG_SCHED, "later", &v),
+                     DPS_ERR_INVALID);
+    ck_assert_int_eq(dps_config_parse_value((dps_cfg_type_t)99, "1", &v),
+                     DPS_ERR_INVALID);
+}
+END_TEST
+
 START_TEST(bad_log)
 {
     static const char *const bad[] = {"trace",  "warning", "err",   "1",
@@ -1065,6 +1097,7 @@ static Suite *config_suite(void)
     tcase_add_test(tc, bad_data_path);
     tcase_add_test(tc, bad_ranges);
     tcase_add_test(tc, cpulist);
+    tcase_add_test(tc, parse_value_codes);
     tcase_add_test(tc, bad_agent);
     tcase_add_test(tc, bad_several);
     suite_add_tcase(s, tc);

@@ -4,6 +4,7 @@
  * another deferred message (a ROUND for the forwarded post it follows),
  * and once the cause is gone every one must be handled in that same
  * retry, since no later message may come to trigger another. */
+#include "common/dps_status.h"
 #include "common/dps_ucx.h"
 
 #include <check.h>
@@ -30,11 +31,14 @@ static int handle(void *ctx, dps_inmsg_t *m)
     char     c = m->data[0];
 
     w->calls++;
+    if (c == 'z') {
+        return DPS_ERR_PROTO; /* fails: dropped */
+    }
     if (c == 'a' ? !w->ready : !handled(w, (char)(c - 1))) {
-        return 1; /* still waits */
+        return DPS_ERR_AGAIN; /* still waits */
     }
     w->done[w->ndone++] = c;
-    return 0;
+    return DPS_OK;
 }
 
 static dps_inmsg_t *msg(char c)
@@ -148,6 +152,22 @@ START_TEST(part_ready)
 }
 END_TEST
 
+/* A message whose handling fails is dropped, not kept: only
+ * DPS_ERR_AGAIN keeps one. */
+START_TEST(failed_dropped)
+{
+    world_t      w = {0};
+    dps_inmsg_t *d = deferred_list("zb");
+    char         got[8];
+
+    ck_assert_uint_eq(dps_inmsg_retry(&d, handle, &w), 1);
+    letters(d, got);
+    ck_assert_str_eq(got, "b");
+    ck_assert_int_eq(w.ndone, 0);
+    free_list(d);
+}
+END_TEST
+
 START_TEST(empty)
 {
     world_t      w = {0};
@@ -169,6 +189,7 @@ int main(void)
     tcase_add_test(tc, chain_any_order);
     tcase_add_test(tc, none_ready);
     tcase_add_test(tc, part_ready);
+    tcase_add_test(tc, failed_dropped);
     tcase_add_test(tc, empty);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);

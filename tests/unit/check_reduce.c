@@ -59,6 +59,53 @@ START_TEST(valid)
 }
 END_TEST
 
+/* A reduction that does not apply is refused, and writes nothing. */
+START_TEST(refused)
+{
+    double src[1] = {1.0}, dst[1] = {2.0};
+
+    ck_assert_int_eq(dps_reduce(DPS_OP_BAND, DPS_T_F64, src, dst, sizeof(dst)),
+                     DPS_ERR_INVALID);
+    ck_assert_int_eq(
+        dps_reduce(DPS_OP_SUM, DPS_T_COUNT, src, dst, sizeof(dst)),
+        DPS_ERR_INVALID);
+    ck_assert(dst[0] == 2.0);
+}
+END_TEST
+
+/* A schedule's checks: a sound step passes; an unknown kind, a region
+ * out of bounds, a peer outside the communicator and a reduction that
+ * does not apply are malformed. */
+START_TEST(sched_checked)
+{
+    const uint64_t len[DPS_NBUF] = {16, 16, 0};
+    dps_step_t     st = {.kind = DPS_STEP_RECV_REDUCE,
+                         .dst_buf = DPS_BUF_RECV,
+                         .op = DPS_OP_SUM,
+                         .dtype = DPS_T_F64,
+                         .peer = 1,
+                         .len = 16};
+    char           err[128];
+
+    ck_assert_int_eq(dps_sched_check(&st, 1, 2, len, err, sizeof(err)),
+                     DPS_OK);
+    st.kind = DPS_STEP_MAX;
+    ck_assert_int_eq(dps_sched_check(&st, 1, 2, len, err, sizeof(err)),
+                     DPS_ERR_PROTO);
+    st.kind = DPS_STEP_RECV_REDUCE;
+    st.dst_off = 8;
+    ck_assert_int_eq(dps_sched_check(&st, 1, 2, len, err, sizeof(err)),
+                     DPS_ERR_PROTO);
+    st.dst_off = 0;
+    ck_assert_int_eq(dps_sched_check(&st, 1, 1, len, err, sizeof(err)),
+                     DPS_ERR_PROTO);
+    st.op = DPS_OP_BAND;
+    ck_assert_int_eq(dps_sched_check(&st, 1, 2, len, err, sizeof(err)),
+                     DPS_ERR_PROTO);
+    ck_assert_str_ne(err, "");
+}
+END_TEST
+
 /* The operands as MPI's loops have them (inout = inout > in ? inout :
  * in): of two equal values, +0 and -0, MAX and MIN give src's. */
 START_TEST(operand_order)
@@ -66,7 +113,7 @@ START_TEST(operand_order)
     double src[2] = {-0.0, 1.0}, dst[2] = {0.0, 2.0};
 
     ck_assert_int_eq(dps_reduce(DPS_OP_MAX, DPS_T_F64, src, dst, sizeof(dst)),
-                     0);
+                     DPS_OK);
     ck_assert(signbit(dst[0]) && dst[1] == 2.0);
     dst[0] = -0.0;
     src[0] = 0.0;
@@ -87,7 +134,7 @@ START_TEST(loc_ties)
 
     ck_assert_uint_eq(sizeof(s), 36);
     ck_assert_int_eq(dps_reduce(DPS_OP_MAXLOC, DPS_T_F64_I32, s, d, sizeof(d)),
-                     0);
+                     DPS_OK);
     ck_assert(d[0].v == 2.0 && d[0].k == 5);
     ck_assert(d[1].v == 0.0 && !signbit(d[1].v) && d[1].k == 1);
     ck_assert(d[2].v == 1.0 && d[2].k == 4);
@@ -141,7 +188,7 @@ START_TEST(x87_padding)
     memcpy(d, &y, 10);
     memcpy(s + 16, &y, 10);
     memcpy(d + 16, &x, 10);
-    ck_assert_int_eq(dps_reduce(DPS_OP_SUM, DPS_T_X87, s, d, 32), 0);
+    ck_assert_int_eq(dps_reduce(DPS_OP_SUM, DPS_T_X87, s, d, 32), DPS_OK);
     r = 0;
     memcpy(&r, d, 10);
     ck_assert(r == 3.75L);
@@ -149,7 +196,7 @@ START_TEST(x87_padding)
         ck_assert_uint_eq(d[i], 0xAA);
         ck_assert_uint_eq(d[16 + i], 0xAA);
     }
-    ck_assert_int_eq(dps_reduce(DPS_OP_PROD, DPS_T_CX87, s, d, 32), 0);
+    ck_assert_int_eq(dps_reduce(DPS_OP_PROD, DPS_T_CX87, s, d, 32), DPS_OK);
     for (int i = 10; i < 16; i++) {
         ck_assert_uint_eq(d[i], 0xAA);
         ck_assert_uint_eq(d[16 + i], 0xAA);
@@ -192,6 +239,8 @@ int main(void)
 
     tcase_add_test(tc, sizes);
     tcase_add_test(tc, valid);
+    tcase_add_test(tc, refused);
+    tcase_add_test(tc, sched_checked);
     tcase_add_test(tc, operand_order);
     tcase_add_test(tc, loc_ties);
     tcase_add_test(tc, logicals);

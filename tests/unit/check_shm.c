@@ -163,23 +163,27 @@ START_TEST(cmd_ring)
         memset(&c, 0, sizeof(c));
         c.id = i;
         c.op = DPS_CMD_READ;
-        ck_assert_int_eq(dps_shm_cmd_put(seg, &c), 1);
+        ck_assert_int_eq(dps_shm_cmd_put(seg, &c), DPS_OK);
     }
-    ck_assert_int_eq(dps_shm_cmd_put(seg, &c), 0); /* full */
+    ck_assert_int_eq(dps_shm_cmd_put(seg, &c), DPS_ERR_AGAIN); /* full */
     ck_assert(dps_shm_cmd_ready(seg));
     for (i = 0; i < DPS_SHM_CMD_SLOTS; i++) {
-        ck_assert_int_eq(dps_shm_cmd_get(seg, &c), 1);
+        ck_assert_int_eq(dps_shm_cmd_get(seg, &c), DPS_OK);
         ck_assert_uint_eq(c.id, i);
         d.id = i;
         d.status = DPS_OK;
-        ck_assert_int_eq(dps_shm_done_put(seg, &d), 1);
+        ck_assert_int_eq(dps_shm_done_put(seg, &d), DPS_OK);
     }
-    ck_assert_int_eq(dps_shm_cmd_get(seg, &c), 0); /* empty */
+    ck_assert_int_eq(dps_shm_cmd_get(seg, &c), DPS_ERR_AGAIN); /* empty */
     for (i = 0; i < DPS_SHM_CMD_SLOTS; i++) {
-        ck_assert_int_eq(dps_shm_done_get(seg, &d), 1);
+        ck_assert_int_eq(dps_shm_done_get(seg, &d), DPS_OK);
         ck_assert_uint_eq(d.id, i);
     }
-    ck_assert_int_eq(dps_shm_done_get(seg, &d), 0);
+    ck_assert_int_eq(dps_shm_done_get(seg, &d), DPS_ERR_AGAIN);
+    /* Positions further apart than the ring holds: corrupt. */
+    seg->done.tail = seg->done.head + DPS_SHM_CMD_SLOTS + 1;
+    ck_assert_int_eq(dps_shm_done_get(seg, &d), DPS_ERR_PROTO);
+    seg->done.tail = seg->done.head;
 }
 END_TEST
 
