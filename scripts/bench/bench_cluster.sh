@@ -63,7 +63,6 @@ MODES=${BENCH_CLUSTER_MODES:-idle busy}
 ITERS=${BENCH_ITERS:-50}
 COLLS=${BENCH_COLLS:-ialltoall ibcast iallreduce}
 FIN_GRACE=10
-JOB=
 SHIM_VARS=${BENCH_SHIM_VARS:-DPUSHIM_MIN_BYTES=1}
 export DPS_CLUSTER_DIR=/run/dpushim-bench-cluster
 OUT=results/cluster
@@ -73,22 +72,8 @@ mkdir -p "$RAW"
 RANKS=${BENCH_CLUSTER_RANKS:-1}
 KINDS=${BENCH_CLUSTER_KINDS:-stock shim dpu dpuucx async}
 hostlist=$(seq -f "host%g:$RANKS" -s, 1 "$HOSTS")
-LPIDS=()
-
-stop_dpus() {
-    local p
-    for p in ${LPIDS[@]+"${LPIDS[@]}"}; do
-        kill "$p" 2>/dev/null
-        wait "$p" 2>/dev/null
-    done
-    LPIDS=()
-}
-cleanup() {
-    [ -z "${JOB:-}" ] || { kill -TERM "$JOB" 2>/dev/null; wait "$JOB" 2>/dev/null; }
-    stop_dpus
-    scripts/cluster/cluster.sh down >/dev/null 2>&1
-}
-trap cleanup EXIT
+source scripts/bench/jobs.sh
+trap bench_cleanup EXIT
 trap 'exit 130' INT TERM
 
 # cluster_up RATE: the hosts and their DPUs, links limited to RATE
@@ -145,7 +130,7 @@ start_dpus() {
 # printed its last size's line is ended, with a note in FILE, and its
 # results are kept.
 run() {
-    local mpi=$1 kind=$2 coll=$3 f=$4 args=() t_done="" rc
+    local mpi=$1 kind=$2 coll=$3 f=$4 args=()
     local last="^ +${SIZES#*:} "
     shift 4
     local prog=(build/"$mpi"/tests/overlap -c "$coll" -m "$SIZES" -i "$ITERS" -C)
@@ -163,25 +148,7 @@ run() {
     async) args=("$mpi" "$hostlist" MPIR_CVAR_ASYNC_PROGRESS=1
                  OMPI_MCA_btl_tcp_progress_thread=1 "${prog[@]}" -M "$@") ;;
     esac
-    timeout -k 5 900 scripts/cluster/cluster-mpirun.sh "${args[@]}" >>"$f" 2>&1 &
-    JOB=$!
-    while kill -0 "$JOB" 2>/dev/null; do
-        sleep 0.5
-        if [ -z "$t_done" ]; then
-            grep -Eq "$last" "$f" && t_done=$SECONDS
-        elif [ $((SECONDS - t_done)) -ge "$FIN_GRACE" ]; then
-            kill -TERM "$JOB" 2>/dev/null
-            wait "$JOB" 2>/dev/null
-            echo "note: MPI_Finalize did not return $FIN_GRACE s after the" \
-                 "last result (MPICH over UCX on TCP): the job was ended" >>"$f"
-            JOB=
-            return 0
-        fi
-    done
-    wait "$JOB"
-    rc=$?
-    JOB=
-    [ $rc = 0 ] && return 0
+    bench_job "$f" "$last" "$FIN_GRACE" 900 "${args[@]}" && return 0
     echo
     echo "run failed: $f" >&2
     tail "$f" >&2
@@ -223,7 +190,7 @@ for rate in $RATES; do
                 done
             done
         done
-        stop_dpus
+        bench_dpus_stop
     done
 done
 printf '\r%60s\r' "" >&2

@@ -42,28 +42,14 @@ REPS=${BENCH_REPS:-3}
 SHIM_VARS=${BENCH_SHIM_VARS:-DPUSHIM_MIN_BYTES=1}
 AGENT=${BENCH_DPU_AGENT:-build/$MPI/dpu_agent}
 FIN_GRACE=10
-JOB=
-LPIDS=()
 export DPS_CLUSTER_DIR=/run/dpushim-bench-scale
 OUT=results/scale
 RAW=$OUT/raw
 rm -rf "$RAW"
 mkdir -p "$RAW"
 
-stop_dpus() {
-    local p
-    for p in ${LPIDS[@]+"${LPIDS[@]}"}; do
-        kill "$p" 2>/dev/null
-        wait "$p" 2>/dev/null
-    done
-    LPIDS=()
-}
-cleanup() {
-    [ -z "${JOB:-}" ] || { kill -TERM "$JOB" 2>/dev/null; wait "$JOB" 2>/dev/null; }
-    stop_dpus
-    scripts/cluster/cluster.sh down >/dev/null 2>&1
-}
-trap cleanup EXIT
+source scripts/bench/jobs.sh
+trap bench_cleanup EXIT
 trap 'exit 130' INT TERM
 
 # up H: H hosts with DPUs, a listening agent on each DPU, the map.
@@ -106,7 +92,7 @@ layout() {
 # may hang in its own MPI_Finalize (docs/tests.md): a job still running
 # FIN_GRACE s after its "result:" line is ended, with a note, and kept.
 run() {
-    local kind=$1 h=$2 n=$3 f=$4 args=() t_done="" rc
+    local kind=$1 h=$2 n=$3 f=$4 args=()
     local prog=(build/"$MPI"/tests/scale -m "$SIZES" -i "$ITERS")
     # shellcheck disable=SC2206 # SHIM_VARS is a list of VAR=value
     case $kind in
@@ -116,26 +102,9 @@ run() {
                "DPUSHIM_AGENT_MAP=$DPS_CLUSTER_DIR/map"
                "DPUSHIM_SECRET_DIR=$DPS_CLUSTER_DIR/sec" "${prog[@]}") ;;
     esac
-    timeout -k 5 1200 scripts/cluster/cluster-mpirun.sh "${args[@]}" >"$f" 2>&1 &
-    JOB=$!
-    while kill -0 "$JOB" 2>/dev/null; do
-        sleep 0.5
-        if [ -z "$t_done" ]; then
-            grep -q '^result: ' "$f" && t_done=$SECONDS
-        elif [ $((SECONDS - t_done)) -ge "$FIN_GRACE" ]; then
-            kill -TERM "$JOB" 2>/dev/null
-            wait "$JOB" 2>/dev/null
-            echo "note: MPI_Finalize did not return $FIN_GRACE s after the" \
-                 "result (MPICH over UCX on TCP): the job was ended" >>"$f"
-            JOB=
-            grep -q '^result: ok' "$f"
-            return
-        fi
-    done
-    wait "$JOB"
-    rc=$?
-    JOB=
-    [ $rc = 0 ] && grep -q '^result: ok' "$f" && return 0
+    : >"$f"
+    bench_job "$f" '^result: ' "$FIN_GRACE" 1200 "${args[@]}" &&
+        grep -q '^result: ok' "$f" && return 0
     echo "run failed: $f" >&2
     tail -5 "$f" >&2
     return 1
@@ -154,7 +123,7 @@ for h in $HOSTS; do
             done
         done
     done
-    stop_dpus
+    bench_dpus_stop
 done
 scripts/cluster/cluster.sh down >/dev/null 2>&1
 python3 scripts/bench/scale_report.py "$RAW" "$OUT" || fail=1

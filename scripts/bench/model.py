@@ -30,6 +30,7 @@ machine's 2 cores; a cluster: each DPU its own, C infinite).
 import functools
 import math
 import os
+import re
 import subprocess
 import sys
 
@@ -146,9 +147,9 @@ def load_csv(path):
                 continue
             h, n = int(v["hosts"]), int(v["ranks"])
             for k, x in v.items():
-                if x and k.endswith("_us") and k.count("_") == 2 and \
-                        k.split("_")[0] in ("ialltoall", "iallreduce"):
-                    coll, size = k.split("_")[0], int(k.split("_")[1])
+                m = re.fullmatch(r"(ialltoall|iallreduce)_(\d+)_us", k)
+                if x and m:
+                    coll, size = m.group(1), int(m.group(2))
                     if n % h == 0:
                         rows.append((h, coll, n, n // h, size, float(x)))
     return rows
@@ -210,21 +211,26 @@ def host_alltoall(p, ppn, block):
 
 def cmd_project():
     prm = [BF2[k] for k in PARAMS]
+    # The same agent spreading its messages and reductions over the
+    # DPU's 8 Arm cores (as BluesMPI's worker processes do).
+    prm8 = prm[:2] + [prm[2] / 8, prm[3], prm[4], prm[5] / 8]
     print("BlueField-2 / HDR100 parameters: " +
           "  ".join("%s=%.3g" % (k, BF2[k]) for k in PARAMS))
-    print("%-6s %6s %-11s %9s %12s %12s %10s" % ("nodes", "ranks",
-          "collective", "bytes", "agents us", "host us", "host share"))
+    print("%-6s %6s %-11s %9s %11s %11s %11s %10s" % (
+        "nodes", "ranks", "collective", "bytes", "agent us", "8 cores us",
+        "host us", "host cpu"))
     for nodes in (16, 32, 64):
         p = nodes * 32
         for coll, sizes in (("ialltoall", (1024, 16384, 131072)),
                             ("iallreduce", (65536, 1048576))):
             for size in sizes:
                 t = predict(coll, p, 32, size, math.inf, prm)
-                host = host_alltoall(p, 32, size) if coll == "ialltoall" \
-                    else float("nan")
-                print("%-6d %6d %-11s %9d %12.0f %12.0f %9.2f%%" %
-                      (nodes, p, coll, size, t, host,
-                       100 * HOST_CPU / t))
+                t8 = predict(coll, p, 32, size, math.inf, prm8)
+                host = "%11.0f" % host_alltoall(p, 32, size) \
+                    if coll == "ialltoall" else "%11s" % "-"
+                print("%-6d %6d %-11s %9d %11.0f %11.0f %s %9.3f%%" %
+                      (nodes, p, coll, size, t, t8, host,
+                       100 * HOST_CPU / t8))
     return 0
 
 

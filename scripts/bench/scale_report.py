@@ -52,8 +52,13 @@ def collect(raw):
             continue
         key = (m.group(1), int(m.group(2)), int(m.group(3)), m.group(4))
         v = parse(p)
-        if v.get("ok"):
+        # A shim job that printed no growth line did not offload (its
+        # agents did not come up): not a point of the shim's column.
+        if v.get("ok") and (key[3] == "stock" or "wire_ms_max" in v):
             runs.setdefault(key, []).append(v)
+        else:
+            print(f"scale_report.py: {p}: left out (no result, or the "
+                  "shim did not offload)", file=sys.stderr)
     out = {}
     for key, vs in runs.items():
         names = set().union(*vs)
@@ -88,7 +93,7 @@ def main():
         return 1
     os.makedirs(out, exist_ok=True)
     sizes = sorted({int(n.split("_")[1]) for v in d.values() for n in v
-                    if n.startswith("ialltoall_") and n.endswith("_us")})
+                    if re.fullmatch(r"ialltoall_\d+_us", n)})
     metrics = (["init_ms"] +
                [f"{c}_{s}_us" for s in sizes for c in ("ialltoall",
                                                        "iallreduce")] +
@@ -166,6 +171,8 @@ def plot(d, out, mpi):
             f.write(f"# hosts {h}\n")
             for n in sorted({k[2] for k in d if k[0] == mpi and k[1] == h}):
                 v = d.get((mpi, h, n, "dpu"), {})
+                if "wire_ms_max" not in v:
+                    continue
                 f.write(f"{n} {v.get('ialltoall_steps', 0)} "
                         f"{v.get('endpoints_max', 0)} "
                         f"{v.get('rss_kb_max', 0) / 1024} "
@@ -173,7 +180,7 @@ def plot(d, out, mpi):
             f.write("\n\n")
     panels = [(2, "Ialltoall steps (one rank)"), (3, "endpoints (largest agent)"),
               (4, "agent RSS MiB (largest)"), (5, "MPI_Init wire ms (slowest)")]
-    script = [f"set terminal pngcairo size 1000,700",
+    script = ["set terminal pngcairo size 1000,700 noenhanced",
               f"set output '{os.path.join(out, 'scale-growth.png')}'",
               "set multiplot layout 2,2",
               "set xlabel 'ranks'", "set key top left", "set grid"]

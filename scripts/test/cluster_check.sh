@@ -135,13 +135,8 @@ cl_launch() {
         if [ -z "$done_at" ] && cl_fin_done "$log" "$np"; then
             done_at=$SECONDS
         elif [ -n "$done_at" ] && [ $((SECONDS - done_at)) -ge "$CL_FIN_GRACE" ]; then
-            kill -TERM "$pid" 2>/dev/null
-            wait "$pid" 2>/dev/null
-            echo "note: every rank had left the shim; MPICH's own" \
-                 "MPI_Finalize did not return in $CL_FIN_GRACE s (UCX on" \
-                 "TCP, docs/tests.md): the job was ended and is judged by" \
-                 "its output; job time: $((SECONDS - t0)) s" >>"$log"
-            CL_FIN_HANGS=$((CL_FIN_HANGS + 1))
+            cl_fin_end "$pid" "$log"
+            echo "job time: $((SECONDS - t0)) s" >>"$log"
             return 0
         fi
     done
@@ -158,6 +153,18 @@ cl_fin_done() {
     n=$(grep -o "^dpushim\[[0-9]*\]: info: MPI_Finalize: the shim's part is done" \
         "$1" | sort -u | wc -l)
     [ "$n" -ge "$2" ]
+}
+
+# cl_fin_end PID LOG: end an MPICH job hung in its own MPI_Finalize
+# after every rank left the shim; it is judged by its output (LOG says
+# so).
+cl_fin_end() {
+    kill -TERM "$1" 2>/dev/null
+    wait "$1" 2>/dev/null
+    echo "note: every rank had left the shim; MPICH's own MPI_Finalize" \
+         "did not return in $CL_FIN_GRACE s (UCX on TCP, docs/tests.md):" \
+         "the job was ended and is judged by its output" >>"$2"
+    CL_FIN_HANGS=$((CL_FIN_HANGS + 1))
 }
 
 # cl_hosts_offloaded LOG NP VARS: with DPUSHIM_STATS=2, a job that printed
@@ -327,13 +334,7 @@ cl_fault_case() {
                 fin_at=$SECONDS
             elif [ -n "$fin_at" ] &&
                  [ $((SECONDS - fin_at)) -ge "$CL_FIN_GRACE" ]; then
-                kill -TERM "$pid" 2>/dev/null
-                wait "$pid" 2>/dev/null
-                echo "note: every rank had left the shim; MPICH's own" \
-                     "MPI_Finalize did not return in $CL_FIN_GRACE s (UCX" \
-                     "on TCP, docs/tests.md): the job was ended and is" \
-                     "judged by its output" >>"$log"
-                CL_FIN_HANGS=$((CL_FIN_HANGS + 1))
+                cl_fin_end "$pid" "$log"
                 break
             fi
         done

@@ -117,6 +117,13 @@ void shim_agent_check(void)
         now - shim.chan.last_liveness < SHIM_LIVENESS_PERIOD) {
         return;
     }
+    /* This rank was away longer than the answer may take (computing, or
+     * blocked in a stock MPI call): its ping may have sat in its own UCX
+     * queue until now, so the agent gets a whole window from here. Seen
+     * at 32 ranks on 2 cores, where a stock collective takes seconds. */
+    if (now - shim.chan.last_liveness > half && shim.chan.ping_sent > 0) {
+        shim.chan.ping_sent = now;
+    }
     shim.chan.last_liveness = now;
     /* Agents on this host: by pid (0: on a DPU, not ours to see). */
     if (shim.chan.agent_pid > 0 && !shim_pid_alive(shim.chan.agent_pid)) {

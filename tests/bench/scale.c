@@ -52,6 +52,17 @@ static double median(double *v, int n)
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+/* Rank 0: a collective's line (median and minimum of t, sorted here). */
+static void report(const char *name, size_t bytes, double *t, int n)
+{
+    if (rank == 0) {
+        double med = median(t, n);
+
+        printf("scale: %s bytes=%zu median_us=%.1f min_us=%.1f\n", name, bytes,
+               med, t[0]);
+    }
+}
+
 /* Byte i of the block rank `from` sends rank `to` in iteration it. */
 static unsigned char a2a_byte(int from, int to, size_t i, int it)
 {
@@ -122,15 +133,7 @@ static void alltoall(size_t block, int iters, int sleep_us)
             }
         }
     }
-    if (rank == 0) {
-        double mn = t[0];
-
-        for (int i = 1; i < iters; i++) {
-            mn = t[i] < mn ? t[i] : mn;
-        }
-        printf("scale: ialltoall bytes=%zu median_us=%.1f min_us=%.1f\n",
-               block, median(t, iters), mn);
-    }
+    report("ialltoall", block, t, iters);
     free(s);
     free(r);
     free(t);
@@ -179,15 +182,7 @@ static void allreduce(size_t bytes, int iters, int sleep_us)
             }
         }
     }
-    if (rank == 0) {
-        double mn = t[0];
-
-        for (int i = 1; i < iters; i++) {
-            mn = t[i] < mn ? t[i] : mn;
-        }
-        printf("scale: iallreduce bytes=%zu median_us=%.1f min_us=%.1f\n",
-               bytes, median(t, iters), mn);
-    }
+    report("iallreduce", bytes, t, iters);
     free(s);
     free(r);
     free(t);
