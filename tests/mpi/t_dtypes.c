@@ -133,7 +133,7 @@ static void alltoall(MPI_Comm comm, MPI_Datatype ts, MPI_Datatype tr, int n,
     MPI_Comm_size(comm, &size);
     pair_make(&s, span(ts, n * size), t_seed());
     pair_make(&r, span(tr, n * size), t_seed());
-    T_MPI(PMPI_Alltoall(s.ref + PRE, n, ts, r.ref + PRE, n, tr, comm));
+    T_MPI(t_ref_alltoall(s.ref + PRE, n, ts, r.ref + PRE, n, tr, comm));
     T_MPI(MPI_Ialltoall(s.got + PRE, n, ts, r.got + PRE, n, tr, comm, &q));
     t_expect(T_A2A, comm, n, ts, 0);
     T_MPI(MPI_Wait(&q, MPI_STATUS_IGNORE));
@@ -150,8 +150,8 @@ static void alltoall_in_place(MPI_Comm comm, MPI_Datatype tr, int n,
 
     MPI_Comm_size(comm, &size);
     pair_make(&r, span(tr, n * size), t_seed());
-    T_MPI(PMPI_Alltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, r.ref + PRE, n, tr,
-                        comm));
+    T_MPI(t_ref_alltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, r.ref + PRE, n,
+                         tr, comm));
     T_MPI(MPI_Ialltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, r.got + PRE, n, tr,
                         comm, &q));
     t_expect(T_A2A, comm, n, tr, 0);
@@ -327,8 +327,8 @@ static void repeated(MPI_Comm comm, int ti, int n)
         MPI_Request q;
 
         pair_make(&r, span(flat[ti], n * size), t_seed());
-        T_MPI(PMPI_Alltoall(sb->ref + PRE, n, ty[ti], r.ref + PRE, n, flat[ti],
-                            comm));
+        T_MPI(t_ref_alltoall(sb->ref + PRE, n, ty[ti], r.ref + PRE, n,
+                             flat[ti], comm));
         T_MPI(MPI_Ialltoall(sb->got + PRE, n, ty[ti], r.got + PRE, n, flat[ti],
                             comm, &q));
         t_expect(T_A2A, comm, n, ty[ti], 0);

@@ -545,7 +545,7 @@ static void pc_ref(pc_t *o)
         T_MPI(PMPI_Allgatherv(sa, o->scount, s, o->xr, o->rc, o->rd, r, c));
         break;
     case K_ALLTOALL:
-        T_MPI(PMPI_Alltoall(sa, o->scount, s, o->xr, o->rcount, r, c));
+        T_MPI(t_ref_alltoall(sa, o->scount, s, o->xr, o->rcount, r, c));
         break;
     case K_ALLTOALLV:
         T_MPI(PMPI_Alltoallv(sa, o->sc, o->sd, s, o->xr, o->rc, o->rd, r, c));

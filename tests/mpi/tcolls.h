@@ -345,37 +345,6 @@ static inline void c_allgather(int v, MPI_Comm comm, const char *cn, int ti,
     t_count(v ? "iallgatherv" : "iallgather", n > 0);
 }
 
-/* Stock MPI's alltoall, the reference. Open MPI 4.1's tuned component
- * picks Bruck's algorithm for small blocks from 12 ranks on, and that
- * corrupts the heap with these derived datatypes at 32 ranks (seen with
- * no shim loaded): there the reference is the same exchange as
- * PMPI_Alltoallv of equal blocks, which takes another algorithm. */
-static inline void ref_alltoall(const void *sb, int n, MPI_Datatype st,
-                                void *rb, int rn, MPI_Datatype rt,
-                                MPI_Comm comm)
-{
-#ifdef OPEN_MPI
-    int p;
-
-    MPI_Comm_size(comm, &p);
-    if (p >= 12) {
-        int *sc = t_xmalloc(4 * sizeof(int) * (size_t)p);
-        int *sd = sc + p, *rc = sd + p, *rd = rc + p;
-
-        for (int i = 0; i < p; i++) {
-            sc[i] = n;
-            sd[i] = i * n;
-            rc[i] = rn;
-            rd[i] = i * rn;
-        }
-        T_MPI(PMPI_Alltoallv(sb, sc, sd, st, rb, rc, rd, rt, comm));
-        free(sc);
-        return;
-    }
-#endif
-    T_MPI(PMPI_Alltoall(sb, n, st, rb, rn, rt, comm));
-}
-
 static inline void c_alltoall(MPI_Comm comm, const char *cn, int sti, int rti,
                               int n, int in_place)
 {
@@ -398,8 +367,8 @@ static inline void c_alltoall(MPI_Comm comm, const char *cn, int sti, int rti,
     rb = tc_buf(o, rlen, in_place, seed, me, 1);
     ref = tc_buf(o, rlen, 0, 0, 0, 0);
     memcpy(ref, rb, rlen);
-    ref_alltoall(in_place ? MPI_IN_PLACE : sb, n, ty[sti], ref, n, ty[rti],
-                 comm);
+    T_MPI(t_ref_alltoall(in_place ? MPI_IN_PLACE : sb, n, ty[sti], ref, n,
+                         ty[rti], comm));
     tc_expect(o, rb, ref, rlen);
     tc_expect(o, sb, sb, slen);
     t_expect(T_A2A, comm, n, ty[rti], 1);
