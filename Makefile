@@ -90,7 +90,7 @@ BENCH_SRC  := $(wildcard tests/bench/*.c)
 UNIT_TESTS := check_proto check_config check_shim_util check_listen check_shm check_build \
               check_reduce check_cma check_defer
 
-.PHONY: all build mpi-list deps deps-full check check-quick check-scale demo bench clean unit fuzz install deb deb-arm64 depgraph \
+.PHONY: all build mpi-list deps deps-full check check-quick check-scale demo bench bench-scale clean unit fuzz install deb deb-arm64 depgraph \
         agent-arm64 arm64-cc format format-check $(ALL_MPIS)
 
 PREFIX     ?= /usr/local
@@ -294,6 +294,15 @@ demo: deps
 bench: deps-full
 	@$(MAKE) --no-print-directory MPI="$(RUN_MPIS)" build
 	@scripts/bench/bench.sh $(RUN_MPIS)
+
+# What grows with the job on 2, 4 and 8 emulated hosts with DPUs, then
+# the projection model checked against it and run with BlueField-2
+# parameters (docs/bench.md, "At scale"). As root; the first MPI.
+bench-scale: deps-full
+	@$(MAKE) --no-print-directory MPI="$(firstword $(RUN_MPIS))" build build/tools/sched_model
+	@scripts/bench/bench_scale.sh $(firstword $(RUN_MPIS))
+	@python3 scripts/bench/model.py fit results/scale/scale.csv
+	@python3 scripts/bench/model.py project
 
 # What was built, for every MPI found (scripts/install.sh).
 install: build

@@ -32,9 +32,8 @@ int boot_agree(int ok)
 
 /* Nothing came in: give the core away for a moment. Ranks waiting to be
  * wired share their host's cores with the agents and, on emulated hosts,
- * with the kernel threads that carry the packets (ksoftirqd): with 16
- * ranks a host spinning here, the agents' wire-up did not finish in 60 s
- * (scripts/bench/bench_scale.sh, 2 hosts x 16 ranks). */
+ * with the kernel threads that carry the packets (ksoftirqd); 32 ranks
+ * spinning here on 2 cores held them off. */
 static void connect_pause(void)
 {
     struct timespec ts = {0, 50000};
