@@ -175,7 +175,7 @@ build/%/dpu_agent: $(COMMON_SRC) $(AGENT_SRC) $(HDRS) Makefile
 	@mkdir -p $(@D)
 	$(CC) $(WARN) $(INC) $(CFLAGS) -o $@ $(COMMON_SRC) $(AGENT_SRC) $(AGENT_LIBS)
 
-build/%/tests: $(wildcard tests/mpi/*.c tests/mpi/*.h) $(BENCH_SRC) Makefile
+build/%/tests: $(wildcard tests/mpi/*.c tests/mpi/*.h tests/bench/*.h) $(BENCH_SRC) Makefile
 	@mkdir -p $@
 	@set -e; for t in $(MPI_TESTS); do \
 	    echo "$(MPICC_$*) -o $@/$$t tests/mpi/$$t.c"; \

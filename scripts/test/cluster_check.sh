@@ -92,6 +92,11 @@ cl_layout() {
     echo "$spec"
 }
 
+# cl_nhosts LAYOUT: how many hosts a cl_layout names.
+cl_nhosts() {
+    echo "$1" | tr ',' '\n' | wc -l
+}
+
 # cl_data_path LOG VARS: a job across hosts that printed its result and
 # the agents' statistics moved no byte through a rank's own UCX worker
 # (ucx_bytes=0: the ranks' CPUs are out of the data path, issue 35);
@@ -175,7 +180,7 @@ cl_hosts_offloaded() {
     local log=$1 np=$2 vars=$3 h n ok=0 where
     [[ " $vars " == *" DPUSHIM_STATS=2 "* ]] || return 0
     grep -q '^result: ok' "$log" || return 0
-    n=$(cl_layout "$np" | tr ',' '\n' | wc -l)
+    n=$(cl_nhosts "$(cl_layout "$np")")
     for ((h = 1; h <= n; h++)); do
         where=".*"
         [[ $vars == *DPUSHIM_AGENT_MAP=* ]] && where=".* on host$h-dpu\)"
@@ -301,7 +306,7 @@ cl_fault_case() {
     local pid ok=1 t0 left hosts opt=(--shim) np=${CL_FAULT_NP:-4} rph fin_at=
     local heal=${CL_HEAL:-} heal_after=${CL_HEAL_AFTER:-job}
     hosts=$(cl_layout "$np")
-    rph=$((np / $(echo "$hosts" | tr ',' '\n' | wc -l)))
+    rph=$((np / $(cl_nhosts "$hosts")))
     rm -f "$go"
     [ "$launch" = srun ] && opt+=(--srun)
     # shellcheck disable=SC2086 # VARS are words

@@ -29,6 +29,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench.h"
+
 static int rank, np, errors;
 
 static double now(void)
@@ -37,19 +39,6 @@ static double now(void)
 
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof(*v), cmp);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 /* Rank 0: a collective's line (median and minimum of t, sorted here). */
