@@ -21,10 +21,22 @@ report() {
 
 # run_job LOG MPI NP SHIM VARS PROG...: a job under a time limit.
 run_job() {
-    local log=$1
+    local log=$1 rc
     shift
+    if [ -z "${RUN_JOB_SPLIT:-}" ]; then
+        timeout -k 5 "$TIMEOUT" bash -c 'source scripts/lib.sh; dps_launch "$@"' \
+            _ "$@" >"$log" 2>&1
+        return
+    fi
+    # RUN_JOB_SPLIT=1: the ranks' standard error after their standard
+    # output, not within it: the launcher forwards the two streams in
+    # chunks, and a line of one may be cut by a line of the other.
     timeout -k 5 "$TIMEOUT" bash -c 'source scripts/lib.sh; dps_launch "$@"' \
-        _ "$@" >"$log" 2>&1
+        _ "$@" >"$log" 2>"$log.err"
+    rc=$?
+    cat "$log.err" >>"$log"
+    rm -f "$log.err"
+    return $rc
 }
 
 # The stats lines must equal the program's own "expect:" lines, and match
