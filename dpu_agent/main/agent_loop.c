@@ -211,6 +211,33 @@ static int sleep_for_work(agent_t *a)
     return n;
 }
 
+/* The messages that wait for another (SIGUSR1 dump): what each is and,
+ * for a post or a fetch, which instance and rank. */
+static void dump_deferred(const agent_t *a, const dps_inmsg_t *m, FILE *out)
+{
+    unsigned n = 0;
+
+    for (const dps_inmsg_t *q = m; q != NULL; q = q->next) {
+        n++;
+    }
+    fprintf(out, "dpushim[agent %u]: %u messages deferred\n", a->self, n);
+    for (; m != NULL; m = m->next) {
+        dps_msg_t msg;
+
+        if (dps_msg_decode(m->data, m->len, &msg, NULL, 0) != DPS_OK) {
+            fprintf(out, "  (undecodable, %zu bytes)\n", m->len);
+        } else if (msg.type == DPS_MSG_POST || msg.type == DPS_MSG_PEER_POST) {
+            fprintf(out, "  %s %s #%u on %#llx from rank %u\n",
+                    dps_msg_type_str(msg.type),
+                    dps_coll_str(msg.u.post.fixed.coll), msg.u.post.fixed.seq,
+                    (unsigned long long)msg.u.post.fixed.comm_id,
+                    msg.u.post.fixed.world_rank);
+        } else {
+            fprintf(out, "  %s\n", dps_msg_type_str(msg.type));
+        }
+    }
+}
+
 /* One pass over every source of work; returns 1 if there was some. */
 static int poll_once(agent_t *a, dps_inmsg_t **deferred, int woke)
 {
@@ -219,6 +246,7 @@ static int poll_once(agent_t *a, dps_inmsg_t **deferred, int woke)
     if (agent_dump_asked) {
         agent_dump_asked = 0;
         agent_dump(a, stderr);
+        dump_deferred(a, *deferred, stderr);
     }
     while (ucp_worker_progress(a->ucx.worker)) {
         work = 1;

@@ -57,7 +57,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#define T_WATCHDOG_S  30 /* s without a new case before giving up */
+/* s without a new case before giving up; T_WATCHDOG overrides (to catch a
+ * stall alive with a debugger) */
+#define T_WATCHDOG_S  30
 #define T_MAX_REPORTS 40 /* failure messages printed per rank */
 #define T_GUARD       64 /* guard bytes around checked buffers */
 #define T_GUARD_BYTE  0xE7
@@ -71,7 +73,8 @@ static struct {
     int                rank, size;
     long long          errors;
     long long          reports;
-    int                verbose; /* T_VERBOSE set: print each case */
+    int                verbose;  /* T_VERBOSE set: print each case */
+    int                watchdog; /* s, T_WATCHDOG_S or $T_WATCHDOG */
     double             t0;
     uint32_t           seed;
     unsigned long long stat[T_NCOLL][T_NSTAT];
@@ -156,11 +159,11 @@ static inline void t_case(const char *fmt, ...)
     t.hang_len = snprintf(t.hang, sizeof(t.hang),
                           "rank %d: FAIL [%s] %s: "
                           "no progress for %d s (hang?): exiting\n",
-                          t.rank, t.prog, t.cas, T_WATCHDOG_S);
+                          t.rank, t.prog, t.cas, t.watchdog);
     if (t.hang_len >= (int)sizeof(t.hang)) {
         t.hang_len = (int)sizeof(t.hang) - 1;
     }
-    alarm(T_WATCHDOG_S);
+    alarm((unsigned)t.watchdog);
     if (t.verbose && t.rank == 0) {
         printf("rank 0: %8.3f s: %s\n", t_now() - t.t0, t.cas);
         fflush(stdout);
@@ -215,6 +218,10 @@ static inline void t_init(int *argc, char ***argv, const char *prog)
     t.rank = (r != NULL) ? atoi(r) : -1;
     t.prog = prog;
     t.verbose = getenv("T_VERBOSE") != NULL;
+    t.watchdog = getenv("T_WATCHDOG") != NULL ? atoi(getenv("T_WATCHDOG")) : 0;
+    if (t.watchdog <= 0) {
+        t.watchdog = T_WATCHDOG_S;
+    }
     t.t0 = t_now();
     signal(SIGALRM, t_alarm);
     t_case("MPI_Init");
