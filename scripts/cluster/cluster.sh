@@ -17,7 +17,10 @@
 #           port of bridge br0 in one more namespace set, "switch". The
 #           rest of the file system (/work, /usr) is the machine's, at the
 #           same paths. Nothing is made in the root namespace: no
-#           interface, no mount; only the run directory and processes.
+#           interface, no mount; only the run directory, processes and
+#           a CPU group (cgroup) that holds them all, so that they
+#           cannot starve the kernel threads that carry the network
+#           (cg_make below says why).
 #   --dpu   also hostN-dpu for each host: one more namespace set with its
 #           own hostname and eth0 = 10.77.0.(100+N), which its host reaches
 #           only over the network.
@@ -167,6 +170,48 @@ start_node() {
     return 1
 }
 
+# The cluster's CPU group (cgroup v1 "cpu", or v2 with the cpu controller):
+# every process of every host, DPU and the switch is in it, so that all
+# of them together weigh as one ordinary task against the kernel's own
+# threads. Those threads are this emulation's network: the veths'
+# packets are processed in softirqs that ksoftirqd runs, neighbour (ARP)
+# entries are refreshed by kworkers. 32 ranks and 8 agents (some at nice
+# -10) on 2 cores starved them: the kernel reported "workqueue lockup ...
+# stuck for 143s!", TCP connects between hosts failed ("Open MPI failed to
+# TCP connect to a peer"), and jobs stalled 30-120 s, stock MPI alone
+# too. A real cluster's network needs no CPU of its hosts. Prints the
+# group's directory, or nothing where no cpu controller can be used.
+cg_make() {
+    local base name
+    name=$(basename "$RUN")
+    case $name in dpushim*) ;; *) name=dpushim-$name ;; esac
+    if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
+        base=/sys/fs/cgroup
+        grep -qw cpu "$base/cgroup.controllers" || return 0
+        grep -qw cpu "$base/cgroup.subtree_control" ||
+            echo +cpu >"$base/cgroup.subtree_control" 2>/dev/null || return 0
+    elif [ -f /sys/fs/cgroup/cpu/cgroup.procs ]; then
+        base=/sys/fs/cgroup/cpu
+    else
+        return 0
+    fi
+    mkdir -p "$base/$name" 2>/dev/null && [ -f "$base/$name/cgroup.procs" ] ||
+        return 0
+    echo "$base/$name"
+}
+
+# Remove the group once its processes are gone (down).
+cg_remove() {
+    local cg i
+    cg=$(cat "$RUN/cgroup" 2>/dev/null) || return 0
+    [ -n "$cg" ] && [ -d "$cg" ] || return 0
+    for ((i = 0; i < 100; i++)); do
+        rmdir "$cg" 2>/dev/null && return 0
+        sleep 0.05
+    done
+    say "down: cannot remove the CPU group $cg (processes left in it?)"
+}
+
 # Bucket size for a tbf at RATE: 10 ms worth, at least 64 KiB (a GSO
 # packet must fit, and a smaller bucket would cap the rate below RATE).
 tbf_burst() {
@@ -243,6 +288,17 @@ cmd_up() {
         fi
     } >"$RUN/hosts"
     : >"$RUN/nodes"
+    # This process joins the group: the namespace sets it starts, and all
+    # that runs in them, inherit it.
+    CG=$(cg_make)
+    if [ -n "$CG" ] && echo $$ >"$CG/cgroup.procs" 2>/dev/null; then
+        echo "$CG" >"$RUN/cgroup"
+    else
+        say "up: no CPU group for the cluster (no usable cpu cgroup" \
+            "controller): at scale its processes can starve the kernel's" \
+            "network threads"
+        : >"$RUN/cgroup"
+    fi
     start_node switch
     in_net switch ip link set lo up
     in_net switch ip link add br0 type bridge
@@ -280,6 +336,7 @@ cmd_down() {
         say "down: holders still running: $pids"
         return 1
     fi
+    cg_remove
     rm -rf "$RUN"
     echo "cluster.sh: down: done"
 }
