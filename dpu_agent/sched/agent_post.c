@@ -73,9 +73,11 @@ static uint32_t sends_to(const agent_t *a, const agent_comm_t *c,
 
 /* Tell the agents of every rank x's schedule names about x's post: they
  * need its schedule (the first time), its buffers and their keys (the
- * first time each). */
-static void forward_post(agent_t *a, agent_inst_t *in, const dps_msg_t *msg,
-                         uint32_t x)
+ * first time each). DPS_OK, or DPS_ERR_UCX if an agent could not be told
+ * (its ranks would wait for the post for ever: the caller fails the
+ * instance) or DPS_ERR_NOMEM. */
+static int forward_post(agent_t *a, agent_inst_t *in, const dps_msg_t *msg,
+                        uint32_t x)
 {
     agent_rstate_t *rs = &in->rs[x];
     agent_sched_t  *s = rs->sched;
@@ -84,12 +86,13 @@ static void forward_post(agent_t *a, agent_inst_t *in, const dps_msg_t *msg,
     uint8_t        *want = calloc(a->nagents, 1);
     dps_step_t     *fwd = malloc(sizeof(dps_step_t) * (s->nsteps + 1));
     uint32_t        i, ag;
+    int             rc = DPS_OK;
 
     if (want == NULL || fwd == NULL) {
         free(want);
         free(fwd);
         dps_error("out of memory forwarding a post");
-        return;
+        return DPS_ERR_NOMEM;
     }
     for (i = 0; i < s->nsteps; i++) {
         const dps_step_t *st = &s->steps[i];
@@ -125,7 +128,11 @@ static void forward_post(agent_t *a, agent_inst_t *in, const dps_msg_t *msg,
         out = dps_msg_encode_post(DPS_MSG_PEER_POST, &f, keys,
                                   f.nsteps ? fwd : NULL, c->members, &len);
         if (out == NULL || agent_send_agent(a, ag, out, len) != DPS_OK) {
-            dps_error("cannot forward a post to agent %u", ag);
+            dps_error("cannot forward %s #%u's post of rank %u to agent "
+                      "%u: the collective fails",
+                      dps_coll_str(in->coll), (unsigned)in->key.seq,
+                      c->members[x], ag);
+            rc = DPS_ERR_UCX;
             continue;
         }
         s->sent[ag] = 1;
@@ -137,6 +144,7 @@ static void forward_post(agent_t *a, agent_inst_t *in, const dps_msg_t *msg,
     }
     free(want);
     free(fwd);
+    return rc;
 }
 
 /* A late post into a failed instance, or the first of one another agent
@@ -309,8 +317,10 @@ static int handle_post(agent_t *a, const dps_msg_t *msg)
     if (in->failed) {
         return post_failed(a, in, x, local);
     }
-    if (local) {
-        forward_post(a, in, msg, x);
+    if (local && (rc = forward_post(a, in, msg, x)) != DPS_OK) {
+        /* Some agent will never see this post: nobody waits for it. */
+        agent_inst_fail(a, in, rc, 1);
+        return post_failed(a, in, x, local);
     }
     if (pairs_agree(a, in, x)) {
         agent_inst_progress(a, in);

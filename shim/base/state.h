@@ -181,6 +181,8 @@ typedef enum {
     SHIM_FO_AGENT_SILENT,  /* no answer within DPUSHIM_AGENT_TIMEOUT */
     SHIM_FO_AGENT_CORRUPT, /* it wrote a corrupt message ring */
     SHIM_FO_POST_FAILED,   /* a collective could not be handed to it */
+    SHIM_FO_AGENT_LOST,    /* it lost its way to another agent (or rank)
+                            * mid-collective: a UCX error */
     SHIM_FO_REPORTED       /* another rank told of a failure */
 } shim_fo_cause_t;
 

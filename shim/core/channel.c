@@ -209,6 +209,17 @@ static void agent_msg(const void *data, size_t len)
                       (unsigned long long)msg.u.complete.op_token);
             return;
         }
+        if (msg.u.complete.status == DPS_ERR_UCX) {
+            /* The agent could not reach another agent (or a rank) for
+             * this collective: usually one died. Not finished here, so
+             * stock MPI redoes it with the others (failover/). */
+            shim_fo_notice(SHIM_FO_AGENT_LOST,
+                           "%s #%u: agent %s lost its connection to another "
+                           "agent mid-collective",
+                           dps_coll_str((unsigned)op->call.coll), op->call.seq,
+                           shim.chan.agent_desc);
+            return;
+        }
         HASH_DELETE(hh_token, shim.by_token, op);
         if (msg.u.complete.status != DPS_OK) {
             int st = msg.u.complete.status;
