@@ -211,8 +211,8 @@ static int sleep_for_work(agent_t *a)
     return n;
 }
 
-/* The messages that wait for another (SIGUSR1 dump): what each is and,
- * for a post or a fetch, which instance and rank. */
+/* The messages that wait for another (SIGUSR1 dump): the type of each
+ * and, for a post, its collective, instance and rank. */
 static void dump_deferred(const agent_t *a, const dps_inmsg_t *m, FILE *out)
 {
     unsigned n = 0;
