@@ -274,6 +274,25 @@ static int next_stage(agent_slot_t *s)
     return 2;
 }
 
+/* What a failed stage means for its collective. The first error of an
+ * instance stands: a later one (a fetch refused because the instance
+ * already failed at the source) must not hide why it failed.
+ * - AGENT_FETCH_REFUSED: the source's agent answered with nothing, as
+ *   the fetch did not fit its rank's post (sizes that disagree) or the
+ *   instance failed there (its INST_FAIL, with the reason, follows and
+ *   overrides this): DPS_ERR_MISMATCH, an error of the call.
+ * - anything else: UCX could not reach another agent or rank, or a
+ *   rank's memory could not be read or written here (CMA, DMA: the rank
+ *   is gone, or its buffer is): DPS_ERR_UCX, which the ranks' shims redo
+ *   with stock MPI, where such a buffer fails as it would without us. */
+static int slot_error(ucs_status_t st)
+{
+    if (st == AGENT_FETCH_REFUSED) {
+        return DPS_ERR_MISMATCH;
+    }
+    return DPS_ERR_UCX;
+}
+
 /* A chunk finished its current stage; returns 1 if the slot is free. */
 static int slot_advance(agent_t *a, agent_slot_t *s)
 {
@@ -288,7 +307,9 @@ static int slot_advance(agent_t *a, agent_slot_t *s)
                   s->state == 2 ? "write" : "read", (unsigned long long)s->len,
                   world_of(m, s->state == 1 ? m->src : m->dst),
                   ucs_status_string(s->status));
-        m->inst->error = DPS_ERR_UCX;
+        if (m->inst->error == 0) {
+            m->inst->error = slot_error(s->status);
+        }
     }
     if (s->state == 1 || s->state == 3) {
         if (s->state == 1 && s->threaded) {
@@ -393,7 +414,9 @@ static int flushes_reap(agent_t *a)
         if (f->status != UCS_OK) {
             dps_error("flush of writes into rank %u failed: %s",
                       world_of(m, m->dst), ucs_status_string(f->status));
-            m->inst->error = DPS_ERR_UCX;
+            if (m->inst->error == 0) {
+                m->inst->error = DPS_ERR_UCX;
+            }
         }
         free(f);
         /* May start moves, never a flush: fp stays valid. */

@@ -79,7 +79,7 @@ static void fetch_recv_cb(void *request, ucs_status_t status,
     s->got = (status == UCS_OK && info != NULL) ? info->length : 0;
     s->status = status;
     if (status == UCS_OK && s->got != s->len) {
-        s->status = UCS_ERR_IO_ERROR; /* the source's agent could not */
+        s->status = AGENT_FETCH_REFUSED; /* the source's agent would not */
     }
     __atomic_store_n(&s->completed, 1, __ATOMIC_RELEASE);
     ucp_request_free(request);
@@ -123,7 +123,7 @@ void agent_fetch_start(agent_t *a, agent_slot_t *s)
     }
     if (req == NULL) { /* it had come already */
         s->got = info.length;
-        s->status = s->got == s->len ? UCS_OK : UCS_ERR_IO_ERROR;
+        s->status = s->got == s->len ? UCS_OK : AGENT_FETCH_REFUSED;
         s->completed = 1;
         return;
     }

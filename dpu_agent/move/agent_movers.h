@@ -21,9 +21,15 @@ ucs_status_t agent_cma_stage(agent_t *a, agent_slot_t *s, int stage,
 ucs_status_t agent_dma_stage(agent_t *a, agent_slot_t *s, int stage,
                              uint32_t world);
 
+/* A fetch's answer was short: the source's agent would not serve it
+ * (it does not fit the post there, or the instance failed there). Not
+ * a transport error, which UCX reports with its own statuses. */
+#define AGENT_FETCH_REFUSED UCS_ERR_REJECTED
+
 /* Stage 1 of slot s, whose source rank is another agent's: post the
  * tagged receive into the slot and send that agent a FETCH. The slot
- * completes when the answer came (status: an error if it is short). */
+ * completes when the answer came (status: AGENT_FETCH_REFUSED if it is
+ * short, or UCX's error). */
 void agent_fetch_start(agent_t *a, agent_slot_t *s);
 
 /* Hand slot s (both sides copied with CMA) to a copy thread, starting
