@@ -110,7 +110,10 @@ int dps_grant_send(const char *path, uint32_t world_rank, uint32_t job_key)
     ch->cmsg_type = SCM_RIGHTS;
     ch->cmsg_len = CMSG_LEN(sizeof(int));
     memcpy(CMSG_DATA(ch), &fd, sizeof(int));
-    while (sendmsg(s, &mh, 0) < 0) {
+    /* Never blocks: the agent's queue is full while it waits for the job
+     * layout, and a rank blocked here cannot progress the wire-up that
+     * layout waits for. */
+    while (sendmsg(s, &mh, MSG_DONTWAIT) < 0) {
         if (errno != EINTR) {
             e = errno;
             break;
@@ -120,7 +123,7 @@ int dps_grant_send(const char *path, uint32_t world_rank, uint32_t job_key)
     close(fd); /* the agent holds its own copy */
     if (e != 0) {
         errno = e;
-        return DPS_ERR_IO;
+        return e == EAGAIN || e == EWOULDBLOCK ? DPS_ERR_AGAIN : DPS_ERR_IO;
     }
     return DPS_OK;
 }

@@ -52,9 +52,11 @@ int dps_grant_path(const char *dir, const char *job, const char *host,
  * replaced), mode 0600. Returns the socket or -1 (errno set). */
 int dps_grant_listen(const char *path);
 
-/* Rank: open /proc/self/mem and send it to the socket at path. Returns
- * DPS_OK; DPS_ERR_INVALID if path does not fit in a socket address
- * (errno ENAMETOOLONG); DPS_ERR_IO with errno set. */
+/* Rank: open /proc/self/mem and send it to the socket at path, without
+ * blocking. Returns DPS_OK; DPS_ERR_AGAIN if the socket's queue is full
+ * now (errno EAGAIN: try again later); DPS_ERR_INVALID if path does not
+ * fit in a socket address (errno ENAMETOOLONG); DPS_ERR_IO with errno
+ * set. */
 int dps_grant_send(const char *path, uint32_t world_rank, uint32_t job_key);
 
 /* Agent: take one pending grant: *fd (close-on-exec) and its message.

@@ -296,34 +296,89 @@ static int try_ready(agent_t *a)
     return DPS_OK;
 }
 
-/* Take the grants our ranks sent (they send them before HELLO, so a
- * rank's is here by the time its HELLO is handled): keep each one of a
- * rank of ours, of this job, until its HELLO proves it. */
-static void grants_take(agent_t *a)
+/* A grant that came before the job layout. */
+typedef struct agent_grant {
+    dps_grant_msg_t g;
+    int             fd;
+} agent_grant_t;
+
+/* Grants kept aside at most: each holds a descriptor, and no node runs
+ * more ranks than this. */
+#define AGENT_EARLY_GRANTS_MAX 4096
+
+/* Keep grant g (descriptor fd) if it is from a rank of ours in this job,
+ * until its HELLO proves it; close it otherwise. */
+static void grant_keep(agent_t *a, const dps_grant_msg_t *g, int fd)
+{
+    if (g->world_rank >= a->nranks || g->job_key != a->job_key ||
+        a->rank_agent[g->world_rank] != a->self) {
+        dps_warn("grant from rank %u of job key %#x refused: not a rank "
+                 "of ours",
+                 g->world_rank, g->job_key);
+        close(fd);
+        return;
+    }
+    if (a->rank_memfd[g->world_rank] >= 0) {
+        close(a->rank_memfd[g->world_rank]);
+    }
+    a->rank_memfd[g->world_rank] = fd;
+}
+
+/* Keep grant g aside until the job layout comes. */
+static void grant_early(agent_t *a, const dps_grant_msg_t *g, int fd)
+{
+    if (a->nearly == a->early_cap) {
+        uint32_t       cap = a->early_cap ? 2 * a->early_cap : 16;
+        agent_grant_t *n = cap <= AGENT_EARLY_GRANTS_MAX
+                               ? realloc(a->early, cap * sizeof(*n))
+                               : NULL;
+
+        if (n == NULL) {
+            dps_warn("grant from rank %u dropped: %u wait for the job "
+                     "layout already",
+                     g->world_rank, a->nearly);
+            close(fd);
+            return;
+        }
+        a->early = n;
+        a->early_cap = cap;
+    }
+    a->early[a->nearly].g = *g;
+    a->early[a->nearly++].fd = fd;
+}
+
+void agent_grants_take(agent_t *a)
 {
     dps_grant_msg_t g;
     int             fd, rc;
 
+    if (a->have_job) {
+        for (uint32_t i = 0; i < a->nearly; i++) {
+            grant_keep(a, &a->early[i].g, a->early[i].fd);
+        }
+        a->nearly = 0;
+    }
     while (a->grant_fd >= 0 &&
            ((rc = dps_grant_recv(a->grant_fd, &g, &fd)) == DPS_OK ||
             rc == DPS_ERR_PROTO)) {
         if (rc == DPS_ERR_PROTO) {
             dps_warn("malformed grant dropped");
-            continue;
+        } else if (a->have_job) {
+            grant_keep(a, &g, fd);
+        } else {
+            grant_early(a, &g, fd);
         }
-        if (g.world_rank >= a->nranks || g.job_key != a->job_key ||
-            a->rank_agent[g.world_rank] != a->self) {
-            dps_warn("grant from rank %u of job key %#x refused: not a "
-                     "rank of ours",
-                     g.world_rank, g.job_key);
-            close(fd);
-            continue;
-        }
-        if (a->rank_memfd[g.world_rank] >= 0) {
-            close(a->rank_memfd[g.world_rank]);
-        }
-        a->rank_memfd[g.world_rank] = fd;
     }
+}
+
+void agent_grants_drop(agent_t *a)
+{
+    for (uint32_t i = 0; i < a->nearly; i++) {
+        close(a->early[i].fd);
+    }
+    free(a->early);
+    a->early = NULL;
+    a->nearly = a->early_cap = 0;
 }
 
 /* Rank r's grant, if it sent one: does its token read back through it?
@@ -333,7 +388,7 @@ static void grant_check(agent_t *a, uint32_t r, uint64_t addr, uint64_t token)
     uint64_t v = 0;
     int      rc;
 
-    grants_take(a);
+    agent_grants_take(a);
     if (a->rank_memfd[r] < 0) {
         return;
     }

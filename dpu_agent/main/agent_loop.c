@@ -158,11 +158,11 @@ void agent_loop_on_usr1(int sig)
 static void watch_fds(agent_t *a)
 {
     struct epoll_event ev;
-    int                fds[3] = {a->parent_fd, a->ucx.efd, a->kick_fd[0]};
+    int fds[4] = {a->parent_fd, a->ucx.efd, a->kick_fd[0], a->grant_fd};
 
     memset(&ev, 0, sizeof(ev));
     ev.events = EPOLLIN;
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 4; i++) {
         if (fds[i] >= 0) {
             ev.data.fd = fds[i];
             epoll_ctl(a->epfd, EPOLL_CTL_ADD, fds[i], &ev);
@@ -204,6 +204,8 @@ static int sleep_for_work(agent_t *a)
             a->quit = 1;
         } else if (fd == a->kick_fd[0] || fd == a->kick_fd[1]) {
             dps_kick_drain(fd);
+        } else if (fd == a->grant_fd) {
+            agent_grants_take(a);
         } else if (fd == agent_copy_fd(a) && read(fd, &v, sizeof(v)) < 0) {
             /* EAGAIN: another wake-up took it */
         }
@@ -250,6 +252,12 @@ static int poll_once(agent_t *a, dps_inmsg_t **deferred, int woke)
     }
     while (ucp_worker_progress(a->ucx.worker)) {
         work = 1;
+    }
+    /* Wiring up: our ranks send their grants before their HELLOs, and
+     * a socket left full would hold them up (their datagrams queue 10
+     * deep, net.unix.max_dgram_qlen). */
+    if (!a->ready || a->nhello < a->nlocal) {
+        agent_grants_take(a);
     }
     if (drain_inbox(a, deferred) + agent_shm_poll(a, deferred) +
         agent_engines_reap(a)) {

@@ -242,6 +242,7 @@ out:
         close(a.grant_fd);
         unlink(a.grant_path);
     }
+    agent_grants_drop(&a);
     for (i = 0; a.rank_memfd != NULL && i < a.nranks; i++) {
         if (a.rank_memfd[i] >= 0) {
             close(a.rank_memfd[i]);

@@ -20,6 +20,8 @@
 #include <stdint.h>
 
 #define SHIM_CONNECT_TIMEOUT_MS 60000
+/* How long a rank offers its grant to an agent whose socket is full. */
+#define SHIM_GRANT_WAIT_MS      10000
 
 /* DPUSHIM_MIN_BYTES=auto where agents have CPUs of their own. With the
  * direct data path and cores to spare (make bench, idle host), offload

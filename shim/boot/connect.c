@@ -17,6 +17,7 @@
 #include "common/dps_proto.h"
 #include "common/dps_status.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -232,15 +233,29 @@ static int tables_alloc(job_tables_t *t, int nr)
  */
 static void grant_offer(int job_key)
 {
+    double deadline = dps_now() + SHIM_GRANT_WAIT_MS / 1000.0;
+    int    rc;
+
     if (shim.chan.grant_path[0] == '\0' ||
         shim.cfg.transport == DPS_TRANSPORT_UCX) {
         return;
     }
-    if (dps_grant_send(shim.chan.grant_path, (uint32_t)shim.topo.world_rank,
-                       (uint32_t)job_key) != DPS_OK) {
-        dps_info("cannot grant the agent our memory through %s: %m: it "
+    /* The agent's socket holds a few grants at a time and takes them
+     * while it wires up, which needs our UCX progress: keep it going. */
+    while ((rc = dps_grant_send(shim.chan.grant_path,
+                                (uint32_t)shim.topo.world_rank,
+                                (uint32_t)job_key)) == DPS_ERR_AGAIN &&
+           dps_now() < deadline) {
+        if (ucp_worker_progress(shim.chan.ucx.worker) == 0) {
+            connect_pause();
+        }
+    }
+    if (rc != DPS_OK) {
+        dps_info("cannot grant the agent our memory through %s: %s: it "
                  "reaches us over UCX",
-                 shim.chan.grant_path);
+                 shim.chan.grant_path,
+                 rc == DPS_ERR_AGAIN ? "its queue stayed full"
+                                     : strerror(errno));
     }
 }
 

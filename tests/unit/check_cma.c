@@ -163,6 +163,46 @@ START_TEST(grant_malformed)
 }
 END_TEST
 
+/* An agent that does not read its socket (it waits for the job layout):
+ * grants fill the queue, and the next one is refused at once with
+ * DPS_ERR_AGAIN, not blocked. Every queued one is then received whole,
+ * in order, and a retry goes through. */
+START_TEST(grant_full_queue)
+{
+    char            path[108], dir[] = "/tmp/check_grant.XXXXXX";
+    dps_grant_msg_t g;
+    int             sock, fd, rc = DPS_OK, e = 0;
+    uint32_t        n = 0, i;
+
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    ck_assert_int_eq(
+        dps_grant_path(dir, "job", "host", 42, path, sizeof(path)), DPS_OK);
+    sock = dps_grant_listen(path);
+    ck_assert_int_ge(sock, 0);
+    while (n < 100000 && (rc = dps_grant_send(path, n, 5)) == DPS_OK) {
+        n++;
+    }
+    e = errno;
+    ck_assert_int_eq(rc, DPS_ERR_AGAIN);
+    ck_assert_int_eq(e, EAGAIN);
+    ck_assert_uint_gt(n, 0);
+    for (i = 0; i < n; i++) {
+        ck_assert_int_eq(dps_grant_recv(sock, &g, &fd), DPS_OK);
+        ck_assert_uint_eq(g.world_rank, i);
+        ck_assert_uint_eq(g.job_key, 5);
+        close(fd);
+    }
+    ck_assert_int_eq(dps_grant_recv(sock, &g, &fd), DPS_ERR_AGAIN);
+    ck_assert_int_eq(dps_grant_send(path, n, 5), DPS_OK);
+    ck_assert_int_eq(dps_grant_recv(sock, &g, &fd), DPS_OK);
+    ck_assert_uint_eq(g.world_rank, n);
+    close(fd);
+    close(sock);
+    unlink(path);
+    rmdir(dir);
+}
+END_TEST
+
 START_TEST(token_new)
 {
     uint64_t a = 0, b = 0;
@@ -335,6 +375,7 @@ int main(void)
     tcase_add_test(tc, grant_child);
     tcase_add_test(tc, grant_names);
     tcase_add_test(tc, grant_malformed);
+    tcase_add_test(tc, grant_full_queue);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
