@@ -680,6 +680,16 @@ cl_main() {
     if [ "$CL_SCALE" = 1 ]; then
         CL_NHOSTS=${DPS_SCALE_HOSTS:-8}
         LOGS=$LOGS/scale
+        # The victim: host 4 of 8, or the last host of fewer.
+        [ -n "${DPS_SCALE_VICTIM:-}" ] || [ "$CL_NHOSTS" -ge 4 ] ||
+            CL_SCALE_VICTIM=$CL_NHOSTS
+        case $CL_SCALE_VICTIM in
+        '' | *[!0-9]* | 0*) CL_SCALE_VICTIM=0 ;;
+        esac
+        if [ "$CL_SCALE_VICTIM" -lt 1 ] || [ "$CL_SCALE_VICTIM" -gt "$CL_NHOSTS" ]; then
+            report "DPS_SCALE_VICTIM=${DPS_SCALE_VICTIM:-} is a host number from 1 to $CL_NHOSTS (DPS_SCALE_HOSTS)" 0
+            return
+        fi
     fi
     CL_FIN_GRACE=3
     CL_FIN_HANGS=0
