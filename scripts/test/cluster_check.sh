@@ -565,7 +565,10 @@ cl_cases() {
 # and 8 agents share 2 cores.
 cl_scale_cases() {
     local mpi t np=$CL_SCALE_RANKS dpu
-    local s2="DPUSHIM_STATS=2 DPUSHIM_MIN_BYTES=1 $CL_SCALE_VARS"
+    # A case's watchdog (tests/mpi/tcommon.h) at 32 ranks on 2 cores:
+    # stock MPICH alone took 72 s for t_dtypes' rooted 5000-element case
+    # there (the shim 31 s), past the suites' 30 s.
+    local s2="DPUSHIM_STATS=2 DPUSHIM_MIN_BYTES=1 T_WATCHDOG=$CL_SCALE_WATCHDOG $CL_SCALE_VARS"
     local where="$CL_NHOSTS hosts x $((np / CL_NHOSTS)) ranks"
     CL_DPUS=$(seq -s ' ' 1 "$CL_NHOSTS")
     if ! cl_listeners_up; then
@@ -677,6 +680,7 @@ cl_main() {
     CL_SCALE_VICTIM=${DPS_SCALE_VICTIM:-4}
     CL_SCALE_BOUND=${DPS_SCALE_BOUND:-60}
     CL_SCALE_VARS=${DPS_SCALE_VARS:-}
+    CL_SCALE_WATCHDOG=${DPS_SCALE_WATCHDOG:-180}
     if [ "$CL_SCALE" = 1 ]; then
         CL_NHOSTS=${DPS_SCALE_HOSTS:-8}
         LOGS=$LOGS/scale
@@ -685,6 +689,11 @@ cl_main() {
             CL_SCALE_VICTIM=$CL_NHOSTS
         case $CL_SCALE_VICTIM in
         '' | *[!0-9]* | 0*) CL_SCALE_VICTIM=0 ;;
+        esac
+        case $CL_SCALE_WATCHDOG in
+        '' | *[!0-9]* | 0*)
+            report "DPS_SCALE_WATCHDOG=$CL_SCALE_WATCHDOG is a number of seconds, at least 1" 0
+            return ;;
         esac
         if [ "$CL_SCALE_VICTIM" -lt 1 ] || [ "$CL_SCALE_VICTIM" -gt "$CL_NHOSTS" ]; then
             report "DPS_SCALE_VICTIM=${DPS_SCALE_VICTIM:-} is a host number from 1 to $CL_NHOSTS (DPS_SCALE_HOSTS)" 0
