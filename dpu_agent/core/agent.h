@@ -217,17 +217,16 @@ typedef struct agent {
     uint64_t        fetches;        /* FETCHes sent */
     /* What is cached now, and its peak (the STATS message's growth
      * counters). */
-    uint32_t nkeys, keys_peak;     /* registration keys */
-    uint32_t nscheds, scheds_peak; /* schedules */
-    uint64_t sched_steps;          /* their steps */
-    uint64_t steps_peak;
-    uint64_t next_tag;   /* of the last FETCH */
-    unsigned fetch_wait; /* slots waiting for FETCH answers */
-    int      grant_fd;   /* grant socket (dps_grant.h), or -1 */
-    char     grant_path[108];
-    int     *rank_memfd; /* per world rank: its grant, or -1 */
-    /* Grants taken before the job layout said whose they may be. */
-    struct agent_grant *early;
+    uint32_t            nkeys, keys_peak;     /* registration keys */
+    uint32_t            nscheds, scheds_peak; /* schedules */
+    uint64_t            sched_steps;          /* their steps */
+    uint64_t            steps_peak;
+    uint64_t            next_tag;   /* of the last FETCH */
+    unsigned            fetch_wait; /* slots waiting for FETCH answers */
+    int                 grant_fd;   /* grant socket (dps_grant.h), or -1 */
+    char                grant_path[108];
+    int                *rank_memfd; /* per world rank: its grant, or -1 */
+    struct agent_grant *early;      /* grants before the job layout */
     uint32_t            nearly, early_cap;
     struct agent_serve *serves;      /* FETCHes being read with UCX */
     uint64_t            cpu_base_ns; /* CPU time used by set-up */

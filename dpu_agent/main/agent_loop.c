@@ -253,10 +253,11 @@ static int poll_once(agent_t *a, dps_inmsg_t **deferred, int woke)
     while (ucp_worker_progress(a->ucx.worker)) {
         work = 1;
     }
-    /* Wiring up: our ranks send their grants before their HELLOs, and
-     * a socket left full would hold them up (their datagrams queue 10
-     * deep, net.unix.max_dgram_qlen). */
-    if (!a->ready || a->nhello < a->nlocal) {
+    /* Wiring up: our ranks send their grants before their HELLOs, which
+     * wait until we are ready, and a socket left full would hold them up
+     * (their datagrams queue 10 deep, net.unix.max_dgram_qlen). Once
+     * ready, each HELLO takes the grants (grant_check). */
+    if (!a->ready) {
         agent_grants_take(a);
     }
     if (drain_inbox(a, deferred) + agent_shm_poll(a, deferred) +

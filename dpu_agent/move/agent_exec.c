@@ -285,12 +285,12 @@ static int next_stage(agent_slot_t *s)
  *   rank's memory could not be read or written here (CMA, DMA: the rank
  *   is gone, or its buffer is): DPS_ERR_UCX, which the ranks' shims redo
  *   with stock MPI, where such a buffer fails as it would without us. */
-static int slot_error(ucs_status_t st)
+static void move_failed(agent_move_t *m, ucs_status_t st)
 {
-    if (st == AGENT_FETCH_REFUSED) {
-        return DPS_ERR_MISMATCH;
+    if (m->inst->error == 0) {
+        m->inst->error =
+            st == AGENT_FETCH_REFUSED ? DPS_ERR_MISMATCH : DPS_ERR_UCX;
     }
-    return DPS_ERR_UCX;
 }
 
 /* A chunk finished its current stage; returns 1 if the slot is free. */
@@ -307,9 +307,7 @@ static int slot_advance(agent_t *a, agent_slot_t *s)
                   s->state == 2 ? "write" : "read", (unsigned long long)s->len,
                   world_of(m, s->state == 1 ? m->src : m->dst),
                   ucs_status_string(s->status));
-        if (m->inst->error == 0) {
-            m->inst->error = slot_error(s->status);
-        }
+        move_failed(m, s->status);
     }
     if (s->state == 1 || s->state == 3) {
         if (s->state == 1 && s->threaded) {
@@ -414,9 +412,7 @@ static int flushes_reap(agent_t *a)
         if (f->status != UCS_OK) {
             dps_error("flush of writes into rank %u failed: %s",
                       world_of(m, m->dst), ucs_status_string(f->status));
-            if (m->inst->error == 0) {
-                m->inst->error = DPS_ERR_UCX;
-            }
+            move_failed(m, f->status);
         }
         free(f);
         /* May start moves, never a flush: fp stays valid. */
