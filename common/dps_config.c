@@ -145,8 +145,9 @@ const dps_cfg_entry_t dps_config_table[] = {
      "wake-up preempts computation; batch sleeps and runs as "
      "SCHED_BATCH, on idle cores and by fair share only. auto: poll where "
      "the agent has a CPU no rank is bound to (or its ranks fewer CPUs "
-     "than it may use) and for listening agents, eager where it shares "
-     "every core with ranks.",
+     "than it may use) and for a listening agent on a BlueField's Arm "
+     "cores; eager where it shares every core with ranks, and for a "
+     "listening agent anywhere else (a host, an emulated DPU).",
      CFG_OFF(agent_sched), 0, 0},
     {"REGCACHE_BYTES", DPS_CFG_SIZE, "1g",
      "Registration cache of each rank: buffers are registered with UCX "

@@ -120,10 +120,10 @@ void agent_loop_set_sched(agent_t *a, int mode)
     struct sched_param sp = {0};
 
     if (mode == DPS_SCHED_POLL || mode == DPS_SCHED_AUTO) {
-        /* A core of its own (a DPU's, or one no rank uses); AUTO reaches
-         * an agent unresolved only where nobody placed it among ranks: a
-         * listening agent. It never sleeps, so it runs at normal
-         * priority: nothing waits for it to be scheduled. */
+        /* A core of its own (a DPU's, or one no rank uses; a listener
+         * resolves AUTO before, agent_on_dpu). It never sleeps, so it
+         * runs at normal priority: nothing waits for it to be
+         * scheduled. */
         a->poll = 1;
         return;
     }

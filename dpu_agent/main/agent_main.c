@@ -352,6 +352,19 @@ int main(int argc, char **argv)
             return 2;
         }
     }
+    /* A listener serves ranks it was not placed among: it polls only on
+     * a DPU's own cores (decision 10); elsewhere, an emulated DPU
+     * included, it shares the cores with ranks and other agents, and a
+     * polling agent there holds them off (8 emulated DPUs' polling
+     * agents on 2 cores: 300-360 ms an Ialltoall at 8 x 4 ranks, against
+     * 24-84 ms sleeping when idle; docs/results.md). */
+    if (cfg.agent_sched == DPS_SCHED_AUTO) {
+        cfg.agent_sched = agent_on_dpu() ? DPS_SCHED_POLL : DPS_SCHED_EAGER;
+        dps_info("DPUSHIM_AGENT_SCHED=auto: %s",
+                 cfg.agent_sched == DPS_SCHED_POLL
+                     ? "poll (a BlueField's own cores)"
+                     : "eager (not on a DPU: cores shared with ranks)");
+    }
     /* No UCX here: each job's child creates its own after the fork. */
     listen_dir = secret_dir;
     return agent_listen_run(listen_at, secret_dir, serve_listened, &cfg);

@@ -2,7 +2,8 @@
 /*
  * dpu_agent --probe: the RDMA devices rdma-core sees, and whether one of
  * them is an NVIDIA BlueField DPU (its integrated ConnectX reports the
- * BlueField's PCI device id as the verbs vendor part id).
+ * BlueField's PCI device id as the verbs vendor part id); and whether
+ * this agent runs on a BlueField's own Arm cores.
  */
 #include "dpu_agent/main/agent_probe.h"
 
@@ -102,4 +103,34 @@ int agent_probe(FILE *out)
     }
     ibv_free_device_list(list);
     return found != NULL ? 0 : 1;
+}
+
+int agent_on_dpu(void)
+{
+#if defined(__aarch64__)
+    struct ibv_device **list;
+    int                 n = 0, i, found = 0;
+
+    list = ibv_get_device_list(&n);
+    for (i = 0; list != NULL && i < n && !found; i++) {
+        struct ibv_context    *ctx = ibv_open_device(list[i]);
+        struct ibv_device_attr attr;
+
+        if (ctx == NULL) {
+            continue;
+        }
+        found = ibv_query_device(ctx, &attr) == 0 &&
+                agent_bluefield_name(attr.vendor_id, attr.vendor_part_id) !=
+                    NULL;
+        ibv_close_device(ctx);
+    }
+    if (list != NULL) {
+        ibv_free_device_list(list);
+    }
+    return found;
+#else
+    /* A BlueField's cores are Arm: an x86 host that sees one is its host
+     * (the same ConnectX is visible from both sides). */
+    return 0;
+#endif
 }

@@ -43,6 +43,10 @@
 #   BENCH_SHIM_VARS="DPUSHIM_MIN_BYTES=1"  variables for the shim columns
 #   BENCH_DPU_AGENT=build/MPI/dpu_agent    the DPUs' agent command
 #   BENCH_DPU_ENV=              VAR=value... for the DPUs' agents
+#   BENCH_DPU_FLAG=3            flag a DPU column whose pure time is more
+#                               than this many times the host agents'
+#                               (shim column) at any size: exit status 3
+#                               after the tables (cluster_report.py)
 # Needs root (namespaces): as another user it says so and exits 77.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2

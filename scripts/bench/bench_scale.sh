@@ -62,7 +62,7 @@ up() {
     : >"$DPS_CLUSTER_DIR/map"
     for ((h = 1; h <= $1; h++)); do
         # shellcheck disable=SC2086 # the agent command may be words
-        scripts/cluster/cluster.sh run "host$h-dpu" env DPUSHIM_AGENT_SCHED=eager \
+        scripts/cluster/cluster.sh run "host$h-dpu" \
             $AGENT --listen 0.0.0.0:7420 --secret-dir "$DPS_CLUSTER_DIR/sec" \
             >"$RAW/h$1-dpu$h.log" 2>&1 &
         LPIDS+=($!)

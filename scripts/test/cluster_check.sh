@@ -245,7 +245,7 @@ cl_listeners_up() {
     for h in $CL_DPUS; do
         # shellcheck disable=SC2086 # command and VAR=value words
         "$CL_ROOT/scripts/cluster/cluster.sh" run "host$h-dpu" env $CL_DPU_ENV \
-            DPUSHIM_AGENT_SCHED=eager $CL_DPU_AGENT --listen 0.0.0.0:7420 \
+            $CL_DPU_AGENT --listen 0.0.0.0:7420 \
             --secret-dir "$CL_SEC" >"$LOGS/listener-host$h-dpu.log" 2>&1 &
         CL_LISTENERS+=($!)
     done
