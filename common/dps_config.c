@@ -164,6 +164,15 @@ const dps_cfg_entry_t dps_config_table[] = {
      "one chunk while another writes; with UCX, gets and puts in flight. "
      "1 to 64.",
      CFG_OFF(pipeline_depth), 1, 64},
+    {"PUSH", DPS_CFG_BOOL, "1",
+     "Between ranks of different nodes: 1, the agent of the sending rank "
+     "pushes its bytes to the receiving rank's agent once that rank has "
+     "posted, everything it has for one agent in one network message per "
+     "pass (one trip a chunk, one message per node pair); 0, the "
+     "receiver's agent fetches each chunk (FETCH and its answer: two "
+     "trips, and a message per rank pair). The same on every rank; the "
+     "job's agents follow the ranks.",
+     CFG_OFF(push), 0, 0},
     {"REQUIRE", DPS_CFG_BOOL, "0",
      "1: if offload cannot be set up at MPI_Init (a bad DPUSHIM_* value, "
      "no agent, offload switched off or not worth it by "

@@ -37,6 +37,8 @@ typedef struct dps_config {
     uint64_t regcache_bytes;      /* registration cache cap; 0: no cache */
     uint64_t chunk_bytes;         /* agent staging chunk */
     unsigned pipeline_depth;      /* chunks in flight per agent */
+    int      push;                /* agents push between nodes (else
+                                   * the receivers' agents fetch) */
     int      require;             /* abort at MPI_Init rather than run stock */
     unsigned agent_timeout;       /* s: an agent silent this long has failed */
     char     agent_map[4096];     /* listening agents' map; empty: spawn */

@@ -118,6 +118,42 @@ void *dps_msg_encode_fetch(const dps_msg_fetch_t *f, size_t *len)
     return msg_fixed(DPS_MSG_FETCH, f, sizeof(*f), len);
 }
 
+int dps_msg_push_put(const dps_msg_push_t *f, void *out)
+{
+    dps_msg_hdr_t h;
+
+    if (f->pad != 0 || (f->flags & ~DPS_PUSH_FETCH) != 0 ||
+        f->off > f->total || f->len > f->total - f->off ||
+        ((f->flags & DPS_PUSH_FETCH) && (f->len != 0 || f->off != 0)) ||
+        f->len > UINT32_MAX - DPS_PUSH_HEAD) {
+        return DPS_ERR_INVALID;
+    }
+    memset(&h, 0, sizeof(h));
+    h.magic = DPS_PROTO_MAGIC;
+    h.version = DPS_PROTO_VERSION;
+    h.type = DPS_MSG_PUSH;
+    h.length = (uint32_t)(DPS_PUSH_HEAD + f->len);
+    memcpy(out, &h, sizeof(h));
+    memcpy((char *)out + sizeof(h), f, sizeof(*f));
+    return DPS_OK;
+}
+
+int dps_bundle_header(size_t body_len, void *out)
+{
+    dps_msg_hdr_t h;
+
+    if (body_len == 0 || body_len > UINT32_MAX - sizeof(h)) {
+        return DPS_ERR_INVALID;
+    }
+    memset(&h, 0, sizeof(h));
+    h.magic = DPS_PROTO_MAGIC;
+    h.version = DPS_PROTO_VERSION;
+    h.type = DPS_MSG_BUNDLE;
+    h.length = (uint32_t)(sizeof(h) + body_len);
+    memcpy(out, &h, sizeof(h));
+    return DPS_OK;
+}
+
 void *dps_msg_encode_stats_req(size_t *len)
 {
     return msg_alloc(DPS_MSG_STATS_REQ, 0, len);

@@ -16,7 +16,7 @@ const char *dps_msg_type_str(unsigned type)
         "complete", "comm_free", "peer_post", "send_done", "shutdown",
         "procs",    "stats_req", "stats",     "reg_free",  "ping",
         "pong",     "shm",       "inst_fail", "round",     "sched_free",
-        "fetch"};
+        "fetch",    "push",      "bundle"};
 
     return (type < DPS_MSG_TYPE_MAX) ? names[type] : "?";
 }
@@ -146,6 +146,9 @@ static int decode_job(const char *body, size_t blen, dps_msg_t *msg, char *err,
                     "job_info counts out of range "
                     "(nranks %u nagents %u agent %u)",
                     f->nranks, f->nagents, f->agent_idx);
+    }
+    if ((f->flags & ~DPS_JOB_PUSH) != 0 || f->pad != 0) {
+        return fail(err, err_len, "job_info: unknown flags %#x", f->flags);
     }
     need =
         sizeof(*f) + sizeof(uint32_t) * (2 * (size_t)f->nranks + f->nagents);
@@ -370,6 +373,54 @@ static int decode_id_list(const char *body, size_t blen, dps_msg_t *msg,
     return DPS_OK;
 }
 
+static int decode_push(const char *body, size_t blen, dps_msg_t *msg,
+                       char *err, size_t err_len)
+{
+    dps_msg_push_t *f = &msg->u.push.fixed;
+
+    if (!fixed_ok(body, blen, f, sizeof(*f), 0)) {
+        return fail(err, err_len, "push shorter than its fixed part");
+    }
+    if (f->src >= DPS_MAX_RANKS || f->dst >= DPS_MAX_RANKS || f->pad != 0 ||
+        (f->flags & ~DPS_PUSH_FETCH) != 0 || blen - sizeof(*f) != f->len ||
+        f->off > f->total || f->len > f->total - f->off ||
+        ((f->flags & DPS_PUSH_FETCH) && (f->len != 0 || f->off != 0))) {
+        return fail(err, err_len,
+                    "push of %llu bytes at %llu of %llu (flags %#x, %zu "
+                    "bytes of data) does not fit",
+                    (unsigned long long)f->len, (unsigned long long)f->off,
+                    (unsigned long long)f->total, f->flags, blen - sizeof(*f));
+    }
+    msg->u.push.data = (const uint8_t *)body + sizeof(*f);
+    return DPS_OK;
+}
+
+int dps_bundle_next(const uint8_t **p, size_t *left, const void **part,
+                    size_t *part_len, char *err, size_t err_len)
+{
+    dps_msg_hdr_t h;
+
+    if (*left == 0) {
+        return DPS_ERR_AGAIN;
+    }
+    if (*left < sizeof(h)) {
+        return fail(err, err_len, "bundle ends in %zu stray bytes", *left);
+    }
+    memcpy(&h, *p, sizeof(h));
+    if (h.length < sizeof(h) || h.length > *left) {
+        return fail(err, err_len, "bundle part of %u bytes where %zu are left",
+                    h.length, *left);
+    }
+    if (h.type == DPS_MSG_BUNDLE) {
+        return fail(err, err_len, "bundle inside a bundle");
+    }
+    *part = *p;
+    *part_len = h.length;
+    *p += h.length;
+    *left -= h.length;
+    return DPS_OK;
+}
+
 int dps_msg_decode(const void *buf, size_t len, dps_msg_t *msg, char *err,
                    size_t err_len)
 {
@@ -393,6 +444,15 @@ int dps_msg_decode(const void *buf, size_t len, dps_msg_t *msg, char *err,
     case DPS_MSG_REG_FREE:
     case DPS_MSG_SCHED_FREE:
         return decode_id_list(body, blen, msg, err, err_len);
+    case DPS_MSG_PUSH: return decode_push(body, blen, msg, err, err_len);
+    case DPS_MSG_BUNDLE:
+        if (blen < sizeof(h)) {
+            return fail(err, err_len, "bundle of %zu bytes holds nothing",
+                        blen);
+        }
+        msg->u.bundle.parts = (const uint8_t *)body;
+        msg->u.bundle.len = blen;
+        return DPS_OK;
     default: break;
     }
     if (!body_ok(body, blen, msg)) {

@@ -18,7 +18,7 @@
 #include <stdint.h>
 
 #define DPS_PROTO_MAGIC   0x48535044u /* "DPSH" */
-#define DPS_PROTO_VERSION 10
+#define DPS_PROTO_VERSION 11
 #define DPS_AM_ID         7    /* the one UCX active message id */
 #define DPS_MAX_RKEY      4096 /* bytes of one packed rkey */
 #define DPS_MAX_ADDR      8192 /* bytes of one worker address */
@@ -52,6 +52,9 @@ typedef enum {
                          * schedules (body as REG_FREE's) */
     DPS_MSG_FETCH,      /* agent -> agent: read bytes of a rank of yours
                          * and send them to me (tagged) */
+    DPS_MSG_PUSH,       /* agent -> agent: bytes of a rank of mine for a
+                         * rank of yours, unasked (or: fetch them) */
+    DPS_MSG_BUNDLE,     /* agent -> agent: several messages in one */
     DPS_MSG_TYPE_MAX
 } dps_msg_type_t;
 
@@ -94,8 +97,15 @@ typedef struct dps_msg_job {
     uint32_t nagents;   /* number of agents in the job */
     uint32_t agent_idx; /* index of the receiving agent */
     uint32_t job_key;   /* names the agents' wake-up sockets (dps_kick) */
+    uint32_t flags;     /* DPS_JOB_*: how every agent of the job works */
+    uint32_t pad;       /* 0 */
 } dps_msg_job_t;
-_Static_assert(sizeof(dps_msg_job_t) == 16, "job layout");
+_Static_assert(sizeof(dps_msg_job_t) == 24, "job layout");
+
+/* Between ranks of different nodes an agent pushes its ranks' bytes to
+ * the receivers' agents (PUSH); without it, they fetch them (FETCH).
+ * The same on every agent of a job: the ranks' DPUSHIM_PUSH. */
+#define DPS_JOB_PUSH 1u
 
 /*
  * PROCS body: this fixed part, then uint32_t pid[nranks], uint32_t
@@ -131,8 +141,13 @@ typedef struct dps_msg_stats {
     uint32_t keys_peak;   /* registration keys cached at once, at most */
     uint32_t scheds_peak; /* schedules cached at once, at most */
     uint32_t steps_peak;  /* their steps at once, at most */
+    /* Between agents (docs/results.md, "Node to node"): */
+    uint64_t agent_msgs;   /* network messages sent to other agents
+                            * (a bundle counts once) */
+    uint64_t pushes;       /* PUSH pieces sent */
+    uint64_t pushed_bytes; /* their bytes */
 } dps_msg_stats_t;
-_Static_assert(sizeof(dps_msg_stats_t) == 88, "stats layout");
+_Static_assert(sizeof(dps_msg_stats_t) == 112, "stats layout");
 
 /* SHM body: once the token is read back at pid (as in HELLO: the pid
  * is the rank's, not another process's), the agent maps
@@ -301,6 +316,41 @@ typedef struct dps_msg_fetch {
 } dps_msg_fetch_t;
 _Static_assert(sizeof(dps_msg_fetch_t) == 48, "fetch layout");
 
+/*
+ * PUSH (agent of a sender -> agent of a receiver on another node): of
+ * instance (comm_id, seq), bytes [off, off + len) of the k-th SEND step
+ * of comm rank src to comm rank dst, whose whole length is total; the
+ * len bytes follow this fixed part. The sender's agent sends a
+ * transfer's pieces in order, once the receiver has posted, without
+ * being asked; the receiver's agent writes them into its rank once that
+ * rank's matching RECV step has begun. DPS_PUSH_FETCH (len 0): the
+ * sender's agent does not push this transfer (it cannot read that rank
+ * itself); the receiver's agent fetches it (FETCH).
+ */
+typedef struct dps_msg_push {
+    uint64_t comm_id;
+    uint32_t seq;
+    uint32_t src;
+    uint32_t dst;
+    uint32_t k;
+    uint64_t off;
+    uint64_t len;
+    uint64_t total;
+    uint32_t flags; /* DPS_PUSH_* */
+    uint32_t pad;   /* 0 */
+} dps_msg_push_t;
+_Static_assert(sizeof(dps_msg_push_t) == 56, "push layout");
+
+#define DPS_PUSH_FETCH 1u
+
+/*
+ * BUNDLE body: whole messages back to back (each with its header; no
+ * bundle inside a bundle), as an agent sends everything it has for
+ * another agent in one pass of its loop: one network message per node
+ * pair and pass instead of one per post, piece or report. Read with
+ * dps_bundle_next.
+ */
+
 typedef struct dps_msg_inst_fail {
     uint64_t comm_id;
     uint32_t seq;
@@ -322,6 +372,14 @@ typedef struct dps_msg {
         dps_msg_inst_fail_t inst_fail;
         dps_msg_fetch_t     fetch;
         dps_msg_stats_t     stats;
+        struct {
+            dps_msg_push_t fixed;
+            const uint8_t *data; /* fixed.len bytes */
+        } push;
+        struct {
+            const uint8_t *parts; /* whole messages, back to back */
+            size_t         len;
+        } bundle;
         struct {
             dps_msg_job_t   fixed;
             const uint32_t *rank_agent;
@@ -378,6 +436,28 @@ void *dps_msg_encode_shutdown(size_t *len);
 void *dps_msg_encode_fetch(const dps_msg_fetch_t *f, size_t *len);
 void *dps_msg_encode_inst_fail(uint64_t comm_id, uint32_t seq, int32_t status,
                                size_t *len);
+/* A PUSH's header and fixed part (DPS_PUSH_HEAD bytes) written at out,
+ * where the caller puts its f->len bytes of data right after (so that a
+ * bundle's pieces are read from the ranks straight into place). DPS_OK,
+ * or DPS_ERR_INVALID for a piece out of range (pad not 0, len beyond
+ * total, DPS_PUSH_FETCH with data). */
+#define DPS_PUSH_HEAD (sizeof(dps_msg_hdr_t) + sizeof(dps_msg_push_t))
+int dps_msg_push_put(const dps_msg_push_t *f, void *out);
+
+/* The BUNDLE header for a body of body_len bytes (written at out, 16
+ * bytes): DPS_OK, or DPS_ERR_INVALID when it would not fit the length
+ * field or body_len is 0. */
+int dps_bundle_header(size_t body_len, void *out);
+
+/*
+ * The next message of a decoded bundle: from *p with *left bytes left,
+ * the part and its length (checked: a whole header, a length that fits,
+ * no bundle inside); *p and *left move past it. DPS_OK, DPS_ERR_AGAIN
+ * when none is left, DPS_ERR_PROTO (reason in err) for a malformed rest.
+ * The part itself is checked by dps_msg_decode.
+ */
+int   dps_bundle_next(const uint8_t **p, size_t *left, const void **part,
+                      size_t *part_len, char *err, size_t err_len);
 void *dps_msg_encode_stats_req(size_t *len);
 /* PING carries HELLO's body. */
 void *dps_msg_encode_ping(const dps_msg_hello_t *hello, size_t *len);

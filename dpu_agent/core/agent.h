@@ -134,7 +134,12 @@ typedef struct agent_move {
     uint8_t            op, local; /* local: a COPY or REDUCE step */
     uint8_t            put;       /* UCX put into dst: flush before
                                    * it is done */
+    uint8_t            push;      /* AGENT_PUSH_*: between nodes */
+    uint8_t            queued;    /* a pushed-in move: in a->q */
+    uint8_t            failed;    /* a pushed-out move: not read */
+    uint8_t            pad_[2];
     uint16_t           dtype;
+    struct agent_pend *pend; /* a pushed-in move's arrivals */
     uint64_t           src_addr, dst_addr, len;
     uint64_t           src_map, src_nmap; /* gathered source: src_addr
                                            * is a packed offset; only a
@@ -143,6 +148,59 @@ typedef struct agent_move {
     void              *cmd_key; /* itself: a DMA engine command's id */
     UT_hash_handle     hh_cmd;  /* among its link's commands */
 } agent_move_t;
+
+/* agent_move_t.push: how a transfer between nodes moves (DPS_JOB_PUSH,
+ * move/agent_push.c). */
+#define AGENT_PUSH_IN \
+    1 /* its bytes come unasked from the source's agent,
+                          * in pieces (agent_pend_t); we write them */
+#define AGENT_PUSH_OUT \
+    2 /* we read its source and push it to the
+                          * destination's agent; done once read */
+
+/* Pushed bytes that came for one transfer, kept until they are written:
+ * a piece of a received bundle (which stays allocated while pieces of
+ * it are kept: agent_rx_t). */
+typedef struct agent_arrival {
+    struct agent_arrival *next;
+    struct agent_rx      *rx;
+    const uint8_t        *data;
+    uint64_t              off, len;
+} agent_arrival_t;
+
+/* A message received from another agent, kept while PUSH pieces in it
+ * wait to be written. */
+typedef struct agent_rx {
+    unsigned     refs;
+    dps_inmsg_t *m;
+} agent_rx_t;
+
+/* Where a pushed transfer (the k-th SEND of src to dst of an instance)
+ * meets its move: whichever comes first waits for the other. */
+typedef struct agent_pend {
+    struct {
+        uint64_t comm_id;
+        uint32_t seq, src, dst, k;
+    } key;
+    struct agent_move *move; /* the RECV's move, once it began */
+    agent_arrival_t   *head, *tail;
+    uint64_t           used;  /* bytes of head already taken */
+    int                fetch; /* DPS_PUSH_FETCH came: fetch it */
+    UT_hash_handle     hh;
+} agent_pend_t;
+
+/* What this agent sends another in one pass of its loop: messages back
+ * to back, sent as one BUNDLE at the pass's end (agent_chan.c), and the
+ * moves whose bytes go to it (AGENT_PUSH_OUT, move/agent_push.c). */
+typedef struct agent_out {
+    uint8_t           *buf;
+    size_t             len, cap;
+    unsigned           n;        /* messages in buf */
+    unsigned           inflight; /* bundles with pushed bytes, not yet
+                                  * sent (UCX) */
+    int                dead;     /* a send to it failed */
+    struct agent_move *push_head, *push_tail;
+} agent_out_t;
 
 /* The world rank of communicator rank r of m's instance. */
 static inline uint32_t agent_move_world(const agent_move_t *m, uint32_t r)
@@ -168,6 +226,8 @@ typedef struct agent_slot {
     char              *data;     /* where this chunk is staged */
     char              *aux;      /* the destination's chunk, reduced
                                   * into (a reduction only) */
+    agent_rx_t        *rx;       /* pushed bytes being written: the
+                                  * bundle they lie in */
 } agent_slot_t;
 
 /* A rank on this host reached through its shared-memory segment. */
@@ -213,8 +273,12 @@ typedef struct agent {
     uint64_t        cma_bytes;      /* staged: read and written with CMA */
     uint64_t        ucx_bytes;      /* staged: read and written with UCX */
     uint64_t        dma_bytes;      /* staged: through the ranks' grants */
-    uint64_t        net_bytes;      /* sent to other agents for FETCHes */
+    uint64_t        net_bytes;      /* sent to other agents: FETCH
+                                     * answers and PUSH pieces */
     uint64_t        fetches;        /* FETCHes sent */
+    uint64_t        agent_msgs;     /* network messages to agents */
+    uint64_t        pushes;         /* PUSH pieces sent */
+    uint64_t        pushed_bytes;   /* their bytes */
     /* What is cached now, and its peak (the STATS message's growth
      * counters). */
     uint32_t            nkeys, keys_peak;     /* registration keys */
@@ -231,7 +295,14 @@ typedef struct agent {
     struct agent_serve *serves;      /* FETCHes being read with UCX */
     uint64_t            cpu_base_ns; /* CPU time used by set-up */
     int                 quit;
-    int                 eager; /* DPUSHIM_AGENT_SCHED=eager */
+    int                 eager;     /* DPUSHIM_AGENT_SCHED=eager */
+    int                 push;      /* DPS_JOB_PUSH: between nodes, push */
+    uint64_t            push_unit; /* pieces are cut at multiples of
+                                    * every reduction element size */
+    agent_out_t        *out;       /* per agent (nagents) */
+    agent_pend_t       *pends;     /* pushed transfers met here */
+    agent_rx_t         *rx_cur;    /* the received message being
+                                    * handled, if it may be kept */
     /* job */
     int       have_job;
     uint32_t  nranks, nagents, self;
@@ -301,6 +372,15 @@ static inline agent_link_t *agent_link(const agent_t *a, uint32_t w)
 static inline int agent_rank_cma(const agent_t *a, uint32_t world)
 {
     return !a->force_ucx && (a->rank_st[world] & AGENT_RANK_SEEN) != 0;
+}
+
+/* Does the transfer between world ranks s and d move by PUSH (the job
+ * pushes, and they are on different nodes: no agent reaches both)? Every
+ * agent decides alike, from the job's layout alone. */
+static inline int agent_pushed(const agent_t *a, uint32_t s, uint32_t d)
+{
+    return a->push && !a->force_ucx && a->rank_agent[s] != a->rank_agent[d] &&
+           a->rank_node != NULL && a->rank_node[s] != a->rank_node[d];
 }
 
 /* Does this agent read and write the rank's memory through its grant

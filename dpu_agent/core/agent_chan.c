@@ -104,12 +104,169 @@ static void wake_rank(agent_t *a, agent_link_t *l)
     }
 }
 
+/* ---- to other agents: one bundle a pass -------------------------------- */
+
+int agent_out_init(agent_t *a)
+{
+    a->out = calloc(a->nagents, sizeof(*a->out));
+    return a->out != NULL ? DPS_OK : DPS_ERR_NOMEM;
+}
+
+int agent_out_room(agent_out_t *o, size_t len)
+{
+    size_t need = (o->len ? o->len : sizeof(dps_msg_hdr_t)) + len;
+
+    if (need > UINT32_MAX) {
+        return DPS_ERR_INVALID;
+    }
+    if (need > o->cap) {
+        size_t   cap = o->cap ? o->cap : 4096;
+        uint8_t *b;
+
+        while (cap < need) {
+            cap *= 2;
+        }
+        if ((b = realloc(o->buf, cap)) == NULL) {
+            return DPS_ERR_NOMEM;
+        }
+        o->buf = b;
+        o->cap = cap;
+    }
+    if (o->len == 0) {
+        o->len = sizeof(dps_msg_hdr_t); /* the bundle's header, at send */
+    }
+    return DPS_OK;
+}
+
 int agent_send_agent(agent_t *a, uint32_t idx, void *msg, size_t len)
 {
-    int rc = dps_ucx_send(a->agent_ep[idx], msg, len);
+    agent_out_t *o;
+    int          rc;
 
-    dps_kick((int)a->job_key, (int)idx);
+    if (msg == NULL) {
+        return DPS_ERR_NOMEM;
+    }
+    if (a->out == NULL || idx >= a->nagents || a->agent_ep[idx] == NULL) {
+        free(msg);
+        return DPS_ERR_UCX;
+    }
+    o = &a->out[idx];
+    if (o->dead) {
+        free(msg);
+        return DPS_ERR_UCX;
+    }
+    if (!a->push) {
+        /* The earlier plan (DPUSHIM_PUSH=0), kept to compare: every
+         * message on its own. */
+        rc = dps_ucx_send(a->agent_ep[idx], msg, len);
+        a->agent_msgs++;
+        dps_kick((int)a->job_key, (int)idx);
+        return rc;
+    }
+    if ((rc = agent_out_room(o, len)) == DPS_OK) {
+        memcpy(o->buf + o->len, msg, len);
+        o->len += len;
+        o->n++;
+    }
+    free(msg);
     return rc;
+}
+
+typedef struct out_sent {
+    void        *buf;
+    agent_out_t *o; /* a bundle with pushed bytes: its o->inflight */
+    uint32_t     to;
+} out_sent_t;
+
+static void out_sent_cb(void *request, ucs_status_t status, void *user_data)
+{
+    out_sent_t *c = user_data;
+
+    if (status != UCS_OK && status != UCS_ERR_CANCELED) {
+        dps_error("a message to agent %u was lost: %s", c->to,
+                  ucs_status_string(status));
+    }
+    if (c->o != NULL) {
+        c->o->inflight--;
+    }
+    free(c->buf);
+    free(c);
+    ucp_request_free(request);
+}
+
+int agent_out_send(agent_t *a, uint32_t idx, int data)
+{
+    agent_out_t        *o = &a->out[idx];
+    ucp_request_param_t rp;
+    ucs_status_ptr_t    req;
+    out_sent_t         *c;
+
+    if (o->n == 0) {
+        return DPS_OK;
+    }
+    c = malloc(sizeof(*c));
+    if (c == NULL ||
+        dps_bundle_header(o->len - sizeof(dps_msg_hdr_t), o->buf) != DPS_OK) {
+        free(c);
+        return DPS_ERR_NOMEM;
+    }
+    c->buf = o->buf;
+    c->o = data ? o : NULL;
+    c->to = idx;
+    memset(&rp, 0, sizeof(rp));
+    rp.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+    rp.cb.send = out_sent_cb;
+    rp.user_data = c;
+    req = ucp_am_send_nbx(a->agent_ep[idx], DPS_AM_ID, NULL, 0, o->buf, o->len,
+                          &rp);
+    o->buf = NULL;
+    o->len = o->cap = 0;
+    o->n = 0;
+    a->agent_msgs++;
+    dps_kick((int)a->job_key, (int)idx);
+    if (req == NULL || UCS_PTR_IS_ERR(req)) {
+        free(c->buf);
+        free(c);
+        if (req != NULL) {
+            dps_error("cannot send to agent %u: %s", idx,
+                      ucs_status_string(UCS_PTR_STATUS(req)));
+            o->dead = 1;
+            return DPS_ERR_UCX;
+        }
+        return DPS_OK;
+    }
+    if (data) {
+        o->inflight++;
+    }
+    return DPS_OK;
+}
+
+void agent_out_flush(agent_t *a)
+{
+    for (uint32_t i = 0; a->out != NULL && i < a->nagents; i++) {
+        if (a->out[i].n > 0) {
+            agent_out_send(a, i, 0);
+        }
+    }
+}
+
+int agent_out_pending(const agent_t *a)
+{
+    for (uint32_t i = 0; a->out != NULL && i < a->nagents; i++) {
+        if (a->out[i].n > 0 || a->out[i].inflight > 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+void agent_out_fini(agent_t *a)
+{
+    for (uint32_t i = 0; a->out != NULL && i < a->nagents; i++) {
+        free(a->out[i].buf);
+    }
+    free(a->out);
+    a->out = NULL;
 }
 
 void agent_send_rank(agent_t *a, uint32_t w, void *msg, size_t len)

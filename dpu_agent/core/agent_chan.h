@@ -18,8 +18,33 @@ int agent_shm_attach(agent_t *a, const dps_msg_shm_t *m);
  * (waking it if it sleeps) or by UCX. */
 void agent_send_rank(agent_t *a, uint32_t w, void *msg, size_t len);
 
-/* Send a message (ownership taken) to another agent and wake it up. */
+/* Send a message (ownership taken) to another agent: it is appended to
+ * what goes to that agent this pass, sent as one BUNDLE by
+ * agent_out_flush at the pass's end (in order). DPS_OK, DPS_ERR_NOMEM,
+ * or DPS_ERR_UCX when that agent cannot be reached (a send to it
+ * failed before). */
 int agent_send_agent(agent_t *a, uint32_t idx, void *msg, size_t len);
+
+/* The per-agent bundles (a->out), made once the job's agents are known;
+ * DPS_OK or DPS_ERR_NOMEM. agent_out_fini frees them. */
+int  agent_out_init(agent_t *a);
+void agent_out_fini(agent_t *a);
+
+/* Room for len more bytes at o->buf + o->len (the bundle's header is
+ * kept room for first); DPS_OK, DPS_ERR_NOMEM or DPS_ERR_INVALID. */
+int agent_out_room(agent_out_t *o, size_t len);
+
+/* Send what is gathered for agent idx as one message and wake it;
+ * data: it carries pushed bytes (in o->inflight until UCX is done with
+ * it). DPS_OK, DPS_ERR_NOMEM or DPS_ERR_UCX. */
+int agent_out_send(agent_t *a, uint32_t idx, int data);
+
+/* End of a pass: send every agent its bundle. */
+void agent_out_flush(agent_t *a);
+
+/* Is anything gathered, or a bundle with pushed bytes still being sent?
+ * 1 or 0. */
+int agent_out_pending(const agent_t *a);
 
 /* Take in every rank's messages through its segment, each handed to
  * a->up.handle; the number taken. Messages it cannot handle yet (their

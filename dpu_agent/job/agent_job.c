@@ -63,6 +63,9 @@ static int send_stats(agent_t *a)
     st.dma_bytes = a->dma_bytes;
     st.net_bytes = a->net_bytes;
     st.fetches = a->fetches;
+    st.agent_msgs = a->agent_msgs;
+    st.pushes = a->pushes;
+    st.pushed_bytes = a->pushed_bytes;
     st.rss_kb = rss_kb();
     st.endpoints = 0;
     for (i = 0; i < a->nranks; i++) {
@@ -468,8 +471,12 @@ static int handle_job(agent_t *a, const dps_msg_t *msg)
     for (i = 0; i < a->nranks; i++) {
         a->rank_memfd[i] = -1;
     }
+    if (agent_out_init(a) != DPS_OK) {
+        return DPS_ERR_NOMEM;
+    }
     a->have_job = 1;
     a->job_key = f->job_key;
+    a->push = (f->flags & DPS_JOB_PUSH) != 0;
     a->kick_fd[1] = dps_kick_open((int)a->job_key, (int)a->self);
     if (a->kick_fd[1] >= 0 && a->epfd >= 0) {
         struct epoll_event ev = {.events = EPOLLIN};
@@ -549,6 +556,7 @@ int agent_handle(agent_t *a, const dps_msg_t *msg)
     case DPS_MSG_SEND_DONE:
     case DPS_MSG_ROUND:
     case DPS_MSG_FETCH:
+    case DPS_MSG_PUSH:
     case DPS_MSG_INST_FAIL:
     case DPS_MSG_COMM_FREE:
     case DPS_MSG_REG_FREE:

@@ -29,6 +29,74 @@
 #include <time.h>
 #include <unistd.h>
 
+/* One decoded message m (lying in the received message rx, which a PUSH
+ * may keep) handed to the job; DPS_ERR_AGAIN when it must wait. */
+static int handle_one(agent_t *a, const dps_msg_t *msg, agent_rx_t *rx)
+{
+    int rc;
+
+    a->rx_cur = rx;
+    rc = agent_handle(a, msg);
+    a->rx_cur = NULL;
+    if (rc == DPS_ERR_NOMEM ||
+        ((msg->type == DPS_MSG_JOB_INFO || msg->type == DPS_MSG_PROCS) &&
+         rc != DPS_OK && rc != DPS_ERR_AGAIN)) {
+        dps_error("cannot serve the job: %s", dps_status_str(rc));
+        a->quit = 1;
+    }
+    return rc;
+}
+
+/* Keep a copy of part (len bytes) among the deferred messages. */
+static void defer_copy(const void *part, size_t len, dps_inmsg_t **deferred)
+{
+    dps_inmsg_t *d = malloc(sizeof(*d) + len);
+
+    if (d == NULL) {
+        dps_error("out of memory deferring a message");
+        return;
+    }
+    d->len = len;
+    memcpy(d->data, part, len);
+    d->next = *deferred;
+    *deferred = d;
+}
+
+/* Every message of a bundle (another agent's pass), in order; m is
+ * freed once no PUSH piece of it is kept. */
+static void handle_bundle(agent_t *a, dps_inmsg_t *m, const dps_msg_t *b,
+                          dps_inmsg_t **deferred)
+{
+    agent_rx_t    *rx = malloc(sizeof(*rx));
+    const uint8_t *p = b->u.bundle.parts;
+    size_t         left = b->u.bundle.len, plen;
+    const void    *part;
+    char           err[256];
+    int            rc;
+
+    if (rx == NULL) {
+        dps_error("out of memory taking another agent's messages");
+        free(m);
+        return;
+    }
+    rx->refs = 1;
+    rx->m = m;
+    while ((rc = dps_bundle_next(&p, &left, &part, &plen, err, sizeof(err))) ==
+           DPS_OK) {
+        dps_msg_t msg;
+
+        if (dps_msg_decode(part, plen, &msg, err, sizeof(err)) != DPS_OK) {
+            dps_error("malformed message in a bundle dropped: %s", err);
+        } else if (handle_one(a, &msg, rx) == DPS_ERR_AGAIN) {
+            defer_copy(part, plen, deferred);
+        }
+    }
+    if (rc != DPS_ERR_AGAIN) {
+        dps_error("the rest of a bundle dropped: %s", err);
+    }
+    agent_rx_put(rx);
+}
+
 /* Handle queued messages; messages that must wait go to *deferred. */
 static int drain_inbox(agent_t *a, dps_inmsg_t **deferred)
 {
@@ -47,17 +115,28 @@ static int drain_inbox(agent_t *a, dps_inmsg_t **deferred)
             free(m);
             continue;
         }
-        rc = agent_handle(a, &msg);
-        if (rc == DPS_ERR_AGAIN) {
+        if (msg.type == DPS_MSG_BUNDLE) {
+            handle_bundle(a, m, &msg, deferred);
+            continue;
+        }
+        if (msg.type == DPS_MSG_PUSH) {
+            /* Pushes come in bundles; a lone one is kept the same way. */
+            agent_rx_t *rx = malloc(sizeof(*rx));
+
+            if (rx != NULL) {
+                rx->refs = 1;
+                rx->m = m;
+                handle_one(a, &msg, rx);
+                agent_rx_put(rx);
+            } else {
+                free(m);
+            }
+            continue;
+        }
+        if (handle_one(a, &msg, NULL) == DPS_ERR_AGAIN) {
             m->next = *deferred;
             *deferred = m;
             continue;
-        }
-        if (rc == DPS_ERR_NOMEM ||
-            ((msg.type == DPS_MSG_JOB_INFO || msg.type == DPS_MSG_PROCS) &&
-             rc)) {
-            dps_error("cannot serve the job: %s", dps_status_str(rc));
-            a->quit = 1;
         }
         free(m);
     }
@@ -276,6 +355,10 @@ static int poll_once(agent_t *a, dps_inmsg_t **deferred, int woke)
         nanosleep(&ts, NULL);
     }
     agent_schedule(a);
+    /* What goes to other agents this pass, in one message each: pushed
+     * bytes and the pass's other messages. */
+    agent_push_flush(a);
+    agent_out_flush(a);
     return work;
 }
 

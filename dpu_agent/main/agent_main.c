@@ -207,6 +207,7 @@ static int serve(const dps_config_t *cfg, int addr_fd, int parent_fd,
     }
     a.chunk = cfg->chunk_bytes;
     a.nslots = cfg->pipeline_depth;
+    agent_push_init(&a);
     if (agent_exec_init(&a) != DPS_OK) {
         goto out_exec;
     }
@@ -219,7 +220,9 @@ static int serve(const dps_config_t *cfg, int addr_fd, int parent_fd,
     rc = agent_loop_run(&a);
 
 out_exec:
+    agent_push_fini(&a); /* before the queue's moves are freed */
     agent_exec_fini(&a);
+    agent_out_fini(&a);
     agent_sched_fini(&a);
     agent_shm_fini(&a);
     for (i = 0; a.rank_ep != NULL && i < a.nranks; i++) {

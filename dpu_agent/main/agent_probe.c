@@ -119,9 +119,9 @@ int agent_on_dpu(void)
         if (ctx == NULL) {
             continue;
         }
-        found = ibv_query_device(ctx, &attr) == 0 &&
-                agent_bluefield_name(attr.vendor_id, attr.vendor_part_id) !=
-                    NULL;
+        found =
+            ibv_query_device(ctx, &attr) == 0 &&
+            agent_bluefield_name(attr.vendor_id, attr.vendor_part_id) != NULL;
         ibv_close_device(ctx);
     }
     if (list != NULL) {

@@ -25,7 +25,7 @@ static int engine_takes(agent_t *a, agent_move_t *m, agent_link_t **lp)
 {
     agent_link_t *l = agent_link(a, world_of(m, m->dst));
 
-    if (l == NULL || m->issued != 0 ||
+    if (l == NULL || m->issued != 0 || m->push != 0 ||
         (m->src_map != 0 && m->op != DPS_OP_NONE) ||
         !agent_rank_cma(a, world_of(m, m->src)) ||
         !agent_rank_cma(a, world_of(m, m->dst)) ||

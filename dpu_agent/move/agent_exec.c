@@ -30,6 +30,7 @@
 #include "dpu_agent/move/agent_move.h"
 #include "dpu_agent/move/agent_movers.h"
 #include "dpu_agent/keys/agent_keys.h"
+#include "dpu_agent/core/agent_chan.h"
 #include "common/dps_log.h"
 #include "common/dps_status.h"
 
@@ -61,7 +62,8 @@ int agent_may_sleep(const agent_t *a)
      * FETCH answers wake us through the worker's event descriptor: over
      * TCP a spinning agent would hold off the softirqs that bring them. */
     return !(a->q_head != NULL && free_slot) &&
-           a->inflight == a->copy_jobs + a->fetch_wait && a->serves == NULL;
+           a->inflight == a->copy_jobs + a->fetch_wait && a->serves == NULL &&
+           !agent_push_pending(a) && !agent_out_pending(a);
 }
 
 int agent_exec_init(agent_t *a)
@@ -96,6 +98,23 @@ int agent_exec_init(agent_t *a)
         a->slots[i].buf = (char *)a->staging + (size_t)i * per;
     }
     return DPS_OK;
+}
+
+void agent_move_unqueue(agent_t *a, agent_move_t *m)
+{
+    agent_move_t **mp = &a->q_head, *prev = NULL;
+
+    while (*mp != NULL && *mp != m) {
+        prev = *mp;
+        mp = &(*mp)->next;
+    }
+    if (*mp == m) {
+        *mp = m->next;
+        if (a->q_tail == m) {
+            a->q_tail = prev;
+        }
+        m->next = NULL;
+    }
 }
 
 void agent_move_queue(agent_t *a, agent_move_t *m)
@@ -328,12 +347,67 @@ static int slot_advance(agent_t *a, agent_slot_t *s)
     s->state = 0;
     s->move = NULL;
     a->inflight--;
+    if (s->rx != NULL) {
+        agent_rx_put(s->rx);
+        s->rx = NULL;
+    }
+    if (m->push == AGENT_PUSH_IN && m->written == m->len) {
+        agent_push_finished(a, m);
+    } else if (m->push == AGENT_PUSH_IN && m->pend == NULL &&
+               m->written == m->issued) {
+        /* Its instance failed meanwhile (agent_push_drop): nothing
+         * more comes. */
+        a->up.move_done(a, m, m->inst->error ? m->inst->error : DPS_ERR_UCX);
+        return 1;
+    }
     if (m->written == m->len && m->put) {
         move_flush(a, m);
     } else if (m->written == m->len) {
         a->up.move_done(a, m, m->inst->error ? m->inst->error : DPS_OK);
     }
     return 1;
+}
+
+/* Unqueue the head, m (it is taken whole, or waits for pushed bytes). */
+static void head_pop(agent_t *a, agent_move_t *m)
+{
+    a->q_head = m->next;
+    if (a->q_head == NULL) {
+        a->q_tail = NULL;
+    }
+    m->next = NULL;
+}
+
+/* Free slot s takes the next pushed piece of the first queued move,
+ * m, and starts writing it (no read stage: it is here). */
+static void slot_fill_pushed(agent_t *a, agent_slot_t *s, agent_move_t *m)
+{
+    size_t half = a->chunk + AGENT_ALIGN;
+    char  *own;
+
+    s->move = m;
+    s->state = m->op != DPS_OP_NONE ? 3 : 2;
+    a->inflight++;
+    if (agent_push_take(a, s) != DPS_OK) {
+        /* Not the piece due: the instance fails; nothing is written. */
+        agent_push_finished(a, m);
+        s->len = m->len - m->issued;
+        m->issued = m->len;
+        head_pop(a, m);
+        m->queued = 0;
+        s->completed = 1;
+        s->status = UCS_ERR_INVALID_PARAM;
+        s->state = 2;
+        m->inst->error = m->inst->error ? m->inst->error : DPS_ERR_PROTO;
+        return;
+    }
+    if (m->issued == m->len || !agent_push_more(m)) {
+        head_pop(a, m);
+        m->queued = 0;
+    }
+    own = s->buf + ((m->dst_addr + s->off) & (AGENT_ALIGN - 1));
+    s->aux = own + half;
+    slot_start(a, s);
 }
 
 /* Free slot s takes the next chunk of the first queued move, and starts
@@ -343,6 +417,10 @@ static void slot_fill(agent_t *a, agent_slot_t *s)
     agent_move_t *m = a->q_head;
     size_t        half = a->chunk + AGENT_ALIGN;
 
+    if (m->push == AGENT_PUSH_IN) {
+        slot_fill_pushed(a, s, m);
+        return;
+    }
     s->move = m;
     s->off = m->issued;
     s->len = m->len - m->issued;
@@ -359,10 +437,7 @@ static void slot_fill(agent_t *a, agent_slot_t *s)
     s->aux = s->data + half;
     m->issued += s->len;
     if (m->issued == m->len) {
-        a->q_head = m->next;
-        if (a->q_head == NULL) {
-            a->q_tail = NULL;
-        }
+        head_pop(a, m);
     }
     s->state = 1;
     a->inflight++;

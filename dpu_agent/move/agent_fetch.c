@@ -170,6 +170,7 @@ static void serve_send(agent_t *a, agent_serve_t *v)
     rp.user_data = v;
     req = ucp_tag_send_nbx(a->agent_ep[v->to], v->buf, len, v->tag, &rp);
     a->net_bytes += len;
+    a->agent_msgs++;
     if (req == NULL) {
         free(v);
     } else if (UCS_PTR_IS_ERR(req)) {
@@ -188,9 +189,7 @@ static void serve_get_cb(void *request, ucs_status_t status, void *user_data)
     ucp_request_free(request);
 }
 
-/* Read len bytes at addr of our rank `world` into buf, now: DPS_OK, or
- * DPS_ERR_IO with errno set. */
-static int read_now(agent_t *a, uint32_t world, uint64_t addr, char *buf,
+int agent_read_rank(agent_t *a, uint32_t world, uint64_t addr, void *buf,
                     size_t len)
 {
     size_t done = 0;
@@ -199,7 +198,7 @@ static int read_now(agent_t *a, uint32_t world, uint64_t addr, char *buf,
         return dps_dma_read(a->rank_memfd[world], addr, buf, len);
     }
     while (done < len) {
-        struct iovec l = {buf + done, len - done};
+        struct iovec l = {(char *)buf + done, len - done};
         struct iovec r = {(void *)(uintptr_t)(addr + done), len - done};
         ssize_t      n =
             process_vm_readv((pid_t)a->rank_pid[world], &l, 1, &r, 1, 0);
@@ -240,7 +239,7 @@ void agent_fetch_serve(agent_t *a, uint32_t to, uint32_t world, uint64_t addr,
         return;
     }
     if (agent_rank_cma(a, world) || agent_rank_dma(a, world)) {
-        if (read_now(a, world, addr, v->buf, len) != DPS_OK) {
+        if (agent_read_rank(a, world, addr, v->buf, len) != DPS_OK) {
             dps_error("reading %llu bytes at %#llx of rank %u for agent "
                       "%u: %m",
                       (unsigned long long)len, (unsigned long long)addr, world,

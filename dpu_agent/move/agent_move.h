@@ -27,6 +27,41 @@ void agent_move_queue(agent_t *a, agent_move_t *m);
  * none). */
 agent_move_t *agent_moves_unqueue(agent_t *a, agent_inst_t *in);
 
+/* Take move m off the queue, wherever it is in it. */
+void agent_move_unqueue(agent_t *a, agent_move_t *m);
+
+/* ---- between nodes (agent_push.c) ---- */
+
+/* Work out a->push_unit (at start-up). */
+void agent_push_init(agent_t *a);
+/* The sender's side: queue pushed-out move m (AGENT_PUSH_OUT: its
+ * source is ours, its destination another node's) for its destination's
+ * agent. It ends (a->up.move_done) once its bytes are read into a
+ * bundle (m->read == m->len), or, if we cannot read that rank, once it
+ * is left to the receiver's agent to fetch (m->read 0), or failed. */
+void agent_push_out(agent_t *a, agent_move_t *m);
+/* End of a pass: read the queued pushed-out moves into each agent's
+ * bundle and send it (at most DPUSHIM_CHUNK_BYTES of pieces a bundle,
+ * DPUSHIM_PIPELINE_DEPTH bundles on their way to one agent). */
+void agent_push_flush(agent_t *a);
+/* Is there pushing to do that may start now? 1 or 0. */
+int agent_push_pending(const agent_t *a);
+/* The receiver's side: a PUSH piece came (data in rx, which is kept
+ * while the piece waits). DPS_OK or DPS_ERR_NOMEM. */
+int agent_push_arrive(agent_t *a, const dps_msg_push_t *f, const uint8_t *data,
+                      agent_rx_t *rx);
+/* Move m (its source another node's rank) began: its bytes come pushed;
+ * it is queued once some have come. DPS_OK or DPS_ERR_NOMEM. */
+int agent_push_expect(agent_t *a, agent_move_t *m);
+/* Instance in fails or ends: its pieces are dropped; its moves that wait
+ * for pieces or are to be pushed, and are in no slot, are returned
+ * (linked through next) for the caller to end. */
+agent_move_t *agent_push_drop(agent_t *a, agent_inst_t *in);
+/* Release a kept received message. */
+void agent_rx_put(agent_rx_t *rx);
+/* Free what is kept and queued (at exit). */
+void agent_push_fini(agent_t *a);
+
 /* Give queued moves whose destination has a DMA engine (and whose source
  * is on this host) to that engine (agent_engines.c). */
 void agent_dispatch_engines(agent_t *a);

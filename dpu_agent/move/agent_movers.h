@@ -32,6 +32,22 @@ ucs_status_t agent_dma_stage(agent_t *a, agent_slot_t *s, int stage,
  * short, or UCX's error). */
 void agent_fetch_start(agent_t *a, agent_slot_t *s);
 
+/* Read len bytes at addr of our rank `world` into buf, now, by CMA or
+ * DMA through its grant (it must be reached one way or the other:
+ * agent_rank_cma, agent_rank_dma): DPS_OK, or DPS_ERR_IO with errno set
+ * (agent_fetch.c). */
+int agent_read_rank(agent_t *a, uint32_t world, uint64_t addr, void *buf,
+                    size_t len);
+
+/* The next pushed piece of s->move into slot s (s->off, len, data;
+ * the slot holds its message until written): DPS_OK, or DPS_ERR_PROTO
+ * when it is not the piece due (agent_push.c). */
+int agent_push_take(agent_t *a, agent_slot_t *s);
+/* Are more pieces of m here already? 1 or 0. */
+int agent_push_more(const agent_move_t *m);
+/* A pushed-in move is written whole: forget its meeting point. */
+void agent_push_finished(agent_t *a, agent_move_t *m);
+
 /* Hand slot s (both sides copied with CMA) to a copy thread, starting
  * them the first time; 0, or -1 if there are none (copy it here). */
 int agent_copiers_submit(agent_t *a, agent_slot_t *s);

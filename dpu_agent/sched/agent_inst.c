@@ -60,6 +60,12 @@ void agent_inst_destroy(agent_t *a, agent_inst_t *in)
         a->collectives++; /* exactly one agent counts each instance */
     }
     HASH_DEL(a->insts, in);
+    /* Pushed bytes that came for it and were never wanted (it failed). */
+    for (agent_move_t *m = agent_push_drop(a, in), *next; m != NULL;
+         m = next) {
+        next = m->next;
+        free(m);
+    }
     for (r = 0; r < in->comm->size; r++) {
         free(in->rs[r].st);
         agent_sched_unref(a, in->rs[r].sched);
@@ -125,8 +131,9 @@ static void announce_round(agent_t *a, agent_inst_t *in, uint32_t r)
         size_t            len;
         void             *msg;
 
-        if (st->kind != DPS_STEP_SEND || is_local(a, c, st->peer)) {
-            continue;
+        if (st->kind != DPS_STEP_SEND || is_local(a, c, st->peer) ||
+            agent_pushed(a, c->members[r], c->members[st->peer])) {
+            continue; /* pushed: we move it ourselves */
         }
         if (told == NULL && (told = calloc(a->nagents, 1)) == NULL) {
             return;
@@ -247,6 +254,33 @@ static int recv_pair(agent_t *a, agent_inst_t *in, uint32_t r, uint32_t i,
     return 1;
 }
 
+/* SEND step i of local rank r, whose reader d is on another node: once d
+ * has posted (its post is its agent's grant of room), a move we push.
+ * Returns 1 if it started. */
+static int try_push(agent_t *a, agent_inst_t *in, uint32_t r, uint32_t i)
+{
+    agent_rstate_t   *rs = &in->rs[r];
+    const dps_step_t *st = &rs->sched->steps[i];
+    agent_move_t     *m;
+
+    if (st->len == 0) {
+        agent_step_done(in, r, i); /* nothing to send, nobody reads */
+        return 1;
+    }
+    if (!in->rs[st->peer].posted ||
+        (m = move_new(in, r, st->peer, i, 0)) == NULL) {
+        return 0;
+    }
+    m->k = agent_step_k(rs->sched, i);
+    m->push = AGENT_PUSH_OUT;
+    m->len = st->len;
+    move_source(m, rs, st->src_buf, st->src_off);
+    rs->st[i] = 1;
+    in->moves_live++;
+    agent_push_out(a, m);
+    return 1;
+}
+
 /* Start step i of local rank r if it can. Returns 1 if it started. */
 static int try_step(agent_t *a, agent_inst_t *in, uint32_t r, uint32_t i)
 {
@@ -254,8 +288,12 @@ static int try_step(agent_t *a, agent_inst_t *in, uint32_t r, uint32_t i)
     const dps_step_t *st = &rs->sched->steps[i], *ss;
     agent_move_t     *m;
     uint32_t          s = st->peer, k, j;
+    int               pushed = 0;
 
     if (st->kind == DPS_STEP_SEND) {
+        if (agent_pushed(a, in->comm->members[r], in->comm->members[s])) {
+            return try_push(a, in, r, i);
+        }
         return 0; /* its reader's agent moves it */
     }
     if (st->kind == DPS_STEP_COPY || st->kind == DPS_STEP_REDUCE) {
@@ -275,12 +313,16 @@ static int try_step(agent_t *a, agent_inst_t *in, uint32_t r, uint32_t i)
             return 0;
         }
         ss = &sr->sched->steps[j];
-        if (sr->round < ss->round) {
-            return 0; /* the source is not there yet */
+        pushed = agent_pushed(a, in->comm->members[s], in->comm->members[r]);
+        if (!pushed && sr->round < ss->round) {
+            return 0; /* the source is not there yet (pushed: its agent
+                       * sends once it is) */
         }
         if (st->len == 0) {
             agent_step_done(in, r, i);
-            send_read(a, in, s, r, k, j);
+            if (!pushed) {
+                send_read(a, in, s, r, k, j);
+            }
             return 1;
         }
         if ((m = move_new(in, s, r, j, i)) == NULL) {
@@ -296,7 +338,12 @@ static int try_step(agent_t *a, agent_inst_t *in, uint32_t r, uint32_t i)
     rs->st[i] = 1;
     rs->moves_in++;
     in->moves_live++;
-    agent_move_queue(a, m);
+    if (!pushed) {
+        agent_move_queue(a, m);
+    } else if (agent_push_expect(a, m) != DPS_OK) {
+        dps_error("out of memory waiting for pushed bytes");
+        a->up.move_done(a, m, DPS_ERR_NOMEM);
+    }
     return 1;
 }
 
@@ -346,10 +393,11 @@ void agent_inst_progress(agent_t *a, agent_inst_t *in)
     agent_inst_maybe_destroy(a, in);
 }
 
-/* Drop the queued, not yet started moves of in: nothing will write
- * through them. */
+/* Drop the queued, not yet started moves of in (and those waiting for
+ * pushed bytes, or to be pushed): nothing will write through them. */
 static void moves_drop(agent_t *a, agent_inst_t *in)
 {
+    agent_move_t *p = agent_push_drop(a, in); /* first: it unqueues its own */
     agent_move_t *m = agent_moves_unqueue(a, in), *next;
 
     for (; m != NULL; m = next) {
@@ -357,6 +405,14 @@ static void moves_drop(agent_t *a, agent_inst_t *in)
         in->moves_live--;
         in->rs[m->dst].moves_in--;
         free(m);
+    }
+    for (; p != NULL; p = next) {
+        next = p->next;
+        in->moves_live--;
+        if (p->push != AGENT_PUSH_OUT) {
+            in->rs[p->dst].moves_in--;
+        }
+        free(p);
     }
 }
 
@@ -419,12 +475,39 @@ static int round_over(const agent_t *a, const agent_inst_t *in, uint32_t r)
 /* a->up.move_done: move m is finished, its bytes visible in the
  * destination (status: DPS_OK or an error): steps advance, ranks
  * complete. Frees m. */
+/* A pushed-out move ended: its SEND step is done once read (and if it
+ * was left to the reader's agent to fetch, once that says so); a read
+ * that failed fails the instance everywhere, as the reader would wait. */
+static void push_done(agent_t *a, agent_move_t *m, int status)
+{
+    agent_inst_t *in = m->inst;
+    uint32_t      src = m->src, step = m->src_step;
+    int           read = m->read == m->len;
+
+    in->moves_live--;
+    free(m);
+    if (status != DPS_OK) {
+        agent_inst_fail(a, in, status, 1);
+    } else if (read && !in->failed && in->rs[src].st != NULL) {
+        agent_step_done(in, src, step);
+        if (round_over(a, in, src)) {
+            agent_inst_progress(a, in);
+            return;
+        }
+    }
+    agent_inst_maybe_destroy(a, in);
+}
+
 static void move_done(agent_t *a, agent_move_t *m, int status)
 {
     agent_inst_t   *in = m->inst;
     agent_rstate_t *rs = &in->rs[m->dst];
     uint32_t        src = m->src, dst = m->dst;
 
+    if (m->push == AGENT_PUSH_OUT) {
+        push_done(a, m, status);
+        return;
+    }
     in->moves_live--;
     rs->moves_in--;
     if (status != DPS_OK && in->error == 0) {
@@ -432,7 +515,7 @@ static void move_done(agent_t *a, agent_move_t *m, int status)
     }
     if (!in->failed) {
         agent_step_done(in, m->dst, m->dst_step);
-        if (!m->local) {
+        if (!m->local && m->push != AGENT_PUSH_IN) {
             send_read(a, in, m->src, m->dst, m->k, m->src_step);
         }
     }

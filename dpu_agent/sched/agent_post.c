@@ -458,6 +458,38 @@ static int handle_fetch(agent_t *a, const dps_msg_fetch_t *f)
     return DPS_OK;
 }
 
+/*
+ * PUSH from the agent of a sender on another node: bytes of its rank's
+ * k-th SEND to our rank dst, kept until dst's matching RECV has begun
+ * (move/agent_push.c). A piece for a failed instance is dropped; one
+ * that names ranks the layout does not allow is an error.
+ */
+static int handle_push(agent_t *a, const dps_msg_t *msg)
+{
+    const dps_msg_push_t *f = &msg->u.push.fixed;
+    agent_inst_key_t      key = {f->comm_id, f->seq};
+    agent_inst_t         *in = inst_of(a, f->comm_id, f->seq);
+    agent_comm_t         *c;
+
+    if ((in != NULL && in->failed) ||
+        (in == NULL && agent_tomb_has(a, &key))) {
+        return DPS_OK; /* late news of a failed instance */
+    }
+    c = in != NULL ? in->comm : NULL;
+    if (c == NULL) {
+        HASH_FIND(hh, a->comms, &f->comm_id, sizeof(f->comm_id), c);
+    }
+    if (c != NULL &&
+        (f->src >= c->size || f->dst >= c->size || !is_local(a, c, f->dst) ||
+         !agent_pushed(a, c->members[f->src], c->members[f->dst]))) {
+        dps_error("unexpected push (%u -> %u) for instance %u of "
+                  "communicator %#llx",
+                  f->src, f->dst, f->seq, (unsigned long long)f->comm_id);
+        return DPS_ERR_PROTO;
+    }
+    return agent_push_arrive(a, f, msg->u.push.data, a->rx_cur);
+}
+
 /* INST_FAIL from another agent: fail the instance here too, creating it
  * failed if none of our ranks has posted it yet. */
 static int handle_inst_fail(agent_t *a, const dps_msg_inst_fail_t *m)
@@ -513,6 +545,7 @@ int agent_handle_coll(agent_t *a, const dps_msg_t *msg)
     case DPS_MSG_ROUND: return handle_round(a, &msg->u.round);
     case DPS_MSG_INST_FAIL: return handle_inst_fail(a, &msg->u.inst_fail);
     case DPS_MSG_FETCH: return handle_fetch(a, &msg->u.fetch);
+    case DPS_MSG_PUSH: return handle_push(a, msg);
     case DPS_MSG_COMM_FREE: return handle_comm_free(a, &msg->u.comm_free);
     case DPS_MSG_REG_FREE: return agent_handle_reg_free(a, msg);
     case DPS_MSG_SCHED_FREE: return agent_handle_sched_free(a, msg);

@@ -13,6 +13,9 @@
 #           host's emulated DPU, reached over the network only (x86-64
 #           build: qemu's speed would distort timings; make check runs
 #           the aarch64 build for correctness)
+#   dpufetch  the same DPUs' agents on the earlier plan between nodes
+#           (DPUSHIM_PUSH=0: the receiver's agent fetches each chunk,
+#           every message on its own), to compare with dpu's pushes
 #   dpuucx  the same DPUs' agents on the ranks' own UCX path
 #           (DPUSHIM_TRANSPORT=ucx, ranks and agents): the agents get and
 #           put the ranks' memory with their keys, as a NIC would over RDMA
@@ -145,6 +148,9 @@ run() {
                  "${prog[@]}" "$@") ;;
     dpu)   args=(--shim "$mpi" "$hostlist" $SHIM_VARS DPUSHIM_STATS=1
                  "DPUSHIM_AGENT_MAP=$DPS_CLUSTER_DIR/map"
+                 "DPUSHIM_SECRET_DIR=$DPS_CLUSTER_DIR/sec" "${prog[@]}" "$@") ;;
+    dpufetch) args=(--shim "$mpi" "$hostlist" $SHIM_VARS DPUSHIM_STATS=1
+                 DPUSHIM_PUSH=0 "DPUSHIM_AGENT_MAP=$DPS_CLUSTER_DIR/map"
                  "DPUSHIM_SECRET_DIR=$DPS_CLUSTER_DIR/sec" "${prog[@]}" "$@") ;;
     dpuucx) args=(--shim "$mpi" "$hostlist" $SHIM_VARS DPUSHIM_STATS=1
                  DPUSHIM_TRANSPORT=ucx "DPUSHIM_AGENT_MAP=$DPS_CLUSTER_DIR/map-ucx"

@@ -22,7 +22,7 @@ import sys
 
 from idle_report import medians  # the same raw format
 
-KINDS = ("stock", "shim", "dpu", "dpuucx", "async")
+KINDS = ("stock", "shim", "dpu", "dpufetch", "dpuucx", "async")
 
 
 FLAG = float(os.environ.get("BENCH_DPU_FLAG") or 3)
@@ -58,17 +58,22 @@ plot {lines}
         print(f"warning: no plot {png}: {e}", file=sys.stderr)
 
 
-def agent_cpu(files):
-    """Median over runs of the agents' CPU per collective (the shim's
-    statistics line: every agent, the whole job), or None."""
+def agent_stat(files, field):
+    """Median over runs of a field of the agents' statistics line (every
+    agent, the whole job), or None."""
     vals = []
     for f in files:
         with open(f) as fh:
-            m = re.search(r"^dpushim: agents cpu_ms=\S+ collectives=\S+ "
-                          r"cpu_us_per_collective=(\S+)", fh.read(), re.M)
+            m = re.search(r"^dpushim: agents cpu_ms=.* " + field +
+                          r"=(\S+)", fh.read(), re.M)
         if m:
             vals.append(float(m.group(1)))
     return statistics.median(vals) if vals else None
+
+
+def agent_cpu(files):
+    """The agents' CPU per collective, us (agent_stat)."""
+    return agent_stat(files, "cpu_us_per_collective")
 
 
 def cpu_table(cols, agents, mode):
@@ -105,13 +110,14 @@ def cpu_table(cols, agents, mode):
 
 def table(c, raw, out, rate, mode, mpi, coll):
     """One table (and plot, and CSV rows) from RAW/RATE/MPI-COLL-MODE-*."""
-    cols, runs, agents = {}, {}, {}
+    cols, runs, agents, msgs = {}, {}, {}, {}
     for k in KINDS:
         files = glob.glob(f"{raw}/{rate}/{mpi}-{coll}-{mode}-{k}-*.txt")
         m, n = medians(files)
         if n:
             cols[k], runs[k] = m, n
             agents[k] = agent_cpu(files)
+            msgs[k] = agent_stat(files, "agent_msgs_per_collective")
     if "stock" not in cols:
         return
     st = cols["stock"]
@@ -153,6 +159,10 @@ def table(c, raw, out, rate, mode, mpi, coll):
                          f"{d[0]:.1f} us pure, host agents {h[0]:.1f} us "
                          f"({d[0] / h[0]:.1f} x)")
     cpu_table(cols, agents, mode)
+    for k, v in msgs.items():
+        if v is not None:
+            print(f"   {k}: network messages between agents per "
+                  f"collective, all agents, every size: {v:.1f}")
     plot(out, f"cluster-{mpi}-{coll}-{mode}-{rate}",
          f"{mpi} {coll} across emulated hosts, {links}, "
          f"{MODE_SAYS.get(mode, mode)}", cols, sizes)

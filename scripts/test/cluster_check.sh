@@ -103,9 +103,11 @@ cl_nhosts() {
 # (ucx_bytes=0: the ranks' CPUs are out of the data path, issue 35);
 # agents on DPUs reached their ranks by DMA through the ranks' grants
 # (dma_bytes > 0), agents on hosts by CMA; between hosts the agents
-# carried the bytes (net_bytes > 0, for their fetches). 0 if so or not
-# asked (no statistics, DPUSHIM_TRANSPORT=ucx, or a job that failed
-# over); else says why in LOG.
+# carried the bytes (net_bytes > 0): pushed, node to node (pushes > 0,
+# and no FETCH at all: every rank is reached by CMA or DMA), or with
+# DPUSHIM_PUSH=0 fetched (fetches > 0). 0 if so or not asked (no
+# statistics, DPUSHIM_TRANSPORT=ucx, or a job that failed over); else
+# says why in LOG.
 cl_data_path() {
     local log=$1 vars=$2 line
     grep -q '^result: ok' "$log" || return 0
@@ -113,8 +115,15 @@ cl_data_path() {
     line=$(grep -E '^dpushim: agents cpu_ms=' "$log") || return 0
     [[ $line =~ \ ucx_bytes=0\  ]] ||
         { echo "data path: bytes served by ranks' UCX workers: $line" >>"$log"; return 1; }
-    [[ $line =~ \ net_bytes=[1-9] && $line =~ \ fetches=[1-9] ]] ||
+    [[ $line =~ \ net_bytes=[1-9] ]] ||
         { echo "data path: no bytes between agents: $line" >>"$log"; return 1; }
+    if [[ " $vars " == *" DPUSHIM_PUSH=0 "* ]]; then
+        [[ $line =~ \ fetches=[1-9] && $line =~ \ pushes=0\  ]] ||
+            { echo "data path: DPUSHIM_PUSH=0 but not fetched: $line" >>"$log"; return 1; }
+    else
+        [[ $line =~ \ pushes=[1-9] && $line =~ \ fetches=0\  ]] ||
+            { echo "data path: not pushed node to node: $line" >>"$log"; return 1; }
+    fi
     if [[ $vars == *DPUSHIM_AGENT_MAP=* ]]; then
         [[ $line =~ \ dma_bytes=[1-9] && $line =~ \ cma_bytes=0\  ]] ||
             { echo "data path: the DPUs' agents did not DMA: $line" >>"$log"; return 1; }
@@ -537,6 +546,13 @@ cl_cases() {
             "2 hosts x 2 ranks, $CL_DPU_KIND listening on their DPUs, $(cl_launcher "$m")" \
             -dpu
     done
+    # The earlier plan between nodes, kept to compare (DPUSHIM_PUSH=0:
+    # the receivers' agents fetch every chunk, cl_data_path checks so).
+    cl_budget_left || return
+    shim_case "$first" "build/$first/tests/t_neigh" 4 \
+        "$s2 $dpu DPUSHIM_PUSH=0" \
+        "2 hosts x 2 ranks, $CL_DPU_KIND listening on their DPUs, fetching (DPUSHIM_PUSH=0), $(cl_launcher "$first")" \
+        -dpu-fetch
     # Faults, each with its bound.
     cl_budget_left || return
     cl_fault_case dpu-kill "$first" mpirun "$dpu" cl_kill_dpu_agent 20 \

@@ -119,7 +119,7 @@ typedef struct shim_fo {
     MPI_Comm agree;    /* the agreement's collectives */
 } shim_fo_t;
 
-#define SHIM_NAGENT_STAT 13
+#define SHIM_NAGENT_STAT 16
 
 /* What is counted (statistics at MPI_Finalize, boot/init.c). */
 typedef struct shim_stat {

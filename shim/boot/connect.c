@@ -365,6 +365,8 @@ static int send_job(const job_tables_t *t)
         job.nagents = (uint32_t)k;
         job.agent_idx = (uint32_t)t->my_agent;
         job.job_key = (uint32_t)t->job_key;
+        job.flags = shim.cfg.push ? DPS_JOB_PUSH : 0;
+        job.pad = 0;
         msg = dps_msg_encode_job(&job, ra, rp, rl, ap, al, &len);
     }
     if (msg == NULL || shim_send_agent(msg, len) != DPS_OK) {

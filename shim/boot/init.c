@@ -553,17 +553,24 @@ static void print_stats(void)
         /* Every agent's CPU, user and system, from start to now; the
          * bytes they copied themselves (staged path) by CMA, by UCX
          * get/put that the ranks' workers serve, and by DMA through the
-         * ranks' grants; the bytes agents sent each other for their
-         * FETCHes. */
+         * ranks' grants; the bytes agents sent each other (FETCH
+         * answers, PUSH pieces), the FETCHes; the network messages
+         * agents sent each other (a bundle of a pass counts once), per
+         * collective, and the pushed pieces and their bytes. */
         printf("dpushim: agents cpu_ms=%.1f collectives=%llu "
                "cpu_us_per_collective=%.1f missed_wakeups=%llu "
                "cma_bytes=%llu ucx_bytes=%llu dma_bytes=%llu "
-               "net_bytes=%llu fetches=%llu\n",
+               "net_bytes=%llu fetches=%llu agent_msgs=%llu "
+               "agent_msgs_per_collective=%.1f pushes=%llu "
+               "pushed_bytes=%llu\n",
                ag[0] / 1e6, (unsigned long long)ag[1],
                ag[1] ? ag[0] / 1e3 / (double)ag[1] : 0.0,
                (unsigned long long)ag[2], (unsigned long long)ag[3],
                (unsigned long long)ag[4], (unsigned long long)ag[5],
-               (unsigned long long)ag[6], (unsigned long long)ag[7]);
+               (unsigned long long)ag[6], (unsigned long long)ag[7],
+               (unsigned long long)ag[13],
+               ag[1] ? (double)ag[13] / (double)ag[1] : 0.0,
+               (unsigned long long)ag[14], (unsigned long long)ag[15]);
     }
     print_agents(rows);
     print_growth(growth, ag);

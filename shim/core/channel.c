@@ -195,6 +195,9 @@ static void agent_msg(const void *data, size_t len)
         shim.stat.agent[10] = msg.u.stats.keys_peak;
         shim.stat.agent[11] = msg.u.stats.scheds_peak;
         shim.stat.agent[12] = msg.u.stats.steps_peak;
+        shim.stat.agent[13] = msg.u.stats.agent_msgs;
+        shim.stat.agent[14] = msg.u.stats.pushes;
+        shim.stat.agent[15] = msg.u.stats.pushed_bytes;
         shim.stat.have_agent = 1;
     } else if (msg.type == DPS_MSG_PONG) {
         /* alive */
