@@ -122,8 +122,9 @@ int dps_msg_push_put(const dps_msg_push_t *f, void *out)
 {
     dps_msg_hdr_t h;
 
-    if (f->pad != 0 || (f->flags & ~DPS_PUSH_FETCH) != 0 ||
-        f->off > f->total || f->len > f->total - f->off ||
+    if (f->src >= DPS_MAX_RANKS || f->dst >= DPS_MAX_RANKS || f->pad != 0 ||
+        (f->flags & ~DPS_PUSH_FETCH) != 0 || f->off > f->total ||
+        f->len > f->total - f->off ||
         ((f->flags & DPS_PUSH_FETCH) && (f->len != 0 || f->off != 0)) ||
         f->len > UINT32_MAX - DPS_PUSH_HEAD) {
         return DPS_ERR_INVALID;
@@ -142,7 +143,7 @@ int dps_bundle_header(size_t body_len, void *out)
 {
     dps_msg_hdr_t h;
 
-    if (body_len == 0 || body_len > UINT32_MAX - sizeof(h)) {
+    if (body_len < sizeof(h) || body_len > UINT32_MAX - sizeof(h)) {
         return DPS_ERR_INVALID;
     }
     memset(&h, 0, sizeof(h));
@@ -309,7 +310,8 @@ void *dps_msg_encode_job(const dps_msg_job_t *fixed,
 
     if (fixed->nranks == 0 || fixed->nranks > DPS_MAX_RANKS ||
         fixed->nagents == 0 || fixed->nagents > fixed->nranks ||
-        fixed->agent_idx >= fixed->nagents) {
+        fixed->agent_idx >= fixed->nagents ||
+        (fixed->flags & ~DPS_JOB_PUSH) != 0 || fixed->pad != 0) {
         return NULL;
     }
     for (i = 0; i < fixed->nranks; i++) {

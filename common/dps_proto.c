@@ -18,6 +18,8 @@ const char *dps_msg_type_str(unsigned type)
         "pong",     "shm",       "inst_fail", "round",     "sched_free",
         "fetch",    "push",      "bundle"};
 
+    _Static_assert(sizeof(names) / sizeof(names[0]) == DPS_MSG_TYPE_MAX,
+                   "a name for every message type");
     return (type < DPS_MSG_TYPE_MAX) ? names[type] : "?";
 }
 
@@ -147,8 +149,11 @@ static int decode_job(const char *body, size_t blen, dps_msg_t *msg, char *err,
                     "(nranks %u nagents %u agent %u)",
                     f->nranks, f->nagents, f->agent_idx);
     }
-    if ((f->flags & ~DPS_JOB_PUSH) != 0 || f->pad != 0) {
+    if ((f->flags & ~DPS_JOB_PUSH) != 0) {
         return fail(err, err_len, "job_info: unknown flags %#x", f->flags);
+    }
+    if (f->pad != 0) {
+        return fail(err, err_len, "job_info: pad %#x is not 0", f->pad);
     }
     need =
         sizeof(*f) + sizeof(uint32_t) * (2 * (size_t)f->nranks + f->nagents);
@@ -381,9 +386,16 @@ static int decode_push(const char *body, size_t blen, dps_msg_t *msg,
     if (!fixed_ok(body, blen, f, sizeof(*f), 0)) {
         return fail(err, err_len, "push shorter than its fixed part");
     }
-    if (f->src >= DPS_MAX_RANKS || f->dst >= DPS_MAX_RANKS || f->pad != 0 ||
-        (f->flags & ~DPS_PUSH_FETCH) != 0 || blen - sizeof(*f) != f->len ||
-        f->off > f->total || f->len > f->total - f->off ||
+    if (f->src >= DPS_MAX_RANKS || f->dst >= DPS_MAX_RANKS) {
+        return fail(err, err_len, "push from rank %u to rank %u", f->src,
+                    f->dst);
+    }
+    if (f->pad != 0 || (f->flags & ~DPS_PUSH_FETCH) != 0) {
+        return fail(err, err_len, "push with flags %#x and pad %#x", f->flags,
+                    f->pad);
+    }
+    if (blen - sizeof(*f) != f->len || f->off > f->total ||
+        f->len > f->total - f->off ||
         ((f->flags & DPS_PUSH_FETCH) && (f->len != 0 || f->off != 0))) {
         return fail(err, err_len,
                     "push of %llu bytes at %llu of %llu (flags %#x, %zu "

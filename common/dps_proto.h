@@ -439,14 +439,14 @@ void *dps_msg_encode_inst_fail(uint64_t comm_id, uint32_t seq, int32_t status,
 /* A PUSH's header and fixed part (DPS_PUSH_HEAD bytes) written at out,
  * where the caller puts its f->len bytes of data right after (so that a
  * bundle's pieces are read from the ranks straight into place). DPS_OK,
- * or DPS_ERR_INVALID for a piece out of range (pad not 0, len beyond
- * total, DPS_PUSH_FETCH with data). */
+ * or DPS_ERR_INVALID for a piece the decoder would refuse (a rank out of
+ * range, pad not 0, len beyond total, DPS_PUSH_FETCH with data). */
 #define DPS_PUSH_HEAD (sizeof(dps_msg_hdr_t) + sizeof(dps_msg_push_t))
 int dps_msg_push_put(const dps_msg_push_t *f, void *out);
 
 /* The BUNDLE header for a body of body_len bytes (written at out, 16
  * bytes): DPS_OK, or DPS_ERR_INVALID when it would not fit the length
- * field or body_len is 0. */
+ * field or the body could not hold one message (under 16 bytes). */
 int dps_bundle_header(size_t body_len, void *out);
 
 /*

@@ -4,8 +4,9 @@
  * received bytes (dps_msg_decode). A decoded message is walked in full:
  * every table and byte string the decoder points into is read, so that
  * AddressSanitizer catches any length or count the decoder failed to
- * check against the buffer. Decoded posts are re-encoded and must give
- * the same bytes and decode to the same fields.
+ * check against the buffer. Decoded posts and pushes are re-encoded and
+ * must give the same bytes (and posts the same fields); a decoded
+ * bundle's parts are read with dps_bundle_next, each decoded and walked.
  *
  * Built by `make fuzz` (clang); `make check` runs it briefly on the seeds
  * of tests/fuzz/mkseeds.c. By hand: build/fuzz/fuzz_decode -max_total_time=600
@@ -13,6 +14,7 @@
 #include "common/dps_proto.h"
 #include "common/dps_status.h"
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,6 +114,68 @@ static void walk(const dps_msg_t *m, const void *raw, size_t size)
             sink += dps_msg_u64(m->u.reg_free.ids, i);
         }
         break;
+    case DPS_MSG_PUSH: {
+        const dps_msg_push_t *f = &m->u.push.fixed;
+        uint8_t               head[DPS_PUSH_HEAD];
+
+        /* The data is the rest of the message, in place. */
+        if (size != DPS_PUSH_HEAD + f->len ||
+            m->u.push.data != (const uint8_t *)raw + DPS_PUSH_HEAD) {
+            abort();
+        }
+        touch(m->u.push.data, f->len);
+        /* What decodes, dps_msg_push_put writes again (the header's
+         * reserved word aside). */
+        if (dps_msg_push_put(f, head) != DPS_OK ||
+            memcmp(head, raw, offsetof(dps_msg_hdr_t, reserved)) != 0 ||
+            memcmp(head + sizeof(dps_msg_hdr_t),
+                   (const char *)raw + sizeof(dps_msg_hdr_t),
+                   sizeof(*f)) != 0) {
+            abort();
+        }
+        break;
+    }
+    case DPS_MSG_BUNDLE: {
+        const uint8_t *p = m->u.bundle.parts;
+        size_t         left = m->u.bundle.len, plen;
+        const void    *part;
+        char           err[256];
+        dps_msg_t      pm;
+        int            rc;
+
+        if (p != (const uint8_t *)raw + sizeof(dps_msg_hdr_t) ||
+            left != size - sizeof(dps_msg_hdr_t)) {
+            abort();
+        }
+        for (;;) {
+            err[0] = '\0';
+            rc = dps_bundle_next(&p, &left, &part, &plen, err, sizeof(err));
+            if (rc == DPS_ERR_AGAIN) {
+                break;
+            }
+            if (rc != DPS_OK) {
+                if (rc != DPS_ERR_PROTO || err[0] == '\0') {
+                    abort();
+                }
+                break;
+            }
+            /* A part lies within the bundle, and is never one. */
+            if ((const uint8_t *)part < m->u.bundle.parts ||
+                (const uint8_t *)part + plen > (const uint8_t *)raw + size) {
+                abort();
+            }
+            err[0] = '\0';
+            if (dps_msg_decode(part, plen, &pm, err, sizeof(err)) == DPS_OK) {
+                if (pm.type == DPS_MSG_BUNDLE) {
+                    abort();
+                }
+                walk(&pm, part, plen);
+            } else if (err[0] == '\0') {
+                abort();
+            }
+        }
+        break;
+    }
     default: touch(&m->u, sizeof(m->u)); break;
     }
 }

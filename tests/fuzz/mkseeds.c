@@ -25,6 +25,44 @@ static void put(const char *dir, const char *name, void *msg, size_t len)
     free(msg);
 }
 
+/* A PUSH: header and fixed part, then f->len bytes of data. */
+static void *push_msg(const dps_msg_push_t *f, const char *data, size_t *len)
+{
+    uint8_t *m = malloc(DPS_PUSH_HEAD + f->len);
+
+    if (m == NULL || dps_msg_push_put(f, m) != DPS_OK) {
+        free(m);
+        return NULL;
+    }
+    memcpy(m + DPS_PUSH_HEAD, data, f->len);
+    *len = DPS_PUSH_HEAD + f->len;
+    return m;
+}
+
+/* A BUNDLE of two small messages: a ROUND and a PUSH of *f. */
+static void *bundle(const dps_msg_push_t *f, size_t *len)
+{
+    size_t   rlen = 0, plen = 0;
+    void    *round = dps_msg_encode_round(5, 2, 1, 1, &rlen);
+    void    *push = push_msg(f, "hello", &plen);
+    uint8_t *m = NULL;
+
+    if (round != NULL && push != NULL) {
+        m = malloc(sizeof(dps_msg_hdr_t) + rlen + plen);
+    }
+    if (m != NULL && dps_bundle_header(rlen + plen, m) == DPS_OK) {
+        memcpy(m + sizeof(dps_msg_hdr_t), round, rlen);
+        memcpy(m + sizeof(dps_msg_hdr_t) + rlen, push, plen);
+        *len = sizeof(dps_msg_hdr_t) + rlen + plen;
+    } else {
+        free(m);
+        m = NULL;
+    }
+    free(round);
+    free(push);
+    return m;
+}
+
 int main(int argc, char **argv)
 {
     static const uint8_t key[37] = {1, 2, 3, 4, 5};
@@ -38,9 +76,14 @@ int main(int argc, char **argv)
     uint64_t             taddr[3] = {0x7ffd00001000ull, 0, 0x1000};
     uint64_t             tok[3] = {0x1122334455667788ull, 0, 5};
     dps_msg_hello_t me = {1, 4242, 0x7ffd00001000ull, 0x1122334455667788ull};
-    dps_msg_stats_t st = {123, 4,    0, 4096, 0, 8192, 512,
-                          2,   9000, 6, 12,   3, 40};
-    dps_msg_job_t   job = {3, 2, 1, 77};
+    dps_msg_stats_t st = {123,  4, 0,  4096, 0,  8192, 512, 2,
+                          9000, 6, 12, 3,    40, 21,   3,   1536};
+    dps_msg_job_t   job = {3, 2, 1, 77, DPS_JOB_PUSH, 0};
+    dps_msg_fetch_t fetch = {5, 2, 1, 2, 0, 512, 1024, 3};
+    /* Bytes [512, 517) of 1024 of rank 1's first SEND step to rank 2;
+     * and another transfer, which the receiver's agent is to fetch. */
+    dps_msg_push_t push = {5, 2, 1, 2, 0, 512, 5, 1024, 0, 0};
+    dps_msg_push_t push_fetch = {5, 2, 0, 2, 1, 0, 0, 1024, DPS_PUSH_FETCH, 0};
     /* Rank 1 of 4, ring allreduce-like: send to 2, reduce from 0, copy. */
     dps_step_t     steps[3];
     dps_msg_post_t p;
@@ -85,6 +128,14 @@ int main(int argc, char **argv)
     put(argv[1], "sched_free", m, len);
     m = dps_msg_encode_job(&job, agent, addrs, alen, agaddrs, aglen, &len);
     put(argv[1], "job", m, len);
+    m = dps_msg_encode_fetch(&fetch, &len);
+    put(argv[1], "fetch", m, len);
+    m = push_msg(&push, "hello", &len);
+    put(argv[1], "push", m, len);
+    m = push_msg(&push_fetch, "", &len);
+    put(argv[1], "push_fetch", m, len);
+    m = bundle(&push, &len);
+    put(argv[1], "bundle", m, len);
 
     memset(steps, 0, sizeof(steps));
     steps[0].kind = DPS_STEP_SEND;

@@ -55,6 +55,8 @@ static void layout(void)
     FIELD(dps_msg_job_t, nagents);
     FIELD(dps_msg_job_t, agent_idx);
     FIELD(dps_msg_job_t, job_key);
+    FIELD(dps_msg_job_t, flags);
+    FIELD(dps_msg_job_t, pad);
     SIZE(dps_msg_procs_t);
     FIELD(dps_msg_procs_t, nranks);
     FIELD(dps_msg_procs_t, pad);
@@ -72,6 +74,9 @@ static void layout(void)
     FIELD(dps_msg_stats_t, keys_peak);
     FIELD(dps_msg_stats_t, scheds_peak);
     FIELD(dps_msg_stats_t, steps_peak);
+    FIELD(dps_msg_stats_t, agent_msgs);
+    FIELD(dps_msg_stats_t, pushes);
+    FIELD(dps_msg_stats_t, pushed_bytes);
     SIZE(dps_msg_shm_t);
     FIELD(dps_msg_shm_t, world_rank);
     FIELD(dps_msg_shm_t, pid);
@@ -135,6 +140,19 @@ static void layout(void)
     FIELD(dps_msg_fetch_t, off);
     FIELD(dps_msg_fetch_t, len);
     FIELD(dps_msg_fetch_t, tag);
+    SIZE(dps_msg_push_t);
+    FIELD(dps_msg_push_t, comm_id);
+    FIELD(dps_msg_push_t, seq);
+    FIELD(dps_msg_push_t, src);
+    FIELD(dps_msg_push_t, dst);
+    FIELD(dps_msg_push_t, k);
+    FIELD(dps_msg_push_t, off);
+    FIELD(dps_msg_push_t, len);
+    FIELD(dps_msg_push_t, total);
+    FIELD(dps_msg_push_t, flags);
+    FIELD(dps_msg_push_t, pad);
+    printf("DPS_PUSH_HEAD=%zu DPS_PUSH_FETCH=%u DPS_JOB_PUSH=%u\n",
+           (size_t)DPS_PUSH_HEAD, DPS_PUSH_FETCH, DPS_JOB_PUSH);
     SIZE(dps_msg_inst_fail_t);
     FIELD(dps_msg_inst_fail_t, comm_id);
     FIELD(dps_msg_inst_fail_t, seq);
@@ -266,8 +284,8 @@ static void job(const dps_msg_t *m)
     uint32_t             i;
 
     printf("  nranks=%" PRIu32 " nagents=%" PRIu32 " agent_idx=%" PRIu32
-           " job_key=%" PRIu32 "\n",
-           f->nranks, f->nagents, f->agent_idx, f->job_key);
+           " job_key=%" PRIu32 " flags=%#" PRIx32 " pad=%" PRIu32 "\n",
+           f->nranks, f->nagents, f->agent_idx, f->job_key, f->flags, f->pad);
     table32("rank_agent", m->u.job.rank_agent, f->nranks);
     table32("rank_addr_len", m->u.job.rank_addr_len, f->nranks);
     table32("agent_addr_len", m->u.job.agent_addr_len, f->nagents);
@@ -285,8 +303,74 @@ static void job(const dps_msg_t *m)
     }
 }
 
-/* Every field of decoded message m. */
-static void fields(const dps_msg_t *m)
+static void stats(const dps_msg_stats_t *s)
+{
+    printf("  cpu_ns=%" PRIu64 " collectives=%" PRIu64
+           " missed_wakeups=%" PRIu64 "\n",
+           s->cpu_ns, s->collectives, s->missed_wakeups);
+    printf("  cma_bytes=%" PRIu64 " ucx_bytes=%" PRIu64 " dma_bytes=%" PRIu64
+           " net_bytes=%" PRIu64 " fetches=%" PRIu64 "\n",
+           s->cma_bytes, s->ucx_bytes, s->dma_bytes, s->net_bytes, s->fetches);
+    printf("  rss_kb=%" PRIu64 " endpoints=%" PRIu32 " keys_peak=%" PRIu32
+           " scheds_peak=%" PRIu32 " steps_peak=%" PRIu32 "\n",
+           s->rss_kb, s->endpoints, s->keys_peak, s->scheds_peak,
+           s->steps_peak);
+    printf("  agent_msgs=%" PRIu64 " pushes=%" PRIu64 " pushed_bytes=%" PRIu64
+           "\n",
+           s->agent_msgs, s->pushes, s->pushed_bytes);
+}
+
+static void push(const dps_msg_t *m)
+{
+    const dps_msg_push_t *f = &m->u.push.fixed;
+
+    printf("  comm_id=%" PRIu64 " seq=%" PRIu32 " src=%" PRIu32 " dst=%" PRIu32
+           " k=%" PRIu32 "\n",
+           f->comm_id, f->seq, f->src, f->dst, f->k);
+    printf("  off=%" PRIu64 " len=%" PRIu64 " total=%" PRIu64
+           " flags=%#" PRIx32 " pad=%" PRIu32 "\n",
+           f->off, f->len, f->total, f->flags, f->pad);
+    hex("data", m->u.push.data, (size_t)f->len);
+}
+
+static int fields(const dps_msg_t *m);
+
+/* Each part of a bundle: its type and length, then its fields. 0, or 1
+ * if a part does not iterate or decode. */
+static int bundle(const dps_msg_t *m)
+{
+    const uint8_t *p = m->u.bundle.parts;
+    size_t         left = m->u.bundle.len, plen;
+    const void    *part;
+    char           err[256] = "";
+    dps_msg_t      pm;
+    unsigned       i;
+    int            rc;
+
+    printf("  len=%zu\n", m->u.bundle.len);
+    for (i = 0;; i++) {
+        rc = dps_bundle_next(&p, &left, &part, &plen, err, sizeof(err));
+        if (rc == DPS_ERR_AGAIN) {
+            return 0;
+        }
+        if (rc == DPS_OK) {
+            rc = dps_msg_decode(part, plen, &pm, err, sizeof(err));
+        }
+        if (rc != DPS_OK) {
+            printf("  part[%u] does not decode: %s\n", i, err);
+            return 1;
+        }
+        printf("  part[%u]=%s, %zu bytes\n", i, dps_msg_type_str(pm.type),
+               plen);
+        if (fields(&pm) != 0) {
+            return 1;
+        }
+    }
+}
+
+/* Every field of decoded message m: 0, or 1 if a bundle's part does not
+ * decode. */
+static int fields(const dps_msg_t *m)
 {
     switch (m->type) {
     case DPS_MSG_HELLO:
@@ -320,12 +404,7 @@ static void fields(const dps_msg_t *m)
         table32("pid", m->u.procs.pid, m->u.procs.fixed.nranks);
         table32("node", m->u.procs.node, m->u.procs.fixed.nranks);
         break;
-    case DPS_MSG_STATS:
-        printf("  cpu_ns=%" PRIu64 " collectives=%" PRIu64
-               " missed_wakeups=%" PRIu64 "\n",
-               m->u.stats.cpu_ns, m->u.stats.collectives,
-               m->u.stats.missed_wakeups);
-        break;
+    case DPS_MSG_STATS: stats(&m->u.stats); break;
     case DPS_MSG_REG_FREE:
     case DPS_MSG_SCHED_FREE:
         printf("  world_rank=%" PRIu32 "\n", m->u.reg_free.fixed.world_rank);
@@ -346,8 +425,19 @@ static void fields(const dps_msg_t *m)
                m->u.round.comm_id, m->u.round.seq, m->u.round.rank,
                m->u.round.round);
         break;
+    case DPS_MSG_FETCH:
+        printf("  comm_id=%" PRIu64 " seq=%" PRIu32 " src=%" PRIu32
+               " dst=%" PRIu32 " k=%" PRIu32 " off=%" PRIu64 " len=%" PRIu64
+               " tag=%" PRIu64 "\n",
+               m->u.fetch.comm_id, m->u.fetch.seq, m->u.fetch.src,
+               m->u.fetch.dst, m->u.fetch.k, m->u.fetch.off, m->u.fetch.len,
+               m->u.fetch.tag);
+        break;
+    case DPS_MSG_PUSH: push(m); break;
+    case DPS_MSG_BUNDLE: return bundle(m);
     default: /* SHUTDOWN, STATS_REQ, PONG: the header alone */ break;
     }
+    return 0;
 }
 
 /* The whole of file path, malloc'ed, its length in *len; NULL if it
@@ -411,7 +501,10 @@ static int dump(const char *path, int hello)
         rc = dps_msg_decode(buf, len, &m, err, sizeof(err));
         if (rc == DPS_OK) {
             printf("%s: %s, %zu bytes\n", base, dps_msg_type_str(m.type), len);
-            fields(&m);
+            if (fields(&m) != 0) {
+                rc = DPS_ERR_PROTO;
+                snprintf(err, sizeof(err), "a part does not decode");
+            }
         }
     }
     free(buf);

@@ -266,7 +266,7 @@ START_TEST(def_table_sane)
             ck_assert_uint_ne(o->offset, e->offset);
         }
     }
-    ck_assert_int_eq(n, 20 + DPS_CFG_NCOLL - 2);
+    ck_assert_int_eq(n, 21 + DPS_CFG_NCOLL - 2);
     (void)entry("OFFLOAD");
     (void)entry("IALLTOALL");
     (void)entry("IBCAST");
@@ -283,6 +283,7 @@ START_TEST(def_table_sane)
     (void)entry("REGCACHE_BYTES");
     (void)entry("CHUNK_BYTES");
     (void)entry("PIPELINE_DEPTH");
+    (void)entry("PUSH");
     (void)entry("REQUIRE");
     (void)entry("AGENT_TIMEOUT");
     (void)entry("AGENT_MAP");
@@ -318,8 +319,8 @@ START_TEST(ok_bool)
             ACCEPT_INT(e->name, no[i], 0);
         }
     }
-    /* OFFLOAD, REQUIRE and one switch per collective. */
-    ck_assert_int_eq(nbool, 2 + DPS_CFG_NCOLL);
+    /* OFFLOAD, PUSH, REQUIRE and one switch per collective. */
+    ck_assert_int_eq(nbool, 3 + DPS_CFG_NCOLL);
 }
 END_TEST
 

@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #define HDR     sizeof(dps_msg_hdr_t)
 #define POSTF   sizeof(dps_msg_post_t)
@@ -730,6 +732,8 @@ END_TEST
 
 START_TEST(rt_type_str)
 {
+    unsigned t, u;
+
     ck_assert_str_eq(dps_msg_type_str(DPS_MSG_HELLO), "hello");
     ck_assert_str_eq(dps_msg_type_str(DPS_MSG_JOB_INFO), "job_info");
     ck_assert_str_eq(dps_msg_type_str(DPS_MSG_READY), "ready");
@@ -746,6 +750,17 @@ START_TEST(rt_type_str)
     ck_assert_str_eq(dps_msg_type_str(DPS_MSG_INST_FAIL), "inst_fail");
     ck_assert_str_eq(dps_msg_type_str(DPS_MSG_ROUND), "round");
     ck_assert_str_eq(dps_msg_type_str(DPS_MSG_SCHED_FREE), "sched_free");
+    ck_assert_str_eq(dps_msg_type_str(DPS_MSG_FETCH), "fetch");
+    ck_assert_str_eq(dps_msg_type_str(DPS_MSG_PUSH), "push");
+    ck_assert_str_eq(dps_msg_type_str(DPS_MSG_BUNDLE), "bundle");
+    ck_assert_int_eq(DPS_MSG_BUNDLE + 1, DPS_MSG_TYPE_MAX);
+    /* Every type has a name of its own: none left out of the table. */
+    for (t = 1; t < DPS_MSG_TYPE_MAX; t++) {
+        ck_assert_str_ne(dps_msg_type_str(t), "?");
+        for (u = 1; u < t; u++) {
+            ck_assert_str_ne(dps_msg_type_str(t), dps_msg_type_str(u));
+        }
+    }
     ck_assert_str_eq(dps_msg_type_str(0), "?");
     ck_assert_str_eq(dps_msg_type_str(DPS_MSG_TYPE_MAX), "?");
     ck_assert_str_eq(dps_msg_type_str(0xffffu), "?");
@@ -1331,6 +1346,9 @@ static void roundtrip_job(uint32_t nranks, uint32_t nagents,
     int       pass;
 
     job_init(&j, nranks, nagents, agent_idx, base);
+    /* Every second job pushes between nodes. */
+    j.fixed.flags = (nranks % 2) ? DPS_JOB_PUSH : 0;
+    j.fixed.job_key = 0x5eed0000u + nranks;
     m = job_encode(&j, &len);
     check_hdr(m, len, DPS_MSG_JOB_INFO);
 
@@ -1366,6 +1384,10 @@ static void roundtrip_job(uint32_t nranks, uint32_t nagents,
         ck_assert_uint_eq(msg.u.job.fixed.nranks, nranks);
         ck_assert_uint_eq(msg.u.job.fixed.nagents, nagents);
         ck_assert_uint_eq(msg.u.job.fixed.agent_idx, agent_idx);
+        ck_assert_uint_eq(msg.u.job.fixed.job_key, j.fixed.job_key);
+        ck_assert_uint_eq(msg.u.job.fixed.flags, j.fixed.flags);
+        ck_assert_uint_eq(msg.u.job.fixed.pad, 0);
+        ck_assert_mem_eq(&msg.u.job.fixed, &j.fixed, JOBF);
         off = HDR + JOBF;
         ck_assert_ptr_eq(msg.u.job.rank_agent, (const void *)(buf + off));
         off += 4 * nranks;
@@ -1623,6 +1645,10 @@ START_TEST(fixed_type_mismatch)
             put16(m, offsetof(dps_msg_hdr_t, type), DPS_MSG_JOB_INFO);
             REJECT(m, len, "short job_info");
         }
+        /* Nor for a push's fixed part. */
+        ck_assert_uint_lt(fx_body[w], sizeof(dps_msg_push_t));
+        put16(m, offsetof(dps_msg_hdr_t, type), DPS_MSG_PUSH);
+        REJECT(m, len, "short push");
         free(m);
     }
 }
@@ -2129,6 +2155,83 @@ START_TEST(job_truncated_or_trailing)
 }
 END_TEST
 
+/* flags (DPS_JOB_PUSH alone) and pad (0) follow job_key; anything else
+ * is refused, and says so. */
+START_TEST(job_flags)
+{
+    static const uint32_t bad[] = {2, DPS_JOB_PUSH | 2, 0x100, 0x80000000u,
+                                   UINT32_MAX};
+    const size_t          at_flags = HDR + offsetof(dps_msg_job_t, flags);
+    const size_t          at_pad = HDR + offsetof(dps_msg_job_t, pad);
+    char                  err[ERR_LEN];
+    job_fix_t             j;
+    dps_msg_t             msg;
+    size_t                len, i;
+    uint32_t              v;
+    char                 *m;
+
+    ck_assert_uint_eq(offsetof(dps_msg_job_t, flags), 16);
+    ck_assert_uint_eq(offsetof(dps_msg_job_t, pad), 20);
+    ck_assert_uint_eq(JOBF, 24);
+    job_init(&j, 4, 2, 1, 5);
+    j.fixed.flags = DPS_JOB_PUSH;
+    m = job_encode(&j, &len);
+    ck_assert_ptr_nonnull(m);
+    memcpy(&v, m + at_flags, 4);
+    ck_assert_uint_eq(v, DPS_JOB_PUSH);
+    memcpy(&v, m + at_pad, 4);
+    ck_assert_uint_eq(v, 0);
+    DECODE_OK(m, len, &msg);
+    ck_assert_uint_eq(msg.u.job.fixed.flags, DPS_JOB_PUSH);
+    ck_assert_uint_eq(msg.u.job.fixed.pad, 0);
+
+    /* Patched in place. */
+    put32(m, at_flags, 2);
+    REJECT(m, len, "job_info flags 2");
+    memset(err, 0, sizeof(err));
+    ck_assert_int_eq(dps_msg_decode(m, len, &msg, err, sizeof(err)),
+                     DPS_ERR_PROTO);
+    ck_assert_msg(strstr(err, "unknown flags") != NULL, "error: %s", err);
+    put32(m, at_flags, DPS_JOB_PUSH);
+    put32(m, at_pad, 1);
+    REJECT(m, len, "job_info pad 1");
+    put32(m, at_flags, 0);
+    REJECT(m, len, "job_info pad 1, no flags");
+    put32(m, at_pad, 0);
+    DECODE_OK(m, len, &msg);
+    ck_assert_uint_eq(msg.u.job.fixed.flags, 0);
+    free(m);
+
+    /* Built raw, tables and addresses right. */
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        j.fixed.flags = bad[i];
+        m = raw_job_fix(&j, 0, &len);
+        REJECT(m, len, "job_info unknown flags");
+        free(m);
+    }
+    j.fixed.flags = DPS_JOB_PUSH;
+    j.fixed.pad = UINT32_MAX;
+    m = raw_job_fix(&j, 0, &len);
+    REJECT(m, len, "job_info pad not 0");
+    free(m);
+    j.fixed.pad = 0;
+    m = raw_job_fix(&j, 0, &len);
+    DECODE_OK(m, len, &msg);
+    ck_assert_uint_eq(msg.u.job.fixed.flags, DPS_JOB_PUSH);
+    free(m);
+
+    /* Whatever the encoder makes of unknown flags, no agent takes it. */
+    j.fixed.flags = 2;
+    m = job_encode(&j, &len);
+    if (m != NULL) {
+        REJECT(m, len, "encoded job_info with flags 2");
+        free(m);
+    }
+    j.fixed.flags = 0;
+    job_free(&j);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 /* Every truncation of valid messages                                 */
 /* ------------------------------------------------------------------ */
@@ -2309,18 +2412,33 @@ END_TEST
 /* STATS_REQ and STATS: round trip; wrong body sizes refused. */
 START_TEST(rt_stats)
 {
-    dps_msg_stats_t st = {
-        123456789012345ull, 42, 7,    1ull << 40, 3,     5ull << 33, 9, 11,
-        1ull << 35,         40, 1000, 77,         123456};
-    dps_msg_t msg;
-    char      err[128];
-    size_t    len;
-    uint8_t  *m, *t;
-    uint32_t  l32;
+    dps_msg_stats_t st = {123456789012345ull,
+                          42,
+                          7,
+                          1ull << 40,
+                          3,
+                          5ull << 33,
+                          9,
+                          11,
+                          1ull << 35,
+                          40,
+                          1000,
+                          77,
+                          123456,
+                          0x0102030405060708ull,
+                          1ull << 50,
+                          UINT64_MAX - 1};
+    dps_msg_t       msg;
+    char            err[128];
+    size_t          len;
+    uint8_t        *m, *t;
+    uint32_t        l32;
 
     m = dps_msg_encode_stats(&st, &len);
     ck_assert_ptr_nonnull(m);
-    ck_assert_uint_eq(len, 16 + 88);
+    ck_assert_uint_eq(len, 16 + 112);
+    /* The wire's bytes are the struct's, the new counters last. */
+    ck_assert_mem_eq(m + 16, &st, sizeof(st));
     ck_assert_int_eq(dps_msg_decode(m, len, &msg, err, sizeof(err)), DPS_OK);
     ck_assert_int_eq(msg.type, DPS_MSG_STATS);
     ck_assert_uint_eq(msg.u.stats.cpu_ns, st.cpu_ns);
@@ -2336,11 +2454,29 @@ START_TEST(rt_stats)
     ck_assert_uint_eq(msg.u.stats.keys_peak, 1000);
     ck_assert_uint_eq(msg.u.stats.scheds_peak, 77);
     ck_assert_uint_eq(msg.u.stats.steps_peak, 123456);
+    ck_assert_uint_eq(msg.u.stats.agent_msgs, 0x0102030405060708ull);
+    ck_assert_uint_eq(msg.u.stats.pushes, 1ull << 50);
+    ck_assert_uint_eq(msg.u.stats.pushed_bytes, UINT64_MAX - 1);
+    {
+        uint64_t v;
+
+        memcpy(&v, m + 16 + 88, 8);
+        ck_assert_uint_eq(v, st.agent_msgs);
+        memcpy(&v, m + 16 + 96, 8);
+        ck_assert_uint_eq(v, st.pushes);
+        memcpy(&v, m + 16 + 104, 8);
+        ck_assert_uint_eq(v, st.pushed_bytes);
+    }
     t = malloc(len - 1);
     memcpy(t, m, len - 1);
     l32 = (uint32_t)(len - 1);
     memcpy(t + 8, &l32, sizeof(l32));
     ck_assert_int_eq(dps_msg_decode(t, len - 1, &msg, err, sizeof(err)),
+                     DPS_ERR_PROTO);
+    /* A protocol 10 agent's 88 bytes (with a version 11 header). */
+    l32 = 16 + 88;
+    memcpy(t + 8, &l32, sizeof(l32));
+    ck_assert_int_eq(dps_msg_decode(t, 16 + 88, &msg, err, sizeof(err)),
                      DPS_ERR_PROTO);
     free(t);
     free(m);
@@ -2456,32 +2592,26 @@ END_TEST
 
 START_TEST(enc_post_null)
 {
-    static const unsigned bad_types[] = {0,
-                                         DPS_MSG_HELLO,
-                                         DPS_MSG_JOB_INFO,
-                                         DPS_MSG_READY,
-                                         DPS_MSG_COMPLETE,
-                                         DPS_MSG_COMM_FREE,
-                                         DPS_MSG_SEND_DONE,
-                                         DPS_MSG_SHUTDOWN,
-                                         DPS_MSG_REG_FREE,
-                                         DPS_MSG_ROUND,
-                                         DPS_MSG_SCHED_FREE,
-                                         DPS_MSG_TYPE_MAX};
-    uint32_t              members[8] = {0, 1, 2, 3, 4, 5, 6, 7};
-    uint8_t              *key = xmalloc(DPS_MAX_RKEY + 1);
-    const void           *keys[DPS_NBUF] = {key, key, key};
-    dps_step_t           *steps = make_steps(3, 4, 7);
-    dps_msg_post_t        f;
-    size_t                len, i;
-    int                   b;
-    void                 *m;
+    uint32_t       members[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+    uint8_t       *key = xmalloc(DPS_MAX_RKEY + 1);
+    const void    *keys[DPS_NBUF] = {key, key, key};
+    dps_step_t    *steps = make_steps(3, 4, 7);
+    dps_msg_post_t f;
+    size_t         len;
+    unsigned       t;
+    int            b;
+    void          *m;
 
     memset(key, 0x3c, DPS_MAX_RKEY + 1);
-    for (i = 0; i < sizeof(bad_types) / sizeof(bad_types[0]); i++) {
+    /* Every type but the two posts, 0 and the first unknown one. */
+    for (t = 0; t <= DPS_MSG_TYPE_MAX; t++) {
+        if (t == DPS_MSG_POST || t == DPS_MSG_PEER_POST) {
+            continue;
+        }
         f = post_fixed(DPS_COLL_ALLTOALL, 4, 3, 3, 3, 3, 4);
-        ck_assert_ptr_null(dps_msg_encode_post(
-            (dps_msg_type_t)bad_types[i], &f, keys, steps, members, &len));
+        ck_assert_msg(dps_msg_encode_post((dps_msg_type_t)t, &f, keys, steps,
+                                          members, &len) == NULL,
+                      "post encoded as type %u", t);
     }
     f = post_fixed(DPS_COLL_ALLTOALL, 4, 3, 3, 3, 3, 3);
     ck_assert_ptr_null(
@@ -2593,7 +2723,7 @@ START_TEST(enc_job_too_big)
     const void   **rp = xmalloc(n * sizeof(void *));
     const void    *ap[1] = {addr};
     uint32_t       al[1] = {DPS_MAX_ADDR}, i;
-    dps_msg_job_t  f = {n, 1, 0, 0};
+    dps_msg_job_t  f = {n, 1, 0, 0, 0, 0};
     size_t         len;
 
     for (i = 0; i < n; i++) {
@@ -2605,6 +2735,735 @@ START_TEST(enc_job_too_big)
     free(ra);
     free(rl);
     free(rp);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* PUSH                                                               */
+/* ------------------------------------------------------------------ */
+
+#define PUSHF sizeof(dps_msg_push_t)
+
+static uint32_t get32(const void *buf, size_t off)
+{
+    uint32_t v;
+
+    memcpy(&v, (const char *)buf + off, sizeof(v));
+    return v;
+}
+
+static uint64_t get64(const void *buf, size_t off)
+{
+    uint64_t v;
+
+    memcpy(&v, (const char *)buf + off, sizeof(v));
+    return v;
+}
+
+/* A piece [off, off + len) of total bytes, every other field set. */
+static dps_msg_push_t push_fixed(uint64_t off, uint64_t len, uint64_t total)
+{
+    dps_msg_push_t f;
+
+    memset(&f, 0, sizeof(f));
+    f.comm_id = 0x0123456789abcdefull;
+    f.seq = 0xdeadbeefu;
+    f.src = 3;
+    f.dst = DPS_MAX_RANKS - 1;
+    f.k = 0x7fffffffu;
+    f.off = off;
+    f.len = len;
+    f.total = total;
+    return f;
+}
+
+/* A PUSH as an agent builds one: dps_msg_push_put, then the f->len
+ * bytes of pattern seed right after. */
+static char *push_msg(const dps_msg_push_t *f, unsigned seed, size_t *len)
+{
+    size_t n = DPS_PUSH_HEAD + (size_t)f->len, i;
+    char  *m = xmalloc(n);
+
+    ck_assert_int_eq(dps_msg_push_put(f, m), DPS_OK);
+    for (i = 0; i < f->len; i++) {
+        m[DPS_PUSH_HEAD + i] = (char)pat(seed, i);
+    }
+    *len = n;
+    return m;
+}
+
+/* A PUSH with a correct header: *f then ndata pattern bytes, whatever
+ * *f says. */
+static char *raw_push(const dps_msg_push_t *f, size_t ndata, size_t *len)
+{
+    char  *body = xmalloc(PUSHF + ndata), *m;
+    size_t i;
+
+    memcpy(body, f, PUSHF);
+    for (i = 0; i < ndata; i++) {
+        body[PUSHF + i] = (char)pat(11, i);
+    }
+    m = raw_msg(DPS_MSG_PUSH, body, PUSHF + ndata, len);
+    free(body);
+    return m;
+}
+
+/* Header, fixed part and data through, byte for byte, decoded in place
+ * and from an odd address. */
+START_TEST(rt_push)
+{
+    /* off, len, total */
+    static const uint64_t cases[][3] = {{0, 0, 0},
+                                        {0, 1, 1},
+                                        {0, 5, 4096},
+                                        {4091, 5, 4096},
+                                        {4096, 0, 4096},
+                                        {1u << 20, 4096, (1u << 20) + 8192},
+                                        {UINT64_MAX - 3, 3, UINT64_MAX}};
+    size_t                i, k, len;
+    int                   pass;
+
+    ck_assert_uint_eq(PUSHF, 56);
+    ck_assert_uint_eq(DPS_PUSH_HEAD, HDR + 56);
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        dps_msg_push_t f = push_fixed(cases[i][0], cases[i][1], cases[i][2]);
+        char          *m, *shifted;
+
+        f.seq += (uint32_t)i;
+        f.src = (uint32_t)i * 1000;
+        m = push_msg(&f, (unsigned)i, &len);
+        check_hdr(m, len, DPS_MSG_PUSH);
+        ck_assert_uint_eq(len, HDR + PUSHF + f.len);
+        /* Little-endian, fixed offsets (both ISAs read these). */
+        ck_assert_mem_eq(m + HDR, &f, PUSHF);
+        ck_assert_uint_eq(get64(m, HDR + 0), f.comm_id);
+        ck_assert_uint_eq(get32(m, HDR + 8), f.seq);
+        ck_assert_uint_eq(get32(m, HDR + 12), f.src);
+        ck_assert_uint_eq(get32(m, HDR + 16), f.dst);
+        ck_assert_uint_eq(get32(m, HDR + 20), f.k);
+        ck_assert_uint_eq(get64(m, HDR + 24), f.off);
+        ck_assert_uint_eq(get64(m, HDR + 32), f.len);
+        ck_assert_uint_eq(get64(m, HDR + 40), f.total);
+        ck_assert_uint_eq(get32(m, HDR + 48), 0);
+        ck_assert_uint_eq(get32(m, HDR + 52), 0);
+        shifted = xmalloc(len + 1);
+        memcpy(shifted + 1, m, len);
+        for (pass = 0; pass < 2; pass++) {
+            const char *buf = pass ? shifted + 1 : m;
+            dps_msg_t   msg;
+
+            memset(&msg, 0xa5, sizeof(msg));
+            DECODE_OK(buf, len, &msg);
+            ck_assert_int_eq(msg.type, DPS_MSG_PUSH);
+            ck_assert_mem_eq(&msg.u.push.fixed, &f, PUSHF);
+            ck_assert_uint_eq(msg.u.push.fixed.comm_id, f.comm_id);
+            ck_assert_uint_eq(msg.u.push.fixed.seq, f.seq);
+            ck_assert_uint_eq(msg.u.push.fixed.src, f.src);
+            ck_assert_uint_eq(msg.u.push.fixed.dst, f.dst);
+            ck_assert_uint_eq(msg.u.push.fixed.k, f.k);
+            ck_assert_uint_eq(msg.u.push.fixed.off, cases[i][0]);
+            ck_assert_uint_eq(msg.u.push.fixed.len, cases[i][1]);
+            ck_assert_uint_eq(msg.u.push.fixed.total, cases[i][2]);
+            ck_assert_uint_eq(msg.u.push.fixed.flags, 0);
+            ck_assert_uint_eq(msg.u.push.fixed.pad, 0);
+            /* The data in place, right after the fixed part. */
+            ck_assert_ptr_eq(msg.u.push.data,
+                             (const uint8_t *)buf + DPS_PUSH_HEAD);
+            for (k = 0; k < f.len; k++) {
+                ck_assert_uint_eq(msg.u.push.data[k], pat((unsigned)i, k));
+            }
+        }
+        free(shifted);
+        free(m);
+    }
+}
+END_TEST
+
+/* DPS_PUSH_FETCH: no data, the receiver's agent fetches the transfer. */
+START_TEST(rt_push_fetch)
+{
+    dps_msg_push_t f = push_fixed(0, 0, 1u << 20);
+    dps_msg_t      msg;
+    size_t         len;
+    char          *m;
+
+    f.flags = DPS_PUSH_FETCH;
+    m = push_msg(&f, 0, &len);
+    check_hdr(m, len, DPS_MSG_PUSH);
+    ck_assert_uint_eq(len, DPS_PUSH_HEAD);
+    ck_assert_uint_eq(get32(m, HDR + 48), DPS_PUSH_FETCH);
+    DECODE_OK(m, len, &msg);
+    ck_assert_int_eq(msg.type, DPS_MSG_PUSH);
+    ck_assert_mem_eq(&msg.u.push.fixed, &f, PUSHF);
+    ck_assert_uint_eq(msg.u.push.fixed.flags, DPS_PUSH_FETCH);
+    ck_assert_uint_eq(msg.u.push.fixed.len, 0);
+    ck_assert_uint_eq(msg.u.push.fixed.off, 0);
+    ck_assert_uint_eq(msg.u.push.fixed.total, 1u << 20);
+    ck_assert_ptr_eq(msg.u.push.data, (const uint8_t *)m + len);
+    free(m);
+    /* Of an empty transfer too. */
+    f.total = 0;
+    m = push_msg(&f, 0, &len);
+    DECODE_OK(m, len, &msg);
+    ck_assert_uint_eq(msg.u.push.fixed.flags, DPS_PUSH_FETCH);
+    free(m);
+}
+END_TEST
+
+/* Each of the decoder's refusals, alone in an otherwise valid piece. */
+START_TEST(bad_push)
+{
+    const dps_msg_push_t good = push_fixed(8, 4, 16);
+    dps_msg_push_t       f;
+    dps_msg_t            msg;
+    size_t               len, n;
+    char                *m;
+
+    /* The raw builder lays a piece out as the encoder does. */
+    m = raw_push(&good, 4, &len);
+    DECODE_OK(m, len, &msg);
+    ck_assert_mem_eq(&msg.u.push.fixed, &good, PUSHF);
+    ck_assert_uint_eq(msg.u.push.data[3], pat(11, 3));
+    free(m);
+
+#define PUSH_REJECT(_f, _n, _what)       \
+    do {                                 \
+        m = raw_push(&(_f), (_n), &len); \
+        REJECT(m, len, _what);           \
+        free(m);                         \
+    } while (0)
+
+    f = good;
+    f.src = DPS_MAX_RANKS;
+    PUSH_REJECT(f, 4, "push src out of range");
+    f = good;
+    f.dst = DPS_MAX_RANKS;
+    PUSH_REJECT(f, 4, "push dst out of range");
+    f = good;
+    f.src = UINT32_MAX;
+    PUSH_REJECT(f, 4, "push src UINT32_MAX");
+    f = good;
+    f.pad = 1;
+    PUSH_REJECT(f, 4, "push pad not 0");
+    f = good;
+    f.flags = 2;
+    PUSH_REJECT(f, 4, "push unknown flag");
+    f = push_fixed(0, 0, 16);
+    f.flags = DPS_PUSH_FETCH | 0x80000000u;
+    PUSH_REJECT(f, 0, "push unknown flag beside DPS_PUSH_FETCH");
+    PUSH_REJECT(good, 3, "push data one byte shorter than len");
+    PUSH_REJECT(good, 5, "push data one byte longer than len");
+    PUSH_REJECT(good, 0, "push without the data len announces");
+    f = push_fixed(0, 0, 16);
+    PUSH_REJECT(f, 1, "push data where len is 0");
+    f = push_fixed(17, 0, 16);
+    PUSH_REJECT(f, 0, "push off > total");
+    f = push_fixed(8, 9, 16);
+    PUSH_REJECT(f, 9, "push len > total - off");
+    /* off + len wraps to below total: refused all the same. */
+    f = push_fixed(UINT64_MAX - 2, 5, UINT64_MAX);
+    PUSH_REJECT(f, 5, "push off + len past 2^64");
+    f = push_fixed(0, 4, 16);
+    f.flags = DPS_PUSH_FETCH;
+    PUSH_REJECT(f, 4, "push DPS_PUSH_FETCH with data");
+    f = push_fixed(8, 0, 16);
+    f.flags = DPS_PUSH_FETCH;
+    PUSH_REJECT(f, 0, "push DPS_PUSH_FETCH at an offset");
+#undef PUSH_REJECT
+    for (n = 0; n < PUSHF; n++) {
+        m = raw_msg(DPS_MSG_PUSH, &good, n, &len);
+        REJECT(m, len, "push shorter than its fixed part");
+        free(m);
+    }
+
+    /* The edges are fine: an empty piece at the end, the last piece,
+     * the last ranks. */
+    f = push_fixed(16, 0, 16);
+    m = raw_push(&f, 0, &len);
+    DECODE_OK(m, len, &msg);
+    free(m);
+    f = push_fixed(0, 16, 16);
+    f.src = f.dst = DPS_MAX_RANKS - 1;
+    m = raw_push(&f, 16, &len);
+    DECODE_OK(m, len, &msg);
+    ck_assert_uint_eq(msg.u.push.fixed.src, DPS_MAX_RANKS - 1);
+    free(m);
+}
+END_TEST
+
+/* dps_msg_push_put refuses a piece out of range and then writes
+ * nothing; it writes DPS_PUSH_HEAD bytes, never more. */
+START_TEST(enc_push_put)
+{
+    const dps_msg_push_t good = push_fixed(8, 4, 16);
+    uint8_t              out[DPS_PUSH_HEAD + 8];
+    dps_msg_push_t       f;
+    dps_msg_hdr_t        h;
+    size_t               i;
+
+#define PUT_BAD(_f, _what)                                             \
+    do {                                                               \
+        memset(out, 0xee, sizeof(out));                                \
+        ck_assert_msg(dps_msg_push_put(&(_f), out) == DPS_ERR_INVALID, \
+                      "put: %s", _what);                               \
+        for (i = 0; i < sizeof(out); i++) {                            \
+            ck_assert_msg(out[i] == 0xee, "put wrote byte %zu: %s", i, \
+                          _what);                                      \
+        }                                                              \
+    } while (0)
+
+    f = good;
+    f.pad = 1;
+    PUT_BAD(f, "pad not 0");
+    f = good;
+    f.flags = 2;
+    PUT_BAD(f, "unknown flag");
+    f = push_fixed(0, 0, 16);
+    f.flags = DPS_PUSH_FETCH | 2;
+    PUT_BAD(f, "unknown flag beside DPS_PUSH_FETCH");
+    f = push_fixed(17, 0, 16);
+    PUT_BAD(f, "off > total");
+    f = push_fixed(8, 9, 16);
+    PUT_BAD(f, "len > total - off");
+    f = push_fixed(UINT64_MAX - 2, 5, UINT64_MAX);
+    PUT_BAD(f, "off + len past 2^64");
+    f = push_fixed(0, 4, 16);
+    f.flags = DPS_PUSH_FETCH;
+    PUT_BAD(f, "DPS_PUSH_FETCH with data");
+    f = push_fixed(8, 0, 16);
+    f.flags = DPS_PUSH_FETCH;
+    PUT_BAD(f, "DPS_PUSH_FETCH at an offset");
+    /* A piece the 32-bit length field cannot hold. */
+    f = push_fixed(0, (uint64_t)UINT32_MAX - DPS_PUSH_HEAD + 1, UINT64_MAX);
+    PUT_BAD(f, "length past UINT32_MAX");
+    f = push_fixed(0, UINT64_MAX, UINT64_MAX);
+    PUT_BAD(f, "len UINT64_MAX");
+#undef PUT_BAD
+
+    /* The largest piece that fits: only the header and fixed part are
+     * written. */
+    f = push_fixed(0, (uint64_t)UINT32_MAX - DPS_PUSH_HEAD, UINT64_MAX);
+    memset(out, 0xee, sizeof(out));
+    ck_assert_int_eq(dps_msg_push_put(&f, out), DPS_OK);
+    memcpy(&h, out, HDR);
+    ck_assert_uint_eq(h.magic, DPS_PROTO_MAGIC);
+    ck_assert_uint_eq(h.version, DPS_PROTO_VERSION);
+    ck_assert_uint_eq(h.type, DPS_MSG_PUSH);
+    ck_assert_uint_eq(h.length, UINT32_MAX);
+    ck_assert_uint_eq(h.reserved, 0);
+    ck_assert_mem_eq(out + HDR, &f, PUSHF);
+    for (i = DPS_PUSH_HEAD; i < sizeof(out); i++) {
+        ck_assert_uint_eq(out[i], 0xee);
+    }
+    f = good;
+    ck_assert_int_eq(dps_msg_push_put(&f, out), DPS_OK);
+    memcpy(&h, out, HDR);
+    ck_assert_uint_eq(h.length, DPS_PUSH_HEAD + 4);
+    ck_assert_uint_eq(out[DPS_PUSH_HEAD], 0xee);
+}
+END_TEST
+
+START_TEST(trunc_push)
+{
+    dps_msg_push_t f = push_fixed(8, 5, 16);
+    size_t         len;
+    char          *m = push_msg(&f, 3, &len);
+
+    reject_every_prefix(m, len, "truncated push");
+    free(m);
+    f = push_fixed(0, 0, 16);
+    f.flags = DPS_PUSH_FETCH;
+    m = push_msg(&f, 3, &len);
+    reject_every_prefix(m, len, "truncated fetch push");
+    free(m);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* BUNDLE                                                             */
+/* ------------------------------------------------------------------ */
+
+/* A bundle of n whole messages (or any bytes) back to back. */
+static char *bundle_of(const void *const *parts, const size_t *lens, size_t n,
+                       size_t *len)
+{
+    size_t body = 0, off, i;
+    char  *m;
+
+    for (i = 0; i < n; i++) {
+        body += lens[i];
+    }
+    m = xmalloc(HDR + body);
+    ck_assert_int_eq(dps_bundle_header(body, m), DPS_OK);
+    for (i = 0, off = HDR; i < n; off += lens[i], i++) {
+        memcpy(m + off, parts[i], lens[i]);
+    }
+    *len = HDR + body;
+    return m;
+}
+
+/* A bundle's bytes: 0 if dps_msg_decode refuses them, 1 if it takes them
+ * but a part does not iterate or decode, 2 if every part does (*nparts
+ * of them). */
+static int bundle_walk(const void *buf, size_t len, size_t *nparts)
+{
+    char           err[ERR_LEN];
+    dps_msg_t      msg, pm;
+    const uint8_t *p;
+    const void    *part;
+    size_t         left, plen;
+    int            rc;
+
+    *nparts = 0;
+    if (dps_msg_decode(buf, len, &msg, NULL, 0) != DPS_OK) {
+        return 0;
+    }
+    ck_assert_int_eq(msg.type, DPS_MSG_BUNDLE);
+    p = msg.u.bundle.parts;
+    left = msg.u.bundle.len;
+    for (;;) {
+        err[0] = '\0';
+        rc = dps_bundle_next(&p, &left, &part, &plen, err, sizeof(err));
+        if (rc == DPS_ERR_AGAIN) {
+            return 2;
+        }
+        if (rc != DPS_OK) {
+            ck_assert_int_eq(rc, DPS_ERR_PROTO);
+            ck_assert_msg(err[0] != '\0', "bundle_next: no reason given");
+            return 1;
+        }
+        if (dps_msg_decode(part, plen, &pm, NULL, 0) != DPS_OK) {
+            return 1;
+        }
+        ++*nparts;
+    }
+}
+
+/* A ROUND, a PUSH with 5 bytes of data and a SEND_DONE in one bundle:
+ * each part comes back whole, in order, and decodes to its fields. */
+START_TEST(rt_bundle)
+{
+    dps_msg_push_t f = push_fixed(8, 5, 16);
+    size_t         lens[3], offs[3], len, plen, left, i, k;
+    const void    *parts[3];
+    char          *round, *push, *sd, *m, *shifted;
+    int            pass;
+
+    round = dps_msg_encode_round(0x1111, 2, 3, 4, &lens[0]);
+    push = push_msg(&f, 21, &lens[1]);
+    sd = dps_msg_encode_send_done(0x2222, 5, 6, 7, 8, &lens[2]);
+    ck_assert_ptr_nonnull(round);
+    ck_assert_ptr_nonnull(sd);
+    parts[0] = round;
+    parts[1] = push;
+    parts[2] = sd;
+    m = bundle_of(parts, lens, 3, &len);
+    check_hdr(m, len, DPS_MSG_BUNDLE);
+    ck_assert_uint_eq(len, HDR + lens[0] + lens[1] + lens[2]);
+    for (i = 0, k = HDR; i < 3; k += lens[i], i++) {
+        offs[i] = k;
+        ck_assert(memcmp(m + k, parts[i], lens[i]) == 0);
+    }
+    shifted = xmalloc(len + 1);
+    memcpy(shifted + 1, m, len);
+    for (pass = 0; pass < 2; pass++) {
+        const char    *buf = pass ? shifted + 1 : m;
+        const uint8_t *p;
+        const void    *part;
+        char           err[ERR_LEN] = "";
+        dps_msg_t      msg, pm;
+
+        memset(&msg, 0xa5, sizeof(msg));
+        DECODE_OK(buf, len, &msg);
+        ck_assert_int_eq(msg.type, DPS_MSG_BUNDLE);
+        ck_assert_ptr_eq(msg.u.bundle.parts, (const uint8_t *)buf + HDR);
+        ck_assert_uint_eq(msg.u.bundle.len, len - HDR);
+        p = msg.u.bundle.parts;
+        left = msg.u.bundle.len;
+        for (i = 0; i < 3; i++) {
+            ck_assert_int_eq(
+                dps_bundle_next(&p, &left, &part, &plen, err, sizeof(err)),
+                DPS_OK);
+            ck_assert_ptr_eq(part, buf + offs[i]);
+            ck_assert_uint_eq(plen, lens[i]);
+            ck_assert_ptr_eq(p, (const uint8_t *)buf + offs[i] + lens[i]);
+            ck_assert_uint_eq(left, len - offs[i] - lens[i]);
+            memset(&pm, 0x5a, sizeof(pm));
+            DECODE_OK(part, plen, &pm);
+            switch (i) {
+            case 0:
+                ck_assert_int_eq(pm.type, DPS_MSG_ROUND);
+                ck_assert_uint_eq(pm.u.round.comm_id, 0x1111);
+                ck_assert_uint_eq(pm.u.round.seq, 2);
+                ck_assert_uint_eq(pm.u.round.rank, 3);
+                ck_assert_uint_eq(pm.u.round.round, 4);
+                break;
+            case 1:
+                ck_assert_int_eq(pm.type, DPS_MSG_PUSH);
+                ck_assert_mem_eq(&pm.u.push.fixed, &f, PUSHF);
+                ck_assert_ptr_eq(pm.u.push.data,
+                                 (const uint8_t *)part + DPS_PUSH_HEAD);
+                for (k = 0; k < 5; k++) {
+                    ck_assert_uint_eq(pm.u.push.data[k], pat(21, k));
+                }
+                break;
+            case 2:
+                ck_assert_int_eq(pm.type, DPS_MSG_SEND_DONE);
+                ck_assert_uint_eq(pm.u.send_done.comm_id, 0x2222);
+                ck_assert_uint_eq(pm.u.send_done.seq, 5);
+                ck_assert_uint_eq(pm.u.send_done.src, 6);
+                ck_assert_uint_eq(pm.u.send_done.dst, 7);
+                ck_assert_uint_eq(pm.u.send_done.k, 8);
+                break;
+            }
+        }
+        /* None left, and none again. */
+        ck_assert_uint_eq(left, 0);
+        ck_assert_ptr_eq(p, (const uint8_t *)buf + len);
+        ck_assert_int_eq(
+            dps_bundle_next(&p, &left, &part, &plen, err, sizeof(err)),
+            DPS_ERR_AGAIN);
+        ck_assert_int_eq(dps_bundle_next(&p, &left, &part, &plen, NULL, 0),
+                         DPS_ERR_AGAIN);
+    }
+    free(shifted);
+    free(m);
+    /* One part of a header alone: the smallest bundle. */
+    {
+        size_t    n, slen;
+        char     *s = dps_msg_encode_shutdown(&slen);
+        dps_msg_t msg;
+
+        parts[0] = s;
+        m = bundle_of(parts, &slen, 1, &len);
+        ck_assert_uint_eq(len, 2 * HDR);
+        DECODE_OK(m, len, &msg);
+        ck_assert_uint_eq(msg.u.bundle.len, HDR);
+        ck_assert_int_eq(bundle_walk(m, len, &n), 2);
+        ck_assert_uint_eq(n, 1);
+        free(m);
+        free(s);
+    }
+    free(round);
+    free(push);
+    free(sd);
+}
+END_TEST
+
+START_TEST(enc_bundle_header)
+{
+    uint8_t       out[HDR + 4];
+    dps_msg_hdr_t h;
+    size_t        i;
+
+#define HEADER_BAD(_n)                                                 \
+    do {                                                               \
+        memset(out, 0xee, sizeof(out));                                \
+        ck_assert_msg(dps_bundle_header((_n), out) == DPS_ERR_INVALID, \
+                      "bundle of %zu bytes", (size_t)(_n));            \
+        for (i = 0; i < sizeof(out); i++) {                            \
+            ck_assert_uint_eq(out[i], 0xee);                           \
+        }                                                              \
+    } while (0)
+
+    HEADER_BAD(0);
+    HEADER_BAD((size_t)UINT32_MAX - HDR + 1);
+    HEADER_BAD((size_t)UINT32_MAX);
+    HEADER_BAD(SIZE_MAX);
+#undef HEADER_BAD
+    memset(out, 0xee, sizeof(out));
+    ck_assert_int_eq(dps_bundle_header((size_t)UINT32_MAX - HDR, out), DPS_OK);
+    memcpy(&h, out, HDR);
+    ck_assert_uint_eq(h.magic, DPS_PROTO_MAGIC);
+    ck_assert_uint_eq(h.version, DPS_PROTO_VERSION);
+    ck_assert_uint_eq(h.type, DPS_MSG_BUNDLE);
+    ck_assert_uint_eq(h.length, UINT32_MAX);
+    ck_assert_uint_eq(h.reserved, 0);
+    for (i = HDR; i < sizeof(out); i++) {
+        ck_assert_uint_eq(out[i], 0xee);
+    }
+    ck_assert_int_eq(dps_bundle_header(40, out), DPS_OK);
+    check_hdr(out, HDR + 40, DPS_MSG_BUNDLE);
+}
+END_TEST
+
+/* The bundle decodes; its first good parts iterate and decode; the next
+ * one is refused by dps_bundle_next, which says why. The bundle ends
+ * right before a page that cannot be read: a read past its end crashes
+ * the test (forked: an error). */
+static void bundle_bad_at(const char *bytes, size_t len, size_t good,
+                          const char *what, int line)
+{
+    size_t         pg = (size_t)sysconf(_SC_PAGESIZE);
+    size_t         span = (len + pg - 1) / pg * pg + pg;
+    char          *base, *m, err[ERR_LEN];
+    dps_msg_t      msg, pm;
+    const uint8_t *p;
+    const void    *part;
+    size_t         left, plen, i;
+
+    base = mmap(NULL, span, PROT_READ | PROT_WRITE,
+                MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ck_assert_ptr_ne(base, MAP_FAILED);
+    ck_assert_int_eq(mprotect(base + span - pg, pg, PROT_NONE), 0);
+    m = base + span - pg - len;
+    memcpy(m, bytes, len);
+    decode_ok_at(m, len, &msg, line);
+    ck_assert_msg(msg.type == DPS_MSG_BUNDLE, "line %d (%s): type %d", line,
+                  what, msg.type);
+    p = msg.u.bundle.parts;
+    left = msg.u.bundle.len;
+    for (i = 0; i < good; i++) {
+        ck_assert_msg(dps_bundle_next(&p, &left, &part, &plen, err,
+                                      sizeof(err)) == DPS_OK,
+                      "line %d (%s): part %zu: %s", line, what, i, err);
+        decode_ok_at(part, plen, &pm, line);
+    }
+    memset(err, 0, sizeof(err));
+    ck_assert_msg(dps_bundle_next(&p, &left, &part, &plen, err, sizeof(err)) ==
+                      DPS_ERR_PROTO,
+                  "line %d (%s): part %zu not refused", line, what, good);
+    ck_assert_msg(err[0] != '\0', "line %d (%s): empty error text", line,
+                  what);
+    ck_assert_msg(dps_bundle_next(&p, &left, &part, &plen, NULL, 0) ==
+                      DPS_ERR_PROTO,
+                  "line %d (%s): without err", line, what);
+    munmap(base, span);
+}
+#define BUNDLE_BAD(_m, _l, _g, _w) \
+    bundle_bad_at((_m), (_l), (_g), (_w), __LINE__)
+
+START_TEST(bad_bundle)
+{
+    static const uint8_t zeros[HDR] = {0};
+    static const size_t  stray[] = {1, 8, HDR - 1};
+    const void          *parts[3];
+    size_t               lens[3], rl, sl, len, n, i;
+    char                *round, *sd, *inner, *m, *r2;
+
+    round = dps_msg_encode_round(9, 8, 7, 6, &rl);
+    sd = dps_msg_encode_send_done(9, 8, 7, 6, 5, &sl);
+    r2 = dup_bytes(round, rl);
+
+    /* Stray bytes after the last part. */
+    for (i = 0; i < sizeof(stray) / sizeof(stray[0]); i++) {
+        parts[0] = round;
+        lens[0] = rl;
+        parts[1] = zeros;
+        lens[1] = stray[i];
+        m = bundle_of(parts, lens, 2, &len);
+        BUNDLE_BAD(m, len, 1, "stray bytes after the last part");
+        free(m);
+    }
+    /* A part longer than what is left: the only one, the last one. */
+    parts[0] = r2;
+    lens[0] = rl;
+    put32(r2, offsetof(dps_msg_hdr_t, length), (uint32_t)rl + 1);
+    m = bundle_of(parts, lens, 1, &len);
+    BUNDLE_BAD(m, len, 0, "part one byte longer than the bundle");
+    free(m);
+    put32(r2, offsetof(dps_msg_hdr_t, length), UINT32_MAX);
+    m = bundle_of(parts, lens, 1, &len);
+    BUNDLE_BAD(m, len, 0, "part of UINT32_MAX bytes");
+    free(m);
+    parts[0] = round;
+    parts[1] = r2;
+    lens[1] = rl;
+    put32(r2, offsetof(dps_msg_hdr_t, length), (uint32_t)rl + 1);
+    m = bundle_of(parts, lens, 2, &len);
+    BUNDLE_BAD(m, len, 1, "last part one byte longer than what is left");
+    free(m);
+    /* A part shorter than a header (0 would never move on). */
+    parts[0] = round;
+    parts[1] = r2;
+    parts[2] = sd;
+    lens[2] = sl;
+    put32(r2, offsetof(dps_msg_hdr_t, length), 0);
+    m = bundle_of(parts, lens, 3, &len);
+    BUNDLE_BAD(m, len, 1, "part of length 0");
+    free(m);
+    put32(r2, offsetof(dps_msg_hdr_t, length), HDR - 1);
+    m = bundle_of(parts, lens, 3, &len);
+    BUNDLE_BAD(m, len, 1, "part of length 15");
+    free(m);
+    /* A bundle inside a bundle: alone, or after a part. */
+    parts[0] = round;
+    inner = bundle_of(parts, &rl, 1, &n);
+    parts[0] = inner;
+    m = bundle_of(parts, &n, 1, &len);
+    BUNDLE_BAD(m, len, 0, "bundle inside a bundle");
+    free(m);
+    parts[0] = sd;
+    lens[0] = sl;
+    parts[1] = inner;
+    lens[1] = n;
+    m = bundle_of(parts, lens, 2, &len);
+    BUNDLE_BAD(m, len, 1, "bundle after a part of a bundle");
+    free(m);
+    free(inner);
+    /* Nothing in it (dps_bundle_header will not write that header:
+     * enc_bundle_header), or fewer bytes than a header. */
+    for (n = 0; n < HDR; n++) {
+        m = raw_msg(DPS_MSG_BUNDLE, round, n, &len);
+        REJECT(m, len, n ? "bundle shorter than a header" : "empty bundle");
+        free(m);
+    }
+    /* A part that iterates but does not decode: dps_msg_decode's to
+     * refuse. */
+    memcpy(r2, round, rl);
+    put16(r2, offsetof(dps_msg_hdr_t, version), DPS_PROTO_VERSION - 1);
+    parts[0] = r2;
+    lens[0] = rl;
+    m = bundle_of(parts, lens, 1, &len);
+    ck_assert_int_eq(bundle_walk(m, len, &n), 1);
+    ck_assert_uint_eq(n, 0);
+    free(m);
+    free(r2);
+    free(round);
+    free(sd);
+}
+END_TEST
+
+/* Every prefix of a bundle, its length field patched: refused by the
+ * decoder or by dps_bundle_next, but where it ends between two parts
+ * (then a valid bundle of fewer parts). */
+START_TEST(trunc_bundle)
+{
+    dps_msg_push_t f = push_fixed(0, 7, 7);
+    size_t         lens[3], len, n, got;
+    const void    *parts[3];
+    char          *round, *push, *sd, *m;
+    int            rc;
+
+    round = dps_msg_encode_round(1, 2, 3, 4, &lens[0]);
+    push = push_msg(&f, 5, &lens[1]);
+    sd = dps_msg_encode_send_done(1, 2, 3, 4, 5, &lens[2]);
+    parts[0] = round;
+    parts[1] = push;
+    parts[2] = sd;
+    m = bundle_of(parts, lens, 3, &len);
+    ck_assert_int_eq(bundle_walk(m, len, &got), 2);
+    ck_assert_uint_eq(got, 3);
+    for (n = 0; n < len; n++) {
+        char *c = dup_bytes(m, n);
+
+        REJECT(c, n, "bundle prefix, length field unpatched");
+        if (n >= offsetof(dps_msg_hdr_t, length) + 4) {
+            put32(c, offsetof(dps_msg_hdr_t, length), (uint32_t)n);
+        }
+        rc = bundle_walk(c, n, &got);
+        if (n == HDR + lens[0] || n == HDR + lens[0] + lens[1]) {
+            ck_assert_msg(rc == 2, "prefix of %zu bytes: %d", n, rc);
+            ck_assert_uint_eq(got, n == HDR + lens[0] ? 1 : 2);
+        } else {
+            ck_assert_msg(rc != 2, "prefix of %zu bytes taken whole", n);
+        }
+        free(c);
+    }
+    free(m);
+    free(round);
+    free(push);
+    free(sd);
 }
 END_TEST
 
@@ -2756,6 +3615,7 @@ static Suite *proto_suite(void)
     tcase_add_test(tc, job_bad_rank_agent);
     tcase_add_test(tc, job_bad_addr_len);
     tcase_add_test(tc, job_truncated_or_trailing);
+    tcase_add_test(tc, job_flags);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("truncation");
@@ -2769,6 +3629,18 @@ static Suite *proto_suite(void)
     tcase_add_test(tc, enc_post_matches_decoder);
     tcase_add_test(tc, enc_job_null);
     tcase_add_test(tc, enc_job_too_big);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("push_bundle");
+    tcase_add_test(tc, rt_push);
+    tcase_add_test(tc, rt_push_fetch);
+    tcase_add_test(tc, bad_push);
+    tcase_add_test(tc, enc_push_put);
+    tcase_add_test(tc, trunc_push);
+    tcase_add_test(tc, rt_bundle);
+    tcase_add_test(tc, enc_bundle_header);
+    tcase_add_test(tc, bad_bundle);
+    tcase_add_test(tc, trunc_bundle);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("hex");
