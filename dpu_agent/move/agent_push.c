@@ -220,7 +220,10 @@ void agent_push_flush(agent_t *a)
 
         while (o->push_head != NULL && o->inflight < a->nslots && !o->dead) {
             bundle_fill(a, o, &done);
-            agent_out_send(a, i, 1);
+            if (agent_out_send(a, i, 1) != DPS_OK) {
+                break; /* out of memory, or that agent is lost: its
+                        * ranks' failover ends the collectives */
+            }
         }
     }
     /* Ends of moves may start others (queued for the next pass). */

@@ -19,6 +19,9 @@
 #   BENCH_SCALE_ITERS=5           timed iterations per size and job
 #   BENCH_REPS=3                  jobs per column and point (medians)
 #   BENCH_SHIM_VARS="DPUSHIM_MIN_BYTES=1"  variables for the shim jobs
+#   BENCH_SCALE_KINDS="stock dpu"  the columns; dpufetch: the DPUs'
+#                                 agents on the earlier plan between
+#                                 nodes (DPUSHIM_PUSH=0), to compare
 #   BENCH_DPU_AGENT=build/MPI/dpu_agent    the DPUs' agent (x86-64:
 #                                 qemu's speed would distort timings)
 # 32 ranks and 8 agents share this machine's 2 cores: times are of the
@@ -40,6 +43,7 @@ SIZES=${BENCH_SCALE_SIZES:-65536,1048576}
 ITERS=${BENCH_SCALE_ITERS:-5}
 REPS=${BENCH_REPS:-3}
 SHIM_VARS=${BENCH_SHIM_VARS:-DPUSHIM_MIN_BYTES=1}
+KINDS=${BENCH_SCALE_KINDS:-stock dpu}
 AGENT=${BENCH_DPU_AGENT:-build/$MPI/dpu_agent}
 FIN_GRACE=10
 export DPS_CLUSTER_DIR=/run/dpushim-bench-scale
@@ -97,10 +101,14 @@ run() {
     # shellcheck disable=SC2206 # SHIM_VARS is a list of VAR=value
     case $kind in
     stock) args=("$MPI" "$(layout "$h" "$n")" "${prog[@]}") ;;
-    dpu) args=(--shim "$MPI" "$(layout "$h" "$n")" $SHIM_VARS
-               DPUSHIM_STATS=2 DPUSHIM_AGENT_SCHED=eager
-               "DPUSHIM_AGENT_MAP=$DPS_CLUSTER_DIR/map"
-               "DPUSHIM_SECRET_DIR=$DPS_CLUSTER_DIR/sec" "${prog[@]}") ;;
+    dpu | dpufetch)
+        args=(--shim "$MPI" "$(layout "$h" "$n")" $SHIM_VARS
+              DPUSHIM_STATS=2 DPUSHIM_AGENT_SCHED=eager
+              "DPUSHIM_PUSH=$([ "$kind" = dpu ] && echo 1 || echo 0)"
+              "DPUSHIM_AGENT_MAP=$DPS_CLUSTER_DIR/map"
+              "DPUSHIM_SECRET_DIR=$DPS_CLUSTER_DIR/sec" "${prog[@]}") ;;
+    *) echo "BENCH_SCALE_KINDS: $kind is not stock, dpu or dpufetch" >&2
+       return 1 ;;
     esac
     : >"$f"
     bench_job "$f" '^result: ' "$FIN_GRACE" 1200 "${args[@]}" &&
@@ -116,7 +124,7 @@ for h in $HOSTS; do
     for n in $RANKS; do
         [ "$n" -ge "$h" ] || continue
         for ((r = 1; r <= REPS; r++)); do
-            for kind in stock dpu; do
+            for kind in $KINDS; do
                 f=$RAW/$MPI-h$h-n$n-$kind-$r.txt
                 printf '%s: %d hosts, %d ranks, %s, rep %d\n' "$MPI" "$h" "$n" "$kind" "$r"
                 run "$kind" "$h" "$n" "$f" || fail=1

@@ -13,6 +13,12 @@ copied). The model prices them:
   A_g = o (messages) + G max(bytes in, bytes out) + Gl (local bytes +
         copies) + Gr (bytes reduced)
 
+Two plans between nodes: "rank" (DPUSHIM_PUSH=0, the earlier one: a
+FETCH and its answer for each transfer and chunk, so messages are the
+rank pairs' reads) and "node" (the default: an agent's data comes in one
+message a peer agent and chunk, dpu_agent/move/agent_push.c; each
+transfer still costs its DMA descriptors, od a piece).
+
 t0: posting and completing (host to agent and back); L: network
 latency; o: an agent's cost per message; G: per byte on its link; Gl: per
 byte moved between two ranks of its own node; Gr: per byte reduced; C:
@@ -25,7 +31,9 @@ machine's 2 cores; a cluster: each DPU its own, C infinite).
                           predict the rest, print each error
   model.py project        BlueField-2 / HDR100 parameters (literature),
                           16, 32 and 64 nodes x 32 ranks: Ialltoall and
-                          Iallreduce times and the host's share
+                          Iallreduce times, both plans, 1 and 8 cores,
+                          against the host's own, and the host's share
+  model.py fit CSV rank   the same fit with the earlier plan's messages
 """
 import functools
 import math
@@ -35,13 +43,15 @@ import subprocess
 import sys
 
 TOOL = os.path.join(os.path.dirname(__file__), "../../build/tools/sched_model")
-PARAMS = ["t0", "L", "o", "G", "Gl", "Gr"]
+PARAMS = ["t0", "L", "o", "G", "Gl", "Gr", "od"]
+CHUNK = 262144  # DPUSHIM_CHUNK_BYTES's default
 
 
 @functools.lru_cache(maxsize=None)
 def rounds(coll, p, rpa, nbytes):
     """[[(msgs, in, out, local, reduce, copy) per agent] per round]"""
-    out = subprocess.run([TOOL, coll, str(p), str(rpa), str(nbytes)],
+    out = subprocess.run([TOOL, coll, str(p), str(rpa), str(nbytes),
+                          str(CHUNK)],
                          capture_output=True, text=True, check=True).stdout
     rs = {}
     for line in out.splitlines():
@@ -54,38 +64,42 @@ def rounds(coll, p, rpa, nbytes):
             int(v["remote_msgs"]) + int(v["local_msgs"]),
             int(v["remote_bytes"]), int(v["out_bytes"]),
             int(v["local_bytes"]), int(v["reduce_bytes"]),
-            int(v["copy_bytes"]), int(v["remote_msgs"])))
+            int(v["copy_bytes"]), int(v["remote_msgs"]),
+            int(v["node_msgs"])))
     return [rs[k] for k in sorted(rs)]
 
 
-def agent_terms(a):
-    """The coefficients of o, G, Gl, Gr in one agent's round."""
-    msgs, bin_, bout, loc, red, cp, _ = a
-    return [msgs, max(bin_, bout), loc + cp, red]
+def agent_terms(a, plan):
+    """The coefficients of o, G, Gl, Gr, od in one agent's round."""
+    msgs, bin_, bout, loc, red, cp, rmsg, nmsg = a
+    if plan == "node":
+        return [msgs - rmsg + nmsg, max(bin_, bout), loc + cp, red, rmsg]
+    return [msgs, max(bin_, bout), loc + cp, red, 0]
 
 
-def features(coll, p, rpa, nbytes, cores, prm):
+def features(coll, p, rpa, nbytes, cores, prm, plan="node"):
     """Coefficients of PARAMS in T: linear once each round's binding term
     (the busiest agent, or all agents' work over the cores) is chosen
     with the parameters prm."""
-    f = [1.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+    f = [1.0] + [0.0] * (len(PARAMS) - 1)
+    n = len(PARAMS) - 2
     for rnd in rounds(coll, p, rpa, nbytes):
         if any(a[6] for a in rnd):
             f[1] += 1
-        terms = [agent_terms(a) for a in rnd]
+        terms = [agent_terms(a, plan) for a in rnd]
         cost = [sum(c * x for c, x in zip(t, prm[2:])) for t in terms]
         busiest = terms[cost.index(max(cost))]
-        total = [sum(t[i] for t in terms) / cores for i in range(4)]
+        total = [sum(t[i] for t in terms) / cores for i in range(n)]
         tot_cost = sum(c * x for c, x in zip(total, prm[2:]))
         use = total if tot_cost > max(cost) else busiest
-        for i in range(4):
+        for i in range(n):
             f[2 + i] += use[i]
     return f
 
 
-def predict(coll, p, rpa, nbytes, cores, prm):
+def predict(coll, p, rpa, nbytes, cores, prm, plan="node"):
     return sum(c * x for c, x in
-               zip(features(coll, p, rpa, nbytes, cores, prm), prm))
+               zip(features(coll, p, rpa, nbytes, cores, prm, plan), prm))
 
 
 def solve(a, b):
@@ -120,12 +134,13 @@ def nnls(a, b):
         del free[x.index(min(x))]
 
 
-def fit(points, cores):
+def fit(points, cores, plan):
     """Parameters that fit [(coll, p, rpa, bytes, us)], the binding terms
     chosen again with each fit until they settle."""
-    prm = [10.0, 10.0, 1.0, 1e-3, 1e-3, 1e-3]
+    prm = [10.0, 10.0, 1.0, 1e-3, 1e-3, 1e-3, 0.1]
     for _ in range(8):
-        a = [features(c, p, r, n, cores, prm) for c, p, r, n, _ in points]
+        a = [features(c, p, r, n, cores, prm, plan)
+             for c, p, r, n, _ in points]
         b = [t for *_, t in points]
         # Relative error: scale each row by its measured time.
         new = nnls([[x / t for x in row] for row, t in zip(a, b)],
@@ -137,13 +152,15 @@ def fit(points, cores):
     return prm
 
 
-def load_csv(path):
+def load_csv(path, kind):
+    """The shim's points of column kind (dpu: the node plan; dpufetch:
+    the rank plan, DPUSHIM_PUSH=0)."""
     rows = []
     with open(path) as f:
         head = f.readline().strip().split(",")
         for line in f:
             v = dict(zip(head, line.strip().split(",")))
-            if v["kind"] != "dpu":
+            if v["kind"] != kind:
                 continue
             h, n = int(v["hosts"]), int(v["ranks"])
             for k, x in v.items():
@@ -155,17 +172,17 @@ def load_csv(path):
     return rows
 
 
-def cmd_fit(path):
-    rows = load_csv(path)
+def cmd_fit(path, plan):
+    kind = "dpu" if plan == "node" else "dpufetch"
+    rows = load_csv(path, kind)
     if not rows:
-        print("model.py: no shim points in " + path, file=sys.stderr)
+        print("model.py: no %s points in %s" % (kind, path), file=sys.stderr)
         return 1
     hmax = max(r[0] for r in rows)
     train = [r[1:] for r in rows if r[0] < hmax]
-    test = [r for r in rows if r[0] == hmax]
-    prm = fit(train, 2)
-    print("fitted on %d points (hosts < %d), emulation, C = 2 cores:" %
-          (len(train), hmax))
+    prm = fit(train, 2, plan)
+    print("fitted on %d points (hosts < %d), emulation, C = 2 cores, "
+          "%s plan:" % (len(train), hmax, plan))
     print("  " + "  ".join("%s=%.4g" % (k, v) for k, v in zip(PARAMS, prm)) +
           "   (us, us/message, us/byte)")
     print("%-6s %-11s %5s %9s %12s %12s %8s" % ("hosts", "collective",
@@ -173,7 +190,7 @@ def cmd_fit(path):
     errs = {"train": [], "test": []}
     for r in rows:
         h, coll, n, rpa, size, us = r
-        m = predict(coll, n, rpa, size, 2, prm)
+        m = predict(coll, n, rpa, size, 2, prm, plan)
         e = (m - us) / us
         errs["test" if h == hmax else "train"].append(abs(e))
         print("%-6d %-11s %5d %9d %12.0f %12.0f %+7.0f%%" %
@@ -194,6 +211,8 @@ BF2 = {
     "G": 1 / 12.5e3,  # 100 Gb/s: 12.5 GB/s
     "Gl": 1 / 12.5e3,  # host to host through the NIC (GVMI loopback)
     "Gr": 1 / 2.0e3,  # an A72 core summing doubles, ~2 GB/s
+    "od": 0.2,        # one DMA descriptor posted and its completion
+                      # polled (DOCA DMA), a transfer's piece
 }
 HOST = {"o": 0.3, "L": 1.0, "G": 1 / 12.5e3}  # host MPI over HDR100
 # The host's own work for one offloaded collective: the post (0.8 us
@@ -209,34 +228,49 @@ def host_alltoall(p, ppn, block):
                                            node_bytes * HOST["G"])
 
 
+def host_ring(p, ppn, nbytes):
+    """The hosts' own ring allreduce of nbytes over p ranks: 2 (p - 1)
+    steps, each a message of nbytes / p on every link (a node's link
+    carries its one ring edge), latency and overhead each step."""
+    return 2 * (p - 1) * (HOST["L"] + HOST["o"] + nbytes / p * HOST["G"])
+
+
 def cmd_project():
     prm = [BF2[k] for k in PARAMS]
-    # The same agent spreading its messages and reductions over the
-    # DPU's 8 Arm cores (as BluesMPI's worker processes do).
-    prm8 = prm[:2] + [prm[2] / 8, prm[3], prm[4], prm[5] / 8]
+    # The same agent spreading its messages, DMA descriptors and
+    # reductions over the DPU's 8 Arm cores (as BluesMPI's worker
+    # processes do; dpu_agent --workers).
+    prm8 = prm[:2] + [prm[2] / 8, prm[3], prm[4], prm[5] / 8, prm[6] / 8]
     print("BlueField-2 / HDR100 parameters: " +
           "  ".join("%s=%.3g" % (k, BF2[k]) for k in PARAMS))
-    print("%-6s %6s %-11s %9s %11s %11s %11s %10s" % (
-        "nodes", "ranks", "collective", "bytes", "agent us", "8 cores us",
-        "host us", "host cpu"))
+    print("%-6s %6s %-11s %8s %10s %10s %10s %10s %10s %7s %9s" % (
+        "nodes", "ranks", "collective", "bytes", "rank 1c", "rank 8c",
+        "node 1c", "node 8c", "host", "node8/h", "host cpu"))
     for nodes in (16, 32, 64):
         p = nodes * 32
         for coll, sizes in (("ialltoall", (1024, 16384, 131072)),
                             ("iallreduce", (65536, 1048576))):
             for size in sizes:
-                t = predict(coll, p, 32, size, math.inf, prm)
-                t8 = predict(coll, p, 32, size, math.inf, prm8)
-                host = "%11.0f" % host_alltoall(p, 32, size) \
-                    if coll == "ialltoall" else "%11s" % "-"
-                print("%-6d %6d %-11s %9d %11.0f %11.0f %s %9.3f%%" %
-                      (nodes, p, coll, size, t, t8, host,
-                       100 * HOST_CPU / t8))
+                t = [predict(coll, p, 32, size, math.inf, x, plan)
+                     for plan in ("rank", "node") for x in (prm, prm8)]
+                host = host_alltoall(p, 32, size) \
+                    if coll == "ialltoall" else host_ring(p, 32, size)
+                print("%-6d %6d %-11s %8d %10.0f %10.0f %10.0f %10.0f "
+                      "%10.0f %7.2f %8.3f%%" %
+                      (nodes, p, coll, size, *t, host, t[3] / host,
+                       100 * HOST_CPU / t[3]))
+    print("host: stock MPI's pairwise alltoall, or a ring allreduce, on "
+          "the hosts over the same network")
     return 0
 
 
 def main():
-    if len(sys.argv) == 3 and sys.argv[1] == "fit":
-        return cmd_fit(sys.argv[2])
+    if len(sys.argv) in (3, 4) and sys.argv[1] == "fit":
+        plan = sys.argv[3] if len(sys.argv) == 4 else "node"
+        if plan not in ("node", "rank"):
+            print("model.py: the plan is node or rank", file=sys.stderr)
+            return 2
+        return cmd_fit(sys.argv[2], plan)
     if len(sys.argv) == 2 and sys.argv[1] == "project":
         return cmd_project()
     print(__doc__, file=sys.stderr)

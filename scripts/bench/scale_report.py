@@ -16,7 +16,7 @@ import statistics
 import subprocess
 import sys
 
-NAME = re.compile(r"(\w+)-h(\d+)-n(\d+)-(stock|dpu)-(\d+)\.txt$")
+NAME = re.compile(r"(\w+)-h(\d+)-n(\d+)-(stock|dpu|dpufetch)-(\d+)\.txt$")
 
 
 def parse(path):
@@ -30,6 +30,10 @@ def parse(path):
             m = re.match(r"scale: (\w+) bytes=(\d+) median_us=([\d.]+)", line)
             if m:
                 v[f"{m.group(1)}_{m.group(2)}_us"] = float(m.group(3))
+            m = re.match(r"dpushim: agents cpu_ms=.* "
+                         r"agent_msgs_per_collective=([\d.]+)", line)
+            if m:
+                v["msgs_per_coll"] = float(m.group(1))
             if line.startswith("dpushim: growth "):
                 for k, x in re.findall(r"(\w+)=([\d.]+)", line):
                     v[k] = float(x)
@@ -100,7 +104,8 @@ def main():
                ["wire_ms_max", "rss_kb_max", "rss_kb_sum", "endpoints_max",
                 "endpoints_sum", "keys_max", "scheds_max", "steps_max",
                 "ialltoall_steps", "iallreduce_steps",
-                "ialltoall_compile_us", "iallreduce_compile_us"])
+                "ialltoall_compile_us", "iallreduce_compile_us",
+                "msgs_per_coll"])
     with open(os.path.join(out, "scale.csv"), "w") as f:
         f.write("mpi,hosts,ranks,kind,reps," + ",".join(metrics) + "\n")
         for k in sorted(d):
@@ -110,23 +115,30 @@ def main():
     lines = []
     for mpi in mpis:
         pts = sorted({(k[1], k[2]) for k in d if k[0] == mpi})
+        kinds = [k for k in ("stock", "dpu", "dpufetch")
+                 if any(x[0] == mpi and x[3] == k for x in d)]
         lines.append(f"#### {mpi}: times (ms: MPI_Init; us: one call, "
-                     "slowest rank, median), stock / shim with the DPUs' "
+                     "slowest rank, median), " + " / ".join(kinds) +
+                     " (dpu: the DPUs' agents, node to node; dpufetch: "
+                     "the same on the earlier plan, DPUSHIM_PUSH=0); "
+                     "messages between agents per collective, all "
                      "agents\n")
         head = ["hosts", "ranks", "MPI_Init ms"]
         for s in sizes:
             head += [f"Ialltoall {s // 1024} KiB", f"Iallreduce {s // 1024} KiB"]
+        head.append("agent msgs / coll")
         lines.append("| " + " | ".join(head) + " |")
         lines.append("|" + "---|" * len(head))
         for h, n in pts:
-            st = d.get((mpi, h, n, "stock"), {})
-            sh = d.get((mpi, h, n, "dpu"), {})
+            cs = [d.get((mpi, h, n, k), {}) for k in kinds]
             row = [str(h), str(n),
-                   f"{fmt(st.get('init_ms'))} / {fmt(sh.get('init_ms'))}"]
+                   " / ".join(fmt(c.get("init_ms")) for c in cs)]
             for s in sizes:
                 for c in ("ialltoall", "iallreduce"):
-                    row.append(f"{fmt(st.get(f'{c}_{s}_us'))} / "
-                               f"{fmt(sh.get(f'{c}_{s}_us'))}")
+                    row.append(" / ".join(fmt(x.get(f"{c}_{s}_us"))
+                                          for x in cs))
+            row.append(" / ".join(fmt(x.get("msgs_per_coll"))
+                                  for x, k in zip(cs, kinds) if k != "stock"))
             lines.append("| " + " | ".join(row) + " |")
         lines.append("")
         lines.append(f"#### {mpi}: growth (the DPUs' agents: largest one; "

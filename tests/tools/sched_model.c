@@ -8,6 +8,7 @@
  *
  *   round R agent A: remote_msgs=N remote_bytes=B out_bytes=B
  *       local_msgs=N local_bytes=B reduce_bytes=B copy_bytes=B
+ *       node_msgs=N
  *
  * Data moves at a receiving step (a RECV reads the peer's bytes):
  * remote when the peer's agent is another (its bytes leave that agent:
@@ -15,7 +16,13 @@
  * RECV_REDUCE also reduces its bytes, a REDUCE reduces, a COPY copies.
  * Then "total steps=N per_rank_max=N rounds=N".
  *
- * usage: sched_model COLL P RPA BYTES
+ * remote_msgs is what the agent sends and receives per rank pair, one
+ * FETCH (and its answer) a transfer and chunk: the plan of DPUSHIM_PUSH=0.
+ * node_msgs is the plan between nodes (dpu_agent/move/agent_push.c):
+ * the agent's network messages carrying data in, one a peer agent and
+ * CHUNK bytes of what all its ranks receive from that agent's ranks.
+ *
+ * usage: sched_model COLL P RPA BYTES [CHUNK]   (CHUNK: 262144)
  *   COLL  ialltoall, iallgather, ibcast, iallreduce, ireduce
  *   BYTES a block (ialltoall, iallgather), the message (ibcast) or the
  *         vector of doubles (iallreduce, ireduce)
@@ -29,7 +36,8 @@
 #include <string.h>
 
 typedef struct {
-    uint64_t rmsg, rbytes, out, lmsg, lbytes, red, copy;
+    uint64_t  rmsg, rbytes, out, lmsg, lbytes, red, copy;
+    uint64_t *from; /* bytes received from each agent */
 } cell_t;
 
 static int coll_of(const char *s)
@@ -54,13 +62,13 @@ static int coll_of(const char *s)
 int main(int argc, char **argv)
 {
     uint32_t p, rpa, *agent, nag, rounds = 0;
-    uint64_t bytes, total = 0, per_max = 0;
+    uint64_t bytes, total = 0, per_max = 0, chunk = 262144;
     int      coll;
     cell_t **cell = NULL; /* [round][agent] */
     uint32_t ncell = 0;
 
-    if (argc != 5 || (coll = coll_of(argv[1])) < 0) {
-        fprintf(stderr, "usage: sched_model COLL P RPA BYTES\n"
+    if ((argc != 5 && argc != 6) || (coll = coll_of(argv[1])) < 0) {
+        fprintf(stderr, "usage: sched_model COLL P RPA BYTES [CHUNK]\n"
                         "  COLL: ialltoall iallgather ibcast iallreduce "
                         "ireduce\n");
         return 2;
@@ -68,10 +76,13 @@ int main(int argc, char **argv)
     p = (uint32_t)strtoul(argv[2], NULL, 0);
     rpa = (uint32_t)strtoul(argv[3], NULL, 0);
     bytes = strtoull(argv[4], NULL, 0);
-    if (p < 1 || p > DPS_MAX_RANKS || rpa < 1 || bytes < 8) {
+    if (argc == 6) {
+        chunk = strtoull(argv[5], NULL, 0);
+    }
+    if (p < 1 || p > DPS_MAX_RANKS || rpa < 1 || bytes < 8 || chunk < 1) {
         fprintf(stderr,
                 "sched_model: P must be 1 to %u, RPA at least 1, "
-                "BYTES at least 8\n",
+                "BYTES at least 8, CHUNK at least 1\n",
                 DPS_MAX_RANKS);
         return 2;
     }
@@ -107,7 +118,11 @@ int main(int argc, char **argv)
 
             while (s->round >= ncell) {
                 cell = realloc(cell, sizeof(*cell) * (ncell + 1));
-                cell[ncell++] = calloc(nag, sizeof(cell_t));
+                cell[ncell] = calloc(nag, sizeof(cell_t));
+                for (uint32_t g = 0; g < nag; g++) {
+                    cell[ncell][g].from = calloc(nag, sizeof(uint64_t));
+                }
+                ncell++;
             }
             rounds = s->round + 1u > rounds ? s->round + 1u : rounds;
             c = &cell[s->round][agent[r]];
@@ -117,6 +132,7 @@ int main(int argc, char **argv)
                 if (agent[s->peer] != agent[r]) {
                     c->rmsg++;
                     c->rbytes += s->len;
+                    c->from[agent[s->peer]] += s->len;
                     cell[s->round][agent[s->peer]].out += s->len;
                 } else {
                     c->lmsg++;
@@ -136,22 +152,32 @@ int main(int argc, char **argv)
     for (uint32_t k = 0; k < rounds; k++) {
         for (uint32_t g = 0; g < nag; g++) {
             const cell_t *c = &cell[k][g];
+            uint64_t      nmsg = 0;
 
             if (c->rmsg + c->out + c->lmsg + c->red + c->copy == 0) {
                 continue;
             }
+            for (uint32_t h = 0; h < nag; h++) {
+                if (c->from[h] > 0) {
+                    nmsg += (c->from[h] + chunk - 1) / chunk;
+                }
+            }
             printf("round %u agent %u: remote_msgs=%llu remote_bytes=%llu "
                    "out_bytes=%llu local_msgs=%llu local_bytes=%llu "
-                   "reduce_bytes=%llu copy_bytes=%llu\n",
+                   "reduce_bytes=%llu copy_bytes=%llu node_msgs=%llu\n",
                    k, g, (unsigned long long)c->rmsg,
                    (unsigned long long)c->rbytes, (unsigned long long)c->out,
                    (unsigned long long)c->lmsg, (unsigned long long)c->lbytes,
-                   (unsigned long long)c->red, (unsigned long long)c->copy);
+                   (unsigned long long)c->red, (unsigned long long)c->copy,
+                   (unsigned long long)nmsg);
         }
     }
     printf("total steps=%llu per_rank_max=%llu rounds=%u\n",
            (unsigned long long)total, (unsigned long long)per_max, rounds);
     for (uint32_t k = 0; k < ncell; k++) {
+        for (uint32_t g = 0; g < nag; g++) {
+            free(cell[k][g].from);
+        }
         free(cell[k]);
     }
     free(cell);
