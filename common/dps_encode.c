@@ -122,8 +122,10 @@ int dps_msg_push_put(const dps_msg_push_t *f, void *out)
 {
     dps_msg_hdr_t h;
 
-    if (f->src >= DPS_MAX_RANKS || f->dst >= DPS_MAX_RANKS || f->pad != 0 ||
-        (f->flags & ~DPS_PUSH_FETCH) != 0 || f->off > f->total ||
+    if (f->src >= DPS_MAX_RANKS || f->dst >= DPS_MAX_RANKS ||
+        f->agent >= DPS_MAX_RANKS ||
+        (f->flags & ~(DPS_PUSH_FETCH | DPS_PUSH_EARLY)) != 0 ||
+        f->flags == (DPS_PUSH_FETCH | DPS_PUSH_EARLY) || f->off > f->total ||
         f->len > f->total - f->off ||
         ((f->flags & DPS_PUSH_FETCH) && (f->len != 0 || f->off != 0)) ||
         f->len > UINT32_MAX - DPS_PUSH_HEAD) {
@@ -137,6 +139,16 @@ int dps_msg_push_put(const dps_msg_push_t *f, void *out)
     memcpy(out, &h, sizeof(h));
     memcpy((char *)out + sizeof(h), f, sizeof(*f));
     return DPS_OK;
+}
+
+void *dps_msg_encode_credit(uint32_t agent, uint64_t bytes, size_t *len)
+{
+    dps_msg_credit_t b = {agent, 0, bytes};
+
+    if (agent >= DPS_MAX_RANKS) {
+        return NULL;
+    }
+    return msg_fixed(DPS_MSG_CREDIT, &b, sizeof(b), len);
 }
 
 int dps_bundle_header(size_t body_len, void *out)

@@ -16,7 +16,7 @@ const char *dps_msg_type_str(unsigned type)
         "complete", "comm_free", "peer_post", "send_done", "shutdown",
         "procs",    "stats_req", "stats",     "reg_free",  "ping",
         "pong",     "shm",       "inst_fail", "round",     "sched_free",
-        "fetch",    "push",      "bundle"};
+        "fetch",    "push",      "bundle",    "credit"};
 
     _Static_assert(sizeof(names) / sizeof(names[0]) == DPS_MSG_TYPE_MAX,
                    "a name for every message type");
@@ -288,6 +288,10 @@ static int body_ok(const char *body, size_t blen, dps_msg_t *msg)
                         1) &&
                msg->u.fetch.src < DPS_MAX_RANKS &&
                msg->u.fetch.dst < DPS_MAX_RANKS;
+    case DPS_MSG_CREDIT:
+        return fixed_ok(body, blen, &msg->u.credit, sizeof(dps_msg_credit_t),
+                        1) &&
+               msg->u.credit.agent < DPS_MAX_RANKS && msg->u.credit.pad == 0;
     case DPS_MSG_INST_FAIL:
         return fixed_ok(body, blen, &msg->u.inst_fail,
                         sizeof(dps_msg_inst_fail_t), 1) &&
@@ -386,13 +390,14 @@ static int decode_push(const char *body, size_t blen, dps_msg_t *msg,
     if (!fixed_ok(body, blen, f, sizeof(*f), 0)) {
         return fail(err, err_len, "push shorter than its fixed part");
     }
-    if (f->src >= DPS_MAX_RANKS || f->dst >= DPS_MAX_RANKS) {
-        return fail(err, err_len, "push from rank %u to rank %u", f->src,
-                    f->dst);
+    if (f->src >= DPS_MAX_RANKS || f->dst >= DPS_MAX_RANKS ||
+        f->agent >= DPS_MAX_RANKS) {
+        return fail(err, err_len, "push from rank %u to rank %u by agent %u",
+                    f->src, f->dst, f->agent);
     }
-    if (f->pad != 0 || (f->flags & ~DPS_PUSH_FETCH) != 0) {
-        return fail(err, err_len, "push with flags %#x and pad %#x", f->flags,
-                    f->pad);
+    if ((f->flags & ~(DPS_PUSH_FETCH | DPS_PUSH_EARLY)) != 0 ||
+        f->flags == (DPS_PUSH_FETCH | DPS_PUSH_EARLY)) {
+        return fail(err, err_len, "push with flags %#x", f->flags);
     }
     if (blen - sizeof(*f) != f->len || f->off > f->total ||
         f->len > f->total - f->off ||

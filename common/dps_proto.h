@@ -18,7 +18,7 @@
 #include <stdint.h>
 
 #define DPS_PROTO_MAGIC   0x48535044u /* "DPSH" */
-#define DPS_PROTO_VERSION 11
+#define DPS_PROTO_VERSION 12
 #define DPS_AM_ID         7    /* the one UCX active message id */
 #define DPS_MAX_RKEY      4096 /* bytes of one packed rkey */
 #define DPS_MAX_ADDR      8192 /* bytes of one worker address */
@@ -55,6 +55,7 @@ typedef enum {
     DPS_MSG_PUSH,       /* agent -> agent: bytes of a rank of mine for a
                          * rank of yours, unasked (or: fetch them) */
     DPS_MSG_BUNDLE,     /* agent -> agent: several messages in one */
+    DPS_MSG_CREDIT,     /* agent -> agent: room for early pushes again */
     DPS_MSG_TYPE_MAX
 } dps_msg_type_t;
 
@@ -320,12 +321,15 @@ _Static_assert(sizeof(dps_msg_fetch_t) == 48, "fetch layout");
  * PUSH (agent of a sender -> agent of a receiver on another node): of
  * instance (comm_id, seq), bytes [off, off + len) of the k-th SEND step
  * of comm rank src to comm rank dst, whose whole length is total; the
- * len bytes follow this fixed part. The sender's agent sends a
- * transfer's pieces in order, once the receiver has posted, without
- * being asked; the receiver's agent writes them into its rank once that
- * rank's matching RECV step has begun. DPS_PUSH_FETCH (len 0): the
- * sender's agent does not push this transfer (it cannot read that rank
- * itself); the receiver's agent fetches it (FETCH).
+ * len bytes follow this fixed part; agent: the sending agent's index.
+ * The sender's agent sends a transfer's pieces in order, without being
+ * asked, once the receiver has posted, or before (DPS_PUSH_EARLY)
+ * within the room the receiver's agent grants it ahead (its credit,
+ * returned by CREDIT once such bytes are written); the receiver's agent
+ * writes them into its rank once that rank's matching RECV step has
+ * begun. DPS_PUSH_FETCH (len 0): the sender's agent does not push this
+ * transfer (it cannot read that rank itself); the receiver's agent
+ * fetches it (FETCH).
  */
 typedef struct dps_msg_push {
     uint64_t comm_id;
@@ -337,11 +341,22 @@ typedef struct dps_msg_push {
     uint64_t len;
     uint64_t total;
     uint32_t flags; /* DPS_PUSH_* */
-    uint32_t pad;   /* 0 */
+    uint32_t agent; /* the sender's agent index */
 } dps_msg_push_t;
 _Static_assert(sizeof(dps_msg_push_t) == 56, "push layout");
 
 #define DPS_PUSH_FETCH 1u
+#define DPS_PUSH_EARLY 2u /* before the receiver posted: on credit */
+
+/* CREDIT (agent -> agent): bytes of early pushes the sender of this
+ * message has written into its ranks (or dropped): the receiver of it
+ * may push that much early again. agent: the sender's index. */
+typedef struct dps_msg_credit {
+    uint32_t agent;
+    uint32_t pad; /* 0 */
+    uint64_t bytes;
+} dps_msg_credit_t;
+_Static_assert(sizeof(dps_msg_credit_t) == 16, "credit layout");
 
 /*
  * BUNDLE body: whole messages back to back (each with its header; no
@@ -371,6 +386,7 @@ typedef struct dps_msg {
         dps_msg_round_t     round;
         dps_msg_inst_fail_t inst_fail;
         dps_msg_fetch_t     fetch;
+        dps_msg_credit_t    credit;
         dps_msg_stats_t     stats;
         struct {
             dps_msg_push_t fixed;
@@ -436,11 +452,13 @@ void *dps_msg_encode_shutdown(size_t *len);
 void *dps_msg_encode_fetch(const dps_msg_fetch_t *f, size_t *len);
 void *dps_msg_encode_inst_fail(uint64_t comm_id, uint32_t seq, int32_t status,
                                size_t *len);
+void *dps_msg_encode_credit(uint32_t agent, uint64_t bytes, size_t *len);
 /* A PUSH's header and fixed part (DPS_PUSH_HEAD bytes) written at out,
  * where the caller puts its f->len bytes of data right after (so that a
  * bundle's pieces are read from the ranks straight into place). DPS_OK,
- * or DPS_ERR_INVALID for a piece the decoder would refuse (a rank out of
- * range, pad not 0, len beyond total, DPS_PUSH_FETCH with data). */
+ * or DPS_ERR_INVALID for a piece the decoder would refuse (a rank or
+ * agent out of range, unknown flags, len beyond total, DPS_PUSH_FETCH
+ * with data or early). */
 #define DPS_PUSH_HEAD (sizeof(dps_msg_hdr_t) + sizeof(dps_msg_push_t))
 int dps_msg_push_put(const dps_msg_push_t *f, void *out);
 

@@ -86,26 +86,32 @@ typedef struct agent_rstate {
     uint32_t       round; /* local: lowest unfinished round; peer:
                            * as its agent last said */
     /* For ranks served here: */
-    uint32_t left;     /* steps of `round` not done */
-    uint8_t *st;       /* per step: 0 waiting, 1 issued, 2 done */
-    uint32_t moves_in; /* moves writing into it, under way
+    uint32_t        left;     /* steps of `round` not done */
+    uint8_t        *st;       /* per step: 0 waiting, 1 issued, 2 done */
+    uint32_t        moves_in; /* moves writing into it, under way
                         * (until their bytes are visible) */
-    int      done;     /* COMPLETE sent */
+    int             done;     /* COMPLETE sent */
+    dps_msg_post_t *held;     /* its post, not yet forwarded to the other
+                           * agents (agent_post.c: posts of a node go
+                           * together) */
 } agent_rstate_t;
 
 typedef struct agent_inst {
-    agent_inst_key_t key;
-    agent_comm_t    *comm;
-    uint32_t         coll;        /* dps_coll_t of its first post */
-    agent_rstate_t  *rs;          /* comm->size entries */
-    uint32_t         local_left;  /* local ranks not yet completed */
-    uint32_t         moves_live;  /* moves created and not finished */
-    int              error;       /* first failure: reported, never OK */
-    int              failed;      /* failed on every rank: no new moves,
+    agent_inst_key_t   key;
+    agent_comm_t      *comm;
+    uint32_t           coll;         /* dps_coll_t of its first post */
+    agent_rstate_t    *rs;           /* comm->size entries */
+    uint32_t           local_left;   /* local ranks not yet completed */
+    uint32_t           moves_live;   /* moves created and not finished */
+    int                error;        /* first failure: reported, never OK */
+    int                failed;       /* failed on every rank: no new moves,
                                    * ranks complete once the writes into
                                    * them in flight are done */
-    uint32_t         first_world; /* world rank of its first poster */
-    UT_hash_handle   hh;
+    uint32_t           first_world;  /* world rank of its first poster */
+    uint32_t           local_posted; /* local ranks that posted it */
+    double             held_since;   /* a local post held back since */
+    struct agent_inst *held_next;    /* in a->held, while posts are held */
+    UT_hash_handle     hh;
 } agent_inst_t;
 
 /* A failed instance that has ended here: late messages about it are
@@ -137,7 +143,9 @@ typedef struct agent_move {
     uint8_t            push;      /* AGENT_PUSH_*: between nodes */
     uint8_t            queued;    /* a pushed-in move: in a->q */
     uint8_t            failed;    /* a pushed-out move: not read */
-    uint8_t            pad_[2];
+    uint8_t            early;     /* pushed out before its receiver
+                                   * posted, on the receiver's credit */
+    uint8_t            pad_;
     uint16_t           dtype;
     struct agent_pend *pend; /* a pushed-in move's arrivals */
     uint64_t           src_addr, dst_addr, len;
@@ -166,6 +174,8 @@ typedef struct agent_arrival {
     struct agent_rx      *rx;
     const uint8_t        *data;
     uint64_t              off, len;
+    uint32_t              from;  /* the sending agent */
+    int                   early; /* on its credit: return it once written */
 } agent_arrival_t;
 
 /* A message received from another agent, kept while PUSH pieces in it
@@ -195,10 +205,14 @@ typedef struct agent_pend {
 typedef struct agent_out {
     uint8_t           *buf;
     size_t             len, cap;
-    unsigned           n;        /* messages in buf */
-    unsigned           inflight; /* bundles with pushed bytes, not yet
+    unsigned           n;           /* messages in buf */
+    unsigned           inflight;    /* bundles with pushed bytes, not yet
                                   * sent (UCX) */
-    int                dead;     /* a send to it failed */
+    int                dead;        /* a send to it failed */
+    uint64_t           credit;      /* bytes we may push to it before its
+                                  * ranks have posted (DPS_PUSH_EARLY) */
+    uint64_t           credit_back; /* its early bytes written (or
+                                     * dropped) here, to return */
     struct agent_move *push_head, *push_tail;
 } agent_out_t;
 
@@ -218,16 +232,18 @@ typedef struct agent_slot {
     int                completed; /* set by the UCX callback or a copy
                                    * thread (atomic) */
     ucs_status_t       status;
-    int                threaded; /* a copy thread reads and writes */
-    uint64_t           got;      /* a FETCH's answer: bytes that came */
-    int                fetching; /* waiting for that answer */
-    ucs_status_t       wstatus;  /* its write's status */
-    char              *buf;      /* slot start (AGENT_ALIGN-aligned) */
-    char              *data;     /* where this chunk is staged */
-    char              *aux;      /* the destination's chunk, reduced
+    int                threaded;  /* a copy thread reads and writes */
+    uint64_t           got;       /* a FETCH's answer: bytes that came */
+    int                fetching;  /* waiting for that answer */
+    ucs_status_t       wstatus;   /* its write's status */
+    char              *buf;       /* slot start (AGENT_ALIGN-aligned) */
+    char              *data;      /* where this chunk is staged */
+    char              *aux;       /* the destination's chunk, reduced
                                   * into (a reduction only) */
-    agent_rx_t        *rx;       /* pushed bytes being written: the
+    agent_rx_t        *rx;        /* pushed bytes being written: the
                                   * bundle they lie in */
+    uint32_t           credit_to; /* early pushed bytes: 1 + the agent
+                                   * to credit once written; else 0 */
 } agent_slot_t;
 
 /* A rank on this host reached through its shared-memory segment. */
@@ -299,10 +315,14 @@ typedef struct agent {
     int                 push;      /* DPS_JOB_PUSH: between nodes, push */
     uint64_t            push_unit; /* pieces are cut at multiples of
                                     * every reduction element size */
+    uint64_t            window;    /* early bytes another agent may push
+                                    * to us at once: DPUSHIM_CHUNK_BYTES
+                                    * x DPUSHIM_PIPELINE_DEPTH */
     agent_out_t        *out;       /* per agent (nagents) */
     agent_pend_t       *pends;     /* pushed transfers met here */
     agent_rx_t         *rx_cur;    /* the received message being
                                     * handled, if it may be kept */
+    agent_inst_t       *held;      /* instances with posts held back */
     /* job */
     int       have_job;
     uint32_t  nranks, nagents, self;

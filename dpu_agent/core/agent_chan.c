@@ -109,7 +109,13 @@ static void wake_rank(agent_t *a, agent_link_t *l)
 int agent_out_init(agent_t *a)
 {
     a->out = calloc(a->nagents, sizeof(*a->out));
-    return a->out != NULL ? DPS_OK : DPS_ERR_NOMEM;
+    if (a->out == NULL) {
+        return DPS_ERR_NOMEM;
+    }
+    for (uint32_t i = 0; i < a->nagents; i++) {
+        a->out[i].credit = a->window;
+    }
+    return DPS_OK;
 }
 
 int agent_out_room(agent_out_t *o, size_t len)

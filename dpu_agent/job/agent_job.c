@@ -557,6 +557,7 @@ int agent_handle(agent_t *a, const dps_msg_t *msg)
     case DPS_MSG_ROUND:
     case DPS_MSG_FETCH:
     case DPS_MSG_PUSH:
+    case DPS_MSG_CREDIT:
     case DPS_MSG_INST_FAIL:
     case DPS_MSG_COMM_FREE:
     case DPS_MSG_REG_FREE:

@@ -355,8 +355,12 @@ static int poll_once(agent_t *a, dps_inmsg_t **deferred, int woke)
         nanosleep(&ts, NULL);
     }
     agent_schedule(a);
-    /* What goes to other agents this pass, in one message each: pushed
-     * bytes and the pass's other messages. */
+    /* What goes to other agents this pass, in one message each: the
+     * node's posts once they are together, pushed bytes and the pass's
+     * other messages. */
+    if (agent_posts_held(a)) {
+        agent_posts_release(a, 0);
+    }
     agent_push_flush(a);
     agent_out_flush(a);
     return work;
@@ -387,7 +391,7 @@ int agent_loop_run(agent_t *a)
         }
         if (work || a->ucx.inbox.rndv_pending) {
             last_work = dps_now();
-        } else if (!agent_may_sleep(a)) {
+        } else if (!agent_may_sleep(a) || agent_posts_held(a)) {
             /* Only UCX operations to wait for (gets, puts, flushes):
              * over TCP they advance when the ranks at the other end
              * progress, and those may be waiting for this very core. */

@@ -297,10 +297,7 @@ static int slot_advance(agent_t *a, agent_slot_t *s)
     s->state = 0;
     s->move = NULL;
     a->inflight--;
-    if (s->rx != NULL) {
-        agent_rx_put(s->rx);
-        s->rx = NULL;
-    }
+    agent_push_written(a, s);
     if (m->push == AGENT_PUSH_IN && m->written == m->len) {
         agent_push_finished(a, m);
     } else if (m->push == AGENT_PUSH_IN && m->pend == NULL &&

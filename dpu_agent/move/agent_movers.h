@@ -43,6 +43,9 @@ int agent_read_rank(agent_t *a, uint32_t world, uint64_t addr, void *buf,
  * the slot holds its message until written): DPS_OK, or DPS_ERR_PROTO
  * when it is not the piece due (agent_push.c). */
 int agent_push_take(agent_t *a, agent_slot_t *s);
+/* Slot s wrote its pushed piece: release its message, return the
+ * credit of early bytes to their sender. */
+void agent_push_written(agent_t *a, agent_slot_t *s);
 /* Are more pieces of m here already? 1 or 0. */
 int agent_push_more(const agent_move_t *m);
 /* A pushed-in move is written whole: forget its meeting point. */

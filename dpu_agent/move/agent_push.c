@@ -65,6 +65,8 @@ void agent_push_init(agent_t *a)
 {
     uint64_t u = 1;
 
+    a->window = (uint64_t)a->chunk * a->nslots;
+
     for (unsigned t = 1; t < DPS_T_COUNT; t++) {
         uint64_t e = dps_dtype_size(t);
 
@@ -73,6 +75,22 @@ void agent_push_init(agent_t *a)
         }
     }
     a->push_unit = u;
+}
+
+int agent_push_early(agent_t *a, uint32_t world_dst, uint64_t len)
+{
+    agent_out_t *o = &a->out[a->rank_agent[world_dst]];
+
+    if (o->dead || o->credit < len) {
+        return 0;
+    }
+    o->credit -= len;
+    return 1;
+}
+
+void agent_push_unearly(agent_t *a, uint32_t world_dst, uint64_t len)
+{
+    a->out[a->rank_agent[world_dst]].credit += len;
 }
 
 void agent_push_out(agent_t *a, agent_move_t *m)
@@ -125,6 +143,8 @@ static int piece_put(agent_t *a, agent_out_t *o, agent_move_t *m, size_t room)
     f.off = m->issued;
     f.len = n;
     f.total = m->len;
+    f.flags = m->early ? DPS_PUSH_EARLY : 0;
+    f.agent = a->self;
     if ((rc = agent_out_room(o, DPS_PUSH_HEAD + n)) != DPS_OK ||
         (rc = dps_msg_push_put(&f, o->buf + o->len)) != DPS_OK) {
         return rc;
@@ -153,12 +173,17 @@ static int piece_put(agent_t *a, agent_out_t *o, agent_move_t *m, size_t room)
 
 /* m's source is a rank we reach neither by CMA nor by DMA: the
  * receiver's agent fetches it (and reports the read, SEND_DONE). */
-static int piece_fetch(agent_out_t *o, const agent_move_t *m)
+static int piece_fetch(agent_t *a, agent_out_t *o, agent_move_t *m)
 {
     dps_msg_push_t f;
     int            rc;
 
+    if (m->early) {
+        o->credit += m->len; /* nothing of it lands there unasked */
+        m->early = 0;
+    }
     memset(&f, 0, sizeof(f));
+    f.agent = a->self;
     f.comm_id = m->inst->key.comm_id;
     f.seq = (uint32_t)m->inst->key.seq;
     f.src = m->src;
@@ -186,7 +211,7 @@ static void bundle_fill(agent_t *a, agent_out_t *o, agent_move_t **done)
         int           rc;
 
         if (!agent_rank_cma(a, sw) && !agent_rank_dma(a, sw)) {
-            rc = piece_fetch(o, m);
+            rc = piece_fetch(a, o, m);
             m->read = 0; /* not read here: its reader says so */
             m->issued = m->len;
         } else {
@@ -211,6 +236,39 @@ static void bundle_fill(agent_t *a, agent_out_t *o, agent_move_t **done)
     }
 }
 
+/* Return the credit of early bytes written here to their sender: in a
+ * message going to it anyway, or on its own once it is half the
+ * window (a sender that pushes and never receives still gets it). */
+static void credit_return(agent_t *a, uint32_t i, int anyway)
+{
+    agent_out_t *o = &a->out[i];
+    size_t       len;
+    void        *msg;
+
+    if (o->credit_back == 0 ||
+        (!anyway && o->credit_back < a->window / 2 + 1)) {
+        return;
+    }
+    msg = dps_msg_encode_credit(a->self, o->credit_back, &len);
+    if (msg != NULL && agent_send_agent(a, i, msg, len) == DPS_OK) {
+        o->credit_back = 0;
+    }
+}
+
+void agent_push_credit(agent_t *a, const dps_msg_credit_t *c)
+{
+    agent_out_t *o;
+
+    if (a->out == NULL || c->agent >= a->nagents || c->agent == a->self) {
+        dps_error("credit from unknown agent %u ignored", c->agent);
+        return;
+    }
+    o = &a->out[c->agent];
+    /* Never above the window (nor wrapped past it). */
+    o->credit =
+        c->bytes >= a->window - o->credit ? a->window : o->credit + c->bytes;
+}
+
 void agent_push_flush(agent_t *a)
 {
     agent_move_t *done = NULL;
@@ -218,6 +276,7 @@ void agent_push_flush(agent_t *a)
     for (uint32_t i = 0; a->out != NULL && i < a->nagents; i++) {
         agent_out_t *o = &a->out[i];
 
+        credit_return(a, i, o->n > 0 || o->push_head != NULL);
         while (o->push_head != NULL && o->inflight < a->nslots && !o->dead) {
             bundle_fill(a, o, &done);
             if (agent_out_send(a, i, 1) != DPS_OK) {
@@ -268,11 +327,28 @@ static agent_pend_t *pend_get(agent_t *a, uint64_t comm_id, uint32_t seq,
     return p;
 }
 
+/* Early bytes of agent `from` written or dropped here: theirs again. */
+static void credit_back(agent_t *a, uint32_t from, uint64_t n)
+{
+    if (a->out != NULL && from < a->nagents) {
+        a->out[from].credit_back += n;
+    }
+}
+
+void agent_push_dropped(agent_t *a, uint32_t from, uint64_t n)
+{
+    credit_back(a, from, n);
+}
+
 static void pend_free(agent_t *a, agent_pend_t *p)
 {
     while (p->head != NULL) {
         agent_arrival_t *r = p->head;
 
+        if (r->early) {
+            credit_back(a, r->from, r->len - p->used);
+        }
+        p->used = 0;
         p->head = r->next;
         agent_rx_put(r->rx);
         free(r);
@@ -327,6 +403,8 @@ int agent_push_arrive(agent_t *a, const dps_msg_push_t *f, const uint8_t *data,
     r->data = data;
     r->off = f->off;
     r->len = f->len;
+    r->from = f->agent;
+    r->early = (f->flags & DPS_PUSH_EARLY) != 0;
     if (p->tail != NULL) {
         p->tail->next = r;
     } else {
@@ -381,6 +459,7 @@ int agent_push_take(agent_t *a, agent_slot_t *s)
     s->len = n;
     s->data = (char *)(uintptr_t)(r->data + p->used);
     s->rx = r->rx;
+    s->credit_to = r->early ? r->from + 1 : 0;
     r->rx->refs++;
     p->used += n;
     m->issued += n;
@@ -400,6 +479,18 @@ int agent_push_take(agent_t *a, agent_slot_t *s)
 int agent_push_more(const agent_move_t *m)
 {
     return m->pend != NULL && m->pend->head != NULL;
+}
+
+void agent_push_written(agent_t *a, agent_slot_t *s)
+{
+    if (s->credit_to != 0) {
+        credit_back(a, s->credit_to - 1, s->len);
+        s->credit_to = 0;
+    }
+    if (s->rx != NULL) {
+        agent_rx_put(s->rx);
+        s->rx = NULL;
+    }
 }
 
 void agent_push_finished(agent_t *a, agent_move_t *m)
@@ -451,6 +542,9 @@ agent_move_t *agent_push_drop(agent_t *a, agent_inst_t *in)
             *mp = m->next;
             if (o->push_tail == m) {
                 o->push_tail = prev;
+            }
+            if (m->early) {
+                o->credit += m->len - m->issued; /* never sent */
             }
             m->next = out;
             out = m;

@@ -60,6 +60,7 @@ void agent_inst_destroy(agent_t *a, agent_inst_t *in)
         a->collectives++; /* exactly one agent counts each instance */
     }
     HASH_DEL(a->insts, in);
+    agent_posts_forget(a, in);
     /* Pushed bytes that came for it and were never wanted (it failed). */
     for (agent_move_t *m = agent_push_drop(a, in), *next; m != NULL;
          m = next) {
@@ -255,22 +256,38 @@ static int recv_pair(agent_t *a, agent_inst_t *in, uint32_t r, uint32_t i,
 }
 
 /* SEND step i of local rank r, whose reader d is on another node: once d
- * has posted (its post is its agent's grant of room), a move we push.
- * Returns 1 if it started. */
+ * has posted (its post is its agent's grant of room), or before within
+ * the room d's agent grants us ahead (credit), a move we push. Returns 1
+ * if it started. */
 static int try_push(agent_t *a, agent_inst_t *in, uint32_t r, uint32_t i)
 {
     agent_rstate_t   *rs = &in->rs[r];
     const dps_step_t *st = &rs->sched->steps[i];
     agent_move_t     *m;
+    int               early = 0;
 
     if (st->len == 0) {
         agent_step_done(in, r, i); /* nothing to send, nobody reads */
         return 1;
     }
-    if (!in->rs[st->peer].posted ||
-        (m = move_new(in, r, st->peer, i, 0)) == NULL) {
+    if (in->held_since != 0) {
+        return 0; /* this node's posts are held: the bytes go with them,
+                   * in one message */
+    }
+    if (!in->rs[st->peer].posted) {
+        /* Early, on the receiver agent's credit. */
+        if (!agent_push_early(a, in->comm->members[st->peer], st->len)) {
+            return 0;
+        }
+        early = 1;
+    }
+    if ((m = move_new(in, r, st->peer, i, 0)) == NULL) {
+        if (early) {
+            agent_push_unearly(a, in->comm->members[st->peer], st->len);
+        }
         return 0;
     }
+    m->early = (uint8_t)early;
     m->k = agent_step_k(rs->sched, i);
     m->push = AGENT_PUSH_OUT;
     m->len = st->len;

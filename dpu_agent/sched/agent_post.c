@@ -76,13 +76,13 @@ static uint32_t sends_to(const agent_t *a, const agent_comm_t *c,
  * first time each). DPS_OK, or DPS_ERR_UCX if an agent could not be told
  * (its ranks would wait for the post for ever: the caller fails the
  * instance) or DPS_ERR_NOMEM. */
-static int forward_post(agent_t *a, agent_inst_t *in, const dps_msg_t *msg,
+static int forward_post(agent_t *a, agent_inst_t *in, const dps_msg_post_t *pf,
                         uint32_t x)
 {
     agent_rstate_t *rs = &in->rs[x];
     agent_sched_t  *s = rs->sched;
     agent_comm_t   *c = in->comm;
-    dps_msg_post_t  f = msg->u.post.fixed;
+    dps_msg_post_t  f = *pf;
     uint8_t        *want = calloc(a->nagents, 1);
     dps_step_t     *fwd = malloc(sizeof(dps_step_t) * (s->nsteps + 1));
     uint32_t        i, ag;
@@ -120,7 +120,7 @@ static int forward_post(agent_t *a, agent_inst_t *in, const dps_msg_t *msg,
             keys[b] = f.rkey_len[b] ? k->packed : NULL;
         }
         f.nsteps = 0;
-        f.flags = msg->u.post.fixed.flags & DPS_POST_GATHER;
+        f.flags = pf->flags & DPS_POST_GATHER;
         if (!s->sent[ag]) {
             f.nsteps = sends_to(a, c, s, ag, fwd);
             f.flags |= DPS_POST_SCHED;
@@ -145,6 +145,117 @@ static int forward_post(agent_t *a, agent_inst_t *in, const dps_msg_t *msg,
     free(want);
     free(fwd);
     return rc;
+}
+
+/*
+ * The posts of one node go to the other agents together: between nodes
+ * (DPUSHIM_PUSH) a local rank's post is held back until every local
+ * member of its communicator has posted the instance, or AGENT_HOLD_SEC
+ * has passed since the first was held, so that the node's posts travel
+ * in one bundle per agent (one message a node pair, not one a rank).
+ * A rank whose post waits loses nothing when the others post with it
+ * (a collective where every rank needs every other waits for the last
+ * one anyway); the bound keeps a late rank from holding the others'
+ * data back for long.
+ */
+#define AGENT_HOLD_SEC 0.0002
+
+/* Forward every held post of in; DPS_OK or the first error (the
+ * instance then fails: some agent would wait for a post for ever). */
+static int release_held(agent_t *a, agent_inst_t *in)
+{
+    int rc = DPS_OK;
+
+    for (uint32_t r = 0; r < in->comm->size; r++) {
+        agent_rstate_t *rs = &in->rs[r];
+
+        if (rs->held != NULL) {
+            int e = in->failed ? DPS_OK : forward_post(a, in, rs->held, r);
+
+            rc = rc != DPS_OK ? rc : e;
+            free(rs->held);
+            rs->held = NULL;
+        }
+    }
+    in->held_since = 0;
+    for (agent_inst_t **p = &a->held; *p != NULL; p = &(*p)->held_next) {
+        if (*p == in) {
+            *p = in->held_next;
+            break;
+        }
+    }
+    in->held_next = NULL;
+    if (rc != DPS_OK && !in->failed) {
+        agent_inst_fail(a, in, rc, 1);
+    }
+    return rc;
+}
+
+/* The held posts of in went out: its ranks' early pushes may go now,
+ * in the same message. */
+static void release_and_push(agent_t *a, agent_inst_t *in)
+{
+    if (release_held(a, in) == DPS_OK && !in->failed) {
+        agent_inst_progress(a, in);
+    }
+}
+
+/* Local rank x posted in: forward its post now, or hold it back with
+ * the node's others (see AGENT_HOLD_SEC). */
+static int forward_or_hold(agent_t *a, agent_inst_t *in,
+                           const dps_msg_post_t *pf, uint32_t x)
+{
+    agent_rstate_t *rs = &in->rs[x];
+
+    in->local_posted++;
+    if (!a->push || in->comm->nlocal < 2) {
+        return forward_post(a, in, pf, x);
+    }
+    if (in->local_posted < in->comm->nlocal &&
+        (rs->held = malloc(sizeof(*pf))) != NULL) {
+        *rs->held = *pf;
+        if (in->held_since == 0) {
+            agent_inst_t **p = &a->held;
+
+            while (*p != NULL) {
+                p = &(*p)->held_next; /* oldest first, as they came */
+            }
+            in->held_since = dps_now();
+            in->held_next = NULL;
+            *p = in;
+        }
+        return DPS_OK;
+    }
+    if (in->held_since != 0 && release_held(a, in) != DPS_OK) {
+        return DPS_OK; /* failed already */
+    }
+    return forward_post(a, in, pf, x);
+}
+
+void agent_posts_release(agent_t *a, int all)
+{
+    double now = dps_now();
+
+    for (agent_inst_t *in = a->held, *next; in != NULL; in = next) {
+        next = in->held_next;
+        if (all || now - in->held_since >= AGENT_HOLD_SEC) {
+            release_and_push(a, in);
+        }
+    }
+}
+
+void agent_posts_forget(agent_t *a, agent_inst_t *in)
+{
+    for (uint32_t r = 0; r < in->comm->size; r++) {
+        free(in->rs[r].held);
+        in->rs[r].held = NULL;
+    }
+    for (agent_inst_t **p = &a->held; *p != NULL; p = &(*p)->held_next) {
+        if (*p == in) {
+            *p = in->held_next;
+            break;
+        }
+    }
 }
 
 /* A late post into a failed instance, or the first of one another agent
@@ -317,7 +428,7 @@ static int handle_post(agent_t *a, const dps_msg_t *msg)
     if (in->failed) {
         return post_failed(a, in, x, local);
     }
-    if (local && (rc = forward_post(a, in, msg, x)) != DPS_OK) {
+    if (local && (rc = forward_or_hold(a, in, f, x)) != DPS_OK) {
         /* Some agent will never see this post: nobody waits for it. */
         agent_inst_fail(a, in, rc, 1);
         return post_failed(a, in, x, local);
@@ -471,9 +582,18 @@ static int handle_push(agent_t *a, const dps_msg_t *msg)
     agent_inst_t         *in = inst_of(a, f->comm_id, f->seq);
     agent_comm_t         *c;
 
+    if (f->agent >= a->nagents || f->agent == a->self) {
+        dps_error("push from unknown agent %u", f->agent);
+        return DPS_ERR_PROTO;
+    }
     if ((in != NULL && in->failed) ||
         (in == NULL && agent_tomb_has(a, &key))) {
-        return DPS_OK; /* late news of a failed instance */
+        /* Late news of a failed instance: dropped, its room given back
+         * (the sender counts early bytes against our window). */
+        if (f->flags & DPS_PUSH_EARLY) {
+            agent_push_dropped(a, f->agent, f->len);
+        }
+        return DPS_OK;
     }
     c = in != NULL ? in->comm : NULL;
     if (c == NULL) {
@@ -546,9 +666,18 @@ int agent_handle_coll(agent_t *a, const dps_msg_t *msg)
     case DPS_MSG_INST_FAIL: return handle_inst_fail(a, &msg->u.inst_fail);
     case DPS_MSG_FETCH: return handle_fetch(a, &msg->u.fetch);
     case DPS_MSG_PUSH: return handle_push(a, msg);
+    case DPS_MSG_CREDIT: agent_push_credit(a, &msg->u.credit); return DPS_OK;
     case DPS_MSG_COMM_FREE: return handle_comm_free(a, &msg->u.comm_free);
-    case DPS_MSG_REG_FREE: return agent_handle_reg_free(a, msg);
-    case DPS_MSG_SCHED_FREE: return agent_handle_sched_free(a, msg);
+    case DPS_MSG_REG_FREE:
+    case DPS_MSG_SCHED_FREE:
+        /* A held post may name what this drops (a persistent request's
+         * schedule freed right after its start): it goes out first, so
+         * that no agent hears of the drop before the post. */
+        if (agent_posts_held(a)) {
+            agent_posts_release(a, 1);
+        }
+        return msg->type == DPS_MSG_REG_FREE ? agent_handle_reg_free(a, msg)
+                                             : agent_handle_sched_free(a, msg);
     default: return DPS_ERR_PROTO;
     }
 }

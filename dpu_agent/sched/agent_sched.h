@@ -52,6 +52,17 @@ void agent_sched_init(agent_t *a);
  * (handle it again later) or an error (logged). */
 int agent_handle_coll(agent_t *a, const dps_msg_t *msg);
 
+/* Forward the posts held back so that a node's go together (those held
+ * long enough, or all), agent_post.c. */
+void agent_posts_release(agent_t *a, int all);
+/* Instance in ends: drop its held posts (agent_post.c). */
+void agent_posts_forget(agent_t *a, agent_inst_t *in);
+/* Are posts held back? 1 or 0. */
+static inline int agent_posts_held(const agent_t *a)
+{
+    return a->held != NULL;
+}
+
 /* Print every live instance: each rank's round and steps (SIGUSR1;
  * agent_inst.c). */
 void agent_dump(agent_t *a, FILE *out);

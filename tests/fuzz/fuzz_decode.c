@@ -4,9 +4,10 @@
  * received bytes (dps_msg_decode). A decoded message is walked in full:
  * every table and byte string the decoder points into is read, so that
  * AddressSanitizer catches any length or count the decoder failed to
- * check against the buffer. Decoded posts and pushes are re-encoded and
- * must give the same bytes (and posts the same fields); a decoded
- * bundle's parts are read with dps_bundle_next, each decoded and walked.
+ * check against the buffer. Decoded posts, pushes and credits are
+ * re-encoded and must give the same bytes (and posts the same fields); a
+ * decoded bundle's parts are read with dps_bundle_next, each decoded and
+ * walked.
  *
  * Built by `make fuzz` (clang); `make check` runs it briefly on the seeds
  * of tests/fuzz/mkseeds.c. By hand: build/fuzz/fuzz_decode -max_total_time=600
@@ -118,11 +119,16 @@ static void walk(const dps_msg_t *m, const void *raw, size_t size)
         const dps_msg_push_t *f = &m->u.push.fixed;
         uint8_t               head[DPS_PUSH_HEAD];
 
-        /* The data is the rest of the message, in place. */
+        /* The data is the rest of the message, in place; the sending
+         * agent an index, FETCH and EARLY never together. */
         if (size != DPS_PUSH_HEAD + f->len ||
-            m->u.push.data != (const uint8_t *)raw + DPS_PUSH_HEAD) {
+            m->u.push.data != (const uint8_t *)raw + DPS_PUSH_HEAD ||
+            f->agent >= DPS_MAX_RANKS ||
+            (f->flags & ~(DPS_PUSH_FETCH | DPS_PUSH_EARLY)) != 0 ||
+            f->flags == (DPS_PUSH_FETCH | DPS_PUSH_EARLY)) {
             abort();
         }
+        sink += f->agent + f->flags;
         touch(m->u.push.data, f->len);
         /* What decodes, dps_msg_push_put writes again (the header's
          * reserved word aside). */
@@ -133,6 +139,29 @@ static void walk(const dps_msg_t *m, const void *raw, size_t size)
                    sizeof(*f)) != 0) {
             abort();
         }
+        break;
+    }
+    case DPS_MSG_CREDIT: {
+        const dps_msg_credit_t *c = &m->u.credit;
+        size_t                  len;
+        void                   *enc;
+
+        if (c->agent >= DPS_MAX_RANKS || c->pad != 0 ||
+            size != sizeof(dps_msg_hdr_t) + sizeof(*c)) {
+            abort();
+        }
+        sink += c->agent + c->bytes;
+        /* What decodes encodes again, byte for byte (the header's
+         * reserved word aside). */
+        enc = dps_msg_encode_credit(c->agent, c->bytes, &len);
+        if (enc == NULL || len != size ||
+            memcmp(enc, raw, offsetof(dps_msg_hdr_t, reserved)) != 0 ||
+            memcmp((const char *)enc + sizeof(dps_msg_hdr_t),
+                   (const char *)raw + sizeof(dps_msg_hdr_t),
+                   sizeof(*c)) != 0) {
+            abort();
+        }
+        free(enc);
         break;
     }
     case DPS_MSG_BUNDLE: {

@@ -39,26 +39,27 @@ static void *push_msg(const dps_msg_push_t *f, const char *data, size_t *len)
     return m;
 }
 
-/* A BUNDLE of two small messages: a ROUND and a PUSH of *f. */
-static void *bundle(const dps_msg_push_t *f, size_t *len)
+/* A BUNDLE of two small messages: first (a ROUND or a CREDIT, flen
+ * bytes, freed here) and a PUSH of *f. */
+static void *bundle(void *first, size_t flen, const dps_msg_push_t *f,
+                    size_t *len)
 {
-    size_t   rlen = 0, plen = 0;
-    void    *round = dps_msg_encode_round(5, 2, 1, 1, &rlen);
+    size_t   plen = 0;
     void    *push = push_msg(f, "hello", &plen);
     uint8_t *m = NULL;
 
-    if (round != NULL && push != NULL) {
-        m = malloc(sizeof(dps_msg_hdr_t) + rlen + plen);
+    if (first != NULL && push != NULL) {
+        m = malloc(sizeof(dps_msg_hdr_t) + flen + plen);
     }
-    if (m != NULL && dps_bundle_header(rlen + plen, m) == DPS_OK) {
-        memcpy(m + sizeof(dps_msg_hdr_t), round, rlen);
-        memcpy(m + sizeof(dps_msg_hdr_t) + rlen, push, plen);
-        *len = sizeof(dps_msg_hdr_t) + rlen + plen;
+    if (m != NULL && dps_bundle_header(flen + plen, m) == DPS_OK) {
+        memcpy(m + sizeof(dps_msg_hdr_t), first, flen);
+        memcpy(m + sizeof(dps_msg_hdr_t) + flen, push, plen);
+        *len = sizeof(dps_msg_hdr_t) + flen + plen;
     } else {
         free(m);
         m = NULL;
     }
-    free(round);
+    free(first);
     free(push);
     return m;
 }
@@ -80,10 +81,14 @@ int main(int argc, char **argv)
                           9000, 6, 12, 3,    40, 21,   3,   1536};
     dps_msg_job_t   job = {3, 2, 1, 77, DPS_JOB_PUSH, 0};
     dps_msg_fetch_t fetch = {5, 2, 1, 2, 0, 512, 1024, 3};
-    /* Bytes [512, 517) of 1024 of rank 1's first SEND step to rank 2;
-     * and another transfer, which the receiver's agent is to fetch. */
+    /* Bytes [512, 517) of 1024 of rank 1's first SEND step to rank 2,
+     * pushed by rank 1's agent (0, as in the job seed); another
+     * transfer, which the receiver's agent is to fetch; and the first
+     * bytes of rank 2's to rank 0, which agent 1 pushes before rank 0
+     * has posted (DPS_PUSH_EARLY). */
     dps_msg_push_t push = {5, 2, 1, 2, 0, 512, 5, 1024, 0, 0};
     dps_msg_push_t push_fetch = {5, 2, 0, 2, 1, 0, 0, 1024, DPS_PUSH_FETCH, 0};
+    dps_msg_push_t push_early = {5, 3, 2, 0, 0, 0, 5, 1024, DPS_PUSH_EARLY, 1};
     /* Rank 1 of 4, ring allreduce-like: send to 2, reduce from 0, copy. */
     dps_step_t     steps[3];
     dps_msg_post_t p;
@@ -134,8 +139,18 @@ int main(int argc, char **argv)
     put(argv[1], "push", m, len);
     m = push_msg(&push_fetch, "", &len);
     put(argv[1], "push_fetch", m, len);
-    m = bundle(&push, &len);
+    m = push_msg(&push_early, "early", &len);
+    put(argv[1], "push_early", m, len);
+    /* Agent 1 has written 1024 early bytes of agent 0's. */
+    m = dps_msg_encode_credit(1, 1024, &len);
+    put(argv[1], "credit", m, len);
+    m = dps_msg_encode_round(5, 2, 1, 1, &len);
+    m = bundle(m, len, &push, &len);
     put(argv[1], "bundle", m, len);
+    /* What agent 1 sends agent 0 in one pass: credit, early piece. */
+    m = dps_msg_encode_credit(1, 5, &len);
+    m = bundle(m, len, &push_early, &len);
+    put(argv[1], "bundle_early", m, len);
 
     memset(steps, 0, sizeof(steps));
     steps[0].kind = DPS_STEP_SEND;

@@ -150,9 +150,15 @@ static void layout(void)
     FIELD(dps_msg_push_t, len);
     FIELD(dps_msg_push_t, total);
     FIELD(dps_msg_push_t, flags);
-    FIELD(dps_msg_push_t, pad);
-    printf("DPS_PUSH_HEAD=%zu DPS_PUSH_FETCH=%u DPS_JOB_PUSH=%u\n",
-           (size_t)DPS_PUSH_HEAD, DPS_PUSH_FETCH, DPS_JOB_PUSH);
+    FIELD(dps_msg_push_t, agent);
+    printf("DPS_PUSH_HEAD=%zu DPS_PUSH_FETCH=%u DPS_PUSH_EARLY=%u "
+           "DPS_JOB_PUSH=%u\n",
+           (size_t)DPS_PUSH_HEAD, DPS_PUSH_FETCH, DPS_PUSH_EARLY,
+           DPS_JOB_PUSH);
+    SIZE(dps_msg_credit_t);
+    FIELD(dps_msg_credit_t, agent);
+    FIELD(dps_msg_credit_t, pad);
+    FIELD(dps_msg_credit_t, bytes);
     SIZE(dps_msg_inst_fail_t);
     FIELD(dps_msg_inst_fail_t, comm_id);
     FIELD(dps_msg_inst_fail_t, seq);
@@ -328,8 +334,8 @@ static void push(const dps_msg_t *m)
            " k=%" PRIu32 "\n",
            f->comm_id, f->seq, f->src, f->dst, f->k);
     printf("  off=%" PRIu64 " len=%" PRIu64 " total=%" PRIu64
-           " flags=%#" PRIx32 " pad=%" PRIu32 "\n",
-           f->off, f->len, f->total, f->flags, f->pad);
+           " flags=%#" PRIx32 " agent=%" PRIu32 "\n",
+           f->off, f->len, f->total, f->flags, f->agent);
     hex("data", m->u.push.data, (size_t)f->len);
 }
 
@@ -434,6 +440,10 @@ static int fields(const dps_msg_t *m)
                m->u.fetch.tag);
         break;
     case DPS_MSG_PUSH: push(m); break;
+    case DPS_MSG_CREDIT:
+        printf("  agent=%" PRIu32 " pad=%" PRIu32 " bytes=%" PRIu64 "\n",
+               m->u.credit.agent, m->u.credit.pad, m->u.credit.bytes);
+        break;
     case DPS_MSG_BUNDLE: return bundle(m);
     default: /* SHUTDOWN, STATS_REQ, PONG: the header alone */ break;
     }

@@ -159,13 +159,15 @@ enum {
     FX_SHM,
     FX_INST_FAIL,
     FX_FETCH,
+    FX_CREDIT,
     FX_COUNT
 };
 
 static const unsigned fx_type[FX_COUNT] = {
     DPS_MSG_HELLO,     DPS_MSG_READY, DPS_MSG_COMPLETE,  DPS_MSG_COMM_FREE,
     DPS_MSG_SEND_DONE, DPS_MSG_ROUND, DPS_MSG_SHUTDOWN,  DPS_MSG_PING,
-    DPS_MSG_PONG,      DPS_MSG_SHM,   DPS_MSG_INST_FAIL, DPS_MSG_FETCH};
+    DPS_MSG_PONG,      DPS_MSG_SHM,   DPS_MSG_INST_FAIL, DPS_MSG_FETCH,
+    DPS_MSG_CREDIT};
 static const size_t fx_body[FX_COUNT] = {sizeof(dps_msg_hello_t),
                                          sizeof(dps_msg_ready_t),
                                          sizeof(dps_msg_complete_t),
@@ -177,7 +179,8 @@ static const size_t fx_body[FX_COUNT] = {sizeof(dps_msg_hello_t),
                                          0,
                                          sizeof(dps_msg_shm_t),
                                          sizeof(dps_msg_inst_fail_t),
-                                         sizeof(dps_msg_fetch_t)};
+                                         sizeof(dps_msg_fetch_t),
+                                         sizeof(dps_msg_credit_t)};
 
 /* A valid encoded message of a fixed-size type. */
 static void *make_fixed(int which, size_t *len)
@@ -227,6 +230,7 @@ static void *make_fixed(int which, size_t *len)
     case FX_INST_FAIL:
         m = dps_msg_encode_inst_fail(0x55, 9, DPS_ERR_MISMATCH, len);
         break;
+    case FX_CREDIT: m = dps_msg_encode_credit(5, 1u << 20, len); break;
     }
     ck_assert_ptr_nonnull(m);
     check_hdr(m, *len, fx_type[which]);
@@ -753,7 +757,12 @@ START_TEST(rt_type_str)
     ck_assert_str_eq(dps_msg_type_str(DPS_MSG_FETCH), "fetch");
     ck_assert_str_eq(dps_msg_type_str(DPS_MSG_PUSH), "push");
     ck_assert_str_eq(dps_msg_type_str(DPS_MSG_BUNDLE), "bundle");
-    ck_assert_int_eq(DPS_MSG_BUNDLE + 1, DPS_MSG_TYPE_MAX);
+    ck_assert_str_eq(dps_msg_type_str(DPS_MSG_CREDIT), "credit");
+    /* The types' numbers travel: the new one comes last, none moves. */
+    ck_assert_int_eq(DPS_MSG_PUSH, 21);
+    ck_assert_int_eq(DPS_MSG_BUNDLE, 22);
+    ck_assert_int_eq(DPS_MSG_CREDIT, 23);
+    ck_assert_int_eq(DPS_MSG_CREDIT + 1, DPS_MSG_TYPE_MAX);
     /* Every type has a name of its own: none left out of the table. */
     for (t = 1; t < DPS_MSG_TYPE_MAX; t++) {
         ck_assert_str_ne(dps_msg_type_str(t), "?");
@@ -2760,7 +2769,8 @@ static uint64_t get64(const void *buf, size_t off)
     return v;
 }
 
-/* A piece [off, off + len) of total bytes, every other field set. */
+/* A piece [off, off + len) of total bytes, every other field set (no
+ * flags, sent by agent 6). */
 static dps_msg_push_t push_fixed(uint64_t off, uint64_t len, uint64_t total)
 {
     dps_msg_push_t f;
@@ -2774,6 +2784,7 @@ static dps_msg_push_t push_fixed(uint64_t off, uint64_t len, uint64_t total)
     f.off = off;
     f.len = len;
     f.total = total;
+    f.agent = 6;
     return f;
 }
 
@@ -2820,9 +2831,15 @@ START_TEST(rt_push)
                                         {4096, 0, 4096},
                                         {1u << 20, 4096, (1u << 20) + 8192},
                                         {UINT64_MAX - 3, 3, UINT64_MAX}};
-    size_t                i, k, len;
-    int                   pass;
+    /* The sending agent's index: any below DPS_MAX_RANKS. */
+    static const uint32_t agents[] = {
+        0, 1, 6, 0x12345, DPS_MAX_RANKS - 2, DPS_MAX_RANKS - 1, 1000};
+    size_t i, k, len;
+    int    pass;
 
+    _Static_assert(sizeof(agents) / sizeof(agents[0]) ==
+                       sizeof(cases) / sizeof(cases[0]),
+                   "an agent for every case");
     ck_assert_uint_eq(PUSHF, 56);
     ck_assert_uint_eq(DPS_PUSH_HEAD, HDR + 56);
     for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -2831,6 +2848,7 @@ START_TEST(rt_push)
 
         f.seq += (uint32_t)i;
         f.src = (uint32_t)i * 1000;
+        f.agent = agents[i];
         m = push_msg(&f, (unsigned)i, &len);
         check_hdr(m, len, DPS_MSG_PUSH);
         ck_assert_uint_eq(len, HDR + PUSHF + f.len);
@@ -2845,7 +2863,7 @@ START_TEST(rt_push)
         ck_assert_uint_eq(get64(m, HDR + 32), f.len);
         ck_assert_uint_eq(get64(m, HDR + 40), f.total);
         ck_assert_uint_eq(get32(m, HDR + 48), 0);
-        ck_assert_uint_eq(get32(m, HDR + 52), 0);
+        ck_assert_uint_eq(get32(m, HDR + 52), agents[i]);
         shifted = xmalloc(len + 1);
         memcpy(shifted + 1, m, len);
         for (pass = 0; pass < 2; pass++) {
@@ -2865,7 +2883,7 @@ START_TEST(rt_push)
             ck_assert_uint_eq(msg.u.push.fixed.len, cases[i][1]);
             ck_assert_uint_eq(msg.u.push.fixed.total, cases[i][2]);
             ck_assert_uint_eq(msg.u.push.fixed.flags, 0);
-            ck_assert_uint_eq(msg.u.push.fixed.pad, 0);
+            ck_assert_uint_eq(msg.u.push.fixed.agent, agents[i]);
             /* The data in place, right after the fixed part. */
             ck_assert_ptr_eq(msg.u.push.data,
                              (const uint8_t *)buf + DPS_PUSH_HEAD);
@@ -2888,10 +2906,12 @@ START_TEST(rt_push_fetch)
     char          *m;
 
     f.flags = DPS_PUSH_FETCH;
+    f.agent = DPS_MAX_RANKS - 1;
     m = push_msg(&f, 0, &len);
     check_hdr(m, len, DPS_MSG_PUSH);
     ck_assert_uint_eq(len, DPS_PUSH_HEAD);
-    ck_assert_uint_eq(get32(m, HDR + 48), DPS_PUSH_FETCH);
+    ck_assert_uint_eq(get32(m, HDR + 48), 1); /* DPS_PUSH_FETCH */
+    ck_assert_uint_eq(get32(m, HDR + 52), DPS_MAX_RANKS - 1);
     DECODE_OK(m, len, &msg);
     ck_assert_int_eq(msg.type, DPS_MSG_PUSH);
     ck_assert_mem_eq(&msg.u.push.fixed, &f, PUSHF);
@@ -2899,6 +2919,7 @@ START_TEST(rt_push_fetch)
     ck_assert_uint_eq(msg.u.push.fixed.len, 0);
     ck_assert_uint_eq(msg.u.push.fixed.off, 0);
     ck_assert_uint_eq(msg.u.push.fixed.total, 1u << 20);
+    ck_assert_uint_eq(msg.u.push.fixed.agent, DPS_MAX_RANKS - 1);
     ck_assert_ptr_eq(msg.u.push.data, (const uint8_t *)m + len);
     free(m);
     /* Of an empty transfer too. */
@@ -2909,6 +2930,67 @@ START_TEST(rt_push_fetch)
     free(m);
 }
 END_TEST
+
+/* DPS_PUSH_EARLY: a piece pushed before the receiver posted, on credit;
+ * otherwise a piece like any other (data, any offset, even empty). */
+START_TEST(rt_push_early)
+{
+    /* off, len, total, agent */
+    static const uint64_t cases[][4] = {
+        {0, 5, 4096, 0},
+        {4091, 5, 4096, 1},
+        {0, 0, 0, 2},
+        {4096, 0, 4096, DPS_MAX_RANKS - 1},
+        {1u << 20, 4096, (1u << 20) + 8192, 77},
+        {UINT64_MAX - 3, 3, UINT64_MAX, DPS_MAX_RANKS - 1}};
+    dps_msg_t msg;
+    size_t    i, k, len;
+
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        dps_msg_push_t f = push_fixed(cases[i][0], cases[i][1], cases[i][2]);
+        char          *m;
+
+        f.flags = DPS_PUSH_EARLY;
+        f.agent = (uint32_t)cases[i][3];
+        f.k = (uint32_t)i;
+        m = push_msg(&f, 40 + (unsigned)i, &len);
+        check_hdr(m, len, DPS_MSG_PUSH);
+        ck_assert_uint_eq(len, DPS_PUSH_HEAD + cases[i][1]);
+        ck_assert_mem_eq(m + HDR, &f, PUSHF);
+        ck_assert_uint_eq(get32(m, HDR + 48), 2); /* DPS_PUSH_EARLY */
+        ck_assert_uint_eq(get32(m, HDR + 52), cases[i][3]);
+        memset(&msg, 0xa5, sizeof(msg));
+        DECODE_OK(m, len, &msg);
+        ck_assert_int_eq(msg.type, DPS_MSG_PUSH);
+        ck_assert_mem_eq(&msg.u.push.fixed, &f, PUSHF);
+        ck_assert_uint_eq(msg.u.push.fixed.flags, DPS_PUSH_EARLY);
+        ck_assert_uint_eq(msg.u.push.fixed.agent, cases[i][3]);
+        ck_assert_uint_eq(msg.u.push.fixed.off, cases[i][0]);
+        ck_assert_uint_eq(msg.u.push.fixed.len, cases[i][1]);
+        ck_assert_uint_eq(msg.u.push.fixed.total, cases[i][2]);
+        ck_assert_ptr_eq(msg.u.push.data, (const uint8_t *)m + DPS_PUSH_HEAD);
+        for (k = 0; k < cases[i][1]; k++) {
+            ck_assert_uint_eq(msg.u.push.data[k], pat(40 + (unsigned)i, k));
+        }
+        free(m);
+    }
+}
+END_TEST
+
+/* Decode must refuse buf with a reason containing want. */
+static void reject_why_at(const void *buf, size_t len, const char *want,
+                          int line)
+{
+    char      err[ERR_LEN] = "";
+    dps_msg_t msg;
+
+    ck_assert_msg(dps_msg_decode(buf, len, &msg, err, sizeof(err)) ==
+                      DPS_ERR_PROTO,
+                  "line %d: %s: not refused", line, want);
+    ck_assert_msg(strstr(err, want) != NULL, "line %d: '%s', not '%s'", line,
+                  err, want);
+}
+#define REJECT_WHY(_b, _l, _w) reject_why_at((_b), (_l), (_w), __LINE__)
 
 /* Each of the decoder's refusals, alone in an otherwise valid piece. */
 START_TEST(bad_push)
@@ -2943,14 +3025,39 @@ START_TEST(bad_push)
     f.src = UINT32_MAX;
     PUSH_REJECT(f, 4, "push src UINT32_MAX");
     f = good;
-    f.pad = 1;
-    PUSH_REJECT(f, 4, "push pad not 0");
+    f.agent = DPS_MAX_RANKS;
+    PUSH_REJECT(f, 4, "push agent out of range");
     f = good;
-    f.flags = 2;
-    PUSH_REJECT(f, 4, "push unknown flag");
+    f.agent = DPS_MAX_RANKS + 1;
+    PUSH_REJECT(f, 4, "push agent DPS_MAX_RANKS + 1");
+    f = good;
+    f.agent = UINT32_MAX;
+    PUSH_REJECT(f, 4, "push agent UINT32_MAX");
+    /* Every bit but DPS_PUSH_FETCH's and DPS_PUSH_EARLY's, alone or
+     * beside either: of an empty piece at 0, which each of the two
+     * flags alone takes. */
+    for (n = 2; n < 32; n++) {
+        f = push_fixed(0, 0, 16);
+        f.flags = 1u << n;
+        PUSH_REJECT(f, 0, "push unknown flag");
+        f.flags = DPS_PUSH_FETCH | (1u << n);
+        PUSH_REJECT(f, 0, "push unknown flag beside DPS_PUSH_FETCH");
+        f.flags = DPS_PUSH_EARLY | (1u << n);
+        PUSH_REJECT(f, 0, "push unknown flag beside DPS_PUSH_EARLY");
+    }
+    /* FETCH and EARLY together: never (a fetched transfer is not pushed,
+     * early or not). */
     f = push_fixed(0, 0, 16);
-    f.flags = DPS_PUSH_FETCH | 0x80000000u;
-    PUSH_REJECT(f, 0, "push unknown flag beside DPS_PUSH_FETCH");
+    f.flags = DPS_PUSH_FETCH | DPS_PUSH_EARLY;
+    PUSH_REJECT(f, 0, "push DPS_PUSH_FETCH | DPS_PUSH_EARLY");
+    f.total = 0;
+    PUSH_REJECT(f, 0, "push DPS_PUSH_FETCH | DPS_PUSH_EARLY, empty");
+    f = good;
+    f.flags = DPS_PUSH_FETCH | DPS_PUSH_EARLY;
+    PUSH_REJECT(f, 4, "push DPS_PUSH_FETCH | DPS_PUSH_EARLY with data");
+    f = push_fixed(0, 0, 16);
+    f.flags = UINT32_MAX;
+    PUSH_REJECT(f, 0, "push every flag");
     PUSH_REJECT(good, 3, "push data one byte shorter than len");
     PUSH_REJECT(good, 5, "push data one byte longer than len");
     PUSH_REJECT(good, 0, "push without the data len announces");
@@ -2984,9 +3091,55 @@ START_TEST(bad_push)
     free(m);
     f = push_fixed(0, 16, 16);
     f.src = f.dst = DPS_MAX_RANKS - 1;
+    f.agent = DPS_MAX_RANKS - 1;
     m = raw_push(&f, 16, &len);
     DECODE_OK(m, len, &msg);
     ck_assert_uint_eq(msg.u.push.fixed.src, DPS_MAX_RANKS - 1);
+    ck_assert_uint_eq(msg.u.push.fixed.agent, DPS_MAX_RANKS - 1);
+    free(m);
+    /* Each flag alone, at the edges of what it takes. */
+    f = push_fixed(0, 0, 16);
+    f.flags = DPS_PUSH_FETCH;
+    f.agent = 0;
+    m = raw_push(&f, 0, &len);
+    DECODE_OK(m, len, &msg);
+    ck_assert_uint_eq(msg.u.push.fixed.flags, DPS_PUSH_FETCH);
+    free(m);
+    f.flags = DPS_PUSH_EARLY;
+    m = raw_push(&f, 0, &len);
+    DECODE_OK(m, len, &msg);
+    ck_assert_uint_eq(msg.u.push.fixed.flags, DPS_PUSH_EARLY);
+    free(m);
+    f = push_fixed(12, 4, 16);
+    f.flags = DPS_PUSH_EARLY;
+    m = raw_push(&f, 4, &len);
+    DECODE_OK(m, len, &msg);
+    ck_assert_uint_eq(msg.u.push.fixed.flags, DPS_PUSH_EARLY);
+    ck_assert_uint_eq(msg.u.push.data[3], pat(11, 3));
+    free(m);
+
+    /* The reasons name what is wrong. */
+    f = good;
+    f.agent = DPS_MAX_RANKS;
+    m = raw_push(&f, 4, &len);
+    REJECT_WHY(m, len, "push from rank 3 to rank 1048575 by agent 1048576");
+    free(m);
+    f = good;
+    f.src = DPS_MAX_RANKS;
+    f.agent = DPS_MAX_RANKS - 1;
+    m = raw_push(&f, 4, &len);
+    REJECT_WHY(m, len,
+               "push from rank 1048576 to rank 1048575 by agent "
+               "1048575");
+    free(m);
+    f = push_fixed(0, 0, 16);
+    f.flags = DPS_PUSH_FETCH | DPS_PUSH_EARLY;
+    m = raw_push(&f, 0, &len);
+    REJECT_WHY(m, len, "push with flags 0x3");
+    free(m);
+    f.flags = DPS_PUSH_EARLY | 4;
+    m = raw_push(&f, 0, &len);
+    REJECT_WHY(m, len, "push with flags 0x6");
     free(m);
 }
 END_TEST
@@ -3000,6 +3153,7 @@ START_TEST(enc_push_put)
     dps_msg_push_t       f;
     dps_msg_hdr_t        h;
     size_t               i;
+    unsigned             n;
 
 #define PUT_BAD(_f, _what)                                             \
     do {                                                               \
@@ -3013,14 +3167,32 @@ START_TEST(enc_push_put)
     } while (0)
 
     f = good;
-    f.pad = 1;
-    PUT_BAD(f, "pad not 0");
+    f.src = DPS_MAX_RANKS;
+    PUT_BAD(f, "src out of range");
     f = good;
-    f.flags = 2;
-    PUT_BAD(f, "unknown flag");
+    f.dst = DPS_MAX_RANKS;
+    PUT_BAD(f, "dst out of range");
+    f = good;
+    f.agent = DPS_MAX_RANKS;
+    PUT_BAD(f, "agent out of range");
+    f = good;
+    f.agent = UINT32_MAX;
+    PUT_BAD(f, "agent UINT32_MAX");
+    for (n = 2; n < 32; n++) {
+        f = push_fixed(0, 0, 16);
+        f.flags = 1u << n;
+        PUT_BAD(f, "unknown flag");
+        f.flags = DPS_PUSH_FETCH | (1u << n);
+        PUT_BAD(f, "unknown flag beside DPS_PUSH_FETCH");
+        f.flags = DPS_PUSH_EARLY | (1u << n);
+        PUT_BAD(f, "unknown flag beside DPS_PUSH_EARLY");
+    }
     f = push_fixed(0, 0, 16);
-    f.flags = DPS_PUSH_FETCH | 2;
-    PUT_BAD(f, "unknown flag beside DPS_PUSH_FETCH");
+    f.flags = DPS_PUSH_FETCH | DPS_PUSH_EARLY;
+    PUT_BAD(f, "DPS_PUSH_FETCH | DPS_PUSH_EARLY");
+    f = good;
+    f.flags = DPS_PUSH_FETCH | DPS_PUSH_EARLY;
+    PUT_BAD(f, "DPS_PUSH_FETCH | DPS_PUSH_EARLY with data");
     f = push_fixed(17, 0, 16);
     PUT_BAD(f, "off > total");
     f = push_fixed(8, 9, 16);
@@ -3060,6 +3232,23 @@ START_TEST(enc_push_put)
     memcpy(&h, out, HDR);
     ck_assert_uint_eq(h.length, DPS_PUSH_HEAD + 4);
     ck_assert_uint_eq(out[DPS_PUSH_HEAD], 0xee);
+    /* The last agent, early or fetching: written as given. */
+    f.agent = DPS_MAX_RANKS - 1;
+    f.flags = DPS_PUSH_EARLY;
+    memset(out, 0xee, sizeof(out));
+    ck_assert_int_eq(dps_msg_push_put(&f, out), DPS_OK);
+    check_hdr(out, DPS_PUSH_HEAD + 4, DPS_MSG_PUSH);
+    ck_assert_mem_eq(out + HDR, &f, PUSHF);
+    ck_assert_uint_eq(get32(out, HDR + 52), DPS_MAX_RANKS - 1);
+    ck_assert_uint_eq(out[DPS_PUSH_HEAD], 0xee);
+    f = push_fixed(0, 0, 16);
+    f.agent = DPS_MAX_RANKS - 1;
+    f.flags = DPS_PUSH_FETCH;
+    memset(out, 0xee, sizeof(out));
+    ck_assert_int_eq(dps_msg_push_put(&f, out), DPS_OK);
+    check_hdr(out, DPS_PUSH_HEAD, DPS_MSG_PUSH);
+    ck_assert_mem_eq(out + HDR, &f, PUSHF);
+    ck_assert_uint_eq(out[DPS_PUSH_HEAD], 0xee);
 }
 END_TEST
 
@@ -3075,6 +3264,12 @@ START_TEST(trunc_push)
     f.flags = DPS_PUSH_FETCH;
     m = push_msg(&f, 3, &len);
     reject_every_prefix(m, len, "truncated fetch push");
+    free(m);
+    f = push_fixed(3, 9, 16);
+    f.flags = DPS_PUSH_EARLY;
+    f.agent = DPS_MAX_RANKS - 1;
+    m = push_msg(&f, 4, &len);
+    reject_every_prefix(m, len, "truncated early push");
     free(m);
 }
 END_TEST
@@ -3468,6 +3663,251 @@ START_TEST(trunc_bundle)
 END_TEST
 
 /* ------------------------------------------------------------------ */
+/* CREDIT                                                             */
+/* ------------------------------------------------------------------ */
+
+#define CREDITF sizeof(dps_msg_credit_t)
+
+/* agent, pad 0, bytes: little-endian at offsets 0, 4 and 8, decoded in
+ * place and from an odd address. */
+START_TEST(rt_credit)
+{
+    static const uint32_t agent[] = {
+        0, 1, 7, 0x12345, DPS_MAX_RANKS - 2, DPS_MAX_RANKS - 1};
+    static const uint64_t bytes[] = {
+        0, 1, 4096, 0x0102030405060708ull, UINT64_MAX - 1, UINT64_MAX};
+    size_t i, len;
+    int    pass;
+
+    _Static_assert(sizeof(agent) / sizeof(agent[0]) ==
+                       sizeof(bytes) / sizeof(bytes[0]),
+                   "as many agents as byte counts");
+    for (i = 0; i < sizeof(agent) / sizeof(agent[0]); i++) {
+        dps_msg_credit_t want = {agent[i], 0, bytes[i]};
+        char            *m = dps_msg_encode_credit(agent[i], bytes[i], &len);
+        char            *shifted;
+
+        check_hdr(m, len, DPS_MSG_CREDIT);
+        ck_assert_uint_eq(len, HDR + 16);
+        ck_assert_mem_eq(m + HDR, &want, CREDITF);
+        ck_assert_uint_eq(get32(m, HDR + 0), agent[i]);
+        ck_assert_uint_eq(get32(m, HDR + 4), 0);
+        ck_assert_uint_eq(get64(m, HDR + 8), bytes[i]);
+        shifted = xmalloc(len + 1);
+        memcpy(shifted + 1, m, len);
+        for (pass = 0; pass < 2; pass++) {
+            const char *buf = pass ? shifted + 1 : m;
+            dps_msg_t   msg;
+
+            memset(&msg, 0xa5, sizeof(msg));
+            DECODE_OK(buf, len, &msg);
+            ck_assert_int_eq(msg.type, DPS_MSG_CREDIT);
+            ck_assert_uint_eq(msg.u.credit.agent, agent[i]);
+            ck_assert_uint_eq(msg.u.credit.pad, 0);
+            ck_assert_uint_eq(msg.u.credit.bytes, bytes[i]);
+        }
+        free(shifted);
+        free(m);
+    }
+}
+END_TEST
+
+/* The decoder takes exactly 16 bytes, pad 0 and an agent below
+ * DPS_MAX_RANKS; the encoder makes no credit of an agent out of range. */
+START_TEST(bad_credit)
+{
+    static const uint32_t  bad_agent[] = {DPS_MAX_RANKS, DPS_MAX_RANKS + 1,
+                                          0x80000000u, UINT32_MAX};
+    static const uint32_t  bad_pad[] = {1, 0x100, 0x80000000u, UINT32_MAX};
+    const dps_msg_credit_t good = {9, 0, 1u << 20};
+    dps_msg_credit_t       c;
+    uint8_t                body[CREDITF + 16];
+    dps_msg_t              msg;
+    size_t                 len, n, i;
+    char                  *m;
+
+    /* The raw builder lays a credit out as the encoder does. */
+    m = raw_msg(DPS_MSG_CREDIT, &good, CREDITF, &len);
+    DECODE_OK(m, len, &msg);
+    ck_assert_int_eq(msg.type, DPS_MSG_CREDIT);
+    ck_assert_mem_eq(&msg.u.credit, &good, CREDITF);
+    free(m);
+    /* Every shorter body, and longer ones (zeros after a good one). */
+    for (n = 0; n < CREDITF; n++) {
+        m = raw_msg(DPS_MSG_CREDIT, &good, n, &len);
+        REJECT_WHY(m, len, "credit message with body of");
+        free(m);
+    }
+    memset(body, 0, sizeof(body));
+    memcpy(body, &good, CREDITF);
+    for (n = CREDITF + 1; n <= sizeof(body); n++) {
+        m = raw_msg(DPS_MSG_CREDIT, body, n, &len);
+        REJECT_WHY(m, len, "credit message with body of");
+        free(m);
+    }
+    for (i = 0; i < sizeof(bad_pad) / sizeof(bad_pad[0]); i++) {
+        c = good;
+        c.pad = bad_pad[i];
+        m = raw_msg(DPS_MSG_CREDIT, &c, CREDITF, &len);
+        REJECT(m, len, "credit pad not 0");
+        free(m);
+    }
+    for (i = 0; i < sizeof(bad_agent) / sizeof(bad_agent[0]); i++) {
+        c = good;
+        c.agent = bad_agent[i];
+        m = raw_msg(DPS_MSG_CREDIT, &c, CREDITF, &len);
+        REJECT(m, len, "credit agent out of range");
+        free(m);
+        c.bytes = 0;
+        m = raw_msg(DPS_MSG_CREDIT, &c, CREDITF, &len);
+        REJECT(m, len, "credit of nothing, agent out of range");
+        free(m);
+        ck_assert_ptr_null(dps_msg_encode_credit(bad_agent[i], 1, &len));
+        ck_assert_ptr_null(
+            dps_msg_encode_credit(bad_agent[i], UINT64_MAX, &len));
+    }
+    /* The edges are fine: the last agent, no bytes, every byte. */
+    c.agent = DPS_MAX_RANKS - 1;
+    c.pad = 0;
+    c.bytes = 0;
+    m = raw_msg(DPS_MSG_CREDIT, &c, CREDITF, &len);
+    DECODE_OK(m, len, &msg);
+    ck_assert_uint_eq(msg.u.credit.agent, DPS_MAX_RANKS - 1);
+    ck_assert_uint_eq(msg.u.credit.bytes, 0);
+    free(m);
+    c.bytes = UINT64_MAX;
+    m = raw_msg(DPS_MSG_CREDIT, &c, CREDITF, &len);
+    DECODE_OK(m, len, &msg);
+    ck_assert_uint_eq(msg.u.credit.bytes, UINT64_MAX);
+    free(m);
+    /* A credit's body under a push's header is a short push; a push's
+     * fixed part under a credit's header is a long credit. */
+    m = raw_msg(DPS_MSG_PUSH, &good, CREDITF, &len);
+    REJECT_WHY(m, len, "push shorter than its fixed part");
+    free(m);
+    {
+        dps_msg_push_t f = push_fixed(0, 0, 16);
+
+        m = raw_msg(DPS_MSG_CREDIT, &f, PUSHF, &len);
+        REJECT_WHY(m, len, "credit message with body of 56 bytes");
+        free(m);
+    }
+}
+END_TEST
+
+/* CREDITs among the parts of a bundle, beside an early PUSH: each comes
+ * back whole, in order, and decodes to its fields; a bad one iterates
+ * but does not decode. */
+START_TEST(rt_bundle_credit)
+{
+    dps_msg_push_t   f = push_fixed(0, 6, 6);
+    dps_msg_credit_t bad = {4, 1, 100};
+    const void      *parts[4];
+    size_t           lens[4], len, left, plen, n, i, k, off;
+    char            *c1, *c2, *push, *m, *r;
+    const uint8_t   *p;
+    const void      *part;
+    char             err[ERR_LEN] = "";
+    dps_msg_t        msg, pm;
+
+    f.flags = DPS_PUSH_EARLY;
+    f.agent = 2;
+    c1 = dps_msg_encode_credit(DPS_MAX_RANKS - 1, UINT64_MAX, &lens[0]);
+    push = push_msg(&f, 9, &lens[1]);
+    c2 = dps_msg_encode_credit(0, 4096, &lens[2]);
+    check_hdr(c1, lens[0], DPS_MSG_CREDIT);
+    check_hdr(c2, lens[2], DPS_MSG_CREDIT);
+    parts[0] = c1;
+    parts[1] = push;
+    parts[2] = c2;
+    parts[3] = c1;
+    lens[3] = lens[0];
+    m = bundle_of(parts, lens, 4, &len);
+    check_hdr(m, len, DPS_MSG_BUNDLE);
+    DECODE_OK(m, len, &msg);
+    ck_assert_int_eq(msg.type, DPS_MSG_BUNDLE);
+    p = msg.u.bundle.parts;
+    left = msg.u.bundle.len;
+    for (i = 0, off = HDR; i < 4; off += lens[i], i++) {
+        ck_assert_int_eq(
+            dps_bundle_next(&p, &left, &part, &plen, err, sizeof(err)),
+            DPS_OK);
+        ck_assert_ptr_eq(part, m + off);
+        ck_assert_uint_eq(plen, lens[i]);
+        memset(&pm, 0x5a, sizeof(pm));
+        DECODE_OK(part, plen, &pm);
+        switch (i) {
+        case 0:
+        case 3:
+            ck_assert_int_eq(pm.type, DPS_MSG_CREDIT);
+            ck_assert_uint_eq(pm.u.credit.agent, DPS_MAX_RANKS - 1);
+            ck_assert_uint_eq(pm.u.credit.pad, 0);
+            ck_assert_uint_eq(pm.u.credit.bytes, UINT64_MAX);
+            break;
+        case 1:
+            ck_assert_int_eq(pm.type, DPS_MSG_PUSH);
+            ck_assert_mem_eq(&pm.u.push.fixed, &f, PUSHF);
+            ck_assert_uint_eq(pm.u.push.fixed.flags, DPS_PUSH_EARLY);
+            ck_assert_uint_eq(pm.u.push.fixed.agent, 2);
+            for (k = 0; k < 6; k++) {
+                ck_assert_uint_eq(pm.u.push.data[k], pat(9, k));
+            }
+            break;
+        case 2:
+            ck_assert_int_eq(pm.type, DPS_MSG_CREDIT);
+            ck_assert_uint_eq(pm.u.credit.agent, 0);
+            ck_assert_uint_eq(pm.u.credit.pad, 0);
+            ck_assert_uint_eq(pm.u.credit.bytes, 4096);
+            break;
+        }
+    }
+    ck_assert_uint_eq(left, 0);
+    ck_assert_int_eq(
+        dps_bundle_next(&p, &left, &part, &plen, err, sizeof(err)),
+        DPS_ERR_AGAIN);
+    ck_assert_int_eq(bundle_walk(m, len, &n), 2);
+    ck_assert_uint_eq(n, 4);
+    free(m);
+    /* A credit alone: the smallest bundle of one. */
+    m = bundle_of(parts + 2, lens + 2, 1, &len);
+    ck_assert_uint_eq(len, 2 * HDR + CREDITF);
+    ck_assert_int_eq(bundle_walk(m, len, &n), 2);
+    ck_assert_uint_eq(n, 1);
+    free(m);
+    /* A credit with pad 1 after a good one: the second part iterates
+     * but does not decode. */
+    r = raw_msg(DPS_MSG_CREDIT, &bad, CREDITF, &lens[1]);
+    parts[1] = r;
+    m = bundle_of(parts, lens, 2, &len);
+    ck_assert_int_eq(bundle_walk(m, len, &n), 1);
+    ck_assert_uint_eq(n, 1);
+    free(m);
+    free(r);
+    /* A credit one byte short, its length field saying so: the same. */
+    r = raw_msg(DPS_MSG_CREDIT, c2 + HDR, CREDITF - 1, &lens[1]);
+    parts[1] = r;
+    m = bundle_of(parts, lens, 2, &len);
+    ck_assert_int_eq(bundle_walk(m, len, &n), 1);
+    ck_assert_uint_eq(n, 1);
+    free(m);
+    free(r);
+    /* Its length field one byte longer than the bundle: refused by
+     * dps_bundle_next. */
+    r = dup_bytes(c2, lens[2]);
+    put32(r, offsetof(dps_msg_hdr_t, length), (uint32_t)lens[2] + 1);
+    parts[1] = r;
+    lens[1] = lens[2];
+    m = bundle_of(parts, lens, 2, &len);
+    BUNDLE_BAD(m, len, 1, "credit longer than what is left");
+    free(m);
+    free(r);
+    free(c1);
+    free(c2);
+    free(push);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
 /* Hex helpers                                                        */
 /* ------------------------------------------------------------------ */
 
@@ -3634,6 +4074,7 @@ static Suite *proto_suite(void)
     tc = tcase_create("push_bundle");
     tcase_add_test(tc, rt_push);
     tcase_add_test(tc, rt_push_fetch);
+    tcase_add_test(tc, rt_push_early);
     tcase_add_test(tc, bad_push);
     tcase_add_test(tc, enc_push_put);
     tcase_add_test(tc, trunc_push);
@@ -3641,6 +4082,12 @@ static Suite *proto_suite(void)
     tcase_add_test(tc, enc_bundle_header);
     tcase_add_test(tc, bad_bundle);
     tcase_add_test(tc, trunc_bundle);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("credit");
+    tcase_add_test(tc, rt_credit);
+    tcase_add_test(tc, bad_credit);
+    tcase_add_test(tc, rt_bundle_credit);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("hex");
