@@ -19,7 +19,8 @@
 
 #define DPS_PROTO_MAGIC   0x48535044u /* "DPSH" */
 #define DPS_PROTO_VERSION 12
-#define DPS_AM_ID         7    /* the one UCX active message id */
+#define DPS_AM_ID         7    /* UCX active message id: messages */
+#define DPS_AM_BUNDLE     8    /* ... and bundles between agents */
 #define DPS_MAX_RKEY      4096 /* bytes of one packed rkey */
 #define DPS_MAX_ADDR      8192 /* bytes of one worker address */
 #define DPS_MAX_RANKS     (1u << 20)

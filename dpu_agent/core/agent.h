@@ -179,10 +179,16 @@ typedef struct agent_arrival {
 } agent_arrival_t;
 
 /* A message received from another agent, kept while PUSH pieces in it
- * wait to be written. */
+ * wait to be written: in UCX's own buffer (ucx, released to worker), or
+ * in one of ours (mem, freed). */
 typedef struct agent_rx {
-    unsigned     refs;
-    dps_inmsg_t *m;
+    struct agent_rx *next; /* a->rx_head: bundles to handle */
+    unsigned         refs;
+    void            *ucx;
+    void            *mem;
+    ucp_worker_h     worker;
+    const uint8_t   *data;
+    size_t           len;
 } agent_rx_t;
 
 /* Where a pushed transfer (the k-th SEND of src to dst of an instance)
@@ -323,6 +329,10 @@ typedef struct agent {
     agent_rx_t         *rx_cur;    /* the received message being
                                     * handled, if it may be kept */
     agent_inst_t       *held;      /* instances with posts held back */
+    agent_rx_t         *rx_head, *rx_tail; /* bundles received */
+    unsigned            rx_rndv;           /* bundles still being received */
+    void               *out_pool;          /* bundle buffers to use again */
+    unsigned            out_npool;
     /* job */
     int       have_job;
     uint32_t  nranks, nagents, self;

@@ -106,6 +106,49 @@ static void wake_rank(agent_t *a, agent_link_t *l)
 
 /* ---- to other agents: one bundle a pass -------------------------------- */
 
+/* Bundle buffers are used again (they hold a chunk of pushed bytes, and
+ * a fresh one would cost the kernel its pages each time): at most this
+ * many kept, each at least AGENT_POOL_MIN bytes. */
+#define AGENT_POOL_MAX 16
+#define AGENT_POOL_MIN 65536
+
+typedef struct pooled {
+    struct pooled *next;
+    size_t         cap;
+} pooled_t;
+
+static void pool_put(agent_t *a, void *buf, size_t cap)
+{
+    pooled_t *p = buf;
+
+    if (buf == NULL || cap < AGENT_POOL_MIN ||
+        a->out_npool >= AGENT_POOL_MAX) {
+        free(buf);
+        return;
+    }
+    p->cap = cap;
+    p->next = a->out_pool;
+    a->out_pool = p;
+    a->out_npool++;
+}
+
+/* A kept buffer of at least need bytes (its capacity in *cap), or NULL. */
+static void *pool_get(agent_t *a, size_t need, size_t *cap)
+{
+    for (pooled_t **pp = (pooled_t **)&a->out_pool; *pp != NULL;
+         pp = &(*pp)->next) {
+        pooled_t *p = *pp;
+
+        if (p->cap >= need) {
+            *pp = p->next;
+            a->out_npool--;
+            *cap = p->cap;
+            return p;
+        }
+    }
+    return NULL;
+}
+
 int agent_out_init(agent_t *a)
 {
     a->out = calloc(a->nagents, sizeof(*a->out));
@@ -118,12 +161,21 @@ int agent_out_init(agent_t *a)
     return DPS_OK;
 }
 
-int agent_out_room(agent_out_t *o, size_t len)
+int agent_out_room(agent_t *a, agent_out_t *o, size_t len)
 {
     size_t need = (o->len ? o->len : sizeof(dps_msg_hdr_t)) + len;
 
     if (need > UINT32_MAX) {
         return DPS_ERR_INVALID;
+    }
+    if (o->buf == NULL && need > 4096) {
+        size_t cap;
+        void  *b = pool_get(a, need, &cap);
+
+        if (b != NULL) {
+            o->buf = b;
+            o->cap = cap;
+        }
     }
     if (need > o->cap) {
         size_t   cap = o->cap ? o->cap : 4096;
@@ -169,7 +221,7 @@ int agent_send_agent(agent_t *a, uint32_t idx, void *msg, size_t len)
         dps_kick((int)a->job_key, (int)idx);
         return rc;
     }
-    if ((rc = agent_out_room(o, len)) == DPS_OK) {
+    if ((rc = agent_out_room(a, o, len)) == DPS_OK) {
         memcpy(o->buf + o->len, msg, len);
         o->len += len;
         o->n++;
@@ -179,7 +231,9 @@ int agent_send_agent(agent_t *a, uint32_t idx, void *msg, size_t len)
 }
 
 typedef struct out_sent {
+    agent_t     *a;
     void        *buf;
+    size_t       cap;
     agent_out_t *o; /* a bundle with pushed bytes: its o->inflight */
     uint32_t     to;
 } out_sent_t;
@@ -195,7 +249,7 @@ static void out_sent_cb(void *request, ucs_status_t status, void *user_data)
     if (c->o != NULL) {
         c->o->inflight--;
     }
-    free(c->buf);
+    pool_put(c->a, c->buf, c->cap);
     free(c);
     ucp_request_free(request);
 }
@@ -216,22 +270,24 @@ int agent_out_send(agent_t *a, uint32_t idx, int data)
         free(c);
         return DPS_ERR_NOMEM;
     }
+    c->a = a;
     c->buf = o->buf;
+    c->cap = o->cap;
     c->o = data ? o : NULL;
     c->to = idx;
     memset(&rp, 0, sizeof(rp));
     rp.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
     rp.cb.send = out_sent_cb;
     rp.user_data = c;
-    req = ucp_am_send_nbx(a->agent_ep[idx], DPS_AM_ID, NULL, 0, o->buf, o->len,
-                          &rp);
+    req = ucp_am_send_nbx(a->agent_ep[idx], DPS_AM_BUNDLE, NULL, 0, o->buf,
+                          o->len, &rp);
     o->buf = NULL;
     o->len = o->cap = 0;
     o->n = 0;
     a->agent_msgs++;
     dps_kick((int)a->job_key, (int)idx);
     if (req == NULL || UCS_PTR_IS_ERR(req)) {
-        free(c->buf);
+        pool_put(a, c->buf, c->cap);
         free(c);
         if (req != NULL) {
             dps_error("cannot send to agent %u: %s", idx,
@@ -273,6 +329,170 @@ void agent_out_fini(agent_t *a)
     }
     free(a->out);
     a->out = NULL;
+    while (a->out_pool != NULL) {
+        pooled_t *p = a->out_pool;
+
+        a->out_pool = p->next;
+        free(p);
+    }
+    a->out_npool = 0;
+    while (a->rx_head != NULL) {
+        agent_rx_t *rx = a->rx_head;
+
+        a->rx_head = rx->next;
+        agent_rx_put(rx);
+    }
+    a->rx_tail = NULL;
+}
+
+/* ---- from other agents: bundles, kept where UCX put them ---------------- */
+
+void agent_rx_put(agent_rx_t *rx)
+{
+    if (rx == NULL || --rx->refs > 0) {
+        return;
+    }
+    if (rx->ucx != NULL) {
+        ucp_am_data_release(rx->worker, rx->ucx);
+    }
+    free(rx->mem);
+    free(rx);
+}
+
+static void rx_queue(agent_t *a, agent_rx_t *rx)
+{
+    rx->next = NULL;
+    if (a->rx_tail != NULL) {
+        a->rx_tail->next = rx;
+    } else {
+        a->rx_head = rx;
+    }
+    a->rx_tail = rx;
+}
+
+typedef struct rx_rndv {
+    agent_t    *a;
+    agent_rx_t *rx;
+} rx_rndv_t;
+
+static void rx_rndv_done(void *request, ucs_status_t status, size_t length,
+                         void *user_data)
+{
+    rx_rndv_t *c = user_data;
+
+    c->a->rx_rndv--;
+    if (status == UCS_OK) {
+        c->rx->len = length;
+        rx_queue(c->a, c->rx);
+    } else {
+        dps_error("receiving another agent's bundle failed: %s",
+                  ucs_status_string(status));
+        agent_rx_put(c->rx);
+    }
+    free(c);
+    ucp_request_free(request);
+}
+
+/* A bundle from another agent: kept in UCX's buffer where UCX lets us
+ * (no copy: the pieces are written into the ranks from there), else
+ * received or copied into one of ours. Handled in the loop
+ * (agent_rx_pop), never here. */
+static ucs_status_t bundle_am(void *arg, const void *header,
+                              size_t header_length, void *data, size_t length,
+                              const ucp_am_recv_param_t *prm)
+{
+    agent_t    *a = arg;
+    agent_rx_t *rx = calloc(1, sizeof(*rx));
+
+    (void)header;
+    (void)header_length;
+    if (rx == NULL) {
+        dps_error("out of memory receiving another agent's bundle");
+        return UCS_OK;
+    }
+    rx->refs = 1;
+    rx->worker = a->ucx.worker;
+    rx->len = length;
+    if (prm->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) {
+        rx_rndv_t          *c = malloc(sizeof(*c));
+        ucp_request_param_t rp;
+        ucs_status_ptr_t    req;
+
+        if (c == NULL || (rx->mem = malloc(length ? length : 1)) == NULL) {
+            free(c);
+            free(rx);
+            return UCS_OK;
+        }
+        rx->data = rx->mem;
+        c->a = a;
+        c->rx = rx;
+        memset(&rp, 0, sizeof(rp));
+        rp.op_attr_mask =
+            UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+        rp.cb.recv_am = rx_rndv_done;
+        rp.user_data = c;
+        req = ucp_am_recv_data_nbx(a->ucx.worker, data, rx->mem, length, &rp);
+        if (req == NULL) {
+            free(c);
+            rx_queue(a, rx);
+        } else if (UCS_PTR_IS_ERR(req)) {
+            dps_error("ucp_am_recv_data_nbx: %s",
+                      ucs_status_string(UCS_PTR_STATUS(req)));
+            free(c);
+            agent_rx_put(rx);
+        } else {
+            a->rx_rndv++;
+        }
+        return UCS_OK;
+    }
+    if (prm->recv_attr & UCP_AM_RECV_ATTR_FLAG_DATA) {
+        rx->ucx = data;
+        rx->data = data;
+        rx_queue(a, rx);
+        return UCS_INPROGRESS;
+    }
+    if ((rx->mem = malloc(length ? length : 1)) == NULL) {
+        free(rx);
+        return UCS_OK;
+    }
+    memcpy(rx->mem, data, length);
+    rx->data = rx->mem;
+    rx_queue(a, rx);
+    return UCS_OK;
+}
+
+int agent_rx_init(agent_t *a)
+{
+    ucp_am_handler_param_t am;
+    ucs_status_t           st;
+
+    memset(&am, 0, sizeof(am));
+    am.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID |
+                    UCP_AM_HANDLER_PARAM_FIELD_CB |
+                    UCP_AM_HANDLER_PARAM_FIELD_ARG;
+    am.id = DPS_AM_BUNDLE;
+    am.cb = bundle_am;
+    am.arg = a;
+    st = ucp_worker_set_am_recv_handler(a->ucx.worker, &am);
+    if (st != UCS_OK) {
+        dps_error("ucp_worker_set_am_recv_handler: %s", ucs_status_string(st));
+        return DPS_ERR_UCX;
+    }
+    return DPS_OK;
+}
+
+agent_rx_t *agent_rx_pop(agent_t *a)
+{
+    agent_rx_t *rx = a->rx_head;
+
+    if (rx != NULL) {
+        a->rx_head = rx->next;
+        if (a->rx_head == NULL) {
+            a->rx_tail = NULL;
+        }
+        rx->next = NULL;
+    }
+    return rx;
 }
 
 void agent_send_rank(agent_t *a, uint32_t w, void *msg, size_t len)

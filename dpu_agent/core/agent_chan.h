@@ -31,8 +31,18 @@ int  agent_out_init(agent_t *a);
 void agent_out_fini(agent_t *a);
 
 /* Room for len more bytes at o->buf + o->len (the bundle's header is
- * kept room for first); DPS_OK, DPS_ERR_NOMEM or DPS_ERR_INVALID. */
-int agent_out_room(agent_out_t *o, size_t len);
+ * kept room for first; a large one in a buffer used before); DPS_OK,
+ * DPS_ERR_NOMEM or DPS_ERR_INVALID. */
+int agent_out_room(agent_t *a, agent_out_t *o, size_t len);
+
+/* Take other agents' bundles (DPS_AM_BUNDLE) on our worker; DPS_OK or
+ * DPS_ERR_UCX. They queue until agent_rx_pop takes them, oldest first
+ * (NULL: none). */
+int         agent_rx_init(agent_t *a);
+agent_rx_t *agent_rx_pop(agent_t *a);
+/* Drop a reference to a received bundle (freed, or given back to UCX,
+ * at the last). */
+void agent_rx_put(agent_rx_t *rx);
 
 /* Send what is gathered for agent idx as one message and wake it;
  * data: it carries pushed bytes (in o->inflight until UCX is done with

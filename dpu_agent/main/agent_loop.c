@@ -62,25 +62,31 @@ static void defer_copy(const void *part, size_t len, dps_inmsg_t **deferred)
     *deferred = d;
 }
 
-/* Every message of a bundle (another agent's pass), in order; m is
- * freed once no PUSH piece of it is kept. */
-static void handle_bundle(agent_t *a, dps_inmsg_t *m, const dps_msg_t *b,
-                          dps_inmsg_t **deferred)
+/* Every message of a received bundle (another agent's pass), in order;
+ * rx is released after, kept while PUSH pieces of it wait. */
+static void handle_bundle(agent_t *a, agent_rx_t *rx, dps_inmsg_t **deferred)
 {
-    agent_rx_t    *rx = malloc(sizeof(*rx));
-    const uint8_t *p = b->u.bundle.parts;
-    size_t         left = b->u.bundle.len, plen;
+    const uint8_t *p;
+    size_t         left, plen;
     const void    *part;
     char           err[256];
+    dps_msg_t      b;
     int            rc;
 
-    if (rx == NULL) {
-        dps_error("out of memory taking another agent's messages");
-        free(m);
+    if (dps_msg_decode(rx->data, rx->len, &b, err, sizeof(err)) != DPS_OK ||
+        (b.type != DPS_MSG_BUNDLE && b.type != DPS_MSG_PUSH)) {
+        dps_error("malformed bundle dropped: %s",
+                  b.type != DPS_MSG_BUNDLE ? "not a bundle" : err);
+        agent_rx_put(rx);
         return;
     }
-    rx->refs = 1;
-    rx->m = m;
+    if (b.type == DPS_MSG_PUSH) { /* a lone piece: kept the same way */
+        handle_one(a, &b, rx);
+        agent_rx_put(rx);
+        return;
+    }
+    p = b.u.bundle.parts;
+    left = b.u.bundle.len;
     while ((rc = dps_bundle_next(&p, &left, &part, &plen, err, sizeof(err))) ==
            DPS_OK) {
         dps_msg_t msg;
@@ -101,6 +107,7 @@ static void handle_bundle(agent_t *a, dps_inmsg_t *m, const dps_msg_t *b,
 static int drain_inbox(agent_t *a, dps_inmsg_t **deferred)
 {
     dps_inmsg_t *m;
+    agent_rx_t  *rx;
     int          handled = 0;
 
     while ((m = dps_inbox_pop(&a->ucx.inbox)) != NULL) {
@@ -115,22 +122,18 @@ static int drain_inbox(agent_t *a, dps_inmsg_t **deferred)
             free(m);
             continue;
         }
-        if (msg.type == DPS_MSG_BUNDLE) {
-            handle_bundle(a, m, &msg, deferred);
-            continue;
-        }
-        if (msg.type == DPS_MSG_PUSH) {
-            /* Pushes come in bundles; a lone one is kept the same way. */
-            agent_rx_t *rx = malloc(sizeof(*rx));
-
-            if (rx != NULL) {
-                rx->refs = 1;
-                rx->m = m;
-                handle_one(a, &msg, rx);
-                agent_rx_put(rx);
-            } else {
+        if (msg.type == DPS_MSG_BUNDLE || msg.type == DPS_MSG_PUSH) {
+            /* Bundles come on their own id (agent_rx_init); one that
+             * came here is handled the same way. */
+            if ((rx = calloc(1, sizeof(*rx))) == NULL) {
                 free(m);
+                continue;
             }
+            rx->refs = 1;
+            rx->mem = m;
+            rx->data = (const uint8_t *)m->data;
+            rx->len = m->len;
+            handle_bundle(a, rx, deferred);
             continue;
         }
         if (handle_one(a, &msg, NULL) == DPS_ERR_AGAIN) {
@@ -139,6 +142,10 @@ static int drain_inbox(agent_t *a, dps_inmsg_t **deferred)
             continue;
         }
         free(m);
+    }
+    while ((rx = agent_rx_pop(a)) != NULL) {
+        handled++;
+        handle_bundle(a, rx, deferred);
     }
     return handled;
 }
@@ -389,7 +396,7 @@ int agent_loop_run(agent_t *a)
             dps_info("spawning rank is gone: exiting");
             break;
         }
-        if (work || a->ucx.inbox.rndv_pending) {
+        if (work || a->ucx.inbox.rndv_pending || a->rx_rndv) {
             last_work = dps_now();
         } else if (!agent_may_sleep(a) || agent_posts_held(a)) {
             /* Only UCX operations to wait for (gets, puts, flushes):

@@ -205,6 +205,9 @@ static int serve(const dps_config_t *cfg, int addr_fd, int parent_fd,
     if (dps_ucx_open(&a.ucx, UCS_THREAD_MODE_SINGLE) != DPS_OK) {
         goto out;
     }
+    if (agent_rx_init(&a) != DPS_OK) {
+        goto out_exec;
+    }
     a.chunk = cfg->chunk_bytes;
     a.nslots = cfg->pipeline_depth;
     agent_push_init(&a);

@@ -67,8 +67,6 @@ int agent_push_expect(agent_t *a, agent_move_t *m);
  * for pieces or are to be pushed, and are in no slot, are returned
  * (linked through next) for the caller to end. */
 agent_move_t *agent_push_drop(agent_t *a, agent_inst_t *in);
-/* Release a kept received message. */
-void agent_rx_put(agent_rx_t *rx);
 /* Free what is kept and queued (at exit). */
 void agent_push_fini(agent_t *a);
 

@@ -38,16 +38,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- kept received messages --------------------------------------------- */
-
-void agent_rx_put(agent_rx_t *rx)
-{
-    if (rx != NULL && --rx->refs == 0) {
-        free(rx->m);
-        free(rx);
-    }
-}
-
 /* ---- the sender's side -------------------------------------------------- */
 
 static uint64_t gcd(uint64_t x, uint64_t y)
@@ -145,7 +135,7 @@ static int piece_put(agent_t *a, agent_out_t *o, agent_move_t *m, size_t room)
     f.total = m->len;
     f.flags = m->early ? DPS_PUSH_EARLY : 0;
     f.agent = a->self;
-    if ((rc = agent_out_room(o, DPS_PUSH_HEAD + n)) != DPS_OK ||
+    if ((rc = agent_out_room(a, o, DPS_PUSH_HEAD + n)) != DPS_OK ||
         (rc = dps_msg_push_put(&f, o->buf + o->len)) != DPS_OK) {
         return rc;
     }
@@ -191,7 +181,7 @@ static int piece_fetch(agent_t *a, agent_out_t *o, agent_move_t *m)
     f.k = m->k;
     f.total = m->len;
     f.flags = DPS_PUSH_FETCH;
-    if ((rc = agent_out_room(o, DPS_PUSH_HEAD)) != DPS_OK ||
+    if ((rc = agent_out_room(a, o, DPS_PUSH_HEAD)) != DPS_OK ||
         (rc = dps_msg_push_put(&f, o->buf + o->len)) != DPS_OK) {
         return rc;
     }

@@ -43,6 +43,20 @@ agent_inst_t *agent_inst_new(agent_t *a, agent_comm_t *c, agent_inst_key_t key,
     return in;
 }
 
+void agent_posts_forget(agent_t *a, agent_inst_t *in)
+{
+    for (uint32_t r = 0; r < in->comm->size; r++) {
+        free(in->rs[r].held);
+        in->rs[r].held = NULL;
+    }
+    for (agent_inst_t **p = &a->held; *p != NULL; p = &(*p)->held_next) {
+        if (*p == in) {
+            *p = in->held_next;
+            break;
+        }
+    }
+}
+
 void agent_inst_destroy(agent_t *a, agent_inst_t *in)
 {
     uint32_t r;

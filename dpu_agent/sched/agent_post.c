@@ -244,20 +244,6 @@ void agent_posts_release(agent_t *a, int all)
     }
 }
 
-void agent_posts_forget(agent_t *a, agent_inst_t *in)
-{
-    for (uint32_t r = 0; r < in->comm->size; r++) {
-        free(in->rs[r].held);
-        in->rs[r].held = NULL;
-    }
-    for (agent_inst_t **p = &a->held; *p != NULL; p = &(*p)->held_next) {
-        if (*p == in) {
-            *p = in->held_next;
-            break;
-        }
-    }
-}
-
 /* A late post into a failed instance, or the first of one another agent
  * failed: a local rank completes with the error at once. */
 static int post_failed(agent_t *a, agent_inst_t *in, uint32_t x, int local)

@@ -55,7 +55,7 @@ int agent_handle_coll(agent_t *a, const dps_msg_t *msg);
 /* Forward the posts held back so that a node's go together (those held
  * long enough, or all), agent_post.c. */
 void agent_posts_release(agent_t *a, int all);
-/* Instance in ends: drop its held posts (agent_post.c). */
+/* Instance in ends: drop its held posts (agent_inst.c). */
 void agent_posts_forget(agent_t *a, agent_inst_t *in);
 /* Are posts held back? 1 or 0. */
 static inline int agent_posts_held(const agent_t *a)
