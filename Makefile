@@ -83,6 +83,7 @@ AGENT_SRC  := dpu_agent/main/agent_main.c dpu_agent/main/agent_loop.c \
               dpu_agent/move/agent_exec.c dpu_agent/move/agent_cma.c \
               dpu_agent/move/agent_engines.c dpu_agent/move/agent_fetch.c \
               dpu_agent/move/agent_push.c dpu_agent/move/agent_queue.c \
+              dpu_agent/move/agent_workers.c \
               dpu_agent/keys/agent_keys.c \
               dpu_agent/core/agent_chan.c
 HDRS       := $(wildcard common/*.h shim/*/*.h dpu_agent/*.h dpu_agent/*/*.h include/*.h)

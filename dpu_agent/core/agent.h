@@ -215,6 +215,7 @@ typedef struct agent_out {
     unsigned           inflight;    /* bundles with pushed bytes, not yet
                                   * sent (UCX) */
     int                dead;        /* a send to it failed */
+    unsigned           filling;     /* bundles for it a worker reads into */
     uint64_t           credit;      /* bytes we may push to it before its
                                   * ranks have posted (DPS_PUSH_EARLY) */
     uint64_t           credit_back; /* its early bytes written (or
@@ -228,7 +229,17 @@ static inline uint32_t agent_move_world(const agent_move_t *m, uint32_t r)
     return m->inst->comm->members[r];
 }
 
+struct agent;
+
+/* Work for a worker thread (move/agent_workers.c): run(a, job) there,
+ * then done is set (atomic). */
+typedef struct agent_job {
+    void (*run)(struct agent *a, struct agent_job *j);
+    int done;
+} agent_job_t;
+
 typedef struct agent_slot {
+    agent_job_t        job; /* a worker carries this whole chunk */
     struct agent_slot *next_done;
     agent_move_t      *move;
     uint64_t           off, len;
@@ -238,7 +249,7 @@ typedef struct agent_slot {
     int                completed; /* set by the UCX callback or a copy
                                    * thread (atomic) */
     ucs_status_t       status;
-    int                threaded;  /* a copy thread reads and writes */
+    int                threaded;  /* a worker carries it (job) */
     uint64_t           got;       /* a FETCH's answer: bytes that came */
     int                fetching;  /* waiting for that answer */
     ucs_status_t       wstatus;   /* its write's status */
@@ -262,8 +273,6 @@ typedef struct agent_link {
     dps_inmsg_t       *outq_head, *outq_tail; /* waiting for ring room */
     struct agent_link *next;
 } agent_link_t;
-
-struct agent;
 
 /*
  * Calls from a lower part of the agent up into a higher one. The agent's
@@ -331,6 +340,7 @@ typedef struct agent {
     agent_inst_t       *held;      /* instances with posts held back */
     agent_rx_t         *rx_head, *rx_tail; /* bundles received */
     unsigned            rx_rndv;           /* bundles still being received */
+    struct agent_fill  *fills;             /* bundles workers read into */
     void               *out_pool;          /* bundle buffers to use again */
     unsigned            out_npool;
     /* job */
@@ -366,8 +376,9 @@ typedef struct agent {
     agent_slot_t         *slots;
     unsigned              nslots;    /* DPUSHIM_PIPELINE_DEPTH */
     size_t                chunk;     /* DPUSHIM_CHUNK_BYTES */
-    struct agent_copiers *copiers;   /* CMA copy threads (depth > 1) */
-    unsigned              copy_jobs; /* slots out with copy threads */
+    struct agent_workers *workers;   /* started at the first job */
+    unsigned              nworkers;  /* dpu_agent --workers; < 2: none */
+    unsigned              copy_jobs; /* slots out with workers */
     void                 *staging;
     ucp_mem_h             staging_memh;
     unsigned              inflight; /* slots busy + flushes pending */

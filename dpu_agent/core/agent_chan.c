@@ -254,59 +254,73 @@ static void out_sent_cb(void *request, ucs_status_t status, void *user_data)
     ucp_request_free(request);
 }
 
-int agent_out_send(agent_t *a, uint32_t idx, int data)
+int agent_out_send_buf(agent_t *a, uint32_t idx, uint8_t *buf, size_t len,
+                       size_t cap, int data)
 {
     agent_out_t        *o = &a->out[idx];
     ucp_request_param_t rp;
     ucs_status_ptr_t    req;
-    out_sent_t         *c;
+    out_sent_t         *c = malloc(sizeof(*c));
 
-    if (o->n == 0) {
-        return DPS_OK;
+    if (data == 1) {
+        o->inflight++; /* until UCX is done with it */
     }
-    c = malloc(sizeof(*c));
     if (c == NULL ||
-        dps_bundle_header(o->len - sizeof(dps_msg_hdr_t), o->buf) != DPS_OK) {
+        dps_bundle_header(len - sizeof(dps_msg_hdr_t), buf) != DPS_OK) {
         free(c);
+        pool_put(a, buf, cap);
+        o->inflight -= data != 0;
         return DPS_ERR_NOMEM;
     }
     c->a = a;
-    c->buf = o->buf;
-    c->cap = o->cap;
+    c->buf = buf;
+    c->cap = cap;
     c->o = data ? o : NULL;
     c->to = idx;
     memset(&rp, 0, sizeof(rp));
     rp.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
     rp.cb.send = out_sent_cb;
     rp.user_data = c;
-    req = ucp_am_send_nbx(a->agent_ep[idx], DPS_AM_BUNDLE, NULL, 0, o->buf,
-                          o->len, &rp);
-    o->buf = NULL;
-    o->len = o->cap = 0;
-    o->n = 0;
+    req = ucp_am_send_nbx(a->agent_ep[idx], DPS_AM_BUNDLE, NULL, 0, buf, len,
+                          &rp);
     a->agent_msgs++;
     dps_kick((int)a->job_key, (int)idx);
     if (req == NULL || UCS_PTR_IS_ERR(req)) {
         pool_put(a, c->buf, c->cap);
         free(c);
+        o->inflight -= data != 0;
         if (req != NULL) {
             dps_error("cannot send to agent %u: %s", idx,
                       ucs_status_string(UCS_PTR_STATUS(req)));
             o->dead = 1;
             return DPS_ERR_UCX;
         }
-        return DPS_OK;
-    }
-    if (data) {
-        o->inflight++;
     }
     return DPS_OK;
+}
+
+int agent_out_send(agent_t *a, uint32_t idx, int data)
+{
+    agent_out_t *o = &a->out[idx];
+    uint8_t     *buf = o->buf;
+    size_t       len, cap;
+
+    if (o->n == 0) {
+        return DPS_OK;
+    }
+    len = o->len;
+    cap = o->cap;
+    o->buf = NULL;
+    o->n = 0;
+    o->len = o->cap = 0;
+    return agent_out_send_buf(a, idx, buf, len, cap, data ? 1 : 0);
 }
 
 void agent_out_flush(agent_t *a)
 {
     for (uint32_t i = 0; a->out != NULL && i < a->nagents; i++) {
-        if (a->out[i].n > 0) {
+        /* Not past a bundle a worker still reads into: in order. */
+        if (a->out[i].n > 0 && a->out[i].filling == 0) {
             agent_out_send(a, i, 0);
         }
     }

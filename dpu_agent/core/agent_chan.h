@@ -49,7 +49,16 @@ void agent_rx_put(agent_rx_t *rx);
  * it). DPS_OK, DPS_ERR_NOMEM or DPS_ERR_UCX. */
 int agent_out_send(agent_t *a, uint32_t idx, int data);
 
-/* End of a pass: send every agent its bundle. */
+/* Send buf (len bytes of messages after room for the bundle's header,
+ * cap its capacity; taken) to agent idx as one BUNDLE. data: 1, it
+ * carries pushed bytes (in o->inflight until UCX is done with it); 2,
+ * the same, counted there already; 0, messages only. DPS_OK,
+ * DPS_ERR_NOMEM or DPS_ERR_UCX. */
+int agent_out_send_buf(agent_t *a, uint32_t idx, uint8_t *buf, size_t len,
+                       size_t cap, int data);
+
+/* End of a pass: send every agent its bundle (not past a bundle a worker
+ * still fills: o->filling). */
 void agent_out_flush(agent_t *a);
 
 /* Is anything gathered, or a bundle with pushed bytes still being sent?

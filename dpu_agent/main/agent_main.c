@@ -34,7 +34,8 @@ static void usage(FILE *out)
     fprintf(
         out,
         "usage: dpu_agent --addr-fd N --parent-fd M\n"
-        "       dpu_agent --listen ADDR:PORT [--secret-dir DIR]\n"
+        "       dpu_agent --listen ADDR:PORT [--secret-dir DIR] "
+        "[--workers N]\n"
         "       dpu_agent --probe | --help | --config-markdown | "
         "--types-markdown\n"
         "\n"
@@ -69,6 +70,13 @@ static void usage(FILE *out)
         "not\n"
         "                 writable by others, made 0700 if missing); default\n"
         "                 ${TMPDIR:-/tmp}/dpushim-UID\n"
+        "  --workers N    with --listen: threads that move each job's bytes\n"
+        "                 (DMA and CMA copies, reductions, the reads of "
+        "pushed\n"
+        "                 pieces), 1 to 256; 1: the event loop moves them "
+        "itself.\n"
+        "                 Default: the CPUs of a BlueField's Arm cores, 1 "
+        "elsewhere\n"
         "  --probe        list the RDMA devices rdma-core sees and say "
         "whether an\n"
         "                 NVIDIA BlueField DPU is among them; exit status 0 "
@@ -149,6 +157,8 @@ static int publish_address(agent_t *a, int fd, int on_socket)
 
 /* A listener's: where jobs' secrets, and our grant socket, are. */
 static const char *listen_dir;
+/* A listener's --workers (0: the default). */
+static unsigned listen_workers;
 
 /* A listener's child: the socket our ranks grant us their memory
  * through (common/dps_grant.h), named for the job, this host and pid,
@@ -210,6 +220,9 @@ static int serve(const dps_config_t *cfg, int addr_fd, int parent_fd,
     }
     a.chunk = cfg->chunk_bytes;
     a.nslots = cfg->pipeline_depth;
+    /* A spawned agent's chunks go to one worker each (its copy threads,
+     * DPUSHIM_PIPELINE_DEPTH of them); a listener's as asked. */
+    a.nworkers = on_socket ? listen_workers : a.nslots;
     agent_push_init(&a);
     if (agent_exec_init(&a) != DPS_OK) {
         goto out_exec;
@@ -223,7 +236,8 @@ static int serve(const dps_config_t *cfg, int addr_fd, int parent_fd,
     rc = agent_loop_run(&a);
 
 out_exec:
-    agent_push_fini(&a); /* before the queue's moves are freed */
+    agent_workers_stop(&a); /* nothing of theirs is freed under them */
+    agent_push_fini(&a);    /* before the queue's moves are freed */
     agent_exec_fini(&a);
     agent_out_fini(&a);
     agent_sched_fini(&a);
@@ -309,12 +323,15 @@ int main(int argc, char **argv)
         {"config-markdown", no_argument, NULL, 'M'},
         {"types-markdown", no_argument, NULL, 'T'},
         {"probe", no_argument, NULL, 'P'},
+        {"workers", required_argument, NULL, 'w'},
         {NULL, 0, NULL, 0}};
     extern char **environ;
     const char   *listen_at = NULL, *secret_dir = NULL;
     char          dir[4096], port[8], err[256];
     dps_config_t  cfg;
     int           c, addr_fd = -1, parent_fd = -1;
+    long          workers = 0;
+    char         *end;
 
     dps_log_set_who("agent");
     /* The name the scripts and tests find agents by (/proc/PID/comm):
@@ -331,10 +348,28 @@ int main(int argc, char **argv)
         case 'M': dps_config_print(stdout, 1); return 0;
         case 'T': dps_rtypes_markdown(stdout); return 0;
         case 'P': return agent_probe(stdout);
+        case 'w':
+            workers = strtol(optarg, &end, 10);
+            if (*optarg == '\0' || *end != '\0' || workers < 1 ||
+                workers > 256) {
+                fprintf(stderr,
+                        "dpu_agent: --workers '%s': expected 1 to "
+                        "256\n\n",
+                        optarg);
+                usage(stderr);
+                return 2;
+            }
+            break;
         default: usage(stderr); return 2;
         }
     }
     if (!args_fit(argc, argv, listen_at, secret_dir, addr_fd, parent_fd)) {
+        usage(stderr);
+        return 2;
+    }
+    if (workers != 0 && listen_at == NULL) {
+        fprintf(stderr, "dpu_agent: --workers needs --listen (a spawned "
+                        "agent has DPUSHIM_PIPELINE_DEPTH)\n\n");
         usage(stderr);
         return 2;
     }
@@ -371,6 +406,13 @@ int main(int argc, char **argv)
                      ? "poll (a BlueField's own cores)"
                      : "eager (not on a DPU: cores shared with ranks)");
     }
+    if (workers == 0) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+        workers = agent_on_dpu() && n > 1 ? (n > 256 ? 256 : n) : 1;
+    }
+    listen_workers = (unsigned)workers;
+    dps_info("%ld worker%s a job", workers, workers > 1 ? "s" : "");
     /* No UCX here: each job's child creates its own after the fork. */
     listen_dir = secret_dir;
     return agent_listen_run(listen_at, secret_dir, serve_listened, &cfg);

@@ -162,27 +162,94 @@ static void ucx_stage(agent_t *a, agent_slot_t *s, uint32_t r)
     }
 }
 
+/* Is world rank w's memory read and written synchronously here (CMA,
+ * or DMA through its grant)? */
+static int sync_reach(const agent_t *a, uint32_t w)
+{
+    return agent_rank_cma(a, w) || agent_rank_dma(a, w);
+}
+
+/* One synchronous stage of slot s for world rank w (a worker's: counted
+ * by the loop when it handed the slot over). */
+static ucs_status_t sync_stage(agent_t *a, agent_slot_t *s, int stage,
+                               uint32_t w)
+{
+    return agent_rank_cma(a, w) ? agent_cma_stage(a, s, stage, w)
+                                : agent_dma_rw(a, s, stage, w);
+}
+
+/* A worker carries the rest of the chunk: read the source (unless it
+ * was pushed here), read the destination and reduce, write. */
+static void slot_job(agent_t *a, agent_job_t *j)
+{
+    agent_slot_t *s = (agent_slot_t *)j; /* job is its first member */
+    agent_move_t *m = s->move;
+    uint32_t      sw = world_of(m, m->src), dw = world_of(m, m->dst);
+    ucs_status_t  st = UCS_OK;
+
+    if (s->state == 1) {
+        st = sync_stage(a, s, 1, sw);
+    }
+    if (st == UCS_OK && m->op != DPS_OP_NONE) {
+        st = sync_stage(a, s, 3, dw);
+        if (st == UCS_OK) {
+            st = agent_slot_reduce(s);
+        }
+    }
+    s->status = st;
+    s->wstatus = st != UCS_OK ? st : sync_stage(a, s, 2, dw);
+    __atomic_store_n(&s->completed, 1, __ATOMIC_RELEASE);
+}
+
+static void count_reach(agent_t *a, uint32_t w, uint64_t n)
+{
+    if (agent_rank_cma(a, w)) {
+        a->cma_bytes += n;
+    } else {
+        a->dma_bytes += n;
+    }
+}
+
+/* Hand slot s to a worker when every stage left is synchronous (a
+ * staged chunk at its start, or a pushed piece to write); 1 if it was. */
+static int slot_to_worker(agent_t *a, agent_slot_t *s)
+{
+    agent_move_t *m = s->move;
+    uint32_t      sw = world_of(m, m->src), dw = world_of(m, m->dst);
+    int           pushed = m->push == AGENT_PUSH_IN;
+
+    if (a->nworkers < 2 || !sync_reach(a, dw) ||
+        !(pushed ? s->state != 1 : s->state == 1 && sync_reach(a, sw))) {
+        return 0;
+    }
+    s->job.run = slot_job;
+    s->threaded = 1;
+    __atomic_store_n(&s->completed, 0, __ATOMIC_RELAXED);
+    if (agent_workers_submit(a, (unsigned)(s - a->slots), &s->job) != 0) {
+        s->threaded = 0;
+        return 0;
+    }
+    a->copy_jobs++;
+    if (s->state == 1) {
+        count_reach(a, sw, s->len);
+    }
+    if (m->op != DPS_OP_NONE) {
+        count_reach(a, dw, s->len);
+    }
+    count_reach(a, dw, s->len);
+    return 1;
+}
+
 static void slot_start(agent_t *a, agent_slot_t *s)
 {
     agent_move_t *m = s->move;
     uint32_t      r = (s->state == 1) ? m->src : m->dst;
 
-    if (s->state == 2 && s->threaded) {
-        /* The copy thread wrote the chunk right after reading it. */
-        s->threaded = 0;
-        s->status = s->wstatus;
-        s->completed = 1;
+    s->completed = 0;
+    if (slot_to_worker(a, s)) {
         return;
     }
-    s->completed = 0;
     if (agent_rank_cma(a, world_of(m, r))) {
-        if (s->state == 1 && a->nslots > 1 &&
-            agent_rank_cma(a, world_of(m, m->dst)) &&
-            agent_copiers_submit(a, s) == 0) {
-            /* The thread reads, (reads the destination,) writes. */
-            a->cma_bytes += s->len * (m->op != DPS_OP_NONE ? 3 : 2);
-            return;
-        }
         a->cma_bytes += s->len;
         s->status = agent_cma_stage(a, s, s->state, world_of(m, r));
         s->completed = 1;
@@ -271,6 +338,18 @@ static int slot_advance(agent_t *a, agent_slot_t *s)
         s->fetching = 0;
         a->fetch_wait--;
     }
+    if (s->threaded) {
+        /* A worker carried the whole chunk: it is written. */
+        s->threaded = 0;
+        a->copy_jobs--;
+        if (s->state == 1) {
+            m->read += s->len;
+        }
+        if (s->status == UCS_OK) {
+            s->status = s->wstatus;
+        }
+        s->state = 2;
+    }
     if (s->status != UCS_OK) {
         dps_error("%s of %llu bytes for rank %u failed: %s",
                   s->state == 2 ? "write" : "read", (unsigned long long)s->len,
@@ -279,15 +358,11 @@ static int slot_advance(agent_t *a, agent_slot_t *s)
         move_failed(m, s->status);
     }
     if (s->state == 1 || s->state == 3) {
-        if (s->state == 1 && s->threaded) {
-            a->copy_jobs--;
-        }
         if (s->state == 1) {
             m->read += s->len;
         }
-        s->state = s->threaded ? 2 : next_stage(s);
-        if (s->state == 2 && !s->threaded && m->op != DPS_OP_NONE &&
-            s->status == UCS_OK) {
+        s->state = next_stage(s);
+        if (s->state == 2 && m->op != DPS_OP_NONE && s->status == UCS_OK) {
             s->status = agent_slot_reduce(s);
         }
         slot_start(a, s);
@@ -473,7 +548,7 @@ void agent_exec_fini(agent_t *a)
         a->flushes = f->next;
         free(f);
     }
-    agent_copiers_stop(a);
+    agent_workers_stop(a);
     agent_engines_fini(a);
     agent_serves_fini(a);
     free(a->slots);

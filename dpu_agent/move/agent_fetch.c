@@ -50,6 +50,17 @@ typedef struct agent_serve {
 ucs_status_t agent_dma_stage(agent_t *a, agent_slot_t *s, int stage,
                              uint32_t world)
 {
+    ucs_status_t st = agent_dma_rw(a, s, stage, world);
+
+    if (st == UCS_OK) {
+        a->dma_bytes += s->len;
+    }
+    return st;
+}
+
+ucs_status_t agent_dma_rw(agent_t *a, agent_slot_t *s, int stage,
+                          uint32_t world)
+{
     agent_move_t *m = s->move;
     uint64_t      raddr = (stage == 1 ? m->src_addr : m->dst_addr) + s->off;
     char         *local =
@@ -65,7 +76,6 @@ ucs_status_t agent_dma_stage(agent_t *a, agent_slot_t *s, int stage,
                   world);
         return UCS_ERR_IO_ERROR;
     }
-    a->dma_bytes += s->len;
     return UCS_OK;
 }
 

@@ -27,6 +27,10 @@ void agent_move_queue(agent_t *a, agent_move_t *m);
  * none). */
 agent_move_t *agent_moves_unqueue(agent_t *a, agent_inst_t *in);
 
+/* Stop the workers, if started (agent_workers.c): after it no thread
+ * touches a slot, a bundle or a rank's memory any more. */
+void agent_workers_stop(agent_t *a);
+
 /* Take move m off the queue, wherever it is in it. */
 void agent_move_unqueue(agent_t *a, agent_move_t *m);
 
@@ -84,8 +88,8 @@ void agent_schedule(agent_t *a);
 /* Nothing to do but wait for UCX or copy threads: may sleep. */
 int agent_may_sleep(const agent_t *a);
 
-/* eventfd the copy threads signal, or -1 (none yet); once they exist it
- * is watched in a->epfd (agent_cma.c). */
+/* eventfd the workers signal, or -1 (none yet); once they exist it is
+ * watched in a->epfd (agent_workers.c). */
 int agent_copy_fd(const agent_t *a);
 
 /* Answer agent `to`'s FETCH: read len bytes at addr of our rank world

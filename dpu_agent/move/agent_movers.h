@@ -51,12 +51,18 @@ int agent_push_more(const agent_move_t *m);
 /* A pushed-in move is written whole: forget its meeting point. */
 void agent_push_finished(agent_t *a, agent_move_t *m);
 
-/* Hand slot s (both sides copied with CMA) to a copy thread, starting
- * them the first time; 0, or -1 if there are none (copy it here). */
-int agent_copiers_submit(agent_t *a, agent_slot_t *s);
-
-/* Stop the copy threads, if started. */
-void agent_copiers_stop(agent_t *a);
+/* Workers (agent_workers.c): job j to the worker hint picks (the same
+ * hint, the same worker: its jobs end in order), starting them the first
+ * time; 0, or -1 if there are none or its ring is full (do it here). */
+int agent_workers_submit(agent_t *a, unsigned hint, agent_job_t *j);
+/* Workers running (0: none). */
+unsigned agent_workers_n(const agent_t *a);
+/* Take the workers' signals (the flags say which jobs ended). */
+void agent_workers_drain(agent_t *a);
+/* A rank's memory through its grant (emulated PCIe DMA), as
+ * agent_dma_stage, without counting (a worker's). */
+ucs_status_t agent_dma_rw(agent_t *a, agent_slot_t *s, int stage,
+                          uint32_t world);
 
 /* Free the moves given to engines and not reported done. */
 void agent_engines_fini(agent_t *a);

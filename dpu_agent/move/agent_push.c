@@ -108,10 +108,74 @@ static agent_move_t *out_pop(agent_out_t *o)
     return m;
 }
 
+/* A bundle whose pieces a worker reads (agent_workers.c): the bundle's
+ * buffer, taken from its agent's, the reads, and the moves it ends once
+ * they are done. The loop sends it when the worker is done. */
+typedef struct fill_read {
+    uint32_t world;
+    uint64_t addr, at, len;
+} fill_read_t;
+
+typedef struct agent_fill {
+    agent_job_t        job; /* first: the worker's */
+    struct agent_fill *next;
+    uint32_t           to;
+    uint8_t           *buf;
+    size_t             len, cap;
+    fill_read_t       *reads;
+    unsigned           nreads, maxreads;
+    agent_move_t      *done;
+    int                failed; /* a read failed (the worker's) */
+} agent_fill_t;
+
+static void fill_run(agent_t *a, agent_job_t *j)
+{
+    agent_fill_t *f = (agent_fill_t *)j;
+
+    for (unsigned i = 0; i < f->nreads; i++) {
+        const fill_read_t *r = &f->reads[i];
+
+        if (agent_read_rank(a, r->world, r->addr, f->buf + r->at, r->len) !=
+            DPS_OK) {
+            dps_error("reading %llu bytes at %#llx of rank %u to push: %m",
+                      (unsigned long long)r->len, (unsigned long long)r->addr,
+                      r->world);
+            f->failed = 1;
+        }
+    }
+}
+
+/* Record a read for the fill being built (made at its first); DPS_OK or
+ * DPS_ERR_NOMEM. */
+static int fill_note(agent_fill_t **fp, uint32_t world, uint64_t addr,
+                     uint64_t at, uint64_t len)
+{
+    agent_fill_t *f = *fp;
+
+    if (f == NULL && (f = *fp = calloc(1, sizeof(*f))) == NULL) {
+        return DPS_ERR_NOMEM;
+    }
+    if (f->nreads == f->maxreads) {
+        unsigned     n = f->maxreads ? 2 * f->maxreads : 16;
+        fill_read_t *r = realloc(f->reads, n * sizeof(*r));
+
+        if (r == NULL) {
+            return DPS_ERR_NOMEM;
+        }
+        f->reads = r;
+        f->maxreads = n;
+    }
+    f->reads[f->nreads++] = (fill_read_t){world, addr, at, len};
+    return DPS_OK;
+}
+
 /* The next piece of m's bytes for o's bundle, with room left for `room`
  * bytes of data: appended (DPS_OK; m->issued moves on), none now
- * (DPS_ERR_AGAIN: the bundle is full), or an error for m. */
-static int piece_put(agent_t *a, agent_out_t *o, agent_move_t *m, size_t room)
+ * (DPS_ERR_AGAIN: the bundle is full), or an error for m. Its bytes are
+ * read now, or, with workers (*fill), by a worker before the bundle
+ * goes. */
+static int piece_put(agent_t *a, agent_out_t *o, agent_move_t *m, size_t room,
+                     agent_fill_t **fill)
 {
     uint32_t       sw = agent_move_world(m, m->src);
     uint64_t       left = m->len - m->issued, n = left < room ? left : room;
@@ -139,8 +203,13 @@ static int piece_put(agent_t *a, agent_out_t *o, agent_move_t *m, size_t room)
         (rc = dps_msg_push_put(&f, o->buf + o->len)) != DPS_OK) {
         return rc;
     }
-    if (agent_read_rank(a, sw, m->src_addr + m->issued,
-                        o->buf + o->len + DPS_PUSH_HEAD, n) != DPS_OK) {
+    if (fill != NULL) {
+        if ((rc = fill_note(fill, sw, m->src_addr + m->issued,
+                            o->len + DPS_PUSH_HEAD, n)) != DPS_OK) {
+            return rc;
+        }
+    } else if (agent_read_rank(a, sw, m->src_addr + m->issued,
+                               o->buf + o->len + DPS_PUSH_HEAD, n) != DPS_OK) {
         dps_error("reading %llu bytes at %#llx of rank %u to push: %m",
                   (unsigned long long)n,
                   (unsigned long long)(m->src_addr + m->issued), sw);
@@ -190,8 +259,10 @@ static int piece_fetch(agent_t *a, agent_out_t *o, agent_move_t *m)
     return DPS_OK;
 }
 
-/* One bundle of pieces for agent idx; moves it ended go to *done. */
-static void bundle_fill(agent_t *a, agent_out_t *o, agent_move_t **done)
+/* One bundle of pieces for agent idx; moves it ended go to *done. With
+ * workers, its reads go to *fill (made here) and are not done yet. */
+static void bundle_fill(agent_t *a, agent_out_t *o, agent_move_t **done,
+                        agent_fill_t **fill)
 {
     uint64_t data = 0;
 
@@ -207,7 +278,7 @@ static void bundle_fill(agent_t *a, agent_out_t *o, agent_move_t **done)
         } else {
             uint64_t before = m->issued;
 
-            rc = piece_put(a, o, m, a->chunk - data);
+            rc = piece_put(a, o, m, a->chunk - data, fill);
             if (rc == DPS_ERR_AGAIN) {
                 break;
             }
@@ -259,16 +330,109 @@ void agent_push_credit(agent_t *a, const dps_msg_credit_t *c)
         c->bytes >= a->window - o->credit ? a->window : o->credit + c->bytes;
 }
 
+/* Hand a built bundle to a worker for its reads: it leaves o (o->buf
+ * is empty again), counted as on its way (o->inflight, o->filling) and
+ * kept in a->fills, oldest first, until agent_fills_reap sends it. */
+static void fill_submit(agent_t *a, uint32_t i, agent_fill_t *f,
+                        agent_move_t *done)
+{
+    agent_out_t   *o = &a->out[i];
+    agent_fill_t **fp = &a->fills;
+
+    f->to = i;
+    f->buf = o->buf;
+    f->len = o->len;
+    f->cap = o->cap;
+    f->done = done;
+    f->job.run = fill_run;
+    o->buf = NULL;
+    o->len = o->cap = 0;
+    o->n = 0;
+    o->inflight++;
+    o->filling++;
+    while (*fp != NULL) {
+        fp = &(*fp)->next;
+    }
+    *fp = f;
+    if (agent_workers_submit(a, i, &f->job) != 0) {
+        fill_run(a, &f->job); /* no worker free: here */
+        f->job.done = 1;
+    }
+}
+
+/* End the moves of a list: read (or left to fetch), or failed. */
+static void moves_end(agent_t *a, agent_move_t *done, int failed)
+{
+    while (done != NULL) {
+        agent_move_t *m = done;
+
+        done = m->next;
+        a->up.move_done(a, m, m->failed || failed ? DPS_ERR_UCX : DPS_OK);
+    }
+}
+
+/* Send the bundles whose reads the workers finished, in order for each
+ * agent; end their moves. 1 if any went. */
+static int fills_reap(agent_t *a)
+{
+    agent_fill_t **fp = &a->fills;
+    uint32_t       blocked[8];
+    unsigned       nblocked = 0;
+    int            any = 0;
+
+    while (*fp != NULL) {
+        agent_fill_t *f = *fp;
+        int           later = 0;
+
+        for (unsigned k = 0; k < nblocked; k++) {
+            later |= blocked[k] == f->to;
+        }
+        if (later || !__atomic_load_n(&f->job.done, __ATOMIC_ACQUIRE)) {
+            if (!later && nblocked < 8) {
+                blocked[nblocked++] = f->to;
+            }
+            if (nblocked == 8) {
+                break;
+            }
+            fp = &f->next;
+            continue;
+        }
+        *fp = f->next;
+        a->out[f->to].filling--;
+        agent_out_send_buf(a, f->to, f->buf, f->len, f->cap, 2);
+        moves_end(a, f->done, f->failed);
+        free(f->reads);
+        free(f);
+        any = 1;
+    }
+    return any;
+}
+
 void agent_push_flush(agent_t *a)
 {
     agent_move_t *done = NULL;
 
+    if (a->fills != NULL) {
+        agent_workers_drain(a);
+        fills_reap(a);
+    }
     for (uint32_t i = 0; a->out != NULL && i < a->nagents; i++) {
         agent_out_t *o = &a->out[i];
 
         credit_return(a, i, o->n > 0 || o->push_head != NULL);
         while (o->push_head != NULL && o->inflight < a->nslots && !o->dead) {
-            bundle_fill(a, o, &done);
+            agent_fill_t *fill = NULL;
+            agent_move_t *mine = NULL;
+
+            bundle_fill(a, o,
+                        agent_workers_n(a) > 0 || a->nworkers > 1 ? &mine
+                                                                  : &done,
+                        a->nworkers > 1 ? &fill : NULL);
+            if (fill != NULL) {
+                fill_submit(a, i, fill, mine);
+                continue;
+            }
+            moves_end(a, mine, 0);
             if (agent_out_send(a, i, 1) != DPS_OK) {
                 break; /* out of memory, or that agent is lost: its
                         * ranks' failover ends the collectives */
@@ -276,16 +440,16 @@ void agent_push_flush(agent_t *a)
         }
     }
     /* Ends of moves may start others (queued for the next pass). */
-    while (done != NULL) {
-        agent_move_t *m = done;
-
-        done = m->next;
-        a->up.move_done(a, m, m->failed ? DPS_ERR_UCX : DPS_OK);
-    }
+    moves_end(a, done, 0);
 }
 
 int agent_push_pending(const agent_t *a)
 {
+    for (const agent_fill_t *f = a->fills; f != NULL; f = f->next) {
+        if (__atomic_load_n(&f->job.done, __ATOMIC_ACQUIRE)) {
+            return 1; /* to send */
+        }
+    }
     for (uint32_t i = 0; a->out != NULL && i < a->nagents; i++) {
         const agent_out_t *o = &a->out[i];
 
@@ -547,6 +711,21 @@ void agent_push_fini(agent_t *a)
 {
     agent_pend_t *p, *tmp;
 
+    /* The workers are stopped: their bundles and moves go. */
+    while (a->fills != NULL) {
+        agent_fill_t *f = a->fills;
+
+        a->fills = f->next;
+        while (f->done != NULL) {
+            agent_move_t *m = f->done;
+
+            f->done = m->next;
+            free(m);
+        }
+        free(f->buf);
+        free(f->reads);
+        free(f);
+    }
     HASH_ITER(hh, a->pends, p, tmp) {
         if (p->move != NULL) {
             p->move->pend = NULL;

@@ -244,17 +244,22 @@ cl_node_pids() {
 # under the run directory, which every host sees. Sets CL_MAP, CL_SEC and
 # CL_LISTEN_PIDS; 0 when every one listens.
 cl_listeners_up() {
-    local h i n up
+    local h i n up w
     CL_SEC=$CL_RUN/secrets CL_MAP=$CL_RUN/dpus.map
     mkdir -p "$CL_SEC" && chmod 700 "$CL_SEC"
     : >"$CL_MAP"
     for h in $CL_DPUS; do
         echo "host$h host$h-dpu:7420" >>"$CL_MAP"
     done
+    # The first DPU's agent moves bytes with 2 workers (dpu_agent
+    # --workers, as on a BlueField's cores), the others with their event
+    # loop alone: every job runs both.
     for h in $CL_DPUS; do
-        # shellcheck disable=SC2086 # command and VAR=value words
+        w=
+        [ "$h" = "${CL_DPUS%% *}" ] && w="--workers 2"
+        # shellcheck disable=SC2086 # command, VAR=value and option words
         "$CL_ROOT/scripts/cluster/cluster.sh" run "host$h-dpu" env $CL_DPU_ENV \
-            $CL_DPU_AGENT --listen 0.0.0.0:7420 \
+            $CL_DPU_AGENT $w --listen 0.0.0.0:7420 \
             --secret-dir "$CL_SEC" >"$LOGS/listener-host$h-dpu.log" 2>&1 &
         CL_LISTENERS+=($!)
     done
