@@ -144,8 +144,9 @@ typedef struct agent_move {
     uint8_t            queued;    /* a pushed-in move: in a->q */
     uint8_t            failed;    /* a pushed-out move: not read */
     uint8_t            early;     /* pushed out before its receiver
-                                   * posted, on the receiver's credit */
-    uint8_t            pad_;
+                                   * posted */
+    uint8_t            pull;      /* pushed out: no room at the
+                                   * receiver's agent, which fetches it */
     uint16_t           dtype;
     struct agent_pend *pend; /* a pushed-in move's arrivals */
     uint64_t           src_addr, dst_addr, len;
@@ -174,8 +175,8 @@ typedef struct agent_arrival {
     struct agent_rx      *rx;
     const uint8_t        *data;
     uint64_t              off, len;
-    uint32_t              from;  /* the sending agent */
-    int                   early; /* on its credit: return it once written */
+    uint32_t              from; /* the sending agent: its room here
+                                 * is given back once written */
 } agent_arrival_t;
 
 /* A message received from another agent, kept while PUSH pieces in it
@@ -216,10 +217,10 @@ typedef struct agent_out {
                                   * sent (UCX) */
     int                dead;        /* a send to it failed */
     unsigned           filling;     /* bundles for it a worker reads into */
-    uint64_t           credit;      /* bytes we may push to it before its
-                                  * ranks have posted (DPS_PUSH_EARLY) */
-    uint64_t           credit_back; /* its early bytes written (or
-                                     * dropped) here, to return */
+    uint64_t           credit;      /* bytes we may push to it now (its
+                                  * room for us, a->window at most) */
+    uint64_t           credit_back; /* its pushed bytes written (or
+                                     * dropped) here, to give back */
     struct agent_move *push_head, *push_tail;
 } agent_out_t;
 
@@ -259,8 +260,8 @@ typedef struct agent_slot {
                                   * into (a reduction only) */
     agent_rx_t        *rx;        /* pushed bytes being written: the
                                   * bundle they lie in */
-    uint32_t           credit_to; /* early pushed bytes: 1 + the agent
-                                   * to credit once written; else 0 */
+    uint32_t           credit_to; /* pushed bytes: 1 + the agent to
+                                   * give their room back; else 0 */
 } agent_slot_t;
 
 /* A rank on this host reached through its shared-memory segment. */
@@ -330,9 +331,9 @@ typedef struct agent {
     int                 push;      /* DPS_JOB_PUSH: between nodes, push */
     uint64_t            push_unit; /* pieces are cut at multiples of
                                     * every reduction element size */
-    uint64_t            window;    /* early bytes another agent may push
-                                    * to us at once: DPUSHIM_CHUNK_BYTES
-                                    * x DPUSHIM_PIPELINE_DEPTH */
+    uint64_t            window;    /* bytes another agent may push to us
+                                    * at once: DPUSHIM_CHUNK_BYTES x
+                                    * DPUSHIM_PIPELINE_DEPTH */
     agent_out_t        *out;       /* per agent (nagents) */
     agent_pend_t       *pends;     /* pushed transfers met here */
     agent_rx_t         *rx_cur;    /* the received message being

@@ -38,12 +38,12 @@ void agent_move_unqueue(agent_t *a, agent_move_t *m);
 
 /* Work out a->push_unit (at start-up). */
 void agent_push_init(agent_t *a);
-/* May len bytes for world rank world_dst go to its agent before it has
- * posted (on that agent's credit, which this takes)? 1 or 0. */
-int agent_push_early(agent_t *a, uint32_t world_dst, uint64_t len);
-/* Give back what agent_push_early took (the move could not be made). */
-void agent_push_unearly(agent_t *a, uint32_t world_dst, uint64_t len);
-/* CREDIT from another agent: early room there again. */
+/* Is there room for len more bytes at world rank world_dst's agent (its
+ * window for us)? Then it is taken (1); else 0. agent_push_unroom gives
+ * it back (the move could not be made). */
+int  agent_push_room(agent_t *a, uint32_t world_dst, uint64_t len);
+void agent_push_unroom(agent_t *a, uint32_t world_dst, uint64_t len);
+/* CREDIT from another agent: room there again. */
 void agent_push_credit(agent_t *a, const dps_msg_credit_t *c);
 /* The sender's side: queue pushed-out move m (AGENT_PUSH_OUT: its
  * source is ours, its destination another node's) for its destination's
@@ -61,8 +61,8 @@ int agent_push_pending(const agent_t *a);
  * while the piece waits). DPS_OK or DPS_ERR_NOMEM. */
 int agent_push_arrive(agent_t *a, const dps_msg_push_t *f, const uint8_t *data,
                       agent_rx_t *rx);
-/* n early bytes of agent `from` were dropped on arrival (their instance
- * had failed here): their room is its again. */
+/* n pushed bytes of agent `from` were dropped on arrival (their
+ * instance had failed here): their room is its again. */
 void agent_push_dropped(agent_t *a, uint32_t from, uint64_t n);
 /* Move m (its source another node's rank) began: its bytes come pushed;
  * it is queued once some have come. DPS_OK or DPS_ERR_NOMEM. */

@@ -55,8 +55,6 @@ void agent_push_finished(agent_t *a, agent_move_t *m);
  * hint, the same worker: its jobs end in order), starting them the first
  * time; 0, or -1 if there are none or its ring is full (do it here). */
 int agent_workers_submit(agent_t *a, unsigned hint, agent_job_t *j);
-/* Workers running (0: none). */
-unsigned agent_workers_n(const agent_t *a);
 /* Take the workers' signals (the flags say which jobs ended). */
 void agent_workers_drain(agent_t *a);
 /* A rank's memory through its grant (emulated PCIe DMA), as

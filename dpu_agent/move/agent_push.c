@@ -67,7 +67,7 @@ void agent_push_init(agent_t *a)
     a->push_unit = u;
 }
 
-int agent_push_early(agent_t *a, uint32_t world_dst, uint64_t len)
+int agent_push_room(agent_t *a, uint32_t world_dst, uint64_t len)
 {
     agent_out_t *o = &a->out[a->rank_agent[world_dst]];
 
@@ -78,7 +78,7 @@ int agent_push_early(agent_t *a, uint32_t world_dst, uint64_t len)
     return 1;
 }
 
-void agent_push_unearly(agent_t *a, uint32_t world_dst, uint64_t len)
+void agent_push_unroom(agent_t *a, uint32_t world_dst, uint64_t len)
 {
     a->out[a->rank_agent[world_dst]].credit += len;
 }
@@ -237,9 +237,9 @@ static int piece_fetch(agent_t *a, agent_out_t *o, agent_move_t *m)
     dps_msg_push_t f;
     int            rc;
 
-    if (m->early) {
+    if (!m->pull) {
         o->credit += m->len; /* nothing of it lands there unasked */
-        m->early = 0;
+        m->pull = 1;
     }
     memset(&f, 0, sizeof(f));
     f.agent = a->self;
@@ -271,7 +271,7 @@ static void bundle_fill(agent_t *a, agent_out_t *o, agent_move_t **done,
         uint32_t      sw = agent_move_world(m, m->src);
         int           rc;
 
-        if (!agent_rank_cma(a, sw) && !agent_rank_dma(a, sw)) {
+        if (m->pull || (!agent_rank_cma(a, sw) && !agent_rank_dma(a, sw))) {
             rc = piece_fetch(a, o, m);
             m->read = 0; /* not read here: its reader says so */
             m->issued = m->len;
@@ -297,7 +297,7 @@ static void bundle_fill(agent_t *a, agent_out_t *o, agent_move_t **done,
     }
 }
 
-/* Return the credit of early bytes written here to their sender: in a
+/* Give the room of pushed bytes written here back to their sender: in a
  * message going to it anyway, or on its own once it is half the
  * window (a sender that pushes and never receives still gets it). */
 static void credit_return(agent_t *a, uint32_t i, int anyway)
@@ -410,8 +410,6 @@ static int fills_reap(agent_t *a)
 
 void agent_push_flush(agent_t *a)
 {
-    agent_move_t *done = NULL;
-
     if (a->fills != NULL) {
         agent_workers_drain(a);
         fills_reap(a);
@@ -422,25 +420,23 @@ void agent_push_flush(agent_t *a)
         credit_return(a, i, o->n > 0 || o->push_head != NULL);
         while (o->push_head != NULL && o->inflight < a->nslots && !o->dead) {
             agent_fill_t *fill = NULL;
-            agent_move_t *mine = NULL;
+            agent_move_t *done = NULL;
+            int           rc;
 
-            bundle_fill(a, o,
-                        agent_workers_n(a) > 0 || a->nworkers > 1 ? &mine
-                                                                  : &done,
-                        a->nworkers > 1 ? &fill : NULL);
+            bundle_fill(a, o, &done, a->nworkers > 1 ? &fill : NULL);
             if (fill != NULL) {
-                fill_submit(a, i, fill, mine);
+                fill_submit(a, i, fill, done);
                 continue;
             }
-            moves_end(a, mine, 0);
-            if (agent_out_send(a, i, 1) != DPS_OK) {
+            rc = agent_out_send(a, i, 1);
+            /* Their ends may start other moves: this loop takes them. */
+            moves_end(a, done, 0);
+            if (rc != DPS_OK) {
                 break; /* out of memory, or that agent is lost: its
                         * ranks' failover ends the collectives */
             }
         }
     }
-    /* Ends of moves may start others (queued for the next pass). */
-    moves_end(a, done, 0);
 }
 
 int agent_push_pending(const agent_t *a)
@@ -499,9 +495,7 @@ static void pend_free(agent_t *a, agent_pend_t *p)
     while (p->head != NULL) {
         agent_arrival_t *r = p->head;
 
-        if (r->early) {
-            credit_back(a, r->from, r->len - p->used);
-        }
+        credit_back(a, r->from, r->len - p->used);
         p->used = 0;
         p->head = r->next;
         agent_rx_put(r->rx);
@@ -558,7 +552,6 @@ int agent_push_arrive(agent_t *a, const dps_msg_push_t *f, const uint8_t *data,
     r->off = f->off;
     r->len = f->len;
     r->from = f->agent;
-    r->early = (f->flags & DPS_PUSH_EARLY) != 0;
     if (p->tail != NULL) {
         p->tail->next = r;
     } else {
@@ -613,7 +606,7 @@ int agent_push_take(agent_t *a, agent_slot_t *s)
     s->len = n;
     s->data = (char *)(uintptr_t)(r->data + p->used);
     s->rx = r->rx;
-    s->credit_to = r->early ? r->from + 1 : 0;
+    s->credit_to = r->from + 1;
     r->rx->refs++;
     p->used += n;
     m->issued += n;
@@ -697,7 +690,7 @@ agent_move_t *agent_push_drop(agent_t *a, agent_inst_t *in)
             if (o->push_tail == m) {
                 o->push_tail = prev;
             }
-            if (m->early) {
+            if (!m->pull) {
                 o->credit += m->len - m->issued; /* never sent */
             }
             m->next = out;

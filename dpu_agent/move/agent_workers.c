@@ -111,11 +111,6 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-unsigned agent_workers_n(const agent_t *a)
-{
-    return a->workers != NULL ? a->workers->n : 0;
-}
-
 int agent_copy_fd(const agent_t *a)
 {
     return a->workers != NULL ? a->workers->done_fd : -1;

@@ -278,7 +278,7 @@ static int try_push(agent_t *a, agent_inst_t *in, uint32_t r, uint32_t i)
     agent_rstate_t   *rs = &in->rs[r];
     const dps_step_t *st = &rs->sched->steps[i];
     agent_move_t     *m;
-    int               early = 0;
+    int               posted, room;
 
     if (st->len == 0) {
         agent_step_done(in, r, i); /* nothing to send, nobody reads */
@@ -288,20 +288,25 @@ static int try_push(agent_t *a, agent_inst_t *in, uint32_t r, uint32_t i)
         return 0; /* this node's posts are held: the bytes go with them,
                    * in one message */
     }
-    if (!in->rs[st->peer].posted) {
-        /* Early, on the receiver agent's credit. */
-        if (!agent_push_early(a, in->comm->members[st->peer], st->len)) {
-            return 0;
-        }
-        early = 1;
+    /* Every pushed byte takes room at the receiver's agent (its window,
+     * given back as it writes them): what it holds unasked stays
+     * bounded. A transfer that finds no room is fetched by that agent
+     * instead, once its rank's receive has begun (never waits: no
+     * collective holds another's room); before the receiver has posted
+     * it waits for the post. */
+    posted = in->rs[st->peer].posted;
+    room = agent_push_room(a, in->comm->members[st->peer], st->len);
+    if (!posted && !room) {
+        return 0;
     }
     if ((m = move_new(in, r, st->peer, i, 0)) == NULL) {
-        if (early) {
-            agent_push_unearly(a, in->comm->members[st->peer], st->len);
+        if (room) {
+            agent_push_unroom(a, in->comm->members[st->peer], st->len);
         }
         return 0;
     }
-    m->early = (uint8_t)early;
+    m->early = (uint8_t)!posted;
+    m->pull = (uint8_t)!room;
     m->k = agent_step_k(rs->sched, i);
     m->push = AGENT_PUSH_OUT;
     m->len = st->len;

@@ -191,7 +191,7 @@ static int release_held(agent_t *a, agent_inst_t *in)
     return rc;
 }
 
-/* The held posts of in went out: its ranks' early pushes may go now,
+/* The held posts of in went out: its ranks' pushes may go now,
  * in the same message. */
 static void release_and_push(agent_t *a, agent_inst_t *in)
 {
@@ -575,10 +575,8 @@ static int handle_push(agent_t *a, const dps_msg_t *msg)
     if ((in != NULL && in->failed) ||
         (in == NULL && agent_tomb_has(a, &key))) {
         /* Late news of a failed instance: dropped, its room given back
-         * (the sender counts early bytes against our window). */
-        if (f->flags & DPS_PUSH_EARLY) {
-            agent_push_dropped(a, f->agent, f->len);
-        }
+         * (the sender counts what it pushes against our window). */
+        agent_push_dropped(a, f->agent, f->len);
         return DPS_OK;
     }
     c = in != NULL ? in->comm : NULL;

@@ -103,11 +103,11 @@ cl_nhosts() {
 # (ucx_bytes=0: the ranks' CPUs are out of the data path, issue 35);
 # agents on DPUs reached their ranks by DMA through the ranks' grants
 # (dma_bytes > 0), agents on hosts by CMA; between hosts the agents
-# carried the bytes (net_bytes > 0): pushed, node to node (pushes > 0,
-# and no FETCH at all: every rank is reached by CMA or DMA), or with
-# DPUSHIM_PUSH=0 fetched (fetches > 0). 0 if so or not asked (no
-# statistics, DPUSHIM_TRANSPORT=ucx, or a job that failed over); else
-# says why in LOG.
+# carried the bytes (net_bytes > 0): pushed, node to node (pushes > 0;
+# a transfer larger than the room the receiver's agent grants is
+# fetched), or with DPUSHIM_PUSH=0 fetched only (fetches > 0, no push).
+# 0 if so or not asked (no statistics, DPUSHIM_TRANSPORT=ucx, or a job
+# that failed over); else says why in LOG.
 cl_data_path() {
     local log=$1 vars=$2 line
     grep -q '^result: ok' "$log" || return 0
@@ -121,7 +121,7 @@ cl_data_path() {
         [[ $line =~ \ fetches=[1-9] && $line =~ \ pushes=0\  ]] ||
             { echo "data path: DPUSHIM_PUSH=0 but not fetched: $line" >>"$log"; return 1; }
     else
-        [[ $line =~ \ pushes=[1-9] && $line =~ \ fetches=0\  ]] ||
+        [[ $line =~ \ pushes=[1-9] ]] ||
             { echo "data path: not pushed node to node: $line" >>"$log"; return 1; }
     fi
     if [[ $vars == *DPUSHIM_AGENT_MAP=* ]]; then
