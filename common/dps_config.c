@@ -166,9 +166,11 @@ const dps_cfg_entry_t dps_config_table[] = {
      CFG_OFF(pipeline_depth), 1, 64},
     {"PUSH", DPS_CFG_BOOL, "1",
      "Between ranks of different nodes: 1, the agent of the sending rank "
-     "pushes its bytes to the receiving rank's agent once that rank has "
-     "posted, everything it has for one agent in one network message per "
-     "pass (one trip a chunk, one message per node pair); 0, the "
+     "pushes its bytes to the receiving rank's agent unasked, everything "
+     "it has for one agent in one network message per pass (one trip a "
+     "chunk, one message per node pair), within the room that agent "
+     "grants it (CHUNK_BYTES x PIPELINE_DEPTH, given back as the bytes "
+     "are written; a transfer that finds none is fetched); 0, the "
      "receiver's agent fetches each chunk (FETCH and its answer: two "
      "trips, and a message per rank pair). The same on every rank; the "
      "job's agents follow the ranks.",
