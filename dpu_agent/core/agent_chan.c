@@ -407,6 +407,8 @@ static void rx_rndv_done(void *request, ucs_status_t status, size_t length,
     ucp_request_free(request);
 }
 
+#define AGENT_RX_KEEP_MIN 65536
+
 /* A bundle from another agent: kept in UCX's buffer where UCX lets us
  * (no copy: the pieces are written into the ranks from there), else
  * received or copied into one of ours. Handled in the loop
@@ -459,7 +461,12 @@ static ucs_status_t bundle_am(void *arg, const void *header,
         }
         return UCS_OK;
     }
-    if (prm->recv_attr & UCP_AM_RECV_ATTR_FLAG_DATA) {
+    /* Kept in UCX's buffer only when large (a message UCX assembled
+     * from fragments, in memory of its own): a small one may lie in
+     * the transport's receive pool, which pieces waiting for their
+     * ranks could drain until the transport stops reading. */
+    if ((prm->recv_attr & UCP_AM_RECV_ATTR_FLAG_DATA) &&
+        length >= AGENT_RX_KEEP_MIN) {
         rx->ucx = data;
         rx->data = data;
         rx_queue(a, rx);
