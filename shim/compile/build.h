@@ -31,6 +31,14 @@
  * of the vector per agent, whatever the number of agents G). */
 #define BLD_SMALL_REDUCE (64u * 1024)
 
+/* Bcasts of at least BLD_CHAIN_MIN bytes among three agents or more go
+ * down a chain of agents in up to BLD_CHAIN_SEGS pieces of at least
+ * BLD_CHAIN_SEG bytes (compile/moves.c); smaller ones down a binomial
+ * tree of agents (fewer hops). */
+#define BLD_CHAIN_MIN  (256u * 1024)
+#define BLD_CHAIN_SEG  (64u * 1024)
+#define BLD_CHAIN_SEGS 16u
+
 /* What a builder is asked for. Counts and offsets are bytes. */
 typedef struct bld_args {
     int             coll;       /* dps_coll_t */

@@ -12,7 +12,10 @@
  *   barrier    gather to each agent's first rank, dissemination among
  *              those (ceil(log2 G) rounds for G agents), release;
  *   bcast      binomial tree among agents (the root stands for its own),
- *              then straight to the ranks of each agent;
+ *              then straight to the ranks of each agent; from
+ *              BLD_CHAIN_MIN bytes among three agents or more, a pipelined
+ *              chain of agents instead (each byte leaves and enters each
+ *              node once; see bcast_chain);
  *   gather(v), scatter(v), alltoall(v)(w)
  *              straight between the two ranks (every byte moves once,
  *              and an agent issues all its reads at once);
@@ -61,14 +64,86 @@ static void barrier(const bld_args_t *a, const bld_topo_t *t, bld_t *b)
     }
 }
 
+/* The rank that stands for group h in a bcast from root. */
+static uint32_t bcast_rep(const bld_args_t *a, const bld_topo_t *t, uint32_t h)
+{
+    return h == t->group[a->root] ? a->root : leader(t, h);
+}
+
+/* Piece i of a bcast's message cut for the chain: BLD_CHAIN_SEGS pieces
+ * at most, none under BLD_CHAIN_SEG bytes. Returns the number of pieces. */
+static uint32_t chain_piece(uint64_t n, uint32_t i, uint64_t *o, uint64_t *l)
+{
+    uint64_t seg = (n + BLD_CHAIN_SEGS - 1) / BLD_CHAIN_SEGS;
+
+    if (seg < BLD_CHAIN_SEG) {
+        seg = BLD_CHAIN_SEG;
+    }
+    *o = (uint64_t)i * seg;
+    *l = *o < n ? (n - *o < seg ? n - *o : seg) : 0;
+    return (uint32_t)((n + seg - 1) / seg);
+}
+
+/*
+ * Large messages: the agents' representatives form a chain in group
+ * order from the root's, and the message goes down it in pieces. A rep
+ * receives piece i in its round i and passes it to the next rep and to
+ * its own ranks in round i + 1 (the root passes them all in round 0), so
+ * the hops overlap: (G - 1 + pieces) piece-times instead of log2(G)
+ * whole messages leaving the root's node, and every byte crosses each
+ * node's link once each way.
+ */
+static void bcast_chain(const bld_args_t *a, const bld_topo_t *t, bld_t *b)
+{
+    uint32_t ng = t->ngroups, gr = t->group[a->root];
+    uint32_t g = t->group[a->rank], v = (g + ng - gr) % ng;
+    uint32_t rep = bcast_rep(a, t, g), np, i, k;
+    unsigned buf = a->rank == a->root ? DPS_BUF_SEND : DPS_BUF_RECV;
+    uint64_t o, l;
+
+    np = chain_piece(a->bytes, 0, &o, &l);
+    if (a->rank != rep) {
+        for (i = 0; i < np; i++) {
+            chain_piece(a->bytes, i, &o, &l);
+            bld_recv(b, 0, rep, DPS_BUF_RECV, o, l);
+        }
+        return;
+    }
+    for (i = 0; i <= np; i++) {
+        uint32_t round = v == 0 ? 0 : i, p = v == 0 ? i : i - 1;
+
+        if (v > 0 && i < np) {
+            chain_piece(a->bytes, i, &o, &l);
+            bld_recv(b, round, bcast_rep(a, t, (g + ng - 1) % ng),
+                     DPS_BUF_RECV, o, l);
+        }
+        if ((v == 0 && i == np) || (v > 0 && i == 0)) {
+            continue;
+        }
+        chain_piece(a->bytes, p, &o, &l);
+        if (v + 1 < ng) {
+            bld_send(b, round, bcast_rep(a, t, (g + 1) % ng), buf, o, l);
+        }
+        for (k = 0; k < bld_gsize(t, g); k++) {
+            if (bld_member(t, g, k) != a->rank) {
+                bld_send(b, round, bld_member(t, g, k), buf, o, l);
+            }
+        }
+    }
+}
+
 static void bcast(const bld_args_t *a, const bld_topo_t *t, bld_t *b)
 {
     uint32_t ng = t->ngroups, gr = t->group[a->root];
     uint32_t g = t->group[a->rank], v = (g + ng - gr) % ng;
-    uint32_t rep = g == gr ? a->root : leader(t, g);
+    uint32_t rep = bcast_rep(a, t, g);
     unsigned buf = a->rank == a->root ? DPS_BUF_SEND : DPS_BUF_RECV;
     uint32_t round = 0, mask, k, lim;
 
+    if (ng >= 3 && a->bytes >= BLD_CHAIN_MIN) {
+        bcast_chain(a, t, b);
+        return;
+    }
     if (a->rank != rep) {
         bld_recv(b, 0, rep, DPS_BUF_RECV, 0, a->bytes);
         return;
@@ -78,8 +153,7 @@ static void bcast(const bld_args_t *a, const bld_topo_t *t, bld_t *b)
 
         lim = v & (~v + 1); /* lowest set bit: our subtree's size */
         pg = (v - lim + gr) % ng;
-        bld_recv(b, 0, pg == gr ? a->root : leader(t, pg), DPS_BUF_RECV, 0,
-                 a->bytes);
+        bld_recv(b, 0, bcast_rep(a, t, pg), DPS_BUF_RECV, 0, a->bytes);
         round = 1;
     } else {
         lim = 1u << bld_log2(ng);

@@ -15,7 +15,13 @@
  *     reduce_scatter needs no allgather: each agent's ranks' blocks end
  *     reduced on it);
  *   - then each agent's first rank hands the result to its ranks;
- *   - scan and exscan: recursive doubling (MPICH's), ceil(log2 n) rounds
+ *   - scan and exscan: where every agent's ranks are consecutive (the
+ *     usual placement) and there are several agents, in two levels: each
+ *     agent's first rank gathers its ranks' vectors and folds their
+ *     prefixes, the first ranks run an exclusive scan of their agents'
+ *     totals by recursive doubling (ceil(log2 G) rounds between agents),
+ *     and each first rank hands its ranks their results; otherwise
+ *     recursive doubling among all ranks (MPICH's), ceil(log2 n) rounds
  *     of exchanges of partial results.
  * Each element of a result is computed once, by one rank, in an order
  * fixed by the schedule, and copied to the others: every rank gets the
@@ -315,6 +321,89 @@ static int scan(red_t *x)
     return 0;
 }
 
+/* Are the ranks of every group consecutive, with more than one group? */
+static int in_runs(const bld_topo_t *t)
+{
+    uint32_t g, k;
+
+    for (g = 0; g < t->ngroups; g++) {
+        for (k = 1; k < bld_gsize(t, g); k++) {
+            if (bld_member(t, g, k) != bld_member(t, g, 0) + k) {
+                return 0;
+            }
+        }
+    }
+    return t->ngroups > 1;
+}
+
+/*
+ * scan, exscan in two levels (in_runs). The first rank of group g holds
+ * in TMP: slot j (j < m) member j's vector, then the prefix of members
+ * 0..j; at P the partial over the groups it has heard of; one incoming
+ * partial per round after it; at E the reduction of every earlier group.
+ */
+static int scan_nodes(red_t *x)
+{
+    const bld_args_t *a = x->a;
+    const bld_topo_t *t = x->t;
+    uint32_t me = a->rank, g = t->group[me], G = t->ngroups, r = 1, j, k;
+    uint32_t m = bld_gsize(t, g), lead = bld_member(t, g, 0);
+    int      ex = a->coll == DPS_COLL_EXSCAN, empty = 1;
+    uint64_t n = x->n, P = (uint64_t)m * n;
+    uint64_t E = P + (uint64_t)(bld_log2(G) + 1) * n;
+
+    if (me != lead) {
+        bld_send(x->b, 0, lead, DPS_BUF_SEND, 0, n);
+        bld_recv(x->b, 1, lead, DPS_BUF_RECV, 0, n);
+        return 0;
+    }
+    bld_copy(x->b, 0, DPS_BUF_SEND, 0, DPS_BUF_TMP, 0, n);
+    for (j = 1; j < m; j++) {
+        bld_recv(x->b, 0, lead + j, DPS_BUF_TMP, (uint64_t)j * n, n);
+    }
+    for (j = 1; j < m; j++, r++) {
+        bld_reduce(x->b, r, DPS_BUF_TMP, (uint64_t)(j - 1) * n, DPS_BUF_TMP,
+                   (uint64_t)j * n, n, x->op, x->dt);
+    }
+    bld_copy(x->b, r++, DPS_BUF_TMP, (uint64_t)(m - 1) * n, DPS_BUF_TMP, P, n);
+    for (k = 0; (1u << k) < G; k++, r += 2) {
+        uint32_t h = g ^ (1u << k), peer;
+        uint64_t in = P + (uint64_t)(k + 1) * n;
+
+        if (h >= G) {
+            continue;
+        }
+        peer = bld_member(t, h, 0);
+        bld_send(x->b, r, peer, DPS_BUF_TMP, P, n);
+        bld_recv(x->b, r, peer, DPS_BUF_TMP, in, n);
+        if (h < g && empty) {
+            bld_copy(x->b, r + 1, DPS_BUF_TMP, in, DPS_BUF_TMP, E, n);
+            empty = 0;
+        } else if (h < g) {
+            bld_reduce(x->b, r + 1, DPS_BUF_TMP, in, DPS_BUF_TMP, E, n, x->op,
+                       x->dt);
+        }
+        bld_reduce(x->b, r + 1, DPS_BUF_TMP, in, DPS_BUF_TMP, P, n, x->op,
+                   x->dt);
+    }
+    /* Member j's result: E and the prefix of members 0..j (scan) or
+     * 0..j-1 (exscan; the first rank gets E alone, group 0's nothing). */
+    for (j = 0; !empty && j + (ex ? 1 : 0) < m; j++) {
+        bld_reduce(x->b, r, DPS_BUF_TMP, E, DPS_BUF_TMP, (uint64_t)j * n, n,
+                   x->op, x->dt);
+    }
+    if (!ex) {
+        bld_copy(x->b, r + 1, DPS_BUF_TMP, 0, DPS_BUF_RECV, 0, n);
+    } else if (!empty) {
+        bld_copy(x->b, r + 1, DPS_BUF_TMP, E, DPS_BUF_RECV, 0, n);
+    }
+    for (j = 1; j < m; j++) {
+        bld_send(x->b, r + 1, lead + j, DPS_BUF_TMP,
+                 (uint64_t)(ex ? j - 1 : j) * n, n);
+    }
+    return 0;
+}
+
 int bld_reduction(const bld_args_t *a, const bld_topo_t *t, bld_t *b)
 {
     red_t    x;
@@ -340,7 +429,7 @@ int bld_reduction(const bld_args_t *a, const bld_topo_t *t, bld_t *b)
         return -1;
     }
     if (a->coll == DPS_COLL_SCAN || a->coll == DPS_COLL_EXSCAN) {
-        return scan(&x);
+        return in_runs(t) ? scan_nodes(&x) : scan(&x);
     }
     x.reps = malloc(sizeof(uint32_t) * t->ngroups);
     if (x.reps == NULL) {

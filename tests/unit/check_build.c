@@ -721,6 +721,76 @@ START_TEST(movement)
 }
 END_TEST
 
+/* Bytes the ranks of agent g send to ranks of other agents. */
+static uint64_t agent_out(const sim_t *s, uint32_t g)
+{
+    uint64_t n = 0;
+
+    for (uint32_t x = 0; x < s->p; x++) {
+        const bld_t *b = &s->r[x].b;
+
+        for (uint32_t i = 0; s->agent[x] == g && i < b->n; i++) {
+            if (b->steps[i].kind == DPS_STEP_SEND &&
+                s->agent[b->steps[i].peer] != g) {
+                n += b->steps[i].len;
+            }
+        }
+    }
+    return n;
+}
+
+/* Large bcasts: the chain of agents delivers every byte, and from
+ * BLD_CHAIN_MIN bytes among three agents or more no agent sends more
+ * than the message to the others (the tree's root sends log2 G copies). */
+START_TEST(bcast_chain)
+{
+    static call_t         c;
+    static const uint64_t sizes[] = {BLD_CHAIN_MIN - 1, BLD_CHAIN_MIN + 37,
+                                     2ull * BLD_CHAIN_SEGS * BLD_CHAIN_SEG +
+                                         5};
+    static const uint32_t ps[] = {2, 3, 5, 8, 17};
+
+    for (unsigned pi = 0; pi < sizeof(ps) / sizeof(ps[0]); pi++) {
+        uint32_t p = ps[pi];
+
+        for (int lay = 1; lay < 4; lay++) {
+            for (uint32_t root = 0; root < p; root += 2) {
+                for (unsigned z = 0; z < 3; z++) {
+                    sim_t    s;
+                    uint32_t g, ng = 0;
+
+                    if (p == 17 && (root % 8 != 0 || z == 0)) {
+                        continue;
+                    }
+                    memset(&c, 0, sizeof(c));
+                    c.coll = DPS_COLL_BCAST;
+                    c.root = root;
+                    c.bytes = sizes[z];
+                    lengths(&c, p);
+                    memset(&s, 0, sizeof(s));
+                    s.p = p;
+                    layout(&s, lay);
+                    ck_assert_int_eq(build_all(&s, &c), 0);
+                    for (g = 0; g < p; g++) {
+                        ng = s.agent[g] + 1 > ng ? s.agent[g] + 1 : ng;
+                    }
+                    for (g = 0; ng >= 3 && z > 0 && g < ng; g++) {
+                        ck_assert_msg(agent_out(&s, g) <= c.bytes,
+                                      "%u ranks, layout %d, root %u: agent "
+                                      "%u sends %llu bytes of %llu",
+                                      p, lay, root, g,
+                                      (unsigned long long)agent_out(&s, g),
+                                      (unsigned long long)c.bytes);
+                    }
+                    sim_free(&s);
+                    run_call(p, lay, &c);
+                }
+            }
+        }
+    }
+}
+END_TEST
+
 static const int red_colls[] = {
     DPS_COLL_REDUCE,         DPS_COLL_ALLREDUCE,
     DPS_COLL_REDUCE_SCATTER, DPS_COLL_REDUCE_SCATTER_BLOCK,
@@ -922,6 +992,7 @@ int main(void)
     tcase_add_test(tc, pairs);
     tcase_add_loop_test(tc, movement, 0,
                         (int)(sizeof(move_colls) / sizeof(move_colls[0])));
+    tcase_add_test(tc, bcast_chain);
     tcase_add_loop_test(tc, reductions, 0,
                         (int)(sizeof(red_colls) / sizeof(red_colls[0])));
     tcase_set_timeout(tc, 120);
