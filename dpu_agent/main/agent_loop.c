@@ -326,10 +326,28 @@ static void dump_deferred(const agent_t *a, const dps_inmsg_t *m, FILE *out)
     }
 }
 
+/* A pass of the loop longer than this is reported (info): ranks fail an
+ * agent that does not answer them within DPUSHIM_AGENT_TIMEOUT. */
+#define AGENT_SLOW_PASS_SEC 1.0
+
+/* Report a slow pass: how long each part took (t: its start, the ends
+ * of the network, the messages, the moves, the sends). */
+static void slow_pass(const double t[5])
+{
+    dps_info("a pass of the loop took %.2f s (network %.2f, messages %.2f, "
+             "moves %.2f, sends %.2f): the agent was slow to answer its "
+             "ranks (they fail it after DPUSHIM_AGENT_TIMEOUT); seen when "
+             "it did not get a core",
+             t[4] - t[0], t[1] - t[0], t[2] - t[1], t[3] - t[2], t[4] - t[3]);
+}
+
 /* One pass over every source of work; returns 1 if there was some. */
 static int poll_once(agent_t *a, dps_inmsg_t **deferred, int woke)
 {
-    int work = 0;
+    int    work = 0;
+    double t[5];
+
+    t[0] = dps_now();
 
     if (agent_dump_asked) {
         agent_dump_asked = 0;
@@ -339,6 +357,7 @@ static int poll_once(agent_t *a, dps_inmsg_t **deferred, int woke)
     while (ucp_worker_progress(a->ucx.worker)) {
         work = 1;
     }
+    t[1] = dps_now();
     /* Wiring up: our ranks send their grants before their HELLOs, which
      * wait until we are ready, and a socket left full would hold them up
      * (their datagrams queue 10 deep, net.unix.max_dgram_qlen). Once
@@ -356,12 +375,14 @@ static int poll_once(agent_t *a, dps_inmsg_t **deferred, int woke)
     /* Work for DMA engines goes out at once: the copy runs in the
      * destination rank's process, not on the core we just took. */
     agent_dispatch_engines(a);
+    t[2] = dps_now();
     if (woke && a->eager && a->q_head != NULL && a->inflight == 0) {
         struct timespec ts = {0, AGENT_START_DELAY_NS};
 
         nanosleep(&ts, NULL);
     }
-    agent_schedule(a);
+    work |= agent_schedule(a);
+    t[3] = dps_now();
     /* What goes to other agents this pass, in one message each: the
      * node's posts once they are together, pushed bytes and the pass's
      * other messages. */
@@ -370,6 +391,10 @@ static int poll_once(agent_t *a, dps_inmsg_t **deferred, int woke)
     }
     agent_push_flush(a);
     agent_out_flush(a);
+    t[4] = dps_now();
+    if (t[4] - t[0] > AGENT_SLOW_PASS_SEC) {
+        slow_pass(t);
+    }
     return work;
 }
 

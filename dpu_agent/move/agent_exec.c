@@ -519,9 +519,10 @@ static int flushes_reap(agent_t *a)
     return progress;
 }
 
-void agent_schedule(agent_t *a)
+int agent_schedule(agent_t *a)
 {
-    int progress = 1;
+    double until = dps_now() + AGENT_SCHED_SLICE_SEC;
+    int    progress = 1;
 
     while (progress) {
         progress = 0;
@@ -530,7 +531,11 @@ void agent_schedule(agent_t *a)
         }
         progress |= flushes_reap(a);
         progress |= agent_serves_progress(a);
+        if (progress && dps_now() >= until) {
+            return 1;
+        }
     }
+    return 0;
 }
 
 void agent_exec_fini(agent_t *a)

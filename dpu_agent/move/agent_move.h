@@ -82,8 +82,13 @@ void agent_dispatch_engines(agent_t *a);
  * taken (agent_engines.c). */
 int agent_engines_reap(agent_t *a);
 
-/* Issue staging reads/writes for queued moves; reap finished slots. */
-void agent_schedule(agent_t *a);
+/* Issue staging reads/writes for queued moves; reap finished slots.
+ * At most AGENT_SCHED_SLICE_SEC at a time, so that the loop keeps
+ * answering the network and its ranks (a rank's ping, another agent's
+ * bundle) however much work is queued: 1 when it stopped with work left
+ * to do now, else 0. */
+#define AGENT_SCHED_SLICE_SEC 0.002
+int agent_schedule(agent_t *a);
 
 /* Nothing to do but wait for UCX or copy threads: may sleep. */
 int agent_may_sleep(const agent_t *a);

@@ -244,7 +244,7 @@ cl_node_pids() {
 # under the run directory, which every host sees. Sets CL_MAP, CL_SEC and
 # CL_LISTEN_PIDS; 0 when every one listens.
 cl_listeners_up() {
-    local h i n up w
+    local h i n up w lv=
     CL_SEC=$CL_RUN/secrets CL_MAP=$CL_RUN/dpus.map
     mkdir -p "$CL_SEC" && chmod 700 "$CL_SEC"
     : >"$CL_MAP"
@@ -254,11 +254,15 @@ cl_listeners_up() {
     # The first DPU's agent moves bytes with 2 workers (dpu_agent
     # --workers, as on a BlueField's cores), the others with their event
     # loop alone: every job runs both.
+    # At scale the agents log at info: a pass of an agent's loop that
+    # took over a second is in its listener's log (what a rank that
+    # failed its agent for silence had to wait for).
+    [ "$CL_SCALE" = 1 ] && lv=DPUSHIM_LOG=info
     for h in $CL_DPUS; do
         w=
         [ "$h" = "${CL_DPUS%% *}" ] && w="--workers 2"
         # shellcheck disable=SC2086 # command, VAR=value and option words
-        "$CL_ROOT/scripts/cluster/cluster.sh" run "host$h-dpu" env $CL_DPU_ENV \
+        "$CL_ROOT/scripts/cluster/cluster.sh" run "host$h-dpu" env $CL_DPU_ENV $lv \
             $CL_DPU_AGENT $w --listen 0.0.0.0:7420 \
             --secret-dir "$CL_SEC" >"$LOGS/listener-host$h-dpu.log" 2>&1 &
         CL_LISTENERS+=($!)
@@ -591,7 +595,14 @@ cl_scale_cases() {
     # stock MPICH alone took 72 s for t_dtypes' rooted 5000-element case
     # there (the shim 31 s), past the suites' 30 s, and MPICH's t_colls
     # 278 s for its "large reductions" under the shim.
-    local s2="DPUSHIM_STATS=2 DPUSHIM_MIN_BYTES=1 T_WATCHDOG=$CL_SCALE_WATCHDOG $CL_SCALE_VARS"
+    # An agent's answer to its ranks' pings at 32 ranks and 8 agents on 2
+    # cores: all 8 agents stalled together for 8.2 s mid-pass (each in a
+    # different part of its loop: the machine, not the agents; the
+    # kernel reported a workqueue stuck for 35 s meanwhile), and a rank
+    # failed its agent for silence in 4 of 8 t_colls runs with the
+    # default 10 s, in 1 of 1 with 30 s, in none of 5 with 60 s or more.
+    # The faults' cases set their own.
+    local s2="DPUSHIM_STATS=2 DPUSHIM_MIN_BYTES=1 DPUSHIM_AGENT_TIMEOUT=60 T_WATCHDOG=$CL_SCALE_WATCHDOG $CL_SCALE_VARS"
     local where="$CL_NHOSTS hosts x $((np / CL_NHOSTS)) ranks"
     CL_DPUS=$(seq -s ' ' 1 "$CL_NHOSTS")
     if ! cl_listeners_up; then
