@@ -31,13 +31,19 @@
  * of the vector per agent, whatever the number of agents G). */
 #define BLD_SMALL_REDUCE (64u * 1024)
 
-/* Bcasts of at least BLD_CHAIN_MIN bytes among three agents or more go
- * down a chain of agents in up to BLD_CHAIN_SEGS pieces of at least
- * BLD_CHAIN_SEG bytes (compile/moves.c); smaller ones down a binomial
- * tree of agents (fewer hops). */
-#define BLD_CHAIN_MIN  (256u * 1024)
+/* A bcast among three agents or more goes down a chain of agents in up
+ * to BLD_CHAIN_SEGS pieces of at least BLD_CHAIN_SEG bytes, or down a
+ * binomial tree of agents, whichever a BlueField-2 with HDR100 finishes
+ * first (scripts/bench/model.py's parameters): a hop between agents
+ * costs BLD_HOP_NS and its bytes BLD_NS_PER_KB per KiB (12.5 GB/s). */
 #define BLD_CHAIN_SEG  (64u * 1024)
 #define BLD_CHAIN_SEGS 16u
+#define BLD_HOP_NS     4000u
+#define BLD_NS_PER_KB  82u
+
+/* The number of pieces of an n-byte bcast's chain among ngroups agents,
+ * or 0 where the tree is faster (the same on every rank). */
+uint32_t bld_chain_pieces(uint64_t n, uint32_t ngroups);
 
 /* What a builder is asked for. Counts and offsets are bytes. */
 typedef struct bld_args {

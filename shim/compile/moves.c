@@ -12,8 +12,9 @@
  *   barrier    gather to each agent's first rank, dissemination among
  *              those (ceil(log2 G) rounds for G agents), release;
  *   bcast      binomial tree among agents (the root stands for its own),
- *              then straight to the ranks of each agent; from
- *              BLD_CHAIN_MIN bytes among three agents or more, a pipelined
+ *              then straight to the ranks of each agent; among three
+ *              agents or more, where it finishes first
+ *              (bld_chain_pieces: from 512 KiB at 8 agents), a pipelined
  *              chain of agents instead (each byte leaves and enters each
  *              node once; see bcast_chain);
  *   gather(v), scatter(v), alltoall(v)(w)
@@ -70,18 +71,40 @@ static uint32_t bcast_rep(const bld_args_t *a, const bld_topo_t *t, uint32_t h)
     return h == t->group[a->root] ? a->root : leader(t, h);
 }
 
-/* Piece i of a bcast's message cut for the chain: BLD_CHAIN_SEGS pieces
- * at most, none under BLD_CHAIN_SEG bytes. Returns the number of pieces. */
-static uint32_t chain_piece(uint64_t n, uint32_t i, uint64_t *o, uint64_t *l)
+/* What a hop of len bytes costs, in ns (BLD_HOP_NS, BLD_NS_PER_KB). */
+static uint64_t hop_ns(uint64_t len)
 {
-    uint64_t seg = (n + BLD_CHAIN_SEGS - 1) / BLD_CHAIN_SEGS;
+    return BLD_HOP_NS + len * BLD_NS_PER_KB / 1024;
+}
 
-    if (seg < BLD_CHAIN_SEG) {
-        seg = BLD_CHAIN_SEG;
+uint32_t bld_chain_pieces(uint64_t n, uint32_t ngroups)
+{
+    uint64_t best = 0, tree, c;
+    uint32_t k, pick = 0;
+
+    if (ngroups < 3 || n < 2ull * BLD_CHAIN_SEG) {
+        return 0;
     }
+    tree = bld_log2(ngroups) * hop_ns(n);
+    for (k = 1; k <= BLD_CHAIN_SEGS && n / k >= BLD_CHAIN_SEG; k++) {
+        c = (uint64_t)(ngroups - 2 + k) * hop_ns((n + k - 1) / k);
+        if (pick == 0 || c < best) {
+            best = c;
+            pick = k;
+        }
+    }
+    return pick != 0 && best < tree ? pick : 0;
+}
+
+/* Piece i of np of a bcast's message cut for the chain (every piece
+ * holds bytes: each is at least BLD_CHAIN_SEG long). */
+static void chain_piece(uint64_t n, uint32_t np, uint32_t i, uint64_t *o,
+                        uint64_t *l)
+{
+    uint64_t seg = (n + np - 1) / np;
+
     *o = (uint64_t)i * seg;
-    *l = *o < n ? (n - *o < seg ? n - *o : seg) : 0;
-    return (uint32_t)((n + seg - 1) / seg);
+    *l = n - *o < seg ? n - *o : seg;
 }
 
 /*
@@ -93,18 +116,18 @@ static uint32_t chain_piece(uint64_t n, uint32_t i, uint64_t *o, uint64_t *l)
  * whole messages leaving the root's node, and every byte crosses each
  * node's link once each way.
  */
-static void bcast_chain(const bld_args_t *a, const bld_topo_t *t, bld_t *b)
+static void bcast_chain(const bld_args_t *a, const bld_topo_t *t, bld_t *b,
+                        uint32_t np)
 {
     uint32_t ng = t->ngroups, gr = t->group[a->root];
     uint32_t g = t->group[a->rank], v = (g + ng - gr) % ng;
-    uint32_t rep = bcast_rep(a, t, g), np, i, k;
+    uint32_t rep = bcast_rep(a, t, g), i, k;
     unsigned buf = a->rank == a->root ? DPS_BUF_SEND : DPS_BUF_RECV;
     uint64_t o, l;
 
-    np = chain_piece(a->bytes, 0, &o, &l);
     if (a->rank != rep) {
         for (i = 0; i < np; i++) {
-            chain_piece(a->bytes, i, &o, &l);
+            chain_piece(a->bytes, np, i, &o, &l);
             bld_recv(b, 0, rep, DPS_BUF_RECV, o, l);
         }
         return;
@@ -113,14 +136,14 @@ static void bcast_chain(const bld_args_t *a, const bld_topo_t *t, bld_t *b)
         uint32_t round = v == 0 ? 0 : i, p = v == 0 ? i : i - 1;
 
         if (v > 0 && i < np) {
-            chain_piece(a->bytes, i, &o, &l);
+            chain_piece(a->bytes, np, i, &o, &l);
             bld_recv(b, round, bcast_rep(a, t, (g + ng - 1) % ng),
                      DPS_BUF_RECV, o, l);
         }
         if ((v == 0 && i == np) || (v > 0 && i == 0)) {
             continue;
         }
-        chain_piece(a->bytes, p, &o, &l);
+        chain_piece(a->bytes, np, p, &o, &l);
         if (v + 1 < ng) {
             bld_send(b, round, bcast_rep(a, t, (g + 1) % ng), buf, o, l);
         }
@@ -138,10 +161,10 @@ static void bcast(const bld_args_t *a, const bld_topo_t *t, bld_t *b)
     uint32_t g = t->group[a->rank], v = (g + ng - gr) % ng;
     uint32_t rep = bcast_rep(a, t, g);
     unsigned buf = a->rank == a->root ? DPS_BUF_SEND : DPS_BUF_RECV;
-    uint32_t round = 0, mask, k, lim;
+    uint32_t round = 0, mask, k, lim, np = bld_chain_pieces(a->bytes, ng);
 
-    if (ng >= 3 && a->bytes >= BLD_CHAIN_MIN) {
-        bcast_chain(a, t, b);
+    if (np > 0) {
+        bcast_chain(a, t, b, np);
         return;
     }
     if (a->rank != rep) {

@@ -739,17 +739,22 @@ static uint64_t agent_out(const sim_t *s, uint32_t g)
     return n;
 }
 
-/* Large bcasts: the chain of agents delivers every byte, and from
- * BLD_CHAIN_MIN bytes among three agents or more no agent sends more
- * than the message to the others (the tree's root sends log2 G copies). */
+/* Large bcasts: the chain of agents delivers every byte, and where it is
+ * chosen (bld_chain_pieces) no agent sends more than the message to the
+ * others (the tree's root sends log2 G copies). */
 START_TEST(bcast_chain)
 {
     static call_t         c;
-    static const uint64_t sizes[] = {BLD_CHAIN_MIN - 1, BLD_CHAIN_MIN + 37,
+    static const uint64_t sizes[] = {256 * 1024 - 1, (1u << 20) + 37,
                                      2ull * BLD_CHAIN_SEGS * BLD_CHAIN_SEG +
                                          5};
     static const uint32_t ps[] = {2, 3, 5, 8, 17};
 
+    /* Where each wins at 8 agents: the tree's fewer hops for 256 KiB,
+     * the chain's overlapped hops from 1 MiB; never for two agents. */
+    ck_assert_uint_eq(bld_chain_pieces(256 * 1024, 8), 0);
+    ck_assert_uint_gt(bld_chain_pieces(1u << 20, 8), 1);
+    ck_assert_uint_eq(bld_chain_pieces(64u << 20, 2), 0);
     for (unsigned pi = 0; pi < sizeof(ps) / sizeof(ps[0]); pi++) {
         uint32_t p = ps[pi];
 
@@ -774,7 +779,8 @@ START_TEST(bcast_chain)
                     for (g = 0; g < p; g++) {
                         ng = s.agent[g] + 1 > ng ? s.agent[g] + 1 : ng;
                     }
-                    for (g = 0; ng >= 3 && z > 0 && g < ng; g++) {
+                    for (g = 0; bld_chain_pieces(c.bytes, ng) > 0 && g < ng;
+                         g++) {
                         ck_assert_msg(agent_out(&s, g) <= c.bytes,
                                       "%u ranks, layout %d, root %u: agent "
                                       "%u sends %llu bytes of %llu",
