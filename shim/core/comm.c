@@ -246,6 +246,12 @@ shim_comm_t *shim_comm_state_new(MPI_Comm comm, MPI_Comm shadow)
     c->refs = 1;
     c->comm = comm;
     c->shadow = shadow;
+    if (shadow != MPI_COMM_NULL) {
+        /* Stock MPI's errors on the twin are the application's: they go
+         * to its communicator's handler (shim_coll_stock_as), not to the
+         * one the twin inherited when it was made. */
+        PMPI_Comm_set_errhandler(shadow, MPI_ERRORS_RETURN);
+    }
     c->members = malloc(sizeof(uint32_t) * (size_t)c->size);
     c->agent = malloc(sizeof(uint32_t) * (size_t)c->size);
     in = malloc(sizeof(int) * (size_t)c->size);

@@ -104,6 +104,17 @@ int shim_coll_stock(const shim_coll_args_t *a, MPI_Comm m, MPI_Request *req)
 #undef STOCK
 }
 
+int shim_coll_stock_as(const shim_coll_args_t *a, MPI_Comm use,
+                       MPI_Request *req)
+{
+    int rc = shim_coll_stock(a, use, req);
+
+    if (rc != MPI_SUCCESS && use != a->comm) {
+        PMPI_Comm_call_errhandler(a->comm, rc);
+    }
+    return rc;
+}
+
 /* May this call's send data stay unpacked, read in place by the DMA
  * engines? Only when every rank of c is on this node, has its engine
  * running and an agent that reaches every rank of the node with CMA
@@ -347,7 +358,7 @@ int shim_coll_run(const shim_coll_args_t *a, shim_ctx_t *x,
     }
     switch (shim_coll_begin(x, a->coll, a->comm, &c, &k, &use)) {
     case SHIM_GO: return post(c, &k, a);
-    case SHIM_STOCK: return shim_coll_stock(a, use, a->request);
+    case SHIM_STOCK: return shim_coll_stock_as(a, use, a->request);
     default: return MPI_ERR_NO_MEM;
     }
 }
@@ -376,7 +387,7 @@ int shim_call_rejected(const shim_coll_args_t *a, const shim_check_t *chk,
     case SHIM_STOCK:
         /* After an agent failure every rank runs this instance on stock
          * MPI, which refuses the call itself. */
-        return shim_coll_stock(a, use, a->request);
+        return shim_coll_stock_as(a, use, a->request);
     default:
         /* Out of memory: nothing can be posted. */
         dps_error("%s", what);

@@ -89,6 +89,12 @@ DPS_COLLS(SHIM_COLL_ENTRY)
 int shim_coll_stock(const shim_coll_args_t *a, MPI_Comm comm,
                     MPI_Request *req);
 
+/* The same on use, a's communicator or its twin after an agent failure:
+ * an error is raised on a's communicator, as without the shim (twins
+ * return errors, shim_comm_state_new). */
+int shim_coll_stock_as(const shim_coll_args_t *a, MPI_Comm use,
+                       MPI_Request *req);
+
 /* Whether the ranks offload a call with a's arguments, on what they know
  * alike. chk NULL: the call passed MPI's checks. Else MPI refuses it
  * (chk says why): decide without the inputs it has wrong, as the ranks

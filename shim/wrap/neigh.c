@@ -281,7 +281,7 @@ int shim_coll_neighbor(const shim_coll_args_t *a, shim_ctx_t *x)
     if (go == SHIM_GO) {
         rc = offload(a, c, &k, in, srcs, out, dsts, cart, comm, req);
     } else if (go == SHIM_STOCK) {
-        rc = shim_coll_stock(a, use, req);
+        rc = shim_coll_stock_as(a, use, req);
     } else {
         rc = MPI_ERR_NO_MEM;
     }

@@ -230,6 +230,26 @@ int main(int argc, char **argv)
     if (failed != 0) {
         t_fail("%d of the newer kinds failed on stock MPI", failed);
     }
+    /* An erroneous call after the failure goes to stock MPI on the
+     * communicator's twin: its error comes back under the application's
+     * handler (MPI_ERRORS_RETURN on world here), as without the shim,
+     * not under the one the twin was made with at MPI_Init (fatal). */
+    t_case("an erroneous call after the failure returns its error");
+    {
+        MPI_Datatype v3;
+        MPI_Request  r = MPI_REQUEST_NULL;
+        int          in[8] = {0}, out[8], rc;
+
+        MPI_Type_vector(1, 3, 4, MPI_INT, &v3);
+        MPI_Type_commit(&v3);
+        rc = MPI_Iallreduce(in, out, 1, v3, MPI_SUM, MPI_COMM_WORLD, &r);
+        if (rc == MPI_SUCCESS) {
+            MPI_Wait(&r, MPI_STATUS_IGNORE);
+            t_fail("MPI_Iallreduce of MPI_SUM on a derived type succeeded "
+                   "after the failure: stock MPI refuses it");
+        }
+        MPI_Type_free(&v3);
+    }
     MPI_Comm_split(MPI_COMM_WORLD, t.rank % 2, t.rank, &half);
     every_kind(half, "half", 4, 0);
     run_all(half);
