@@ -128,6 +128,19 @@ typedef struct agent_fill {
     int                failed; /* a read failed (the worker's) */
 } agent_fill_t;
 
+/* Read len bytes at addr of world rank w into dst, to push them:
+ * DPS_OK, or DPS_ERR_IO (logged). */
+static int push_read(agent_t *a, uint32_t w, uint64_t addr, uint8_t *dst,
+                     uint64_t len)
+{
+    if (agent_read_rank(a, w, addr, dst, len) != DPS_OK) {
+        dps_error("reading %llu bytes at %#llx of rank %u to push: %m",
+                  (unsigned long long)len, (unsigned long long)addr, w);
+        return DPS_ERR_IO;
+    }
+    return DPS_OK;
+}
+
 static void fill_run(agent_t *a, agent_job_t *j)
 {
     agent_fill_t *f = (agent_fill_t *)j;
@@ -135,11 +148,8 @@ static void fill_run(agent_t *a, agent_job_t *j)
     for (unsigned i = 0; i < f->nreads; i++) {
         const fill_read_t *r = &f->reads[i];
 
-        if (agent_read_rank(a, r->world, r->addr, f->buf + r->at, r->len) !=
+        if (push_read(a, r->world, r->addr, f->buf + r->at, r->len) !=
             DPS_OK) {
-            dps_error("reading %llu bytes at %#llx of rank %u to push: %m",
-                      (unsigned long long)r->len, (unsigned long long)r->addr,
-                      r->world);
             f->failed = 1;
         }
     }
@@ -208,12 +218,10 @@ static int piece_put(agent_t *a, agent_out_t *o, agent_move_t *m, size_t room,
                             o->len + DPS_PUSH_HEAD, n)) != DPS_OK) {
             return rc;
         }
-    } else if (agent_read_rank(a, sw, m->src_addr + m->issued,
-                               o->buf + o->len + DPS_PUSH_HEAD, n) != DPS_OK) {
-        dps_error("reading %llu bytes at %#llx of rank %u to push: %m",
-                  (unsigned long long)n,
-                  (unsigned long long)(m->src_addr + m->issued), sw);
-        return DPS_ERR_IO;
+    } else if ((rc = push_read(a, sw, m->src_addr + m->issued,
+                               o->buf + o->len + DPS_PUSH_HEAD, n)) !=
+               DPS_OK) {
+        return rc;
     }
     o->len += DPS_PUSH_HEAD + n;
     o->n++;
