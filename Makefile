@@ -52,7 +52,7 @@ COMMON_SRC := common/dps_log.c common/dps_config.c common/dps_proto.c \
               common/dps_encode.c common/dps_sched.c \
               common/dps_ucx.c common/dps_listen.c common/dps_secret.c \
               common/dps_agentmap.c common/dps_shm.c common/dps_rtypes.c \
-              common/dps_cma.c common/dps_grant.c
+              common/dps_cma.c common/dps_grant.c common/dps_munge.c
 BLD_SRC    := shim/compile/build.c shim/compile/moves.c shim/compile/reductions.c \
               shim/compile/steps.c
 SHIM_SRC   := shim/base/state.c shim/core/hooks.c shim/boot/init.c shim/boot/spawn.c shim/boot/place.c \
@@ -76,7 +76,7 @@ SHIM_SRC   := shim/base/state.c shim/core/hooks.c shim/boot/init.c shim/boot/spa
 # The agent's folders, from the top down (AGENT_LAYERS): main, the job
 # and listening, schedule execution, moves and engines, keys, core.
 AGENT_SRC  := dpu_agent/main/agent_main.c dpu_agent/main/agent_loop.c \
-              dpu_agent/main/agent_probe.c \
+              dpu_agent/main/agent_probe.c dpu_agent/main/agent_service.c \
               dpu_agent/job/agent_job.c dpu_agent/job/agent_listen.c \
               dpu_agent/sched/agent_sched.c dpu_agent/sched/agent_inst.c \
               dpu_agent/sched/agent_post.c \

@@ -39,6 +39,46 @@ static int host_match(const char *pat, const char *hostname)
     return 0;
 }
 
+/* agent with {host} and {short} replaced by hostname and its short name,
+ * into out (len bytes). DPS_OK, or DPS_ERR_INVALID with the reason. */
+static int expand(const char *agent, const char *hostname, char *out,
+                  size_t len, const char *where, char *err, size_t errlen)
+{
+    size_t o = 0, n;
+    const char *p = agent, *add;
+
+    while (*p != '\0') {
+        if (*p == '{') {
+            if (strncmp(p, "{host}", 6) == 0) {
+                add = hostname;
+                n = strlen(hostname);
+                p += 6;
+            } else if (strncmp(p, "{short}", 7) == 0) {
+                add = hostname;
+                n = short_len(hostname);
+                p += 7;
+            } else {
+                dps_seterr(err, errlen,
+                           "%s: %s: only {host} and {short} may be "
+                           "replaced",
+                           where, agent);
+                return DPS_ERR_INVALID;
+            }
+        } else {
+            add = p++;
+            n = 1;
+        }
+        if (o + n >= len) {
+            dps_seterr(err, errlen, "%s: %s: address too long", where, agent);
+            return DPS_ERR_INVALID;
+        }
+        memcpy(out + o, add, n);
+        o += n;
+    }
+    out[o] = '\0';
+    return DPS_OK;
+}
+
 typedef struct map_host {
     char    *name;
     unsigned line;
@@ -58,6 +98,7 @@ static int map_line(char *line, const char *where, unsigned lineno,
                     char *err, size_t errlen)
 {
     char  h[DPS_LISTEN_HOSTPORT_MAX], port[8], why[512], *save, *agents[256];
+    char  x[DPS_LISTEN_HOSTPORT_MAX], best[DPS_LISTEN_HOSTPORT_MAX];
     char *tok = strtok_r(line, " \t", &save);
     unsigned n = 0;
     size_t   i;
@@ -81,11 +122,17 @@ static int map_line(char *line, const char *where, unsigned lineno,
         return DPS_ERR_INVALID;
     }
     for (i = 0; i < n; i++) {
-        if (dps_listen_split_hostport(agents[i], 0, h, sizeof(h), port,
-                                      sizeof(port), why,
-                                      sizeof(why)) != DPS_OK) {
+        if (expand(agents[i], hostname, x, sizeof(x), where, err, errlen) !=
+            DPS_OK) {
+            return DPS_ERR_INVALID;
+        }
+        if (dps_listen_split_hostport(x, 0, h, sizeof(h), port, sizeof(port),
+                                      why, sizeof(why)) != DPS_OK) {
             dps_seterr(err, errlen, "%s: %s", where, why);
             return DPS_ERR_INVALID;
+        }
+        if (i == vnode_idx % n) {
+            snprintf(best, sizeof(best), "%s", x);
         }
     }
     for (i = 0; i < m->nhosts; i++) {
@@ -111,7 +158,7 @@ static int map_line(char *line, const char *where, unsigned lineno,
     level = host_match(tok, hostname);
     if (level > m->best_level) {
         free(m->best);
-        m->best = strdup(agents[vnode_idx % n]);
+        m->best = strdup(best);
         m->best_level = level;
         if (m->best == NULL) {
             goto nomem;

@@ -83,10 +83,25 @@ const dps_cfg_entry_t dps_config_table[] = {
      CFG_OFF(agent), 0, 0},
     {"AGENT_MAP", DPS_CFG_PATH, "",
      "Agent map file: each host's ranks connect to the listening agents "
-     "(dpu_agent --listen, e.g. on the host's DPU) its line names, instead "
-     "of starting agents. Format: lines HOST ADDR:PORT [ADDR:PORT...], "
-     "HOST a host name or *; see \"Running on BlueField DPUs\".",
+     "(dpu_agent --service or --listen, e.g. on the host's DPU) its line "
+     "names, instead of starting agents. Format: lines HOST ADDR:PORT "
+     "[ADDR:PORT...], HOST a host name or *, {host} and {short} in an "
+     "address standing for the host's name and short name; see \"Running "
+     "on BlueField DPUs\". Unset: " DPS_SITE_AGENT_MAP " if it exists "
+     "(the cluster's agent services), else agents are started.",
      CFG_OFF(agent_map), 0, 0},
+    {"AUTH", DPS_CFG_AUTH, "auto",
+     "How a job proves its user to listening agents: munge (a MUNGE "
+     "credential bound to the connection, for dpu_agent --service), secret "
+     "(a secret file in DPUSHIM_SECRET_DIR, for a user's own dpu_agent "
+     "--listen), auto (munge with the cluster's " DPS_SITE_AGENT_MAP ", "
+     "secret with DPUSHIM_AGENT_MAP). Never falls back from one to the "
+     "other.",
+     CFG_OFF(auth), 0, 0},
+    {"MUNGE_SOCKET", DPS_CFG_PATH, "",
+     "munged's socket for DPUSHIM_AUTH=munge; default: MUNGE's own "
+     "(/run/munge/munge.socket.2 on Debian).",
+     CFG_OFF(munge_socket), 0, 0},
     {"SECRET_DIR", DPS_CFG_PATH, "",
      "With DPUSHIM_AGENT_MAP: directory where rank 0 writes the job's "
      "secret (JOB.key, mode 0600) for the agents to check, and removes it "
@@ -263,6 +278,9 @@ static const cfg_word_t cfg_scheds[] = {{"eager", DPS_SCHED_EAGER},
                                         {"auto", DPS_SCHED_AUTO}};
 static const cfg_word_t cfg_datapaths[] = {{"direct", DPS_DATA_DIRECT},
                                            {"staged", DPS_DATA_STAGED}};
+static const cfg_word_t cfg_auths[] = {{"auto", DPS_AUTH_AUTO},
+                                       {"munge", DPS_AUTH_MUNGE},
+                                       {"secret", DPS_AUTH_SECRET}};
 
 /* v is one of the n words (case ignored): its value in *out. DPS_OK, or
  * DPS_ERR_INVALID. */
@@ -352,6 +370,8 @@ int dps_config_parse_value(dps_cfg_type_t type, const char *v, void *out)
         return parse_word(v, cfg_scheds, CFG_NWORDS(cfg_scheds), out);
     case DPS_CFG_DATAPATH:
         return parse_word(v, cfg_datapaths, CFG_NWORDS(cfg_datapaths), out);
+    case DPS_CFG_AUTH:
+        return parse_word(v, cfg_auths, CFG_NWORDS(cfg_auths), out);
     case DPS_CFG_CPULIST: return parse_cpulist(v, out);
     case DPS_CFG_PATH:
         return parse_string(v, sizeof(((dps_config_t *)0)->agent), out);
@@ -392,6 +412,7 @@ static const char *type_hint(dps_cfg_type_t type)
     case DPS_CFG_SCHED: return "auto, poll, eager or batch";
     case DPS_CFG_DATAPATH: return "direct or staged";
     case DPS_CFG_CPULIST: return "a CPU list such as 0,2-3";
+    case DPS_CFG_AUTH: return "auto, munge or secret";
     }
     return "?";
 }

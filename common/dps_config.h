@@ -43,7 +43,19 @@ typedef struct dps_config {
     unsigned agent_timeout;       /* s: an agent silent this long has failed */
     char     agent_map[4096];     /* listening agents' map; empty: spawn */
     char     secret_dir[4096];    /* job secrets; empty: the default */
+    int      auth;                /* dps_auth_t: how a job proves itself */
+    char     munge_socket[4096];  /* munged's; empty: MUNGE's default */
 } dps_config_t;
+
+/* Where the cluster-wide agent map is, used when DPUSHIM_AGENT_MAP is
+ * unset (an agent service on each DPU; docs/admin.md). */
+#define DPS_SITE_AGENT_MAP "/etc/dpushim/agents.map"
+
+typedef enum {
+    DPS_AUTH_AUTO = 0,  /* munge with DPS_SITE_AGENT_MAP, else secret */
+    DPS_AUTH_MUNGE = 1, /* MUNGE credential to dpu_agent --service */
+    DPS_AUTH_SECRET = 2 /* secret file to a user's dpu_agent --listen */
+} dps_auth_t;
 
 typedef enum {
     DPS_TRANSPORT_AUTO = 0, /* CMA for same-node ranks, UCX RMA for others */
@@ -81,7 +93,8 @@ typedef enum {
     DPS_CFG_LOGLEVEL,
     DPS_CFG_PATH,
     DPS_CFG_STATS,   /* 0, 1 or 2; a boolean's words for 0 and 1 */
-    DPS_CFG_AUTOBOOL /* auto, or a boolean (dps_autobool_t) */
+    DPS_CFG_AUTOBOOL, /* auto, or a boolean (dps_autobool_t) */
+    DPS_CFG_AUTH      /* auto, munge or secret (dps_auth_t) */
 } dps_cfg_type_t;
 
 typedef struct dps_cfg_entry {

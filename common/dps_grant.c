@@ -59,7 +59,9 @@ int dps_grant_listen(const char *path)
         return -1;
     }
     unlink(path);
-    if (bind(s, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
+    /* Each grant then carries its sender's credentials (dps_grant_recv). */
+    if (setsockopt(s, SOL_SOCKET, SO_PASSCRED, &(int){1}, sizeof(int)) != 0 ||
+        bind(s, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
         chmod(path, 0600) != 0) {
         e = errno;
         close(s);
@@ -128,16 +130,20 @@ int dps_grant_send(const char *path, uint32_t world_rank, uint32_t job_key)
     return DPS_OK;
 }
 
-int dps_grant_recv(int sock, dps_grant_msg_t *msg, int *fd)
+int dps_grant_recv(int sock, dps_grant_msg_t *msg, int *fd,
+                   dps_grant_from_t *from)
 {
     struct iovec iov = {msg, sizeof(*msg)};
     union {
         struct cmsghdr h;
-        char           b[CMSG_SPACE(4 * sizeof(int))];
+        char           b[CMSG_SPACE(4 * sizeof(int)) +
+                         CMSG_SPACE(sizeof(struct ucred))];
     } c;
     struct msghdr   mh = {0};
     struct cmsghdr *ch;
-    int             got = -1, bad = 0;
+    struct ucred    cr = {0, (uid_t)-1, (gid_t)-1};
+    struct stat     st;
+    int             got = -1, bad = 0, have_cr = 0;
     ssize_t         n;
 
     mh.msg_iov = &iov;
@@ -154,6 +160,12 @@ int dps_grant_recv(int sock, dps_grant_msg_t *msg, int *fd)
     for (ch = CMSG_FIRSTHDR(&mh); ch != NULL; ch = CMSG_NXTHDR(&mh, ch)) {
         size_t k, nfd;
 
+        if (ch->cmsg_level == SOL_SOCKET && ch->cmsg_type == SCM_CREDENTIALS &&
+            ch->cmsg_len == CMSG_LEN(sizeof(cr))) {
+            memcpy(&cr, CMSG_DATA(ch), sizeof(cr));
+            have_cr = 1;
+            continue;
+        }
         if (ch->cmsg_level != SOL_SOCKET || ch->cmsg_type != SCM_RIGHTS) {
             continue;
         }
@@ -170,6 +182,11 @@ int dps_grant_recv(int sock, dps_grant_msg_t *msg, int *fd)
             }
         }
     }
+    if (from != NULL) {
+        from->pid = cr.pid;
+        from->uid = cr.uid;
+        from->gid = cr.gid;
+    }
     if (bad || got < 0 || n != (ssize_t)sizeof(*msg) ||
         (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
         msg->magic != DPS_GRANT_MAGIC || msg->pad != 0) {
@@ -177,6 +194,17 @@ int dps_grant_recv(int sock, dps_grant_msg_t *msg, int *fd)
             close(got);
         }
         return DPS_ERR_PROTO;
+    }
+    /* Only a process of our own uid grants us memory, and only its own:
+     * the sender (as the kernel says) and the memory's owner (the
+     * /proc/PID/mem it opened belongs to its process's uid). */
+    if (!have_cr || cr.uid != geteuid() || fstat(got, &st) != 0 ||
+        st.st_uid != geteuid()) {
+        if (from != NULL && have_cr && cr.uid == geteuid()) {
+            from->uid = fstat(got, &st) == 0 ? st.st_uid : (uid_t)-1;
+        }
+        close(got);
+        return DPS_ERR_INVALID;
     }
     *fd = got;
     return DPS_OK;

@@ -12,6 +12,9 @@
  * - No access without the grant: the agent has no other way in (another
  *   PID namespace, no ptrace), and it accepts a descriptor only from a
  *   rank it serves, after reading that rank's token back through it.
+ * - Only from the agent's own user: a grant is accepted from a process
+ *   of the agent's uid (SO_PASSCRED), of memory that uid owns; a
+ *   service's worker runs as its job's user (dpu_agent --service).
  * - The grant ends with the rank: reads and writes through the
  *   descriptor fail once the rank's address space is gone.
  * - A UNIX socket reaches only processes of the same kernel, as a PCIe
@@ -61,9 +64,20 @@ int dps_grant_send(const char *path, uint32_t world_rank, uint32_t job_key);
 
 /* Agent: take one pending grant: *fd (close-on-exec) and its message.
  * Returns DPS_OK; DPS_ERR_AGAIN if none is pending; DPS_ERR_PROTO on a
- * malformed datagram (dropped, any descriptor closed); DPS_ERR_IO if the
- * socket failed (errno set). */
-int dps_grant_recv(int sock, dps_grant_msg_t *msg, int *fd);
+ * malformed datagram (dropped, any descriptor closed); DPS_ERR_INVALID
+ * (dropped) if it is not from a process of our own uid granting its own
+ * memory: *from (may be NULL) then holds the sender's pid, uid and gid as
+ * the kernel gave them (uid: the memory's owner's, if the sender was of
+ * our uid); DPS_ERR_IO if the socket failed (errno set). The socket must
+ * come from dps_grant_listen (SO_PASSCRED). */
+typedef struct dps_grant_from {
+    pid_t pid; /* as seen in the agent's PID namespace (0: another) */
+    uid_t uid;
+    gid_t gid;
+} dps_grant_from_t;
+
+int dps_grant_recv(int sock, dps_grant_msg_t *msg, int *fd,
+                   dps_grant_from_t *from);
 
 /* DMA through a grant: len bytes at addr of the granting process into
  * buf, or from buf to addr. DPS_OK, or DPS_ERR_IO with errno set (EIO:

@@ -6,6 +6,7 @@
  */
 #define _GNU_SOURCE
 #include "common/dps_listen.h"
+#include "common/dps_munge.h"
 #include "common/dps_proto.h"
 #include "common/dps_status.h"
 #include "common/dps_ucx.h"
@@ -26,8 +27,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* "ok " pid ' ' host ' ' hex '\n', with room to spare. */
-#define REPLY_MAX (64 + 256 + 2 * DPS_MAX_ADDR)
+/* "ok " pid ' ' host ' ' hex ' ' grant '\n', with room to spare. */
+#define REPLY_MAX (64 + 256 + DPS_GRANT_PATH_MAX + 2 * DPS_MAX_ADDR)
 
 void dps_seterr(char *err, size_t errlen, const char *fmt, ...)
 {
@@ -255,6 +256,122 @@ int dps_listen_decode_hello(const void *buf, size_t len, char *job,
     return DPS_OK;
 }
 
+void *dps_service_encode_hello(const char *job, const char *cred,
+                               size_t *len)
+{
+    size_t   n, m;
+    uint8_t *buf;
+
+    if (!dps_listen_name_ok(job) || cred == NULL) {
+        return NULL;
+    }
+    n = strlen(job);
+    m = strlen(cred);
+    if (m == 0 || m > DPS_CRED_MAX) {
+        return NULL;
+    }
+    buf = malloc(DPS_SERVICE_HDR_LEN + n + m);
+    if (buf == NULL) {
+        return NULL;
+    }
+    put_le32(buf, DPS_SERVICE_MAGIC);
+    put_le16(buf + 4, DPS_PROTO_VERSION);
+    put_le16(buf + 6, 0);
+    put_le32(buf + 8, (uint32_t)n);
+    put_le32(buf + 12, (uint32_t)m);
+    memcpy(buf + DPS_SERVICE_HDR_LEN, job, n);
+    memcpy(buf + DPS_SERVICE_HDR_LEN + n, cred, m);
+    *len = DPS_SERVICE_HDR_LEN + n + m;
+    return buf;
+}
+
+int dps_service_decode_hello(const void *buf, size_t len, char *job,
+                             size_t joblen, char *cred, size_t credlen,
+                             char *err, size_t errlen)
+{
+    const uint8_t *p = buf;
+    uint8_t        magic[4];
+    uint32_t       name_len, cred_len;
+    size_t         i, have;
+    char           c[16];
+
+    if (joblen <= DPS_LISTEN_NAME_MAX || credlen <= DPS_CRED_MAX) {
+        dps_seterr(err, errlen, "job name or credential buffer too small");
+        return DPS_ERR_INVALID;
+    }
+    put_le32(magic, DPS_SERVICE_MAGIC);
+    for (i = 0; i < len && i < 4; i++) {
+        if (p[i] != magic[i]) {
+            put_le32(magic, DPS_LISTEN_MAGIC);
+            dps_seterr(err, errlen, "%s",
+                       len >= 4 && memcmp(p, magic, 4) == 0
+                           ? "a job with a secret file, but this agent is a "
+                             "service: it authenticates jobs by MUNGE "
+                             "(DPUSHIM_AUTH=munge)"
+                           : "malformed hello: bad magic (not a dpushim "
+                             "client)");
+            return DPS_ERR_PROTO;
+        }
+    }
+    if (len >= 6 && get_le16(p + 4) != DPS_PROTO_VERSION) {
+        dps_seterr(err, errlen, "protocol version %u, this agent speaks %u",
+                   get_le16(p + 4), DPS_PROTO_VERSION);
+        return DPS_ERR_PROTO;
+    }
+    if (len >= 8 && get_le16(p + 6) != 0) {
+        dps_seterr(err, errlen, "malformed hello: reserved field is %u, not 0",
+                   get_le16(p + 6));
+        return DPS_ERR_PROTO;
+    }
+    if (len < DPS_SERVICE_HDR_LEN) {
+        return DPS_ERR_AGAIN;
+    }
+    name_len = get_le32(p + 8);
+    cred_len = get_le32(p + 12);
+    if (name_len == 0 || name_len > DPS_LISTEN_NAME_MAX) {
+        dps_seterr(err, errlen,
+                   "malformed hello: name length %u (expected 1 to %d)",
+                   name_len, DPS_LISTEN_NAME_MAX);
+        return DPS_ERR_PROTO;
+    }
+    if (cred_len == 0) {
+        dps_seterr(err, errlen, "no credential: the job sent no MUNGE "
+                                "credential");
+        return DPS_ERR_PROTO;
+    }
+    if (cred_len > DPS_CRED_MAX) {
+        dps_seterr(err, errlen,
+                   "malformed hello: credential length %u (at most %d)",
+                   cred_len, DPS_CRED_MAX);
+        return DPS_ERR_PROTO;
+    }
+    have = len - DPS_SERVICE_HDR_LEN;
+    for (i = 0; i < have && i < name_len + cred_len; i++) {
+        uint8_t b = p[DPS_SERVICE_HDR_LEN + i];
+
+        if (i < name_len ? !name_char_ok(b) : (b < 0x21 || b > 0x7e)) {
+            byte_str(b, c, sizeof(c));
+            dps_seterr(err, errlen, "malformed hello: %s has %s",
+                       i < name_len ? "name" : "credential", c);
+            return DPS_ERR_PROTO;
+        }
+    }
+    if (have < (size_t)name_len + cred_len) {
+        return DPS_ERR_AGAIN;
+    }
+    if (have > (size_t)name_len + cred_len) {
+        dps_seterr(err, errlen,
+                   "malformed hello: %zu bytes after the credential",
+                   have - name_len - cred_len);
+        return DPS_ERR_PROTO;
+    }
+    memcpy(job, p + DPS_SERVICE_HDR_LEN, name_len);
+    job[name_len] = '\0';
+    memcpy(cred, p + DPS_SERVICE_HDR_LEN + name_len, cred_len);
+    cred[cred_len] = '\0';
+    return DPS_OK;
+}
+
 /* ------------------------------------------------------------------ */
 /* Client                                                             */
 /* ------------------------------------------------------------------ */
@@ -333,14 +450,16 @@ static void printable(const char *text, char *out, size_t len)
     out[i] = '\0';
 }
 
-/* Parse "ok <pid> <host> <hex>" (no newline): DPS_OK, DPS_ERR_PROTO, or
- * DPS_ERR_NOMEM. */
+/* Parse "ok <pid> <host> <hex>[ <grant>]" (no newline): DPS_OK,
+ * DPS_ERR_PROTO, or DPS_ERR_NOMEM. grant (grantlen bytes, "" if none) may
+ * be NULL: then a grant field is ignored. */
 static int parse_ok(const char *line, void **addr, size_t *addr_len,
-                    uint32_t *pid, char *host, size_t hostlen)
+                    uint32_t *pid, char *host, size_t hostlen, char *grant,
+                    size_t grantlen)
 {
-    const char   *p = line + 3, *h, *x;
+    const char   *p = line + 3, *h, *x, *g;
     unsigned long v;
-    char         *end;
+    char         *end, hex[2 * DPS_MAX_ADDR + 1];
     void         *a;
     long          n;
 
@@ -354,21 +473,35 @@ static int parse_ok(const char *line, void **addr, size_t *addr_len,
     }
     h = end + 1;
     x = strchr(h, ' ');
-    if (x == NULL || x == h || (size_t)(x - h) >= hostlen ||
-        strchr(x + 1, ' ') != NULL) {
+    if (x == NULL || x == h || (size_t)(x - h) >= hostlen) {
         return DPS_ERR_PROTO;
     }
+    /* The grant socket, if any: one absolute path, no more fields. */
+    g = strchr(x + 1, ' ');
+    if (g != NULL && (g[1] != '/' || strchr(g + 1, ' ') != NULL ||
+                      strlen(g + 1) >= DPS_GRANT_PATH_MAX)) {
+        return DPS_ERR_PROTO;
+    }
+    n = g != NULL ? g - (x + 1) : (long)strlen(x + 1);
+    if (n <= 0 || (size_t)n >= sizeof(hex)) {
+        return DPS_ERR_PROTO;
+    }
+    memcpy(hex, x + 1, (size_t)n);
+    hex[n] = '\0';
     a = malloc(DPS_MAX_ADDR);
     if (a == NULL) {
         return DPS_ERR_NOMEM;
     }
-    n = dps_hex_decode(x + 1, a, DPS_MAX_ADDR);
+    n = dps_hex_decode(hex, a, DPS_MAX_ADDR);
     if (n <= 0) {
         free(a);
         return DPS_ERR_PROTO;
     }
     memcpy(host, h, (size_t)(x - h));
     host[x - h] = '\0';
+    if (grant != NULL && grantlen > 0) {
+        snprintf(grant, grantlen, "%s", g != NULL ? g + 1 : "");
+    }
     *pid = (uint32_t)v;
     *addr = a;
     *addr_len = (size_t)n;
@@ -503,6 +636,31 @@ static int read_answer(int s, char *line, const char *hostport, int timeout_ms,
     return DPS_OK;
 }
 
+/* Judge the agent's answer line: DPS_OK with the "ok" line's fields, or
+ * the error that says why. */
+static int judge_answer(const char *line, const char *hostport, void **addr,
+                        size_t *addr_len, uint32_t *pid, char *host,
+                        size_t hostlen, char *grant, size_t grantlen,
+                        char *err, size_t errlen)
+{
+    char why[256];
+
+    if (strncmp(line, "refused ", 8) == 0) {
+        printable(line + 8, why, sizeof(why));
+        dps_seterr(err, errlen, "agent %s refused the job: %s", hostport, why);
+        return DPS_ERR_INVALID;
+    }
+    if (strncmp(line, "ok ", 3) != 0 ||
+        parse_ok(line, addr, addr_len, pid, host, hostlen, grant, grantlen) !=
+            DPS_OK) {
+        printable(line, why, 60);
+        dps_seterr(err, errlen, "agent %s sent a malformed answer: '%s'",
+                   hostport, why);
+        return DPS_ERR_PROTO;
+    }
+    return DPS_OK;
+}
+
 int dps_listen_connect(const char *hostport, const char *job,
                        const uint8_t secret[DPS_SECRET_LEN], int timeout_ms,
                        int *fd, void **addr, size_t *addr_len, uint32_t *pid,
@@ -534,17 +692,14 @@ int dps_listen_connect(const char *hostport, const char *job,
                (rc = read_answer(s, line, hostport, timeout_ms, deadline, err,
                                  errlen)) != DPS_OK) {
         /* err says why */
-    } else if (strncmp(line, "refused ", 8) == 0) {
-        printable(line + 8, why, sizeof(why));
-        dps_seterr(err, errlen, "agent %s refused the job: %s", hostport, why);
+    } else if (strncmp(line, "challenge ", 10) == 0) {
+        dps_seterr(err, errlen,
+                   "agent %s is a service that authenticates jobs by MUNGE: "
+                   "set DPUSHIM_AUTH=munge (this job used a secret file)",
+                   hostport);
         rc = DPS_ERR_INVALID;
-    } else if (strncmp(line, "ok ", 3) != 0 ||
-               parse_ok(line, addr, addr_len, pid, host, hostlen) != DPS_OK) {
-        printable(line, why, 60);
-        dps_seterr(err, errlen, "agent %s sent a malformed answer: '%s'",
-                   hostport, why);
-        rc = DPS_ERR_PROTO;
-    } else {
+    } else if ((rc = judge_answer(line, hostport, addr, addr_len, pid, host,
+                                  hostlen, NULL, 0, err, errlen)) == DPS_OK) {
         /* An ordinary blocking descriptor for the caller. */
         fcntl(s, F_SETFL, fcntl(s, F_GETFL) & ~O_NONBLOCK);
         *fd = s;
@@ -553,6 +708,124 @@ int dps_listen_connect(const char *hostport, const char *job,
     if (s >= 0) {
         close(s);
     }
+    free(hello);
+    free(line);
+    return rc;
+}
+
+/* The service's "challenge <nonce> <uid>" line: nonce (DPS_NONCE_HEX + 1
+ * bytes) and uid. DPS_OK or DPS_ERR_PROTO. */
+static int parse_challenge(const char *line, char *nonce, uid_t *uid)
+{
+    unsigned long v;
+    char         *end;
+    int           i;
+
+    if (strncmp(line, "challenge ", 10) != 0) {
+        return DPS_ERR_PROTO;
+    }
+    line += 10;
+    for (i = 0; i < DPS_NONCE_HEX; i++) {
+        if (!isxdigit((unsigned char)line[i]) || isupper((unsigned char)line[i])) {
+            return DPS_ERR_PROTO;
+        }
+        nonce[i] = line[i];
+    }
+    nonce[i] = '\0';
+    if (line[i] != ' ' || !isdigit((unsigned char)line[i + 1])) {
+        return DPS_ERR_PROTO;
+    }
+    errno = 0;
+    v = strtoul(line + i + 1, &end, 10);
+    if (errno || *end != '\0' || v > UINT32_MAX - 1) {
+        return DPS_ERR_PROTO;
+    }
+    *uid = (uid_t)v;
+    return DPS_OK;
+}
+
+int dps_service_connect(const char *hostport, const char *job,
+                        const char *munge_socket, int timeout_ms, int *fd,
+                        void **addr, size_t *addr_len, uint32_t *pid,
+                        char *host, size_t hostlen, char *grant,
+                        size_t grantlen, char *err, size_t errlen)
+{
+    char     h[DPS_LISTEN_HOSTPORT_MAX], port[8], *line = NULL, why[512];
+    char     nonce[DPS_NONCE_HEX + 1], payload[160], *cred = NULL;
+    double   deadline = dps_now() + timeout_ms / 1000.0;
+    size_t   hello_len = 0, plen;
+    uint8_t *hello = NULL;
+    uid_t    svc_uid = 0;
+    int      s = -1, rc;
+
+    rc = dps_listen_split_hostport(hostport, 0, h, sizeof(h), port,
+                                   sizeof(port), why, sizeof(why));
+    if (rc != DPS_OK) {
+        dps_seterr(err, errlen, "bad agent address: %s", why);
+        return rc;
+    }
+    if (!dps_listen_name_ok(job)) {
+        dps_seterr(err, errlen, "invalid job name");
+        return DPS_ERR_INVALID;
+    }
+    line = malloc(REPLY_MAX + 1);
+    if (line == NULL) {
+        dps_seterr(err, errlen, "out of memory");
+        return DPS_ERR_NOMEM;
+    }
+    rc = connect_any(hostport, h, port, timeout_ms, deadline, &s, err, errlen);
+    if (rc == DPS_OK) {
+        rc = read_answer(s, line, hostport, timeout_ms, deadline, err, errlen);
+    }
+    if (rc != DPS_OK) {
+        goto out;
+    }
+    if (strncmp(line, "refused ", 8) == 0) {
+        rc = judge_answer(line, hostport, addr, addr_len, pid, host, hostlen,
+                          grant, grantlen, err, errlen);
+        goto out;
+    }
+    if (parse_challenge(line, nonce, &svc_uid) != DPS_OK) {
+        printable(line, why, 60);
+        dps_seterr(err, errlen,
+                   "agent %s is not a dpushim service (it sent '%s'; a "
+                   "per-user dpu_agent --listen takes DPUSHIM_AUTH=secret)",
+                   hostport, why);
+        rc = DPS_ERR_PROTO;
+        goto out;
+    }
+    plen = dps_munge_payload(nonce, job, payload, sizeof(payload));
+    rc = dps_munge_encode(munge_socket, payload, plen, svc_uid, &cred, why,
+                          sizeof(why));
+    if (rc != DPS_OK) {
+        dps_seterr(err, errlen, "agent %s: %s", hostport, why);
+        goto out;
+    }
+    hello = dps_service_encode_hello(job, cred, &hello_len);
+    if (hello == NULL) {
+        dps_seterr(err, errlen, "MUNGE credential of %zu bytes: at most %d",
+                   strlen(cred), DPS_CRED_MAX);
+        rc = DPS_ERR_INVALID;
+        goto out;
+    }
+    rc = send_hello(s, hello, hello_len, hostport, deadline, err, errlen);
+    if (rc == DPS_OK) {
+        rc = read_answer(s, line, hostport, timeout_ms, deadline, err, errlen);
+    }
+    if (rc == DPS_OK) {
+        rc = judge_answer(line, hostport, addr, addr_len, pid, host, hostlen,
+                          grant, grantlen, err, errlen);
+    }
+    if (rc == DPS_OK) {
+        fcntl(s, F_SETFL, fcntl(s, F_GETFL) & ~O_NONBLOCK);
+        *fd = s;
+        s = -1;
+    }
+out:
+    if (s >= 0) {
+        close(s);
+    }
+    free(cred);
     free(hello);
     free(line);
     return rc;

@@ -15,9 +15,31 @@
  *    44     n   job name  name_len bytes of [A-Za-z0-9._-], no NUL
  *
  * Nothing else follows until the reply. The listener answers one line:
- * "ok <pid> <hostname> <hex UCX worker address>\n" (the connection then
- * belongs to the job's agent, process <pid>, which exits when it closes),
- * or "refused <reason>\n" and closes.
+ * "ok <pid> <hostname> <hex UCX worker address>[ <grant socket>]\n" (the
+ * connection then belongs to the job's agent, process <pid>, which exits
+ * when it closes; the grant socket, an absolute path, is where its ranks
+ * grant it their memory, dps_grant.h), or "refused <reason>\n" and
+ * closes.
+ *
+ * Service (dpu_agent --service, authenticated by MUNGE): the service
+ * speaks first, one line
+ *
+ *   "challenge <nonce: 32 lowercase hex digits> <the service's uid>\n"
+ *
+ * and the job answers with its service hello, little-endian:
+ *
+ *   offset size
+ *     0     4   magic     DPS_SERVICE_MAGIC (0x4D535044, "DPSM")
+ *     4     2   version   DPS_PROTO_VERSION
+ *     6     2   reserved  0
+ *     8     4   name_len  1 .. DPS_LISTEN_NAME_MAX
+ *    12     4   cred_len  1 .. DPS_CRED_MAX
+ *    16     n   job name  as above
+ *  16+n     m   credential, MUNGE's text: payload dps_munge_payload(nonce,
+ *               job), decodable by the service's uid only
+ *
+ * then the same answer as a listener's. A credential is good for one
+ * connection (its nonce) and one job, once (munged refuses a replay).
  *
  * Secret file DIR/<job>.key: exactly 64 lowercase hex digits and "\n",
  * a regular file (not a symlink) owned by the effective uid, mode without
@@ -36,7 +58,9 @@
  * line whose short name (up to the first '.') equals its short name;
  * failing that, the "*" line. The n-th virtual node of the host (0-based)
  * uses AGENT number n modulo the number of AGENTs on that line. Each HOST
- * may appear on one line only.
+ * may appear on one line only. In an AGENT, {host} stands for the host's
+ * name and {short} for its short name, so one line serves a cluster whose
+ * DPUs are named after their hosts: "*  {short}-dpu:7420".
  */
 #ifndef DPS_LISTEN_H
 #define DPS_LISTEN_H
@@ -52,6 +76,13 @@
 #define DPS_LISTEN_HELLO_MAX    (DPS_LISTEN_HDR_LEN + DPS_LISTEN_NAME_MAX)
 #define DPS_SECRET_LEN          32
 #define DPS_LISTEN_HOSTPORT_MAX 300 /* "[v6 or host name]:port\0" */
+#define DPS_SERVICE_MAGIC       0x4D535044u /* "DPSM" */
+#define DPS_SERVICE_HDR_LEN     16
+#define DPS_CRED_MAX            2048 /* a MUNGE credential's text, at most */
+#define DPS_SERVICE_HELLO_MAX                                              \
+    (DPS_SERVICE_HDR_LEN + DPS_LISTEN_NAME_MAX + DPS_CRED_MAX)
+#define DPS_NONCE_HEX           32
+#define DPS_GRANT_PATH_MAX      108 /* sizeof(sockaddr_un.sun_path) */
 
 /* Is name a valid job name (1..64 characters of [A-Za-z0-9._-])? 1 or 0. */
 int dps_listen_name_ok(const char *name);
@@ -118,6 +149,35 @@ void *dps_listen_encode_hello(const char   *job,
 int dps_listen_decode_hello(const void *buf, size_t len, char *job,
                             size_t joblen, uint8_t secret[DPS_SECRET_LEN],
                             char *err, size_t errlen);
+
+/* The service hello for job with credential cred (malloc'ed, length in
+ * *len), or NULL if an argument is invalid or memory is short. */
+void *dps_service_encode_hello(const char *job, const char *cred,
+                               size_t *len);
+
+/*
+ * Decode len received bytes of a service hello, as
+ * dps_listen_decode_hello: DPS_OK (job and cred NUL-terminated; joblen >
+ * DPS_LISTEN_NAME_MAX, credlen > DPS_CRED_MAX), DPS_ERR_AGAIN (a valid
+ * prefix), DPS_ERR_PROTO with the reason in err.
+ */
+int dps_service_decode_hello(const void *buf, size_t len, char *job,
+                             size_t joblen, char *cred, size_t credlen,
+                             char *err, size_t errlen);
+
+/*
+ * As dps_listen_connect, to an agent service: read its challenge, prove
+ * this process's uid with a MUNGE credential bound to the challenge and
+ * job (through munged at munge_socket; NULL or "": MUNGE's default),
+ * wait for the answer. grant (grantlen >= DPS_GRANT_PATH_MAX) receives
+ * the worker's grant socket, or "" if it has none. Errors as
+ * dps_listen_connect's, and DPS_ERR_UNSUPP when this host has no MUNGE.
+ */
+int dps_service_connect(const char *hostport, const char *job,
+                        const char *munge_socket, int timeout_ms, int *fd,
+                        void **addr, size_t *addr_len, uint32_t *pid,
+                        char *host, size_t hostlen, char *grant,
+                        size_t grantlen, char *err, size_t errlen);
 
 /*
  * Connect to the listener at hostport ("ADDR:PORT" or "[IPv6]:PORT"), send

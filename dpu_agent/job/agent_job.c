@@ -352,8 +352,9 @@ static void grant_early(agent_t *a, const dps_grant_msg_t *g, int fd)
 
 void agent_grants_take(agent_t *a)
 {
-    dps_grant_msg_t g;
-    int             fd, rc;
+    dps_grant_msg_t  g;
+    dps_grant_from_t from;
+    int              fd, rc;
 
     if (a->have_job) {
         for (uint32_t i = 0; i < a->nearly; i++) {
@@ -362,10 +363,14 @@ void agent_grants_take(agent_t *a)
         a->nearly = 0;
     }
     while (a->grant_fd >= 0 &&
-           ((rc = dps_grant_recv(a->grant_fd, &g, &fd)) == DPS_OK ||
-            rc == DPS_ERR_PROTO)) {
+           ((rc = dps_grant_recv(a->grant_fd, &g, &fd, &from)) == DPS_OK ||
+            rc == DPS_ERR_PROTO || rc == DPS_ERR_INVALID)) {
         if (rc == DPS_ERR_PROTO) {
             dps_warn("malformed grant dropped");
+        } else if (rc == DPS_ERR_INVALID) {
+            dps_warn("grant refused: from pid %d, uid %d (or of memory of "
+                     "that uid), not this job's user, uid %u",
+                     (int)from.pid, (int)from.uid, (unsigned)geteuid());
         } else if (a->have_job) {
             grant_keep(a, &g, fd);
         } else {

@@ -1,30 +1,41 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * dpu_agent --listen: a long-running supervisor on a TCP port. Each client
- * sends a hello with its job name and secret (common/dps_listen.h); the
- * listener checks the secret and forks a child that is an ordinary
- * single-job agent on the accepted socket. One process per job, so a job
- * (or a crash serving it) cannot touch another. The listener itself never
- * creates UCX objects, never blocks on a client and never trusts one.
+ * dpu_agent --listen and --service: a long-running supervisor on a TCP
+ * port. Each client sends a hello with its job name and proof
+ * (common/dps_listen.h): the secret of a file only its user could write
+ * (--listen, run by that user), or a MUNGE credential answering this
+ * connection's challenge (--service, run by root for every user). The
+ * supervisor checks it and forks a child that is an ordinary single-job
+ * agent on the accepted socket; a service's child first becomes the
+ * job's user. One process per job, so a job (or a crash serving it)
+ * cannot touch another. The supervisor itself never creates UCX objects,
+ * never reads a rank's memory, never blocks on a client (only on munged,
+ * for a decode) and never trusts one.
  */
 #define _GNU_SOURCE
 #include "dpu_agent/job/agent_listen.h"
 #include "common/dps_listen.h"
 #include "common/dps_log.h"
+#include "common/dps_munge.h"
 #include "common/dps_status.h"
 #include "common/dps_ucx.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -44,19 +55,29 @@ typedef struct lconn {
     double deadline; /* for the complete hello */
     size_t len;
     /* One byte more than the longest hello, to see trailing bytes. */
-    uint8_t buf[DPS_LISTEN_HELLO_MAX + 1];
+    uint8_t buf[DPS_SERVICE_HELLO_MAX + 1];
     char    peer[PEER_MAX];
+    char    nonce[DPS_NONCE_HEX + 1]; /* a service's challenge */
 } lconn_t;
+
+/* Whom a service's worker serves: the credential's. */
+typedef struct owner {
+    uid_t uid;
+    gid_t gid;
+    char  name[64];
+} owner_t;
 
 typedef struct ljob {
     pid_t pid;
     char  name[DPS_LISTEN_NAME_MAX + 1];
+    char  user[64]; /* a service's: the job's user */
 } ljob_t;
 
 typedef struct listener {
     int            lfd;
     int            sig[2]; /* self-pipe written by signal handlers */
     const char    *dir;
+    const agent_service_t *svc; /* NULL: --listen */
     agent_serve_fn serve;
     void          *arg;
     lconn_t        conns[LISTEN_MAX_PENDING];
@@ -201,7 +222,8 @@ static void refuse(lconn_t *c, const char *job, const char *why)
     conn_close(c);
 }
 
-static void job_add(listener_t *l, pid_t pid, const char *name)
+static void job_add(listener_t *l, pid_t pid, const char *name,
+                    const char *user)
 {
     if (l->njobs == l->jobs_cap) {
         size_t  cap = l->jobs_cap ? 2 * l->jobs_cap : 16;
@@ -215,12 +237,13 @@ static void job_add(listener_t *l, pid_t pid, const char *name)
     }
     l->jobs[l->njobs].pid = pid;
     snprintf(l->jobs[l->njobs].name, sizeof(l->jobs[0].name), "%s", name);
+    snprintf(l->jobs[l->njobs].user, sizeof(l->jobs[0].user), "%s", user);
     l->njobs++;
 }
 
 static void reap(listener_t *l)
 {
-    const char *name;
+    const char *name, *user;
     char        how[96];
     size_t      i;
     pid_t       pid;
@@ -230,6 +253,7 @@ static void reap(listener_t *l)
         for (i = 0; i < l->njobs && l->jobs[i].pid != pid; i++) {
         }
         name = i < l->njobs ? l->jobs[i].name : "?";
+        user = i < l->njobs ? l->jobs[i].user : "";
         if (WIFEXITED(st)) {
             snprintf(how, sizeof(how), "exit status %d", WEXITSTATUS(st));
         } else if (WIFSIGNALED(st)) {
@@ -239,9 +263,11 @@ static void reap(listener_t *l)
             snprintf(how, sizeof(how), "wait status 0x%x", st);
         }
         if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
-            dps_info("job '%s' (pid %d) ended: %s", name, (int)pid, how);
+            dps_info("job '%s'%s%s (pid %d) ended: %s", name,
+                     user[0] ? " of " : "", user, (int)pid, how);
         } else {
-            dps_warn("job '%s' (pid %d) ended: %s", name, (int)pid, how);
+            dps_warn("job '%s'%s%s (pid %d) ended: %s", name,
+                     user[0] ? " of " : "", user, (int)pid, how);
         }
         if (i < l->njobs) {
             l->jobs[i] = l->jobs[--l->njobs];
@@ -281,8 +307,82 @@ static void child_enter(listener_t *l, int fd)
     dps_log_set_who("agent");
 }
 
-static void start_job(listener_t *l, lconn_t *c, const char *job)
+/*
+ * A service's worker, still root: make grant_dir/<uid> (mode 0700, owned
+ * by the job's user; grant_dir itself root's and not writable by others),
+ * then become the job's user for good: its groups, gid and uid, no
+ * capabilities, no way back (checked), no new privileges on exec. The
+ * grant directory's path goes to dir (len bytes; "" without one). 0, or
+ * -1 with the reason logged: the worker must not serve the job.
+ */
+static int become_owner(const agent_service_t *svc, const owner_t *o,
+                        char *dir, size_t len)
 {
+    struct stat st;
+    int         fd;
+
+    dir[0] = '\0';
+    if (svc->grant_dir[0] != '\0') {
+        if (mkdir(svc->grant_dir, 0755) != 0 && errno != EEXIST) {
+            dps_error("cannot make grant directory %s: %m", svc->grant_dir);
+            return -1;
+        }
+        if (lstat(svc->grant_dir, &st) != 0 || !S_ISDIR(st.st_mode) ||
+            st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH))) {
+            dps_error("grant directory %s must be a directory owned by "
+                      "root and writable by root only",
+                      svc->grant_dir);
+            return -1;
+        }
+        if (snprintf(dir, len, "%s/%u", svc->grant_dir, (unsigned)o->uid) >=
+            (int)len) {
+            dps_error("grant directory %s: path too long", svc->grant_dir);
+            return -1;
+        }
+        if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+            dps_error("cannot make %s: %m", dir);
+            return -1;
+        }
+        /* Whatever was there: ours to check, never to follow. */
+        fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0 || fchown(fd, o->uid, o->gid) != 0 ||
+            fchmod(fd, 0700) != 0) {
+            dps_error("cannot give %s to uid %u: %m", dir, (unsigned)o->uid);
+            if (fd >= 0) {
+                close(fd);
+            }
+            return -1;
+        }
+        close(fd);
+    }
+    if (initgroups(o->name, o->gid) != 0 || setgid(o->gid) != 0 ||
+        setuid(o->uid) != 0) {
+        dps_error("cannot become user %s (uid %u, gid %u): %m", o->name,
+                  (unsigned)o->uid, (unsigned)o->gid);
+        return -1;
+    }
+    /* setuid() from root to another uid drops every capability; that
+     * nothing of root is left is checked, not assumed. */
+    if (o->uid != 0 && (setuid(0) == 0 || seteuid(0) == 0 ||
+                        getuid() != o->uid || geteuid() != o->uid ||
+                        getgid() != o->gid || getegid() != o->gid)) {
+        dps_error("still privileged after becoming uid %u: not serving",
+                  (unsigned)o->uid);
+        return -1;
+    }
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
+        dps_error("prctl(PR_SET_NO_NEW_PRIVS): %m");
+        return -1;
+    }
+    /* Changing uid made us undumpable; the user may debug their worker. */
+    prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+    return 0;
+}
+
+static void start_job(listener_t *l, lconn_t *c, const char *job,
+                      const owner_t *o)
+{
+    char  gdir[4096];
     pid_t pid;
     int   fd = c->fd;
 
@@ -299,11 +399,76 @@ static void start_job(listener_t *l, lconn_t *c, const char *job)
     }
     if (pid == 0) {
         child_enter(l, fd);
-        exit(l->serve(fd, job, l->arg));
+        if (l->svc == NULL) {
+            exit(l->serve(fd, job, l->dir, l->arg));
+        }
+        if (become_owner(l->svc, o, gdir, sizeof(gdir)) != 0) {
+            send_line(fd, "refused",
+                      "the service could not start a worker as this job's "
+                      "user (see its log)");
+            exit(1);
+        }
+        exit(l->serve(fd, job, gdir, l->arg));
     }
-    dps_info("job '%s' from %s: agent pid %d", job, c->peer, (int)pid);
-    job_add(l, pid, job);
+    if (o != NULL) {
+        dps_info("job '%s' of %s (uid %u) from %s: worker pid %d", job,
+                 o->name, (unsigned)o->uid, c->peer, (int)pid);
+    } else {
+        dps_info("job '%s' from %s: agent pid %d", job, c->peer, (int)pid);
+    }
+    job_add(l, pid, job, o != NULL ? o->name : "");
     conn_close(c);
+}
+
+/*
+ * A service's judgement of a complete hello: the credential decodes
+ * (munged: genuine, not expired, not replayed, ours to decode), its
+ * payload binds it to this connection's challenge and this job, and its
+ * uid is one we serve. Fills o; 0, or -1 with the refusal sent.
+ */
+static int judge_credential(listener_t *l, lconn_t *c, const char *job,
+                            const char *cred, owner_t *o)
+{
+    char           want[160], err[600], pwbuf[4096];
+    struct passwd  pw, *pwp = NULL;
+    void          *payload = NULL;
+    size_t         plen = 0;
+    int            rc;
+
+    rc = dps_munge_decode(l->svc->munge_socket, cred, &payload, &plen, &o->uid,
+                          &o->gid, err, sizeof(err));
+    if (rc != DPS_OK) {
+        refuse(c, job, err);
+        return -1;
+    }
+    dps_munge_payload(c->nonce, job, want, sizeof(want));
+    if (strcmp(payload, want) != 0) {
+        snprintf(err, sizeof(err),
+                 "credential of uid %u is not for this connection and job "
+                 "(made for another challenge or job: a replay)",
+                 (unsigned)o->uid);
+        free(payload);
+        refuse(c, job, err);
+        return -1;
+    }
+    free(payload);
+    if (o->uid == 0 && !l->svc->allow_root) {
+        refuse(c, job,
+               "jobs of root (uid 0) are not served (allow_root = no in the "
+               "service's configuration)");
+        return -1;
+    }
+    if (getpwuid_r(o->uid, &pw, pwbuf, sizeof(pwbuf), &pwp) != 0 ||
+        pwp == NULL) {
+        snprintf(err, sizeof(err),
+                 "uid %u has no account on this host (no passwd entry): the "
+                 "service cannot start a worker as that user",
+                 (unsigned)o->uid);
+        refuse(c, job, err);
+        return -1;
+    }
+    snprintf(o->name, sizeof(o->name), "%s", pw.pw_name);
+    return 0;
 }
 
 /* Read what the client sent and judge the hello once it is complete. */
@@ -311,6 +476,8 @@ static void conn_read(listener_t *l, lconn_t *c)
 {
     uint8_t secret[DPS_SECRET_LEN];
     char    job[DPS_LISTEN_NAME_MAX + 1], err[512];
+    char    cred[DPS_CRED_MAX + 1];
+    owner_t o;
     int     eof = 0, rc;
 
     while (c->len < sizeof(c->buf)) {
@@ -331,8 +498,11 @@ static void conn_read(listener_t *l, lconn_t *c)
             return;
         }
     }
-    rc = dps_listen_decode_hello(c->buf, c->len, job, sizeof(job), secret, err,
-                                 sizeof(err));
+    rc = l->svc != NULL
+             ? dps_service_decode_hello(c->buf, c->len, job, sizeof(job), cred,
+                                        sizeof(cred), err, sizeof(err))
+             : dps_listen_decode_hello(c->buf, c->len, job, sizeof(job),
+                                       secret, err, sizeof(err));
     if (rc == DPS_ERR_AGAIN) {
         if (!eof) {
             return;
@@ -354,13 +524,44 @@ static void conn_read(listener_t *l, lconn_t *c)
         refuse(c, NULL, err);
         return;
     }
+    if (l->svc != NULL) {
+        memset(&o, 0, sizeof(o));
+        if (judge_credential(l, c, job, cred, &o) == 0) {
+            start_job(l, c, job, &o);
+        }
+        return;
+    }
     rc = dps_secret_check(l->dir, job, secret, err, sizeof(err));
     memset(secret, 0, sizeof(secret));
     if (rc != DPS_OK) {
         refuse(c, job, err);
         return;
     }
-    start_job(l, c, job);
+    start_job(l, c, job, NULL);
+}
+
+/* A service's challenge to a new connection: a fresh nonce, and the uid
+ * the job restricts its credential's decoding to. 0, or -1 (refused). */
+static int challenge(listener_t *l, lconn_t *c)
+{
+    static const char hex[] = "0123456789abcdef";
+    uint8_t           r[DPS_NONCE_HEX / 2];
+    char              text[DPS_NONCE_HEX + 32];
+    int               i;
+
+    if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r)) {
+        refuse(c, NULL, "no random bytes for a challenge");
+        return -1;
+    }
+    for (i = 0; i < (int)sizeof(r); i++) {
+        c->nonce[2 * i] = hex[r[i] >> 4];
+        c->nonce[2 * i + 1] = hex[r[i] & 15];
+    }
+    c->nonce[DPS_NONCE_HEX] = '\0';
+    snprintf(text, sizeof(text), "%s %u", c->nonce, (unsigned)geteuid());
+    (void)l;
+    send_line(c->fd, "challenge", text);
+    return 0;
 }
 
 static void accept_all(listener_t *l)
@@ -408,6 +609,9 @@ static void accept_all(listener_t *l)
         c->len = 0;
         c->deadline = dps_now() + LISTEN_HELLO_SEC;
         snprintf(c->peer, sizeof(c->peer), "%s", peer);
+        if (l->svc != NULL && challenge(l, c) != 0) {
+            l->nconns--;
+        }
     }
 }
 
@@ -464,8 +668,37 @@ static void drain(int fd)
     }
 }
 
+/* A service's stop: SIGTERM to every worker, SIGKILL to those left after
+ * AGENT_SERVICE_STOP_SEC; all reaped. */
+static void stop_workers(listener_t *l)
+{
+    double deadline = dps_now() + AGENT_SERVICE_STOP_SEC;
+    size_t i;
+
+    for (i = 0; i < l->njobs; i++) {
+        kill(l->jobs[i].pid, SIGTERM);
+    }
+    while (l->njobs > 0 && dps_now() < deadline) {
+        usleep(10000);
+        reap(l);
+    }
+    for (i = 0; i < l->njobs; i++) {
+        dps_warn("worker of job '%s' (pid %d) still running after %.0f s: "
+                 "killing it",
+                 l->jobs[i].name, (int)l->jobs[i].pid, AGENT_SERVICE_STOP_SEC);
+        kill(l->jobs[i].pid, SIGKILL);
+    }
+    /* Killed processes go at once; a few seconds is a backstop. */
+    deadline = dps_now() + 3.0;
+    while (l->njobs > 0 && dps_now() < deadline) {
+        usleep(10000);
+        reap(l);
+    }
+}
+
 int agent_listen_run(const char *hostport, const char *secret_dir,
-                     agent_serve_fn serve, void *arg)
+                     const agent_service_t *svc, agent_serve_fn serve,
+                     void *arg)
 {
     struct pollfd pfd[2 + LISTEN_MAX_PENDING];
     listener_t    l;
@@ -474,13 +707,15 @@ int agent_listen_run(const char *hostport, const char *secret_dir,
 
     memset(&l, 0, sizeof(l));
     l.dir = secret_dir;
+    l.svc = svc;
     l.serve = serve;
     l.arg = arg;
     l.sig[0] = l.sig[1] = -1;
-    dps_log_set_who("listener");
+    dps_log_set_who(svc != NULL ? "service" : "listener");
     signal(SIGPIPE, SIG_IGN);
     /* Made now, owned by us, before anyone else can squat the name. */
-    if (dps_secret_dir_prepare(secret_dir, 1, err, sizeof(err)) != DPS_OK) {
+    if (svc == NULL &&
+        dps_secret_dir_prepare(secret_dir, 1, err, sizeof(err)) != DPS_OK) {
         dps_error("%s", err);
         return 1;
     }
@@ -494,7 +729,15 @@ int agent_listen_run(const char *hostport, const char *secret_dir,
     if (l.lfd < 0) {
         goto out;
     }
-    dps_info("secrets in %s", secret_dir);
+    if (svc == NULL) {
+        dps_info("secrets in %s", secret_dir);
+    } else {
+        dps_info("jobs authenticated by MUNGE (%s); grants in %s; jobs of "
+                 "root %s",
+                 svc->munge_socket[0] ? svc->munge_socket : "default socket",
+                 svc->grant_dir[0] ? svc->grant_dir : "(none: no DMA grants)",
+                 svc->allow_root ? "served" : "refused");
+    }
     while (!stop_signal) {
         double now = dps_now();
 
@@ -524,7 +767,12 @@ int agent_listen_run(const char *hostport, const char *secret_dir,
             accept_all(&l);
         }
     }
-    if (stop_signal) {
+    if (stop_signal && svc != NULL) {
+        dps_info("stopping on signal %d: ending %zu worker(s); their jobs go "
+                 "on with stock MPI",
+                 (int)stop_signal, l.njobs);
+        stop_workers(&l);
+    } else if (stop_signal) {
         dps_info("stopping on signal %d; %zu running job(s) keep their "
                  "agents",
                  (int)stop_signal, l.njobs);

@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include "dpu_agent/main/agent_loop.h"
 #include "dpu_agent/main/agent_probe.h"
+#include "dpu_agent/main/agent_service.h"
 #include "dpu_agent/job/agent_job.h"
 #include "dpu_agent/job/agent_listen.h"
 #include "dpu_agent/sched/agent_sched.h"
@@ -36,6 +37,11 @@ static void usage(FILE *out)
         "usage: dpu_agent --addr-fd N --parent-fd M\n"
         "       dpu_agent --listen ADDR:PORT [--secret-dir DIR] "
         "[--workers N]\n"
+        "       dpu_agent --service [--config FILE] [--listen ADDR:PORT] "
+        "[--workers N]\n"
+        "                 [--munge-socket PATH] [--grant-dir DIR] "
+        "[--allow-root yes|no]\n"
+        "                 [--log-level LEVEL]\n"
         "       dpu_agent --probe | --help | --config-markdown | "
         "--types-markdown\n"
         "\n"
@@ -45,7 +51,9 @@ static void usage(FILE *out)
         "Either libdpushim.so starts it during MPI_Init (--addr-fd,\n"
         "--parent-fd), or it is started by hand, e.g. on a DPU's Arm cores, "
         "and\n"
-        "listens for jobs (--listen).\n"
+        "listens for jobs: one user's (--listen), or every user's as a "
+        "cluster\n"
+        "service run by root (--service, authenticated by MUNGE).\n"
         "\n"
         "  --addr-fd N    write this agent's UCX worker address, in hex and\n"
         "                 followed by a newline, to file descriptor N, then "
@@ -70,7 +78,30 @@ static void usage(FILE *out)
         "not\n"
         "                 writable by others, made 0700 if missing); default\n"
         "                 ${TMPDIR:-/tmp}/dpushim-UID\n"
-        "  --workers N    with --listen: threads that move each job's bytes\n"
+        "  --service      serve every user's jobs (run as root, e.g. by "
+        "systemd's\n"
+        "                 dpushim-agent.service): each job proves its uid "
+        "with a\n"
+        "                 MUNGE credential bound to its connection and gets "
+        "a\n"
+        "                 worker process running as that user. Settings "
+        "from\n"
+        "                 --config FILE (default " AGENT_SERVICE_CONF ", "
+        "missing:\n"
+        "                 defaults), each overridden by its flag: --listen\n"
+        "                 (default " AGENT_SERVICE_LISTEN "), --workers, "
+        "--munge-socket\n"
+        "                 (default MUNGE's), --grant-dir (per-user "
+        "directories for\n"
+        "                 the ranks' DMA grants, default "
+        AGENT_SERVICE_GRANT_DIR ";\n"
+        "                 empty: none), --allow-root (serve root's jobs, "
+        "default no),\n"
+        "                 --log-level (default info). SIGTERM ends the "
+        "workers\n"
+        "                 (their jobs go on with stock MPI), then the "
+        "service\n"
+        "  --workers N    with --listen or --service: threads that move each job's bytes\n"
         "                 (DMA and CMA copies, reductions, the reads of "
         "pushed\n"
         "                 pieces), 1 to 256; 1: the event loop moves them "
@@ -134,13 +165,19 @@ static int publish_address(agent_t *a, int fd, int on_socket)
         snprintf(head, sizeof(head), "ok %d %s ", (int)getpid(), host);
     }
     hl = strlen(head);
-    line = malloc(hl + 2 * attr.address_length + 2);
+    line = malloc(hl + 2 * attr.address_length + sizeof(a->grant_path) + 3);
     if (line == NULL) {
         ucp_worker_release_address(a->ucx.worker, attr.address);
         return DPS_ERR_NOMEM;
     }
     memcpy(line, head, hl);
     dps_hex_encode(attr.address, attr.address_length, line + hl);
+    /* Where the ranks grant us their memory: said, not computed by
+     * them (a service's directory is its own). */
+    if (on_socket && a->grant_path[0] != '\0') {
+        strcat(line, " ");
+        strcat(line, a->grant_path);
+    }
     strcat(line, "\n");
     rc = write_all(fd, line, strlen(line));
     free(line);
@@ -155,26 +192,27 @@ static int publish_address(agent_t *a, int fd, int on_socket)
     return DPS_OK;
 }
 
-/* A listener's: where jobs' secrets, and our grant socket, are. */
-static const char *listen_dir;
 /* A listener's --workers (0: the default). */
 static unsigned listen_workers;
 
 /* A listener's child: the socket our ranks grant us their memory
  * through (common/dps_grant.h), named for the job, this host and pid,
  * before the "ok" line that tells the ranks both. */
-static void grant_open(agent_t *a, const char *job)
+static void grant_open(agent_t *a, const char *job, const char *dir)
 {
     char host[256];
 
+    if (dir == NULL || dir[0] == '\0') {
+        return;
+    }
     if (gethostname(host, sizeof(host)) != 0) {
         snprintf(host, sizeof(host), "unknown");
     }
     host[sizeof(host) - 1] = '\0';
-    if (dps_grant_path(listen_dir, job, host, (uint32_t)getpid(),
-                       a->grant_path, sizeof(a->grant_path)) != DPS_OK) {
+    if (dps_grant_path(dir, job, host, (uint32_t)getpid(), a->grant_path,
+                       sizeof(a->grant_path)) != DPS_OK) {
         dps_warn("no DMA grants: %s is too long a directory for a socket",
-                 listen_dir);
+                 dir);
         return;
     }
     a->grant_fd = dps_grant_listen(a->grant_path);
@@ -187,7 +225,7 @@ static void grant_open(agent_t *a, const char *job)
 /* Serve one job: the whole life of a spawned agent, or of a listener's
  * child (addr_fd == parent_fd, the job's connection; job: its name). */
 static int serve(const dps_config_t *cfg, int addr_fd, int parent_fd,
-                 const char *job)
+                 const char *job, const char *grant_dir)
 {
     int      on_socket = job != NULL;
     agent_t  a;
@@ -228,7 +266,7 @@ static int serve(const dps_config_t *cfg, int addr_fd, int parent_fd,
         goto out_exec;
     }
     if (on_socket) {
-        grant_open(&a, job);
+        grant_open(&a, job, grant_dir);
     }
     if (publish_address(&a, addr_fd, on_socket) != DPS_OK) {
         goto out_exec;
@@ -282,15 +320,17 @@ out:
 }
 
 /* agent_listen_run's callback, in the child forked for a job. */
-static int serve_listened(int fd, const char *job, void *arg)
+static int serve_listened(int fd, const char *job, const char *grant_dir,
+                          void *arg)
 {
     dps_info("serving job '%s'", job);
-    return serve(arg, fd, fd, job);
+    return serve(arg, fd, fd, job, grant_dir);
 }
 
 /* The options go together; else says why (the caller prints usage). */
 static int args_fit(int argc, char **argv, const char *listen_at,
-                    const char *secret_dir, int addr_fd, int parent_fd)
+                    const char *secret_dir, int addr_fd, int parent_fd,
+                    int service, int svc_flags)
 {
     const char *why = NULL;
 
@@ -299,17 +339,105 @@ static int args_fit(int argc, char **argv, const char *listen_at,
                 argv[optind]);
         return 0;
     }
-    if (listen_at != NULL && (addr_fd >= 0 || parent_fd >= 0)) {
-        why = "--listen does not go with --addr-fd or --parent-fd";
+    if ((listen_at != NULL || service) && (addr_fd >= 0 || parent_fd >= 0)) {
+        why = "--listen and --service do not go with --addr-fd or "
+              "--parent-fd";
+    } else if (service && secret_dir != NULL) {
+        why = "--secret-dir is --listen's: a service authenticates jobs by "
+              "MUNGE";
+    } else if (!service && svc_flags) {
+        why = "--config, --munge-socket, --grant-dir, --allow-root and "
+              "--log-level need --service";
     } else if (listen_at == NULL && secret_dir != NULL) {
         why = "--secret-dir needs --listen";
-    } else if (listen_at == NULL && (addr_fd < 0 || parent_fd < 0)) {
-        why = "--addr-fd and --parent-fd (or --listen) are required";
+    } else if (listen_at == NULL && !service && (addr_fd < 0 || parent_fd < 0)) {
+        why = "--addr-fd and --parent-fd (or --listen, --service) are "
+              "required";
     }
     if (why != NULL) {
         fprintf(stderr, "dpu_agent: %s\n\n", why);
     }
     return why == NULL;
+}
+
+/* A listener's or service's scheduling and workers (defaults where 0). */
+static void listener_tuning(dps_config_t *cfg, long workers)
+{
+    /* A listener serves ranks it was not placed among: it polls only on
+     * a DPU's own cores (decision 10); elsewhere, an emulated DPU
+     * included, it shares the cores with ranks and other agents, and a
+     * polling agent there holds them off (8 emulated DPUs' polling
+     * agents on 2 cores: 300-360 ms an Ialltoall at 8 x 4 ranks, against
+     * 24-84 ms sleeping when idle; docs/results.md). */
+    if (cfg->agent_sched == DPS_SCHED_AUTO) {
+        cfg->agent_sched = agent_on_dpu() ? DPS_SCHED_POLL : DPS_SCHED_EAGER;
+        dps_info("DPUSHIM_AGENT_SCHED=auto: %s",
+                 cfg->agent_sched == DPS_SCHED_POLL
+                     ? "poll (a BlueField's own cores)"
+                     : "eager (not on a DPU: cores shared with ranks)");
+    }
+    if (workers == 0) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+        workers = agent_on_dpu() && n > 1 ? (n > 256 ? 256 : n) : 1;
+    }
+    listen_workers = (unsigned)workers;
+    dps_info("%ld worker%s a job", workers, workers > 1 ? "s" : "");
+}
+
+/* The options of --service, in the order read: the file, then the flags
+ * (kept as key/value pairs until the file is read). */
+typedef struct svc_flag {
+    const char *key, *value;
+} svc_flag_t;
+
+/* dpu_agent --service: settings from the file and flags, then serve. */
+static int run_service(dps_config_t *cfg, const char *conf, int conf_given,
+                       const svc_flag_t *flags, int nflags,
+                       const char *listen_at, long workers)
+{
+    agent_service_conf_t sc;
+    agent_service_t      svc;
+    char                 err[1200], wbuf[16];
+    int                  i;
+
+    agent_service_conf_init(&sc);
+    if (agent_service_conf_load(&sc, conf, conf_given, err, sizeof(err)) !=
+        DPS_OK) {
+        fprintf(stderr, "dpu_agent: %s\n", err);
+        return 2;
+    }
+    if (listen_at != NULL &&
+        agent_service_conf_set(&sc, "listen", listen_at, err, sizeof(err)) !=
+            DPS_OK) {
+        fprintf(stderr, "dpu_agent: --%s\n", err);
+        return 2;
+    }
+    if (workers != 0) {
+        snprintf(wbuf, sizeof(wbuf), "%ld", workers);
+        agent_service_conf_set(&sc, "workers", wbuf, err, sizeof(err));
+    }
+    for (i = 0; i < nflags; i++) {
+        if (agent_service_conf_set(&sc, flags[i].key, flags[i].value, err,
+                                   sizeof(err)) != DPS_OK) {
+            fprintf(stderr, "dpu_agent: --%s\n", err);
+            return 2;
+        }
+    }
+    dps_log_level = sc.log_level;
+    cfg->log_level = sc.log_level;
+    if (geteuid() != 0) {
+        dps_warn("not root: this service can serve only its own user's jobs "
+                 "(uid %u)",
+                 (unsigned)geteuid());
+    }
+    listener_tuning(cfg, sc.workers);
+    svc.munge_socket = sc.munge_socket;
+    svc.grant_dir = sc.grant_dir;
+    svc.allow_root = sc.allow_root;
+    dps_info("configuration %s%s", conf,
+             conf_given || access(conf, F_OK) == 0 ? "" : " (absent: defaults)");
+    return agent_listen_run(sc.listen, NULL, &svc, serve_listened, cfg);
 }
 
 int main(int argc, char **argv)
@@ -324,12 +452,21 @@ int main(int argc, char **argv)
         {"types-markdown", no_argument, NULL, 'T'},
         {"probe", no_argument, NULL, 'P'},
         {"workers", required_argument, NULL, 'w'},
+        {"service", no_argument, NULL, 'S'},
+        {"config", required_argument, NULL, 'c'},
+        {"munge-socket", required_argument, NULL, 'm'},
+        {"grant-dir", required_argument, NULL, 'g'},
+        {"allow-root", required_argument, NULL, 'R'},
+        {"log-level", required_argument, NULL, 'L'},
         {NULL, 0, NULL, 0}};
     extern char **environ;
     const char   *listen_at = NULL, *secret_dir = NULL;
+    const char   *conf = AGENT_SERVICE_CONF;
     char          dir[4096], port[8], err[256];
+    svc_flag_t    flags[8];
     dps_config_t  cfg;
-    int           c, addr_fd = -1, parent_fd = -1;
+    int           c, addr_fd = -1, parent_fd = -1, service = 0;
+    int           nflags = 0, conf_given = 0;
     long          workers = 0;
     char         *end;
 
@@ -348,6 +485,15 @@ int main(int argc, char **argv)
         case 'M': dps_config_print(stdout, 1); return 0;
         case 'T': dps_rtypes_markdown(stdout); return 0;
         case 'P': return agent_probe(stdout);
+        case 'S': service = 1; break;
+        case 'c':
+            conf = optarg;
+            conf_given = 1;
+            break;
+        case 'm': flags[nflags++] = (svc_flag_t){"munge_socket", optarg}; break;
+        case 'g': flags[nflags++] = (svc_flag_t){"grant_dir", optarg}; break;
+        case 'R': flags[nflags++] = (svc_flag_t){"allow_root", optarg}; break;
+        case 'L': flags[nflags++] = (svc_flag_t){"log_level", optarg}; break;
         case 'w':
             workers = strtol(optarg, &end, 10);
             if (*optarg == '\0' || *end != '\0' || workers < 1 ||
@@ -362,14 +508,19 @@ int main(int argc, char **argv)
             break;
         default: usage(stderr); return 2;
         }
+        if (nflags == (int)(sizeof(flags) / sizeof(flags[0]))) {
+            fprintf(stderr, "dpu_agent: too many options\n");
+            return 2;
+        }
     }
-    if (!args_fit(argc, argv, listen_at, secret_dir, addr_fd, parent_fd)) {
+    if (!args_fit(argc, argv, listen_at, secret_dir, addr_fd, parent_fd,
+                  service, nflags > 0 || conf_given)) {
         usage(stderr);
         return 2;
     }
-    if (workers != 0 && listen_at == NULL) {
-        fprintf(stderr, "dpu_agent: --workers needs --listen (a spawned "
-                        "agent has DPUSHIM_PIPELINE_DEPTH)\n\n");
+    if (workers != 0 && listen_at == NULL && !service) {
+        fprintf(stderr, "dpu_agent: --workers needs --listen or --service (a "
+                        "spawned agent has DPUSHIM_PIPELINE_DEPTH)\n\n");
         usage(stderr);
         return 2;
     }
@@ -377,8 +528,12 @@ int main(int argc, char **argv)
      * only takes its log level and tuning from it. */
     dps_config_load(&cfg, environ, NULL, 0, NULL);
     dps_log_level = cfg.log_level;
+    if (service) {
+        return run_service(&cfg, conf, conf_given, flags, nflags, listen_at,
+                           workers);
+    }
     if (listen_at == NULL) {
-        return serve(&cfg, addr_fd, parent_fd, NULL);
+        return serve(&cfg, addr_fd, parent_fd, NULL, NULL);
     }
     if (dps_listen_split_hostport(listen_at, 1, dir, sizeof(dir), port,
                                   sizeof(port), err, sizeof(err)) != DPS_OK) {
@@ -393,27 +548,8 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    /* A listener serves ranks it was not placed among: it polls only on
-     * a DPU's own cores (decision 10); elsewhere, an emulated DPU
-     * included, it shares the cores with ranks and other agents, and a
-     * polling agent there holds them off (8 emulated DPUs' polling
-     * agents on 2 cores: 300-360 ms an Ialltoall at 8 x 4 ranks, against
-     * 24-84 ms sleeping when idle; docs/results.md). */
-    if (cfg.agent_sched == DPS_SCHED_AUTO) {
-        cfg.agent_sched = agent_on_dpu() ? DPS_SCHED_POLL : DPS_SCHED_EAGER;
-        dps_info("DPUSHIM_AGENT_SCHED=auto: %s",
-                 cfg.agent_sched == DPS_SCHED_POLL
-                     ? "poll (a BlueField's own cores)"
-                     : "eager (not on a DPU: cores shared with ranks)");
-    }
-    if (workers == 0) {
-        long n = sysconf(_SC_NPROCESSORS_ONLN);
-
-        workers = agent_on_dpu() && n > 1 ? (n > 256 ? 256 : n) : 1;
-    }
-    listen_workers = (unsigned)workers;
-    dps_info("%ld worker%s a job", workers, workers > 1 ? "s" : "");
+    listener_tuning(&cfg, workers);
     /* No UCX here: each job's child creates its own after the fork. */
-    listen_dir = secret_dir;
-    return agent_listen_run(listen_at, secret_dir, serve_listened, &cfg);
+    return agent_listen_run(listen_at, secret_dir, NULL, serve_listened,
+                            &cfg);
 }

@@ -61,7 +61,7 @@ _lt_handshake() {
     out=$(timeout -k 2 15 "$_lt_client" -d "$_lt_dir" \
           "127.0.0.1:$_lt_port" "$job" </dev/null 2>&1)
     echo "handshake $job: ${out:0:100}" >>"$log"
-    [[ $out =~ ^ok\ [0-9]+\ [^\ ]+\ [0-9a-f]+$ ]]
+    [[ $out =~ ^ok\ [0-9]+\ [^\ ]+\ [0-9a-f]+(\ /[^\ ]+)?$ ]]
 }
 
 # Build the test client with the library the shim links (no Makefile rule
@@ -109,7 +109,7 @@ _lt_valid() {
     _lt_wait 10 grep -q . "$_lt_tmp/a.out"
     out=$(head -n 1 "$_lt_tmp/a.out")
     echo "client: ${out:0:100}" >>"$log"
-    if [[ $out =~ ^ok\ ([0-9]+)\ [^\ ]+\ [0-9a-f]+$ ]]; then
+    if [[ $out =~ ^ok\ ([0-9]+)\ [^\ ]+\ [0-9a-f]+(\ /[^\ ]+)?$ ]]; then
         apid=${BASH_REMATCH[1]}
         if [ "$(ps -o ppid= -p "$apid" | tr -d ' ')" != "$_lt_pid" ] ||
            [ "$(ps -o comm= -p "$apid")" != dpu_agent ]; then

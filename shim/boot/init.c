@@ -55,6 +55,36 @@ static void cannot_offload(const char *why)
 
 /* Read DPUSHIM_* (errors reported once, by rank 0); 1 if every rank
  * may offload. */
+/*
+ * DPUSHIM_AGENT_MAP unset: the cluster's agent services, where every host
+ * of the job has the cluster-wide map (DPS_SITE_AGENT_MAP); and
+ * DPUSHIM_AUTH=auto made explicit: MUNGE to the cluster's services, the
+ * secret file to a map of the user's own.
+ */
+static void site_agents(void)
+{
+    int site = 0, all, none;
+
+    if (shim.cfg.agent_map[0] == '\0') {
+        site = access(DPS_SITE_AGENT_MAP, R_OK) == 0;
+        all = boot_agree(site);
+        none = boot_agree(!site);
+        if (all) {
+            snprintf(shim.cfg.agent_map, sizeof(shim.cfg.agent_map), "%s",
+                     DPS_SITE_AGENT_MAP);
+        } else if (!none && shim.topo.world_rank == 0) {
+            dps_warn("%s is on some of the job's hosts only: agents are "
+                     "started beside the ranks instead of the cluster's "
+                     "agent services",
+                     DPS_SITE_AGENT_MAP);
+        }
+        site = all;
+    }
+    if (shim.cfg.auth == DPS_AUTH_AUTO) {
+        shim.cfg.auth = site ? DPS_AUTH_MUNGE : DPS_AUTH_SECRET;
+    }
+}
+
 static int load_config(void)
 {
     char        msgs[4096], who[32], *line, *save = NULL;
@@ -87,6 +117,7 @@ static int load_config(void)
                                 : "offload switched off (DPUSHIM_OFFLOAD=0)");
         return 0;
     }
+    site_agents();
     return 1;
 }
 

@@ -9,6 +9,7 @@
 #include "shim/boot/boot.h"
 #include "shim/boot/env.h"
 #include "common/dps_grant.h"
+#include "common/dps_listen.h"
 #include "common/dps_log.h"
 #include "common/dps_status.h"
 
@@ -274,7 +275,9 @@ int boot_make_job_secret(job_secret_t *js)
         }
         snprintf(js->job, sizeof(js->job), "job-%016llx",
                  (unsigned long long)r);
-        if (secret_dir(dir, sizeof(dir)) == NULL) {
+        if (shim.cfg.auth == DPS_AUTH_MUNGE) {
+            js->ok = 1; /* a name only: each leader proves itself by MUNGE */
+        } else if (secret_dir(dir, sizeof(dir)) == NULL) {
             snprintf(js->why, sizeof(js->why),
                      "DPUSHIM_SECRET_DIR: path "
                      "too long");
@@ -292,6 +295,7 @@ void boot_remove_job_secret(const job_secret_t *js)
     char dir[4096];
 
     if (shim.topo.world_rank == 0 && js->ok &&
+        shim.cfg.auth != DPS_AUTH_MUNGE &&
         secret_dir(dir, sizeof(dir)) != NULL) {
         dps_secret_remove(dir, js->job);
     }
@@ -313,13 +317,22 @@ int boot_connect_listener(const job_secret_t *js, unsigned vidx, void **addr,
     host[sizeof(host) - 1] = '\0';
     rc = dps_agent_map_lookup(shim.cfg.agent_map, host, vidx, hostport,
                               sizeof(hostport), err, sizeof(err));
-    if (rc == DPS_OK) {
+    if (rc == DPS_OK && shim.cfg.auth == DPS_AUTH_MUNGE) {
+        rc = dps_service_connect(hostport, js->job, shim.cfg.munge_socket,
+                                 SHIM_CONNECT_TIMEOUT_MS / 2, &fd, addr,
+                                 addr_len, &pid, ahost, sizeof(ahost),
+                                 shim.chan.grant_path,
+                                 sizeof(shim.chan.grant_path), err,
+                                 sizeof(err));
+    } else if (rc == DPS_OK) {
         rc = dps_listen_connect(
             hostport, js->job, js->secret, SHIM_CONNECT_TIMEOUT_MS / 2, &fd,
             addr, addr_len, &pid, ahost, sizeof(ahost), err, sizeof(err));
     }
     if (rc != DPS_OK) {
-        dps_error("%s (DPUSHIM_AGENT_MAP=%s)", err, shim.cfg.agent_map);
+        dps_error("%s (agent map %s, DPUSHIM_AUTH=%s)", err,
+                  shim.cfg.agent_map,
+                  shim.cfg.auth == DPS_AUTH_MUNGE ? "munge" : "secret");
         return rc;
     }
     shim.chan.parent_fd = fcntl(fd, F_DUPFD_CLOEXEC, 10);
@@ -330,10 +343,12 @@ int boot_connect_listener(const job_secret_t *js, unsigned vidx, void **addr,
     shim.chan.agent_pid = strcmp(ahost, host) == 0 ? (pid_t)pid : 0;
     snprintf(shim.chan.agent_desc, sizeof(shim.chan.agent_desc),
              "%s (pid %u on %s)", hostport, pid, ahost);
-    /* Where our memory is granted to it (emulated PCIe DMA). */
-    if (secret_dir(dir, sizeof(dir)) == NULL ||
-        dps_grant_path(dir, js->job, ahost, pid, shim.chan.grant_path,
-                       sizeof(shim.chan.grant_path)) != DPS_OK) {
+    /* Where our memory is granted to it (emulated PCIe DMA): a service
+     * says where; a user's listener shares our secret directory. */
+    if (shim.cfg.auth != DPS_AUTH_MUNGE &&
+        (secret_dir(dir, sizeof(dir)) == NULL ||
+         dps_grant_path(dir, js->job, ahost, pid, shim.chan.grant_path,
+                        sizeof(shim.chan.grant_path)) != DPS_OK)) {
         dps_info("no DMA grant for agent %s: the secret directory's path "
                  "is too long for a socket",
                  hostport);

@@ -56,7 +56,7 @@ START_TEST(grant_child)
         dps_grant_path(dir, "job", "host", 42, path, sizeof(path)), DPS_OK);
     sock = dps_grant_listen(path);
     ck_assert_int_ge(sock, 0);
-    ck_assert_int_eq(dps_grant_recv(sock, &g, &fd), DPS_ERR_AGAIN); /* none */
+    ck_assert_int_eq(dps_grant_recv(sock, &g, &fd, NULL), DPS_ERR_AGAIN); /* none */
     ck_assert_int_eq(pipe(pipe_go), 0);
     ck_assert_int_eq(pipe(pipe_back), 0);
     for (i = 0; i < sizeof(buf); i++) {
@@ -74,7 +74,7 @@ START_TEST(grant_child)
         _exit(ok ? 0 : 1);
     }
     ck_assert_int_eq(read(pipe_back[0], &c, 1), 1);
-    ck_assert_int_eq(dps_grant_recv(sock, &g, &fd), DPS_OK);
+    ck_assert_int_eq(dps_grant_recv(sock, &g, &fd, NULL), DPS_OK);
     ck_assert_uint_eq(g.world_rank, 3);
     ck_assert_uint_eq(g.job_key, 77);
     ck_assert_int_eq(dps_dma_read(fd, addr_of(buf), got, sizeof(got)), DPS_OK);
@@ -153,9 +153,9 @@ START_TEST(grant_malformed)
     ck_assert_int_eq(
         sendto(s, &m, sizeof(m), 0, (struct sockaddr *)&sa, sizeof(sa)),
         (ssize_t)sizeof(m));
-    ck_assert_int_eq(dps_grant_recv(sock, &g, &fd), DPS_ERR_PROTO);
+    ck_assert_int_eq(dps_grant_recv(sock, &g, &fd, NULL), DPS_ERR_PROTO);
     ck_assert_int_eq(fd, -1);
-    ck_assert_int_eq(dps_grant_recv(sock, &g, &fd), DPS_ERR_AGAIN);
+    ck_assert_int_eq(dps_grant_recv(sock, &g, &fd, NULL), DPS_ERR_AGAIN);
     close(s);
     close(sock);
     unlink(path);
@@ -187,14 +187,14 @@ START_TEST(grant_full_queue)
     ck_assert_int_eq(e, EAGAIN);
     ck_assert_uint_gt(n, 0);
     for (i = 0; i < n; i++) {
-        ck_assert_int_eq(dps_grant_recv(sock, &g, &fd), DPS_OK);
+        ck_assert_int_eq(dps_grant_recv(sock, &g, &fd, NULL), DPS_OK);
         ck_assert_uint_eq(g.world_rank, i);
         ck_assert_uint_eq(g.job_key, 5);
         close(fd);
     }
-    ck_assert_int_eq(dps_grant_recv(sock, &g, &fd), DPS_ERR_AGAIN);
+    ck_assert_int_eq(dps_grant_recv(sock, &g, &fd, NULL), DPS_ERR_AGAIN);
     ck_assert_int_eq(dps_grant_send(path, n, 5), DPS_OK);
-    ck_assert_int_eq(dps_grant_recv(sock, &g, &fd), DPS_OK);
+    ck_assert_int_eq(dps_grant_recv(sock, &g, &fd, NULL), DPS_OK);
     ck_assert_uint_eq(g.world_rank, n);
     close(fd);
     close(sock);

@@ -29,6 +29,7 @@ static size_t field_size(dps_cfg_type_t type)
     case DPS_CFG_UINT: return sizeof(unsigned);
     case DPS_CFG_LOGLEVEL: return sizeof(int);
     case DPS_CFG_TRANSPORT: return sizeof(int);
+    case DPS_CFG_AUTH: return sizeof(int);
     case DPS_CFG_CPULIST: return sizeof(((dps_config_t *)0)->agent_cpus);
     case DPS_CFG_PATH: return sizeof(((dps_config_t *)0)->agent);
     }
@@ -266,7 +267,7 @@ START_TEST(def_table_sane)
             ck_assert_uint_ne(o->offset, e->offset);
         }
     }
-    ck_assert_int_eq(n, 21 + DPS_CFG_NCOLL - 2);
+    ck_assert_int_eq(n, 23 + DPS_CFG_NCOLL - 2);
     (void)entry("OFFLOAD");
     (void)entry("IALLTOALL");
     (void)entry("IBCAST");

@@ -683,6 +683,80 @@ START_TEST(map_matching)
 }
 END_TEST
 
+START_TEST(map_rules)
+{
+    char want[600];
+
+    /* One line for a cluster whose DPUs are named after their hosts. */
+    map_write("* {short}-dpu:7420\n"
+              "n1.a {host}:7000\n");
+    MAP_IS("node7.cluster.org", 0, "node7-dpu:7420");
+    MAP_IS("node7", 3, "node7-dpu:7420");
+    MAP_IS("n1.a", 0, "n1.a:7000");
+    map_write("* {short}-dpu:74{x}\n");
+    snprintf(want, sizeof(want),
+             ":1: {short}-dpu:74{x}: only {host} and {short} may be "
+             "replaced");
+    MAP_ERR("n1", DPS_ERR_INVALID, want);
+    /* What a rule gives is checked as if written out. */
+    map_write("* {short}:7420\n");
+    MAP_ERR("n1:9", DPS_ERR_INVALID, ":1: ");
+}
+END_TEST
+
+START_TEST(service_hello)
+{
+    char     job[DPS_LISTEN_NAME_MAX + 1], cred[DPS_CRED_MAX + 1];
+    char     err[ERR_LEN], big[DPS_CRED_MAX + 2];
+    size_t   len, i;
+    uint8_t *h = dps_service_encode_hello("job-1", "MUNGE:abc=:", &len);
+    uint8_t  secret[DPS_SECRET_LEN] = {0};
+
+    ck_assert_ptr_nonnull(h);
+    ck_assert_int_eq(len, DPS_SERVICE_HDR_LEN + 5 + 11);
+    /* Every prefix is "more to come", the whole a hello. */
+    for (i = 0; i < len; i++) {
+        ck_assert_int_eq(dps_service_decode_hello(h, i, job, sizeof(job), cred,
+                                                  sizeof(cred), err,
+                                                  sizeof(err)),
+                         DPS_ERR_AGAIN);
+    }
+    ck_assert_int_eq(dps_service_decode_hello(h, len, job, sizeof(job), cred,
+                                              sizeof(cred), err, sizeof(err)),
+                     DPS_OK);
+    ck_assert_str_eq(job, "job-1");
+    ck_assert_str_eq(cred, "MUNGE:abc=:");
+    /* No credential. */
+    h[12] = 0;
+    ck_assert_int_eq(dps_service_decode_hello(h, len, job, sizeof(job), cred,
+                                              sizeof(cred), err, sizeof(err)),
+                     DPS_ERR_PROTO);
+    ck_assert_msg(strstr(err, "no credential") != NULL, "%s", err);
+    free(h);
+    /* A blank in the credential: refused as it arrives. */
+    h = dps_service_encode_hello("job-1", "MUNGE:a c:", &len);
+    ck_assert_int_eq(dps_service_decode_hello(h, len - 1, job, sizeof(job),
+                                              cred, sizeof(cred), err,
+                                              sizeof(err)),
+                     DPS_ERR_PROTO);
+    ck_assert_msg(strstr(err, "credential has") != NULL, "%s", err);
+    free(h);
+    /* A secret-file job at a service: told what to do. */
+    h = dps_listen_encode_hello("job-1", secret, &len);
+    ck_assert_int_eq(dps_service_decode_hello(h, len, job, sizeof(job), cred,
+                                              sizeof(cred), err, sizeof(err)),
+                     DPS_ERR_PROTO);
+    ck_assert_msg(strstr(err, "DPUSHIM_AUTH=munge") != NULL, "%s", err);
+    free(h);
+    /* Too long a credential is never encoded. */
+    memset(big, 'A', sizeof(big) - 1);
+    big[sizeof(big) - 1] = '\0';
+    ck_assert_ptr_null(dps_service_encode_hello("job-1", big, &len));
+    ck_assert_ptr_null(dps_service_encode_hello("job 1", "x", &len));
+    ck_assert_ptr_null(dps_service_encode_hello("job-1", "", &len));
+}
+END_TEST
+
 START_TEST(map_order)
 {
     char want[600];
@@ -879,6 +953,9 @@ START_TEST(connect_bad_answers)
                                     "ok 0 host ab\n",
                                     "hello\n",
                                     "ok 1  ab\n",
+                                    "ok 12 host ab relative/grant\n",
+                                    "ok 12 host ab /grant /more\n",
+                                    "ok 12 host ab \n",
                                     NULL};
     char               host[64], err[ERR_LEN];
     void              *addr = NULL;
@@ -1012,6 +1089,8 @@ static Suite *listen_suite(void)
     tcase_add_checked_fixture(tc, tmp_setup, tmp_teardown);
     tcase_add_test(tc, map_matching);
     tcase_add_test(tc, map_order);
+    tcase_add_test(tc, map_rules);
+    tcase_add_test(tc, service_hello);
     tcase_add_test(tc, map_errors);
     suite_add_tcase(s, tc);
 
