@@ -8,15 +8,19 @@
 # The packages build and lintian finds no error or warning in them
 # (scripts/dev/deb.sh, kept if built from the same files); the agent's
 # package cross-builds for arm64 (scripts/deps.sh --full's compiler),
-# and its agent runs under qemu-user.
+# and its agent runs under qemu-user. Both agent packages hold the service
+# (dpushim-agent.service) and its settings (/etc/dpushim/agent.conf, a
+# conffile), the same files.
 # Then, as scripts/test/fresh.sh does, a minimal Debian 12 root file system
 # (mmdebstrap --variant=apt): apt installs the packages there, pulling
 # in the MPI libraries by their dependencies (the launchers, which they
 # only recommend, by name), and an example built here
 # runs through the installed runner, found on PATH: mpirun -np 2 dpushim
 # --stats ./halo3d (and mpiexec for MPICH), its result checked and its
-# collectives offloaded. Everything it made is removed and every process
-# started inside the root killed, also on timeout or interrupt.
+# collectives offloaded. There systemd-analyze verify finds nothing to
+# say about the service as installed, and the package enabled it.
+# Everything it made is removed and every process started inside the
+# root killed, also on timeout or interrupt.
 #
 # Not root, the packages are built and checked, not installed (a line
 # "SKIP Debian packages in a fresh root: not root", as the cluster's).
@@ -69,9 +73,36 @@ deb_in_root() {
         /bin/bash -c "$3" >>"$log" 2>&1
 }
 
-# deb_build_tests: make deb, its lintian; the arm64 agent's package.
+# deb_agent_ships DEB LOG: dpushim-agent's package DEB holds the service's
+# unit and its settings, these as a conffile, and no agents.map (the
+# admin's to write). The unit's directory is /lib's or /usr/lib's, as
+# debhelper puts it.
+deb_agent_ships() {
+    local deb=$1 log=$2 list
+    echo "# $deb" >>"$log"
+    list=$(dpkg-deb -c "$deb" 2>>"$log") || return 1
+    grep -E 'systemd|/etc/' <<<"$list" >>"$log"
+    dpkg-deb -I "$deb" conffiles >>"$log" 2>&1
+    grep -Eq ' \./(usr/)?lib/systemd/system/dpushim-agent\.service$' \
+        <<<"$list" &&
+        grep -q ' \./etc/dpushim/agent\.conf$' <<<"$list" &&
+        ! grep -q 'agents\.map' <<<"$list" &&
+        dpkg-deb -I "$deb" conffiles 2>/dev/null |
+        grep -qx /etc/dpushim/agent.conf
+}
+
+# deb_agent_file DEB PATTERN: the content of DEB's one file whose path
+# matches PATTERN (grep -E).
+deb_agent_file() {
+    local path
+    path=$(dpkg-deb -c "$1" | awk '{print $NF}' | grep -E "$2") || return 1
+    dpkg-deb --fsys-tarfile "$1" | tar -xOf - "$path"
+}
+
+# deb_build_tests: make deb, its lintian; the arm64 agent's package; the
+# service's files in both.
 deb_build_tests() {
-    local log="$LOGS/deb-build.log" ok=0 deb
+    local log="$LOGS/deb-build.log" ok=0 deb arm_built=0 arm amd f a b
     scripts/dev/deb.sh --if-changed >"$log" 2>&1 && ok=1
     for deb in dpushim dpushim-openmpi dpushim-mpich dpushim-agent \
                dpushim-dev; do
@@ -83,6 +114,17 @@ deb_build_tests() {
     report "make deb: dpushim, dpushim-openmpi, dpushim-mpich, dpushim-agent, dpushim-dev built by dpkg-buildpackage; lintian: no error or warning" \
         "$ok" "$log"
     DEB_BUILT=$ok
+    log="$LOGS/deb-service-files.log"
+    : >"$log"
+    ok=0
+    if [ "$DEB_BUILT" = 1 ]; then
+        deb_agent_ships "$(echo build/deb/dpushim-agent_*.deb)" "$log" &&
+            ok=1
+    else
+        echo "the packages did not build (make deb)" >>"$log"
+    fi
+    report "make deb: dpushim-agent ships dpushim-agent.service and /etc/dpushim/agent.conf (a conffile), no agents.map" \
+        "$ok" "$log"
     log="$LOGS/deb-build-arm64.log"
     ok=0
     if ! command -v aarch64-linux-gnu-gcc >/dev/null; then
@@ -92,7 +134,8 @@ deb_build_tests() {
         # the multiarch arm64 libraries (scripts/deps.sh --full) stand in for
         # the DPU's. --probe exits 1 where no DPU is found.
         rm -rf "$LOGS/deb-arm64-x"
-        scripts/dev/deb.sh --arm64 --if-changed >"$log" 2>&1 &&
+        scripts/dev/deb.sh --arm64 --if-changed >"$log" 2>&1 && arm_built=1
+        [ $arm_built = 1 ] &&
             dpkg-deb -x build/deb-arm64/dpushim-agent_*_arm64.deb \
                 "$LOGS/deb-arm64-x" &&
             LC_ALL=C readelf -h "$LOGS/deb-arm64-x/usr/sbin/dpu_agent" \
@@ -105,6 +148,28 @@ deb_build_tests() {
     fi
     report "make deb-arm64: dpushim-agent for arm64 (a DPU's agent), its AArch64 dpu_agent runs (qemu-user, --probe); lintian: no error or warning" \
         "$ok" "$log"
+    # The arm64 agent's service: the amd64 package's very unit and
+    # settings, so that what the fresh root verifies holds for both.
+    log="$LOGS/deb-service-files-arm64.log"
+    : >"$log"
+    arm=$(echo build/deb-arm64/dpushim-agent_*_arm64.deb)
+    amd=$(echo build/deb/dpushim-agent_*.deb)
+    ok=0
+    if [ $arm_built != 1 ] || [ "$DEB_BUILT" != 1 ]; then
+        echo "the amd64 or the arm64 packages did not build" >>"$log"
+    elif deb_agent_ships "$arm" "$log"; then
+        ok=1
+        for f in '/systemd/system/dpushim-agent\.service$' \
+                 '^\./etc/dpushim/agent\.conf$'; do
+            if ! a=$(deb_agent_file "$arm" "$f") ||
+                    ! b=$(deb_agent_file "$amd" "$f") || [ "$a" != "$b" ]; then
+                echo "$f: not the amd64 package's file" >>"$log"
+                ok=0
+            fi
+        done
+    fi
+    report "make deb-arm64: dpushim-agent ships dpushim-agent.service and /etc/dpushim/agent.conf (a conffile), the amd64 package's files" \
+        "$ok" "$log"
 }
 
 # deb_install_tests MPI...: the packages into a fresh root by apt; an
@@ -114,7 +179,7 @@ deb_install_tests() {
     : >"$log"
     t0=$SECONDS
     debs="dpushim dpushim-agent dpushim-dev"
-    pkgs="pkg-config"
+    pkgs="pkg-config systemd man-db"
     for mpi in "$@"; do
         debs+=" dpushim-$mpi"
         pkgs+=" $([ "$mpi" = openmpi ] && echo openmpi-bin || echo mpich)"
@@ -144,7 +209,9 @@ deb_install_tests() {
         done
         # The launchers (openmpi-bin, mpich) by name: the packages only
         # recommend them; the MPI libraries come as their dependencies.
-        # pkg-config: to read dpushim-dev's files.
+        # pkg-config: to read dpushim-dev's files. systemd: systemd-analyze
+        # and the units the service names; man-db: the man command that
+        # finds its man page (deb_service_tests).
         # shellcheck disable=SC2086
         deb_in_root "$log" 600 "apt-get install -y -q --no-install-recommends \
             /tmp/debs/*.deb $pkgs" && ok=1
@@ -165,6 +232,7 @@ deb_install_tests() {
     fi
     report "Debian packages ($debs) installed by apt into a fresh Debian 12 root, with their dependencies; dpushim --version and pkg-config name the installed files" \
         "$ok" "$log"
+    deb_service_tests "$ok"
     for mpi in "$@"; do
         log="$LOGS/$mpi-deb-job.log"
         launcher=$([ "$mpi" = openmpi ] && echo "mpirun -np 2" ||
@@ -193,6 +261,37 @@ deb_install_tests() {
             "$LOGS/deb-install.log"
     fi
     deb_root_cleanup
+}
+
+# deb_service_tests INSTALLED: dpushim-agent.service as the packages
+# installed it in the fresh root (INSTALLED: 1 if they were), not
+# started. systemd-analyze verify has nothing to say about it: the unit
+# parses, its ExecStart binary and its Documentation= man page are there.
+# On systemd 252 an unknown key or a value it cannot parse is only
+# warned about (exit 0), hence no output at all is asked for too. And
+# the package enabled it.
+deb_service_tests() {
+    local log="$LOGS/deb-service.log" ok=0
+    : >"$log"
+    if [ "$1" != 1 ]; then
+        echo "the packages are not installed" >>"$log"
+    else
+        deb_in_root "$log" 60 '
+            out=$(systemd-analyze verify dpushim-agent.service 2>&1)
+            rc=$?
+            [ -z "$out" ] || printf "%s\n" "$out"
+            echo "systemd-analyze verify: exit $rc"
+            [ "$rc" = 0 ] && [ -z "$out" ]' &&
+            deb_in_root "$log" 30 'systemctl is-enabled dpushim-agent.service |
+                grep -x enabled' && ok=1
+        # How exposed systemd judges it, for the log.
+        deb_in_root "$log" 60 '
+            unit=$(dpkg -L dpushim-agent | grep "/dpushim-agent\.service$")
+            systemd-analyze security --offline=yes --no-pager "$unit" |
+                tail -n 1'
+    fi
+    report "dpushim-agent.service installed in the fresh root: systemd-analyze verify finds nothing to say (the unit, its binary, its man page); enabled" \
+        "$ok" "$log"
 }
 
 # deb_tests MPI...: every case above, for the MPIs given.
