@@ -323,7 +323,11 @@ static int become_owner(const agent_service_t *svc, const owner_t *o,
 
     dir[0] = '\0';
     if (svc->grant_dir[0] != '\0') {
-        if (mkdir(svc->grant_dir, 0755) != 0 && errno != EEXIST) {
+        /* Every user's ranks pass through it: 0755 whatever the umask
+         * (systemd's UMask=0077). */
+        if (mkdir(svc->grant_dir, 0755) == 0) {
+            chmod(svc->grant_dir, 0755);
+        } else if (errno != EEXIST) {
             dps_error("cannot make grant directory %s: %m", svc->grant_dir);
             return -1;
         }

@@ -14,6 +14,11 @@
 #           named $DPS_SRUN_NAME (default dpushim), for squeue and scancel
 #   VAR=value  passed to every rank (-x / -genv; for srun, in srun's
 #           environment, which it passes on), e.g. DPUSHIM_STATS=1
+# Environment: DPS_RUN_AS=USER (with --srun) submits the job as USER, a
+#           user of the cluster's own passwd (scripts/cluster/cluster.sh),
+#           from /tmp, with an environment of its own (PATH, HOME=/tmp,
+#           USER and the VARs): Slurm starts the ranks as USER. PROGRAM
+#           must be where USER can read it (a copy under the hosts' /tmp).
 #
 # Settings, and why:
 # Open MPI 4.1 (mpirun.openmpi):
@@ -112,9 +117,19 @@ if [ $srun = 1 ]; then
     env+=(${vars[@]+"${vars[@]}"})
     exp=ALL
     [ $shim = 1 ] && exp+=",LD_PRELOAD=$lib"
-    args=("${env[@]}" srun -J "${DPS_SRUN_NAME:-dpushim}" -N "${#hl[@]}"
+    user=()
+    if [ -n "${DPS_RUN_AS:-}" ]; then
+        # Nothing of root's environment, as a user's login would have.
+        env=(env -i PATH=/usr/bin:/bin HOME=/tmp USER="$DPS_RUN_AS"
+             LOGNAME="$DPS_RUN_AS" "${env[@]:1}")
+        user=(setpriv --reuid="$DPS_RUN_AS" --regid="$DPS_RUN_AS"
+              --init-groups)
+    fi
+    args=("${env[@]}" ${user[@]+"${user[@]}"} srun
+          -J "${DPS_SRUN_NAME:-dpushim}" -N "${#hl[@]}"
           -n "$np" -w "$names" --ntasks-per-node="$per" --mpi="$pmi" -K
           --export="$exp")
+    [ -n "${DPS_RUN_AS:-}" ] && args+=(--chdir=/tmp)
     echo "+ scripts/cluster/cluster.sh run host1 ${args[*]} $*"
     cd "$DPS_ROOT"
     exec "$DPS_ROOT/scripts/cluster/cluster.sh" run host1 "${args[@]}" "$@" </dev/null

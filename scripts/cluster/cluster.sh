@@ -11,8 +11,14 @@
 # up H      H emulated hosts host1..hostH (1 <= H <= 50). Each is a set of
 #           Linux namespaces of its own (network, PID, UTS, mount, IPC)
 #           whose PID 1 is scripts/cluster/cluster_node.py: hostname hostN; private
-#           tmpfs on /tmp and /dev/shm; a hosts file naming every host
-#           bind-mounted on /etc/hosts (the machine's stays untouched);
+#           tmpfs on /tmp, /dev/shm and /run (the run directory kept at
+#           its path); /etc the machine's, read-only, with the cluster's
+#           own passwd and group ($RUN/etc/: add users there, in place)
+#           and /etc/dpushim ($RUN/etc/dpushim) over it, and a hosts file
+#           naming every host on /etc/hosts (the machine's stays
+#           untouched); hostN and hostN-dpu share $RUN/pcie/hostN at
+#           /run/dpushim/grant (their PCIe link, for a DPU's agent
+#           service: docs/admin.md);
 #           loopback up; eth0 = 10.77.0.N/24, a veth whose other end is a
 #           port of bridge br0 in one more namespace set, "switch". The
 #           rest of the file system (/work, /usr) is the machine's, at the
@@ -122,6 +128,27 @@ in_net() {
     nsenter -t "$pid" -n -- "$@"
 }
 
+# pcie_dir NAME: the directory hostN and hostN-dpu share (their PCIe
+# link: a service's grant directory), none for the switch.
+pcie_dir() {
+    case $1 in
+    switch) ;;
+    *) echo "$RUN/pcie/${1%-dpu}" ;;
+    esac
+}
+
+# etc_make: what the nodes see over the machine's /etc: a copy of its
+# passwd and group (the cluster's users: add lines in place, e.g. with
+# >>, so that the nodes' bind mounts keep seeing the file) and
+# /etc/dpushim (empty), which tests fill from the root namespace.
+etc_make() {
+    mkdir -p "$RUN/etc-top/dpushim" "$RUN/etc/dpushim"
+    chmod 0755 "$RUN/etc-top" "$RUN/etc-top/dpushim" "$RUN/etc" \
+        "$RUN/etc/dpushim"
+    cp /etc/passwd /etc/group "$RUN/etc/"
+    chmod 0644 "$RUN/etc/passwd" "$RUN/etc/group"
+}
+
 # start_node NAME: a namespace set with NAME's hostname, PID 1 the holder.
 start_node() {
     local name=$1 upid pid i
@@ -150,11 +177,40 @@ start_node() {
                 mount --bind "$6" "$keep"
                 umount "$6"
             fi
+            # A /run of its own (munged'"'"'s socket, an agent service'"'"'s
+            # grants), the run directory kept at its path.
+            run=
+            case $7/ in /run/*) run=$7 ;; esac
+            if [ -n "$run" ]; then
+                mkdir -p /tmp/.dps-run
+                mount --bind "$run" /tmp/.dps-run
+            fi
+            mount -t tmpfs -o mode=0755 tmpfs /run
+            mkdir -p /run/lock /run/munge /run/user
+            if [ -n "$run" ]; then
+                mkdir -p "$run"
+                mount --bind /tmp/.dps-run "$run"
+                umount /tmp/.dps-run
+                rmdir /tmp/.dps-run
+            fi
+            # The PCIe link of a host and its DPU: the one directory
+            # both see, where a service'"'"'s worker takes its ranks'"'"' grants.
+            if [ -n "$8" ]; then
+                mkdir -p /run/dpushim/grant
+                mount --bind "$8" /run/dpushim/grant
+            fi
+            # The machine'"'"'s /etc, read-only, with the cluster'"'"'s
+            # users (passwd, group) and /etc/dpushim over it.
+            mount -t overlay overlay -o "lowerdir=$7/etc-top:/etc" /etc
+            mount --bind "$7/etc/passwd" /etc/passwd
+            mount --bind "$7/etc/group" /etc/group
+            mount --bind "$7/etc/dpushim" /etc/dpushim
             mount --bind "$2" /etc/hosts
             cd /
             exec python3 "$3" serve "$4"' \
         sh "$name" "$RUN/hosts" "$NODE_PY" "$RUN/$name.sock" \
-        "$(cd "$SCRIPTS/../.." && pwd)" "$RUN/tree.$name" \
+        "$(cd "$SCRIPTS/../.." && pwd)" "$RUN/tree.$name" "$RUN" \
+        "$(pcie_dir "$name")" \
         </dev/null >>"$RUN/$name.log" 2>&1 &
     upid=$!
     # Up to 20 s: python's start on a loaded machine.
@@ -314,6 +370,10 @@ cmd_up() {
         fi
     } >"$RUN/hosts"
     : >"$RUN/nodes"
+    etc_make
+    for ((i = 1; i <= h; i++)); do
+        mkdir -p -m 0755 "$RUN/pcie/host$i"
+    done
     # This process joins the group: the namespace sets it starts, and all
     # that runs in them, inherit it.
     CG=$(cg_make)

@@ -35,7 +35,9 @@
 #                  and the erroneous calls at 3 x 1 too: about 15 minutes
 #                  more than the default, which CI's 30 minutes cannot
 #                  hold; the default spreads the suites over the layouts
-#   DPS_CLUSTER_BUDGET  seconds for the whole part (default 900, 3000
+#   DPS_CLUSTER_CASES=service  only the agent service's cases
+#                  (service_tests.sh), on the same cluster
+#   DPS_CLUSTER_BUDGET  seconds for the whole part (default 1200, 3000
 #                  with DPS_CLUSTER_FULL=1); cases
 #                  not started by then fail as not run
 #   DPS_CLUSTER_JOB_TIMEOUT  seconds for one job (default 240; 2400 with
@@ -46,6 +48,9 @@
 #   DPS_CLUSTER_ERR_CASES  erroneous calls, [MPI/]CASE:HANDLER words
 #                  (default "openmpi/a2a_size:fatal openmpi/a2a_size:return
 #                  mpich/bcast_len:fatal mpich/bcast_len:return")
+
+# shellcheck source=scripts/test/service_tests.sh
+source "$(dirname "${BASH_SOURCE[0]}")/service_tests.sh"
 
 # One job across the hosts: shim jobs with 4 ranks run 2 per host on
 # host1 and host2, with 3 ranks one per host; CL_LAUNCH says how (mpirun:
@@ -505,6 +510,10 @@ cl_cannot() {
 cl_cases() {
     local mpi t f first=$1 s2="DPUSHIM_STATS=2 DPUSHIM_MIN_BYTES=1"
     local dpu m
+    if [ "$CL_ONLY" = service ]; then
+        sv_cases "$@"
+        return
+    fi
     for mpi in "$@"; do
         # 2 hosts x 2 ranks, an agent started on each host; the longest
         # suites, t_colls and t_persist (20-36 s each across hosts), once
@@ -579,6 +588,8 @@ cl_cases() {
     cl_budget_left || return
     cl_fault_case scancel "$first" srun "" cl_scancel 20 cl_cancelled \
         "Slurm job cancelled (scancel) mid-collective: its ranks and agents are gone within 20 s"
+    # The agent service every user's jobs share (service_tests.sh).
+    sv_cases "$@"
 }
 
 # At scale (DPS_CLUSTER_SCALE=1): CL_NHOSTS hosts, each with a DPU whose
@@ -703,7 +714,8 @@ cl_main() {
     CL_RUN=$CL_BASE/cluster.$CL_OWNER
     CL_FULL=${DPS_CLUSTER_FULL:-0}
     CL_SCALE=${DPS_CLUSTER_SCALE:-0}
-    CL_BUDGET=${DPS_CLUSTER_BUDGET:-900}
+    CL_BUDGET=${DPS_CLUSTER_BUDGET:-1200}
+    CL_ONLY=${DPS_CLUSTER_CASES:-all}
     [ "$CL_FULL" = 1 ] && CL_BUDGET=${DPS_CLUSTER_BUDGET:-3000}
     [ "$CL_SCALE" = 1 ] && CL_BUDGET=${DPS_CLUSTER_BUDGET:-7200}
     CL_JOB_TIMEOUT=${DPS_CLUSTER_JOB_TIMEOUT:-240}

@@ -94,7 +94,9 @@ uint64_t boot_resolve_min_bytes(const cpu_set_t *ranks, int vsize)
     if (shim.cfg.min_bytes != DPS_MIN_BYTES_AUTO) {
         return shim.cfg.min_bytes; /* same environment everywhere */
     }
-    if (boot_agent_has_core(ranks, vsize)) {
+    /* Listening agents (a DPU's, a service's) run on cores no rank of
+     * ours uses. */
+    if (shim.cfg.agent_map[0] != '\0' || boot_agent_has_core(ranks, vsize)) {
         mine = SHIM_AUTO_MIN_BYTES;
     }
     PMPI_Allreduce(&mine, &all, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
