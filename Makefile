@@ -92,6 +92,7 @@ BENCH_SRC  := $(wildcard tests/bench/*.c)
 UNIT_TESTS := check_proto check_config check_shim_util check_listen check_shm check_build \
               check_reduce check_cma check_defer
 
+.PHONY: slurm-plugin
 .PHONY: all build mpi-list deps deps-full check check-quick check-scale demo bench bench-scale clean unit fuzz install deb deb-arm64 depgraph \
         agent-arm64 arm64-cc format format-check $(ALL_MPIS)
 
@@ -172,6 +173,14 @@ build/%/libdpushim.so: $(COMMON_SRC) $(SHIM_SRC) $(HDRS) Makefile
 	@mkdir -p $(@D)
 	$(MPICC_$*) $(WARN) $(INC) $(CFLAGS) -fPIC -shared -fvisibility=hidden \
 	    -o $@ $(COMMON_SRC) $(SHIM_SRC) $(UCX_LIBS) -lucm -ldl -lpthread
+
+# The Slurm SPANK plugin (slurm/spank_dpushim.c; Debian's libslurm-dev,
+# scripts/deps.sh --full): srun preloads the shim into MPI tasks.
+slurm-plugin: build/slurm/spank_dpushim.so
+build/slurm/spank_dpushim.so: slurm/spank_dpushim.c Makefile
+	@mkdir -p $(@D)
+	@test -f /usr/include/slurm/spank.h || { echo "dpushim: no /usr/include/slurm/spank.h: run scripts/deps.sh --full as root (libslurm-dev)" >&2; exit 2; }
+	$(CC) $(WARN) $(CFLAGS) -fPIC -shared -o $@ $<
 
 build/%/dpu_agent: $(COMMON_SRC) $(AGENT_SRC) $(HDRS) Makefile
 	@mkdir -p $(@D)

@@ -21,12 +21,14 @@ PKGS=(build-essential gfortran pkg-config libucx-dev ucx-utils uthash-dev check
       libfftw3-dev)
 # libfftw3-dev: examples/fft3d.c's 1-D transforms.
 [ $full = 1 ] && PKGS+=(iproute2 util-linux python3 slurm-wlm munge
-                        groff-base man-db tcl shellcheck
+                        libslurm-dev groff-base man-db tcl shellcheck
                         clang-format)
 # iproute2, util-linux, python3: scripts/cluster/cluster.sh (namespaces, veths,
 # tc; nsenter, unshare; its node holder, scripts/cluster/cluster_node.py);
 # slurm-wlm, munge: scripts/cluster/cluster-slurm.sh (srun across the emulated
-# hosts). debhelper, dpkg-dev, lintian: make deb (dpkg-buildpackage, debian/);
+# hosts) and the agent service's MUNGE credentials (libmunge2, opened at
+# run time); libslurm-dev: the SPANK plugin's slurm/spank.h (make
+# slurm-plugin). debhelper, dpkg-dev, lintian: make deb (dpkg-buildpackage, debian/);
 # mmdebstrap: the fresh root the packages are installed into
 # (scripts/test/deb_check.sh, scripts/test/fresh.sh).
 [ $deb = 1 ] && PKGS+=(debhelper dpkg-dev lintian)

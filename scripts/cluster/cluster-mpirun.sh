@@ -19,6 +19,7 @@
 #           from /tmp, with an environment of its own (PATH, HOME=/tmp,
 #           USER and the VARs): Slurm starts the ranks as USER. PROGRAM
 #           must be where USER can read it (a copy under the hosts' /tmp).
+#           DPS_SRUN_OPTS: more srun options (words), e.g. --dpushim=on.
 #
 # Settings, and why:
 # Open MPI 4.1 (mpirun.openmpi):
@@ -130,6 +131,8 @@ if [ $srun = 1 ]; then
           -n "$np" -w "$names" --ntasks-per-node="$per" --mpi="$pmi" -K
           --export="$exp")
     [ -n "${DPS_RUN_AS:-}" ] && args+=(--chdir=/tmp)
+    # shellcheck disable=SC2206 # option words
+    [ -n "${DPS_SRUN_OPTS:-}" ] && args+=($DPS_SRUN_OPTS)
     echo "+ scripts/cluster/cluster.sh run host1 ${args[*]} $*"
     cd "$DPS_ROOT"
     exec "$DPS_ROOT/scripts/cluster/cluster.sh" run host1 "${args[@]}" "$@" </dev/null

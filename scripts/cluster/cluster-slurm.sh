@@ -93,7 +93,10 @@ cmd_up() {
         echo "PartitionName=all Nodes=ALL Default=YES MaxTime=INFINITE" \
              "State=UP OverSubscribe=FORCE"
     } >"$S/etc/slurm.conf"
-    : >"$S/etc/plugstack.conf"
+    # SPANK plugins: none but what a test puts in plugstack.conf.d (the
+    # agent service's, scripts/test/service_tests.sh).
+    mkdir -p "$S/etc/plugstack.conf.d"
+    echo "include /etc/slurm/plugstack.conf.d/*.conf" >"$S/etc/plugstack.conf"
     [ -f "$S/munge.key" ] ||
         (umask 077 && head -c 1024 /dev/urandom >"$S/munge.key")
     while read -r name addr; do

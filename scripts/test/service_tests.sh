@@ -143,9 +143,11 @@ sv_up() {
         "listen = 0.0.0.0:7420" "log_level = info" \
         >"$CL_RUN/etc/dpushim/agent.conf"
     chmod 0644 "$CL_RUN/etc/dpushim/"*
-    # The test tools, built with the library the shim links.
+    # The test tools, built with the library the shim links; the SPANK
+    # plugin, offered by every host's Slurm (off unless asked).
     (
         cd "$CL_ROOT" || exit 1
+        make --no-print-directory build/slurm/spank_dpushim.so || exit 1
         read -r -a d < <(make -s --no-print-directory print-COMMON_SRC)
         for m in service_client grant_send; do
             ${CC:-cc} -std=gnu11 -Wall -Wextra -Werror -I. -O2 -g \
@@ -164,7 +166,8 @@ sv_up() {
             cp "$root/scripts/dpushim" "$d/scripts/"
             cp "$root/include/dpushim.h" "$d/include/"
             cp "$root/build/$first/service_client" \
-               "$root/build/$first/grant_send" "$d/"
+               "$root/build/$first/grant_send" \
+               "$root/build/slurm/spank_dpushim.so" "$d/"
             for m; do
                 mkdir -p "$d/build/$m/tests" "$d/build/$m/examples"
                 cp "$root/build/$m/libdpushim.so" "$root/build/$m/dpu_agent" \
@@ -176,6 +179,8 @@ sv_up() {
             chmod -R a+rX "$d"' sh "$SV_PUB" "$CL_ROOT" "$SV_MPI" "$@" \
             >>"$log" 2>&1 || return 1
     done
+    echo "optional $SV_PUB/spank_dpushim.so default=off runner=$SV_PUB/scripts/dpushim" \
+        >"$CL_RUN/slurm/etc/plugstack.conf.d/dpushim.conf"
     sv_service_start 1 && sv_service_start 2
 }
 
@@ -294,6 +299,37 @@ sv_no_variables() {
     sv_since 1 | grep -q "of dpsalice (uid 4201)" ||
         { echo "host1-dpu served no job of dpsalice" >>"$log"; ok=0; }
     report "$m: no DPUSHIM_* variable: srun dpushim ./app (2 hosts) and ${run[0]} dpushim ./app use the DPUs' services (/etc/dpushim/agents.map, MUNGE)" \
+        "$ok" "$log"
+}
+
+# (2b) The SPANK plugin: srun --dpushim ./app, no runner, no variable,
+# uses the DPUs; a task that is no MPI program is left alone; without
+# the option (the site's default here: off) nothing is preloaded.
+sv_spank() {
+    local m=$1 log=$LOGS/service-spank-$1.log ok=1 out h
+    : >"$log"
+    sv_mark 1
+    sv_mark 2
+    DPS_SRUN_OPTS=--dpushim DPS_RUN_AS=dpsalice DPS_SRUN_NAME=dps-spank \
+        cl_launch "$log.srun" 2 "$m" --srun "$m" "$(cl_layout 2)" \
+        "$SV_PUB/build/$m/examples/halo3d" || ok=0
+    cat "$log.srun" >>"$log"
+    grep -q '^check: ok' "$log.srun" || ok=0
+    for h in 1 2; do
+        sv_since "$h" | grep -q "of dpsalice (uid 4201)" ||
+            { echo "host$h-dpu served no job of dpsalice" >>"$log"; ok=0; }
+    done
+    # shellcheck disable=SC2016 # the task's shell expands it
+    out=$(sv_as host1 dpsalice srun --dpushim -N 1 -n 1 -w host1 --chdir=/tmp \
+          /bin/sh -c 'echo "preload=[$LD_PRELOAD]"' 2>&1)
+    echo "non-MPI task with --dpushim: $out" >>"$log"
+    [ "$out" = "preload=[]" ] || ok=0
+    # shellcheck disable=SC2016
+    out=$(sv_as host1 dpsalice srun -N 1 -n 1 -w host1 --chdir=/tmp \
+          /bin/sh -c 'echo "preload=[$LD_PRELOAD]"' 2>&1)
+    echo "without --dpushim: $out" >>"$log"
+    [ "$out" = "preload=[]" ] || ok=0
+    report "$m: the SPANK plugin: srun --dpushim ./app (no runner, no DPUSHIM_* variable) uses the DPUs' services; other tasks are left alone" \
         "$ok" "$log"
 }
 
@@ -526,6 +562,7 @@ sv_cases() {
     fi
     sv_two_users "$first" "$second"
     cl_budget_left && sv_no_variables "$second"
+    cl_budget_left && sv_spank "$first"
     cl_budget_left && sv_credentials
     cl_budget_left && sv_refused_jobs "$first"
     cl_budget_left && sv_foreign_grant
