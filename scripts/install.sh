@@ -11,6 +11,9 @@
 #   PREFIX/share/modulefiles/dpushim/VERSION: a modulefile (Environment
 #       Modules and Lmod) putting PREFIX's bin, man pages and pkg-config
 #       files on PATH, MANPATH and PKG_CONFIG_PATH
+#   PREFIX/lib/dpushim/slurm/spank_dpushim.so, the Slurm SPANK plugin, if
+#       built (make slurm-plugin: it needs Slurm's headers, not every
+#       site has them); plugstack.conf names it, as printed
 # DESTDIR, if set, is prepended to every path written (packaging).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -111,3 +114,14 @@ MOD
 chmod 0644 "$mod/$version"
 echo "installed $prefix/bin/dpushim, man pages in $prefix/share/man," \
      "modulefile $prefix/share/modulefiles/dpushim/$version"
+
+# The Slurm plugin, only if built. Its runner= must name this PREFIX's
+# runner: the plugin's default is the package's, /usr/bin/dpushim.
+if [ -f build/slurm/spank_dpushim.so ]; then
+    install -d "$dest$prefix/lib/dpushim/slurm"
+    install -m 0755 build/slurm/spank_dpushim.so \
+        "$dest$prefix/lib/dpushim/slurm/spank_dpushim.so"
+    echo "installed $prefix/lib/dpushim/slurm/spank_dpushim.so; in" \
+         "plugstack.conf: optional $prefix/lib/dpushim/slurm/spank_dpushim.so" \
+         "default=off runner=$prefix/bin/dpushim"
+fi
