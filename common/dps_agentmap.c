@@ -44,7 +44,7 @@ static int host_match(const char *pat, const char *hostname)
 static int expand(const char *agent, const char *hostname, char *out,
                   size_t len, const char *where, char *err, size_t errlen)
 {
-    size_t o = 0, n;
+    size_t      o = 0, n;
     const char *p = agent, *add;
 
     while (*p != '\0') {

@@ -92,7 +92,7 @@ typedef enum {
     DPS_CFG_UINT,
     DPS_CFG_LOGLEVEL,
     DPS_CFG_PATH,
-    DPS_CFG_STATS,   /* 0, 1 or 2; a boolean's words for 0 and 1 */
+    DPS_CFG_STATS,    /* 0, 1 or 2; a boolean's words for 0 and 1 */
     DPS_CFG_AUTOBOOL, /* auto, or a boolean (dps_autobool_t) */
     DPS_CFG_AUTH      /* auto, munge or secret (dps_auth_t) */
 } dps_cfg_type_t;

@@ -136,8 +136,7 @@ int dps_grant_recv(int sock, dps_grant_msg_t *msg, int *fd,
     struct iovec iov = {msg, sizeof(*msg)};
     union {
         struct cmsghdr h;
-        char           b[CMSG_SPACE(4 * sizeof(int)) +
-                         CMSG_SPACE(sizeof(struct ucred))];
+        char b[CMSG_SPACE(4 * sizeof(int)) + CMSG_SPACE(sizeof(struct ucred))];
     } c;
     struct msghdr   mh = {0};
     struct cmsghdr *ch;

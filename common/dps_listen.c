@@ -256,8 +256,7 @@ int dps_listen_decode_hello(const void *buf, size_t len, char *job,
     return DPS_OK;
 }
 
-void *dps_service_encode_hello(const char *job, const char *cred,
-                               size_t *len)
+void *dps_service_encode_hello(const char *job, const char *cred, size_t *len)
 {
     size_t   n, m;
     uint8_t *buf;
@@ -335,8 +334,9 @@ int dps_service_decode_hello(const void *buf, size_t len, char *job,
         return DPS_ERR_PROTO;
     }
     if (cred_len == 0) {
-        dps_seterr(err, errlen, "no credential: the job sent no MUNGE "
-                                "credential");
+        dps_seterr(err, errlen,
+                   "no credential: the job sent no MUNGE "
+                   "credential");
         return DPS_ERR_PROTO;
     }
     if (cred_len > DPS_CRED_MAX) {
@@ -726,7 +726,8 @@ static int parse_challenge(const char *line, char *nonce, uid_t *uid)
     }
     line += 10;
     for (i = 0; i < DPS_NONCE_HEX; i++) {
-        if (!isxdigit((unsigned char)line[i]) || isupper((unsigned char)line[i])) {
+        if (!isxdigit((unsigned char)line[i]) ||
+            isupper((unsigned char)line[i])) {
             return DPS_ERR_PROTO;
         }
         nonce[i] = line[i];

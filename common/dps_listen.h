@@ -75,14 +75,14 @@
 #define DPS_LISTEN_NAME_MAX     64
 #define DPS_LISTEN_HELLO_MAX    (DPS_LISTEN_HDR_LEN + DPS_LISTEN_NAME_MAX)
 #define DPS_SECRET_LEN          32
-#define DPS_LISTEN_HOSTPORT_MAX 300 /* "[v6 or host name]:port\0" */
+#define DPS_LISTEN_HOSTPORT_MAX 300         /* "[v6 or host name]:port\0" */
 #define DPS_SERVICE_MAGIC       0x4D535044u /* "DPSM" */
 #define DPS_SERVICE_HDR_LEN     16
 #define DPS_CRED_MAX            2048 /* a MUNGE credential's text, at most */
-#define DPS_SERVICE_HELLO_MAX                                              \
+#define DPS_SERVICE_HELLO_MAX \
     (DPS_SERVICE_HDR_LEN + DPS_LISTEN_NAME_MAX + DPS_CRED_MAX)
-#define DPS_NONCE_HEX           32
-#define DPS_GRANT_PATH_MAX      108 /* sizeof(sockaddr_un.sun_path) */
+#define DPS_NONCE_HEX      32
+#define DPS_GRANT_PATH_MAX 108 /* sizeof(sockaddr_un.sun_path) */
 
 /* Is name a valid job name (1..64 characters of [A-Za-z0-9._-])? 1 or 0. */
 int dps_listen_name_ok(const char *name);
@@ -152,8 +152,7 @@ int dps_listen_decode_hello(const void *buf, size_t len, char *job,
 
 /* The service hello for job with credential cred (malloc'ed, length in
  * *len), or NULL if an argument is invalid or memory is short. */
-void *dps_service_encode_hello(const char *job, const char *cred,
-                               size_t *len);
+void *dps_service_encode_hello(const char *job, const char *cred, size_t *len);
 
 /*
  * Decode len received bytes of a service hello, as

@@ -56,8 +56,8 @@ static void mg_load(void)
     *(void **)&mg.encode = dlsym(h, "munge_encode");
     *(void **)&mg.decode = dlsym(h, "munge_decode");
     *(void **)&mg.strerror = dlsym(h, "munge_strerror");
-    if (!mg.ctx_create || !mg.ctx_destroy || !mg.ctx_set ||
-        !mg.ctx_strerror || !mg.encode || !mg.decode || !mg.strerror) {
+    if (!mg.ctx_create || !mg.ctx_destroy || !mg.ctx_set || !mg.ctx_strerror ||
+        !mg.encode || !mg.decode || !mg.strerror) {
         snprintf(mg.why, sizeof(mg.why),
                  "libmunge.so.2 lacks a function of MUNGE 0.5's API");
         dlclose(h);
@@ -101,7 +101,7 @@ static const char *mg_msg(munge_ctx_t ctx, munge_err_t e)
 static const char *where(const char *socket)
 {
     return socket != NULL && socket[0] != '\0' ? socket
-                                                : "munged's default socket";
+                                               : "munged's default socket";
 }
 
 int dps_munge_encode(const char *socket, const void *payload, size_t len,

@@ -58,10 +58,13 @@ static int opt_dpushim(int val, const char *arg, int remote)
 }
 
 static struct spank_option dpushim_opt = {
-    "dpushim", "on|off",
+    "dpushim",
+    "on|off",
     "Preload libdpushim.so into the job's MPI tasks: their collectives go "
     "to the DPUs' agent services (default: the site's, in plugstack.conf)",
-    2, 0, opt_dpushim};
+    2,
+    0,
+    opt_dpushim};
 
 /* The plugin's arguments in plugstack.conf. */
 static int plugin_args(int ac, char **av)
@@ -168,8 +171,7 @@ static int ask_runner(const char *program, char *lib, size_t len)
     }
     for (line = strtok_r(out, "\n", &save); line != NULL;
          line = strtok_r(NULL, "\n", &save)) {
-        if (strncmp(line, "LD_PRELOAD=", 11) == 0 &&
-            strlen(line + 11) < len) {
+        if (strncmp(line, "LD_PRELOAD=", 11) == 0 && strlen(line + 11) < len) {
             /* The runner's first word is the library: the rest is any
              * LD_PRELOAD of its own environment, which has none. */
             snprintf(lib, len, "%s", line + 11);
@@ -189,8 +191,8 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
 
     (void)ac;
     (void)av;
-    if (!enabled || spank_get_item(sp, S_JOB_ARGV, &argc, &argv) !=
-                        ESPANK_SUCCESS ||
+    if (!enabled ||
+        spank_get_item(sp, S_JOB_ARGV, &argc, &argv) != ESPANK_SUCCESS ||
         argc < 1) {
         return 0;
     }

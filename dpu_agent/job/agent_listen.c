@@ -74,17 +74,17 @@ typedef struct ljob {
 } ljob_t;
 
 typedef struct listener {
-    int            lfd;
-    int            sig[2]; /* self-pipe written by signal handlers */
-    const char    *dir;
+    int                    lfd;
+    int                    sig[2]; /* self-pipe written by signal handlers */
+    const char            *dir;
     const agent_service_t *svc; /* NULL: --listen */
-    agent_serve_fn serve;
-    void          *arg;
-    lconn_t        conns[LISTEN_MAX_PENDING];
-    int            nconns;
-    ljob_t        *jobs; /* running children */
-    size_t         njobs, jobs_cap;
-    double         accept_after; /* accepting paused until then */
+    agent_serve_fn         serve;
+    void                  *arg;
+    lconn_t                conns[LISTEN_MAX_PENDING];
+    int                    nconns;
+    ljob_t                *jobs; /* running children */
+    size_t                 njobs, jobs_cap;
+    double                 accept_after; /* accepting paused until then */
 } listener_t;
 
 static volatile sig_atomic_t stop_signal;
@@ -367,9 +367,9 @@ static int become_owner(const agent_service_t *svc, const owner_t *o,
     }
     /* setuid() from root to another uid drops every capability; that
      * nothing of root is left is checked, not assumed. */
-    if (o->uid != 0 && (setuid(0) == 0 || seteuid(0) == 0 ||
-                        getuid() != o->uid || geteuid() != o->uid ||
-                        getgid() != o->gid || getegid() != o->gid)) {
+    if (o->uid != 0 &&
+        (setuid(0) == 0 || seteuid(0) == 0 || getuid() != o->uid ||
+         geteuid() != o->uid || getgid() != o->gid || getegid() != o->gid)) {
         dps_error("still privileged after becoming uid %u: not serving",
                   (unsigned)o->uid);
         return -1;
@@ -433,11 +433,11 @@ static void start_job(listener_t *l, lconn_t *c, const char *job,
 static int judge_credential(listener_t *l, lconn_t *c, const char *job,
                             const char *cred, owner_t *o)
 {
-    char           want[160], err[600], pwbuf[4096];
-    struct passwd  pw, *pwp = NULL;
-    void          *payload = NULL;
-    size_t         plen = 0;
-    int            rc;
+    char          want[160], err[600], pwbuf[4096];
+    struct passwd pw, *pwp = NULL;
+    void         *payload = NULL;
+    size_t        plen = 0;
+    int           rc;
 
     rc = dps_munge_decode(l->svc->munge_socket, cred, &payload, &plen, &o->uid,
                           &o->gid, err, sizeof(err));

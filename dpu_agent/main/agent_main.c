@@ -84,24 +84,35 @@ static void usage(FILE *out)
         "with a\n"
         "                 MUNGE credential bound to its connection and gets "
         "a\n"
-        "                 worker process running as that user. Settings "
-        "from\n"
-        "                 --config FILE (default " AGENT_SERVICE_CONF ", "
-        "missing:\n"
-        "                 defaults), each overridden by its flag: --listen\n"
-        "                 (default " AGENT_SERVICE_LISTEN "), --workers, "
-        "--munge-socket\n"
-        "                 (default MUNGE's), --grant-dir (per-user "
-        "directories for\n"
-        "                 the ranks' DMA grants, default "
-        AGENT_SERVICE_GRANT_DIR ";\n"
-        "                 empty: none), --allow-root (serve root's jobs, "
-        "default no),\n"
-        "                 --log-level (default info). SIGTERM ends the "
-        "workers\n"
-        "                 (their jobs go on with stock MPI), then the "
-        "service\n"
-        "  --workers N    with --listen or --service: threads that move each job's bytes\n"
+        "                 worker process running as that user (its groups, "
+        "no\n"
+        "                 capability). Jobs of root are refused unless "
+        "allowed.\n"
+        "                 SIGTERM ends the workers (their jobs go on with "
+        "stock MPI),\n"
+        "                 then the service. Its settings: the file, then "
+        "these flags\n"
+        "  --config FILE  with --service: settings as 'key = value' lines "
+        "(listen,\n"
+        "                 workers, munge_socket, grant_dir, allow_root, "
+        "log_level);\n"
+        "                 default " AGENT_SERVICE_CONF " (missing: the "
+        "defaults)\n"
+        "  --listen ADDR:PORT  with --service: default " AGENT_SERVICE_LISTEN
+        "\n"
+        "  --munge-socket PATH  with --service: munged's socket; default "
+        "MUNGE's\n"
+        "  --grant-dir DIR  with --service: where each user's directory of "
+        "grant\n"
+        "                 sockets is made (DIR/UID, mode 0700); default\n"
+        "                 " AGENT_SERVICE_GRANT_DIR "; empty: no DMA "
+        "grants\n"
+        "  --allow-root yes|no  with --service: serve jobs of root (default "
+        "no)\n"
+        "  --log-level LEVEL  with --service: error, warn, info (default) or "
+        "debug\n"
+        "  --workers N    with --listen or --service: threads that move each "
+        "job's bytes\n"
         "                 (DMA and CMA copies, reductions, the reads of "
         "pushed\n"
         "                 pieces), 1 to 256; 1: the event loop moves them "
@@ -350,7 +361,8 @@ static int args_fit(int argc, char **argv, const char *listen_at,
               "--log-level need --service";
     } else if (listen_at == NULL && secret_dir != NULL) {
         why = "--secret-dir needs --listen";
-    } else if (listen_at == NULL && !service && (addr_fd < 0 || parent_fd < 0)) {
+    } else if (listen_at == NULL && !service &&
+               (addr_fd < 0 || parent_fd < 0)) {
         why = "--addr-fd and --parent-fd (or --listen, --service) are "
               "required";
     }
@@ -436,7 +448,8 @@ static int run_service(dps_config_t *cfg, const char *conf, int conf_given,
     svc.grant_dir = sc.grant_dir;
     svc.allow_root = sc.allow_root;
     dps_info("configuration %s%s", conf,
-             conf_given || access(conf, F_OK) == 0 ? "" : " (absent: defaults)");
+             conf_given || access(conf, F_OK) == 0 ? ""
+                                                   : " (absent: defaults)");
     return agent_listen_run(sc.listen, NULL, &svc, serve_listened, cfg);
 }
 
@@ -490,7 +503,9 @@ int main(int argc, char **argv)
             conf = optarg;
             conf_given = 1;
             break;
-        case 'm': flags[nflags++] = (svc_flag_t){"munge_socket", optarg}; break;
+        case 'm':
+            flags[nflags++] = (svc_flag_t){"munge_socket", optarg};
+            break;
         case 'g': flags[nflags++] = (svc_flag_t){"grant_dir", optarg}; break;
         case 'R': flags[nflags++] = (svc_flag_t){"allow_root", optarg}; break;
         case 'L': flags[nflags++] = (svc_flag_t){"log_level", optarg}; break;
@@ -550,6 +565,5 @@ int main(int argc, char **argv)
     }
     listener_tuning(&cfg, workers);
     /* No UCX here: each job's child creates its own after the fork. */
-    return agent_listen_run(listen_at, secret_dir, NULL, serve_listened,
-                            &cfg);
+    return agent_listen_run(listen_at, secret_dir, NULL, serve_listened, &cfg);
 }

@@ -372,7 +372,8 @@ cmd_up() {
     : >"$RUN/nodes"
     etc_make
     for ((i = 1; i <= h; i++)); do
-        mkdir -p -m 0755 "$RUN/pcie/host$i"
+        mkdir -p "$RUN/pcie/host$i"
+        chmod 0755 "$RUN/pcie" "$RUN/pcie/host$i"
     done
     # This process joins the group: the namespace sets it starts, and all
     # that runs in them, inherit it.

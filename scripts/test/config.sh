@@ -36,7 +36,9 @@ agent_cli_tests() {
         "$ok" "$log"
     log="$LOGS/$mpi-agent-help.log"
     "build/$mpi/dpu_agent" --help >"$log" 2>&1 && ok=1 || ok=0
-    for o in --addr-fd --parent-fd --probe --help --config-markdown; do
+    for o in --addr-fd --parent-fd --probe --help --config-markdown \
+             --listen --secret-dir --workers --service --config \
+             --munge-socket --grant-dir --allow-root --log-level; do
         grep -q -- "^ *$o" "$log" || {
             echo "option $o not documented" >>"$log"; ok=0; }
     done

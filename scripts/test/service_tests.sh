@@ -118,8 +118,7 @@ sv_service_stop() {
 }
 
 sv_up() {
-    local log=$LOGS/service-up.log n m d
-    SV_MPIS="$*"
+    local log=$LOGS/service-up.log n m
     SV_MPI=$1
     {
         echo "dpsalice:x:4201:4201:dpushim test user:/tmp:/bin/sh"
@@ -148,10 +147,10 @@ sv_up() {
     (
         cd "$CL_ROOT" || exit 1
         make --no-print-directory build/slurm/spank_dpushim.so || exit 1
-        read -r -a d < <(make -s --no-print-directory print-COMMON_SRC)
+        read -r -a srcs < <(make -s --no-print-directory print-COMMON_SRC)
         for m in service_client grant_send; do
             ${CC:-cc} -std=gnu11 -Wall -Wextra -Werror -I. -O2 -g \
-                -o "build/$SV_MPI/$m" "tests/tools/$m.c" "${d[@]}" \
+                -o "build/$SV_MPI/$m" "tests/tools/$m.c" "${srcs[@]}" \
                 -lucp -lucs || exit 1
         done
     ) >>"$log" 2>&1 || return 1

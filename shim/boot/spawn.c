@@ -318,12 +318,11 @@ int boot_connect_listener(const job_secret_t *js, unsigned vidx, void **addr,
     rc = dps_agent_map_lookup(shim.cfg.agent_map, host, vidx, hostport,
                               sizeof(hostport), err, sizeof(err));
     if (rc == DPS_OK && shim.cfg.auth == DPS_AUTH_MUNGE) {
-        rc = dps_service_connect(hostport, js->job, shim.cfg.munge_socket,
-                                 SHIM_CONNECT_TIMEOUT_MS / 2, &fd, addr,
-                                 addr_len, &pid, ahost, sizeof(ahost),
-                                 shim.chan.grant_path,
-                                 sizeof(shim.chan.grant_path), err,
-                                 sizeof(err));
+        rc = dps_service_connect(
+            hostport, js->job, shim.cfg.munge_socket,
+            SHIM_CONNECT_TIMEOUT_MS / 2, &fd, addr, addr_len, &pid, ahost,
+            sizeof(ahost), shim.chan.grant_path, sizeof(shim.chan.grant_path),
+            err, sizeof(err));
     } else if (rc == DPS_OK) {
         rc = dps_listen_connect(
             hostport, js->job, js->secret, SHIM_CONNECT_TIMEOUT_MS / 2, &fd,

@@ -33,9 +33,9 @@
 
 static int dial(const char *hostport)
 {
-    char             h[DPS_LISTEN_HOSTPORT_MAX], port[8], err[256];
-    struct addrinfo  hints = {0}, *res, *ai;
-    int              s = -1;
+    char            h[DPS_LISTEN_HOSTPORT_MAX], port[8], err[256];
+    struct addrinfo hints = {0}, *res, *ai;
+    int             s = -1;
 
     if (dps_listen_split_hostport(hostport, 0, h, sizeof(h), port,
                                   sizeof(port), err, sizeof(err)) != DPS_OK) {
@@ -156,7 +156,7 @@ int main(int argc, char **argv)
     }
     if (nocred) {
         /* By hand: the library never makes a hello without one. */
-        uint8_t h[DPS_SERVICE_HDR_LEN + DPS_LISTEN_NAME_MAX] = {0};
+        uint8_t  h[DPS_SERVICE_HDR_LEN + DPS_LISTEN_NAME_MAX] = {0};
         uint32_t n = (uint32_t)strlen(argv[optind + 1]);
 
         h[0] = 'D', h[1] = 'P', h[2] = 'S', h[3] = 'M';

@@ -56,7 +56,8 @@ START_TEST(grant_child)
         dps_grant_path(dir, "job", "host", 42, path, sizeof(path)), DPS_OK);
     sock = dps_grant_listen(path);
     ck_assert_int_ge(sock, 0);
-    ck_assert_int_eq(dps_grant_recv(sock, &g, &fd, NULL), DPS_ERR_AGAIN); /* none */
+    ck_assert_int_eq(dps_grant_recv(sock, &g, &fd, NULL),
+                     DPS_ERR_AGAIN); /* none */
     ck_assert_int_eq(pipe(pipe_go), 0);
     ck_assert_int_eq(pipe(pipe_back), 0);
     for (i = 0; i < sizeof(buf); i++) {
