@@ -18,7 +18,9 @@
 #include <stdint.h>
 
 #define DPS_PROTO_MAGIC   0x48535044u /* "DPSH" */
-#define DPS_PROTO_VERSION 12
+/* 13: a listener's "ok" answer may name its grant socket; the service's
+ * challenge and MUNGE hello (dps_listen.h). */
+#define DPS_PROTO_VERSION 13
 #define DPS_AM_ID         7    /* UCX active message id: messages */
 #define DPS_AM_BUNDLE     8    /* ... and bundles between agents */
 #define DPS_MAX_RKEY      4096 /* bytes of one packed rkey */

@@ -308,56 +308,77 @@ static void child_enter(listener_t *l, int fd)
 }
 
 /*
- * A service's worker, still root: make grant_dir/<uid> (mode 0700, owned
- * by the job's user; grant_dir itself root's and not writable by others),
- * then become the job's user for good: its groups, gid and uid, no
- * capabilities, no way back (checked), no new privileges on exec. The
- * grant directory's path goes to dir (len bytes; "" without one). 0, or
- * -1 with the reason logged: the worker must not serve the job.
+ * A service's worker, still root: grant_dir/<uid> (mode 0700, owned by
+ * the job's user; grant_dir itself root's, or ours, and not writable by
+ * others) into dir (len bytes). 0, or -1 with the reason logged.
  */
-static int become_owner(const agent_service_t *svc, const owner_t *o,
-                        char *dir, size_t len)
+static int grant_dir_make(const agent_service_t *svc, const owner_t *o,
+                          char *dir, size_t len)
 {
     struct stat st;
     int         fd;
 
     dir[0] = '\0';
-    if (svc->grant_dir[0] != '\0') {
-        /* Every user's ranks pass through it: 0755 whatever the umask
-         * (systemd's UMask=0077). */
-        if (mkdir(svc->grant_dir, 0755) == 0) {
-            chmod(svc->grant_dir, 0755);
-        } else if (errno != EEXIST) {
-            dps_error("cannot make grant directory %s: %m", svc->grant_dir);
-            return -1;
+    if (svc->grant_dir[0] == '\0') {
+        return 0;
+    }
+    /* Every user's ranks pass through it: 0755 whatever the umask
+     * (systemd's UMask=0077). */
+    if (mkdir(svc->grant_dir, 0755) == 0) {
+        chmod(svc->grant_dir, 0755);
+    } else if (errno != EEXIST) {
+        dps_error("cannot make grant directory %s: %m", svc->grant_dir);
+        return -1;
+    }
+    if (lstat(svc->grant_dir, &st) != 0 || !S_ISDIR(st.st_mode) ||
+        st.st_uid != geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH))) {
+        dps_error("grant directory %s must be a directory owned by uid %u "
+                  "and writable by it alone",
+                  svc->grant_dir, (unsigned)geteuid());
+        return -1;
+    }
+    if (snprintf(dir, len, "%s/%u", svc->grant_dir, (unsigned)o->uid) >=
+        (int)len) {
+        dps_error("grant directory %s: path too long", svc->grant_dir);
+        dir[0] = '\0';
+        return -1;
+    }
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+        dps_error("cannot make %s: %m", dir);
+        return -1;
+    }
+    /* Whatever was there: ours to check, never to follow. */
+    fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0 || fchown(fd, o->uid, o->gid) != 0 || fchmod(fd, 0700) != 0) {
+        dps_error("cannot give %s to uid %u: %m", dir, (unsigned)o->uid);
+        if (fd >= 0) {
+            close(fd);
         }
-        if (lstat(svc->grant_dir, &st) != 0 || !S_ISDIR(st.st_mode) ||
-            st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH))) {
-            dps_error("grant directory %s must be a directory owned by "
-                      "root and writable by root only",
-                      svc->grant_dir);
-            return -1;
-        }
-        if (snprintf(dir, len, "%s/%u", svc->grant_dir, (unsigned)o->uid) >=
-            (int)len) {
-            dps_error("grant directory %s: path too long", svc->grant_dir);
-            return -1;
-        }
-        if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
-            dps_error("cannot make %s: %m", dir);
-            return -1;
-        }
-        /* Whatever was there: ours to check, never to follow. */
-        fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd < 0 || fchown(fd, o->uid, o->gid) != 0 ||
-            fchmod(fd, 0700) != 0) {
-            dps_error("cannot give %s to uid %u: %m", dir, (unsigned)o->uid);
-            if (fd >= 0) {
-                close(fd);
-            }
-            return -1;
-        }
-        close(fd);
+        return -1;
+    }
+    close(fd);
+    return 0;
+}
+
+/*
+ * A service's worker: become the job's user for good: its groups, gid
+ * and uid, no capabilities, no way back (checked), no new privileges on
+ * exec; first its grant directory (dir, len bytes; "" without one: the
+ * ranks are then served over UCX). 0, or -1 with the reason logged: the
+ * worker must not serve the job.
+ */
+static int become_owner(const agent_service_t *svc, const owner_t *o,
+                        char *dir, size_t len)
+{
+    if (grant_dir_make(svc, o, dir, len) != 0) {
+        dps_warn("job of %s: no DMA grants (its ranks are served over UCX)",
+                 o->name);
+        dir[0] = '\0';
+    }
+    if (geteuid() != 0) {
+        /* A user's own service (not root): already the job's user, as
+         * judge_credential made sure. */
+        return geteuid() == o->uid ? 0 : -1;
     }
     if (initgroups(o->name, o->gid) != 0 || setgid(o->gid) != 0 ||
         setuid(o->uid) != 0) {
@@ -367,9 +388,9 @@ static int become_owner(const agent_service_t *svc, const owner_t *o,
     }
     /* setuid() from root to another uid drops every capability; that
      * nothing of root is left is checked, not assumed. */
-    if (o->uid != 0 &&
-        (setuid(0) == 0 || seteuid(0) == 0 || getuid() != o->uid ||
-         geteuid() != o->uid || getgid() != o->gid || getegid() != o->gid)) {
+    if (o->uid != 0 && (setuid(0) == 0 || seteuid(0) == 0 ||
+                        getuid() != o->uid || geteuid() != o->uid ||
+                        getgid() != o->gid || getegid() != o->gid)) {
         dps_error("still privileged after becoming uid %u: not serving",
                   (unsigned)o->uid);
         return -1;
@@ -456,6 +477,14 @@ static int judge_credential(listener_t *l, lconn_t *c, const char *job,
         return -1;
     }
     free(payload);
+    if (geteuid() != 0 && o->uid != geteuid()) {
+        snprintf(err, sizeof(err),
+                 "this service runs as uid %u, not root: it serves that "
+                 "user's jobs only, not uid %u's",
+                 (unsigned)geteuid(), (unsigned)o->uid);
+        refuse(c, job, err);
+        return -1;
+    }
     if (o->uid == 0 && !l->svc->allow_root) {
         refuse(c, job,
                "jobs of root (uid 0) are not served (allow_root = no in the "
@@ -546,7 +575,7 @@ static void conn_read(listener_t *l, lconn_t *c)
 
 /* A service's challenge to a new connection: a fresh nonce, and the uid
  * the job restricts its credential's decoding to. 0, or -1 (refused). */
-static int challenge(listener_t *l, lconn_t *c)
+static int challenge(lconn_t *c)
 {
     static const char hex[] = "0123456789abcdef";
     uint8_t           r[DPS_NONCE_HEX / 2];
@@ -563,7 +592,6 @@ static int challenge(listener_t *l, lconn_t *c)
     }
     c->nonce[DPS_NONCE_HEX] = '\0';
     snprintf(text, sizeof(text), "%s %u", c->nonce, (unsigned)geteuid());
-    (void)l;
     send_line(c->fd, "challenge", text);
     return 0;
 }
@@ -613,7 +641,7 @@ static void accept_all(listener_t *l)
         c->len = 0;
         c->deadline = dps_now() + LISTEN_HELLO_SEC;
         snprintf(c->peer, sizeof(c->peer), "%s", peer);
-        if (l->svc != NULL && challenge(l, c) != 0) {
+        if (l->svc != NULL && challenge(c) != 0) {
             l->nconns--;
         }
     }
