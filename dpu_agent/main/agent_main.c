@@ -400,7 +400,7 @@ static void listener_tuning(dps_config_t *cfg, long workers)
 /* The options of --service, in the order read: the file, then the flags
  * (kept as key/value pairs until the file is read). */
 typedef struct svc_flag {
-    const char *key, *value;
+    const char *flag, *key, *value;
 } svc_flag_t;
 
 /* dpu_agent --service: settings from the file and flags, then serve. */
@@ -422,7 +422,7 @@ static int run_service(dps_config_t *cfg, const char *conf, int conf_given,
     if (listen_at != NULL &&
         agent_service_conf_set(&sc, "listen", listen_at, err, sizeof(err)) !=
             DPS_OK) {
-        fprintf(stderr, "dpu_agent: --%s\n", err);
+        fprintf(stderr, "dpu_agent: --listen: %s\n", err);
         return 2;
     }
     if (workers != 0) {
@@ -432,7 +432,7 @@ static int run_service(dps_config_t *cfg, const char *conf, int conf_given,
     for (i = 0; i < nflags; i++) {
         if (agent_service_conf_set(&sc, flags[i].key, flags[i].value, err,
                                    sizeof(err)) != DPS_OK) {
-            fprintf(stderr, "dpu_agent: --%s\n", err);
+            fprintf(stderr, "dpu_agent: --%s: %s\n", flags[i].flag, err);
             return 2;
         }
     }
@@ -504,11 +504,18 @@ int main(int argc, char **argv)
             conf_given = 1;
             break;
         case 'm':
-            flags[nflags++] = (svc_flag_t){"munge_socket", optarg};
+            flags[nflags++] =
+                (svc_flag_t){"munge-socket", "munge_socket", optarg};
             break;
-        case 'g': flags[nflags++] = (svc_flag_t){"grant_dir", optarg}; break;
-        case 'R': flags[nflags++] = (svc_flag_t){"allow_root", optarg}; break;
-        case 'L': flags[nflags++] = (svc_flag_t){"log_level", optarg}; break;
+        case 'g':
+            flags[nflags++] = (svc_flag_t){"grant-dir", "grant_dir", optarg};
+            break;
+        case 'R':
+            flags[nflags++] = (svc_flag_t){"allow-root", "allow_root", optarg};
+            break;
+        case 'L':
+            flags[nflags++] = (svc_flag_t){"log-level", "log_level", optarg};
+            break;
         case 'w':
             workers = strtol(optarg, &end, 10);
             if (*optarg == '\0' || *end != '\0' || workers < 1 ||

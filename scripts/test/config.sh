@@ -45,6 +45,48 @@ agent_cli_tests() {
     "build/$mpi/dpu_agent" --bogus >>"$log" 2>&1
     [ $? = 2 ] || { echo "unknown option not refused with 2" >>"$log"; ok=0; }
     report "$mpi dpu_agent --help documents every option" "$ok" "$log"
+    service_cli_case "$mpi"
+}
+
+# dpu_agent --service's settings: each wrong one stops it at once (exit
+# status 2) with the file, line or flag and the reason; none starts a
+# listener. (The service itself runs in the cluster part.)
+service_cli_case() {
+    local mpi=$1 log="$LOGS/$1-service-cli.log" ok=1 conf out rc want
+    conf=$(mktemp "${TMPDIR:-/tmp}/dps-agent-conf.XXXXXX")
+    : >"$log"
+    while IFS='|' read -r text args want; do
+        printf '%b' "$text" >"$conf"
+        # shellcheck disable=SC2086 # ARGS are words
+        out=$(timeout 10 "build/$mpi/dpu_agent" --service --config "$conf" \
+              $args 2>&1 </dev/null)
+        rc=$?
+        printf '%s\n%s\nexit status %s\n' "config '$text' $args:" "$out" "$rc" \
+            >>"$log"
+        [ "$rc" = 2 ] && grep -qF -- "$want" <<<"$out" ||
+            { echo "  expected exit 2 and: $want" >>"$log"; ok=0; }
+    done <<EOF2
+# settings\nlisten = 0.0.0.0:7420\nlisen = 1\n||$conf:3: unknown key 'lisen'
+workers = 0\n||$conf:1: workers = '0': expected 1 to 256
+allow_root = maybe\n||$conf:1: allow_root = 'maybe': expected yes or no
+listen 7420\n||$conf:1: expected 'key = value', got 'listen 7420'
+grant_dir = relative/dir\n||$conf:1: grant_dir = 'relative/dir': expected an absolute path
+\n|--log-level loud|--log-level: log_level = 'loud': expected error, warn, info or debug
+\n|--listen 1.2.3.4|--listen: listen = '1.2.3.4': missing :PORT
+\n|--secret-dir /tmp|--secret-dir is --listen's
+EOF2
+    out=$(timeout 10 "build/$mpi/dpu_agent" --service --config /nonexistent/x.conf 2>&1)
+    rc=$?
+    printf '%s\nexit status %s\n' "$out" "$rc" >>"$log"
+    [ "$rc" = 2 ] && grep -qF "cannot read /nonexistent/x.conf" <<<"$out" || ok=0
+    out=$(timeout 10 "build/$mpi/dpu_agent" --addr-fd 3 --parent-fd 4 \
+          --munge-socket /x 2>&1)
+    rc=$?
+    printf '%s\nexit status %s\n' "$out" "$rc" >>"$log"
+    [ "$rc" = 2 ] && grep -qF "need --service" <<<"$out" || ok=0
+    rm -f "$conf"
+    report "$mpi dpu_agent --service: a wrong setting (file or flag) stops it with the file, line or flag and why" \
+        "$ok" "$log"
 }
 
 # require_case MPI NAME "VARS" REGEX: with DPUSHIM_REQUIRE the job must
