@@ -224,14 +224,15 @@ build/fuzz/fuzz_decode: tests/fuzz/fuzz_decode.c $(PROTO_SRC) $(HDRS) Makefile
 	@mkdir -p $(@D)
 	clang $(FUZZ_FLAGS) $(INC) -o $@ tests/fuzz/fuzz_decode.c $(PROTO_SRC)
 
-build/fuzz/fuzz_hello: tests/fuzz/fuzz_hello.c common/dps_listen.c $(HDRS) Makefile
+build/fuzz/fuzz_hello: tests/fuzz/fuzz_hello.c common/dps_listen.c common/dps_munge.c $(HDRS) Makefile
 	@mkdir -p $(@D)
 	clang $(FUZZ_FLAGS) $(INC) -o $@ tests/fuzz/fuzz_hello.c common/dps_listen.c \
-	    common/dps_log.c common/dps_ucx.c $(UCX_LIBS)
+	    common/dps_munge.c common/dps_log.c common/dps_ucx.c $(UCX_LIBS)
 
 # The wire's encoders and decoders with the listeners' hello: what its
 # tools link (mkseeds, tests/tools/wire_dump.c).
-WIRE_SRC   := $(PROTO_SRC) common/dps_listen.c common/dps_log.c common/dps_ucx.c
+WIRE_SRC   := $(PROTO_SRC) common/dps_listen.c common/dps_munge.c \
+              common/dps_log.c common/dps_ucx.c
 
 build/fuzz/mkseeds: tests/fuzz/mkseeds.c $(WIRE_SRC) $(HDRS) Makefile
 	@mkdir -p $(@D)

@@ -388,9 +388,9 @@ static int become_owner(const agent_service_t *svc, const owner_t *o,
     }
     /* setuid() from root to another uid drops every capability; that
      * nothing of root is left is checked, not assumed. */
-    if (o->uid != 0 && (setuid(0) == 0 || seteuid(0) == 0 ||
-                        getuid() != o->uid || geteuid() != o->uid ||
-                        getgid() != o->gid || getegid() != o->gid)) {
+    if (o->uid != 0 &&
+        (setuid(0) == 0 || seteuid(0) == 0 || getuid() != o->uid ||
+         geteuid() != o->uid || getgid() != o->gid || getegid() != o->gid)) {
         dps_error("still privileged after becoming uid %u: not serving",
                   (unsigned)o->uid);
         return -1;
