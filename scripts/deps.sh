@@ -46,6 +46,14 @@ PKGS=(build-essential gfortran pkg-config libucx-dev ucx-utils uthash-dev check
 ARM64_PKGS=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
             libucx-dev:arm64 libibverbs-dev:arm64)
 [ $full = 1 ] || ARM64_PKGS=()
+# The arm64 libmunge.so.2, for the Arm agent's service under qemu-user
+# (scripts/cluster/arm64-run.sh): Debian's libmunge2 is not Multi-Arch,
+# so its arm64 build cannot be installed beside the amd64 one; its
+# library alone is unpacked here instead (from Debian's archive: apt-get
+# download). A failure only leaves the emulated DPUs' services x86-64.
+ARM64_MUNGE=/usr/local/lib/dpushim-arm64
+arm_munge=0
+[ $full = 1 ] && [ ! -e "$ARM64_MUNGE/libmunge.so.2" ] && arm_munge=1
 
 installed() {
     dpkg-query -W -f='${Status}' "$1" 2>/dev/null |
@@ -59,7 +67,8 @@ done
 for p in "${ARM64_PKGS[@]}"; do
     installed "$p" || arm_missing+=("$p")
 done
-if [ ${#missing[@]} -eq 0 ] && [ ${#arm_missing[@]} -eq 0 ]; then
+if [ ${#missing[@]} -eq 0 ] && [ ${#arm_missing[@]} -eq 0 ] &&
+   [ $arm_munge = 0 ]; then
     exit 0
 fi
 arch_add=0
@@ -67,12 +76,14 @@ dpkg --print-foreign-architectures | grep -qx arm64 || arch_add=1
 if [ "$(id -u)" -ne 0 ]; then
     echo "dpushim: missing packages; run as root:" >&2
     [ $arch_add = 0 ] || echo "  dpkg --add-architecture arm64" >&2
+    [ $arm_munge = 0 ] || echo "  (and scripts/deps.sh --full: the arm64 libmunge.so.2)" >&2
     echo "  apt-get update && apt-get install -y" \
          "${missing[*]} ${arm_missing[*]}" >&2
     exit 1
 fi
 export DEBIAN_FRONTEND=noninteractive
-if [ ${#arm_missing[@]} -gt 0 ] && [ $arch_add = 1 ]; then
+if { [ ${#arm_missing[@]} -gt 0 ] || [ $arm_munge = 1 ]; } &&
+   [ $arch_add = 1 ]; then
     dpkg --add-architecture arm64
 fi
 apt-get update -qq
@@ -96,4 +107,18 @@ if [ ${#arm_missing[@]} -gt 0 ]; then
     fi
     echo "dpushim: installing ${arm_missing[*]}"
     apt-get install -y -qq --no-install-recommends "${arm_missing[@]}" >/dev/null
+fi
+if [ $arm_munge = 1 ]; then
+    tmp=$(mktemp -d)
+    if (cd "$tmp" && apt-get download -qq libmunge2:arm64 >/dev/null 2>&1 &&
+        dpkg-deb -x libmunge2_*_arm64.deb x) &&
+       mkdir -p "$ARM64_MUNGE" &&
+       cp -P "$tmp"/x/usr/lib/aarch64-linux-gnu/libmunge.so.2* "$ARM64_MUNGE/"; then
+        echo "dpushim: the arm64 libmunge.so.2 in $ARM64_MUNGE"
+    else
+        echo "dpushim: warning: no arm64 libmunge.so.2 (apt-get download" \
+             "libmunge2:arm64 failed): the emulated DPUs' services run the" \
+             "x86-64 agent" >&2
+    fi
+    rm -rf "$tmp"
 fi

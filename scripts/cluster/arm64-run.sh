@@ -47,4 +47,11 @@ if [ ! -x "$prog" ]; then
     echo "dpushim: $prog not built: run 'make agent-arm64'" >&2
     exit 2
 fi
+# The arm64 libmunge.so.2 scripts/deps.sh --full unpacks (libmunge2 is
+# not Multi-Arch: it cannot be installed beside the amd64 one), for an
+# agent service's MUNGE.
+munge=/usr/local/lib/dpushim-arm64
+if [ -e "$munge/libmunge.so.2" ]; then
+    exec "$qemu" -E "LD_LIBRARY_PATH=$munge" "$prog" "$@"
+fi
 exec "$qemu" "$prog" "$@"

@@ -13,9 +13,11 @@
 #   has a /run of its own), one key for the cluster;
 # - /etc/dpushim/agents.map "* {short}-dpu:7420", /etc/dpushim/agent.conf;
 # - dpu_agent --service, run by root with no flag, on host1-dpu and
-#   host2-dpu. It is the amd64 build: the aarch64 agent under qemu-user
-#   would need the arm64 libmunge.so.2, which Debian does not let
-#   co-install beside the amd64 one (libmunge2 is not Multi-Arch);
+#   host2-dpu: the DPUs' agent of the cluster part (the aarch64 build
+#   under qemu-user, as a BlueField's Arm cores run it) where the arm64
+#   libmunge.so.2 is there (scripts/deps.sh --full unpacks it: Debian's
+#   libmunge2 is not Multi-Arch, so it cannot be installed beside the
+#   amd64 one), else the x86-64 build;
 # - what the users run, copied to /tmp/dps-pub on each host (the tree
 #   may be where only root reads, as CI's checkout is).
 # Every case checks every byte (the programs' own checks) and says in
@@ -80,10 +82,11 @@ sv_wait_since() {
 sv_service_start() {
     local h=$1
     sv_mark "$h"
-    sv_node "host$h-dpu" "$CL_ROOT/build/$SV_MPI/dpu_agent" --service \
+    # shellcheck disable=SC2086 # a command and its words
+    sv_node "host$h-dpu" $SV_AGENT --service \
         >>"$(sv_log "$h")" 2>&1 </dev/null &
     SV_SVC[$h]=$!
-    sv_wait_since "$h" '^dpu_agent: listening on 0\.0\.0\.0:7420' 30
+    sv_wait_since "$h" '^dpu_agent: listening on 0\.0\.0\.0:7420' 60
 }
 
 # sv_service_pid H: the service's own pid (root namespace), not a
@@ -120,6 +123,12 @@ sv_service_stop() {
 sv_up() {
     local log=$LOGS/service-up.log n m
     SV_MPI=$1
+    SV_AGENT=$CL_ROOT/build/$SV_MPI/dpu_agent SV_KIND="x86-64"
+    if [[ $CL_DPU_AGENT == *arm64-run.sh* ]] &&
+       [ -e /usr/local/lib/dpushim-arm64/libmunge.so.2 ]; then
+        SV_AGENT=$CL_DPU_AGENT SV_KIND="aarch64 (qemu-user)"
+    fi
+    echo "the DPUs' services: $SV_KIND dpu_agent ($SV_AGENT)" >>"$log"
     {
         echo "dpsalice:x:4201:4201:dpushim test user:/tmp:/bin/sh"
         echo "dpsbob:x:4202:4202:dpushim test user:/tmp:/bin/sh"
@@ -266,7 +275,7 @@ sv_two_users() {
             sv_offloaded "$LOGS/service-$w.log" 2 ||
             { echo "$w's job: see service-$w.log" >>"$log"; ok=0; }
     done
-    report "$m1 and $m2: two users' jobs at once (srun, 2 hosts x 1 rank each) on the DPUs' agent services: each worker runs as its job's user, every byte right" \
+    report "$m1 and $m2: two users' jobs at once (srun, 2 hosts x 1 rank each) on the DPUs' agent services ($SV_KIND): each worker runs as its job's user, every byte right" \
         "$ok" "$log"
 }
 
