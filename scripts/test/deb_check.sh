@@ -10,7 +10,9 @@
 # package cross-builds for arm64 (scripts/deps.sh --full's compiler),
 # and its agent runs under qemu-user. Both agent packages hold the service
 # (dpushim-agent.service) and its settings (/etc/dpushim/agent.conf, a
-# conffile), the same files.
+# conffile), the same files. dpushim-slurm holds the Slurm plugin and its
+# plugstack.conf line (/etc/slurm/plugstack.conf.d/dpushim.conf, a
+# conffile, default=off); the arm64 build has no dpushim-slurm.
 # Then, as scripts/test/fresh.sh does, a minimal Debian 12 root file system
 # (mmdebstrap --variant=apt): apt installs the packages there, pulling
 # in the MPI libraries by their dependencies (the launchers, which they
@@ -18,7 +20,10 @@
 # runs through the installed runner, found on PATH: mpirun -np 2 dpushim
 # --stats ./halo3d (and mpiexec for MPICH), its result checked and its
 # collectives offloaded. There systemd-analyze verify finds nothing to
-# say about the service as installed, and the package enabled it.
+# say about the service as installed, and the package enabled it. The
+# Slurm plugin installed there exports what SPANK looks up, was built for
+# the Slurm release apt installed with it (slurmd -V), and srun --help,
+# by Debian's plugstack.conf, loads it and offers --dpushim.
 # Everything it made is removed and every process started inside the
 # root killed, also on timeout or interrupt.
 #
@@ -91,29 +96,61 @@ deb_agent_ships() {
         grep -qx /etc/dpushim/agent.conf
 }
 
-# deb_agent_file DEB PATTERN: the content of DEB's one file whose path
+# deb_member DEB PATTERN: the content of DEB's one file whose path
 # matches PATTERN (grep -E).
-deb_agent_file() {
+deb_member() {
     local path
     path=$(dpkg-deb -c "$1" | awk '{print $NF}' | grep -E "$2") || return 1
     dpkg-deb --fsys-tarfile "$1" | tar -xOf - "$path"
 }
 
+# The plugstack.conf line dpushim-slurm ships: opt-in per job.
+DEB_SLURM_LINE="optional /usr/lib/dpushim/slurm/spank_dpushim.so default=off runner=/usr/bin/dpushim"
+
+# deb_slurm_ships DEB LOG: dpushim-slurm's package DEB holds the plugin
+# and /etc/slurm/plugstack.conf.d/dpushim.conf as a conffile, whose one
+# line that is not a comment is DEB_SLURM_LINE.
+deb_slurm_ships() {
+    local deb=$1 log=$2 list conf
+    echo "# $deb" >>"$log"
+    list=$(dpkg-deb -c "$deb" 2>>"$log") || return 1
+    grep -E '/slurm/|/etc/' <<<"$list" >>"$log"
+    dpkg-deb -I "$deb" conffiles >>"$log" 2>&1
+    conf=$(deb_member "$deb" '^\./etc/slurm/plugstack\.conf\.d/dpushim\.conf$' |
+           grep -Ev '^[[:space:]]*(#|$)') || return 1
+    echo "its line: $conf" >>"$log"
+    grep -q ' \./usr/lib/dpushim/slurm/spank_dpushim\.so$' <<<"$list" &&
+        dpkg-deb -I "$deb" conffiles 2>/dev/null |
+        grep -qx /etc/slurm/plugstack.conf.d/dpushim.conf &&
+        [ "$conf" = "$DEB_SLURM_LINE" ]
+}
+
 # deb_build_tests: make deb, its lintian; the arm64 agent's package; the
-# service's files in both.
+# service's files in both; the Slurm plugin's package.
 deb_build_tests() {
     local log="$LOGS/deb-build.log" ok=0 deb arm_built=0 arm amd f a b
     scripts/dev/deb.sh --if-changed >"$log" 2>&1 && ok=1
     for deb in dpushim dpushim-openmpi dpushim-mpich dpushim-agent \
-               dpushim-dev; do
+               dpushim-dev dpushim-slurm; do
         compgen -G "build/deb/${deb}_*.deb" >/dev/null || {
             echo "no package $deb in build/deb/" >>"$log"
             ok=0
         }
     done
-    report "make deb: dpushim, dpushim-openmpi, dpushim-mpich, dpushim-agent, dpushim-dev built by dpkg-buildpackage; lintian: no error or warning" \
+    report "make deb: dpushim, dpushim-openmpi, dpushim-mpich, dpushim-agent, dpushim-dev, dpushim-slurm built by dpkg-buildpackage; lintian: no error or warning" \
         "$ok" "$log"
     DEB_BUILT=$ok
+    log="$LOGS/deb-slurm-files.log"
+    : >"$log"
+    ok=0
+    if [ "$DEB_BUILT" = 1 ]; then
+        deb_slurm_ships "$(echo build/deb/dpushim-slurm_*.deb)" "$log" &&
+            ok=1
+    else
+        echo "the packages did not build (make deb)" >>"$log"
+    fi
+    report "make deb: dpushim-slurm ships spank_dpushim.so and /etc/slurm/plugstack.conf.d/dpushim.conf (a conffile: $DEB_SLURM_LINE)" \
+        "$ok" "$log"
     log="$LOGS/deb-service-files.log"
     : >"$log"
     ok=0
@@ -145,8 +182,13 @@ deb_build_tests() {
             --probe >>"$log" 2>&1
         grep -q '^BlueField DPU: ' "$log" || ok=0
         rm -rf "$LOGS/deb-arm64-x"
+        # The agent-only profile leaves the Slurm plugin out.
+        if compgen -G "build/deb-arm64/dpushim-slurm*" >/dev/null; then
+            echo "build/deb-arm64/ has dpushim-slurm" >>"$log"
+            ok=0
+        fi
     fi
-    report "make deb-arm64: dpushim-agent for arm64 (a DPU's agent), its AArch64 dpu_agent runs (qemu-user, --probe); lintian: no error or warning" \
+    report "make deb-arm64: dpushim-agent alone for arm64 (a DPU's agent), its AArch64 dpu_agent runs (qemu-user, --probe); lintian: no error or warning" \
         "$ok" "$log"
     # The arm64 agent's service: the amd64 package's very unit and
     # settings, so that what the fresh root verifies holds for both.
@@ -161,8 +203,8 @@ deb_build_tests() {
         ok=1
         for f in '/systemd/system/dpushim-agent\.service$' \
                  '^\./etc/dpushim/agent\.conf$'; do
-            if ! a=$(deb_agent_file "$arm" "$f") ||
-                    ! b=$(deb_agent_file "$amd" "$f") || [ "$a" != "$b" ]; then
+            if ! a=$(deb_member "$arm" "$f") ||
+                    ! b=$(deb_member "$amd" "$f") || [ "$a" != "$b" ]; then
                 echo "$f: not the amd64 package's file" >>"$log"
                 ok=0
             fi
@@ -178,8 +220,8 @@ deb_install_tests() {
     local log="$LOGS/deb-install.log" ok=0 mpi debs pkgs t0 t1 launcher job
     : >"$log"
     t0=$SECONDS
-    debs="dpushim dpushim-agent dpushim-dev"
-    pkgs="pkg-config systemd man-db"
+    debs="dpushim dpushim-agent dpushim-dev dpushim-slurm"
+    pkgs="pkg-config systemd man-db slurm-client slurmd binutils"
     for mpi in "$@"; do
         debs+=" dpushim-$mpi"
         pkgs+=" $([ "$mpi" = openmpi ] && echo openmpi-bin || echo mpich)"
@@ -211,7 +253,11 @@ deb_install_tests() {
         # recommend them; the MPI libraries come as their dependencies.
         # pkg-config: to read dpushim-dev's files. systemd: systemd-analyze
         # and the units the service names; man-db: the man command that
-        # finds its man page (deb_service_tests).
+        # finds its man page (deb_service_tests). slurm-client (srun),
+        # slurmd and binutils (nm, objdump): deb_slurm_tests; dpushim-slurm
+        # brings only the Slurm plugins' package. Their init scripts (munge,
+        # slurmd) start nothing here: with no init system running,
+        # invoke-rc.d blocks them (Debian 12's, policy-rc.d or not).
         # shellcheck disable=SC2086
         deb_in_root "$log" 600 "apt-get install -y -q --no-install-recommends \
             /tmp/debs/*.deb $pkgs" && ok=1
@@ -233,6 +279,7 @@ deb_install_tests() {
     report "Debian packages ($debs) installed by apt into a fresh Debian 12 root, with their dependencies; dpushim --version and pkg-config name the installed files" \
         "$ok" "$log"
     deb_service_tests "$ok"
+    deb_slurm_tests "$ok"
     for mpi in "$@"; do
         log="$LOGS/$mpi-deb-job.log"
         launcher=$([ "$mpi" = openmpi ] && echo "mpirun -np 2" ||
@@ -291,6 +338,85 @@ deb_service_tests() {
                 tail -n 1'
     fi
     report "dpushim-agent.service installed in the fresh root: systemd-analyze verify finds nothing to say (the unit, its binary, its man page); enabled" \
+        "$ok" "$log"
+}
+
+# deb_root_slurm_plugin: in the fresh root (by declare -f), the installed
+# plugin exports the symbols SPANK looks up (SPANK_PLUGIN's three and the
+# two functions it defines), and the Slurm release it records in
+# plugin_version is slurmd -V's X.Y: the Slurm apt chose by the
+# package's dependency. plugin_version is 0xMMmmuu (SLURM_VERSION_NUM),
+# its bytes read little-endian as amd64 stores them.
+deb_root_slurm_plugin() {
+    local so=/usr/lib/dpushim/slurm/spank_dpushim.so ok=1 syms s addr
+    local hex="" built=unknown slurmd
+    syms=$(nm -D --defined-only "$so") || return 1
+    printf '%s\n' "$syms"
+    for s in slurm_spank_init slurm_spank_task_init plugin_name \
+             plugin_type plugin_version; do
+        awk -v s="$s" '$3 == s { f = 1 } END { exit !f }' <<<"$syms" || {
+            echo "no symbol $s"
+            ok=0
+        }
+    done
+    addr=$(awk '$3 == "plugin_version" { print $1 }' <<<"$syms")
+    if [ -n "$addr" ]; then
+        hex=$(objdump -s --start-address="0x$addr" \
+                  --stop-address="$(printf '0x%x' $((0x$addr + 4)))" "$so" |
+              awk '$1 ~ /^[0-9a-f]+$/ && NF >= 2 { w = $2 } END { print w }')
+        [[ $hex =~ ^[0-9a-f]{8}$ ]] &&
+            built=$((16#${hex:4:2})).$(printf %02d $((16#${hex:2:2})))
+    fi
+    slurmd=$(slurmd -V | awk '{ print $2 }' | cut -d. -f1,2)
+    echo "plugin built for Slurm $built (plugin_version's bytes: ${hex:-none});" \
+         "slurmd -V: $slurmd"
+    [ "$built" = "$slurmd" ] && [ $ok = 1 ]
+}
+
+# deb_root_slurm_srun: in the fresh root, srun reads Debian's
+# /etc/slurm/plugstack.conf, which includes plugstack.conf.d/dpushim.conf,
+# loads the plugin with the arguments shipped, and lists its option in
+# --help. An optional plugin that fails to load (another Slurm release)
+# or to take its arguments is skipped: the option is missing. srun needs
+# a slurm.conf to start: a scratch one, where Debian's is, since Slurm
+# looks for plugstack.conf beside it (SLURM_CONF=/tmp/... would miss
+# Debian's); no daemon runs.
+deb_root_slurm_srun() {
+    local out
+    printf '%s\n' ClusterName=check SlurmctldHost=localhost \
+        'NodeName=localhost CPUs=1 State=UNKNOWN' \
+        'PartitionName=check Nodes=localhost Default=YES' \
+        >/etc/slurm/slurm.conf
+    cat /etc/slurm/plugstack.conf
+    out=$(srun -v --help 2>&1)
+    grep -iE 'spank|dpushim' <<<"$out"
+    grep -Eq '^ +--dpushim=on\|off ' <<<"$out"
+}
+
+# deb_slurm_tests INSTALLED: dpushim-slurm as installed in the fresh root
+# (INSTALLED: 1 if the packages were): deb_root_slurm_plugin and
+# deb_root_slurm_srun there.
+deb_slurm_tests() {
+    local log="$LOGS/deb-slurm.log" ok=0
+    : >"$log"
+    if [ "$1" != 1 ]; then
+        echo "the packages are not installed" >>"$log"
+    else
+        deb_in_root "$log" 60 "$(declare -f deb_root_slurm_plugin)
+            deb_root_slurm_plugin" && ok=1
+    fi
+    report "dpushim-slurm installed in the fresh root: spank_dpushim.so exports slurm_spank_init, slurm_spank_task_init, plugin_name, plugin_type, plugin_version; built for the installed Slurm's release (slurmd -V)" \
+        "$ok" "$log"
+    log="$LOGS/deb-slurm-srun.log"
+    : >"$log"
+    ok=0
+    if [ "$1" != 1 ]; then
+        echo "the packages are not installed" >>"$log"
+    else
+        deb_in_root "$log" 60 "$(declare -f deb_root_slurm_srun)
+            deb_root_slurm_srun" && ok=1
+    fi
+    report "dpushim-slurm in the fresh root: srun --help, by Debian's plugstack.conf and dpushim.conf, loads the plugin and offers --dpushim" \
         "$ok" "$log"
 }
 
