@@ -31,7 +31,7 @@ PKGS=(build-essential gfortran pkg-config libucx-dev ucx-utils uthash-dev check
 # slurm-plugin). debhelper, dpkg-dev, lintian: make deb (dpkg-buildpackage, debian/);
 # mmdebstrap: the fresh root the packages are installed into
 # (scripts/test/deb_check.sh, scripts/test/fresh.sh).
-[ $deb = 1 ] && PKGS+=(debhelper dpkg-dev lintian)
+[ $deb = 1 ] && PKGS+=(debhelper dpkg-dev lintian libslurm-dev)
 [ $full = 1 ] && PKGS+=(mmdebstrap)
 # groff-base, man-db, tcl: make check's man pages (groff -ww renders each,
 # man -w finds the installed ones) and modulefile (evaluated by tclsh);
