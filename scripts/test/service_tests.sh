@@ -35,7 +35,9 @@ sv_node() { "$CL_ROOT/scripts/cluster/cluster.sh" run "$@"; }
 sv_as() {
     local node=$1 user=$2
     shift 2
-    "$CL_ROOT/scripts/cluster/cluster.sh" run "$node" env -i \
+    # From /tmp: the caller's directory may be one the user cannot enter
+    # (CI's checkout is in a directory of root's alone).
+    "$CL_ROOT/scripts/cluster/cluster.sh" run "$node" env -i -C /tmp \
         PATH=/usr/bin:/bin HOME=/tmp USER="$user" \
         setpriv --reuid="$user" --regid="$user" --init-groups "$@"
 }
