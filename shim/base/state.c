@@ -6,6 +6,7 @@
  */
 #include "shim/base/state.h"
 
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <unistd.h>
@@ -45,4 +46,16 @@ int shim_fo_notice(shim_fo_cause_t cause, const char *fmt, ...)
     vsnprintf(shim.fo.why, sizeof(shim.fo.why), fmt, ap);
     va_end(ap);
     return 1;
+}
+
+int shim_thread_start(pthread_t *thr, void *(*fn)(void *), void *arg)
+{
+    sigset_t all, old;
+    int      rc;
+
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    rc = pthread_create(thr, NULL, fn, arg);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return rc;
 }

@@ -205,4 +205,9 @@ static inline shim_fo_cause_t shim_fo_noticed(void)
  * token (its address and value; both 0 when we have none). */
 void shim_hello(dps_msg_hello_t *out);
 
+/* Start one of the shim's threads (the progress thread, the DMA
+ * engines) with every signal blocked, so that the application's handlers
+ * run on its own threads only: pthread_create's result. */
+int shim_thread_start(pthread_t *thr, void *(*fn)(void *), void *arg);
+
 #endif

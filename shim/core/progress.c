@@ -164,7 +164,6 @@ static void prog_atfork_child(void)
 int shim_prog_start(void)
 {
     static int atfork_done;
-    sigset_t   all, old;
     int        rc;
 
     pthread_mutex_lock(&prog.lock);
@@ -185,12 +184,7 @@ int shim_prog_start(void)
         return DPS_ERR_IO;
     }
     prog.stop = 0;
-    /* The thread starts with every signal blocked: the application's
-     * handlers run on its own threads only. */
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    rc = pthread_create(&prog.thr, NULL, prog_main, NULL);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    rc = shim_thread_start(&prog.thr, prog_main, NULL);
     if (rc != 0) {
         dps_warn("cannot start the progress thread: %s: collectives "
                  "between hosts move only in MPI calls",

@@ -276,7 +276,6 @@ static void engine_atfork_child(void)
 int shim_engine_start(dps_shm_t *shm, pid_t agent_pid)
 {
     static int atfork_done;
-    sigset_t   all, old;
     int        rc;
 
     if (!atfork_done) {
@@ -288,12 +287,7 @@ int shim_engine_start(dps_shm_t *shm, pid_t agent_pid)
     eng.self = getpid();
     shim_iov_init(eng.self);
     eng.stop = 0;
-    /* The thread starts with every signal blocked: the application's
-     * handlers run on its own threads only. */
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    rc = pthread_create(&eng.thr, NULL, engine_main, NULL);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    rc = shim_thread_start(&eng.thr, engine_main, NULL);
     if (rc != 0) {
         dps_warn("cannot start the DMA engine thread: %s; the agent copies "
                  "through its staging buffers instead",

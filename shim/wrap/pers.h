@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Persistent collectives, between their files: the MPI_<Coll>_init
- * wrappers (wrap/persistent.c), what an init makes and how its request
+ * wrappers (wrap/colls.c, with the other wrappers of each collective,
+ * from DPS_COLLS), what an init makes and how its request
  * starts (wrap/pers_init.c), and the stock duplications of communicators
  * under way (wrap/pers_dup.c). The requests themselves: wrap/start.h.
  */
