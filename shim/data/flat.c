@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #include "shim/data/flat.h"
 #include "common/dps_log.h"
+#include "common/dps_status.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -29,18 +30,21 @@ static void segs_free(segs_t *s)
     memset(s, 0, sizeof(*s));
 }
 
-/* Append (d, l), merged with the last segment when it continues it. */
+/* Append (d, l), merged with the last segment when it continues it.
+ * Here as in all of this file: DPS_OK, or DPS_ERR_UNSUPP (a type or map
+ * this shim does not flatten: MPI_Pack does), DPS_ERR_NOMEM, or
+ * DPS_ERR_INVALID (MPI refused to describe the type). */
 static int push(segs_t *s, int64_t d, uint64_t l)
 {
     if (l == 0) {
-        return 0;
+        return DPS_OK;
     }
     if (s->n > 0 && s->disp[s->n - 1] + (int64_t)s->len[s->n - 1] == d) {
         s->len[s->n - 1] += l;
-        return 0;
+        return DPS_OK;
     }
     if (s->n == SHIM_FLAT_MAX) {
-        return -1;
+        return DPS_ERR_UNSUPP; /* too many pieces to be worth a map */
     }
     if (s->n == s->cap) {
         size_t    cap = s->cap ? 2 * s->cap : 8;
@@ -48,36 +52,36 @@ static int push(segs_t *s, int64_t d, uint64_t l)
         uint64_t *l2;
 
         if (d2 == NULL) {
-            return -1;
+            return DPS_ERR_NOMEM;
         }
         s->disp = d2;
         l2 = realloc(s->len, cap * sizeof(*l2));
         if (l2 == NULL) {
-            return -1;
+            return DPS_ERR_NOMEM;
         }
         s->len = l2;
         s->cap = cap;
     }
     s->disp[s->n] = d;
     s->len[s->n++] = l;
-    return 0;
+    return DPS_OK;
 }
 
 /* Append bl consecutive elements (extent ext) of sub from shift on. */
 static int rep(segs_t *out, const segs_t *sub, MPI_Aint ext, int64_t shift,
                int64_t bl)
 {
+    int rc = DPS_OK;
+
     if (sub->n == 1 && (MPI_Aint)sub->len[0] == ext) {
         return push(out, shift + sub->disp[0], sub->len[0] * (uint64_t)bl);
     }
-    for (int64_t k = 0; k < bl; k++) {
-        for (size_t i = 0; i < sub->n; i++) {
-            if (push(out, shift + k * ext + sub->disp[i], sub->len[i])) {
-                return -1;
-            }
+    for (int64_t k = 0; k < bl && rc == DPS_OK; k++) {
+        for (size_t i = 0; i < sub->n && rc == DPS_OK; i++) {
+            rc = push(out, shift + k * ext + sub->disp[i], sub->len[i]);
         }
     }
-    return 0;
+    return rc;
 }
 
 static int flatten(MPI_Datatype dt, segs_t *out, int depth);
@@ -89,7 +93,7 @@ static int child(MPI_Datatype t, segs_t *sub, MPI_Aint *ext, int depth)
 
     memset(sub, 0, sizeof(*sub));
     if (PMPI_Type_get_extent(t, &lb, ext) != MPI_SUCCESS) {
-        return -1;
+        return DPS_ERR_INVALID;
     }
     return flatten(t, sub, depth + 1);
 }
@@ -103,13 +107,14 @@ static int subarray(const int *ints, const segs_t *sub, MPI_Aint ext,
     const int *starts = ints + 1 + 2 * nd;
     int        fortran = ints[1 + 3 * nd] == MPI_ORDER_FORTRAN;
     int64_t    stride[32];
+    int        rc;
 
     if (nd < 1 || nd > 32) {
-        return -1;
+        return DPS_ERR_UNSUPP;
     }
     for (d = 0; d < nd; d++) {
         if (subs[d] == 0) {
-            return 0;
+            return DPS_OK;
         }
     }
     for (d = 0; d < nd; d++) {
@@ -126,8 +131,9 @@ static int subarray(const int *ints, const segs_t *sub, MPI_Aint ext,
             lin += (int64_t)(starts[d] + idx[d]) * stride[d];
         }
         /* The fastest dimension's run at once. */
-        if (rep(out, sub, ext, lin * ext, subs[f])) {
-            return -1;
+        rc = rep(out, sub, ext, lin * ext, subs[f]);
+        if (rc != DPS_OK) {
+            return rc;
         }
         for (d = 1; d < nd; d++) { /* odometer, skipping the fastest */
             int e = fortran ? d : nd - 1 - d;
@@ -138,7 +144,7 @@ static int subarray(const int *ints, const segs_t *sub, MPI_Aint ext,
             idx[e] = 0;
         }
         if (d == nd) {
-            return 0;
+            return DPS_OK;
         }
     }
 }
@@ -149,19 +155,22 @@ static int by_combiner(int comb, const int *ints, const MPI_Aint *aints,
 {
     segs_t   sub;
     MPI_Aint ext;
-    int      i, n = ints != NULL ? ints[0] : 0, rc = 0;
+    int      i, n = ints != NULL ? ints[0] : 0, rc = DPS_OK;
 
     if (comb == MPI_COMBINER_STRUCT) {
-        for (i = 0; i < n && rc == 0; i++) {
-            rc = child(types[i], &sub, &ext, depth) ||
-                 rep(out, &sub, ext, aints[i], ints[1 + i]);
+        for (i = 0; i < n && rc == DPS_OK; i++) {
+            rc = child(types[i], &sub, &ext, depth);
+            if (rc == DPS_OK) {
+                rc = rep(out, &sub, ext, aints[i], ints[1 + i]);
+            }
             segs_free(&sub);
         }
         return rc;
     }
-    if (child(types[0], &sub, &ext, depth) != 0) {
+    rc = child(types[0], &sub, &ext, depth);
+    if (rc != DPS_OK) {
         segs_free(&sub);
-        return -1;
+        return rc;
     }
     switch (comb) {
     case MPI_COMBINER_DUP:
@@ -169,7 +178,7 @@ static int by_combiner(int comb, const int *ints, const MPI_Aint *aints,
     case MPI_COMBINER_CONTIGUOUS: rc = rep(out, &sub, ext, 0, n); break;
     case MPI_COMBINER_VECTOR:
     case MPI_COMBINER_HVECTOR:
-        for (i = 0; i < n && rc == 0; i++) {
+        for (i = 0; i < n && rc == DPS_OK; i++) {
             int64_t st = comb == MPI_COMBINER_VECTOR ? (int64_t)ints[2] * ext
                                                      : (int64_t)aints[0];
 
@@ -178,7 +187,7 @@ static int by_combiner(int comb, const int *ints, const MPI_Aint *aints,
         break;
     case MPI_COMBINER_INDEXED:
     case MPI_COMBINER_HINDEXED:
-        for (i = 0; i < n && rc == 0; i++) {
+        for (i = 0; i < n && rc == DPS_OK; i++) {
             int64_t at = comb == MPI_COMBINER_INDEXED
                              ? (int64_t)ints[1 + n + i] * ext
                              : aints[i];
@@ -188,7 +197,7 @@ static int by_combiner(int comb, const int *ints, const MPI_Aint *aints,
         break;
     case MPI_COMBINER_INDEXED_BLOCK:
     case MPI_COMBINER_HINDEXED_BLOCK:
-        for (i = 0; i < n && rc == 0; i++) {
+        for (i = 0; i < n && rc == DPS_OK; i++) {
             int64_t at = comb == MPI_COMBINER_INDEXED_BLOCK
                              ? (int64_t)ints[2 + i] * ext
                              : aints[i];
@@ -197,7 +206,9 @@ static int by_combiner(int comb, const int *ints, const MPI_Aint *aints,
         }
         break;
     case MPI_COMBINER_SUBARRAY: rc = subarray(ints, &sub, ext, out); break;
-    default: /* darray, Fortran kinds, MPI-1 forms: MPI_Pack */ rc = -1; break;
+    default: /* darray, Fortran kinds, MPI-1 forms: MPI_Pack */
+        rc = DPS_ERR_UNSUPP;
+        break;
     }
     segs_free(&sub);
     return rc;
@@ -217,8 +228,8 @@ static void free_types(MPI_Datatype *types, int nd)
     }
 }
 
-/* A named type's one segment; -1 for one with holes (MPI_SHORT_INT,
- * ...), which is packed with MPI_Pack. */
+/* A named type's one segment; DPS_ERR_UNSUPP for one with holes
+ * (MPI_SHORT_INT, ...), which is packed with MPI_Pack. */
 static int named_seg(MPI_Datatype dt, int64_t *d, uint64_t *l)
 {
     MPI_Aint tlb, text;
@@ -227,41 +238,48 @@ static int named_seg(MPI_Datatype dt, int64_t *d, uint64_t *l)
     PMPI_Type_size(dt, &size);
     PMPI_Type_get_true_extent(dt, &tlb, &text);
     if ((MPI_Aint)size != text) {
-        return -1;
+        return DPS_ERR_UNSUPP;
     }
     *d = tlb;
     *l = (uint64_t)size;
-    return 0;
+    return DPS_OK;
 }
 
 static int flatten(MPI_Datatype dt, segs_t *out, int depth)
 {
-    int           ni, na, nd, comb, rc = -1;
+    int           ni, na, nd, comb, rc = DPS_ERR_NOMEM;
     MPI_Datatype *types;
     MPI_Aint     *aints;
     int          *ints;
 
-    if (depth > FLAT_DEPTH ||
-        PMPI_Type_get_envelope(dt, &ni, &na, &nd, &comb) != MPI_SUCCESS) {
-        return -1;
+    if (depth > FLAT_DEPTH) {
+        return DPS_ERR_UNSUPP;
+    }
+    if (PMPI_Type_get_envelope(dt, &ni, &na, &nd, &comb) != MPI_SUCCESS) {
+        return DPS_ERR_INVALID;
     }
     if (comb == MPI_COMBINER_NAMED) {
         int64_t  d;
         uint64_t l;
 
-        return named_seg(dt, &d, &l) == 0 ? push(out, d, l) : -1;
+        rc = named_seg(dt, &d, &l);
+        return rc == DPS_OK ? push(out, d, l) : rc;
     }
     ints = malloc(((size_t)ni + 1) * sizeof(*ints));
     aints = malloc(((size_t)na + 1) * sizeof(*aints));
     types = malloc(((size_t)nd + 1) * sizeof(*types));
-    if (ints != NULL && aints != NULL && types != NULL &&
-        PMPI_Type_get_contents(dt, ni, na, nd, ints, aints, types) ==
-            MPI_SUCCESS) {
-        rc = nd > 0 ? by_combiner(comb, ni ? ints : NULL, aints, types, out,
-                                  depth)
-                    : -1;
-        free_types(types, nd);
+    if (ints == NULL || aints == NULL || types == NULL) {
+        goto out;
     }
+    if (PMPI_Type_get_contents(dt, ni, na, nd, ints, aints, types) !=
+        MPI_SUCCESS) {
+        rc = DPS_ERR_INVALID;
+        goto out;
+    }
+    rc = nd > 0 ? by_combiner(comb, ni ? ints : NULL, aints, types, out, depth)
+                : DPS_ERR_UNSUPP;
+    free_types(types, nd);
+out:
     free(ints);
     free(aints);
     free(types);
@@ -306,7 +324,8 @@ static shim_flat_t *flat_make(MPI_Datatype dt)
     uint64_t     sum = 0;
     int          size;
 
-    if (flatten(dt, &s, 0) == 0 && PMPI_Type_size(dt, &size) == MPI_SUCCESS &&
+    if (flatten(dt, &s, 0) == DPS_OK &&
+        PMPI_Type_size(dt, &size) == MPI_SUCCESS &&
         (f = calloc(1, sizeof(*f))) != NULL) {
         for (size_t i = 0; i < s.n; i++) {
             sum += s.len[i];
@@ -381,7 +400,7 @@ static const shim_flat_t *flat_for(MPI_Datatype dt, shim_flat_t *one,
     if (comb != MPI_COMBINER_NAMED) {
         return shim_flat_get(dt);
     }
-    if (named_seg(dt, d, l) != 0) {
+    if (named_seg(dt, d, l) != DPS_OK) {
         return NULL;
     }
     one->n = 1;
@@ -398,22 +417,22 @@ static int seg_push(shim_scatter_t *m, size_t max, uint64_t off, char *addr,
     shim_seg_t *last = m->nseg ? &m->seg[m->nseg - 1] : NULL;
 
     if (len == 0) {
-        return 0;
+        return DPS_OK;
     }
     if (last != NULL && last->addr + last->len == addr &&
         last->off + last->len == off) {
         last->len += len;
-        return 0;
+        return DPS_OK;
     }
     if (m->nseg == max) {
-        return -1;
+        return DPS_ERR_UNSUPP;
     }
     if (m->nseg == m->seg_cap) {
         size_t      nc = m->seg_cap ? 2 * m->seg_cap : 16;
         shim_seg_t *ns = realloc(m->seg, nc * sizeof(*ns));
 
         if (ns == NULL) {
-            return -1;
+            return DPS_ERR_NOMEM;
         }
         m->seg = ns;
         m->seg_cap = nc;
@@ -421,7 +440,7 @@ static int seg_push(shim_scatter_t *m, size_t max, uint64_t off, char *addr,
     m->seg[m->nseg].off = off;
     m->seg[m->nseg].addr = addr;
     m->seg[m->nseg++].len = len;
-    return 0;
+    return DPS_OK;
 }
 
 int shim_scatter_add(shim_scatter_t *m, size_t max, const void *addr,
@@ -431,33 +450,36 @@ int shim_scatter_add(shim_scatter_t *m, size_t max, const void *addr,
     int64_t            d;
     uint64_t           l;
     const shim_flat_t *f = flat_for(dt, &one, &d, &l);
+    int                rc;
 
     if (f == NULL) {
-        return -1;
+        return DPS_ERR_UNSUPP;
     }
     if (f->n == 1 && (MPI_Aint)f->len[0] == f->extent) {
         /* Back to back: one segment for all (contiguous in place). */
         uint64_t n = f->len[0] * (uint64_t)count;
 
-        if (seg_push(m, max, *off, (char *)addr + f->disp[0], n)) {
-            return -1;
+        rc = seg_push(m, max, *off, (char *)addr + f->disp[0], n);
+        if (rc != DPS_OK) {
+            return rc;
         }
         *off += n;
         m->len = *off;
-        return 0;
+        return DPS_OK;
     }
     for (int64_t j = 0; j < count; j++) {
         char *el = (char *)addr + j * f->extent;
 
         for (size_t i = 0; i < f->n; i++) {
-            if (seg_push(m, max, *off, el + f->disp[i], f->len[i])) {
-                return -1;
+            rc = seg_push(m, max, *off, el + f->disp[i], f->len[i]);
+            if (rc != DPS_OK) {
+                return rc;
             }
             *off += f->len[i];
         }
     }
     m->len = *off;
-    return 0;
+    return DPS_OK;
 }
 
 size_t shim_scatter_find(const shim_scatter_t *m, uint64_t off)

@@ -35,8 +35,8 @@ const shim_flat_t *shim_flat_get(MPI_Datatype dt);
 #define SHIM_FLAT_MAX (1u << 22)
 
 /* Append to m the segments of count elements of dt at addr, packed from
- * offset *off on (advanced). 0, or -1 when dt is not flattened or m would
- * exceed max segments. */
+ * offset *off on (advanced). DPS_OK; DPS_ERR_UNSUPP when dt is not
+ * flattened or m would exceed max segments; DPS_ERR_NOMEM. */
 int shim_scatter_add(shim_scatter_t *m, size_t max, const void *addr,
                      int count, MPI_Datatype dt, uint64_t *off);
 
