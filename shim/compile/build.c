@@ -2,15 +2,19 @@
 /* The dispatch: a collective's arguments to the builders of its family. */
 #include "shim/compile/build.h"
 #include "common/dps_proto.h"
+#include "common/dps_status.h"
 
 int bld_build(const bld_args_t *a, bld_t *b)
 {
     bld_topo_t t;
     int        rc;
 
-    if (a->size == 0 || a->rank >= a->size || a->root >= a->size ||
-        bld_topo_init(&t, a->size, a->agent) != 0) {
-        return -1;
+    if (a->size == 0 || a->rank >= a->size || a->root >= a->size) {
+        return DPS_ERR_INVALID;
+    }
+    rc = bld_topo_init(&t, a->size, a->agent);
+    if (rc != DPS_OK) {
+        return rc;
     }
     switch (dps_coll_family(a->coll)) {
     case DPS_FAM_REDUCE: rc = bld_reduction(a, &t, b); break;
@@ -19,5 +23,5 @@ int bld_build(const bld_args_t *a, bld_t *b)
     default: rc = bld_move(a, &t, b); break;
     }
     bld_topo_fini(&t);
-    return (rc != 0 || b->oom) ? -1 : 0;
+    return rc == DPS_OK && b->oom ? DPS_ERR_NOMEM : rc;
 }

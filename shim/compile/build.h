@@ -76,8 +76,9 @@ typedef struct bld_args {
 
 /*
  * Build the schedule of args->rank into b (zeroed by the caller; free
- * b->steps after). Returns 0, or -1 when out of memory or the arguments
- * are outside what the builders take (a bug in the caller).
+ * b->steps after). Returns DPS_OK; DPS_ERR_NOMEM; or DPS_ERR_INVALID
+ * when the arguments are outside what the builders take (a bug in the
+ * caller).
  */
 int bld_build(const bld_args_t *args, bld_t *b);
 

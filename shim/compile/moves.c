@@ -334,18 +334,18 @@ static void alltoall(const bld_args_t *a, bld_t *b)
 int bld_move(const bld_args_t *a, const bld_topo_t *t, bld_t *b)
 {
     switch (a->coll) {
-    case DPS_COLL_BARRIER: barrier(a, t, b); return 0;
-    case DPS_COLL_BCAST: bcast(a, t, b); return 0;
+    case DPS_COLL_BARRIER: barrier(a, t, b); return DPS_OK;
+    case DPS_COLL_BCAST: bcast(a, t, b); return DPS_OK;
     case DPS_COLL_GATHER:
-    case DPS_COLL_GATHERV: gather(a, b); return 0;
+    case DPS_COLL_GATHERV: gather(a, b); return DPS_OK;
     case DPS_COLL_SCATTER:
-    case DPS_COLL_SCATTERV: scatter(a, b); return 0;
+    case DPS_COLL_SCATTERV: scatter(a, b); return DPS_OK;
     case DPS_COLL_ALLGATHER:
-    case DPS_COLL_ALLGATHERV: allgather(a, t, b); return 0;
+    case DPS_COLL_ALLGATHERV: allgather(a, t, b); return DPS_OK;
     case DPS_COLL_ALLTOALL:
     case DPS_COLL_ALLTOALLV:
-    case DPS_COLL_ALLTOALLW: alltoall(a, b); return 0;
-    default: return -1;
+    case DPS_COLL_ALLTOALLW: alltoall(a, b); return DPS_OK;
+    default: return DPS_ERR_INVALID;
     }
 }
 
@@ -360,13 +360,13 @@ int bld_pairs(const bld_args_t *a, bld_t *b)
     uint32_t        i, j = 0;
 
     if (a->pairs == NULL && a->nsend + a->nrecv > 0) {
-        return -1;
+        return DPS_ERR_INVALID;
     }
     for (i = 0; i < a->nsend; i++) {
         const uint64_t *s = snd + 3 * (size_t)i;
 
         if (s[0] >= a->size) {
-            return -1;
+            return DPS_ERR_INVALID;
         }
         if (s[0] != a->rank) {
             bld_send(b, 0, (uint32_t)s[0], DPS_BUF_SEND, s[1], s[2]);
@@ -376,7 +376,7 @@ int bld_pairs(const bld_args_t *a, bld_t *b)
             j++;
         }
         if (j == a->nrecv || rcv[3 * (size_t)j + 2] != s[2]) {
-            return -1; /* unpaired: the caller checks this */
+            return DPS_ERR_INVALID; /* unpaired: the caller checks this */
         }
         bld_copy(b, 0, DPS_BUF_SEND, s[1], DPS_BUF_RECV,
                  rcv[3 * (size_t)j + 1], s[2]);
@@ -386,11 +386,11 @@ int bld_pairs(const bld_args_t *a, bld_t *b)
         const uint64_t *r = rcv + 3 * (size_t)i;
 
         if (r[0] >= a->size) {
-            return -1;
+            return DPS_ERR_INVALID;
         }
         if (r[0] != a->rank) {
             bld_recv(b, 0, (uint32_t)r[0], DPS_BUF_RECV, r[1], r[2]);
         }
     }
-    return 0;
+    return DPS_OK;
 }

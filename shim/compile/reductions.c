@@ -426,14 +426,14 @@ int bld_reduction(const bld_args_t *a, const bld_topo_t *t, bld_t *b)
     }
     if (x.es == 0 || !dps_op_valid(a->op, a->dtype) || x.n % x.es != 0 ||
         (a->coll == DPS_COLL_REDUCE_SCATTER && a->rcount == NULL)) {
-        return -1;
+        return DPS_ERR_INVALID;
     }
     if (a->coll == DPS_COLL_SCAN || a->coll == DPS_COLL_EXSCAN) {
         return in_runs(t) ? scan_nodes(&x) : scan(&x);
     }
     x.reps = malloc(sizeof(uint32_t) * t->ngroups);
     if (x.reps == NULL) {
-        return -1;
+        return DPS_ERR_NOMEM;
     }
     rc = tree_reduce(&x);
     free(x.reps);

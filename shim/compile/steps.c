@@ -28,7 +28,7 @@ int bld_topo_init(bld_topo_t *t, uint32_t size, const uint32_t *agent)
     if (t->gstart == NULL || t->members == NULL || t->group == NULL ||
         t->pos == NULL) {
         bld_topo_fini(t);
-        return -1;
+        return DPS_ERR_NOMEM;
     }
     /* A group per agent, numbered by its lowest rank (the lookup is
      * linear in the number of groups). */
@@ -55,7 +55,7 @@ int bld_topo_init(bld_topo_t *t, uint32_t size, const uint32_t *agent)
 
         if (fill == NULL) {
             bld_topo_fini(t);
-            return -1;
+            return DPS_ERR_NOMEM;
         }
         for (r = 0; r < size; r++) {
             g = t->group[r];
@@ -65,7 +65,7 @@ int bld_topo_init(bld_topo_t *t, uint32_t size, const uint32_t *agent)
         }
         free(fill);
     }
-    return 0;
+    return DPS_OK;
 }
 
 void bld_topo_fini(bld_topo_t *t)

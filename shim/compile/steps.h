@@ -9,6 +9,7 @@
 #define BLD_STEPS_H
 
 #include "common/dps_sched.h"
+#include "common/dps_status.h"
 
 #include <stdint.h>
 
@@ -31,7 +32,7 @@ typedef struct bld_topo {
 } bld_topo_t;
 
 /* The topology of a communicator of size ranks whose rank r is served by
- * agent[r]: 0, or -1 when out of memory. Free it with bld_topo_fini. */
+ * agent[r]: DPS_OK, or DPS_ERR_NOMEM. Free it with bld_topo_fini. */
 int  bld_topo_init(bld_topo_t *t, uint32_t size, const uint32_t *agent);
 void bld_topo_fini(bld_topo_t *t);
 

@@ -218,7 +218,7 @@ static int do_register(const void *addr, size_t len, shim_reg_t *r)
     if (st != UCS_OK) {
         dps_error("cannot register %zu bytes at %p: %s", len, addr,
                   ucs_status_string(st));
-        return -1;
+        return DPS_ERR_UCX;
     }
     st = ucp_rkey_pack(shim.chan.ucx.context, r->memh, &r->rkey, &r->rkey_len);
     if (st != UCS_OK || r->rkey_len > DPS_MAX_RKEY) {
@@ -228,9 +228,9 @@ static int do_register(const void *addr, size_t len, shim_reg_t *r)
             ucp_rkey_buffer_release(r->rkey);
         }
         ucp_mem_unmap(shim.chan.ucx.context, r->memh);
-        return -1;
+        return DPS_ERR_UCX;
     }
-    return 0;
+    return DPS_OK;
 }
 
 /* Above the cap: drop idle entries, least recently used first. */
@@ -254,6 +254,7 @@ int shim_reg_get(const void *addr, size_t len, shim_reg_t **out)
 {
     uint64_t    a = (uint64_t)(uintptr_t)addr;
     shim_reg_t *r = NULL, key;
+    int         err;
 
     drain_events();
     memset(&key, 0, sizeof(key));
@@ -274,13 +275,14 @@ int shim_reg_get(const void *addr, size_t len, shim_reg_t **out)
         lru_push_front(r);
         r->refs++;
         *out = r;
-        return 0;
+        return DPS_OK;
     }
     rc.stats[SHIM_REG_MISSES]++;
     r = calloc(1, sizeof(*r));
-    if (r == NULL || do_register(addr, len, r) != 0) {
+    err = r == NULL ? DPS_ERR_NOMEM : do_register(addr, len, r);
+    if (err != DPS_OK) {
         free(r);
-        return -1;
+        return err;
     }
     r->key = key.key;
     r->id = ++rc.next_id;
@@ -294,7 +296,7 @@ int shim_reg_get(const void *addr, size_t len, shim_reg_t **out)
         update_bounds();
     }
     *out = r;
-    return 0;
+    return DPS_OK;
 }
 
 void shim_reg_put(shim_reg_t *r)

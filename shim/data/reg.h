@@ -54,7 +54,8 @@ void shim_reg_fini(void);
 
 /*
  * A registration covering [addr, addr + len), with one more reference.
- * Counts a hit or a miss. Returns 0, or -1 if registration failed.
+ * Counts a hit or a miss. Returns DPS_OK; DPS_ERR_UCX if UCX could not
+ * register it (logged); DPS_ERR_NOMEM.
  */
 int shim_reg_get(const void *addr, size_t len, shim_reg_t **out);
 

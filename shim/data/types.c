@@ -11,6 +11,7 @@
 #include "shim/data/flat.h"
 #include "common/dps_log.h"
 #include "common/dps_proto.h"
+#include "common/dps_status.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -64,7 +65,7 @@ static void block(const shim_blocks_t *b, int i, const char **addr, int *count,
  * Lay the blocks out as byte regions: contiguous blocks stay where they
  * are (one region from the lowest to the highest byte), else every block
  * is staged back to back. Fills cnt[i], off[i], *base, *len; *staged says
- * which. Returns MPI_SUCCESS, or DPS-style -1 for a block MPI must judge
+ * which. Returns DPS_OK, or DPS_ERR_ARG for a block MPI must judge
  * (negative count, null type).
  */
 static int regions(const shim_blocks_t *b, uint64_t *cnt, uint64_t *off,
@@ -82,7 +83,7 @@ static int regions(const shim_blocks_t *b, uint64_t *cnt, uint64_t *off,
 
         block(b, i, &addr, &count, &t);
         if (!shim_layout(t, count, &l)) {
-            return -1;
+            return DPS_ERR_ARG;
         }
         cnt[i] = l.bytes;
         off[i] = total;
@@ -105,12 +106,12 @@ static int regions(const shim_blocks_t *b, uint64_t *cnt, uint64_t *off,
     if (*staged) {
         *base = NULL;
         *len = total;
-        return MPI_SUCCESS;
+        return DPS_OK;
     }
     if (lo == UINTPTR_MAX) { /* nothing at all */
         *base = NULL;
         *len = 0;
-        return MPI_SUCCESS;
+        return DPS_OK;
     }
     for (i = 0; i < b->n; i++) {
         shim_layout_t l;
@@ -124,7 +125,7 @@ static int regions(const shim_blocks_t *b, uint64_t *cnt, uint64_t *off,
     }
     *base = (char *)lo;
     *len = hi - lo;
-    return MPI_SUCCESS;
+    return DPS_OK;
 }
 
 /*
@@ -174,7 +175,7 @@ int shim_place_send(shim_call_t *k, const shim_blocks_t *b, uint64_t *cnt,
     uint64_t len;
     int      staged, i;
 
-    if (regions(b, cnt, off, &base, &len, &staged) != MPI_SUCCESS) {
+    if (regions(b, cnt, off, &base, &len, &staged) != DPS_OK) {
         return MPI_ERR_TYPE;
     }
     for (i = 0; i < b->n; i++) {
@@ -379,7 +380,7 @@ int shim_place_recv(shim_call_t *k, const shim_blocks_t *b, uint64_t *cnt,
     uint64_t       len;
     int            staged, rc;
 
-    if (regions(b, cnt, off, &base, &len, &staged) != MPI_SUCCESS) {
+    if (regions(b, cnt, off, &base, &len, &staged) != DPS_OK) {
         return MPI_ERR_TYPE;
     }
     if (!staged) {

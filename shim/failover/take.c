@@ -49,20 +49,20 @@ int fo_stock_comm(shim_comm_t *c, uint32_t seq, int coll, MPI_Comm *use,
 }
 
 /* Send data left unpacked for the engines: stock MPI's redo sends from
- * a packed copy. 0, or -1 when out of memory (logged). */
+ * a packed copy. DPS_OK, or DPS_ERR_NOMEM (logged). */
 static int pack_gathered(shim_call_t *k)
 {
     char *out = malloc(k->len[0] + 1);
 
     if (out == NULL) {
         dps_error("out of memory packing send data for stock MPI");
-        return -1;
+        return DPS_ERR_NOMEM;
     }
     k->gather->base = out;
     shim_scatter_copy(k->gather, 0, k->len[0], 0);
     k->owned = out;
     k->buf[0] = out;
-    return 0;
+    return DPS_OK;
 }
 
 /* The tag of a redo on the twin: distinct for the instances that can be
@@ -101,7 +101,7 @@ static int take_one(shim_op_t *op)
         shim.stat.coll[coll][SHIM_STAT_FAILED]++;
         return MPI_ERR_OTHER;
     }
-    if (op->call.gather != NULL && pack_gathered(&op->call) != 0) {
+    if (op->call.gather != NULL && pack_gathered(&op->call) != DPS_OK) {
         shim.stat.coll[coll][SHIM_STAT_FAILED]++;
         return MPI_ERR_NO_MEM;
     }

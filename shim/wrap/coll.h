@@ -210,8 +210,8 @@ int shim_place_failed(shim_comm_t *c, shim_call_t *k, int rc, MPI_Comm comm,
 /*
  * The neighbours of a communicator with a topology, in MPI's order
  * (wrap/neigh.c): *indeg sources and *outdeg destinations, arrays the
- * caller frees; *cart set for a Cartesian one. 0, or -1 (no topology, or
- * out of memory).
+ * caller frees; *cart set for a Cartesian one. DPS_OK; DPS_ERR_INVALID
+ * (no topology, or MPI refused); DPS_ERR_NOMEM.
  */
 int shim_neighbors(MPI_Comm comm, int *indeg, int **srcs, int *outdeg,
                    int **dsts, int *cart);

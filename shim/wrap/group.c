@@ -197,7 +197,7 @@ static int blocks(const gside_t *sd, shim_blocks_t *b, int **peer)
         free(disp);
         free(t);
         free(p);
-        return -1;
+        return DPS_ERR_NOMEM;
     }
     for (int i = 0; i < sd->n; i++) {
         cnt[i] = sd->op[i].count;
@@ -212,7 +212,7 @@ static int blocks(const gside_t *sd, shim_blocks_t *b, int **peer)
     b->types = t;
     b->spread = 1;
     *peer = p;
-    return 0;
+    return DPS_OK;
 }
 
 static void blocks_free(shim_blocks_t *b, int *peer)
@@ -300,7 +300,7 @@ static int keep_types(struct dpushim_group *g)
 
     g->dups = malloc(sizeof(MPI_Datatype) * (size_t)(n + 1));
     if (g->dups == NULL) {
-        return -1;
+        return DPS_ERR_NOMEM;
     }
     for (int s = 0; s < 2; s++) {
         for (int i = 0; i < g->side[s].n; i++) {
@@ -315,7 +315,7 @@ static int keep_types(struct dpushim_group *g)
             }
         }
     }
-    return 0;
+    return DPS_OK;
 }
 
 static int end_persistent(dpushim_group_t *group, MPI_Request *request)

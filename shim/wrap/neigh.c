@@ -33,7 +33,7 @@ int shim_neighbors(MPI_Comm comm, int *indeg, int **srcs, int *outdeg,
 
     *cart = 0;
     if (PMPI_Topo_test(comm, &topo) != MPI_SUCCESS) {
-        return -1;
+        return DPS_ERR_INVALID;
     }
     switch (topo) {
     case MPI_CART:
@@ -76,18 +76,22 @@ int shim_neighbors(MPI_Comm comm, int *indeg, int **srcs, int *outdeg,
             rc = MPI_ERR_NO_MEM;
         }
         break;
-    default: return -1; /* no topology: MPI raises the error */
+    default: return DPS_ERR_INVALID; /* no topology: MPI raises the error */
     }
     if (s == NULL || t == NULL || rc != MPI_SUCCESS) {
+        int err = s == NULL || t == NULL || rc == MPI_ERR_NO_MEM
+                      ? DPS_ERR_NOMEM
+                      : DPS_ERR_INVALID;
+
         free(s);
         free(t);
-        return -1;
+        return err;
     }
     *indeg = in;
     *outdeg = out;
     *srcs = s;
     *dsts = t;
-    return 0;
+    return DPS_OK;
 }
 
 int shim_pairs_post(shim_comm_t *c, shim_call_t *k, const shim_blocks_t *sb,
