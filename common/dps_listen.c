@@ -17,7 +17,6 @@
 #include <limits.h>
 #include <netdb.h>
 #include <poll.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,18 +28,6 @@
 
 /* "ok " pid ' ' host ' ' hex ' ' grant '\n', with room to spare. */
 #define REPLY_MAX (64 + 256 + DPS_GRANT_PATH_MAX + 2 * DPS_MAX_ADDR)
-
-void dps_seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (err == NULL || errlen == 0) {
-        return;
-    }
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 /* Little-endian fields, whatever the host's byte order. */
 static void put_le16(uint8_t *p, uint16_t v)
@@ -163,6 +150,41 @@ int dps_listen_split_hostport(const char *s, int allow_zero, char *host,
 /* Hello                                                              */
 /* ------------------------------------------------------------------ */
 
+#define BAD_MAGIC "malformed hello: bad magic (not a dpushim client)"
+
+/*
+ * The 8 bytes both hellos begin with, as far as they have come: magic
+ * (bad_magic: what to say when it is not this one), protocol version,
+ * reserved 0. Every byte is judged as it arrives, so that garbage is
+ * refused at once instead of when the hello deadline passes. DPS_OK, or
+ * DPS_ERR_PROTO with the reason in err.
+ */
+static int hello_head(const uint8_t *p, size_t len, uint32_t magic,
+                      const char *bad_magic, char *err, size_t errlen)
+{
+    uint8_t m[4];
+    size_t  i;
+
+    put_le32(m, magic);
+    for (i = 0; i < len && i < 4; i++) {
+        if (p[i] != m[i]) {
+            dps_seterr(err, errlen, "%s", bad_magic);
+            return DPS_ERR_PROTO;
+        }
+    }
+    if (len >= 6 && get_le16(p + 4) != DPS_PROTO_VERSION) {
+        dps_seterr(err, errlen, "protocol version %u, this agent speaks %u",
+                   get_le16(p + 4), DPS_PROTO_VERSION);
+        return DPS_ERR_PROTO;
+    }
+    if (len >= 8 && get_le16(p + 6) != 0) {
+        dps_seterr(err, errlen, "malformed hello: reserved field is %u, not 0",
+                   get_le16(p + 6));
+        return DPS_ERR_PROTO;
+    }
+    return DPS_OK;
+}
+
 void *dps_listen_encode_hello(const char   *job,
                               const uint8_t secret[DPS_SECRET_LEN],
                               size_t       *len)
@@ -193,7 +215,6 @@ int dps_listen_decode_hello(const void *buf, size_t len, char *job,
                             char *err, size_t errlen)
 {
     const uint8_t *p = buf;
-    uint8_t        magic[4];
     uint32_t       name_len;
     size_t         i, have;
     char           c[16];
@@ -202,25 +223,8 @@ int dps_listen_decode_hello(const void *buf, size_t len, char *job,
         dps_seterr(err, errlen, "job name buffer too small");
         return DPS_ERR_INVALID;
     }
-    /* Judge every byte as it arrives, so that garbage is refused at
-     * once instead of when the hello deadline passes. */
-    put_le32(magic, DPS_LISTEN_MAGIC);
-    for (i = 0; i < len && i < 4; i++) {
-        if (p[i] != magic[i]) {
-            dps_seterr(err, errlen,
-                       "malformed hello: bad magic (not a "
-                       "dpushim client)");
-            return DPS_ERR_PROTO;
-        }
-    }
-    if (len >= 6 && get_le16(p + 4) != DPS_PROTO_VERSION) {
-        dps_seterr(err, errlen, "protocol version %u, this agent speaks %u",
-                   get_le16(p + 4), DPS_PROTO_VERSION);
-        return DPS_ERR_PROTO;
-    }
-    if (len >= 8 && get_le16(p + 6) != 0) {
-        dps_seterr(err, errlen, "malformed hello: reserved field is %u, not 0",
-                   get_le16(p + 6));
+    if (hello_head(p, len, DPS_LISTEN_MAGIC, BAD_MAGIC, err, errlen) !=
+        DPS_OK) {
         return DPS_ERR_PROTO;
     }
     if (len < 12) {
@@ -289,7 +293,7 @@ int dps_service_decode_hello(const void *buf, size_t len, char *job,
                              char *err, size_t errlen)
 {
     const uint8_t *p = buf;
-    uint8_t        magic[4];
+    uint8_t        listen_magic[4];
     uint32_t       name_len, cred_len;
     size_t         i, have;
     char           c[16];
@@ -298,28 +302,15 @@ int dps_service_decode_hello(const void *buf, size_t len, char *job,
         dps_seterr(err, errlen, "job name or credential buffer too small");
         return DPS_ERR_INVALID;
     }
-    put_le32(magic, DPS_SERVICE_MAGIC);
-    for (i = 0; i < len && i < 4; i++) {
-        if (p[i] != magic[i]) {
-            put_le32(magic, DPS_LISTEN_MAGIC);
-            dps_seterr(err, errlen, "%s",
-                       len >= 4 && memcmp(p, magic, 4) == 0
-                           ? "a job with a secret file, but this agent is a "
-                             "service: it authenticates jobs by MUNGE "
-                             "(DPUSHIM_AUTH=munge)"
-                           : "malformed hello: bad magic (not a dpushim "
-                             "client)");
-            return DPS_ERR_PROTO;
-        }
-    }
-    if (len >= 6 && get_le16(p + 4) != DPS_PROTO_VERSION) {
-        dps_seterr(err, errlen, "protocol version %u, this agent speaks %u",
-                   get_le16(p + 4), DPS_PROTO_VERSION);
-        return DPS_ERR_PROTO;
-    }
-    if (len >= 8 && get_le16(p + 6) != 0) {
-        dps_seterr(err, errlen, "malformed hello: reserved field is %u, not 0",
-                   get_le16(p + 6));
+    /* A user's listener's client, at a service: told what to set. */
+    put_le32(listen_magic, DPS_LISTEN_MAGIC);
+    if (hello_head(p, len, DPS_SERVICE_MAGIC,
+                   len >= 4 && memcmp(p, listen_magic, 4) == 0
+                       ? "a job with a secret file, but this agent is a "
+                         "service: it authenticates jobs by MUNGE "
+                         "(DPUSHIM_AUTH=munge)"
+                       : BAD_MAGIC,
+                   err, errlen) != DPS_OK) {
         return DPS_ERR_PROTO;
     }
     if (len < DPS_SERVICE_HDR_LEN) {

@@ -65,6 +65,7 @@
 #ifndef DPS_LISTEN_H
 #define DPS_LISTEN_H
 
+#include "common/dps_log.h" /* dps_seterr */
 #include "common/dps_status.h"
 
 #include <stddef.h>
@@ -205,10 +206,5 @@ int dps_listen_connect(const char *hostport, const char *job,
 int dps_agent_map_lookup(const char *path, const char *hostname,
                          unsigned vnode_idx, char *hostport, size_t len,
                          char *err, size_t errlen);
-
-/* Writes a message to err (errlen bytes, may be NULL/0): the listen and
- * secret functions' way of saying why they failed. */
-void dps_seterr(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
 
 #endif

@@ -57,3 +57,15 @@ const char *dps_status_str(int status)
     default: return "unknown error";
     }
 }
+
+void dps_seterr(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (err == NULL || errlen == 0) {
+        return;
+    }
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}

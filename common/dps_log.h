@@ -3,6 +3,7 @@
 #ifndef DPS_LOG_H
 #define DPS_LOG_H
 
+#include <stddef.h>
 #include <stdio.h>
 
 typedef enum {
@@ -16,6 +17,12 @@ extern int dps_log_level;
 
 /* Set the identity printed in brackets ("3" for rank 3, "agent 0"). */
 void dps_log_set_who(const char *who);
+
+/* Write a message to err (errlen bytes; err may be NULL, errlen 0): how
+ * the functions that say why they failed into a caller's buffer write it
+ * (the listen, secret, map and MUNGE functions). */
+void dps_seterr(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* Print one line at the given level; use the macros below instead. */
 void dps_log_print(int level, const char *fmt, ...)

@@ -3,11 +3,11 @@
  * (dps_munge.h says why). */
 #define _GNU_SOURCE
 #include "common/dps_munge.h"
+#include "common/dps_log.h"
 #include "common/dps_status.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,22 +38,6 @@ static struct {
     int  ok;
 } mg;
 static pthread_once_t mg_once = PTHREAD_ONCE_INIT;
-
-/* Why, into err (errlen bytes; may be NULL). Its own, not dps_seterr:
- * dps_listen.c calls in here, and nothing here may call back up. */
-static void mg_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void mg_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (err == NULL || errlen == 0) {
-        return;
-    }
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 static void mg_load(void)
 {
@@ -88,18 +72,18 @@ static int ctx_open(const char *socket, munge_ctx_t *ctx, char *err,
 {
     pthread_once(&mg_once, mg_load);
     if (!mg.ok) {
-        mg_err(err, errlen, "%s", mg.why);
+        dps_seterr(err, errlen, "%s", mg.why);
         return DPS_ERR_UNSUPP;
     }
     *ctx = mg.ctx_create();
     if (*ctx == NULL) {
-        mg_err(err, errlen, "munge_ctx_create: out of memory");
+        dps_seterr(err, errlen, "munge_ctx_create: out of memory");
         return DPS_ERR_NOMEM;
     }
     if (socket != NULL && socket[0] != '\0' &&
         mg.ctx_set(*ctx, MUNGE_OPT_SOCKET, socket) != EMUNGE_SUCCESS) {
-        mg_err(err, errlen, "MUNGE socket %s: %s", socket,
-               mg.ctx_strerror(*ctx));
+        dps_seterr(err, errlen, "MUNGE socket %s: %s", socket,
+                   mg.ctx_strerror(*ctx));
         mg.ctx_destroy(*ctx);
         return DPS_ERR_INVALID;
     }
@@ -136,8 +120,8 @@ int dps_munge_encode(const char *socket, const void *payload, size_t len,
         e = mg.encode(cred, ctx, payload, (int)len);
     }
     if (e != EMUNGE_SUCCESS) {
-        mg_err(err, errlen, "cannot get a MUNGE credential (%s): %s",
-               where(socket), mg_msg(ctx, e));
+        dps_seterr(err, errlen, "cannot get a MUNGE credential (%s): %s",
+                   where(socket), mg_msg(ctx, e));
         free(*cred);
         *cred = NULL;
         rc = DPS_ERR_IO;
@@ -161,8 +145,9 @@ int dps_munge_decode(const char *socket, const char *cred, void **payload,
     }
     e = mg.decode(cred, ctx, &buf, &n, uid, gid);
     if (e != EMUNGE_SUCCESS) {
-        mg_err(err, errlen, "%scredential refused by MUNGE: %s",
-               e == EMUNGE_CRED_REPLAYED ? "replayed " : "", mg_msg(ctx, e));
+        dps_seterr(err, errlen, "%scredential refused by MUNGE: %s",
+                   e == EMUNGE_CRED_REPLAYED ? "replayed " : "",
+                   mg_msg(ctx, e));
         rc = e == EMUNGE_SOCKET ? DPS_ERR_IO : DPS_ERR_INVALID;
         free(buf);
         goto out;
@@ -170,7 +155,7 @@ int dps_munge_decode(const char *socket, const char *cred, void **payload,
     /* NUL-terminated for the caller's comparisons. */
     *payload = malloc((size_t)n + 1);
     if (*payload == NULL) {
-        mg_err(err, errlen, "out of memory");
+        dps_seterr(err, errlen, "out of memory");
         rc = DPS_ERR_NOMEM;
         free(buf);
         goto out;

@@ -184,7 +184,8 @@ sv_up() {
                    "$d/build/$m/"
                 cp "$root/build/$m/tests/t_colls" \
                    "$root/build/$m/tests/failover_target" "$d/build/$m/tests/"
-                cp "$root/build/$m/examples/halo3d" "$d/build/$m/examples/"
+                cp "$root/build/$m/examples/halo3d" \
+                   "$root/build/$m/examples/fft3d" "$d/build/$m/examples/"
             done
             chmod -R a+rX "$d"' sh "$SV_PUB" "$CL_ROOT" "$SV_MPI" "$@" \
             >>"$log" 2>&1 || return 1
@@ -214,11 +215,12 @@ sv_job() {
         "$SV_PUB/scripts/dpushim" "$@"
 }
 
-# sv_offloaded LOG NP: with DPUSHIM_STATS=2, every host of the job had its
-# DPU's agent offload (the shim names the agent's host).
+# sv_offloaded LOG NHOSTS: with DPUSHIM_STATS=2, each of the job's hosts
+# host1..hostNHOSTS had its DPU's agent offload (the shim names the
+# agent's host).
 sv_offloaded() {
     local h ok=0
-    for ((h = 1; h <= $(cl_nhosts "$(cl_layout "$2")"); h++)); do
+    for ((h = 1; h <= $2; h++)); do
         grep -Eq "^dpushim: agent [0-9]+ of host$h \(.* on host$h-dpu\)\): ranks=[0-9,-]+ offloaded=[1-9]" "$1" || {
             echo "host$h: no line of its DPU's agent offloading" >>"$1"
             ok=1
@@ -281,17 +283,21 @@ sv_two_users() {
         "$ok" "$log"
 }
 
-# (2) No DPUSHIM_* variable: the cluster's map, MUNGE, the runner; srun
-# across hosts and mpirun (mpiexec) on one host.
+# (2) No DPUSHIM_* variable: the cluster's map, MUNGE, the runner (its
+# --stats=2 only, to see the offload); srun across hosts and mpirun
+# (mpiexec) on one host. fft3d -n 64 on 2 ranks: 1 MiB blocks, offloaded
+# at DPUSHIM_MIN_BYTES=auto's 256 KiB; its transform checked against the
+# serial one.
 sv_no_variables() {
     local m=$1 log=$LOGS/service-novars-$1.log ok=1 run h
+    local app=("$SV_PUB/build/$m/examples/fft3d" -n 64 -s 2)
     : >"$log"
+    : >"$log.run"
     sv_mark 1
     sv_mark 2
-    sv_job "$log.srun" 2 "$m" dpsbob "" "$SV_PUB/build/$m/examples/halo3d" ||
-        ok=0
+    sv_job "$log.srun" 2 "$m" dpsbob "" --stats=2 "${app[@]}" || ok=0
     cat "$log.srun" >>"$log"
-    grep -q '^check: ok' "$log.srun" || ok=0
+    grep -q '^fft3d: ok' "$log.srun" && sv_offloaded "$log.srun" 2 || ok=0
     for h in 1 2; do
         sv_since "$h" | grep -q "of dpsbob (uid 4202)" ||
             { echo "host$h-dpu served no job of dpsbob" >>"$log"; ok=0; }
@@ -301,14 +307,15 @@ sv_no_variables() {
     openmpi) run=(mpirun.openmpi -np 2) ;;
     *) run=(mpiexec.mpich -n 2) ;;
     esac
-    echo "+ host1 as dpsalice: ${run[*]} dpushim halo3d" >>"$log"
+    echo "+ host1 as dpsalice: ${run[*]} dpushim --stats=2 fft3d" >>"$log.run"
     sv_timed sv_as host1 dpsalice "${run[@]}" \
-        "$SV_PUB/scripts/dpushim" "$SV_PUB/build/$m/examples/halo3d" \
-        >>"$log" 2>&1 || ok=0
-    [ "$(grep -c '^check: ok' "$log")" = 2 ] || ok=0
+        "$SV_PUB/scripts/dpushim" --stats=2 "${app[@]}" >>"$log.run" 2>&1 ||
+        ok=0
+    cat "$log.run" >>"$log"
+    grep -q '^fft3d: ok' "$log.run" && sv_offloaded "$log.run" 1 || ok=0
     sv_since 1 | grep -q "of dpsalice (uid 4201)" ||
         { echo "host1-dpu served no job of dpsalice" >>"$log"; ok=0; }
-    report "$m: no DPUSHIM_* variable: srun dpushim ./app (2 hosts) and ${run[0]} dpushim ./app use the DPUs' services (/etc/dpushim/agents.map, MUNGE)" \
+    report "$m: no DPUSHIM_* variable: srun dpushim ./app (2 hosts) and ${run[0]} dpushim ./app offload to the DPUs' services (/etc/dpushim/agents.map, MUNGE), exact" \
         "$ok" "$log"
 }
 
@@ -480,50 +487,65 @@ sv_restart() {
         "$ok" "$log"
 }
 
-# sv_pending_job LOG MPI USER NAME: USER's failover_target on 2 hosts
-# whose rank on host2 waits for /tmp/dps-pub/go-NAME on host2 with its
-# collectives pending (cluster_check.sh's fault cases), in the
-# background (SV_PID); 0 once it waits.
-sv_pending_job() {
-    local log=$1 m=$2 user=$3 name=$4
+# sv_fault_job LOG MPI USER NAME INJECT CASELOG: USER's failover_target
+# on 2 hosts whose rank on host2 waits, its collectives pending, for
+# /tmp/dps-pub/go-NAME on host2 (cluster_check.sh's fault cases); once it
+# waits, INJECT CASELOG makes the fault; then the rank goes on, and the
+# job must take over on stock MPI, exact. 0 if so; else says why in
+# CASELOG.
+sv_fault_job() {
+    local log=$1 m=$2 user=$3 name=$4 inject=$5 caselog=$6 pid ok=0
     sv_node host2 rm -f "$SV_PUB/go-$name"
     sv_job "$log" 2 "$m" "$user" \
         "DPUSHIM_STATS=1 DPUSHIM_MIN_BYTES=1 DPUSHIM_LOG=info FO_HOW=none FO_RPD=1 FO_WAIT=$SV_PUB/go-$name" \
         "$SV_PUB/build/$m/tests/failover_target" &
-    SV_PID=$!
-    cl_wait_line "$log" '^rank [0-9]+: collectives pending, waiting for' 120 \
-        "$SV_PID"
+    pid=$!
+    if cl_wait_line "$log" '^rank [0-9]+: collectives pending, waiting for' \
+        120 "$pid"; then
+        "$inject" "$caselog" || ok=1
+        sv_node host2 touch "$SV_PUB/go-$name"
+    else
+        echo "$user's job did not reach its collectives" >>"$caselog"
+        ok=1
+    fi
+    wait "$pid"
+    CL_FAULT_NP=2 cl_took_over "$log" ||
+        { echo "$user's job: see $(basename "$log")" >>"$caselog"; ok=1; }
+    return $ok
+}
+
+# Kill dpsalice's worker on host2-dpu (CASELOG says which).
+sv_kill_alices_worker() {
+    local w p
+    w=$(sv_workers 2)
+    p=$(awk '/Uid: 4201 /{print $2}' <<<"$w" | head -1)
+    echo "host2-dpu: $w" >>"$1"
+    if [ -z "$p" ]; then
+        echo "no worker of dpsalice on host2-dpu" >>"$1"
+        return 1
+    fi
+    echo "killing dpsalice's worker on host2-dpu (pid $p there)" >>"$1"
+    sv_node host2-dpu kill -9 "$p"
+}
+
+# SIGTERM to host2-dpu's service, which must end its workers and exit 0.
+sv_term_service() {
+    sv_service_stop 2 ||
+        { echo "host2-dpu's service did not end its workers and exit 0" >>"$1"; return 1; }
 }
 
 # (7) A worker killed mid-job: its job goes on with stock MPI, exact; the
 # service and the other user's job run on.
 sv_worker_kill() {
-    local m1=$1 m2=$2 log=$LOGS/service-worker-kill.log ok=1 pb w p
+    local m1=$1 m2=$2 log=$LOGS/service-worker-kill.log ok=1 pb
     : >"$log"
     sv_mark 2
     sv_job "$LOGS/service-kill-bob.log" 2 "$m2" dpsbob \
         "DPUSHIM_STATS=2 DPUSHIM_MIN_BYTES=1" \
         "$SV_PUB/build/$m2/tests/t_colls" &
     pb=$!
-    if sv_pending_job "$LOGS/service-kill-alice.log" "$m1" dpsalice kill; then
-        w=$(sv_workers 2)
-        p=$(awk '/Uid: 4201 /{print $2}' <<<"$w" | head -1)
-        echo "host2-dpu: $w" >>"$log"
-        if [ -n "$p" ]; then
-            echo "killing dpsalice's worker on host2-dpu (pid $p there)" >>"$log"
-            sv_node host2-dpu kill -9 "$p"
-        else
-            echo "no worker of dpsalice on host2-dpu" >>"$log"
-            ok=0
-        fi
-        sv_node host2 touch "$SV_PUB/go-kill"
-    else
-        echo "dpsalice's job did not reach its collectives" >>"$log"
-        ok=0
-    fi
-    wait "$SV_PID"
-    CL_FAULT_NP=2 cl_took_over "$LOGS/service-kill-alice.log" ||
-        { echo "dpsalice's job: see service-kill-alice.log" >>"$log"; ok=0; }
+    sv_fault_job "$LOGS/service-kill-alice.log" "$m1" dpsalice kill \
+        sv_kill_alices_worker "$log" || ok=0
     wait "$pb"
     grep -q '^result: ok' "$LOGS/service-kill-bob.log" &&
         sv_offloaded "$LOGS/service-kill-bob.log" 2 ||
@@ -544,17 +566,8 @@ sv_worker_kill() {
 sv_sigterm() {
     local m=$1 log=$LOGS/service-sigterm.log ok=1
     : >"$log"
-    if sv_pending_job "$LOGS/service-term-alice.log" "$m" dpsalice term; then
-        sv_service_stop 2 ||
-            { echo "host2-dpu's service did not end its workers and exit 0" >>"$log"; ok=0; }
-        sv_node host2 touch "$SV_PUB/go-term"
-    else
-        echo "dpsalice's job did not reach its collectives" >>"$log"
-        ok=0
-    fi
-    wait "$SV_PID"
-    CL_FAULT_NP=2 cl_took_over "$LOGS/service-term-alice.log" ||
-        { echo "dpsalice's job: see service-term-alice.log" >>"$log"; ok=0; }
+    sv_fault_job "$LOGS/service-term-alice.log" "$m" dpsalice term \
+        sv_term_service "$log" || ok=0
     sv_since 2 >>"$log"
     sv_since 2 | grep -q "stopping on signal 15: ending 1 worker" || ok=0
     report "$m: kill -TERM of host2-dpu's service mid-job: it ends its worker and exits 0, the job goes on with stock MPI, exact" \
