@@ -54,6 +54,9 @@ const char *dps_status_str(int status)
     case DPS_ERR_ARG: return "erroneous arguments";
     case DPS_ERR_BUFFER: return "send and receive buffers alias";
     case DPS_ERR_TOKEN: return "token mismatch";
+    case DPS_ERR_TRUNCATE: return "message truncated";
+    case DPS_ERR_OP: return "reduction failed";
+    case DPS_ERR_MPI: return "an MPI call failed";
     default: return "unknown error";
     }
 }

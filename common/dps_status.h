@@ -25,7 +25,11 @@ typedef enum {
     DPS_ERR_MISMATCH = -10, /* ranks' arguments to one collective differ */
     DPS_ERR_ARG = -11,      /* a rank's own arguments are erroneous */
     DPS_ERR_BUFFER = -12,   /* a rank's buffers alias (no MPI_IN_PLACE) */
-    DPS_ERR_TOKEN = -13     /* a token read back differs: another process */
+    DPS_ERR_TOKEN = -13,    /* a token read back differs: another process */
+    DPS_ERR_TRUNCATE = -14, /* data longer than where it goes: what a rank
+                             * sees of other ranks' mismatched arguments */
+    DPS_ERR_OP = -15,       /* a reduction could not be computed */
+    DPS_ERR_MPI = -16       /* an MPI call beneath failed (logged there) */
 } dps_status_t;
 
 /* Short lower-case name of a status, for log messages. */

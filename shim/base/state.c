@@ -59,3 +59,25 @@ int shim_thread_start(pthread_t *thr, void *(*fn)(void *), void *arg)
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     return rc;
 }
+
+void shim_stat_add(int coll, int stat, uint64_t n)
+{
+    pthread_mutex_lock(&shim.lock);
+    shim.stat.coll[coll][stat] += n;
+    pthread_mutex_unlock(&shim.lock);
+}
+
+int shim_mpi_error(dps_status_t st)
+{
+    switch (st) {
+    case DPS_OK: return MPI_SUCCESS;
+    case DPS_ERR_ARG: return MPI_ERR_ARG;
+    case DPS_ERR_TRUNCATE:
+    case DPS_ERR_MISMATCH: return MPI_ERR_TRUNCATE;
+    case DPS_ERR_NOMEM: return MPI_ERR_NO_MEM;
+    case DPS_ERR_OP: return MPI_ERR_OP;
+    case DPS_ERR_MPI:
+    case DPS_ERR_PROTO: return MPI_ERR_INTERN;
+    default: return MPI_ERR_OTHER;
+    }
+}

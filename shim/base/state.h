@@ -12,6 +12,7 @@
 #include "common/dps_config.h"
 #include "common/dps_proto.h"
 #include "common/dps_shm.h"
+#include "common/dps_status.h"
 #include "common/dps_ucx.h"
 
 #include <mpi.h>
@@ -209,5 +210,20 @@ void shim_hello(dps_msg_hello_t *out);
  * engines) with every signal blocked, so that the application's handlers
  * run on its own threads only: pthread_create's result. */
 int shim_thread_start(pthread_t *thr, void *(*fn)(void *), void *arg);
+
+/* Add n to coll's statistic stat (SHIM_STAT_*), under the lock. */
+void shim_stat_add(int coll, int stat, uint64_t n);
+
+/*
+ * The MPI error class of a status: the one place where the shim's
+ * dps_status_t becomes an MPI error code. Called where an error is handed
+ * to MPI or the application: the wrappers' returns (wrap/, fortran/), and
+ * MPI's calls into core (a request's query callback, the error handler
+ * raised at completion). DPS_ERR_ARG MPI_ERR_ARG, DPS_ERR_TRUNCATE and
+ * DPS_ERR_MISMATCH MPI_ERR_TRUNCATE, DPS_ERR_NOMEM MPI_ERR_NO_MEM,
+ * DPS_ERR_OP MPI_ERR_OP, DPS_ERR_MPI and DPS_ERR_PROTO MPI_ERR_INTERN,
+ * any other failure MPI_ERR_OTHER.
+ */
+int shim_mpi_error(dps_status_t st);
 
 #endif

@@ -34,6 +34,27 @@ extern char **environ;
  * Offload cannot be set up, for a reason every rank shares. Unless
  * DPUSHIM_REQUIRE asks otherwise the job goes on with stock MPI.
  */
+
+/* fork(): a child takes no part in offload (it has none of the shim's
+ * threads, and its agent is its parent's). */
+static void inactive_in_child(void)
+{
+    shim.active = 0;
+}
+
+/* Offload is usable job-wide from here: boot owns shim.active (set here,
+ * cleared at MPI_Finalize and in a forked child). */
+static void set_active(void)
+{
+    static int atfork_done;
+
+    if (!atfork_done) {
+        pthread_atfork(NULL, NULL, inactive_in_child);
+        atfork_done = 1;
+    }
+    shim.active = 1;
+}
+
 static void cannot_offload(const char *why)
 {
     if (!shim.cfg.require) {
@@ -276,7 +297,7 @@ static void shim_init(void)
                   "a failed agent");
     }
     shim_check_init();
-    shim.active = 1;
+    set_active();
     shim.chan.last_liveness = shim.chan.last_heard = dps_now();
     if (shim.topo.world_rank == 0) {
         dps_info("offload active: %d ranks, %d per agent",

@@ -14,9 +14,11 @@
 
 #include <poll.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define SHIM_LIVENESS_PERIOD 0.1 /* s between agent liveness checks */
@@ -173,9 +175,10 @@ void shim_agent_check(void)
 /* One message from the agent (lock held). */
 static void agent_msg(const void *data, size_t len)
 {
-    char       err[256];
-    dps_msg_t  msg;
-    shim_op_t *op;
+    char         err[256];
+    dps_msg_t    msg;
+    shim_op_t   *op;
+    dps_status_t end;
 
     shim.chan.last_heard = dps_now();
     shim.chan.ping_sent = 0;
@@ -224,16 +227,18 @@ static void agent_msg(const void *data, size_t len)
             return;
         }
         HASH_DELETE(hh_token, shim.by_token, op);
+        end = DPS_OK;
         if (msg.u.complete.status != DPS_OK) {
             int st = msg.u.complete.status;
 
             /* Arguments that do not match across ranks, or another
              * rank's erroneous ones: the agent said which; the error goes
              * to the communicator's handler at completion (shim_progress),
-             * as MPI would raise it. */
-            op->error = (st == DPS_ERR_MISMATCH || st == DPS_ERR_ARG)
-                            ? MPI_ERR_TRUNCATE
-                            : MPI_ERR_OTHER;
+             * as MPI would raise it, as a truncation. Any other failure
+             * ends with the agent's own reason. */
+            end = (st == DPS_ERR_MISMATCH || st == DPS_ERR_ARG)
+                      ? DPS_ERR_TRUNCATE
+                      : (dps_status_t)st;
             op->raise = (st == DPS_ERR_MISMATCH || st == DPS_ERR_ARG ||
                          st == DPS_ERR_BUFFER) &&
                         !op->call.error;
@@ -254,9 +259,7 @@ static void agent_msg(const void *data, size_t len)
         if (shim_hooks.finished != NULL) {
             shim_hooks.finished(op->comm, op->call.seq);
         }
-        op->finishing = 1;
-        op->next_done = shim.done_list;
-        shim.done_list = op;
+        shim_op_done(op, end);
     }
 }
 
@@ -285,5 +288,51 @@ void shim_agent_msgs(void)
     while ((m = dps_inbox_pop(&shim.chan.ucx.inbox)) != NULL) {
         agent_msg(m->data, m->len);
         free(m);
+    }
+}
+
+/* A listening agent on another host (a DPU) exits when its connection
+ * ends; we cannot see it go. Writes it had issued land well within this. */
+#define FO_REMOTE_GRACE_US 200000
+
+void shim_chan_stop_agent(void)
+{
+    double deadline = dps_now() + shim.cfg.agent_timeout;
+    int    status;
+
+    if (shim.chan.listen_agent && shim.chan.parent_fd >= 0) {
+        close(shim.chan.parent_fd); /* the agent exits when it sees EOF */
+        shim.chan.parent_fd = -1;
+    }
+    if (shim.chan.agent_pid <= 0) {
+        usleep(FO_REMOTE_GRACE_US);
+        return;
+    }
+    kill(shim.chan.agent_pid, SIGKILL);
+    while (shim_pid_alive(shim.chan.agent_pid)) {
+        if (shim.topo.is_leader && !shim.chan.listen_agent) {
+            waitpid(shim.chan.agent_pid, &status, WNOHANG);
+        }
+        if (dps_now() > deadline) {
+            dps_error("agent %s still running %u s after SIGKILL",
+                      shim.chan.agent_desc, shim.cfg.agent_timeout);
+            break;
+        }
+        usleep(1000);
+    }
+}
+
+void shim_chan_fail(void)
+{
+    shim_op_t *op, *tmp;
+
+    /* Completions the agent sent before it stopped still count. */
+    while (ucp_worker_progress(shim.chan.ucx.worker)) {
+    }
+    shim_agent_msgs();
+    shim.chan.agent_dead = 1;
+    /* No COMPLETE is taken from here on. */
+    HASH_ITER(hh_token, shim.by_token, op, tmp) {
+        HASH_DELETE(hh_token, shim.by_token, op);
     }
 }

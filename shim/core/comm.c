@@ -34,6 +34,13 @@ static void tell_freed(uint64_t comm_id)
     pthread_mutex_unlock(&shim.lock);
 }
 
+void shim_comm_ref(shim_comm_t *c)
+{
+    pthread_mutex_lock(&shim.lock);
+    c->refs++;
+    pthread_mutex_unlock(&shim.lock);
+}
+
 void shim_comm_unref(shim_comm_t *c)
 {
     int last;
@@ -71,7 +78,7 @@ void shim_comm_unref(shim_comm_t *c)
     }
     free(c->members);
     free(c->agent);
-    free(c->fin);
+    free(c->fo.fin);
     free(c);
 }
 

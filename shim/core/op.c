@@ -85,8 +85,8 @@ static int query_fn(void *extra, MPI_Status *status)
     PMPI_Status_set_cancelled(status, 0);
     status->MPI_SOURCE = COLL_SOURCE;
     status->MPI_TAG = COLL_TAG;
-    status->MPI_ERROR = op->error;
-    return op->error;
+    status->MPI_ERROR = shim_mpi_error(op->status);
+    return status->MPI_ERROR;
 }
 
 static int free_fn(void *extra)
@@ -120,15 +120,12 @@ static void op_refused(shim_op_t *op)
     dps_error("%s #%u ends with an error: another rank's call that "
               "initialised this persistent request was refused by MPI",
               dps_coll_short(op->call.stat), op->call.seq);
-    op->error = MPI_ERR_TRUNCATE;
     op->raise = !op->call.error;
     HASH_DELETE(hh_token, shim.by_token, op); /* no agent answers it */
     if (shim_hooks.finished != NULL) {
         shim_hooks.finished(op->comm, op->call.seq);
     }
-    op->finishing = 1;
-    op->next_done = shim.done_list;
-    shim.done_list = op;
+    shim_op_done(op, DPS_ERR_TRUNCATE);
 }
 
 /* Send op's POST (its communicator id is known). Called with the lock. */
@@ -277,11 +274,29 @@ static void op_enlist(shim_op_t *op, shim_comm_t *c, int stock)
     }
 }
 
-int shim_op_start(shim_comm_t *c, shim_call_t *k, shim_sched_t *sc,
-                  MPI_Request *req)
+void shim_op_done(shim_op_t *op, dps_status_t st)
 {
-    shim_op_t *op;
-    int        rc, stock = (shim.fo.state != SHIM_FO_NONE);
+    if (op->finishing) {
+        return;
+    }
+    op->finishing = 1;
+    op->status = st;
+    op->next_done = shim.done_list;
+    shim.done_list = op;
+}
+
+dps_status_t shim_op_redo(shim_op_t *op, MPI_Comm comm, int tag)
+{
+    op->redo = shim_redo_start(op, comm, tag);
+    return op->redo != NULL ? DPS_OK : DPS_ERR_MPI;
+}
+
+dps_status_t shim_op_start(shim_comm_t *c, shim_call_t *k, shim_sched_t *sc,
+                           MPI_Request *req)
+{
+    shim_op_t   *op;
+    dps_status_t rc;
+    int          stock = (shim.fo.state != SHIM_FO_NONE);
 
     op = calloc(1, sizeof(*op));
     if (op == NULL) {
@@ -289,7 +304,7 @@ int shim_op_start(shim_comm_t *c, shim_call_t *k, shim_sched_t *sc,
         shim_sched_put(sc);
         pthread_mutex_unlock(&shim.lock);
         shim_call_clear(k);
-        return MPI_ERR_NO_MEM;
+        return DPS_ERR_NOMEM;
     }
     op->call = *k;
     memset(k, 0, sizeof(*k)); /* the op owns what the call owned */
@@ -297,22 +312,25 @@ int shim_op_start(shim_comm_t *c, shim_call_t *k, shim_sched_t *sc,
     op->sched = sc;
     op->after = stock;
     rc = op_buffers(op, stock);
-    if (rc != DPS_OK || PMPI_Grequest_start(query_fn, free_fn, cancel_fn, op,
+    if (rc == DPS_OK && PMPI_Grequest_start(query_fn, free_fn, cancel_fn, op,
                                             &op->req) != MPI_SUCCESS) {
+        rc = DPS_ERR_MPI;
+    }
+    if (rc != DPS_OK) {
         pthread_mutex_lock(&shim.lock);
         op_release_memory(op);
         pthread_mutex_unlock(&shim.lock);
         shim_call_clear(&op->call);
         free(op);
-        dps_error("cannot offload a collective: %s",
-                  dps_status_str(rc == DPS_OK ? DPS_ERR_NOMEM : rc));
-        return MPI_ERR_OTHER;
+        dps_error("cannot offload a collective: %s%s", dps_status_str(rc),
+                  rc == DPS_ERR_MPI ? " (MPI_Grequest_start)" : "");
+        return rc;
     }
     pthread_mutex_lock(&shim.lock);
     op_enlist(op, c, stock);
     *req = op->req;
     pthread_mutex_unlock(&shim.lock);
-    return MPI_SUCCESS;
+    return DPS_OK;
 }
 
 void shim_comm_progress(void)
@@ -428,13 +446,13 @@ int shim_progress(void)
         int          freed;
 
         done = op->next_done;
-        if (op->call.unpack.from != NULL && op->error == MPI_SUCCESS) {
-            op->error = shim_unpack_run(&op->call.unpack);
+        if (op->call.unpack.from != NULL && op->status == DPS_OK) {
+            op->status = shim_unpack_run(&op->call.unpack);
         }
         shim_call_clear(&op->call);
         if (op->raise && c->comm != MPI_COMM_NULL) {
             /* Fatal by default: the job ends here, as under MPI. */
-            PMPI_Comm_call_errhandler(c->comm, op->error);
+            PMPI_Comm_call_errhandler(c->comm, shim_mpi_error(op->status));
         }
         pthread_mutex_lock(&shim.lock);
         op_release_memory(op);

@@ -158,7 +158,6 @@ static void prog_atfork_child(void)
     prog.running = 0;
     prog.stop_fd = -1; /* the parent's; closed with the process */
     pthread_mutex_init(&prog.lock, NULL);
-    shim.active = 0;
 }
 
 int shim_prog_start(void)

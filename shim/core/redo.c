@@ -11,6 +11,7 @@
 #include "shim/core/sched.h"
 #include "common/dps_log.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,7 +31,7 @@ struct shim_redo {
     char            **scratch; /* per step of the round: RECV_REDUCE */
 };
 
-static int add_req(shim_redo_t *r, MPI_Request q)
+static dps_status_t add_req(shim_redo_t *r, MPI_Request q)
 {
     if (r->nreq == r->cap) {
         int          cap = r->cap ? 2 * r->cap : 16;
@@ -38,46 +39,65 @@ static int add_req(shim_redo_t *r, MPI_Request q)
         MPI_Status  *st;
 
         if (v == NULL) {
-            return MPI_ERR_NO_MEM;
+            return DPS_ERR_NOMEM;
         }
         r->reqs = v;
         st = realloc(r->stats, sizeof(*st) * (size_t)cap);
         if (st == NULL) {
-            return MPI_ERR_NO_MEM;
+            return DPS_ERR_NOMEM;
         }
         r->stats = st;
         r->cap = cap;
     }
     r->reqs[r->nreq++] = q;
-    return MPI_SUCCESS;
+    return DPS_OK;
+}
+
+/* DPS_OK, or DPS_ERR_MPI with MPI's own message logged. */
+static dps_status_t mpi_ok(int rc, const char *call)
+{
+    char text[MPI_MAX_ERROR_STRING];
+    int  len = 0;
+
+    if (rc == MPI_SUCCESS) {
+        return DPS_OK;
+    }
+    if (PMPI_Error_string(rc, text, &len) != MPI_SUCCESS) {
+        snprintf(text, sizeof(text), "error %d", rc);
+    }
+    dps_error("stock MPI redoing a collective: %s failed: %s", call, text);
+    return DPS_ERR_MPI;
 }
 
 /* One transfer, in chunks MPI's int counts can take. */
-static int transfer(shim_redo_t *r, int send, char *p, uint64_t len, int peer)
+static dps_status_t transfer(shim_redo_t *r, int send, char *p, uint64_t len,
+                             int peer)
 {
-    uint64_t done = 0;
-    int      rc = MPI_SUCCESS;
+    uint64_t     done = 0;
+    dps_status_t rc;
 
     do {
         uint64_t    n = len - done > REDO_CHUNK ? REDO_CHUNK : len - done;
         MPI_Request q;
 
-        rc = send ? PMPI_Isend(p + done, (int)n, MPI_BYTE, peer, r->tag,
-                               r->comm, &q)
-                  : PMPI_Irecv(p + done, (int)n, MPI_BYTE, peer, r->tag,
-                               r->comm, &q);
-        if (rc == MPI_SUCCESS) {
+        rc = send ? mpi_ok(PMPI_Isend(p + done, (int)n, MPI_BYTE, peer, r->tag,
+                                      r->comm, &q),
+                           "MPI_Isend")
+                  : mpi_ok(PMPI_Irecv(p + done, (int)n, MPI_BYTE, peer, r->tag,
+                                      r->comm, &q),
+                           "MPI_Irecv");
+        if (rc == DPS_OK) {
             rc = add_req(r, q);
         }
         done += n;
-    } while (rc == MPI_SUCCESS && done < len);
+    } while (rc == DPS_OK && done < len);
     return rc;
 }
 
-static int start_round(shim_redo_t *r)
+static dps_status_t start_round(shim_redo_t *r)
 {
-    uint32_t j;
-    int      rc = MPI_SUCCESS;
+    uint32_t     j;
+    dps_status_t rc = DPS_OK;
 
     r->end = r->i;
     while (r->end < r->n && r->steps[r->end].round == r->steps[r->i].round) {
@@ -87,9 +107,9 @@ static int start_round(shim_redo_t *r)
     free(r->scratch);
     r->scratch = calloc(r->end - r->i + 1, sizeof(char *));
     if (r->scratch == NULL) {
-        return MPI_ERR_NO_MEM;
+        return DPS_ERR_NOMEM;
     }
-    for (j = r->i; rc == MPI_SUCCESS && j < r->end; j++) {
+    for (j = r->i; rc == DPS_OK && j < r->end; j++) {
         const dps_step_t *s = &r->steps[j];
         char             *src = r->buf[s->src_buf] + s->src_off;
         char             *dst = r->buf[s->dst_buf] + s->dst_off;
@@ -104,7 +124,7 @@ static int start_round(shim_redo_t *r)
         case DPS_STEP_RECV_REDUCE:
             r->scratch[j - r->i] = malloc(s->len + 1);
             rc = r->scratch[j - r->i] == NULL
-                     ? MPI_ERR_NO_MEM
+                     ? DPS_ERR_NOMEM
                      : transfer(r, 0, r->scratch[j - r->i], s->len,
                                 (int)s->peer);
             break;
@@ -116,29 +136,29 @@ static int start_round(shim_redo_t *r)
         case DPS_STEP_REDUCE:
             if (s->len > 0 &&
                 dps_reduce(s->op, s->dtype, src, dst, s->len) != DPS_OK) {
-                rc = MPI_ERR_OP;
+                rc = DPS_ERR_OP;
             }
             break;
-        default: rc = MPI_ERR_INTERN;
+        default: rc = DPS_ERR_PROTO; /* not a step of a schedule */
         }
     }
     return rc;
 }
 
 /* The round's requests are done: reduce what came for RECV_REDUCE. */
-static int end_round(shim_redo_t *r)
+static dps_status_t end_round(shim_redo_t *r)
 {
-    uint32_t j;
-    int      rc = MPI_SUCCESS;
+    uint32_t     j;
+    dps_status_t rc = DPS_OK;
 
     for (j = r->i; j < r->end; j++) {
         const dps_step_t *s = &r->steps[j];
         char             *in = r->scratch[j - r->i];
 
-        if (in != NULL && s->len > 0 && rc == MPI_SUCCESS &&
+        if (in != NULL && s->len > 0 && rc == DPS_OK &&
             dps_reduce(s->op, s->dtype, in, r->buf[s->dst_buf] + s->dst_off,
                        s->len) != DPS_OK) {
-            rc = MPI_ERR_OP;
+            rc = DPS_ERR_OP;
         }
         free(in);
         r->scratch[j - r->i] = NULL;
@@ -162,7 +182,7 @@ shim_redo_t *shim_redo_start(const shim_op_t *op, MPI_Comm comm, int tag)
     r->buf[DPS_BUF_TMP] = op->tmp;
     r->comm = comm;
     r->tag = tag;
-    if (r->n > 0 && start_round(r) != MPI_SUCCESS) {
+    if (r->n > 0 && start_round(r) != DPS_OK) {
         dps_error("stock MPI cannot start a collective's schedule");
         shim_redo_free(r);
         return NULL;
@@ -170,22 +190,24 @@ shim_redo_t *shim_redo_start(const shim_op_t *op, MPI_Comm comm, int tag)
     return r;
 }
 
-int shim_redo_test(shim_redo_t *r, int *done)
+dps_status_t shim_redo_test(shim_redo_t *r, int *done)
 {
-    int rc = MPI_SUCCESS, flag = 1;
+    dps_status_t rc = DPS_OK;
+    int          flag = 1;
 
     *done = 0;
-    while (rc == MPI_SUCCESS && r->i < r->n) {
-        rc = PMPI_Testall(r->nreq, r->reqs, &flag, r->stats);
-        if (rc != MPI_SUCCESS || !flag) {
+    while (rc == DPS_OK && r->i < r->n) {
+        rc = mpi_ok(PMPI_Testall(r->nreq, r->reqs, &flag, r->stats),
+                    "MPI_Testall");
+        if (rc != DPS_OK || !flag) {
             return rc;
         }
         rc = end_round(r);
-        if (rc == MPI_SUCCESS && r->i < r->n) {
+        if (rc == DPS_OK && r->i < r->n) {
             rc = start_round(r);
         }
     }
-    *done = rc == MPI_SUCCESS;
+    *done = rc == DPS_OK;
     return rc;
 }
 

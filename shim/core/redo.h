@@ -17,9 +17,10 @@ typedef struct shim_redo shim_redo_t;
  * when out of memory or MPI refuses (logged). */
 shim_redo_t *shim_redo_start(const shim_op_t *op, MPI_Comm comm, int tag);
 
-/* Progress it: MPI_SUCCESS with *done set when every round has run, or an
- * MPI error code. */
-int shim_redo_test(shim_redo_t *r, int *done);
+/* Progress it: DPS_OK with *done set when every round has run; or
+ * DPS_ERR_NOMEM, DPS_ERR_OP (a reduction failed), DPS_ERR_MPI (an MPI
+ * call failed, logged) or DPS_ERR_PROTO (a step no schedule has). */
+dps_status_t shim_redo_test(shim_redo_t *r, int *done);
 
 /* Free it; requests still out are cancelled first. NULL is fine. */
 void shim_redo_free(shim_redo_t *r);

@@ -205,6 +205,27 @@ shim_sched_t *shim_sched_pinned(shim_comm_t *c, const bld_args_t *a,
     return s;
 }
 
+shim_sched_t *shim_sched_take(shim_comm_t *c, const bld_args_t *a,
+                              shim_sched_t **pin)
+{
+    shim_sched_t *s;
+
+    pthread_mutex_lock(&shim.lock);
+    s = pin != NULL ? shim_sched_pinned(c, a, pin) : shim_sched_get(c, a);
+    pthread_mutex_unlock(&shim.lock);
+    return s;
+}
+
+void shim_sched_release(shim_sched_t *s)
+{
+    if (s == NULL) {
+        return;
+    }
+    pthread_mutex_lock(&shim.lock);
+    shim_sched_put(s);
+    pthread_mutex_unlock(&shim.lock);
+}
+
 void shim_sched_comm_free(shim_comm_t *c)
 {
     shim_sched_t *s;

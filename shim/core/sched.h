@@ -35,6 +35,13 @@ shim_sched_t *shim_sched_pinned(shim_comm_t *c, const bld_args_t *a,
 /* Drop a reference (lock held): at the last, the agent is told. */
 void shim_sched_put(shim_sched_t *s);
 
+/* For the layers above core, which never take its lock: the lock taken
+ * here, shim_sched_pinned if pin is not NULL, else shim_sched_get; and
+ * shim_sched_put (NULL is fine). */
+shim_sched_t *shim_sched_take(shim_comm_t *c, const bld_args_t *a,
+                              shim_sched_t **pin);
+void          shim_sched_release(shim_sched_t *s);
+
 /* The communicator goes: drop its cache (lock held). */
 void shim_sched_comm_free(shim_comm_t *c);
 

@@ -45,11 +45,13 @@ typedef struct shim_comm {
     struct shim_op    *wait_head, *wait_tail; /* posts waiting for the id */
     struct shim_comm  *next_agreeing;
     /* For taking over from a failed agent with stock MPI: */
-    MPI_Comm          comm;          /* the application's, until freed */
-    MPI_Comm          shadow;        /* PMPI twin made with comm, or NULL */
-    uint32_t         *fin;           /* seqs our agent finished, at least */
-    unsigned          nfin, fin_cap; /* those above the lowest unfinished
-                                      * (kept by shim_hooks.finished) */
+    MPI_Comm comm;     /* the application's, until freed */
+    MPI_Comm shadow;   /* PMPI twin made with comm, or NULL */
+    struct {           /* failover's own: written by failover/ only */
+        uint32_t *fin; /* seqs our agent finished, at least */
+        unsigned  nfin, fin_cap; /* those above the lowest unfinished
+                                  * (kept by shim_hooks.finished) */
+    } fo;
     struct shim_op   *ops_head, *ops_tail; /* live ops, in seq order */
     struct shim_comm *next_all, *prev_all; /* shim.comms */
     /* A persistent request's matching stream (shim_comm_stream_new): MPI
@@ -65,16 +67,17 @@ typedef struct shim_comm {
 
 /* One offloaded collective as seen by its rank. */
 typedef struct shim_op {
-    uint64_t           token;      /* echoed by the agent in COMPLETE */
-    MPI_Request        req;        /* the generalized request */
-    int                agent_done; /* COMPLETE received (or agent lost) */
-    int                req_freed;  /* MPI called our free_fn */
-    int                error;      /* MPI error class reported by query_fn */
-    int                raise;      /* at completion, call the communicator's
+    uint64_t           token;         /* echoed by the agent in COMPLETE */
+    MPI_Request        req;           /* the generalized request */
+    int                agent_done;    /* COMPLETE received (or agent lost) */
+    int                req_freed;     /* MPI called our free_fn */
+    dps_status_t       status;        /* how it ended: query_fn reports its
+                                    * MPI class (shim_mpi_error) */
+    int                raise;         /* at completion, call the communicator's
                                     * error handler with it */
-    shim_call_t        call;       /* what it does, with what */
-    struct shim_sched *sched;      /* its schedule (a reference) */
-    void              *tmp;        /* its TMP buffer */
+    shim_call_t        call;          /* what it does, with what */
+    struct shim_sched *sched;         /* its schedule (a reference) */
+    void              *tmp;           /* its TMP buffer */
     struct shim_reg   *reg[DPS_NBUF]; /* registrations of its buffers */
     UT_hash_handle     hh_token;
     UT_hash_handle     hh_req; /* keyed on the bytes of req */
@@ -83,9 +86,11 @@ typedef struct shim_op {
     struct shim_op    *next_wait; /* until the POST is sent */
     struct shim_op    *next_in_comm;
     int                finishing; /* on done_list */
-    int                taken;     /* stock MPI took it over (or failed it) */
-    int                after;     /* posted after an agent failure */
-    struct shim_redo  *redo;      /* stock MPI running its schedule */
+    struct {       /* failover's own: written by failover/ only */
+        int taken; /* stock MPI took it over (or failed it) */
+    } fo;
+    int               after; /* posted after an agent failure */
+    struct shim_redo *redo;  /* stock MPI running its schedule */
 } shim_op_t;
 
 /*
@@ -132,11 +137,22 @@ void shim_idle(int only_ours);
  * passes to the op): allocate its TMP buffer, register the buffers,
  * create the generalized request, and send the POST now or, while c's id
  * is being agreed, as soon as it is known. Takes what k owns. Returns
- * MPI_SUCCESS and *req, or an MPI error code when nothing could be
- * started (the caller must not fall back then: others may have posted).
+ * DPS_OK and *req; or DPS_ERR_NOMEM or DPS_ERR_MPI (logged) when nothing
+ * could be started (the caller must not fall back then: others may have
+ * posted).
  */
-int shim_op_start(shim_comm_t *c, shim_call_t *k, struct shim_sched *sc,
-                  MPI_Request *req);
+dps_status_t shim_op_start(shim_comm_t *c, shim_call_t *k,
+                           struct shim_sched *sc, MPI_Request *req);
+
+/* op ends with status st (lock held): onto the done list, which
+ * shim_progress completes (its unpack, its error raised if op->raise,
+ * its request). Once: an op already finishing is left as it is. */
+void shim_op_done(shim_op_t *op, dps_status_t st);
+
+/* Redo op on stock MPI: its schedule run with PMPI point-to-point on
+ * comm with tag (core/redo.c), first round posted (lock held). DPS_OK,
+ * or DPS_ERR_MPI (logged). */
+dps_status_t shim_op_redo(shim_op_t *op, MPI_Comm comm, int tag);
 
 /* Progress communicator id agreements; post what waited for them. */
 void shim_comm_progress(void);
@@ -156,6 +172,15 @@ void shim_agent_msgs(void);
 
 /* Is it PID's process alive (not a zombie)? */
 int shim_pid_alive(pid_t pid);
+
+/* Stop our agent and wait until it is gone (bounded by
+ * DPUSHIM_AGENT_TIMEOUT): SIGKILL to one of this host, the connection
+ * closed to a listening one (lock not held). */
+void shim_chan_stop_agent(void);
+
+/* The agent failed and is stopped: take in what it sent before it
+ * stopped, mark it dead, and take no COMPLETE from here on (lock held). */
+void shim_chan_fail(void);
 
 /* ---- core/progress.c ---------------------------------------------- */
 
@@ -179,7 +204,9 @@ void shim_prog_stats(uint64_t *ran, uint64_t *wakeups, uint64_t *missed,
 
 /* ---- core/comm.c -------------------------------------------------- */
 
-/* Drop a reference to c (lock not held); frees it at the last. */
+/* Take a reference to c, or drop one (lock not held); freed at the
+ * last. */
+void shim_comm_ref(shim_comm_t *c);
 void shim_comm_unref(shim_comm_t *c);
 
 /* The state of comm: found, or made now without a twin; NULL when out

@@ -111,9 +111,10 @@ typedef struct shim_call {
     uint64_t            bytes;     /* for the statistics */
 } shim_call_t;
 
-/* Unpack staged received data into the application's layout; an MPI
- * error code. Then free what the unpack holds. */
-int shim_unpack_run(shim_unpack_t *u);
+/* Unpack staged received data into the application's layout: DPS_OK, or
+ * DPS_ERR_MPI (MPI_Unpack failed; logged). Then free what the unpack
+ * holds. */
+dps_status_t shim_unpack_run(shim_unpack_t *u);
 
 /* Release what a call owns (staging, arrays, datatype duplicates). */
 void shim_call_clear(shim_call_t *k);

@@ -264,13 +264,13 @@ static void *engine_main(void *arg)
     return NULL;
 }
 
-/* fork(): the child has no engine thread and takes no part in offload. */
+/* fork(): the child has no engine thread (boot/init.c clears shim.active
+ * there). */
 static void engine_atfork_child(void)
 {
     eng.running = 0;
     eng.shm = NULL;
     pthread_mutex_init(&eng.lock, NULL);
-    shim.active = 0;
 }
 
 int shim_engine_start(dps_shm_t *shm, pid_t agent_pid)

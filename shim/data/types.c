@@ -134,8 +134,8 @@ static int regions(const shim_blocks_t *b, uint64_t *cnt, uint64_t *off,
  * which the standard allows: then the data is described from its first
  * byte instead, by a one-block type shifted back by that address.
  */
-static int pack_at(int unpack, const void *addr, int count, MPI_Datatype t,
-                   void *packed, int size)
+static dps_status_t pack_at(int unpack, const void *addr, int count,
+                            MPI_Datatype t, void *packed, int size)
 {
     MPI_Datatype sh = MPI_DATATYPE_NULL;
     MPI_Aint     tlb = 0, text;
@@ -149,7 +149,7 @@ static int pack_at(int unpack, const void *addr, int count, MPI_Datatype t,
         if (PMPI_Type_create_hindexed(1, &count, &disp, t, &sh) !=
                 MPI_SUCCESS ||
             PMPI_Type_commit(&sh) != MPI_SUCCESS) {
-            return MPI_ERR_INTERN;
+            return DPS_ERR_MPI;
         }
         addr = (const char *)addr + tlb;
         t = sh;
@@ -161,22 +161,22 @@ static int pack_at(int unpack, const void *addr, int count, MPI_Datatype t,
     if (sh != MPI_DATATYPE_NULL) {
         PMPI_Type_free(&sh);
     }
-    return rc == MPI_SUCCESS && pos == size ? MPI_SUCCESS : MPI_ERR_INTERN;
+    return rc == MPI_SUCCESS && pos == size ? DPS_OK : DPS_ERR_MPI;
 }
 
 static shim_scatter_t *scatter_map(const shim_blocks_t *b, const uint64_t *cnt,
                                    const uint64_t *off, char *base,
                                    uint64_t len, shim_keep_t *kp, int side);
 
-int shim_place_send(shim_call_t *k, const shim_blocks_t *b, uint64_t *cnt,
-                    uint64_t *off)
+dps_status_t shim_place_send(shim_call_t *k, const shim_blocks_t *b,
+                             uint64_t *cnt, uint64_t *off)
 {
     char    *base, *out;
     uint64_t len;
     int      staged, i;
 
     if (regions(b, cnt, off, &base, &len, &staged) != DPS_OK) {
-        return MPI_ERR_TYPE;
+        return DPS_ERR_INVALID;
     }
     for (i = 0; i < b->n; i++) {
         k->bytes += cnt[i]; /* the statistics: data sent */
@@ -184,7 +184,7 @@ int shim_place_send(shim_call_t *k, const shim_blocks_t *b, uint64_t *cnt,
     if (!staged) {
         k->buf[0] = base;
         k->len[0] = len;
-        return MPI_SUCCESS;
+        return DPS_OK;
     }
     if (k->gather_ok && !b->copy && len > 0 && k->owned == NULL &&
         k->gather == NULL &&
@@ -193,11 +193,11 @@ int shim_place_send(shim_call_t *k, const shim_blocks_t *b, uint64_t *cnt,
         /* Read in place by the engines: no copy here. */
         k->buf[0] = k->gather->seg;
         k->len[0] = len;
-        return MPI_SUCCESS;
+        return DPS_OK;
     }
     out = malloc(len + 1);
     if (out == NULL) {
-        return MPI_ERR_NO_MEM;
+        return DPS_ERR_NOMEM;
     }
     for (i = 0; i < b->n; i++) {
         const char  *addr;
@@ -208,18 +208,18 @@ int shim_place_send(shim_call_t *k, const shim_blocks_t *b, uint64_t *cnt,
         if (cnt[i] == 0) {
             continue;
         }
-        if (cnt[i] > INT32_MAX || pack_at(0, addr, count, t, out + off[i],
-                                          (int)cnt[i]) != MPI_SUCCESS) {
+        if (cnt[i] > INT32_MAX ||
+            pack_at(0, addr, count, t, out + off[i], (int)cnt[i]) != DPS_OK) {
             dps_error("cannot pack %llu bytes of a datatype",
                       (unsigned long long)cnt[i]);
             free(out);
-            return MPI_ERR_INTERN;
+            return DPS_ERR_MPI;
         }
     }
     k->owned = out;
     k->buf[0] = out;
     k->len[0] = len;
-    return MPI_SUCCESS;
+    return DPS_OK;
 }
 
 /* The index of t among u's types, added (duplicated) if new; -1 when MPI
@@ -335,8 +335,8 @@ static shim_scatter_t *scatter_build(const shim_blocks_t *b,
 }
 
 /* Without a map: each block is unpacked with MPI_Unpack at completion. */
-static int unpack_blocks(shim_unpack_t *u, const shim_blocks_t *b,
-                         const uint64_t *cnt, const uint64_t *off)
+static dps_status_t unpack_blocks(shim_unpack_t *u, const shim_blocks_t *b,
+                                  const uint64_t *cnt, const uint64_t *off)
 {
     MPI_Datatype *origs;
     int           i;
@@ -346,7 +346,7 @@ static int unpack_blocks(shim_unpack_t *u, const shim_blocks_t *b,
     origs = calloc((size_t)b->n + 1, sizeof(MPI_Datatype));
     if (u->blk == NULL || u->types == NULL || origs == NULL) {
         free(origs);
-        return MPI_ERR_NO_MEM;
+        return DPS_ERR_NOMEM;
     }
     for (i = 0; i < b->n; i++) {
         const char  *addr;
@@ -360,7 +360,7 @@ static int unpack_blocks(shim_unpack_t *u, const shim_blocks_t *b,
         ti = type_index(u, t, origs);
         if (ti < 0 || cnt[i] > INT32_MAX) {
             free(origs);
-            return MPI_ERR_INTERN;
+            return DPS_ERR_MPI;
         }
         u->blk[u->nblk].to = (void *)addr;
         u->blk[u->nblk].off = off[i];
@@ -369,51 +369,52 @@ static int unpack_blocks(shim_unpack_t *u, const shim_blocks_t *b,
         u->nblk++;
     }
     free(origs);
-    return MPI_SUCCESS;
+    return DPS_OK;
 }
 
-int shim_place_recv(shim_call_t *k, const shim_blocks_t *b, uint64_t *cnt,
-                    uint64_t *off)
+dps_status_t shim_place_recv(shim_call_t *k, const shim_blocks_t *b,
+                             uint64_t *cnt, uint64_t *off)
 {
     shim_unpack_t *u = &k->unpack;
     char          *base;
     uint64_t       len;
-    int            staged, rc;
+    int            staged;
+    dps_status_t   rc;
 
     if (regions(b, cnt, off, &base, &len, &staged) != DPS_OK) {
-        return MPI_ERR_TYPE;
+        return DPS_ERR_INVALID;
     }
     if (!staged) {
         k->buf[1] = base;
         k->len[1] = len;
-        return MPI_SUCCESS;
+        return DPS_OK;
     }
     u->from = malloc(len + 1);
     if (u->from == NULL) {
-        return MPI_ERR_NO_MEM;
+        return DPS_ERR_NOMEM;
     }
     if (len > 0) {
         u->scat = scatter_map(b, cnt, off, u->from, len, k->keep, 1);
     }
-    if (u->scat == NULL &&
-        (rc = unpack_blocks(u, b, cnt, off)) != MPI_SUCCESS) {
+    if (u->scat == NULL && (rc = unpack_blocks(u, b, cnt, off)) != DPS_OK) {
         return rc;
     }
     k->buf[1] = u->from;
     k->len[1] = len;
-    return MPI_SUCCESS;
+    return DPS_OK;
 }
 
-int shim_unpack_run(shim_unpack_t *u)
+dps_status_t shim_unpack_run(shim_unpack_t *u)
 {
-    int i, rc = MPI_SUCCESS;
+    dps_status_t rc = DPS_OK;
+    int          i;
 
     if (u->scat != NULL) {
         shim_engine_scatter_remove(u->scat);
         shim_scatter_finish(u->scat);
-        return MPI_SUCCESS;
+        return DPS_OK;
     }
-    for (i = 0; i < u->nblk && rc == MPI_SUCCESS; i++) {
+    for (i = 0; i < u->nblk && rc == DPS_OK; i++) {
         const shim_unpack_blk_t *b = &u->blk[i];
         int                      size;
 
@@ -421,9 +422,8 @@ int shim_unpack_run(shim_unpack_t *u)
         rc = pack_at(1, b->to, b->count, u->types[b->type], u->from + b->off,
                      size * b->count);
     }
-    if (rc != MPI_SUCCESS) {
+    if (rc != DPS_OK) {
         dps_error("cannot unpack received data into its datatype");
-        rc = MPI_ERR_INTERN;
     }
     return rc;
 }

@@ -54,12 +54,14 @@ typedef struct shim_blocks {
  * bytes and place in it. Contiguous blocks stay in the application's
  * memory; otherwise they are packed into a staging copy now (send, owned
  * by k) or received into one and unpacked at completion (k->unpack).
- * MPI_SUCCESS, MPI_ERR_TYPE (a block MPI must judge), or another error.
+ * DPS_OK; DPS_ERR_INVALID (a block MPI must judge: a count or datatype
+ * it would refuse), DPS_ERR_NOMEM, or DPS_ERR_MPI (MPI could not pack,
+ * logged).
  */
-int shim_place_send(shim_call_t *k, const shim_blocks_t *b, uint64_t *cnt,
-                    uint64_t *off);
-int shim_place_recv(shim_call_t *k, const shim_blocks_t *b, uint64_t *cnt,
-                    uint64_t *off);
+dps_status_t shim_place_send(shim_call_t *k, const shim_blocks_t *b,
+                             uint64_t *cnt, uint64_t *off);
+dps_status_t shim_place_recv(shim_call_t *k, const shim_blocks_t *b,
+                             uint64_t *cnt, uint64_t *off);
 
 void shim_unpack_free(shim_unpack_t *u);
 

@@ -30,31 +30,31 @@ static uint32_t lowest_unfinished(const shim_comm_t *c)
 
 void fo_comm_finished(shim_comm_t *c, uint32_t seq)
 {
-    if (c->nfin == c->fin_cap) {
+    if (c->fo.nfin == c->fo.fin_cap) {
         uint32_t low = lowest_unfinished(c), *n;
         unsigned i, k = 0;
 
-        for (i = 0; i < c->nfin; i++) {
-            if (c->fin[i] >= low) {
-                c->fin[k++] = c->fin[i];
+        for (i = 0; i < c->fo.nfin; i++) {
+            if (c->fo.fin[i] >= low) {
+                c->fo.fin[k++] = c->fo.fin[i];
             }
         }
-        c->nfin = k;
-        if (k == c->fin_cap) {
-            unsigned cap = c->fin_cap ? 2 * c->fin_cap : 8;
+        c->fo.nfin = k;
+        if (k == c->fo.fin_cap) {
+            unsigned cap = c->fo.fin_cap ? 2 * c->fo.fin_cap : 8;
 
-            n = realloc(c->fin, sizeof(*n) * cap);
+            n = realloc(c->fo.fin, sizeof(*n) * cap);
             if (n == NULL) {
                 /* Unrecorded, the instance would look unfinished and
                  * could be redone without this rank: stop now. */
                 dps_error("out of memory: aborting the job");
                 PMPI_Abort(MPI_COMM_WORLD, 1);
             }
-            c->fin = n;
-            c->fin_cap = cap;
+            c->fo.fin = n;
+            c->fo.fin_cap = cap;
         }
     }
-    c->fin[c->nfin++] = seq;
+    c->fo.fin[c->fo.nfin++] = seq;
 }
 
 fo_entry_t *fo_entry_add(fo_entry_t **v, int *n, int *cap)
@@ -88,12 +88,12 @@ void fo_comm_entries(const shim_comm_t *c, fo_entry_t **v, int *n, int *cap)
         e->kind = FO_FIN_BELOW;
         e->seq = low;
     }
-    for (i = 0; i < c->nfin; i++) {
-        if (c->fin[i] >= low) {
+    for (i = 0; i < c->fo.nfin; i++) {
+        if (c->fo.fin[i] >= low) {
             e = fo_entry_add(v, n, cap);
             e->id = c->id;
             e->kind = FO_FIN_ONE;
-            e->seq = c->fin[i];
+            e->seq = c->fo.fin[i];
         }
     }
     if (c->seq > 0) {

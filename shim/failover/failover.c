@@ -48,10 +48,8 @@
 #include "common/dps_proto.h"
 #include "common/dps_status.h"
 
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 /* One thread at a time drives the takeover; others go on. */
@@ -110,52 +108,19 @@ static void send_notices(void)
     fo.sent = 1;
 }
 
-/* A listening agent on another host (a DPU) exits when its connection
- * ends; we cannot see it go. Writes it had issued land well within this. */
-#define FO_REMOTE_GRACE_US 200000
-
-/* Stop our agent and wait until it is gone (bounded). */
-static void stop_our_agent(void)
-{
-    double deadline = dps_now() + shim.cfg.agent_timeout;
-    int    status;
-
-    if (shim.chan.listen_agent && shim.chan.parent_fd >= 0) {
-        close(shim.chan.parent_fd); /* the agent exits when it sees EOF */
-        shim.chan.parent_fd = -1;
-    }
-    if (shim.chan.agent_pid <= 0) {
-        usleep(FO_REMOTE_GRACE_US);
-        return;
-    }
-    kill(shim.chan.agent_pid, SIGKILL);
-    while (shim_pid_alive(shim.chan.agent_pid)) {
-        if (shim.topo.is_leader && !shim.chan.listen_agent) {
-            waitpid(shim.chan.agent_pid, &status, WNOHANG);
-        }
-        if (dps_now() > deadline) {
-            dps_error("agent %s still running %u s after SIGKILL",
-                      shim.chan.agent_desc, shim.cfg.agent_timeout);
-            break;
-        }
-        usleep(1000);
-    }
-}
-
 /* A failure seen here or told of (shim_fo_noticed; shim.fo.why says
  * which): tell the others, stop our agent, and begin the agreement. */
 static void fo_start(void)
 {
     const char  *why = shim.fo.why;
     shim_comm_t *c;
-    shim_op_t   *op, *tmp;
 
     if (shim.fo.state != SHIM_FO_NONE || !shim.active) {
         return;
     }
     fo.started = dps_now();
     send_notices();
-    stop_our_agent();
+    shim_chan_stop_agent();
     /* The agent is gone: no command is left to give, and none must run
      * once stock MPI starts writing into the same buffers; nor may an
      * agent's emulated put land (the progress thread's last progress is
@@ -164,16 +129,8 @@ static void fo_start(void)
     shim_prog_stop();
 
     pthread_mutex_lock(&shim.lock);
-    /* Completions the agent sent before it stopped still count. */
-    while (ucp_worker_progress(shim.chan.ucx.worker)) {
-    }
-    shim_agent_msgs();
-    shim.chan.agent_dead = 1;
+    shim_chan_fail();
     shim.fo.state = SHIM_FO_COUNTS;
-    /* No COMPLETE is taken from here on. */
-    HASH_ITER(hh_token, shim.by_token, op, tmp) {
-        HASH_DELETE(hh_token, shim.by_token, op);
-    }
     /* Said once by each rank that saw it; the others follow quietly. */
     if (fo.received > 0) {
         dps_info("%s: offload is off", why);

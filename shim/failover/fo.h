@@ -64,7 +64,7 @@ static inline int fo_comm_ready(const shim_comm_t *c)
 
 /* Core's hook (shim_hooks.finished): instance seq of c ended here (done
  * by our agent, or failed before it got there), so it must never be
- * redone: kept in c->fin for the agreement (lock held). Aborts the job
+ * redone: kept in c->fo.fin for the agreement (lock held). Aborts the job
  * when out of memory: unrecorded, it could be redone without this rank. */
 void fo_comm_finished(shim_comm_t *c, uint32_t seq);
 

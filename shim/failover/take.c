@@ -75,20 +75,22 @@ static int redo_tag(const shim_comm_t *c, uint32_t seq)
 }
 
 /* Start op on stock MPI (lock held): its schedule, run with PMPI
- * point-to-point on the twin of its communicator. An MPI error code, or
- * success. */
-static int take_one(shim_op_t *op)
+ * point-to-point on the twin of its communicator. DPS_OK, or why not:
+ * DPS_ERR_ARG (this rank's own arguments were wrong), DPS_ERR_UNSUPP
+ * (stock MPI cannot redo it: fo_stock_comm says why), DPS_ERR_NOMEM,
+ * DPS_ERR_MPI (stock MPI cannot start it). */
+static dps_status_t take_one(shim_op_t *op)
 {
     shim_comm_t *c = op->comm;
     int          coll = op->call.stat;
     MPI_Comm     use;
 
-    op->taken = 1;
+    op->fo.taken = 1;
     if (op->call.error) {
-        return MPI_ERR_ARG; /* this rank's own arguments were wrong */
+        return DPS_ERR_ARG; /* this rank's own arguments were wrong */
     }
     if (!fo_stock_comm(c, op->call.seq, coll, &use, 0)) {
-        return MPI_ERR_OTHER;
+        return DPS_ERR_UNSUPP;
     }
     if (use != shim_comm_twin(c)) {
         /* Point-to-point on the application's communicator could meet
@@ -99,39 +101,26 @@ static int take_one(shim_op_t *op)
                   dps_coll_short(coll), op->call.seq,
                   (unsigned long long)c->id);
         shim.stat.coll[coll][SHIM_STAT_FAILED]++;
-        return MPI_ERR_OTHER;
+        return DPS_ERR_UNSUPP;
     }
     if (op->call.gather != NULL && pack_gathered(&op->call) != DPS_OK) {
         shim.stat.coll[coll][SHIM_STAT_FAILED]++;
-        return MPI_ERR_NO_MEM;
+        return DPS_ERR_NOMEM;
     }
     if (op->call.unpack.scat != NULL) {
         /* The redo receives every byte into staging again: unpack all. */
         shim_engine_scatter_remove(op->call.unpack.scat);
         op->call.unpack.scat->ndone = 0;
     }
-    op->redo = shim_redo_start(op, use, redo_tag(c, op->call.seq));
-    if (op->redo == NULL) {
+    if (shim_op_redo(op, use, redo_tag(c, op->call.seq)) != DPS_OK) {
         shim.stat.coll[coll][SHIM_STAT_FAILED]++;
-        return MPI_ERR_OTHER;
+        return DPS_ERR_MPI;
     }
     shim.stat.coll[coll][op->after ? SHIM_STAT_AFTER : SHIM_STAT_REDONE]++;
     dps_debug("%s #%u on communicator %#llx: %s on stock MPI",
               dps_coll_short(coll), op->call.seq, (unsigned long long)c->id,
               op->after ? "run" : "redone");
-    return MPI_SUCCESS;
-}
-
-/* Finish op with an MPI error code (lock held). */
-static void finish(shim_op_t *op, int error)
-{
-    if (op->finishing) {
-        return;
-    }
-    op->finishing = 1;
-    op->error = error;
-    op->next_done = shim.done_list;
-    shim.done_list = op;
+    return DPS_OK;
 }
 
 /* Start what waits for stock MPI, reap what stock MPI finished; note
@@ -150,8 +139,8 @@ void fo_drive_ops(void)
             if (op->finishing) {
                 continue;
             }
-            if (!op->taken) {
-                int rc;
+            if (!op->fo.taken) {
+                dps_status_t rc;
 
                 if (ready < 0) {
                     ready = fo_comm_ready(c);
@@ -160,24 +149,24 @@ void fo_drive_ops(void)
                     break; /* in seq order: later ones wait too */
                 }
                 rc = take_one(op);
-                if (rc != MPI_SUCCESS) {
-                    finish(op, rc);
+                if (rc != DPS_OK) {
+                    shim_op_done(op, rc);
                 }
                 continue;
             }
             if (op->redo != NULL) {
-                int done = 0, rc;
+                int          done = 0;
+                dps_status_t rc = shim_redo_test(op->redo, &done);
 
-                rc = shim_redo_test(op->redo, &done);
-                if (rc != MPI_SUCCESS || done) {
-                    finish(op, rc);
+                if (rc != DPS_OK || done) {
+                    shim_op_done(op, rc);
                 }
             }
         }
         for (op = c->ops_head; op != NULL; op = op->next_in_comm) {
             if (!op->after && !op->finishing) {
                 unended++;
-                unstarted += !op->taken;
+                unstarted += !op->fo.taken;
             }
         }
     }
@@ -236,7 +225,7 @@ static void pending_text(char *buf, size_t len)
                 buf + o, len - o, "%s%s #%u on %s (%llu bytes sent)%s",
                 n == 1 ? "" : ", ", dps_coll_short(op->call.stat),
                 op->call.seq, cname, (unsigned long long)op->call.len[0],
-                op->taken ? ", started on stock MPI" : "");
+                op->fo.taken ? ", started on stock MPI" : "");
         }
     }
     if (n == 0) {

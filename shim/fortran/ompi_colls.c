@@ -190,9 +190,10 @@ DPS_COLLS(FROW)
 static int w_offloads(int coll, MPI_Comm comm)
 {
     shim_ctx_t x = shim_ctx_app();
+    int        why;
 
-    return shim.initialized && shim_coll_wanted(&x, coll, comm) &&
-           shim_any_size(&x);
+    return shim.initialized && shim_coll_wanted(&x, coll, comm, &why) &&
+           shim_any_size(&why);
 }
 
 void f_ialltoallw P_A2AW(NO_INFO);
@@ -293,8 +294,9 @@ DPS_COLLS(FROW)
 static int p_wanted(int coll, MPI_Comm comm)
 {
     shim_ctx_t x = shim_ctx_app();
+    int        why;
 
-    return shim.initialized && shim_coll_wanted(&x, coll, comm);
+    return shim.initialized && shim_coll_wanted(&x, coll, comm, &why);
 }
 
 void fp_alltoallw P_A2AW(WITH_INFO);

@@ -12,33 +12,26 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Add n to coll's statistic stat. */
-static void count(int coll, int stat, uint64_t n)
+/* The decision says no, for this reason (why may be NULL: not
+ * recorded). */
+static int say_no(int *why, int reason)
 {
-    pthread_mutex_lock(&shim.lock);
-    shim.stat.coll[coll][stat] += n;
-    pthread_mutex_unlock(&shim.lock);
-}
-
-/* The decision says no, for this reason (x may be NULL: not recorded). */
-static int say_no(shim_ctx_t *x, int why)
-{
-    if (x != NULL) {
-        x->why = why;
+    if (why != NULL) {
+        *why = reason;
     }
     return 0;
 }
 
-int shim_fallback(shim_ctx_t *x, int coll, int rc)
+int shim_fallback(const shim_ctx_t *x, int why, int coll, int rc)
 {
-    int why = x->why >= 0 && x->why < SHIM_NWHY ? x->why : SHIM_WHY_OTHER;
-
+    if (why < 0 || why >= SHIM_NWHY) {
+        why = SHIM_WHY_OTHER;
+    }
     if (x->as != 0) {
         coll = x->as; /* the statistics line of the persistent form */
     }
-    count(coll, SHIM_STAT_FALLBACK, 1);
-    count(coll, SHIM_STAT_WHY + why, 1);
-    x->why = SHIM_WHY_OTHER;
+    shim_stat_add(coll, SHIM_STAT_FALLBACK, 1);
+    shim_stat_add(coll, SHIM_STAT_WHY + why, 1);
     return rc;
 }
 
@@ -52,44 +45,45 @@ int shim_comm_size(MPI_Comm comm)
     return n;
 }
 
-int shim_coll_wanted(shim_ctx_t *x, int coll, MPI_Comm comm)
+int shim_coll_wanted(const shim_ctx_t *x, int coll, MPI_Comm comm, int *why)
 {
     int inter = 0;
 
-    x->why = SHIM_WHY_OTHER; /* a new decision */
+    *why = SHIM_WHY_OTHER; /* a new decision */
     if (x->as != 0) {
         coll = x->as; /* a persistent collective's own switch */
     }
     if (!shim.active || !shim.cfg.coll[coll - 1]) {
-        return say_no(x, SHIM_WHY_OFF);
+        return say_no(why, SHIM_WHY_OFF);
     }
     if (comm != MPI_COMM_NULL) {
         PMPI_Comm_test_inter(comm, &inter);
     }
     if (comm == MPI_COMM_NULL || inter) {
-        return say_no(x, SHIM_WHY_COMM);
+        return say_no(why, SHIM_WHY_COMM);
     }
     return 1;
 }
 
-int shim_big_enough(shim_ctx_t *x, uint64_t bytes)
+int shim_big_enough(int *why, uint64_t bytes)
 {
-    return (bytes > 0 && bytes >= shim.min_bytes) || say_no(x, SHIM_WHY_SMALL);
+    return (bytes > 0 && bytes >= shim.min_bytes) ||
+           say_no(why, SHIM_WHY_SMALL);
 }
 
-int shim_any_size(shim_ctx_t *x)
+int shim_any_size(int *why)
 {
-    return shim.min_bytes != DPS_MIN_BYTES_AUTO || say_no(x, SHIM_WHY_SMALL);
+    return shim.min_bytes != DPS_MIN_BYTES_AUTO || say_no(why, SHIM_WHY_SMALL);
 }
 
-int shim_size_offloads(shim_ctx_t *x, MPI_Datatype dt, int count, int refused)
+int shim_size_offloads(int *why, MPI_Datatype dt, int count, int refused)
 {
     shim_layout_t l;
 
     if (!shim_layout(dt, count, &l)) {
-        return refused && shim_any_size(x);
+        return refused && shim_any_size(why);
     }
-    return shim_big_enough(x, l.bytes);
+    return shim_big_enough(why, l.bytes);
 }
 
 int shim_coll_stock(const shim_coll_args_t *a, MPI_Comm m, MPI_Request *req)
@@ -146,8 +140,9 @@ static int gather_ok(shim_comm_t *c, int coll)
     return c->one_node == 1;
 }
 
-static int begin(shim_ctx_t *x, int coll, MPI_Comm comm, shim_comm_t **cp,
-                 shim_call_t *k, MPI_Comm *use, int direct_ok)
+static int begin(const shim_ctx_t *x, int coll, MPI_Comm comm,
+                 shim_comm_t **cp, shim_call_t *k, MPI_Comm *use,
+                 int direct_ok)
 {
     shim_comm_t *c;
     int          rc;
@@ -197,13 +192,13 @@ static int begin(shim_ctx_t *x, int coll, MPI_Comm comm, shim_comm_t **cp,
     return SHIM_GO;
 }
 
-int shim_coll_begin(shim_ctx_t *x, int coll, MPI_Comm comm, shim_comm_t **cp,
-                    shim_call_t *k, MPI_Comm *use)
+int shim_coll_begin(const shim_ctx_t *x, int coll, MPI_Comm comm,
+                    shim_comm_t **cp, shim_call_t *k, MPI_Comm *use)
 {
     return begin(x, coll, comm, cp, k, use, 1);
 }
 
-int shim_coll_begin_sched(shim_ctx_t *x, int coll, MPI_Comm comm,
+int shim_coll_begin_sched(const shim_ctx_t *x, int coll, MPI_Comm comm,
                           shim_comm_t **cp, shim_call_t *k)
 {
     MPI_Comm use = comm;
@@ -222,19 +217,17 @@ int shim_call_post(shim_comm_t *c, shim_call_t *k, MPI_Request *req)
 {
     shim_sched_t *s;
     uint64_t      bytes;
-    int           rc, stat;
+    dps_status_t  st;
+    int           stat;
 
     k->args.coll = k->coll;
     k->args.size = (uint32_t)c->size;
     k->args.rank = (uint32_t)c->rank;
     k->args.agent = c->agent;
-    pthread_mutex_lock(&shim.lock);
-    s = k->pin != NULL ? shim_sched_pinned(c, &k->args, k->pin)
-                       : shim_sched_get(c, &k->args);
-    pthread_mutex_unlock(&shim.lock);
+    s = shim_sched_take(c, &k->args, k->pin);
     if (s == NULL) {
         shim_call_clear(k);
-        return MPI_ERR_NO_MEM;
+        return shim_mpi_error(DPS_ERR_NOMEM);
     }
     if (s->need[DPS_BUF_SEND] > k->len[0] ||
         s->need[DPS_BUF_RECV] > k->len[1]) {
@@ -245,11 +238,9 @@ int shim_call_post(shim_comm_t *c, shim_call_t *k, MPI_Request *req)
             dps_coll_short(k->coll), (unsigned long long)s->need[DPS_BUF_SEND],
             (unsigned long long)s->need[DPS_BUF_RECV],
             (unsigned long long)k->len[0], (unsigned long long)k->len[1]);
-        pthread_mutex_lock(&shim.lock);
-        shim_sched_put(s);
-        pthread_mutex_unlock(&shim.lock);
+        shim_sched_release(s);
         shim_call_clear(k);
-        return MPI_ERR_INTERN;
+        return shim_mpi_error(DPS_ERR_PROTO);
     }
     stat = k->stat; /* the persistent form's line while it starts */
     bytes = k->bytes;
@@ -259,13 +250,13 @@ int shim_call_post(shim_comm_t *c, shim_call_t *k, MPI_Request *req)
         shim_engine_scatter_add(k->unpack.scat);
     }
     shim_in_call++;
-    rc = shim_op_start(c, k, s, req); /* takes k's contents */
+    st = shim_op_start(c, k, s, req); /* takes k's contents */
     shim_in_call--;
-    if (rc == MPI_SUCCESS && shim.fo.state == SHIM_FO_NONE) {
-        count(stat, SHIM_STAT_OFFLOADED, 1);
-        count(stat, SHIM_STAT_BYTES, bytes);
+    if (st == DPS_OK && shim.fo.state == SHIM_FO_NONE) {
+        shim_stat_add(stat, SHIM_STAT_OFFLOADED, 1);
+        shim_stat_add(stat, SHIM_STAT_BYTES, bytes);
     }
-    return rc;
+    return shim_mpi_error(st);
 }
 
 int shim_call_erroneous(shim_comm_t *c, shim_call_t *k, int status,
@@ -283,7 +274,7 @@ int shim_call_erroneous(shim_comm_t *c, shim_call_t *k, int status,
     k->buf[0] = k->buf[1] = NULL;
     k->len[0] = k->len[1] = 0;
     shim_in_call++;
-    if (shim_op_start(c, k, NULL, &r) == MPI_SUCCESS) {
+    if (shim_op_start(c, k, NULL, &r) == DPS_OK) {
         PMPI_Request_free(&r);
     }
     shim_in_call--;
@@ -292,69 +283,55 @@ int shim_call_erroneous(shim_comm_t *c, shim_call_t *k, int status,
     return mpi_class;
 }
 
-/* Probing (a persistent init): the decision into x->verdict, MPI's
- * verdict on the call into x->chk, nothing done. */
-static int probed(const shim_coll_args_t *a, shim_offloads_fn offloads,
-                  shim_ctx_t *x)
+shim_verdict_t shim_coll_decide(const shim_coll_args_t *a,
+                                shim_offloads_fn offloads, const shim_ctx_t *x,
+                                int init)
 {
-    shim_coll_args_t    init = *a;
-    const shim_check_t *refused = NULL;
+    shim_verdict_t   v = {.go = SHIM_TO_STOCK, .chk.cls = MPI_SUCCESS};
+    shim_coll_args_t checked = *a;
 
-    x->chk.cls = MPI_SUCCESS;
-    x->verdict = SHIM_TO_STOCK;
-    if (!shim_coll_wanted(x, dps_coll_base(a->coll), a->comm)) {
-        return MPI_SUCCESS;
-    }
-    init.coll = x->as != 0 ? x->as : a->coll; /* MPI's *_init checks */
-    if (shim_coll_check(&init, &x->chk) != MPI_SUCCESS) {
-        refused = &x->chk;
-    }
-    if (offloads(a, refused, x)) {
-        x->verdict = SHIM_OFFLOAD;
-    }
-    return MPI_SUCCESS;
-}
-
-int shim_coll_start(const shim_coll_args_t *a, shim_offloads_fn offloads,
-                    shim_ctx_t *x, int *rc)
-{
-    shim_check_t chk;
-    int          coll = dps_coll_base(a->coll);
-
-    if (x->probe) {
-        *rc = probed(a, offloads, x);
-        return 1;
-    }
     /* Off, or not an intracommunicator: stock MPI, checks and all, on
      * every rank alike. */
-    if (!shim_coll_wanted(x, coll, a->comm)) {
-        *rc = shim_fallback(x, coll, shim_coll_stock(a, a->comm, a->request));
-        return 1;
+    if (!shim_coll_wanted(x, dps_coll_base(a->coll), a->comm, &v.why)) {
+        return v;
     }
-    if (shim_coll_check(a, &chk) != MPI_SUCCESS) {
-        *rc = shim_call_rejected(a, &chk, offloads(a, &chk, x), x);
-        return 1;
+    if (init && x->as != 0) {
+        checked.coll = x->as; /* MPI's *_init checks */
     }
-    if (!offloads(a, NULL, x)) {
-        *rc = shim_fallback(x, coll, shim_coll_stock(a, a->comm, a->request));
-        return 1;
+    if (shim_coll_check(&checked, &v.chk) != MPI_SUCCESS) {
+        /* Decided without the inputs this call has wrong. */
+        v.go = offloads(a, &v.chk, &v.why) ? SHIM_OFFLOAD : SHIM_TO_STOCK;
+    } else if (offloads(a, NULL, &v.why)) {
+        v.go = SHIM_OFFLOAD;
     }
-    return 0;
+    return v;
 }
 
-int shim_coll_run(const shim_coll_args_t *a, shim_ctx_t *x,
+int shim_coll_not_offloaded(const shim_coll_args_t *a, const shim_verdict_t *v,
+                            const shim_ctx_t *x)
+{
+    if (v->chk.cls != MPI_SUCCESS) {
+        return shim_call_rejected(a, &v->chk, v->go == SHIM_OFFLOAD, x,
+                                  v->why);
+    }
+    return shim_fallback(x, v->why, dps_coll_base(a->coll),
+                         shim_coll_stock(a, a->comm, a->request));
+}
+
+int shim_coll_run(const shim_coll_args_t *a, const shim_ctx_t *x,
                   shim_offloads_fn offloads, shim_post_fn post)
 {
-    MPI_Comm     use = a->comm;
-    shim_comm_t *c;
-    shim_call_t  k;
-    int          rc;
+    MPI_Comm       use = a->comm;
+    shim_comm_t   *c;
+    shim_call_t    k;
+    shim_verdict_t v;
 
     if (shim_in_call || !shim.initialized) {
         return shim_coll_stock(a, a->comm, a->request);
     }
-    if (shim_coll_start(a, offloads, x, &rc)) {
-        return rc;
+    v = shim_coll_decide(a, offloads, x, 0);
+    if (v.go != SHIM_OFFLOAD || v.chk.cls != MPI_SUCCESS) {
+        return shim_coll_not_offloaded(a, &v, x);
     }
     switch (shim_coll_begin(x, a->coll, a->comm, &c, &k, &use)) {
     case SHIM_GO: return post(c, &k, a);
@@ -364,7 +341,7 @@ int shim_coll_run(const shim_coll_args_t *a, shim_ctx_t *x,
 }
 
 int shim_call_rejected(const shim_coll_args_t *a, const shim_check_t *chk,
-                       int offload, shim_ctx_t *x)
+                       int offload, const shim_ctx_t *x, int why)
 {
     int          coll = dps_coll_base(a->coll);
     MPI_Comm     use = a->comm;
@@ -373,14 +350,15 @@ int shim_call_rejected(const shim_coll_args_t *a, const shim_check_t *chk,
     char         what[200];
 
     if (!offload) {
-        return shim_fallback(x, coll, shim_coll_stock(a, a->comm, a->request));
+        return shim_fallback(x, why, coll,
+                             shim_coll_stock(a, a->comm, a->request));
     }
     snprintf(what, sizeof(what), "%s: %s", dps_coll_str((unsigned)coll),
              chk->what);
     switch (shim_coll_begin(x, coll, a->comm, &c, &k, &use)) {
     case SHIM_GO:
         /* Nothing runs: counted as left to MPI, as MPI's answer it is. */
-        return shim_fallback(x, coll,
+        return shim_fallback(x, why, coll,
                              shim_call_erroneous(c, &k, DPS_ERR_ARG, chk->cls,
                                                  chk->raise_on, a->request,
                                                  what));
@@ -396,19 +374,18 @@ int shim_call_rejected(const shim_coll_args_t *a, const shim_check_t *chk,
     }
 }
 
-int shim_place_failed(shim_comm_t *c, shim_call_t *k, int rc, MPI_Comm comm,
-                      MPI_Request *req)
+int shim_place_failed(shim_comm_t *c, shim_call_t *k, dps_status_t st,
+                      MPI_Comm comm, MPI_Request *req)
 {
-    if (rc == MPI_ERR_TYPE) {
+    if (st == DPS_ERR_INVALID) {
         return shim_call_erroneous(c, k, DPS_ERR_ARG, MPI_ERR_TYPE, comm, req,
                                    "a count or datatype MPI would "
                                    "refuse");
     }
     shim_call_clear(k);
     /* Nothing posted: the other ranks' instance cannot end well. */
-    shim_call_erroneous(c, k, DPS_ERR_NOMEM, rc, comm, req,
-                        "cannot stage the data of a collective");
-    return rc;
+    return shim_call_erroneous(c, k, DPS_ERR_NOMEM, shim_mpi_error(st), comm,
+                               req, "cannot stage the data of a collective");
 }
 
 int shim_send_overlaps(const shim_call_t *k)

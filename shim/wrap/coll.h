@@ -17,31 +17,33 @@
 
 /*
  * How a call is made, passed down its phases (decide, begin, post) by
- * whoever makes it: the application through a public wrapper (all zero:
- * shim_ctx_app), a persistent init asking only the decision (probe), or
- * a persistent request's start (as, keep, pin, stream).
+ * whoever makes it, read only: the application through a public wrapper
+ * (all zero: shim_ctx_app), a persistent init (as) or a persistent
+ * request's start (as, keep, pin, stream). What a phase finds is its
+ * return value, never written here.
  */
 typedef struct shim_ctx {
-    int                 as;      /* a persistent form's dps_coll_t, whose
-                                  * switch and statistics line the call
-                                  * uses; 0: the call's own */
-    shim_keep_t        *keep;    /* a start's kept maps, or NULL */
-    struct shim_sched **pin;     /* where a start pins its schedule */
-    shim_comm_t        *stream;  /* a start's matching stream
-                                  * (shim_comm_stream_new), used in place
-                                  * of its communicator's state */
-    int                 probe;   /* 1: decide only (a persistent init's
-                                  * question), doing nothing else */
-    int                 verdict; /* probe's answer: SHIM_OFFLOAD or
-                                  * SHIM_TO_STOCK */
-    shim_check_t        chk;     /* probe's: MPI's verdict on the call
-                                  * (chk.cls MPI_SUCCESS: none) */
-    int                 why;     /* why the decision said stock MPI
-                                  * (SHIM_WHY_*): set by the test that says
-                                  * no, counted by shim_fallback */
+    int                 as;     /* a persistent form's dps_coll_t, whose
+                                 * switch and statistics line the call
+                                 * uses; 0: the call's own */
+    shim_keep_t        *keep;   /* a start's kept maps, or NULL */
+    struct shim_sched **pin;    /* where a start pins its schedule */
+    shim_comm_t        *stream; /* a start's matching stream
+                                 * (shim_comm_stream_new), used in place
+                                 * of its communicator's state */
 } shim_ctx_t;
 
 enum { SHIM_OFFLOAD = 1, SHIM_TO_STOCK };
+
+/* The decide phase's answer for one call (shim_coll_decide). */
+typedef struct shim_verdict {
+    int          go;  /* SHIM_OFFLOAD or SHIM_TO_STOCK */
+    int          why; /* why stock MPI (SHIM_WHY_*): set by the test that
+                       * says no, counted by shim_fallback */
+    shim_check_t chk; /* MPI's verdict on the arguments (chk.cls
+                       * MPI_SUCCESS: none, or not checked); refused, go
+                       * is what the ranks whose calls are right do */
+} shim_verdict_t;
 
 /* The application's own call's context. */
 static inline shim_ctx_t shim_ctx_app(void)
@@ -53,34 +55,38 @@ static inline shim_ctx_t shim_ctx_app(void)
 
 /* Offload considered for coll on comm (x->as's switch while a persistent
  * form starts): the shim is on, the switch is on, comm an
- * intracommunicator. Sets x->why (SHIM_WHY_OTHER when yes: a new
+ * intracommunicator. Sets *why (SHIM_WHY_OTHER when yes: a new
  * decision). */
-int shim_coll_wanted(shim_ctx_t *x, int coll, MPI_Comm comm);
+int shim_coll_wanted(const shim_ctx_t *x, int coll, MPI_Comm comm, int *why);
 
 /* Large enough to offload (DPUSHIM_MIN_BYTES), for a size every rank
  * knows; collectives whose sizes differ by rank offload whenever any
- * size would (shim_any_size). No: x->why says so (x may be NULL). */
-int shim_big_enough(shim_ctx_t *x, uint64_t bytes);
-int shim_any_size(shim_ctx_t *x);
+ * size would (shim_any_size). No: *why says so (why may be NULL). */
+int shim_big_enough(int *why, uint64_t bytes);
+int shim_any_size(int *why);
 
 /* Large enough to offload: count elements of dt by the type signature
  * (shim_big_enough). For a call MPI refuses (refused), whose count or
  * datatype may be the wrong input and say nothing of the other ranks'
  * sizes: whenever some size offloads (shim_any_size). */
-int shim_size_offloads(shim_ctx_t *x, MPI_Datatype dt, int count, int refused);
+int shim_size_offloads(int *why, MPI_Datatype dt, int count, int refused);
 
 /* Count a fallback of coll (x->as's while a persistent form starts) to
- * stock MPI, under x->why; returns rc (the PMPI call's). */
-int shim_fallback(shim_ctx_t *x, int coll, int rc);
+ * stock MPI, under why (SHIM_WHY_*); returns rc (the PMPI call's). */
+int shim_fallback(const shim_ctx_t *x, int why, int coll, int rc);
 
 /* The entries of common/dps_colls.h: shim_coll_<entry>(a, x) offloads
  * the call a describes (a->coll one of the row's ids, nonblocking), made
  * as x says, or leaves it to stock MPI: the public wrapper MPI_I<name>
- * (wrap/colls.c) calls it, and so do a persistent init (x->probe) and
- * its starts (wrap/pers_init.c). An MPI return code; probing, the answer
- * is x->verdict (and x->chk). */
-#define SHIM_COLL_ENTRY(ID, name, Name, family, shape, entry) \
-    int shim_coll_##entry(const shim_coll_args_t *a, shim_ctx_t *x);
+ * (wrap/colls.c) calls it, and so do a persistent request's starts
+ * (wrap/pers_init.c). An MPI return code. shim_decide_<entry>(a, x) is
+ * its decide phase alone, for a persistent init's question (the answer is
+ * the same at every start: it depends on the arguments, the switches and
+ * the sizes alone): MPI's checks of the *_init form x->as, nothing done. */
+#define SHIM_COLL_ENTRY(ID, name, Name, family, shape, entry)              \
+    int shim_coll_##entry(const shim_coll_args_t *a, const shim_ctx_t *x); \
+    shim_verdict_t shim_decide_##entry(const shim_coll_args_t *a,          \
+                                       const shim_ctx_t       *x);
 DPS_COLLS(SHIM_COLL_ENTRY)
 #undef SHIM_COLL_ENTRY
 
@@ -100,16 +106,25 @@ int shim_coll_stock_as(const shim_coll_args_t *a, MPI_Comm use,
  * (chk says why): decide without the inputs it has wrong, as the ranks
  * whose calls are right would (shim_call_rejected). */
 typedef int (*shim_offloads_fn)(const shim_coll_args_t *a,
-                                const shim_check_t *chk, shim_ctx_t *x);
+                                const shim_check_t *chk, int *why);
 
 /*
- * Every entry's decision, after the re-entry test: 1 when the call is
- * over (*rc its result: stock MPI's, counted as a fallback, or the
- * refusal of a call MPI refuses; probing, MPI_SUCCESS and x->verdict),
- * 0 when it is to be offloaded.
+ * The decide phase of every entry, after the re-entry test: is the call
+ * wanted (shim_coll_wanted), does MPI refuse it (shim_coll_check; init:
+ * the checks of the persistent init x->as), and does offloads say yes.
+ * Nothing is done.
  */
-int shim_coll_start(const shim_coll_args_t *a, shim_offloads_fn offloads,
-                    shim_ctx_t *x, int *rc);
+shim_verdict_t shim_coll_decide(const shim_coll_args_t *a,
+                                shim_offloads_fn offloads, const shim_ctx_t *x,
+                                int init);
+
+/*
+ * A call the verdict v does not offload as it is: MPI refuses it
+ * (shim_call_rejected), or stock MPI's call, counted as a fallback. The
+ * call's result.
+ */
+int shim_coll_not_offloaded(const shim_coll_args_t *a, const shim_verdict_t *v,
+                            const shim_ctx_t *x);
 
 /*
  * A nonblocking call MPI refuses at call time (shim_coll_check said so
@@ -132,17 +147,7 @@ int shim_coll_start(const shim_coll_args_t *a, shim_offloads_fn offloads,
  * by one: after an error the communicator is not usable, as under MPI).
  */
 int shim_call_rejected(const shim_coll_args_t *a, const shim_check_t *chk,
-                       int offload, shim_ctx_t *x);
-
-/*
- * A persistent *_init asks whether its starts will be offloaded (the
- * answer is the same at every start: it depends on the arguments, the
- * switches and the sizes alone) by calling the entry with x->probe set:
- * it only decides, answering x->verdict (SHIM_TO_STOCK where it would
- * call stock MPI, SHIM_OFFLOAD where it would offload), and does nothing
- * else. A call MPI refuses also answers what the ranks whose calls are
- * right decide, and leaves MPI's verdict in x->chk (chk.cls set).
- */
+                       int offload, const shim_ctx_t *x, int why);
 
 enum { SHIM_GO, SHIM_STOCK, SHIM_FAIL };
 
@@ -153,13 +158,13 @@ enum { SHIM_GO, SHIM_STOCK, SHIM_FAIL };
  * wrapper returns MPI_ERR_NO_MEM: other ranks may offload, so falling
  * back could hang).
  */
-int shim_coll_begin(shim_ctx_t *x, int coll, MPI_Comm comm, shim_comm_t **cp,
-                    shim_call_t *k, MPI_Comm *use);
+int shim_coll_begin(const shim_ctx_t *x, int coll, MPI_Comm comm,
+                    shim_comm_t **cp, shim_call_t *k, MPI_Comm *use);
 
 /* The same for a call no MPI collective does (a pattern group): after an
  * agent failure it is posted all the same, and stock MPI runs its
  * schedule. SHIM_GO or SHIM_FAIL. */
-int shim_coll_begin_sched(shim_ctx_t *x, int coll, MPI_Comm comm,
+int shim_coll_begin_sched(const shim_ctx_t *x, int coll, MPI_Comm comm,
                           shim_comm_t **cp, shim_call_t *k);
 
 /* What a wrapper does once the call is to be offloaded: place a's data
@@ -174,15 +179,21 @@ typedef int (*shim_post_fn)(shim_comm_t *c, shim_call_t *k,
  * shim_coll_start's decision by offloads; offloaded, shim_coll_begin and
  * post. The call's result (probing: MPI_SUCCESS, x->verdict the answer).
  */
-int shim_coll_run(const shim_coll_args_t *a, shim_ctx_t *x,
+int shim_coll_run(const shim_coll_args_t *a, const shim_ctx_t *x,
                   shim_offloads_fn offloads, shim_post_fn post);
 
 /* Define the entry shim_coll_<entry> of a row (common/dps_colls.h) as
- * shim_coll_run with its decision and post functions. */
-#define SHIM_COLL_ENTRY_RUN(entry, offloads, post)                  \
-    int shim_coll_##entry(const shim_coll_args_t *a, shim_ctx_t *x) \
-    {                                                               \
-        return shim_coll_run(a, x, offloads, post);                 \
+ * shim_coll_run with its decision and post functions, and its decide
+ * phase shim_decide_<entry>. */
+#define SHIM_COLL_ENTRY_RUN(entry, offloads, post)                        \
+    int shim_coll_##entry(const shim_coll_args_t *a, const shim_ctx_t *x) \
+    {                                                                     \
+        return shim_coll_run(a, x, offloads, post);                       \
+    }                                                                     \
+    shim_verdict_t shim_decide_##entry(const shim_coll_args_t *a,         \
+                                       const shim_ctx_t       *x)         \
+    {                                                                     \
+        return shim_coll_decide(a, offloads, x, 1);                       \
     }
 
 /* Arrays of size entries for the builder's per-rank counts and offsets:
@@ -202,10 +213,11 @@ int shim_call_erroneous(shim_comm_t *c, shim_call_t *k, int status,
                         int mpi_class, MPI_Comm comm, MPI_Request *req,
                         const char *what);
 
-/* A failed placement: MPI_ERR_TYPE becomes an erroneous post (a local
- * datatype MPI would refuse), anything else is returned. */
-int shim_place_failed(shim_comm_t *c, shim_call_t *k, int rc, MPI_Comm comm,
-                      MPI_Request *req);
+/* A failed placement (shim_place_send/recv's status st), as an erroneous
+ * post: DPS_ERR_INVALID raises MPI_ERR_TYPE (a local datatype MPI would
+ * refuse), anything else its own class (shim_mpi_error), returned. */
+int shim_place_failed(shim_comm_t *c, shim_call_t *k, dps_status_t st,
+                      MPI_Comm comm, MPI_Request *req);
 
 /*
  * The neighbours of a communicator with a topology, in MPI's order

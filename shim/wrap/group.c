@@ -70,6 +70,7 @@ DPUSHIM_API int dpushim_impl_group_begin(MPI_Comm comm, dpushim_group_t *group)
 {
     shim_ctx_t            x = shim_ctx_app();
     struct dpushim_group *g;
+    int                   why;
 
     if (group == NULL) {
         dps_error("dpushim_group_begin: group is NULL");
@@ -77,7 +78,7 @@ DPUSHIM_API int dpushim_impl_group_begin(MPI_Comm comm, dpushim_group_t *group)
     }
     *group = NULL;
     if (!shim.initialized || comm == MPI_COMM_NULL ||
-        !shim_coll_wanted(&x, DPS_COLL_GROUP, comm)) {
+        !shim_coll_wanted(&x, DPS_COLL_GROUP, comm, &why)) {
         return comm == MPI_COMM_NULL && shim.initialized ? DPUSHIM_ERR_ARG
                                                          : DPUSHIM_ERR_OFF;
     }
@@ -254,6 +255,7 @@ static int ending(dpushim_group_t *group, MPI_Request *request, int coll)
 {
     shim_ctx_t            x = shim_ctx_app();
     struct dpushim_group *g;
+    int                   why;
 
     if (request == NULL || group == NULL || *group == NULL) {
         dps_error("dpushim_group_end: %s is NULL",
@@ -265,7 +267,7 @@ static int ending(dpushim_group_t *group, MPI_Request *request, int coll)
     }
     *request = MPI_REQUEST_NULL;
     g = *group;
-    if (!shim_coll_wanted(&x, coll, g->comm)) {
+    if (!shim_coll_wanted(&x, coll, g->comm, &why)) {
         dpushim_impl_group_free(group);
         return DPUSHIM_ERR_OFF;
     }

@@ -13,11 +13,11 @@
  * chk: a call MPI refuses, whose wrong inputs must not decide). Sizes
  * that differ by rank: whenever any size would. */
 static int any_size(const shim_coll_args_t *a, const shim_check_t *chk,
-                    shim_ctx_t *x)
+                    int *why)
 {
     (void)a;
     (void)chk;
-    return shim_any_size(x);
+    return shim_any_size(why);
 }
 
 /* Ibarrier, after the decision (shim_post_fn): no data. */
@@ -32,10 +32,10 @@ static int root_ok(const shim_coll_args_t *a, const shim_check_t *chk)
 }
 
 static int bcast_offloads(const shim_coll_args_t *a, const shim_check_t *chk,
-                          shim_ctx_t *x)
+                          int *why)
 {
     return root_ok(a, chk) &&
-           shim_size_offloads(x, a->stype, a->scount, chk != NULL);
+           shim_size_offloads(why, a->stype, a->scount, chk != NULL);
 }
 
 /* Ibcast, after the decision: the buffer is sent at the root, received
@@ -46,14 +46,14 @@ static int bcast(shim_comm_t *c, shim_call_t *k, const shim_coll_args_t *a)
                        a->stype, NULL, 0,         NULL, 0};
     shim_layout_t l;
     uint64_t      cnt, off;
-    int           rc;
+    dps_status_t  rc;
 
     shim_layout(a->stype, a->scount, &l);
     k->args.root = (uint32_t)a->root;
     k->args.bytes = l.bytes;
     rc = c->rank == a->root ? shim_place_send(k, &b, &cnt, &off)
                             : shim_place_recv(k, &b, &cnt, &off);
-    if (rc != MPI_SUCCESS) {
+    if (rc != DPS_OK) {
         return shim_place_failed(c, k, rc, a->comm, a->request);
     }
     k->bytes = l.bytes; /* the message, on every rank */
@@ -63,15 +63,15 @@ static int bcast(shim_comm_t *c, shim_call_t *k, const shim_coll_args_t *a)
 /* The rank's own block of a gathered buffer (rooted or all), when it is
  * there already (MPI_IN_PLACE): it stays if the receive region is the
  * application's memory; else it goes as send data, copied. */
-static int own_in_place(shim_call_t *k, const void *buf, int count,
-                        MPI_Datatype type)
+static dps_status_t own_in_place(shim_call_t *k, const void *buf, int count,
+                                 MPI_Datatype type)
 {
     shim_blocks_t own = {buf, 1, count, NULL, NULL, type, NULL, 1, NULL, 0};
     uint64_t      cnt, off;
 
     if (k->unpack.from == NULL) {
         k->args.in_place = 1;
-        return MPI_SUCCESS;
+        return DPS_OK;
     }
     return shim_place_send(k, &own, &cnt, &off);
 }
@@ -89,8 +89,8 @@ static const void *block_at(const void *buf, int i, int count,
 
 /* A non-root's block, or the root's own, on its side of a gather
  * (send) or scatter (receive): the bytes it holds into *bytes. */
-static int place_one(shim_call_t *k, int gather, const void *buf, int count,
-                     MPI_Datatype type, uint64_t *bytes)
+static dps_status_t place_one(shim_call_t *k, int gather, const void *buf,
+                              int count, MPI_Datatype type, uint64_t *bytes)
 {
     shim_blocks_t one = {buf, 1, count, NULL, NULL, type, NULL, 0, NULL, 0};
     uint64_t      off;
@@ -104,10 +104,11 @@ static int rooted(shim_comm_t *c, shim_call_t *k, const shim_coll_args_t *a)
 {
     int gather = k->coll == DPS_COLL_GATHER || k->coll == DPS_COLL_GATHERV;
     int v = k->coll == DPS_COLL_GATHERV || k->coll == DPS_COLL_SCATTERV;
-    int size = c->size, root = a->root, rc;
-    const void *sbuf = a->sbuf;
-    void       *rbuf = a->rbuf;
-    uint64_t   *arr, own = 0, blk;
+    int size = c->size, root = a->root;
+    dps_status_t rc;
+    const void  *sbuf = a->sbuf;
+    void        *rbuf = a->rbuf;
+    uint64_t    *arr, own = 0, blk;
 
     k->args.root = (uint32_t)root;
     if (c->rank != root) {
@@ -115,7 +116,7 @@ static int rooted(shim_comm_t *c, shim_call_t *k, const shim_coll_args_t *a)
                     : place_one(k, 0, rbuf, a->rcount, a->rtype, &own);
         k->args.bytes = own;
     } else if ((arr = shim_call_arrays(k, size, 2)) == NULL) {
-        rc = MPI_ERR_NO_MEM;
+        rc = DPS_ERR_NOMEM;
     } else {
         shim_blocks_t many = {gather ? rbuf : sbuf,
                               v ? size : 1,
@@ -140,17 +141,17 @@ static int rooted(shim_comm_t *c, shim_call_t *k, const shim_coll_args_t *a)
             k->args.soff = arr + size;
         }
         k->args.bytes = blk;
-        if (rc == MPI_SUCCESS && in_place && gather) {
+        if (rc == DPS_OK && in_place && gather) {
             rc = own_in_place(k,
                               block_at(rbuf, root, a->rcount,
                                        v ? a->rdispls : NULL, a->rtype),
                               v ? a->rcounts[root] : a->rcount, a->rtype);
-        } else if (rc == MPI_SUCCESS && in_place) {
+        } else if (rc == DPS_OK && in_place) {
             k->args.in_place = 1; /* the root's block stays in sbuf */
-        } else if (rc == MPI_SUCCESS) {
+        } else if (rc == DPS_OK) {
             rc = gather ? place_one(k, 1, sbuf, a->scount, a->stype, &own)
                         : place_one(k, 0, rbuf, a->rcount, a->rtype, &own);
-            if (rc == MPI_SUCCESS && own != blk) {
+            if (rc == DPS_OK && own != blk) {
                 return shim_call_erroneous(c, k, DPS_ERR_ARG, MPI_ERR_TRUNCATE,
                                            a->comm, a->request,
                                            "the root's own "
@@ -159,7 +160,7 @@ static int rooted(shim_comm_t *c, shim_call_t *k, const shim_coll_args_t *a)
             }
         }
     }
-    if (rc != MPI_SUCCESS) {
+    if (rc != DPS_OK) {
         return shim_place_failed(c, k, rc, a->comm, a->request);
     }
     return shim_call_post(c, k, a->request);
@@ -168,7 +169,7 @@ static int rooted(shim_comm_t *c, shim_call_t *k, const shim_coll_args_t *a)
 /* The decision for gather and scatter: the block size where every rank
  * knows it (regular), any size (v). */
 static int rooted_offloads(const shim_coll_args_t *a, const shim_check_t *chk,
-                           shim_ctx_t *x)
+                           int *why)
 {
     int gather = a->coll == DPS_COLL_GATHER || a->coll == DPS_COLL_GATHERV;
     int v = a->coll == DPS_COLL_GATHERV || a->coll == DPS_COLL_SCATTERV;
@@ -178,28 +179,28 @@ static int rooted_offloads(const shim_coll_args_t *a, const shim_check_t *chk,
         return 0;
     }
     if (v) {
-        return shim_any_size(x);
+        return shim_any_size(why);
     }
     PMPI_Comm_rank(a->comm, &rank);
     /* The root's block size from its many-side arguments (it may be in
      * place on the other side); the others' from their own. */
     if ((rank == a->root) == gather) {
-        return shim_size_offloads(x, a->rtype, a->rcount, chk != NULL);
+        return shim_size_offloads(why, a->rtype, a->rcount, chk != NULL);
     }
-    return shim_size_offloads(x, a->stype, a->scount, chk != NULL);
+    return shim_size_offloads(why, a->stype, a->scount, chk != NULL);
 }
 
 /* The block size of a regular allgather or alltoall, by the receive
  * side's type signature (never a rank's layout). */
 static int recv_block(const shim_coll_args_t *a, const shim_check_t *chk,
-                      shim_ctx_t *x)
+                      int *why)
 {
-    return shim_size_offloads(x, a->rtype, a->rcount, chk != NULL);
+    return shim_size_offloads(why, a->rtype, a->rcount, chk != NULL);
 }
 
 /* Allgatherv: every rank has every count, so the mean block is agreed. */
 static int mean_block(const shim_coll_args_t *a, const shim_check_t *chk,
-                      shim_ctx_t *x)
+                      int *why)
 {
     int           size = shim_comm_size(a->comm), i, ok;
     uint64_t      total = 0;
@@ -211,15 +212,16 @@ static int mean_block(const shim_coll_args_t *a, const shim_check_t *chk,
         total += (uint64_t)a->rcounts[i] * l.size;
     }
     if (!ok || size == 0) {
-        return chk != NULL && shim_any_size(x);
+        return chk != NULL && shim_any_size(why);
     }
-    return shim_big_enough(x, total / (uint64_t)size);
+    return shim_big_enough(why, total / (uint64_t)size);
 }
 
 /* Allgather, regular or v, after the decision. */
 static int allgather(shim_comm_t *c, shim_call_t *k, const shim_coll_args_t *a)
 {
-    int           v = a->rcounts != NULL, size = c->size, me = c->rank, rc;
+    int           v = a->rcounts != NULL, size = c->size, me = c->rank;
+    dps_status_t  rc;
     shim_blocks_t many = {a->rbuf,
                           v ? size : 1,
                           v ? 0 : a->rcount * size,
@@ -235,7 +237,7 @@ static int allgather(shim_comm_t *c, shim_call_t *k, const shim_coll_args_t *a)
     MPI_Request  *request = a->request;
 
     if (arr == NULL) {
-        return shim_place_failed(c, k, MPI_ERR_NO_MEM, comm, request);
+        return shim_place_failed(c, k, DPS_ERR_NOMEM, comm, request);
     }
     rc = shim_place_recv(k, &many, arr, arr + size);
     blk = v ? arr[me] : arr[0] / (uint64_t)size;
@@ -244,13 +246,13 @@ static int allgather(shim_comm_t *c, shim_call_t *k, const shim_coll_args_t *a)
         k->args.roff = arr + size;
     }
     k->args.bytes = blk;
-    if (rc == MPI_SUCCESS && a->sbuf == MPI_IN_PLACE) {
+    if (rc == DPS_OK && a->sbuf == MPI_IN_PLACE) {
         rc = own_in_place(
             k, block_at(a->rbuf, me, a->rcount, a->rdispls, a->rtype),
             v ? a->rcounts[me] : a->rcount, a->rtype);
-    } else if (rc == MPI_SUCCESS) {
+    } else if (rc == DPS_OK) {
         rc = place_one(k, 1, a->sbuf, a->scount, a->stype, &own);
-        if (rc == MPI_SUCCESS && own != blk) {
+        if (rc == DPS_OK && own != blk) {
             return shim_call_erroneous(c, k, DPS_ERR_ARG, MPI_ERR_TRUNCATE,
                                        comm, request,
                                        "the send block "
@@ -258,7 +260,7 @@ static int allgather(shim_comm_t *c, shim_call_t *k, const shim_coll_args_t *a)
                                        "this rank receives from itself");
         }
     }
-    if (rc != MPI_SUCCESS) {
+    if (rc != DPS_OK) {
         return shim_place_failed(c, k, rc, comm, request);
     }
     return shim_call_post(c, k, request);
@@ -267,7 +269,8 @@ static int allgather(shim_comm_t *c, shim_call_t *k, const shim_coll_args_t *a)
 /* Alltoall, v or w, after the decision. */
 static int alltoall(shim_comm_t *c, shim_call_t *k, const shim_coll_args_t *a)
 {
-    int           v = a->rcounts != NULL, size = c->size, rc;
+    int           v = a->rcounts != NULL, size = c->size;
+    dps_status_t  rc;
     int           in_place = a->sbuf == MPI_IN_PLACE;
     shim_blocks_t rb = {a->rbuf,
                         v ? size : 1,
@@ -294,7 +297,7 @@ static int alltoall(shim_comm_t *c, shim_call_t *k, const shim_coll_args_t *a)
     MPI_Request  *request = a->request;
 
     if (arr == NULL) {
-        return shim_place_failed(c, k, MPI_ERR_NO_MEM, comm, request);
+        return shim_place_failed(c, k, DPS_ERR_NOMEM, comm, request);
     }
     if (in_place) {
         /* Blocks of the buffer are read and written by different engines
@@ -303,10 +306,10 @@ static int alltoall(shim_comm_t *c, shim_call_t *k, const shim_coll_args_t *a)
         sb.copy = 1;
     }
     rc = shim_place_send(k, &sb, arr, arr + size);
-    if (rc == MPI_SUCCESS) {
+    if (rc == DPS_OK) {
         rc = shim_place_recv(k, &rb, arr + 2 * size, arr + 3 * size);
     }
-    if (rc != MPI_SUCCESS) {
+    if (rc != DPS_OK) {
         return shim_place_failed(c, k, rc, comm, request);
     }
     if (v) {

@@ -98,20 +98,20 @@ int shim_pairs_post(shim_comm_t *c, shim_call_t *k, const shim_blocks_t *sb,
                     const int *speer, const shim_blocks_t *rb,
                     const int *rpeer, MPI_Comm comm, MPI_Request *req)
 {
-    size_t    ns = (size_t)sb->n, nr = (size_t)rb->n, i, j, n = 0;
-    uint64_t *arr = shim_call_arrays(k, 1, (int)(5 * (ns + nr)));
-    uint64_t *scnt = arr, *soff = arr + ns, *rcnt = soff + ns;
-    uint64_t *roff = rcnt + nr, *pairs = roff + nr;
-    int       rc;
+    size_t       ns = (size_t)sb->n, nr = (size_t)rb->n, i, j, n = 0;
+    uint64_t    *arr = shim_call_arrays(k, 1, (int)(5 * (ns + nr)));
+    uint64_t    *scnt = arr, *soff = arr + ns, *rcnt = soff + ns;
+    uint64_t    *roff = rcnt + nr, *pairs = roff + nr;
+    dps_status_t rc;
 
     if (arr == NULL) {
-        return shim_place_failed(c, k, MPI_ERR_NO_MEM, comm, req);
+        return shim_place_failed(c, k, DPS_ERR_NOMEM, comm, req);
     }
     rc = shim_place_send(k, sb, scnt, soff);
-    if (rc == MPI_SUCCESS) {
+    if (rc == DPS_OK) {
         rc = shim_place_recv(k, rb, rcnt, roff);
     }
-    if (rc != MPI_SUCCESS) {
+    if (rc != DPS_OK) {
         return shim_place_failed(c, k, rc, comm, req);
     }
     for (i = 0; i < ns; i++) {
@@ -213,7 +213,7 @@ static int offload(const shim_coll_args_t *a, shim_comm_t *c, shim_call_t *k,
     int           rc, i;
 
     if (cnt == NULL || disp == NULL || (a->rtypes != NULL && rty == NULL)) {
-        rc = shim_place_failed(c, k, MPI_ERR_NO_MEM, comm, req);
+        rc = shim_place_failed(c, k, DPS_ERR_NOMEM, comm, req);
         goto out;
     }
     for (i = 0; rty != NULL && i < in; i++) {
@@ -254,32 +254,40 @@ out:
  * and not in place (which MPI does not define here; Open MPI refuses
  * it, and so a refused call does not decide by it). */
 static int nbr_offloads(const shim_coll_args_t *a, const shim_check_t *chk,
-                        shim_ctx_t *x)
+                        int *why)
 {
     int topo = MPI_UNDEFINED;
 
-    return shim_any_size(x) && (chk != NULL || a->sbuf != MPI_IN_PLACE) &&
+    return shim_any_size(why) && (chk != NULL || a->sbuf != MPI_IN_PLACE) &&
            PMPI_Topo_test(a->comm, &topo) == MPI_SUCCESS &&
            (topo == MPI_CART || topo == MPI_GRAPH || topo == MPI_DIST_GRAPH);
 }
 
-int shim_coll_neighbor(const shim_coll_args_t *a, shim_ctx_t *x)
+shim_verdict_t shim_decide_neighbor(const shim_coll_args_t *a,
+                                    const shim_ctx_t       *x)
 {
-    int          in = 0, out = 0, cart = 0, go, rc;
-    int         *srcs = NULL, *dsts = NULL;
-    MPI_Comm     comm = a->comm, use = comm;
-    MPI_Request *req = a->request;
-    shim_comm_t *c;
-    shim_call_t  k;
+    return shim_coll_decide(a, nbr_offloads, x, 1);
+}
+
+int shim_coll_neighbor(const shim_coll_args_t *a, const shim_ctx_t *x)
+{
+    int            in = 0, out = 0, cart = 0, go, rc;
+    int           *srcs = NULL, *dsts = NULL;
+    MPI_Comm       comm = a->comm, use = comm;
+    MPI_Request   *req = a->request;
+    shim_comm_t   *c;
+    shim_call_t    k;
+    shim_verdict_t v;
 
     if (shim_in_call || !shim.initialized) {
         return shim_coll_stock(a, comm, req);
     }
-    if (shim_coll_start(a, nbr_offloads, x, &rc)) {
-        return rc;
+    v = shim_coll_decide(a, nbr_offloads, x, 0);
+    if (v.go != SHIM_OFFLOAD || v.chk.cls != MPI_SUCCESS) {
+        return shim_coll_not_offloaded(a, &v, x);
     }
     if (shim_neighbors(comm, &in, &srcs, &out, &dsts, &cart) != 0) {
-        return shim_fallback(x, a->coll, shim_coll_stock(a, comm, req));
+        return shim_fallback(x, v.why, a->coll, shim_coll_stock(a, comm, req));
     }
     go = shim_coll_begin(x, a->coll, comm, &c, &k, &use);
     if (go == SHIM_GO) {

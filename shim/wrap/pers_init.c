@@ -143,10 +143,31 @@ static void keep_args(pargs_t *p)
     }
 }
 
+/* The init's question (x->as the persistent form, req its request
+ * argument, which MPI's checks judge): would its starts be offloaded?
+ * The row's entry's decide phase, nothing done. */
+static shim_verdict_t decide(const shim_coll_args_t *a, MPI_Request *req,
+                             const shim_ctx_t *x)
+{
+    shim_coll_args_t b = *a;
+    shim_verdict_t   none = {.go = 0, .chk.cls = MPI_SUCCESS};
+
+    b.coll = dps_coll_base(a->coll);
+    b.request = req;
+#define DECIDE(ID, name, Name, family, shape, entry) \
+    case DPS_COLL_##ID: return shim_decide_##entry(&b, x);
+
+    switch (b.coll) {
+        DPS_COLLS(DECIDE)
+    default: return none; /* no entry answered */
+    }
+#undef DECIDE
+}
+
 /* The shim's nonblocking call with a's arguments, on m, made as x says:
  * a start is decided and offloaded as that call is (its row's entry). */
 static int run(const shim_coll_args_t *a, MPI_Comm m, MPI_Request *req,
-               shim_ctx_t *x)
+               const shim_ctx_t *x)
 {
     shim_coll_args_t b = *a;
 
@@ -199,8 +220,7 @@ static int start(shim_pers_t *pers, MPI_Request *r, shim_ctx_t *x)
     }
     rc = run(&p->a, p->priv, r, x);
     shim_in_call--;
-    x->why = p->why;
-    return shim_fallback(x, pers->coll, rc);
+    return shim_fallback(x, p->why, pers->coll, rc);
 }
 
 /* Is this rank the root of a rooted collective? */
@@ -217,14 +237,15 @@ static int is_root(MPI_Comm comm, int root)
  * the number of send-side and receive-side entries in its arrays
  * (comm's size, or its neighbours' numbers). NULL: stock MPI's init.
  */
-static pargs_t *wanted(const shim_coll_args_t *a, shim_ctx_t *x)
+static pargs_t *wanted(const shim_coll_args_t *a, const shim_ctx_t *x,
+                       int *why)
 {
     int      in = 0, out = 0, cart, *s = NULL, *d = NULL;
     int      base = dps_coll_base(a->coll);
     pargs_t *p;
 
     if (shim_in_call || !shim.initialized ||
-        !shim_coll_wanted(x, a->coll, a->comm)) {
+        !shim_coll_wanted(x, a->coll, a->comm, why)) {
         return NULL;
     }
     if (dps_coll_family(base) == DPS_FAM_NEIGHBOR) {
@@ -273,10 +294,12 @@ typedef struct orphan {
  * would leave them waiting for this rank); with stock MPI, they wait as
  * they would under MPI.
  */
-static int refuse(pargs_t *p, int pcoll, shim_ctx_t *x, MPI_Request *request)
+static int refuse(pargs_t *p, int pcoll, const shim_verdict_t *v,
+                  MPI_Request *request)
 {
-    const shim_check_t *chk = &x->chk;
-    int                 go = x->verdict == SHIM_OFFLOAD;
+    const shim_check_t *chk = &v->chk;
+    shim_ctx_t          app = shim_ctx_app();
+    int                 go = v->go == SHIM_OFFLOAD;
     shim_comm_t        *c, *s;
     orphan_t           *o;
 
@@ -296,8 +319,7 @@ static int refuse(pargs_t *p, int pcoll, shim_ctx_t *x, MPI_Request *request)
     if (request != NULL) {
         *request = MPI_REQUEST_NULL;
     }
-    x->as = 0;
-    shim_fallback(x, pcoll, MPI_SUCCESS); /* nothing offloaded */
+    shim_fallback(&app, v->why, pcoll, MPI_SUCCESS); /* nothing offloaded */
     dps_error("%s: %s", dps_coll_short(pcoll), chk->what);
     shim_in_call++;
     PMPI_Comm_call_errhandler(chk->raise_on, chk->cls);
@@ -318,30 +340,30 @@ static int refuse(pargs_t *p, int pcoll, shim_ctx_t *x, MPI_Request *request)
  */
 static int made(pargs_t *p, int pcoll, MPI_Request *request)
 {
-    shim_ctx_t x = {.as = pcoll, .probe = 1};
-    int        rc;
+    shim_ctx_t     x = {.as = pcoll};
+    shim_verdict_t v;
+    int            rc = MPI_SUCCESS;
 
     if (p->oom) {
         pargs_free(p);
         return MPI_ERR_NO_MEM;
     }
-    x.chk.cls = MPI_SUCCESS;
-    rc = run(&p->a, p->a.comm, request, &x); /* checked, never written */
-    if (rc == MPI_SUCCESS && x.verdict != 0 && x.chk.cls != MPI_SUCCESS) {
-        return refuse(p, pcoll, &x, request);
+    v = decide(&p->a, request, &x); /* checked, never written */
+    if (v.go != 0 && v.chk.cls != MPI_SUCCESS) {
+        return refuse(p, pcoll, &v, request);
     }
     keep_args(p);
     if (p->oom) {
         pargs_free(p);
         return MPI_ERR_NO_MEM;
     }
-    if (rc == MPI_SUCCESS && x.verdict == SHIM_TO_STOCK) {
+    if (v.go == SHIM_TO_STOCK) {
         p->fallback = 1;
-        p->why = x.why;
+        p->why = v.why;
         shim_in_call++;
         rc = shim_pers_dup(p->a.comm, &p->priv, &p->priv_req);
         shim_in_call--;
-    } else if (rc == MPI_SUCCESS && x.verdict != SHIM_OFFLOAD) {
+    } else if (v.go != SHIM_OFFLOAD) {
         rc = MPI_ERR_INTERN; /* the entry did not answer */
     }
     if (rc != MPI_SUCCESS) {
@@ -355,7 +377,8 @@ static int made(pargs_t *p, int pcoll, MPI_Request *request)
 int shim_pers_init(const shim_coll_args_t *a)
 {
     shim_ctx_t x = shim_ctx_app();
-    pargs_t   *p = wanted(a, &x);
+    int        why = SHIM_WHY_OTHER;
+    pargs_t   *p = wanted(a, &x, &why);
     int        counted, rc;
 
     if (p != NULL) {
@@ -363,7 +386,7 @@ int shim_pers_init(const shim_coll_args_t *a)
     }
     counted = !shim_in_call && shim.initialized;
     rc = stock_init(a);
-    return counted ? shim_fallback(&x, a->coll, rc) : rc;
+    return counted ? shim_fallback(&x, why, a->coll, rc) : rc;
 }
 
 #endif /* SHIM_PERSISTENT */

@@ -27,23 +27,23 @@ typedef struct vec {
 
 /* Can the agents reduce elements of dt with op (the types and operations
  * the library was found to compute as they do, data/rtypes.c)? Sets
- * v->op, v->dtype; if not, x->why says why (x may be NULL). */
-static int reducible(MPI_Datatype dt, MPI_Op op, vec_t *v, shim_ctx_t *x)
+ * v->op, v->dtype; if not, *why says why (why may be NULL). */
+static int reducible(MPI_Datatype dt, MPI_Op op, vec_t *v, int *why)
 {
     shim_layout_t one;
-    int           why;
+    int           no;
 
     v->op = shim_op_of(op);
     v->dtype = DPS_T_NONE;
-    why = shim_rtype(dt, v->op, &v->dtype);
-    if (why == 0 &&
+    no = shim_rtype(dt, v->op, &v->dtype);
+    if (no == 0 &&
         (!dps_op_valid(v->op, v->dtype) || !shim_layout(dt, 1, &one) ||
          one.size != dps_dtype_size(v->dtype))) {
-        why = SHIM_WHY_TYPE;
+        no = SHIM_WHY_TYPE;
     }
-    if (why != 0) {
-        if (x != NULL) {
-            x->why = why;
+    if (no != 0) {
+        if (why != NULL) {
+            *why = no;
         }
         return 0;
     }
@@ -54,10 +54,10 @@ static int reducible(MPI_Datatype dt, MPI_Op op, vec_t *v, shim_ctx_t *x)
  * refuses for its operation or datatype (chk) says nothing of the other
  * ranks': theirs may be one the agents reduce. */
 static int red_op_ok(const shim_coll_args_t *a, const shim_check_t *chk,
-                     vec_t *v, shim_ctx_t *x)
+                     vec_t *v, int *why)
 {
     memset(v, 0, sizeof(*v));
-    return reducible(a->stype, a->op, v, x) ||
+    return reducible(a->stype, a->op, v, why) ||
            (chk != NULL && (chk->bad & SHIM_BAD_OP));
 }
 
@@ -66,12 +66,12 @@ static int red_op_ok(const shim_coll_args_t *a, const shim_check_t *chk,
  * rank knows alike) of a->stype with a->op; v gets their layout and the
  * agents' operation and element type (shim_offloads_fn). A refused call
  * (chk): see red_op_ok; an unknown size, any size that offloads; the
- * root taken for valid. x may be NULL (v wanted, not the reason).
+ * root taken for valid. why may be NULL (v wanted, not the reason).
  */
 static int red_offloads(const shim_coll_args_t *a, const shim_check_t *chk,
-                        int count, vec_t *v, shim_ctx_t *x)
+                        int count, vec_t *v, int *why)
 {
-    if (!red_op_ok(a, chk, v, x)) {
+    if (!red_op_ok(a, chk, v, why)) {
         return 0;
     }
     if (chk == NULL && a->coll == DPS_COLL_REDUCE &&
@@ -79,24 +79,24 @@ static int red_offloads(const shim_coll_args_t *a, const shim_check_t *chk,
         return 0;
     }
     return shim_layout(a->stype, count, &v->l)
-               ? shim_big_enough(x, v->l.bytes)
-               : chk != NULL && shim_any_size(x);
+               ? shim_big_enough(why, v->l.bytes)
+               : chk != NULL && shim_any_size(why);
 }
 
 static int count_offloads(const shim_coll_args_t *a, const shim_check_t *chk,
-                          shim_ctx_t *x)
+                          int *why)
 {
     vec_t v;
 
-    return red_offloads(a, chk, a->scount, &v, x);
+    return red_offloads(a, chk, a->scount, &v, why);
 }
 
 static int block_offloads(const shim_coll_args_t *a, const shim_check_t *chk,
-                          shim_ctx_t *x)
+                          int *why)
 {
     vec_t v;
 
-    return red_offloads(a, chk, a->rcount, &v, x) &&
+    return red_offloads(a, chk, a->rcount, &v, why) &&
            (a->rcount < 0 ||
             (uint64_t)a->rcount * (uint64_t)shim_comm_size(a->comm) <=
                 INT32_MAX);
@@ -105,14 +105,14 @@ static int block_offloads(const shim_coll_args_t *a, const shim_check_t *chk,
 /* Reduce_scatter: recvcounts is alike on every rank, so the mean block
  * is agreed; with a count negative (or none given) it is unknown. */
 static int mean_offloads(const shim_coll_args_t *a, const shim_check_t *chk,
-                         shim_ctx_t *x)
+                         int *why)
 {
     int           size = shim_comm_size(a->comm), i;
     uint64_t      total = 0;
     shim_layout_t l;
     vec_t         v;
 
-    if (!red_op_ok(a, chk, &v, x) || size == 0) {
+    if (!red_op_ok(a, chk, &v, why) || size == 0) {
         return 0;
     }
     for (i = 0; a->rcounts != NULL && i < size; i++) {
@@ -122,10 +122,10 @@ static int mean_offloads(const shim_coll_args_t *a, const shim_check_t *chk,
         total += (uint64_t)a->rcounts[i];
     }
     if (a->rcounts == NULL || i < size || !shim_layout(a->stype, 0, &l)) {
-        return chk != NULL && shim_any_size(x);
+        return chk != NULL && shim_any_size(why);
     }
     return total <= INT32_MAX &&
-           shim_big_enough(x, total * l.size / (uint64_t)size);
+           shim_big_enough(why, total * l.size / (uint64_t)size);
 }
 
 /*
@@ -151,15 +151,15 @@ static int vec_post(shim_comm_t *c, shim_call_t *k, const vec_t *v,
     shim_blocks_t rb = {a->rbuf,  1,    count_out, NULL, NULL,
                         a->stype, NULL, 0,         NULL, 0};
     uint64_t      cnt, off;
-    int           rc;
+    dps_status_t  rc;
 
     k->args.op = (uint8_t)v->op;
     k->args.dtype = (uint16_t)v->dtype;
     rc = shim_place_send(k, &sb, &cnt, &off);
-    if (rc == MPI_SUCCESS && has_out) {
+    if (rc == DPS_OK && has_out) {
         rc = shim_place_recv(k, &rb, &cnt, &off);
     }
-    if (rc != MPI_SUCCESS) {
+    if (rc != DPS_OK) {
         return shim_place_failed(c, k, rc, a->comm, a->request);
     }
     return shim_call_post(c, k, a->request);
@@ -217,7 +217,7 @@ static int scatter(shim_comm_t *c, shim_call_t *k, const shim_coll_args_t *a)
     }
     arr = shim_call_arrays(k, size, 1);
     if (arr == NULL) {
-        return shim_place_failed(c, k, MPI_ERR_NO_MEM, a->comm, a->request);
+        return shim_place_failed(c, k, DPS_ERR_NOMEM, a->comm, a->request);
     }
     for (i = 0; i < size; i++) {
         arr[i] = (uint64_t)a->rcounts[i] * v.l.size;
