@@ -93,7 +93,7 @@ UNIT_TESTS := check_proto check_config check_shim_util check_listen check_shm ch
               check_reduce check_cma check_defer
 
 .PHONY: slurm-plugin
-.PHONY: all build mpi-list deps deps-full check check-quick check-scale demo bench bench-scale clean unit fuzz install deb deb-arm64 depgraph \
+.PHONY: all build mpi-list deps deps-full check check-quick check-scale demo bench bench-scale clean unit fuzz install deb deb-arm64 depgraph owners \
         agent-arm64 arm64-cc format format-check $(ALL_MPIS)
 
 PREFIX     ?= /usr/local
@@ -365,6 +365,11 @@ depgraph:
 	    --part shim "$(DEP_MPICC) $(WARN) $(INC) -fPIC" $(SHIM_SRC) \
 	    --part dpu_agent "$(CC) $(WARN) $(INC)" $(AGENT_SRC) \
 	    --part common "$(CC) $(WARN) $(INC)" $(COMMON_SRC)
+
+# No room of shim/ writes state another owns (docs/architecture.md, "Who
+# writes what").
+owners:
+	@scripts/dev/owners.py .
 
 # make print-VAR: the value of a variable (scripts use the source lists).
 print-%:

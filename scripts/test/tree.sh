@@ -35,6 +35,11 @@ layout_check() {
         ok=0
     report "sources: no call or include loop between files, none up between folders (make depgraph)" \
         "$ok" "$log"
+    log="$LOGS/owners.log"
+    ok=1
+    make -s --no-print-directory owners >"$log" 2>&1 || ok=0
+    report "sources: no room of shim/ writes state another owns (make owners)" \
+        "$ok" "$log"
 }
 
 # The manual (README.md, docs/) against the tree: its generated tables,
