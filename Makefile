@@ -64,9 +64,8 @@ SHIM_SRC   := shim/base/state.c shim/core/hooks.c shim/boot/init.c shim/boot/spa
               shim/failover/entries.c shim/wrap/block.c \
               shim/core/sched.c shim/data/types.c shim/data/rtypes.c \
               shim/data/flat.c \
-              shim/core/redo.c shim/wrap/call.c shim/wrap/check.c \
-              shim/wrap/check_common.c shim/wrap/check_mpich.c \
-              shim/wrap/check_ompi.c \
+              shim/core/redo.c shim/wrap/call.c shim/args/args.c \
+              shim/args/common.c shim/args/mpich.c shim/args/ompi.c \
               shim/wrap/move.c shim/wrap/reduce.c shim/wrap/neigh.c \
               shim/wrap/colls.c shim/wrap/pers_init.c \
               shim/wrap/pers_dup.c \
@@ -353,8 +352,11 @@ format-check:
 # (--check: none of more than one file) and the longest chains.
 DEP_MPICC   = $(MPICC_$(firstword $(MPI)))
 # The shim's folders from the top down; peers between the same two '>'.
-SHIM_LAYERS := shim/fortran > shim/wrap shim/boot > shim/failover > \
-               shim/core > shim/compile shim/data > shim/base
+# args (MPI's call-time argument rules) is below the wrappers and boot,
+# which ask it, and needs no other part of the shim.
+SHIM_LAYERS := shim/fortran > shim/wrap shim/boot > \
+               shim/failover shim/args > shim/core > \
+               shim/compile shim/data > shim/base
 # The agent's folders from the top down; common, below every part.
 AGENT_LAYERS := dpu_agent/main > dpu_agent/job > dpu_agent/sched > \
                 dpu_agent/move > dpu_agent/keys > dpu_agent/core > common

@@ -11,7 +11,7 @@
 #include "shim/core/shim.h"
 #include "shim/boot/boot.h"
 #include "shim/failover/failover.h"
-#include "shim/wrap/check.h"
+#include "shim/args/args.h"
 #include "shim/wrap/start.h"
 #include "shim/data/engine.h"
 #include "shim/data/reg.h"

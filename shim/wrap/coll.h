@@ -11,7 +11,7 @@
 #ifndef COLL_H
 #define COLL_H
 
-#include "shim/wrap/check.h"
+#include "shim/args/args.h"
 #include "shim/core/shim.h"
 #include "shim/data/types.h"
 

@@ -9,7 +9,7 @@
 #ifndef SHIM_PERS_INT_H
 #define SHIM_PERS_INT_H
 
-#include "shim/wrap/check.h"
+#include "shim/args/args.h"
 
 #if defined(OPEN_MPI) && OPEN_MPI
 #include <mpi-ext.h>

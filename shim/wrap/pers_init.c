@@ -73,7 +73,7 @@ static void pargs_free(void *arg)
 /* A derived datatype, duplicated: the application may free its own.
  * Not the types of MPI_Type_create_f90_*: MPI treats them as predefined
  * (never freed; reduced by predefined operations, a duplicate not).
- * Nor a datatype the call does not have (0, wrap/check.h). */
+ * Nor a datatype the call does not have (0, args/args.h). */
 static MPI_Datatype keep(pargs_t *p, MPI_Datatype t)
 {
     int          ni, na, nd, comb;
