@@ -12,7 +12,7 @@
 #include "shim/boot/boot.h"
 #include "shim/failover/failover.h"
 #include "shim/args/args.h"
-#include "shim/wrap/start.h"
+#include "shim/pers/start.h"
 #include "shim/data/engine.h"
 #include "shim/data/reg.h"
 #include "shim/data/types.h"

@@ -105,7 +105,7 @@ typedef struct shim_hooks {
     void (*dropped)(const shim_comm_t *c);
     /* MPI frees comm (shim_comm_delete), lock not held, re-entry guard
      * raised: what the shim began on comm must end first (persistent
-     * requests' duplications, wrap/pers_dup.c). */
+     * requests' duplications, pers/dup.c). */
     void (*freeing)(MPI_Comm comm);
 } shim_hooks_t;
 

@@ -77,7 +77,7 @@ int shim_fallback(shim_ctx_t *x, int coll, int rc);
  * the call a describes (a->coll one of the row's ids, nonblocking), made
  * as x says, or leaves it to stock MPI: the public wrapper MPI_I<name>
  * (wrap/colls.c) calls it, and so do a persistent init (x->probe) and
- * its starts (wrap/pers_init.c). An MPI return code; probing, the answer
+ * its starts (pers/init.c). An MPI return code; probing, the answer
  * is x->verdict (and x->chk). */
 #define SHIM_COLL_ENTRY(ID, name, Name, family, shape, entry) \
     int shim_coll_##entry(const shim_coll_args_t *a, shim_ctx_t *x);

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Persistent requests the shim runs (wrap/start.h): MPI_Start,
+ * Persistent requests the shim runs (pers/start.h): MPI_Start,
  * MPI_Startall and MPI_Request_free on them, and the swap the completion
  * calls (wrap/wait.c) make.
  */
 #include "shim/core/shim.h"
-#include "shim/wrap/start.h"
+#include "shim/pers/start.h"
 #include "shim/core/sched.h"
 #include "shim/wrap/coll.h"
 #include "common/dps_log.h"
