@@ -64,13 +64,12 @@ SHIM_SRC   := shim/base/state.c shim/core/hooks.c shim/boot/init.c shim/boot/spa
               shim/failover/entries.c shim/wrap/block.c \
               shim/core/sched.c shim/data/types.c shim/data/rtypes.c \
               shim/data/flat.c \
-              shim/core/redo.c shim/wrap/call.c shim/wrap/check.c \
-              shim/wrap/check_common.c shim/wrap/check_mpich.c \
-              shim/wrap/check_ompi.c \
+              shim/core/redo.c shim/wrap/call.c shim/args/args.c \
+              shim/args/common.c shim/args/mpich.c shim/args/ompi.c \
               shim/wrap/move.c shim/wrap/reduce.c shim/wrap/neigh.c \
-              shim/wrap/colls.c shim/wrap/pers_init.c \
-              shim/wrap/pers_dup.c \
-              shim/wrap/start.c shim/wrap/group.c shim/fortran/ompi.c \
+              shim/wrap/colls.c shim/wrap/group.c \
+              shim/pers/init.c shim/pers/dup.c shim/pers/start.c \
+              shim/fortran/ompi.c \
               shim/fortran/ompi_colls.c shim/fortran/ompi_wait.c \
               shim/fortran/mpich.c shim/fortran/probe.c $(BLD_SRC)
 # The agent's folders, from the top down (AGENT_LAYERS): main, the job
@@ -353,8 +352,14 @@ format-check:
 # (--check: none of more than one file) and the longest chains.
 DEP_MPICC   = $(MPICC_$(firstword $(MPI)))
 # The shim's folders from the top down; peers between the same two '>'.
-SHIM_LAYERS := shim/fortran > shim/wrap shim/boot > shim/failover > \
-               shim/core > shim/compile shim/data > shim/base
+# pers (persistent requests) is the wrappers' peer: an init runs their
+# entries, and their MPI_<Coll>_init, pattern groups and completion
+# calls use its requests. args (MPI's call-time argument rules) is below
+# the wrappers and boot, which ask it, and needs no other part of the
+# shim.
+SHIM_LAYERS := shim/fortran > shim/wrap shim/pers shim/boot > \
+               shim/failover shim/args > shim/core > \
+               shim/compile shim/data > shim/base
 # The agent's folders from the top down; common, below every part.
 AGENT_LAYERS := dpu_agent/main > dpu_agent/job > dpu_agent/sched > \
                 dpu_agent/move > dpu_agent/keys > dpu_agent/core > common

@@ -274,17 +274,6 @@ static void op_enlist(shim_op_t *op, shim_comm_t *c, int stock)
     }
 }
 
-void shim_op_done(shim_op_t *op, dps_status_t st)
-{
-    if (op->finishing) {
-        return;
-    }
-    op->finishing = 1;
-    op->status = st;
-    op->next_done = shim.done_list;
-    shim.done_list = op;
-}
-
 dps_status_t shim_op_redo(shim_op_t *op, MPI_Comm comm, int tag)
 {
     op->redo = shim_redo_start(op, comm, tag);

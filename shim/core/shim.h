@@ -110,7 +110,7 @@ typedef struct shim_hooks {
     void (*dropped)(const shim_comm_t *c);
     /* MPI frees comm (shim_comm_delete), lock not held, re-entry guard
      * raised: what the shim began on comm must end first (persistent
-     * requests' duplications, wrap/pers_dup.c). */
+     * requests' duplications, pers/dup.c). */
     void (*freeing)(MPI_Comm comm);
 } shim_hooks_t;
 
@@ -146,8 +146,18 @@ dps_status_t shim_op_start(shim_comm_t *c, shim_call_t *k,
 
 /* op ends with status st (lock held): onto the done list, which
  * shim_progress completes (its unpack, its error raised if op->raise,
- * its request). Once: an op already finishing is left as it is. */
-void shim_op_done(shim_op_t *op, dps_status_t st);
+ * its request). Once: an op already finishing is left as it is. (Here,
+ * not in op.c: the channel ends ops, and op.c sends on the channel.) */
+static inline void shim_op_done(shim_op_t *op, dps_status_t st)
+{
+    if (op->finishing) {
+        return;
+    }
+    op->finishing = 1;
+    op->status = st;
+    op->next_done = shim.done_list;
+    shim.done_list = op;
+}
 
 /* Redo op on stock MPI: its schedule run with PMPI point-to-point on
  * comm with tag (core/redo.c), first round posted (lock held). DPS_OK,

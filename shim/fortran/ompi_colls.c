@@ -288,7 +288,7 @@ DPS_COLLS(FROW)
 #undef FX
 
 /* The w forms: the shim's init copies the datatype arrays
- * (wrap/pers_init.c); stock MPI's keeps reading them, so there Open
+ * (pers/init.c); stock MPI's keeps reading them, so there Open
  * MPI's binding runs. */
 /* Whether the shim may offload the persistent form coll on comm. */
 static int p_wanted(int coll, MPI_Comm comm)

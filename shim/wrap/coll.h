@@ -11,7 +11,7 @@
 #ifndef COLL_H
 #define COLL_H
 
-#include "shim/wrap/check.h"
+#include "shim/args/args.h"
 #include "shim/core/shim.h"
 #include "shim/data/types.h"
 
@@ -79,7 +79,7 @@ int shim_fallback(const shim_ctx_t *x, int why, int coll, int rc);
  * the call a describes (a->coll one of the row's ids, nonblocking), made
  * as x says, or leaves it to stock MPI: the public wrapper MPI_I<name>
  * (wrap/colls.c) calls it, and so do a persistent request's starts
- * (wrap/pers_init.c). An MPI return code. shim_decide_<entry>(a, x) is
+ * (pers/init.c). An MPI return code. shim_decide_<entry>(a, x) is
  * its decide phase alone, for a persistent init's question (the answer is
  * the same at every start: it depends on the arguments, the switches and
  * the sizes alone): MPI's checks of the *_init form x->as, nothing done. */
@@ -176,8 +176,9 @@ typedef int (*shim_post_fn)(shim_comm_t *c, shim_call_t *k,
 /*
  * Every MPI_I* wrapper's skeleton (the house style's), for the call with
  * a's arguments: the shim inactive or re-entered, stock MPI's call; else
- * shim_coll_start's decision by offloads; offloaded, shim_coll_begin and
- * post. The call's result (probing: MPI_SUCCESS, x->verdict the answer).
+ * shim_coll_decide's verdict by offloads; not offloaded,
+ * shim_coll_not_offloaded; offloaded, shim_coll_begin and post. The
+ * call's result.
  */
 int shim_coll_run(const shim_coll_args_t *a, const shim_ctx_t *x,
                   shim_offloads_fn offloads, shim_post_fn post);

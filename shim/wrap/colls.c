@@ -3,11 +3,11 @@
  * The public wrappers of every collective in common/dps_colls.h, made
  * from its rows and the argument shapes (wrap/shapes.h): MPI_I<name>
  * takes its arguments into a shim_coll_args_t and runs the row's entry
- * (wrap/coll.h); MPI_<Name>_init, MPIX_ in Open MPI 4.1 (wrap/pers.h),
- * leaves them to shim_pers_init (wrap/pers_init.c).
+ * (wrap/coll.h); MPI_<Name>_init, MPIX_ in Open MPI 4.1 (pers/pers.h),
+ * leaves them to shim_pers_init (pers/init.c).
  */
 #include "shim/wrap/coll.h"
-#include "shim/wrap/pers.h"
+#include "shim/pers/pers.h"
 #include "shim/wrap/shapes.h"
 
 #define NONBLOCKING(ID, name, Name, family, shape, entry)        \

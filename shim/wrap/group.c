@@ -7,7 +7,7 @@
  * instance number there, so every rank ends one.
  */
 #include "shim/wrap/coll.h"
-#include "shim/wrap/start.h"
+#include "shim/pers/start.h"
 #include "common/dps_log.h"
 #include "include/dpushim.h"
 

@@ -4,7 +4,7 @@
  * common/dps_colls.h), each three ways, all up to the communicator:
  *   SHIM_P_<shape>     the C parameters, as mpi.h declares them
  *   SHIM_A_<shape>     those parameters into a shim_coll_args_t
- *                      (designated initializers; wrap/check.h names the
+ *                      (designated initializers; args/args.h names the
  *                      fields)
  *   SHIM_C_<shape>(a)  the arguments again, from a shim_coll_args_t *a,
  *                      for a call to stock MPI

@@ -11,7 +11,7 @@
 #include "shim/core/shim.h"
 #include "shim/failover/failover.h"
 #include "shim/wrap/block.h"
-#include "shim/wrap/start.h"
+#include "shim/pers/start.h"
 #include "shim/data/engine.h"
 
 #include <sched.h>
@@ -249,7 +249,7 @@ static int test_some(int incount, MPI_Request requests[], int *outcount,
 }
 
 /*
- * The public calls: a started persistent request of the shim's (wrap/start.h)
+ * The public calls: a started persistent request of the shim's (pers/start.h)
  * is replaced by the request doing its work for the length of the call.
  */
 #define SWAPPED(n, reqs, call)             \

@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * What the call-time checks (wrap/check.h) share between their files:
- * wrap/check.c (the entry point, reading the settings),
- * wrap/check_mpich.c and wrap/check_ompi.c (each MPI's checks of the
- * arguments, call by call), and wrap/check_common.c (what those share).
+ * What the call-time checks (args/args.h) share between their files:
+ * args/args.c (the entry point, reading the settings),
+ * args/mpich.c and args/ompi.c (each MPI's checks of the
+ * arguments, call by call), and args/common.c (what those share).
  */
-#ifndef CHECK_INT_H
-#define CHECK_INT_H
+#ifndef SHIM_ARGS_INT_H
+#define SHIM_ARGS_INT_H
 
-#include "shim/wrap/check.h"
+#include "shim/args/args.h"
 #include "common/dps_proto.h"
 
 #if defined(OPEN_MPI) && OPEN_MPI
@@ -17,7 +17,7 @@
 #define CHK_MPICH 1
 #endif
 
-/* Read once at shim start (shim_check_init); wrap/check_common.c. */
+/* Read once at shim start (shim_check_init); args/common.c. */
 typedef struct ck_cfg {
     MPI_Comm probe; /* dup of MPI_COMM_SELF, MPI_ERRORS_RETURN */
     int      on;    /* Open MPI: mpi_param_check */
@@ -70,8 +70,8 @@ static inline int ck_is_neighbor(int coll)
     return dps_coll_family(coll) == DPS_FAM_NEIGHBOR;
 }
 
-/* The MPI library's own checks of k's call (wrap/check_mpich.c,
- * wrap/check_ompi.c; for any other MPI, none: wrap/check.c).
+/* The MPI library's own checks of k's call (args/mpich.c,
+ * args/ompi.c; for any other MPI, none: args/args.c).
  * MPI_SUCCESS or the class it refuses the call with. */
 int ck_mpi(ck_t *k);
 

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Open MPI 4.1's call-time argument checks of the collectives
- * (wrap/check_int.h): the MPI_PARAM_CHECK blocks of ompi/mpi/c/<call>.c
+ * (args/args_int.h): the MPI_PARAM_CHECK blocks of ompi/mpi/c/<call>.c
  * and ompi/mpiext/pcollreq/c/<call>_init.c.
  */
-#include "shim/wrap/check_int.h"
+#include "shim/args/args_int.h"
 
 #include <stdio.h>
 

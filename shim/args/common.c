@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * What both MPIs' call-time checks share (wrap/check_int.h): their
+ * What both MPIs' call-time checks share (args/args_int.h): their
  * settings, the refusal, the root and the neighbourhood degrees, and
  * the datatypes and operations as the MPI library judges them (whether a
  * datatype is refused; which predefined operations apply to which
  * predefined datatypes, where MPICH 4.0 and Open MPI 4.1 differ as their
  * sources say).
  */
-#include "shim/wrap/check_int.h"
+#include "shim/args/args_int.h"
 
 #include <stdarg.h>
 #include <stdio.h>

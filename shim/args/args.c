@@ -1,12 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The MPI library's call-time argument checks of the nonblocking,
- * persistent and neighbourhood collectives (wrap/check.h): the entry
+ * persistent and neighbourhood collectives (args/args.h): the entry
  * point and what switches the checks. Each MPI's own checks:
- * wrap/check_mpich.c, wrap/check_ompi.c; what they share:
- * wrap/check_common.c.
+ * args/mpich.c, args/ompi.c; what they share: args/common.c.
  */
-#include "shim/wrap/check_int.h"
+#include "shim/args/args_int.h"
 
 #include <string.h>
 

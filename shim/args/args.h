@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The call-time argument checks the MPI library itself makes for the
- * collectives the shim takes over (wrap/check.c), so that a call the
- * library would refuse is refused by the shim with the same error class,
- * through the same error handler, before anything is posted.
+ * A collective call's arguments, and the call-time argument checks the
+ * MPI library itself makes for the collectives the shim takes over
+ * (args/args.c), so that a call the library would refuse is refused by
+ * the shim with the same error class, through the same error handler,
+ * before anything is posted. The wrappers (wrap/) fill the arguments,
+ * ask, and act on the verdict; here are only MPI's rules, one
+ * file per MPI library (args/mpich.c, args/ompi.c).
  */
-#ifndef COLL_CHECK_H
-#define COLL_CHECK_H
+#ifndef SHIM_ARGS_H
+#define SHIM_ARGS_H
 
 #include <mpi.h>
 

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * What a persistent collective's init makes (wrap/pers.h), and how its
+ * What a persistent collective's init makes (pers/pers.h), and how its
  * request starts. The init keeps the call's arguments (copies of the
  * arrays, duplicates of derived datatypes, which the application may
- * free) and hands out a persistent request (wrap/start.h). Each
+ * free) and hands out a persistent request (pers/start.h). Each
  * MPI_Start runs the nonblocking collective with them, counted on the
  * persistent form's statistics line and switched by its own variable
  * (the start's context, wrap/coll.h): the schedule it compiled and
@@ -13,8 +13,8 @@
  */
 #include "shim/wrap/coll.h"
 #include "shim/wrap/shapes.h"
-#include "shim/wrap/pers.h"
-#include "shim/wrap/start.h"
+#include "shim/pers/pers.h"
+#include "shim/pers/start.h"
 #include "common/dps_log.h"
 
 #include <stdlib.h>
@@ -73,7 +73,7 @@ static void pargs_free(void *arg)
 /* A derived datatype, duplicated: the application may free its own.
  * Not the types of MPI_Type_create_f90_*: MPI treats them as predefined
  * (never freed; reduced by predefined operations, a duplicate not).
- * Nor a datatype the call does not have (0, wrap/check.h). */
+ * Nor a datatype the call does not have (0, args/args.h). */
 static MPI_Datatype keep(pargs_t *p, MPI_Datatype t)
 {
     int          ni, na, nd, comb;

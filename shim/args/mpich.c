@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * MPICH 4.0's call-time argument checks of the collectives
- * (wrap/check_int.h), as its generated bindings make them
+ * (args/args_int.h), as its generated bindings make them
  * (src/binding/c/coll/<call>.c; error checking "all").
  */
-#include "shim/wrap/check_int.h"
+#include "shim/args/args_int.h"
 
 #if CHK_MPICH
 

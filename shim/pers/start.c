@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Persistent requests the shim runs (wrap/start.h): MPI_Start,
+ * Persistent requests the shim runs (pers/start.h): MPI_Start,
  * MPI_Startall and MPI_Request_free on them, and the swap the completion
  * calls (wrap/wait.c) make.
  */
 #include "shim/core/shim.h"
-#include "shim/wrap/start.h"
+#include "shim/pers/start.h"
 #include "shim/core/sched.h"
 #include "shim/wrap/coll.h"
 #include "common/dps_log.h"
@@ -51,9 +51,7 @@ int shim_pers_new(int coll, MPI_Comm comm, shim_pers_start_t start,
         free(p);
         return rc;
     }
-    pthread_mutex_lock(&shim.lock);
-    p->comm->refs++; /* the state outlives MPI's handle, if need be */
-    pthread_mutex_unlock(&shim.lock);
+    shim_comm_ref(p->comm); /* the state outlives MPI's handle, if need be */
     if (offload) {
         shim_in_call++;
         p->stream = shim_comm_stream_new(p->comm, 0);
@@ -155,9 +153,7 @@ static void destroy(shim_pers_t *p)
     }
     PMPI_Request_free(&p->handle);
     shim_in_call--;
-    pthread_mutex_lock(&shim.lock);
-    shim_sched_put(p->pin);
-    pthread_mutex_unlock(&shim.lock);
+    shim_sched_release(p->pin);
     if (p->stream != NULL) {
         shim_comm_unref(p->stream);
     }

@@ -3,13 +3,13 @@
  * Persistent collectives, between their files: the MPI_<Coll>_init
  * wrappers (wrap/colls.c, with the other wrappers of each collective,
  * from DPS_COLLS), what an init makes and how its request
- * starts (wrap/pers_init.c), and the stock duplications of communicators
- * under way (wrap/pers_dup.c). The requests themselves: wrap/start.h.
+ * starts (pers/init.c), and the stock duplications of communicators
+ * under way (pers/dup.c). The requests themselves: pers/start.h.
  */
-#ifndef SHIM_PERS_INT_H
-#define SHIM_PERS_INT_H
+#ifndef SHIM_PERS_PERS_H
+#define SHIM_PERS_PERS_H
 
-#include "shim/wrap/check.h"
+#include "shim/args/args.h"
 
 #if defined(OPEN_MPI) && OPEN_MPI
 #include <mpi-ext.h>

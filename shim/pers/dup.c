@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Duplications under way (PMPI_Comm_idup of a persistent collective's
- * communicator, wrap/pers.h), which must end before MPI frees the
+ * communicator, pers/pers.h), which must end before MPI frees the
  * communicator: shim_pers_comm_free waits for them.
  */
 #include "shim/core/shim.h"
-#include "shim/wrap/pers.h"
-#include "shim/wrap/start.h"
+#include "shim/pers/pers.h"
+#include "shim/pers/start.h"
 
 #include <stdlib.h>
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Persistent requests the shim runs (wrap/start.c): persistent
- * collectives (wrap/colls.c, wrap/pers_init.c) and persistent pattern
+ * Persistent requests the shim runs (pers/start.c): persistent
+ * collectives (wrap/colls.c, pers/init.c) and persistent pattern
  * groups (wrap/group.c).
  *
  * The application holds a handle MPI made: an inactive persistent receive
@@ -13,8 +13,8 @@
  * request in the handle's place for the length of the call, and the
  * handle back after: inactive again once it completed.
  */
-#ifndef SHIM_PERS_H
-#define SHIM_PERS_H
+#ifndef SHIM_PERS_START_H
+#define SHIM_PERS_START_H
 
 #include "shim/core/shim.h"
 
@@ -54,7 +54,7 @@ int shim_pers_new(int coll, MPI_Comm comm, shim_pers_start_t start,
                   MPI_Request *req);
 
 /* comm is being freed: end the nonblocking duplications of it that
- * persistent collectives began (wrap/pers_dup.c). */
+ * persistent collectives began (pers/dup.c). */
 void shim_pers_comm_free(MPI_Comm comm);
 
 /* Requests of the shim's in place of handles, for one completion call. */
