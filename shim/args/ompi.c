@@ -47,6 +47,17 @@ static int o_null_type(ck_t *k, MPI_Datatype t, const char *name)
     return MPI_SUCCESS;
 }
 
+/* A regular receive block: recvtype not null, recvcount not negative. */
+static int o_recv_block(ck_t *k)
+{
+    TRY(o_null_type(k, k->a->rtype, "recvtype"));
+    if (k->a->rcount < 0) {
+        return ck_refuse(k, MPI_ERR_COUNT, 0, 0, "recvcount is negative (%d)",
+                         k->a->rcount);
+    }
+    return MPI_SUCCESS;
+}
+
 static MPI_Aint o_bytes(MPI_Datatype t, int count)
 {
     int size = 0;
@@ -80,14 +91,7 @@ static int o_rooted(ck_t *k)
             return MPI_SUCCESS;
         }
         if (!v) {
-            TRY(o_null_type(k, a->rtype, "recvtype"));
-            if (a->rcount < 0) {
-                return ck_refuse(k, MPI_ERR_COUNT, 0, 0,
-                                 "recvcount is "
-                                 "negative (%d)",
-                                 a->rcount);
-            }
-            return MPI_SUCCESS;
+            return o_recv_block(k);
         }
         if (a->rdispls == NULL) {
             return ck_refuse(k, MPI_ERR_ARG, 0, 0, "displs is NULL");
@@ -143,13 +147,7 @@ static int o_allgather(ck_t *k)
     const shim_coll_args_t *a = k->a;
 
     if (k->coll == DPS_COLL_ALLGATHER) {
-        TRY(o_null_type(k, a->rtype, "recvtype"));
-        if (a->rcount < 0) {
-            return ck_refuse(k, MPI_ERR_COUNT, 0, 0,
-                             "recvcount is negative "
-                             "(%d)",
-                             a->rcount);
-        }
+        TRY(o_recv_block(k));
         if (a->rbuf == MPI_IN_PLACE) {
             return ck_refuse(k, MPI_ERR_ARG, 0, 0, "recvbuf is MPI_IN_PLACE");
         }
@@ -301,13 +299,7 @@ static int o_neighbor(ck_t *k, int in, int out)
 
     switch (k->coll) {
     case DPS_COLL_NEIGHBOR_ALLGATHER:
-        TRY(o_null_type(k, a->rtype, "recvtype"));
-        if (a->rcount < 0) {
-            return ck_refuse(k, MPI_ERR_COUNT, 0, 0,
-                             "recvcount is negative "
-                             "(%d)",
-                             a->rcount);
-        }
+        TRY(o_recv_block(k));
         if (inplace) {
             return ck_refuse(k, MPI_ERR_ARG, 0, 0, "a buffer is MPI_IN_PLACE");
         }
