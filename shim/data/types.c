@@ -339,14 +339,15 @@ static dps_status_t unpack_blocks(shim_unpack_t *u, const shim_blocks_t *b,
                                   const uint64_t *cnt, const uint64_t *off)
 {
     MPI_Datatype *origs;
+    dps_status_t  rc = DPS_OK;
     int           i;
 
     u->blk = calloc((size_t)b->n + 1, sizeof(*u->blk));
     u->types = calloc((size_t)b->n + 1, sizeof(MPI_Datatype));
     origs = calloc((size_t)b->n + 1, sizeof(MPI_Datatype));
     if (u->blk == NULL || u->types == NULL || origs == NULL) {
-        free(origs);
-        return DPS_ERR_NOMEM;
+        rc = DPS_ERR_NOMEM;
+        goto out;
     }
     for (i = 0; i < b->n; i++) {
         const char  *addr;
@@ -359,8 +360,8 @@ static dps_status_t unpack_blocks(shim_unpack_t *u, const shim_blocks_t *b,
         }
         ti = type_index(u, t, origs);
         if (ti < 0 || cnt[i] > INT32_MAX) {
-            free(origs);
-            return DPS_ERR_MPI;
+            rc = DPS_ERR_MPI;
+            goto out;
         }
         u->blk[u->nblk].to = (void *)addr;
         u->blk[u->nblk].off = off[i];
@@ -368,8 +369,9 @@ static dps_status_t unpack_blocks(shim_unpack_t *u, const shim_blocks_t *b,
         u->blk[u->nblk].type = ti;
         u->nblk++;
     }
+out:
     free(origs);
-    return DPS_OK;
+    return rc;
 }
 
 dps_status_t shim_place_recv(shim_call_t *k, const shim_blocks_t *b,

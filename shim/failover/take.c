@@ -84,6 +84,7 @@ static dps_status_t take_one(shim_op_t *op)
     shim_comm_t *c = op->comm;
     int          coll = op->call.stat;
     MPI_Comm     use;
+    dps_status_t rc;
 
     op->fo.taken = 1;
     if (op->call.error) {
@@ -100,27 +101,30 @@ static dps_status_t take_one(shim_op_t *op)
                   "redo it on)",
                   dps_coll_short(coll), op->call.seq,
                   (unsigned long long)c->id);
-        shim.stat.coll[coll][SHIM_STAT_FAILED]++;
-        return DPS_ERR_UNSUPP;
+        rc = DPS_ERR_UNSUPP;
+        goto failed;
     }
     if (op->call.gather != NULL && pack_gathered(&op->call) != DPS_OK) {
-        shim.stat.coll[coll][SHIM_STAT_FAILED]++;
-        return DPS_ERR_NOMEM;
+        rc = DPS_ERR_NOMEM;
+        goto failed;
     }
     if (op->call.unpack.scat != NULL) {
         /* The redo receives every byte into staging again: unpack all. */
         shim_engine_scatter_remove(op->call.unpack.scat);
         op->call.unpack.scat->ndone = 0;
     }
-    if (shim_op_redo(op, use, redo_tag(c, op->call.seq)) != DPS_OK) {
-        shim.stat.coll[coll][SHIM_STAT_FAILED]++;
-        return DPS_ERR_MPI;
+    rc = shim_op_redo(op, use, redo_tag(c, op->call.seq));
+    if (rc != DPS_OK) {
+        goto failed;
     }
     shim.stat.coll[coll][op->after ? SHIM_STAT_AFTER : SHIM_STAT_REDONE]++;
     dps_debug("%s #%u on communicator %#llx: %s on stock MPI",
               dps_coll_short(coll), op->call.seq, (unsigned long long)c->id,
               op->after ? "run" : "redone");
     return DPS_OK;
+failed:
+    shim.stat.coll[coll][SHIM_STAT_FAILED]++;
+    return rc;
 }
 
 /* Start what waits for stock MPI, reap what stock MPI finished; note
