@@ -1,6 +1,6 @@
 # shellcheck shell=bash
-# scripts/test/check.sh's part: programs as users write them: the examples, Fortran in three binding styles, the completion calls' answers, MPI_Comm_idup beside collectives, mpi4py.
-# Sourced by scripts/test/check.sh (which defines LOGS, TIMEOUT, PASS and
+# make check's part (cases of tests/cases.py): programs as users write them: the examples, Fortran in three binding styles, the completion calls' answers, MPI_Comm_idup beside collectives, mpi4py.
+# Sourced by scripts/test/case.sh (which defines LOGS, TIMEOUT, PASS and
 # FAIL); functions only.
 
 # example_case MPI NP SHIM STATLINE PROG ARGS...: an example (examples/,
@@ -21,20 +21,6 @@ example_case() {
     fi
     report "$mpi example $prog $* ($np ranks, $([ "$shim" = 1 ] &&
         echo "shim" || echo "stock MPI")): result checked" "$ok" "$log"
-}
-
-example_tests() {
-    local mpi=$1 np
-    for np in 2 4; do
-        example_case "$mpi" "$np" 1 group_init ring_bcast -m group \
-            -n 256 -b 16 -M 32 -i 20
-        example_case "$mpi" "$np" 1 group_init halo3d -m group -n 14,11,9 \
-            -i 20
-        example_case "$mpi" "$np" 1 neighbor_alltoallw_init halo3d \
-            -m neighbor -n 14,11,9 -i 20
-    done
-    example_case "$mpi" 2 0 - ring_bcast -m group -n 256 -b 16 -M 32 -i 20
-    example_case "$mpi" 2 0 - halo3d -m group -n 14,11,9 -i 20
 }
 
 # fortran_tests MPI: the Fortran programs (tests/fortran/), each in every
