@@ -371,8 +371,24 @@ SCRIPT = [
            "{mpi}", "4"),
         _s("{mpi}/failover/outsiders", "outsiders_case", "{mpi}"),
     ] + _example_cases() + _fft_cases() + [
-        _s("{mpi}/fortran", "fortran_tests", "{mpi}"),
-        _s("{mpi}/answers", "answers_tests", "{mpi}"),
+    ] + [
+        # The Fortran programs in every binding style, three ways.
+        _s(f"{{mpi}}/fortran/{f}/{how}", "fortran_case", "{mpi}", f, how)
+        for f in ("f_colls_mpif", "f_colls_mpi", "f_colls_f08",
+                  "f_rtypes_mpif", "f_rtypes_mpi", "f_rtypes_f08")
+        for how in ("stock", "np2", "np4-rpd2")
+    ] + [
+        # The completion calls' answers: stock MPI's, then the shim's
+        # (offloaded, agents up above the threshold, default), each
+        # compared with them.
+        _s(f"{{mpi}}/answers/{t.rpartition('/')[2]}/{what}", "answers_case",
+           "{mpi}", t, what,
+           after=[] if what == "stock" else
+           [f"{{mpi}}/answers/{t.rpartition('/')[2]}/stock"])
+        for t in ("tests/answers", "ftests/f_answers_mpif",
+                  "ftests/f_answers_mpi", "ftests/f_answers_f08")
+        for what in ("stock", "offloaded", "above", "default")
+    ] + [
         _s("{mpi}/idup", "idup_tests", "{mpi}"),
         _s("{mpi}/kill/launcher", "kill_case", "{mpi}", "launcher"),
         _s("{mpi}/mpi4py", "thirdparty_mpi4py", mpis=["openmpi"]),
