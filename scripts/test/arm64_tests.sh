@@ -5,7 +5,7 @@
 # Source it; it defines functions only. The caller provides
 #   report NAME OK(1 pass, 0 fail) [LOG], run_job LOG MPI NP SHIM VARS
 #   PROG..., stats_match LOG, and LOGS (a log directory),
-# as scripts/test/check.sh does, and calls:
+# as scripts/test/case.sh does, and calls (cases arm64/... of tests/cases.py):
 #   arm64_wire_tests          no MPI: encoders, decoders, layouts (2 s)
 #   arm64_agent_tests MPI     jobs served by an Arm listening agent
 #   arm64_reduce_tests MPI    every reduction type computed on Arm

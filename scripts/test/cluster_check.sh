@@ -7,11 +7,16 @@
 #
 # usage: scripts/test/cluster_check.sh [MPI...]      (MPI: openmpi, mpich)
 #
-# Sourced at the end of scripts/test/check.sh, it counts in check.sh's totals
-# with check.sh's report(), and check.sh's cases (shim_case, err_case)
-# run across the hosts through run_job, which it redefines for that.
-# Run alone, it takes those functions from check.sh (DPS_CHECK_LIB=1) and
-# ends with its own "N passed, M failed".
+# Functions for bin/dps-test: its cases of fixture "cluster" (tests/cases.py,
+# CLUSTER) run in one session of scripts/test/case.sh, which brings the
+# cluster up (cl_fixture_up), runs each case after cl_need (what the case
+# needs on it: nothing, the DPUs' listening agents, or the agent
+# services) and takes it down; the last case, cl_left_case, checks that
+# nothing is left on the nodes. check.sh's cases (shim_case, err_case)
+# run across the hosts through run_job, which cl_fixture_up redefines.
+# Run alone, it is bin/dps-test -k cluster/ MPI... (DPS_CLUSTER_CASES=service:
+# -k cluster/service/); with DPS_CLUSTER_SCALE=1 (make check-scale) it runs
+# the scale cases itself (cl_main).
 #
 # Not root, or no namespaces here (a container that forbids them): one
 # line "SKIP cluster: REASON", nothing else. A tool that scripts/deps.sh
@@ -35,8 +40,10 @@
 #                  and the erroneous calls at 3 x 1 too: about 15 minutes
 #                  more than the default, which CI's 30 minutes cannot
 #                  hold; the default spreads the suites over the layouts
-#   DPS_CLUSTER_CASES=service  only the agent service's cases
-#                  (service_tests.sh), on the same cluster
+#   DPS_CLUSTER_CASES=service  run alone: only the agent service's
+#                  cases (service_tests.sh), on the same cluster
+# (DPS_CLUSTER_FULL, DPS_CLUSTER_DPU_TESTS and DPS_CLUSTER_ERR_CASES say
+# which cases there are: tests/cases.py's cluster_cases reads them.)
 #   DPS_CLUSTER_BUDGET  seconds for the whole part (default 1200, 3000
 #                  with DPS_CLUSTER_FULL=1); cases
 #                  not started by then fail as not run
@@ -503,93 +510,135 @@ cl_cannot() {
     fi
 }
 
-# The cases, for the MPIs given (the first one for the DPU and fault
-# cases). Each suite checks every byte itself; DPUSHIM_STATS=2 makes the
-# shim name each host's agent and the calls its ranks handed it, which
-# run_job checks for every host.
-cl_cases() {
-    local mpi t f first=$1 s2="DPUSHIM_STATS=2 DPUSHIM_MIN_BYTES=1"
-    local dpu m
-    if [ "$CL_ONLY" = service ]; then
-        sv_cases "$@"
-        return
-    fi
-    for mpi in "$@"; do
-        # 2 hosts x 2 ranks, an agent started on each host; the longest
-        # suites, t_colls and t_persist (20-36 s each across hosts), once
-        # per MPI here and once with the DPUs' agents below.
-        CL_LAUNCH=mpirun
-        for t in $(cl_suites "$mpi" host); do
-            cl_budget_left || return
-            shim_case "$mpi" "build/$mpi/$t" 4 "$s2" \
-                "2 hosts x 2 ranks, $(cl_launcher "$mpi")"
-        done
-        for t in $CL_ERR_CASES; do
-            [ "${t%%/*}" = "$t" ] || [ "${t%%/*}" = "$mpi" ] || continue
-            t=${t#*/}
-            cl_budget_left || return
-            err_case "$mpi" 4 "${t%:*}" "${t#*:}"
-        done
-    done
-    # 3 hosts x 1 rank through Slurm, every MPI (t_colls at 3 ranks runs
-    # in check.sh already; here the launch and the odd layout matter).
-    CL_LAUNCH=srun
-    for mpi in "$@"; do
-        for t in $(cl_suites "$mpi" srun "$first"); do
-            cl_budget_left || return
-            shim_case "$mpi" "build/$mpi/$t" 3 "$s2" \
-                "3 hosts x 1 rank, srun dpushim (the runner)"
-        done
-        [ "$CL_FULL" = 1 ] || continue
-        for t in $CL_ERR_CASES; do
-            [ "${t%%/*}" = "$t" ] || [ "${t%%/*}" = "$mpi" ] || continue
-            t=${t#*/}
-            cl_budget_left || return
-            err_case "$mpi" 3 "${t%:*}" "${t#*:}"
-        done
-    done
-    # Agents listening on the DPUs (DPU_AGENT, DPU_AGENT_ENV).
+# The cases (tests/cases.py, CLUSTER lists them and their order). Each
+# suite checks every byte itself; DPUSHIM_STATS=2 makes the shim name
+# each host's agent and the calls its ranks handed it, which run_job
+# checks for every host.
+CL_S2="DPUSHIM_STATS=2 DPUSHIM_MIN_BYTES=1"
+
+# cl_need WHAT: the cluster as the next case needs it: "none", or
+# "listeners" (agents listening on the DPUs: DPU_AGENT, DPU_AGENT_ENV) or
+# "service" (the DPUs' agent services, service_tests.sh), the other
+# taken down first. A fixture that failed to start is reported once and
+# fails every later need of it (its cases are then not run).
+declare -A CL_BROKEN=()
+cl_need() {
+    [ "$1" = "${CL_HAVE:-none}" ] && return 0
+    [ -z "${CL_BROKEN[$1]:-}" ] || return 1
+    case ${CL_HAVE:-none} in
+    listeners) cl_listeners_down ;;
+    service) sv_down ;;
+    esac
+    CL_HAVE=none
+    case $1 in
+    listeners)
+        if ! cl_listeners_up; then
+            CL_BROKEN[$1]=1
+            report "listening agents start on host1-dpu and host2-dpu" 0 \
+                "$LOGS/listener-host1-dpu.log"
+            cl_listeners_down
+            return 1
+        fi ;;
+    service)
+        if ! sv_up "${CL_MPIS[@]}"; then
+            CL_BROKEN[$1]=1
+            report "the DPUs' agent services start (munged, users, /etc/dpushim)" 0 \
+                "$LOGS/service-up.log"
+            sv_down
+            return 1
+        fi ;;
+    esac
+    CL_HAVE=$1
+}
+
+cl_dpu_vars() { echo "DPUSHIM_AGENT_MAP=$CL_MAP DPUSHIM_SECRET_DIR=$CL_SEC"; }
+
+# cl_host_case MPI PROG: 2 hosts x 2 ranks, an agent started on each
+# host (the longest suites, t_colls and t_persist, 20-36 s each across
+# hosts, once per MPI here and once with the DPUs' agents).
+cl_host_case() {
     CL_LAUNCH=mpirun
-    cl_budget_left || return
-    if ! cl_listeners_up; then
-        report "listening agents start on host1-dpu and host2-dpu" 0 \
-            "$LOGS/listener-host1-dpu.log"
-        return
-    fi
-    dpu="DPUSHIM_AGENT_MAP=$CL_MAP DPUSHIM_SECRET_DIR=$CL_SEC"
-    for t in $(cl_dpu_list "$@"); do
-        m=${t%%/*} t=${t#*/}
-        cl_budget_left || return
-        shim_case "$m" "build/$m/$t" 4 "$s2 $dpu" \
-            "2 hosts x 2 ranks, $CL_DPU_KIND listening on their DPUs, $(cl_launcher "$m")" \
-            -dpu
-    done
-    # The earlier plan between nodes, kept to compare (DPUSHIM_PUSH=0:
-    # the receivers' agents fetch every chunk, cl_data_path checks so).
-    cl_budget_left || return
-    shim_case "$first" "build/$first/tests/t_neigh" 4 \
-        "$s2 $dpu DPUSHIM_PUSH=0" \
-        "2 hosts x 2 ranks, $CL_DPU_KIND listening on their DPUs, fetching (DPUSHIM_PUSH=0), $(cl_launcher "$first")" \
+    shim_case "$1" "build/$1/$2" 4 "$CL_S2" \
+        "2 hosts x 2 ranks, $(cl_launcher "$1")"
+}
+
+# cl_srun_case MPI PROG: 3 hosts x 1 rank through Slurm (t_colls at 3
+# ranks runs on one host already; here the launch and the odd layout
+# matter).
+cl_srun_case() {
+    CL_LAUNCH=srun
+    shim_case "$1" "build/$1/$2" 3 "$CL_S2" \
+        "3 hosts x 1 rank, srun dpushim (the runner)"
+    CL_LAUNCH=mpirun
+}
+
+# cl_err_case MPI NP CASE HANDLER: check.sh's erroneous call across the
+# hosts: the job aborts across them (fatal), or the right ranks get the
+# error and the job goes on (return); 4 ranks by mpirun, 3 by srun.
+cl_err_case() {
+    CL_LAUNCH=mpirun
+    [ "$2" = 3 ] && CL_LAUNCH=srun
+    err_case "$@"
+    CL_LAUNCH=mpirun
+}
+
+# cl_dpu_case MPI PROG: 2 hosts x 2 ranks served by the DPUs' listening
+# agents.
+cl_dpu_case() {
+    CL_LAUNCH=mpirun
+    shim_case "$1" "build/$1/$2" 4 "$CL_S2 $(cl_dpu_vars)" \
+        "2 hosts x 2 ranks, $CL_DPU_KIND listening on their DPUs, $(cl_launcher "$1")" \
+        -dpu
+}
+
+# cl_fetch_case MPI: the earlier plan between nodes, kept to compare
+# (DPUSHIM_PUSH=0: the receivers' agents fetch every chunk, cl_data_path
+# checks so).
+cl_fetch_case() {
+    CL_LAUNCH=mpirun
+    shim_case "$1" "build/$1/tests/t_neigh" 4 \
+        "$CL_S2 $(cl_dpu_vars) DPUSHIM_PUSH=0" \
+        "2 hosts x 2 ranks, $CL_DPU_KIND listening on their DPUs, fetching (DPUSHIM_PUSH=0), $(cl_launcher "$1")" \
         -dpu-fetch
-    # Faults, each with its bound.
-    cl_budget_left || return
-    cl_fault_case dpu-kill "$first" mpirun "$dpu" cl_kill_dpu_agent 20 \
+}
+
+# Faults, each with its bound (cl_fault_case).
+cl_fault_dpu_kill() {
+    cl_fault_case dpu-kill "$1" mpirun "$(cl_dpu_vars)" cl_kill_dpu_agent 20 \
         cl_took_over \
         "host2-dpu's agent killed mid-collective: host2's ranks see its connection end, stock MPI takes over, exact, within 20 s"
-    cl_budget_left || return
-    CL_HEAL=cl_dpu_link_up cl_fault_case dpu-link "$first" mpirun \
-        "$dpu DPUSHIM_AGENT_TIMEOUT=3" cl_dpu_link_cut 25 cl_took_over \
+}
+cl_fault_dpu_link() {
+    CL_HEAL=cl_dpu_link_up cl_fault_case dpu-link "$1" mpirun \
+        "$(cl_dpu_vars) DPUSHIM_AGENT_TIMEOUT=3" cl_dpu_link_cut 25 cl_took_over \
         "host2-dpu's link cut mid-collective: its pings go unanswered (DPUSHIM_AGENT_TIMEOUT=3), stock MPI takes over, exact, within 25 s"
-    cl_listeners_down
-    cl_budget_left || return
+}
+cl_fault_link() {
     CL_HEAL=cl_host_link_up CL_HEAL_AFTER=$CL_LINK_DOWN \
-        cl_fault_case link "$first" mpirun "" cl_host_link_down 40 cl_ended_well \
+        cl_fault_case link "$1" mpirun "" cl_host_link_down 40 cl_ended_well \
         "host2's link down ${CL_LINK_DOWN} s mid-collective, then up: the job ends, exact, within 40 s"
-    cl_budget_left || return
-    cl_fault_case scancel "$first" srun "" cl_scancel 20 cl_cancelled \
+}
+cl_fault_scancel() {
+    cl_fault_case scancel "$1" srun "" cl_scancel 20 cl_cancelled \
         "Slurm job cancelled (scancel) mid-collective: its ranks and agents are gone within 20 s"
-    # The agent service every user's jobs share (service_tests.sh).
-    sv_cases "$@"
+}
+
+# cl_left_case: the last case of a session: listeners and services down,
+# nothing may be left on any host or DPU.
+cl_left_case() {
+    local left
+    CL_HAVE=none
+    cl_listeners_down
+    sv_down
+    # The listeners' node servers reap them within moments; until then
+    # they are listed (as zombies, with no command line).
+    left=$(cl_wait_clean 30)
+    echo "${left:-nothing left}" >"$LOGS/left.log"
+    report "no process left on any host or DPU after the jobs" \
+        "$([ -z "$left" ] && echo 1 || echo 0)" "$LOGS/left.log"
+    [ "$CL_FIN_HANGS" = 0 ] ||
+        echo "$CL_MARK: note: $CL_FIN_HANGS MPICH job(s) hung in MPICH's own MPI_Finalize, after the shim's part (UCX on TCP; docs/tests.md)"
+    echo "$CL_MARK: $((SECONDS - CL_T0)) s in all"
 }
 
 # At scale (DPS_CLUSTER_SCALE=1): CL_NHOSTS hosts, each with a DPU whose
@@ -644,45 +693,6 @@ cl_scale_cases() {
     done
 }
 
-# cl_suites MPI WHERE [FIRST]: the suites of a layout (WHERE: host, srun),
-# paths under build/MPI/. With DPS_CLUSTER_FULL=1 every suite everywhere;
-# else, within CI's time, the longest suites (t_colls, t_persist: 20-36 s
-# each across hosts) once per MPI with host agents and once with the
-# DPUs' agents, and one suite per MPI through srun.
-cl_suites() {
-    local mpi=$1 f=ftests/f_colls_f08
-    [ "$mpi" = mpich ] && f=ftests/f_colls_mpif
-    if [ "$CL_FULL" = 1 ]; then
-        echo tests/t_colls tests/t_persist tests/t_neigh tests/t_group \
-             tests/t_dtypes tests/t_outside "$f"
-    elif [ "$2" = host ]; then
-        [ "$mpi" = mpich ] && echo tests/t_persist || echo tests/t_colls
-        echo tests/t_neigh tests/t_group tests/t_dtypes tests/t_outside "$f"
-    elif [ "$mpi" = "$3" ]; then
-        echo tests/t_group
-    else
-        echo tests/t_neigh
-    fi
-}
-
-# cl_dpu_list MPI...: MPI/PATH words of the jobs with the DPUs' agents
-# (CL_DPU_TESTS: [MPI/]PROG, no MPI: the first one; with
-# DPS_CLUSTER_FULL=1 every suite for every MPI).
-cl_dpu_list() {
-    local t m mpi
-    if [ "$CL_FULL" = 1 ]; then
-        for mpi in "$@"; do
-            for t in $(cl_suites "$mpi" dpu); do echo "$mpi/$t"; done
-        done
-        return
-    fi
-    for t in $CL_DPU_TESTS; do
-        m=$1
-        [ "${t%%/*}" = "$t" ] || m=${t%%/*}
-        [[ " $* " == *" $m "* ]] && echo "$m/tests/${t#*/}"
-    done
-}
-
 cl_launcher() {
     [ "$CL_LAUNCH" = srun ] && { echo srun; return; }
     [ "$1" = mpich ] && echo mpiexec || echo mpirun
@@ -698,16 +708,18 @@ cl_budget_left() {
     return 1
 }
 
-# The cluster part: up, cases, down (also when interrupted). Its logs
-# are in $LOGS/cluster/, its results say "cluster:".
-cl_main() {
-    local why t tool left
+# cl_fixture_up MPI...: the cluster up (taken down on exit, also when
+# interrupted). Its logs are in $LOGS/cluster/, its results say
+# "cluster:". 0 when up; 1 when it did not come up (reported); 2 when it
+# cannot here (one line "SKIP cluster: REASON", nothing else).
+cl_fixture_up() {
+    local why t tool
     why=$(cl_cannot)
     if [ -n "$why" ]; then
         echo "SKIP cluster: $why"
-        CL_SKIPPED=1
-        return 0
+        return 2
     fi
+    CL_MPIS=("$@")
     CL_ROOT=$DPS_ROOT
     CL_BASE=/run/dpushim-check
     CL_OWNER=$BASHPID
@@ -715,7 +727,6 @@ cl_main() {
     CL_FULL=${DPS_CLUSTER_FULL:-0}
     CL_SCALE=${DPS_CLUSTER_SCALE:-0}
     CL_BUDGET=${DPS_CLUSTER_BUDGET:-1200}
-    CL_ONLY=${DPS_CLUSTER_CASES:-all}
     [ "$CL_FULL" = 1 ] && CL_BUDGET=${DPS_CLUSTER_BUDGET:-3000}
     [ "$CL_SCALE" = 1 ] && CL_BUDGET=${DPS_CLUSTER_BUDGET:-7200}
     CL_JOB_TIMEOUT=${DPS_CLUSTER_JOB_TIMEOUT:-240}
@@ -745,20 +756,12 @@ cl_main() {
         esac
         if [ "$CL_SCALE_VICTIM" -lt 1 ] || [ "$CL_SCALE_VICTIM" -gt "$CL_NHOSTS" ]; then
             report "DPS_SCALE_VICTIM=${DPS_SCALE_VICTIM:-} is a host number from 1 to $CL_NHOSTS (DPS_SCALE_HOSTS)" 0
-            return
+            return 1
         fi
     fi
     CL_FIN_GRACE=3
     CL_FIN_HANGS=0
     CL_LINK_DOWN=3
-    # Agents on DPUs reach every rank with UCX get/put, which over TCP
-    # the ranks' progress thread serves while they block in stock MPI
-    # calls or compute (DPUSHIM_PROGRESS_THREAD=auto runs it here).
-    CL_DPU_TESTS=${DPS_CLUSTER_DPU_TESTS:-openmpi/t_persist mpich/t_colls mpich/t_outside}
-    # Erroneous calls (check.sh's err_case: [MPI/]CASE:HANDLER): the job
-    # aborts across the hosts (fatal), or the right ranks get the error
-    # and the job goes on (return).
-    CL_ERR_CASES=${DPS_CLUSTER_ERR_CASES:-openmpi/a2a_size:fatal openmpi/a2a_size:return mpich/bcast_len:fatal mpich/bcast_len:return}
     CL_LISTENERS=() CL_LISTEN_PIDS=()
     # The DPUs' agents are the Arm build under qemu-user when it is
     # built (make check builds it): the protocol between x86-64 ranks and
@@ -798,50 +801,46 @@ cl_main() {
         command -v "$tool" >/dev/null || {
             echo "$tool not found: scripts/deps.sh installs it" >"$LOGS/up.log"
             report "$tool installed" 0 "$LOGS/up.log"
-            return
+            return 1
         }
     done
     t=$SECONDS
     if ! cl_up; then
         report "$CL_NHOSTS emulated hosts with DPUs$([ "$CL_SCALE" = 1 ] || echo " and Slurm") come up" \
             0 "$LOGS/up.log"
-        return
+        return 1
     fi
     if [ "$CL_SCALE" = 1 ]; then
         echo "scale: $CL_NHOSTS hosts and $CL_NHOSTS DPUs up in $((SECONDS - t)) s"
-        cl_scale_cases "$@"
     else
         echo "cluster: 3 hosts, 3 DPUs and Slurm up in $((SECONDS - t)) s"
-        cl_cases "$@"
     fi
-    cl_listeners_down
-    # The listeners' node servers reap them within moments; until then
-    # they are listed (as zombies, with no command line).
-    left=$(cl_wait_clean 30)
-    echo "${left:-nothing left}" >"$LOGS/left.log"
-    report "no process left on any host or DPU after the jobs" \
-        "$([ -z "$left" ] && echo 1 || echo 0)" "$LOGS/left.log"
-    [ "$CL_FIN_HANGS" = 0 ] ||
-        echo "$CL_MARK: note: $CL_FIN_HANGS MPICH job(s) hung in MPICH's own MPI_Finalize, after the shim's part (UCX on TCP; docs/tests.md)"
-    echo "$CL_MARK: $((SECONDS - CL_T0)) s in all"
 }
 
-if [ "${BASH_SOURCE[0]}" != "$0" ]; then
-    # Sourced by scripts/test/check.sh at its end: a subshell of its own (its
-    # traps and run_job stay there), the counts passed back.
-    _cl_counts=$(mktemp)
-    ( cl_main "$@"; echo "$PASS $FAIL" >"$_cl_counts" )
-    if [ -s "$_cl_counts" ]; then
-        read -r PASS FAIL <"$_cl_counts"
-    else
-        report "cluster tests ended early (killed?)" 0
-    fi
-    rm -f "$_cl_counts"
-else
+# At scale (make check-scale): up, the scale cases, nothing left, down.
+cl_main() {
+    cl_fixture_up "$@" || return 0
+    cl_scale_cases "$@"
+    cl_left_case
+}
+
+# Run alone: bin/dps-test's cluster cases, or at scale the scale cases.
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
     cd "$(dirname "$0")/../.." || exit 2
-    DPS_CHECK_LIB=1 source scripts/test/check.sh "$@" || exit 1
+    if [ "${DPS_CLUSTER_SCALE:-0}" != 1 ]; then
+        sel=(-k cluster/)
+        [ "${DPS_CLUSTER_CASES:-all}" = service ] && sel=(-k cluster/service/)
+        exec bin/dps-test "${sel[@]}" "$@"
+    fi
+    source scripts/lib.sh
+    source scripts/test/common.sh
+    dps_mpis_ready "$@" || exit 1
+    # shellcheck disable=SC2034 # common.sh's report and run_job use them
+    PASS=0 FAIL=0 LOGS=build/check-logs TIMEOUT=${DPS_TEST_TIMEOUT:-180} \
+        TIMES=build/check-logs/times.txt REPORT_T=$SECONDS
+    mkdir -p "$LOGS"
+    : >"$TIMES"
     cl_main "${DPS_MPIS[@]}"
-    [ -z "${CL_SKIPPED:-}" ] || exit 0
     echo "$PASS passed, $FAIL failed"
     [ "$FAIL" = 0 ]
 fi

@@ -1,6 +1,6 @@
 # shellcheck shell=bash
-# scripts/test/check.sh's part: the helpers every part uses: counting results, running a job under its time limit, matching the statistics lines, a case under the shim, an erroneous call, and the matrix runner (bin/dps-test).
-# Sourced by scripts/test/check.sh (which defines LOGS, TIMEOUT, PASS and
+# make check's part (cases of tests/cases.py): the helpers every part uses: counting results, running a job under its time limit, matching the statistics lines, a case under the shim, an erroneous call.
+# Sourced by scripts/test/case.sh (which defines LOGS, TIMEOUT, PASS and
 # FAIL); functions only.
 
 # report NAME OK(0|1) [LOG]: count one result; show the log of a failure.
@@ -45,23 +45,6 @@ run_job() {
 # appends to LOG what disagrees.
 stats_match() {
     bin/dps-test --check-stats "$1"
-}
-
-# runner ARGS...: cases of the matrix (tests/cases.py) run by
-# bin/dps-test with ARGS, their results added to this run's.
-runner() {
-    local out=$LOGS/dps-test.out n f
-    bin/dps-test --logs "$LOGS" --times "$TIMES" --timeout "$TIMEOUT" "$@" |
-        tee "$out"
-    read -r n f < <(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p' \
-                    "$out" | tail -n 1)
-    if [ -z "${n:-}" ]; then
-        report "bin/dps-test $* (no summary)" 0 "$out"
-        return
-    fi
-    PASS=$((PASS + n))
-    FAIL=$((FAIL + f))
-    REPORT_T=$SECONDS
 }
 
 # shim_case MPI PROG NP VARS TITLE [TAG]: data correct, statistics as

@@ -1,6 +1,6 @@
 # shellcheck shell=bash
-# scripts/test/check.sh's part: the DPUSHIM_* variables and the agent's command line: every bad value named, every switch honoured.
-# Sourced by scripts/test/check.sh (which defines LOGS, TIMEOUT, PASS and
+# make check's part (cases of tests/cases.py): the DPUSHIM_* variables and the agent's command line: every bad value named, every switch honoured.
+# Sourced by scripts/test/case.sh (which defines LOGS, TIMEOUT, PASS and
 # FAIL); functions only.
 
 # Without the cache every lookup of t_regcache's 300 per rank misses, and
@@ -125,92 +125,4 @@ cfg_case() {
         fi
     done
     report "$mpi config: $name" "$ok" "$log"
-}
-
-config_tests() {
-    local mpi=$1 n=64k on off
-    on="offloaded=2 fallback=0 bytes"
-    off="offloaded=0 fallback=2 bytes=0"
-    # MIN_BYTES=auto: agents sharing every core with ranks offload nothing
-    # (measured not to pay) and are not started; with a CPU of their own,
-    # the threshold is 256 KiB, above the probe's 64 KiB.
-    cfg_case "$mpi" "default MIN_BYTES=auto, agents on rank cores: stock MPI, no agent" "" \
-        "+ialltoall $off" "+ibcast $off" "-started agent" \
-        "+DPUSHIM_MIN_BYTES=auto: the agents would share every core"
-    DPS_RANK_CPUS=0 cfg_case "$mpi" "default MIN_BYTES=auto, agent on a spare CPU: 256 KiB" \
-        "DPUSHIM_AGENT_CPUS=1" "+ialltoall $off" "+ibcast $off" \
-        "+started agent" "-MIN_BYTES=auto: the agents would share"
-    cfg_case "$mpi" "AGENT_SCHED=batch" \
-        "DPUSHIM_AGENT_SCHED=batch DPUSHIM_MIN_BYTES=1" "+ialltoall $on" \
-        "+ibcast $on"
-    cfg_case "$mpi" "PIPELINE_DEPTH=1 and CHUNK_BYTES=4k" \
-        "DPUSHIM_PIPELINE_DEPTH=1 DPUSHIM_CHUNK_BYTES=4k DPUSHIM_MIN_BYTES=1" \
-        "+ialltoall $on" "+ibcast $on"
-    cfg_case "$mpi" "CHUNK_BYTES out of range" \
-        "DPUSHIM_CHUNK_BYTES=1k DPUSHIM_MIN_BYTES=1" \
-        "+invalid value DPUSHIM_CHUNK_BYTES='1k': expected .*from 4096 to 67108864" \
-        "+ialltoall $off"
-    cfg_case "$mpi" "PIPELINE_DEPTH out of range" \
-        "DPUSHIM_PIPELINE_DEPTH=0 DPUSHIM_MIN_BYTES=1" \
-        "+invalid value DPUSHIM_PIPELINE_DEPTH='0'" "+ialltoall $off"
-    cfg_case "$mpi" "REQUIRE=1 with offload working" \
-        "DPUSHIM_REQUIRE=1 DPUSHIM_MIN_BYTES=1" "+ialltoall $on" "+ibcast $on"
-    cfg_case "$mpi" "REQUIRE=0 with a missing agent runs on stock MPI" \
-        "DPUSHIM_REQUIRE=0 DPUSHIM_AGENT=/nonexistent/a DPUSHIM_MIN_BYTES=1" \
-        "+no agent available: running on stock MPI" "+ialltoall $off"
-    require_case "$mpi" "missing agent binary" \
-        "DPUSHIM_REQUIRE=1 DPUSHIM_AGENT=/nonexistent/a DPUSHIM_MIN_BYTES=1" \
-        "no agent available, and DPUSHIM_REQUIRE is set: aborting"
-    require_case "$mpi" "agent binary not executable" \
-        "DPUSHIM_REQUIRE=yes DPUSHIM_AGENT=$PWD/README.md DPUSHIM_MIN_BYTES=1" \
-        "no agent available, and DPUSHIM_REQUIRE is set: aborting"
-    require_case "$mpi" "invalid value" \
-        "DPUSHIM_REQUIRE=1 DPUSHIM_CHUNK_BYTES=12x" \
-        "invalid DPUSHIM_\\* values, and DPUSHIM_REQUIRE is set: aborting"
-    require_case "$mpi" "unparsable REQUIRE with OFFLOAD=0" \
-        "DPUSHIM_REQUIRE=please DPUSHIM_OFFLOAD=0" \
-        "DPUSHIM_REQUIRE is set: aborting"
-    require_case "$mpi" "MIN_BYTES=auto offloading nothing" \
-        "DPUSHIM_REQUIRE=1" \
-        "MIN_BYTES=auto offloads nothing .*DPUSHIM_REQUIRE is set: aborting"
-    cfg_case "$mpi" "bad AGENT_SCHED" "DPUSHIM_AGENT_SCHED=fifo DPUSHIM_MIN_BYTES=1" \
-        "+error: invalid value DPUSHIM_AGENT_SCHED='fifo'" "+ialltoall $off"
-    cfg_case "$mpi" "MIN_BYTES below the size; agents count 2 collectives" \
-        "DPUSHIM_MIN_BYTES=1k" "+ialltoall $on" "+ibcast $on" \
-        "+^dpushim: agents cpu_ms=[0-9.]+ collectives=2 "
-    cfg_case "$mpi" "OFFLOAD=0 starts no agent" "DPUSHIM_OFFLOAD=0 DPUSHIM_MIN_BYTES=1" \
-        "+ialltoall $off" "+ibcast $off" "-started agent"
-    cfg_case "$mpi" "IALLTOALL=off" "DPUSHIM_IALLTOALL=off DPUSHIM_MIN_BYTES=1" \
-        "+ialltoall $off" "+ibcast $on"
-    cfg_case "$mpi" "IBCAST=no" "DPUSHIM_IBCAST=no DPUSHIM_MIN_BYTES=1" \
-        "+ialltoall $on" "+ibcast $off"
-    cfg_case "$mpi" "MIN_BYTES above the size" "DPUSHIM_MIN_BYTES=1m" \
-        "+ialltoall $off" "+ibcast $off"
-    cfg_case "$mpi" "MIN_BYTES equal to the size" "DPUSHIM_MIN_BYTES=$n" \
-        "+ialltoall $on" "+ibcast $on"
-    cfg_case "$mpi" "bad MIN_BYTES" "DPUSHIM_MIN_BYTES=lots" \
-        "+error: invalid value DPUSHIM_MIN_BYTES='lots'" \
-        "+ialltoall $off" "-started agent"
-    cfg_case "$mpi" "bad RANKS_PER_DPU" "DPUSHIM_RANKS_PER_DPU=-2 DPUSHIM_MIN_BYTES=1" \
-        "+DPUSHIM_RANKS_PER_DPU" "+ialltoall $off"
-    cfg_case "$mpi" "bad LOG" "DPUSHIM_LOG=loud DPUSHIM_MIN_BYTES=1" "+DPUSHIM_LOG='loud'" \
-        "+ialltoall $off"
-    cfg_case "$mpi" "bad TRANSPORT" "DPUSHIM_TRANSPORT=rdma DPUSHIM_MIN_BYTES=1" \
-        "+DPUSHIM_TRANSPORT='rdma'" "+ialltoall $off"
-    cfg_case "$mpi" "AGENT_CPUS pins the agent" \
-        "DPUSHIM_AGENT_CPUS=1 DPUSHIM_MIN_BYTES=1" \
-        "+agent pid [0-9]+ runs on CPUs 1" "+ialltoall $on"
-    cfg_case "$mpi" "bad AGENT_CPUS" "DPUSHIM_AGENT_CPUS=0- DPUSHIM_MIN_BYTES=1" \
-        "+DPUSHIM_AGENT_CPUS='0-'" "+ialltoall $off"
-    cfg_case "$mpi" "bad STATS" "DPUSHIM_STATS=maybe DPUSHIM_STATS2=1" \
-        "+DPUSHIM_STATS='maybe'"
-    cfg_case "$mpi" "unknown variable warned" \
-        "DPUSHIM_OFLOAD=0 DPUSHIM_MIN_BYTES=4k" \
-        "+warning: unknown variable DPUSHIM_OFLOAD" "+ialltoall $on"
-    cfg_case "$mpi" "missing agent binary" "DPUSHIM_AGENT=/nonexistent/a DPUSHIM_MIN_BYTES=1" \
-        "+/nonexistent/a is not executable.*DPUSHIM_AGENT" \
-        "+ialltoall $off" "+ibcast $off"
-    cfg_case "$mpi" "RANKS_PER_DPU=1: one agent per rank" \
-        "DPUSHIM_RANKS_PER_DPU=1 DPUSHIM_MIN_BYTES=0" "+ialltoall $on" \
-        "+ibcast $on" "+^dpushim: agents cpu_ms=[0-9.]+ collectives=2 "
 }

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # make check's cases for the Debian packages (make deb, debian/), sourced
-# by scripts/test/check.sh: deb_tests MPI... uses its report and $LOGS. Run
-# alone (scripts/test/deb_check.sh [MPI...], as root), it takes those from
-# check.sh (DPS_CHECK_PART) and ends with its own "N passed, M failed".
+# by scripts/test/case.sh: deb_tests MPI... (case deb/packages of
+# tests/cases.py) uses its report and $LOGS. Run alone
+# (scripts/test/deb_check.sh [MPI...], as root), it is bin/dps-test -k deb/.
 #
 # The packages build and lintian finds no error or warning in them
 # (scripts/dev/deb.sh, kept if built from the same files); the agent's
@@ -433,7 +433,7 @@ deb_tests() {
     trap - EXIT TERM INT HUP
 }
 
-# Run alone: check.sh, these cases only.
+# Run alone: bin/dps-test, these cases only.
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
-    DPS_CHECK_PART=deb_tests exec "$(dirname "$0")/check.sh" "$@"
+    exec "$(dirname "$0")/../../bin/dps-test" -k deb/ "$@"
 fi

@@ -1,6 +1,6 @@
 # shellcheck shell=bash
-# scripts/test/check.sh's part: agents that fail: killed, stopped or silent mid-collective, the takeover by stock MPI, and the processes beside the job left alone.
-# Sourced by scripts/test/check.sh (which defines LOGS, TIMEOUT, PASS and
+# make check's part (cases of tests/cases.py): agents that fail: killed, stopped or silent mid-collective, the takeover by stock MPI, and the processes beside the job left alone.
+# Sourced by scripts/test/case.sh (which defines LOGS, TIMEOUT, PASS and
 # FAIL); functions only.
 
 # Kill ranks of a running job; no agent may survive it.

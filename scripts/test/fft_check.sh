@@ -1,6 +1,7 @@
 # shellcheck shell=bash
 # make check's cases for examples/fft3d.c (the pipelined 3-D FFT), sourced
-# by scripts/test/check.sh: fft_tests MPI uses its report, run_job and $LOGS.
+# by scripts/test/case.sh: fft_case and fft_bad_case (cases MPI/fft/... of
+# tests/cases.py) use its report, run_job and $LOGS.
 # Small sizes, a few steps: about 15 s per MPI on two cores.
 
 # fft_case MPI NP SHIM ARGS...: one run of fft3d; its result line must be
@@ -57,31 +58,4 @@ fft_bad_case() {
         "$log" && ok=1
     report "$mpi fft3d -n 15 -g 1x2 refused: N not divisible by the grid" \
         "$ok" "$log"
-}
-
-# fft_tests MPI: slab (1x2, 2 ranks) and pencil (2x2, 4 ranks with two
-# agents), N = 16 and 24, K = 1 and 4, persistent and not, stock MPI
-# first then the shim (compared with it), and gpu-like mode once. Then
-# the transposes by derived datatype (-d): at N = 64 (slab) and 32
-# (pencil) their runs are 256 B and more, which the DMA engines read and
-# write in place (shim/data/types.c); at N = 24 T2's runs (64 B) and T1's
-# on A (192 B) are packed in the call and unpacked at completion, beside
-# T1's on B (2304 B), in place.
-fft_tests() {
-    local mpi=$1 shim
-    for shim in 0 1; do
-        fft_case "$mpi" 2 "$shim" -n 16 -g 1x2 -k 1 -s 3
-        fft_case "$mpi" 2 "$shim" -n 16 -g 1x2 -k 4 -p -s 3
-        fft_case "$mpi" 4 "$shim" -n 24 -g 2x2 -k 4 -s 3
-        fft_case "$mpi" 4 "$shim" -n 24 -g 2x2 -k 1 -p -s 3
-        FFT_INPLACE=yes fft_case "$mpi" 2 "$shim" -n 64 -g 1x2 -k 2 -d \
-            -c serial -s 2
-        FFT_INPLACE=yes fft_case "$mpi" 4 "$shim" -n 32 -g 2x2 -k 1 -d -p -s 2
-        fft_case "$mpi" 4 "$shim" -n 24 -g 2x2 -k 3 -d -s 2
-    done
-    fft_case "$mpi" 2 0 -n 16 -g 1x2 -k 4 -m gpu-like -f 0.5 -s 3
-    fft_case "$mpi" 2 1 -n 16 -g 1x2 -k 4 -m gpu-like -f 0.5 -s 3
-    fft_case "$mpi" 2 0 -n 32 -g 1x2 -k 2 -d -m gpu-like -t 2 -s 3
-    fft_case "$mpi" 2 1 -n 32 -g 1x2 -k 2 -d -m gpu-like -t 2 -s 3
-    fft_bad_case "$mpi"
 }

@@ -1,6 +1,6 @@
 # shellcheck shell=bash
-# scripts/test/check.sh's part: listening agents (dpu_agent --listen, as on a DPU): jobs served, other hosts, a PID namespace of their own, bad input.
-# Sourced by scripts/test/check.sh (which defines LOGS, TIMEOUT, PASS and
+# make check's part (cases of tests/cases.py): listening agents (dpu_agent --listen, as on a DPU): jobs served, other hosts, a PID namespace of their own, bad input.
+# Sourced by scripts/test/case.sh (which defines LOGS, TIMEOUT, PASS and
 # FAIL); functions only.
 
 # start_listener MPI DIR [HOSTNAME|pidns]: a listening agent on 127.0.0.1

@@ -2,7 +2,7 @@
 # Tests of `dpu_agent --listen` (one listener, one agent process per job).
 # Source it; it defines functions only. The caller provides
 #   report NAME OK(1 pass, 0 fail) [LOG]   and   LOGS (a log directory),
-# as scripts/test/check.sh does, and calls: listen_agent_tests MPI
+# as scripts/test/case.sh does, and calls: listen_agent_tests MPI
 # Every step has a time limit; the whole function takes about 25 s.
 
 # Variables the steps share (set by listen_agent_tests).

@@ -1,6 +1,6 @@
 # shellcheck shell=bash
-# scripts/test/check.sh's part: programs as users write them: the examples, Fortran in three binding styles, the completion calls' answers, MPI_Comm_idup beside collectives, mpi4py.
-# Sourced by scripts/test/check.sh (which defines LOGS, TIMEOUT, PASS and
+# make check's part (cases of tests/cases.py): programs as users write them: the examples, Fortran in three binding styles, the completion calls' answers, MPI_Comm_idup beside collectives, mpi4py.
+# Sourced by scripts/test/case.sh (which defines LOGS, TIMEOUT, PASS and
 # FAIL); functions only.
 
 # example_case MPI NP SHIM STATLINE PROG ARGS...: an example (examples/,
@@ -23,46 +23,36 @@ example_case() {
         echo "shim" || echo "stock MPI")): result checked" "$ok" "$log"
 }
 
-example_tests() {
-    local mpi=$1 np
-    for np in 2 4; do
-        example_case "$mpi" "$np" 1 group_init ring_bcast -m group \
-            -n 256 -b 16 -M 32 -i 20
-        example_case "$mpi" "$np" 1 group_init halo3d -m group -n 14,11,9 \
-            -i 20
-        example_case "$mpi" "$np" 1 neighbor_alltoallw_init halo3d \
-            -m neighbor -n 14,11,9 -i 20
-    done
-    example_case "$mpi" 2 0 - ring_bcast -m group -n 256 -b 16 -M 32 -i 20
-    example_case "$mpi" 2 0 - halo3d -m group -n 14,11,9 -i 20
-}
-
-# fortran_tests MPI: the Fortran programs (tests/fortran/), each in every
-# binding style, on stock MPI and under the shim (2 ranks with one agent,
-# 4 with two): every element checked, the collectives offloaded as the
+# fortran_case MPI PROG RUN: a Fortran program (tests/fortran/, each in
+# every binding style), RUN stock (MPI alone), np2 (the shim, 2 ranks with
+# one agent) or np4-rpd2 (4 with two): every element checked, the collectives offloaded as the
 # program's "expect~:" lines say; f_colls: requests started in one
 # language and completed in the other; f_rtypes: reductions of Fortran
 # datatypes, bit for bit as stock MPI's.
-fortran_tests() {
-    local mpi=$1 f t log ok
-    for f in f_colls_mpif f_colls_mpi f_colls_f08 f_rtypes_mpif f_rtypes_mpi \
-             f_rtypes_f08; do
-        t=build/$mpi/ftests/$f
+fortran_case() {
+    local mpi=$1 f=$2 t=build/$1/ftests/$2 log ok
+    case $3 in
+    stock)
         log="$LOGS/$mpi-$f-stock.log"
         run_job "$log" "$mpi" 2 0 "" "$t"
         ok=$?
         [ $ok = 0 ] && grep -q '^result: ok' "$log" && ok=1 || ok=0
-        report "$mpi Fortran $f stock MPI, 2 ranks" "$ok" "$log"
+        report "$mpi Fortran $f stock MPI, 2 ranks" "$ok" "$log" ;;
+    np2)
         shim_case "$mpi" "$t" 2 "DPUSHIM_STATS=1 DPUSHIM_MIN_BYTES=1" \
-            "(Fortran) 2 ranks, 1 agent"
+            "(Fortran) 2 ranks, 1 agent" ;;
+    np4-rpd2)
         shim_case "$mpi" "$t" 4 \
             "DPUSHIM_STATS=1 DPUSHIM_MIN_BYTES=1 DPUSHIM_RANKS_PER_DPU=2" \
-            "(Fortran) 4 ranks, 2 agents"
-    done
+            "(Fortran) 4 ranks, 2 agents" ;;
+    *)
+        report "$mpi Fortran $f: no run named '$3'" 0 ;;
+    esac
 }
 
-# answers_tests MPI: every completion call answers under the shim what
-# it answers on stock MPI in the same build (tests/mpi/answers.c, and
+# answers_case MPI PROG WHAT: every completion call answers under the
+# shim (WHAT: offloaded, above, default) what it answered on stock MPI
+# (WHAT stock, run first) in the same build (tests/mpi/answers.c, and
 # tests/fortran/f_answers.F90 in each binding style): return codes,
 # flags, indices (MPICH 4.0.2's mpi_f08 ones count from 0), outcounts,
 # statuses word for word, what became of each request; with the shim
@@ -70,12 +60,10 @@ fortran_tests() {
 # offloaded (a threshold above the 64 KiB blocks), and with the default
 # threshold (here, on 2 cores, stock MPI beneath a watching shim). 2
 # ranks.
-answers_tests() {
-    local mpi=$1 t name log ok vars what
-    for t in tests/answers ftests/f_answers_mpif ftests/f_answers_mpi \
-             ftests/f_answers_f08; do
-        name=$(basename "$t")
-        t=build/$mpi/$t
+answers_case() {
+    local mpi=$1 name t=build/$1/$2 what=$3 log ok vars
+    name=$(basename "$t")
+    if [ "$what" = stock ]; then
         log="$LOGS/$mpi-$name-stock.log"
         # The answers are compared line by line: stderr apart.
         RUN_JOB_SPLIT=1 run_job "$log" "$mpi" 2 0 "" "$t"
@@ -84,27 +72,26 @@ answers_tests() {
             [ "$(grep -c '^ans: ' "$log")" -ge 100 ] && ok=1 || ok=0
         report "$mpi $name stock MPI, 2 ranks: $(grep -c '^ans: ' "$log") answers" \
             "$ok" "$log"
-        for what in offloaded above default; do
-            vars="DPUSHIM_STATS=1"
-            [ $what = offloaded ] && vars+=" DPUSHIM_MIN_BYTES=1"
-            [ $what = above ] && vars+=" DPUSHIM_MIN_BYTES=1m"
-            log="$LOGS/$mpi-$name-$what.log"
-            RUN_JOB_SPLIT=1 run_job "$log" "$mpi" 2 1 "$vars" "$t"
-            ok=$?
-            [ $ok = 0 ] && grep -q '^result: ok' "$log" && ok=1 || ok=0
-            diff <(grep '^ans: ' "$LOGS/$mpi-$name-stock.log") \
-                 <(grep '^ans: ' "$log") >>"$log" || ok=0
-            if [ $what = offloaded ]; then
-                grep -Eq '^dpushim: ialltoall offloaded=[1-9]' "$log" ||
-                    { echo "nothing offloaded" >>"$log"; ok=0; }
-            elif [ $what = above ]; then
-                grep -Eq '^dpushim: ialltoall offloaded=0 ' "$log" ||
-                    { echo "offloaded above the threshold" >>"$log"; ok=0; }
-            fi
-            report "$mpi $name under the shim ($what), 2 ranks: the same answers as stock MPI" \
-                "$ok" "$log"
-        done
-    done
+        return
+    fi
+    vars="DPUSHIM_STATS=1"
+    [ "$what" = offloaded ] && vars+=" DPUSHIM_MIN_BYTES=1"
+    [ "$what" = above ] && vars+=" DPUSHIM_MIN_BYTES=1m"
+    log="$LOGS/$mpi-$name-$what.log"
+    RUN_JOB_SPLIT=1 run_job "$log" "$mpi" 2 1 "$vars" "$t"
+    ok=$?
+    [ $ok = 0 ] && grep -q '^result: ok' "$log" && ok=1 || ok=0
+    diff <(grep '^ans: ' "$LOGS/$mpi-$name-stock.log") \
+         <(grep '^ans: ' "$log") >>"$log" || ok=0
+    if [ "$what" = offloaded ]; then
+        grep -Eq '^dpushim: ialltoall offloaded=[1-9]' "$log" ||
+            { echo "nothing offloaded" >>"$log"; ok=0; }
+    elif [ "$what" = above ]; then
+        grep -Eq '^dpushim: ialltoall offloaded=0 ' "$log" ||
+            { echo "offloaded above the threshold" >>"$log"; ok=0; }
+    fi
+    report "$mpi $name under the shim ($what), 2 ranks: the same answers as stock MPI" \
+        "$ok" "$log"
 }
 
 # idup_tests MPI: nonblocking collectives and MPI_Comm_idup outstanding

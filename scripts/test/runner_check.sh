@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # make check's cases for the runner (scripts/dpushim, issue 25) and what
-# make install adds with it, sourced by scripts/test/check.sh: runner_tests
-# MPI... uses its report, run_job, stats_match and $LOGS. About 30 s.
-# Run alone (scripts/test/runner_check.sh [MPI...]), it takes those from
-# check.sh (DPS_CHECK_PART) and ends with its own "N passed, M failed".
+# make install adds with it, sourced by scripts/test/case.sh: the rn_*_tests
+# functions (cases runner/... of tests/cases.py) use its report, run_job,
+# stats_match and $LOGS. About 30 s. Run alone
+# (scripts/test/runner_check.sh [MPI...]), it is bin/dps-test -k runner/.
 #
 # Which MPI the runner tells for C and Fortran programs of both MPIs and
 # for mpi4py, its errors (exit status 2, naming both sides) for a program
@@ -410,24 +410,7 @@ TCL
     rm -rf "$prefix"
 }
 
-# runner_tests MPI...: every case above, for the MPIs given.
-runner_tests() {
-    local mpi
-    rn_man_tests
-    rn_python_tests "$@"
-    rn_error_tests "$1"
-    rn_mismatch_tests "$@"
-    for mpi in "$@"; do
-        rn_detect_tests "$mpi"
-    done
-    rn_option_tests "$1"
-    for mpi in "$@"; do
-        rn_job_tests "$mpi"
-    done
-    rn_install_tests "$@"
-}
-
-# Run alone: check.sh, these cases only.
+# Run alone: bin/dps-test, these cases only.
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
-    DPS_CHECK_PART=runner_tests exec "$(dirname "$0")/check.sh" "$@"
+    exec "$(dirname "$0")/../../bin/dps-test" -k runner/ "$@"
 fi

@@ -1,10 +1,11 @@
 # shellcheck shell=bash
 # SPDX-License-Identifier: BSD-3-Clause
 # The cluster service (dpu_agent --service; docs/admin.md) on the emulated
-# cluster of scripts/test/cluster_check.sh, which sources this file and
-# calls sv_cases FIRST_MPI [SECOND_MPI] once its other cases are done
-# (Slurm up, no listening agent left). Uses its report, cl_launch,
-# cl_took_over, cl_node_pids, cl_budget_left, CL_ROOT, CL_RUN and LOGS.
+# cluster of scripts/test/cluster_check.sh, which sources this file; its
+# cases (sv_two_users ... sv_sigterm, tests/cases.py CLUSTER) run after
+# cl_need service, which calls sv_up FIRST_MPI [SECOND_MPI] (Slurm up, no
+# listening agent left). Uses its report, cl_launch, cl_took_over,
+# cl_node_pids, CL_ROOT, CL_RUN and LOGS.
 #
 # Fixture (sv_up), as an administrator and two users would have it:
 # - two users of the cluster's own passwd (cluster.sh): dpsalice (uid
@@ -572,25 +573,4 @@ sv_sigterm() {
     sv_since 2 | grep -q "stopping on signal 15: ending 1 worker" || ok=0
     report "$m: kill -TERM of host2-dpu's service mid-job: it ends its worker and exits 0, the job goes on with stock MPI, exact" \
         "$ok" "$log"
-}
-
-sv_cases() {
-    local first=$1 second=${2:-$1}
-    cl_budget_left || return
-    if ! sv_up "$@"; then
-        report "the DPUs' agent services start (munged, users, /etc/dpushim)" 0 \
-            "$LOGS/service-up.log"
-        sv_down
-        return
-    fi
-    sv_two_users "$first" "$second"
-    cl_budget_left && sv_no_variables "$second"
-    cl_budget_left && sv_spank "$first"
-    cl_budget_left && sv_credentials
-    cl_budget_left && sv_refused_jobs "$first"
-    cl_budget_left && sv_foreign_grant
-    cl_budget_left && sv_restart "$first"
-    cl_budget_left && sv_worker_kill "$first" "$second"
-    cl_budget_left && sv_sigterm "$first"
-    sv_down
 }

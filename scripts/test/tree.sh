@@ -1,13 +1,7 @@
 # shellcheck shell=bash
-# scripts/test/check.sh's part: the tree itself: unit tests, shellcheck, the layout of the sources, the manual against the tree, the decoder fuzzed, the installed tree, the MPI programs through the matrix, and no agent left behind.
-# Sourced by scripts/test/check.sh (which defines LOGS, TIMEOUT, PASS and
+# make check's part (cases of tests/cases.py): the tree itself: unit tests, shellcheck, the layout of the sources, the manual against the tree, the decoder fuzzed, the installed tree, the MPI programs through the matrix, and no agent left behind.
+# Sourced by scripts/test/case.sh (which defines LOGS, TIMEOUT, PASS and
 # FAIL); functions only.
-
-# The unit tests, and for each MPI the collectives' table against its
-# names (tests/unit/check_colls.c).
-unit_tests() {
-    runner --kind unit "$@"
-}
 
 # The shell scripts pass shellcheck at severity warning (a finding that
 # is the intent carries a disable comment saying why).
@@ -64,11 +58,6 @@ readme_check() {
     scripts/dev/doc_refs.sh >"$log" 2>&1 || ok=0
     report "README.md and docs/ name only source paths that exist, and their links resolve" \
         "$ok" "$log"
-}
-
-# The MPI programs of tests/mpi, each several ways (tests/cases.py).
-mpi_tests() {
-    runner --kind mpi "$1"
 }
 
 # The decoders under libFuzzer with AddressSanitizer, briefly (longer by
@@ -151,4 +140,34 @@ no_agents_left() {
     report "no dpu_agent process left after the suite" \
         "$([ -z "$left" ] && echo 1 || echo 0)" "$log"
     [ -z "$left" ] || kill -9 $left  # this suite failed anyway
+}
+
+# No script sources another that sources it back, directly or not: the
+# graph of the `source` lines of scripts/ (paths as written, relative to
+# the tree or to the sourcing file's folder) has no loop (tsort).
+source_loop_check() {
+    local log=$LOGS/source-graph.log ok=1 f t dir line
+    local here='$(dirname ${BASH_SOURCE[0]})'
+    for f in scripts/*.sh scripts/*/*.sh; do
+        dir=$(dirname "$f")
+        grep -E '^[[:space:]]*([A-Z_]+=[^ ]* )*source ' "$f" |
+            while read -r line; do
+                t=${line#*source }
+                t=${t//\"/}
+                t=${t//"$here"/$dir}
+                t=${t%% *}
+                case $t in
+                *.sh) ;;
+                *) continue ;;  # not a shell file (a Tcl line in a here-document)
+                esac
+                case $t in
+                *'$'*) echo "$f -> $t: not a path" ;;
+                *) echo "$f $t" ;;
+                esac
+            done
+    done >"$log"
+    grep -q 'not a path' "$log" && ok=0
+    grep -v 'not a path' "$log" | tsort >/dev/null 2>>"$log" || ok=0
+    report "scripts: no script sources one that sources it back (tsort of the source lines)" \
+        "$ok" "$log"
 }

@@ -2,8 +2,8 @@
 ! What every Fortran completion call answers, printed word for word, in
 ! one binding style: mpif.h (STYLE_MPIF), `use mpi` (the default) or
 ! `use mpi_f08` (STYLE_F08), so that a run under the shim can be compared
-! with one on stock MPI in the same build (scripts/check.sh,
-! answers_tests), quirks included: MPICH 4.0.2's mpi_f08 MPI_Waitany,
+! with one on stock MPI in the same build (scripts/test/programs.sh,
+! answers_case), quirks included: MPICH 4.0.2's mpi_f08 MPI_Waitany,
 ! MPI_Testany, MPI_Waitsome and MPI_Testsome give indices from 0, and
 ! programs that know it (a Fortran FFT library's configure test) add the
 ! 1 themselves. The C twin is tests/mpi/answers.c: the same request

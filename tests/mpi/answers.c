@@ -2,10 +2,10 @@
 /*
  * What every completion call answers, printed word for word, so that a
  * run under the shim can be compared with one on stock MPI in the same
- * build (scripts/check.sh, answers_tests): return codes, flags, indices,
- * outcounts, every word of every status (filled beforehand with a marker,
- * so that a status the library leaves unwritten shows too) and what
- * became of each request handle. Wait, Test, Request_get_status and the
+ * build (scripts/test/programs.sh, answers_case): return codes, flags,
+ * indices, outcounts, every word of every status (filled beforehand with
+ * a marker, so that a status the library leaves unwritten shows too) and
+ * what became of each request handle. Wait, Test, Request_get_status and the
  * all / any / some forms, with and without statuses, on null, inactive,
  * unfinished, point-to-point, generalized, nonblocking-collective and
  * persistent-collective requests, mixed. Collectives are finished (as

@@ -736,28 +736,36 @@ END_TEST
 
 START_TEST(rt_type_str)
 {
+    static const struct {
+        unsigned    type;
+        const char *name;
+    } names[] = {
+        {DPS_MSG_HELLO, "hello"},
+        {DPS_MSG_JOB_INFO, "job_info"},
+        {DPS_MSG_READY, "ready"},
+        {DPS_MSG_POST, "post"},
+        {DPS_MSG_COMPLETE, "complete"},
+        {DPS_MSG_COMM_FREE, "comm_free"},
+        {DPS_MSG_PEER_POST, "peer_post"},
+        {DPS_MSG_SEND_DONE, "send_done"},
+        {DPS_MSG_SHUTDOWN, "shutdown"},
+        {DPS_MSG_REG_FREE, "reg_free"},
+        {DPS_MSG_PING, "ping"},
+        {DPS_MSG_PONG, "pong"},
+        {DPS_MSG_SHM, "shm"},
+        {DPS_MSG_INST_FAIL, "inst_fail"},
+        {DPS_MSG_ROUND, "round"},
+        {DPS_MSG_SCHED_FREE, "sched_free"},
+        {DPS_MSG_FETCH, "fetch"},
+        {DPS_MSG_PUSH, "push"},
+        {DPS_MSG_BUNDLE, "bundle"},
+        {DPS_MSG_CREDIT, "credit"},
+    };
     unsigned t, u;
 
-    ck_assert_str_eq(dps_msg_type_str(DPS_MSG_HELLO), "hello");
-    ck_assert_str_eq(dps_msg_type_str(DPS_MSG_JOB_INFO), "job_info");
-    ck_assert_str_eq(dps_msg_type_str(DPS_MSG_READY), "ready");
-    ck_assert_str_eq(dps_msg_type_str(DPS_MSG_POST), "post");
-    ck_assert_str_eq(dps_msg_type_str(DPS_MSG_COMPLETE), "complete");
-    ck_assert_str_eq(dps_msg_type_str(DPS_MSG_COMM_FREE), "comm_free");
-    ck_assert_str_eq(dps_msg_type_str(DPS_MSG_PEER_POST), "peer_post");
-    ck_assert_str_eq(dps_msg_type_str(DPS_MSG_SEND_DONE), "send_done");
-    ck_assert_str_eq(dps_msg_type_str(DPS_MSG_SHUTDOWN), "shutdown");
-    ck_assert_str_eq(dps_msg_type_str(DPS_MSG_REG_FREE), "reg_free");
-    ck_assert_str_eq(dps_msg_type_str(DPS_MSG_PING), "ping");
-    ck_assert_str_eq(dps_msg_type_str(DPS_MSG_PONG), "pong");
-    ck_assert_str_eq(dps_msg_type_str(DPS_MSG_SHM), "shm");
-    ck_assert_str_eq(dps_msg_type_str(DPS_MSG_INST_FAIL), "inst_fail");
-    ck_assert_str_eq(dps_msg_type_str(DPS_MSG_ROUND), "round");
-    ck_assert_str_eq(dps_msg_type_str(DPS_MSG_SCHED_FREE), "sched_free");
-    ck_assert_str_eq(dps_msg_type_str(DPS_MSG_FETCH), "fetch");
-    ck_assert_str_eq(dps_msg_type_str(DPS_MSG_PUSH), "push");
-    ck_assert_str_eq(dps_msg_type_str(DPS_MSG_BUNDLE), "bundle");
-    ck_assert_str_eq(dps_msg_type_str(DPS_MSG_CREDIT), "credit");
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        ck_assert_str_eq(dps_msg_type_str(names[i].type), names[i].name);
+    }
     /* The types' numbers travel: the new one comes last, none moves. */
     ck_assert_int_eq(DPS_MSG_PUSH, 21);
     ck_assert_int_eq(DPS_MSG_BUNDLE, 22);
@@ -1441,16 +1449,26 @@ static void roundtrip_job(uint32_t nranks, uint32_t nagents,
 
 START_TEST(rt_job)
 {
-    roundtrip_job(1, 1, 0, 1);
-    roundtrip_job(2, 1, 0, 2);
-    roundtrip_job(4, 2, 1, 1);
-    roundtrip_job(5, 1, 0, 3);
-    roundtrip_job(7, 3, 2, 17);
-    roundtrip_job(8, 4, 0, 60);
-    roundtrip_job(16, 16, 15, 40);
-    roundtrip_job(33, 5, 4, 9);
-    roundtrip_job(3, 2, 0, DPS_MAX_ADDR);
-    roundtrip_job(2, 2, 1, DPS_MAX_ADDR - 4);
+    /* nranks, nagents, agent_idx, base (job_init) */
+    static const struct {
+        uint32_t nranks, nagents, agent_idx, base;
+    } jobs[] = {
+        {1, 1, 0, 1},
+        {2, 1, 0, 2},
+        {4, 2, 1, 1},
+        {5, 1, 0, 3},
+        {7, 3, 2, 17},
+        {8, 4, 0, 60},
+        {16, 16, 15, 40},
+        {33, 5, 4, 9},
+        {3, 2, 0, DPS_MAX_ADDR},
+        {2, 2, 1, DPS_MAX_ADDR - 4},
+    };
+
+    for (size_t i = 0; i < sizeof(jobs) / sizeof(jobs[0]); i++) {
+        roundtrip_job(jobs[i].nranks, jobs[i].nagents, jobs[i].agent_idx,
+                      jobs[i].base);
+    }
 }
 END_TEST
 
@@ -3992,110 +4010,50 @@ END_TEST
 
 static Suite *proto_suite(void)
 {
+    /* The suite's test cases and their tests, in order (a NULL ends a
+     * case's list). */
+    const struct {
+        const char  *name;
+        const TTest *tests[32];
+    } cases[] = {
+        {"roundtrip",
+         {rt_hello,      bad_hello,     rt_shm,          rt_inst_fail,
+          rt_ready,      rt_complete,   rt_comm_free,    rt_send_done,
+          bad_send_done, rt_round,      bad_round,       rt_fetch,
+          bad_fetch,     rt_shutdown,   rt_header_bytes, rt_type_str,
+          rt_coll_str,   rt_post,       rt_post_edges,   rt_reg_free,
+          bad_reg_free,  rt_sched_free, bad_sched_free,  rt_raw_post_sane,
+          rt_job,        rt_procs,      rt_stats,        rt_raw_job_sane}},
+        {"header",
+         {hdr_too_short, hdr_bad_magic, hdr_bad_version, rt_ping_pong,
+          hdr_bad_length, hdr_bad_type}},
+        {"fixed_bodies", {fixed_one_byte_off, fixed_type_mismatch}},
+        {"post_reject",
+         {post_bad_ranks, post_bad_coll, post_bad_nmembers, post_bad_rkeys,
+          post_no_sched_id, post_bad_flags, post_bad_body_length}},
+        {"job_reject",
+         {job_bad_counts, job_bad_rank_agent, job_bad_addr_len,
+          job_truncated_or_trailing, job_flags}},
+        {"truncation", {trunc_post, trunc_job, trunc_fixed}},
+        {"encoders",
+         {enc_post_null, enc_post_matches_decoder, enc_job_null,
+          enc_job_too_big}},
+        {"push_bundle",
+         {rt_push, rt_push_fetch, rt_push_early, bad_push, enc_push_put,
+          trunc_push, rt_bundle, enc_bundle_header, bad_bundle, trunc_bundle}},
+        {"credit", {rt_credit, bad_credit, rt_bundle_credit}},
+        {"hex", {hex_roundtrip, hex_upper_case, hex_reject, hex_small_output}},
+    };
     Suite *s = suite_create("proto");
-    TCase *tc;
 
-    tc = tcase_create("roundtrip");
-    tcase_add_test(tc, rt_hello);
-    tcase_add_test(tc, bad_hello);
-    tcase_add_test(tc, rt_shm);
-    tcase_add_test(tc, rt_inst_fail);
-    tcase_add_test(tc, rt_ready);
-    tcase_add_test(tc, rt_complete);
-    tcase_add_test(tc, rt_comm_free);
-    tcase_add_test(tc, rt_send_done);
-    tcase_add_test(tc, bad_send_done);
-    tcase_add_test(tc, rt_round);
-    tcase_add_test(tc, bad_round);
-    tcase_add_test(tc, rt_fetch);
-    tcase_add_test(tc, bad_fetch);
-    tcase_add_test(tc, rt_shutdown);
-    tcase_add_test(tc, rt_header_bytes);
-    tcase_add_test(tc, rt_type_str);
-    tcase_add_test(tc, rt_coll_str);
-    tcase_add_test(tc, rt_post);
-    tcase_add_test(tc, rt_post_edges);
-    tcase_add_test(tc, rt_reg_free);
-    tcase_add_test(tc, bad_reg_free);
-    tcase_add_test(tc, rt_sched_free);
-    tcase_add_test(tc, bad_sched_free);
-    tcase_add_test(tc, rt_raw_post_sane);
-    tcase_add_test(tc, rt_job);
-    tcase_add_test(tc, rt_procs);
-    tcase_add_test(tc, rt_stats);
-    tcase_add_test(tc, rt_raw_job_sane);
-    suite_add_tcase(s, tc);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        TCase *tc = tcase_create(cases[i].name);
 
-    tc = tcase_create("header");
-    tcase_add_test(tc, hdr_too_short);
-    tcase_add_test(tc, hdr_bad_magic);
-    tcase_add_test(tc, hdr_bad_version);
-    tcase_add_test(tc, rt_ping_pong);
-    tcase_add_test(tc, hdr_bad_length);
-    tcase_add_test(tc, hdr_bad_type);
-    suite_add_tcase(s, tc);
-
-    tc = tcase_create("fixed_bodies");
-    tcase_add_test(tc, fixed_one_byte_off);
-    tcase_add_test(tc, fixed_type_mismatch);
-    suite_add_tcase(s, tc);
-
-    tc = tcase_create("post_reject");
-    tcase_add_test(tc, post_bad_ranks);
-    tcase_add_test(tc, post_bad_coll);
-    tcase_add_test(tc, post_bad_nmembers);
-    tcase_add_test(tc, post_bad_rkeys);
-    tcase_add_test(tc, post_no_sched_id);
-    tcase_add_test(tc, post_bad_flags);
-    tcase_add_test(tc, post_bad_body_length);
-    suite_add_tcase(s, tc);
-
-    tc = tcase_create("job_reject");
-    tcase_add_test(tc, job_bad_counts);
-    tcase_add_test(tc, job_bad_rank_agent);
-    tcase_add_test(tc, job_bad_addr_len);
-    tcase_add_test(tc, job_truncated_or_trailing);
-    tcase_add_test(tc, job_flags);
-    suite_add_tcase(s, tc);
-
-    tc = tcase_create("truncation");
-    tcase_add_test(tc, trunc_post);
-    tcase_add_test(tc, trunc_job);
-    tcase_add_test(tc, trunc_fixed);
-    suite_add_tcase(s, tc);
-
-    tc = tcase_create("encoders");
-    tcase_add_test(tc, enc_post_null);
-    tcase_add_test(tc, enc_post_matches_decoder);
-    tcase_add_test(tc, enc_job_null);
-    tcase_add_test(tc, enc_job_too_big);
-    suite_add_tcase(s, tc);
-
-    tc = tcase_create("push_bundle");
-    tcase_add_test(tc, rt_push);
-    tcase_add_test(tc, rt_push_fetch);
-    tcase_add_test(tc, rt_push_early);
-    tcase_add_test(tc, bad_push);
-    tcase_add_test(tc, enc_push_put);
-    tcase_add_test(tc, trunc_push);
-    tcase_add_test(tc, rt_bundle);
-    tcase_add_test(tc, enc_bundle_header);
-    tcase_add_test(tc, bad_bundle);
-    tcase_add_test(tc, trunc_bundle);
-    suite_add_tcase(s, tc);
-
-    tc = tcase_create("credit");
-    tcase_add_test(tc, rt_credit);
-    tcase_add_test(tc, bad_credit);
-    tcase_add_test(tc, rt_bundle_credit);
-    suite_add_tcase(s, tc);
-
-    tc = tcase_create("hex");
-    tcase_add_test(tc, hex_roundtrip);
-    tcase_add_test(tc, hex_upper_case);
-    tcase_add_test(tc, hex_reject);
-    tcase_add_test(tc, hex_small_output);
-    suite_add_tcase(s, tc);
+        for (size_t j = 0; cases[i].tests[j] != NULL; j++) {
+            tcase_add_test(tc, cases[i].tests[j]);
+        }
+        suite_add_tcase(s, tc);
+    }
     return s;
 }
 
