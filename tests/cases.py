@@ -325,6 +325,7 @@ def _err_cases():
 SCRIPT = [
     _s("tree/readme", "readme_check"),
     _s("tree/layout", "layout_check", "{first}", parallel=True),
+    _s("tree/owners", "owners_check", parallel=True),
     _s("tree/shellcheck", "shellcheck_check", parallel=True),
     _s("tree/source-loop", "source_loop_check"),
     _s("tree/format", "format_check", parallel=True),
