@@ -293,7 +293,7 @@ void shim_agent_msgs(void)
 
 /* A listening agent on another host (a DPU) exits when its connection
  * ends; we cannot see it go. Writes it had issued land well within this. */
-#define FO_REMOTE_GRACE_US 200000
+#define CHAN_REMOTE_GRACE_US 200000
 
 void shim_chan_stop_agent(void)
 {
@@ -305,7 +305,7 @@ void shim_chan_stop_agent(void)
         shim.chan.parent_fd = -1;
     }
     if (shim.chan.agent_pid <= 0) {
-        usleep(FO_REMOTE_GRACE_US);
+        usleep(CHAN_REMOTE_GRACE_US);
         return;
     }
     kill(shim.chan.agent_pid, SIGKILL);
