@@ -287,18 +287,27 @@ shim_verdict_t shim_coll_decide(const shim_coll_args_t *a,
                                 shim_offloads_fn offloads, const shim_ctx_t *x,
                                 int init)
 {
-    shim_verdict_t   v = {.go = SHIM_TO_STOCK, .chk.cls = MPI_SUCCESS};
-    shim_coll_args_t checked = *a;
+    const shim_coll_args_t *checked = a;
+    shim_coll_args_t        init_form;
+    shim_verdict_t          v;
 
+    /* Every MPI_I* call comes here: no zeroing of the whole verdict (chk's
+     * other fields are read only once chk.cls says MPI refuses, and then
+     * shim_coll_check has filled them), no copy of the arguments but an
+     * init's. */
+    v.go = SHIM_TO_STOCK;
+    v.chk.cls = MPI_SUCCESS;
     /* Off, or not an intracommunicator: stock MPI, checks and all, on
      * every rank alike. */
     if (!shim_coll_wanted(x, dps_coll_base(a->coll), a->comm, &v.why)) {
         return v;
     }
     if (init && x->as != 0) {
-        checked.coll = x->as; /* MPI's *_init checks */
+        init_form = *a;
+        init_form.coll = x->as; /* MPI's *_init checks */
+        checked = &init_form;
     }
-    if (shim_coll_check(&checked, &v.chk) != MPI_SUCCESS) {
+    if (shim_coll_check(checked, &v.chk) != MPI_SUCCESS) {
         /* Decided without the inputs this call has wrong. */
         v.go = offloads(a, &v.chk, &v.why) ? SHIM_OFFLOAD : SHIM_TO_STOCK;
     } else if (offloads(a, NULL, &v.why)) {
