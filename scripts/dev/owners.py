@@ -18,8 +18,14 @@ import sys
 # followed by an assignment), and the rooms (folders of shim/) allowed to.
 ASSIGN = r"\s*(?:[-+*/|&^]?=(?!=)|\+\+|--)"
 RULES = [
-    (r"shim\.chan\.[a-z_]+(?:\[[^]]*\])*" + ASSIGN, ("core", "boot"),
-     "the channel is core's (boot's while it opens it)"),
+    (r"shim\.chan\.[a-z_]+(?:\[[^]]*\])*" + ASSIGN, ("core",),
+     "the channel is core's: boot/ opens it with shim_chan_* calls"),
+    (r"&shim\.chan\.(?!cma_token\b)", ("core",),
+     "the channel's fields are handed to a writer only in core "
+     "(base's shim_hello gives the agent the token's address)"),
+    (r"\b(?:mem(?:cpy|move|set)|str(?:n?cpy|ncat|cat)|v?snprintf|"
+     r"v?sprintf|read|recv|fgets)\(\s*shim\.chan\.", ("core",),
+     "the channel's buffers are filled only in core"),
     (r"shim\.done_list" + ASSIGN, ("core",),
      "the done list is core's: shim_op_done"),
     (r"\bop->(?:status|finishing|next_done|redo|raise|after)" + ASSIGN,

@@ -72,27 +72,32 @@ typedef struct shim_topo {
                             * unpacked send data reaches it */
 } shim_topo_t;
 
+#define SHIM_AGENT_DESC_LEN 600 /* an agent's description, for messages */
+#define SHIM_GRANT_PATH_LEN 108 /* a grant socket's path (sun_path) */
+
 /* The rank's channel to its agent: who it is, how it reaches us, the
- * shared-memory ring and UCX, its liveness (boot/ opens it, core/channel.c
- * runs it). */
+ * shared-memory ring and UCX, its liveness. core/channel.c's object:
+ * boot/ opens and closes it through its calls, failover/ fails it. */
 typedef struct shim_chan {
-    pid_t     agent_pid;       /* our agent */
-    unsigned  agent_formats;   /* DPS_FMT_* it computes (READY) */
-    unsigned  agent_cma;       /* DPS_READY_*: how it reaches our
-                                * memory (READY) */
-    uint64_t  cma_token;       /* our proof that CMA reaches us
-                                * (common/dps_cma.h): random, never
-                                * changed after MPI_Init; 0: none */
-    pid_t    *node_agents;     /* every agent on this node, for the */
-    int       n_node_agents;   /* liveness check: one dead stalls all */
-    int       parent_fd;       /* leader: write end the agent watches,
-                                * or the listening agent's connection */
-    int       listen_agent;    /* leader: agent from DPUSHIM_AGENT_MAP */
-    char      agent_desc[600]; /* "pid N" or "ADDR:PORT (pid N on H)" */
-    char      grant_path[108]; /* a listening agent's grant socket
-                                * (common/dps_grant.h), or "" */
-    int       agent_dead;
-    int       kick_fd; /* our wake-up socket, or -1 */
+    pid_t    agent_pid;       /* our agent */
+    unsigned agent_formats;   /* DPS_FMT_* it computes (READY) */
+    unsigned agent_cma;       /* DPS_READY_*: how it reaches our
+                               * memory (READY) */
+    uint64_t cma_token;       /* our proof that CMA reaches us
+                               * (common/dps_cma.h): random, never
+                               * changed after MPI_Init; 0: none */
+    pid_t   *node_agents;     /* every agent on this node, for the */
+    int      n_node_agents;   /* liveness check: one dead stalls all */
+    int      max_node_agents; /* room in node_agents */
+    int      parent_fd;       /* leader: write end the agent watches,
+                               * or the listening agent's connection */
+    int      listen_agent;    /* leader: agent from DPUSHIM_AGENT_MAP */
+    int      agent_dead;
+    int      kick_fd; /* our wake-up socket, or -1 */
+    /* "pid N" or "ADDR:PORT (pid N on H)", for messages */
+    char agent_desc[SHIM_AGENT_DESC_LEN];
+    /* a listening agent's grant socket (common/dps_grant.h), or "" */
+    char      grant_path[SHIM_GRANT_PATH_LEN];
     dps_ucx_t ucx;
     ucp_ep_h  agent_ep;
     /* Shared-memory channel to an agent on this host (dps_shm.h): */

@@ -4,6 +4,8 @@
  *   boot/env.c      the agent's environment (boot/env.h);
  *   boot/spawn.c    getting an agent: spawning dpu_agent, or connecting to
  *                   a listening one (DPUSHIM_AGENT_MAP) with a job secret;
+ *                   what it got is the channel's (core/channel.c), which
+ *                   boot/ opens and closes through core's calls;
  *   boot/place.c    CPU placement of agents and DPUSHIM_MIN_BYTES=auto;
  *   boot/connect.c  wiring every rank to its agent (UCX addresses, job
  *                   layout, shared-memory channel, DMA engine).
@@ -40,14 +42,13 @@ typedef struct {
 
 /* ---- boot/spawn.c (leaders, except the secret functions: every rank) */
 
-/* Start dpu_agent; on success (DPS_OK) *addr (malloc'ed) holds its UCX
- * address. own_core: it has a CPU no rank uses (DPUSHIM_AGENT_SCHED=auto:
- * poll). */
-int boot_spawn_agent(void **addr, size_t *addr_len, int own_core);
-
-/* End the agent (politely, then by force) and reap it; a listening
- * agent is only let go. */
-void boot_stop_agent(void);
+/* Start dpu_agent; *who is the agent as far as it started (its pid, the
+ * pipe it watches: hand it to the channel, shim_chan_agent, even on a
+ * failure, so that it is stopped); on success (DPS_OK) *addr (malloc'ed)
+ * holds its UCX address. own_core: it has a CPU no rank uses
+ * (DPUSHIM_AGENT_SCHED=auto: poll). */
+int boot_spawn_agent(void **addr, size_t *addr_len, int own_core,
+                     shim_chan_agent_t *who);
 
 /* Rank 0 writes a fresh secret file; every rank learns name and secret
  * (in memory only). Returns 1 if the job has one. */
@@ -57,10 +58,10 @@ int boot_make_job_secret(job_secret_t *js);
 void boot_remove_job_secret(const job_secret_t *js);
 
 /* Leader of virtual node vidx of this host: connect to the listening
- * agent DPUSHIM_AGENT_MAP names; on success (DPS_OK) *addr (malloc'ed)
- * holds its address. */
+ * agent DPUSHIM_AGENT_MAP names (*who, as for boot_spawn_agent); on
+ * success (DPS_OK) *addr (malloc'ed) holds its address. */
 int boot_connect_listener(const job_secret_t *js, unsigned vidx, void **addr,
-                          size_t *addr_len);
+                          size_t *addr_len, shim_chan_agent_t *who);
 
 /* ---- boot/place.c --------------------------------------------------- */
 
@@ -91,8 +92,8 @@ int boot_agree(int ok);
 int boot_connect_job(MPI_Comm vnode, const void *agent_addr,
                      uint32_t agent_addr_len, int node_id);
 
-/* Close the channel to the agent and, when no operation still uses its
- * registrations, the UCX context. */
+/* Stop the progress thread and the DMA engine, then close the channel
+ * (shim_chan_close). */
 void boot_teardown_ucx(void);
 
 #endif

@@ -10,8 +10,6 @@
 #define _GNU_SOURCE
 #include "shim/boot/boot.h"
 #include "shim/data/engine.h"
-#include "shim/data/reg.h"
-#include "common/dps_cma.h"
 #include "common/dps_grant.h"
 #include "common/dps_log.h"
 #include "common/dps_proto.h"
@@ -20,7 +18,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 int boot_agree(int ok)
@@ -31,144 +28,15 @@ int boot_agree(int ok)
     return all;
 }
 
-/* Nothing came in: give the core away for a moment. Ranks waiting to be
- * wired share their host's cores with the agents and, on emulated hosts,
- * with the kernel threads that carry the packets (ksoftirqd); 32 ranks
- * spinning here on 2 cores held them off. */
-static void connect_pause(void)
+/* READY came: start the DMA engine where the data path is direct, the
+ * ring is on and the agent copies our memory with CMA (it read our token
+ * back: READY says so). */
+static void engine_start(void)
 {
-    struct timespec ts = {0, 50000};
-
-    nanosleep(&ts, NULL);
-}
-
-static void send_hello_wait_ready(int *ok)
-{
-    double          deadline = dps_now() + SHIM_CONNECT_TIMEOUT_MS / 1000.0;
-    dps_msg_hello_t me;
-    size_t          len;
-    void           *msg;
-
-    shim_hello(&me);
-    msg = dps_msg_encode_hello(&me, &len);
-    if (msg == NULL || shim_send_agent(msg, len) != DPS_OK) {
-        dps_error("cannot say hello to the agent");
-        *ok = 0;
-        return;
-    }
-    while (*ok) {
-        dps_inmsg_t *m;
-        dps_msg_t    dm;
-
-        if (ucp_worker_progress(shim.chan.ucx.worker) == 0) {
-            connect_pause();
-        }
-        while ((m = dps_inbox_pop(&shim.chan.ucx.inbox)) != NULL) {
-            int rc = dps_msg_decode(m->data, m->len, &dm, NULL, 0);
-
-            if (rc == DPS_OK && dm.type == DPS_MSG_READY) {
-                shim.chan.agent_formats = dm.u.ready.formats;
-                shim.chan.agent_cma = dm.u.ready.cma;
-                if (dm.u.ready.status != DPS_OK) {
-                    dps_error("agent failed to set up: %s",
-                              dps_status_str(dm.u.ready.status));
-                    *ok = 0;
-                }
-                free(m);
-                return;
-            }
-            dps_warn("unexpected message while connecting; dropped");
-            free(m);
-        }
-        if (dps_now() > deadline) {
-            dps_error("agent (pid %d) not ready after %d s",
-                      (int)shim.chan.agent_pid,
-                      SHIM_CONNECT_TIMEOUT_MS / 1000);
-            *ok = 0;
-        }
-    }
-}
-
-/*
- * An agent on this host gets our shared-memory segment (before HELLO, so
- * that it has mapped it when READY comes). Without one (an agent on a DPU,
- * or no memfd) messages stay on UCX.
- */
-static void shm_offer(void)
-{
-    dps_msg_hello_t me;
-    size_t          len;
-    void           *msg;
-
-    if (shim.chan.agent_pid <= 0) {
-        return;
-    }
-    shim.chan.shm =
-        dps_shm_create((uint32_t)shim.topo.world_rank, &shim.chan.shm_fd);
-    if (shim.chan.shm == NULL) {
-        dps_info("no shared-memory channel to the agent (memfd: %m): "
-                 "messages go by UCX");
-        return;
-    }
-    shim_hello(&me);
-    msg = dps_msg_encode_shm(&me, shim.chan.shm_fd, &len);
-    if (msg == NULL || shim_send_agent(msg, len) != DPS_OK) {
-        dps_warn("cannot offer the shared-memory channel to the agent");
-    }
-}
-
-/*
- * A listening agent that reports our host name gave us its pid (for
- * liveness checks, kicks and, on failover, SIGKILL: boot/spawn.c). Keep
- * it only if the agent proved it shares our process space (it read our
- * token: READY's DPS_READY_SEEN); otherwise that pid here names some
- * other process, or none (the agent runs in a container or PID namespace
- * of the same host name).
- */
-static void agent_pid_check(void)
-{
-    if (shim.cfg.agent_map[0] == '\0' || shim.chan.agent_pid <= 0 ||
-        (shim.chan.agent_cma & DPS_READY_SEEN)) {
-        return;
-    }
-    dps_info("agent %s shares this host's name but not its process "
-             "space: its pid is not used here (no pid checks, kicks or "
-             "kills; its connection and pings tell)",
-             shim.chan.agent_desc);
-    shim.chan.agent_pid = 0;
-}
-
-/* READY came: use the channel if the agent mapped it, and start the DMA
- * engine where the data path is direct and the agent copies our memory
- * with CMA (it read our token back: READY says so). */
-static void shm_accepted(void)
-{
-    if (shim.chan.shm == NULL) {
-        return;
-    }
-    if (!__atomic_load_n(&shim.chan.shm->attached, __ATOMIC_ACQUIRE)) {
-        dps_info("agent %s did not map the shared-memory channel: "
-                 "messages go by UCX",
-                 shim.chan.agent_desc);
-        return;
-    }
-    shim.chan.shm_on = 1;
-    if (shim.cfg.data_path == DPS_DATA_DIRECT &&
+    if (shim.chan.shm_on && shim.cfg.data_path == DPS_DATA_DIRECT &&
         shim.cfg.transport != DPS_TRANSPORT_UCX &&
         (shim.chan.agent_cma & DPS_READY_CMA)) {
         shim_engine_start(shim.chan.shm, shim.chan.agent_pid);
-    }
-}
-
-static void shm_close(void)
-{
-    shim_engine_stop();
-    shim.chan.shm_on = 0;
-    dps_shm_detach(shim.chan.shm);
-    shim.chan.shm = NULL;
-    if (shim.chan.shm_fd >= 0) {
-        close(shim.chan.shm_fd);
-        shim.chan.shm_fd = -1;
     }
 }
 
@@ -180,7 +48,9 @@ typedef struct {
     uint64_t *token;      /* CMA token address and value (dps_cma.h) */
     int      *apid;       /* a leader's agent pid */
     int      *after;      /* after READY: engine and agent reach the node
-                           * (rank_direct), agent pid (agent_pid_check) */
+                           * (rank_direct), agent pid (as its ranks keep
+                           * it: shim_chan_hello) */
+    pid_t    *nagents;    /* the agents of this node */
     int      *rlen, *rdisp, *alen, *adisp;
     char     *rbuf, *abuf; /* ranks' and leaders' agents' UCX addresses */
     int       my_agent, job_key;
@@ -195,6 +65,7 @@ static void tables_free(job_tables_t *t)
     free(t->token);
     free(t->after);
     free(t->apid);
+    free(t->nagents);
     free(t->rlen);
     free(t->rdisp);
     free(t->alen);
@@ -216,13 +87,13 @@ static int tables_alloc(job_tables_t *t, int nr)
     }
     t->token = calloc(2 * (size_t)nr, sizeof(uint64_t));
     t->after = calloc(2 * (size_t)nr, sizeof(int));
-    shim.chan.node_agents = calloc((size_t)nr, sizeof(pid_t));
+    t->nagents = calloc((size_t)nr, sizeof(pid_t));
     shim.topo.rank_agent = calloc((size_t)nr, sizeof(uint32_t));
     shim.topo.rank_node = calloc((size_t)nr, sizeof(int));
     shim.topo.rank_direct = calloc((size_t)nr, sizeof(int));
-    return t->token != NULL && t->after != NULL &&
-           shim.chan.node_agents != NULL && shim.topo.rank_agent != NULL &&
-           shim.topo.rank_node != NULL && shim.topo.rank_direct != NULL;
+    return t->token != NULL && t->after != NULL && t->nagents != NULL &&
+           shim.topo.rank_agent != NULL && shim.topo.rank_node != NULL &&
+           shim.topo.rank_direct != NULL;
 }
 
 /*
@@ -246,9 +117,7 @@ static void grant_offer(int job_key)
                                 (uint32_t)shim.topo.world_rank,
                                 (uint32_t)job_key)) == DPS_ERR_AGAIN &&
            dps_now() < deadline) {
-        if (ucp_worker_progress(shim.chan.ucx.worker) == 0) {
-            connect_pause();
-        }
+        shim_chan_idle_step();
     }
     if (rc != DPS_OK) {
         dps_info("cannot grant the agent our memory through %s: %s: it "
@@ -264,7 +133,7 @@ static void grant_offer(int job_key)
  * it stall, so every rank watches them all (core/op.c, check_agent). */
 static void gather_ranks(job_tables_t *t, MPI_Comm vnode, int node_id)
 {
-    int             nr = shim.topo.world_size, i, v;
+    int             nr = shim.topo.world_size, i, v, n = 0;
     dps_msg_hello_t me;
     uint64_t        tok[2];
 
@@ -294,10 +163,10 @@ static void gather_ranks(job_tables_t *t, MPI_Comm vnode, int node_id)
     PMPI_Allgather(&v, 1, MPI_INT, t->apid, 1, MPI_INT, MPI_COMM_WORLD);
     for (i = 0; i < nr; i++) {
         if (t->leader[i] && t->node[i] == node_id) {
-            shim.chan.node_agents[shim.chan.n_node_agents++] =
-                (pid_t)t->apid[i];
+            t->nagents[n++] = (pid_t)t->apid[i];
         }
     }
+    shim_chan_node_agents(t->nagents, n);
     /* Agents name their wake-up sockets after agent 0's pid. */
     t->job_key = shim.chan.agent_pid > 0 ? (int)shim.chan.agent_pid
                                          : (int)(getpid() | 0x40000000);
@@ -397,13 +266,12 @@ static void wait_all_wired(void)
     int         flag = 0;
 
     PMPI_Ibarrier(MPI_COMM_WORLD, &br);
-    while (!flag) {
-        int busy = ucp_worker_progress(shim.chan.ucx.worker);
-
+    for (;;) {
         PMPI_Test(&br, &flag, MPI_STATUS_IGNORE);
-        if (!busy && !flag) {
-            connect_pause();
+        if (flag) {
+            break;
         }
+        shim_chan_idle_step();
     }
 }
 
@@ -437,20 +305,19 @@ static int prog_wanted(void)
  * (agent_pid_check). */
 static void after_ready(job_tables_t *t, int node_id)
 {
-    int mine[2], i;
+    int mine[2], i, n = 0;
 
     mine[0] = shim_engine_running() &&
               (shim.chan.agent_cma & DPS_READY_CMA_NODE) != 0;
     mine[1] = (int)shim.chan.agent_pid;
     PMPI_Allgather(mine, 2, MPI_INT, t->after, 2, MPI_INT, MPI_COMM_WORLD);
-    shim.chan.n_node_agents = 0;
     for (i = 0; i < shim.topo.world_size; i++) {
         shim.topo.rank_direct[i] = t->after[2 * i];
         if (t->leader[i] && t->node[i] == node_id) {
-            shim.chan.node_agents[shim.chan.n_node_agents++] =
-                (pid_t)t->after[2 * i + 1];
+            t->nagents[n++] = (pid_t)t->after[2 * i + 1];
         }
     }
+    shim_chan_node_agents(t->nagents, n);
 }
 
 /* Exchange addresses and bring every agent up; returns 1 on success. */
@@ -459,15 +326,9 @@ int boot_connect_job(MPI_Comm vnode, const void *agent_addr,
 {
     job_tables_t      t = {0};
     ucp_worker_attr_t wattr = {0};
-    int               ok = 1;
+    int               ok;
 
-    /* Serialized: the progress thread shares it, every user holds
-     * shim.lock (core/progress.c). */
-    if (dps_ucx_open(&shim.chan.ucx, UCS_THREAD_MODE_SERIALIZED) != DPS_OK) {
-        ok = 0;
-    } else {
-        shim_reg_init(shim_send_agent);
-    }
+    ok = shim_chan_open(shim.topo.world_size) == DPS_OK;
     if (!boot_agree(ok)) {
         return 0;
     }
@@ -482,30 +343,23 @@ int boot_connect_job(MPI_Comm vnode, const void *agent_addr,
     if (!boot_agree(ok)) {
         goto out;
     }
-    if (dps_cma_token_new(&shim.chan.cma_token) != DPS_OK) {
-        dps_info("no CMA token (getrandom: %m): agents reach this rank "
-                 "over UCX only");
-    }
     gather_ranks(&t, vnode, node_id);
     if (!gather_addresses(&t, wattr.address, wattr.address_length, agent_addr,
                           agent_addr_len)) {
         ok = 0;
         goto out;
     }
-    shim.chan.kick_fd = dps_kick_open((int)getpid(), DPS_KICK_RANK);
-    ok = dps_ucx_ep_create(shim.chan.ucx.worker, agent_addr, NULL, NULL,
-                           &shim.chan.agent_ep) == DPS_OK;
+    ok = shim_chan_connect(agent_addr) == DPS_OK;
     if (ok && shim.topo.is_leader) {
         ok = send_job(&t);
     }
     if (ok) {
-        shm_offer();
+        shim_chan_shm_offer();
         grant_offer(t.job_key);
-        send_hello_wait_ready(&ok);
+        ok = shim_chan_hello(SHIM_CONNECT_TIMEOUT_MS / 1000.0) == DPS_OK;
     }
     if (ok) {
-        agent_pid_check();
-        shm_accepted();
+        engine_start();
     }
     wait_all_wired();
     ok = boot_agree(ok);
@@ -526,22 +380,6 @@ out:
 void boot_teardown_ucx(void)
 {
     shim_prog_stop(); /* before the worker goes */
-    shm_close();
-    if (shim.chan.kick_fd >= 0) {
-        close(shim.chan.kick_fd);
-        shim.chan.kick_fd = -1;
-    }
-    if (shim.chan.agent_ep != NULL) {
-        dps_ucx_ep_close(shim.chan.ucx.worker, shim.chan.agent_ep, 100);
-        shim.chan.agent_ep = NULL;
-    }
-    if (shim.chan.ucx.worker != NULL && shim.live > 0) {
-        /* Registrations still in use: destroying the context would
-         * abort in UCX. The process is ending; leave it to exit. */
-        dps_warn("leaving UCX context open: %u operations never ended",
-                 shim.live);
-    } else if (shim.chan.ucx.worker != NULL) {
-        shim_reg_fini();
-        dps_ucx_close(&shim.chan.ucx);
-    }
+    shim_engine_stop();
+    shim_chan_close();
 }

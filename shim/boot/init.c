@@ -190,33 +190,28 @@ static int get_agents(vnode_t *v, const job_secret_t *js, void **addr,
 {
     size_t len = 0;
     struct {
-        int      ok;
-        int      pid;
-        uint32_t len;
-        char     desc[sizeof(shim.chan.agent_desc)];
-        char     grant[sizeof(shim.chan.grant_path)];
-    } info = {0, 0, 0, "", ""};
+        int               ok;
+        uint32_t          len;
+        shim_chan_agent_t who;
+    } info = {0, 0, {.fd = -1}};
 
     if (shim.topo.is_leader) {
         info.ok =
             (shim.cfg.agent_map[0] != '\0'
-                 ? boot_connect_listener(js, (unsigned)v->vidx, addr, &len)
-                 : boot_spawn_agent(
-                       addr, &len, boot_agent_has_core(&v->cpus, v->vsize))) ==
-            DPS_OK;
-        info.pid = (int)shim.chan.agent_pid;
+                 ? boot_connect_listener(js, (unsigned)v->vidx, addr, &len,
+                                         &info.who)
+                 : boot_spawn_agent(addr, &len,
+                                    boot_agent_has_core(&v->cpus, v->vsize),
+                                    &info.who)) == DPS_OK;
         info.len = (uint32_t)len;
-        if (!shim.chan.listen_agent) {
-            snprintf(shim.chan.agent_desc, sizeof(shim.chan.agent_desc),
-                     "pid %d", info.pid);
-        }
-        memcpy(info.desc, shim.chan.agent_desc, sizeof(info.desc));
-        memcpy(info.grant, shim.chan.grant_path, sizeof(info.grant));
     }
     PMPI_Bcast(&info, (int)sizeof(info), MPI_BYTE, 0, v->vnode);
-    memcpy(shim.chan.agent_desc, info.desc, sizeof(shim.chan.agent_desc));
-    memcpy(shim.chan.grant_path, info.grant, sizeof(shim.chan.grant_path));
-    shim.chan.grant_path[sizeof(shim.chan.grant_path) - 1] = '\0';
+    if (!shim.topo.is_leader) {
+        info.who.fd = -1; /* what the agent watches is its leader's */
+        info.who.listening = 0;
+    }
+    /* Even when the leader failed: what it started is stopped. */
+    shim_chan_agent(&info.who);
     boot_agent_affinity(&v->cpus);
     if (!shim.topo.is_leader && info.ok) {
         *addr = malloc(info.len);
@@ -226,7 +221,6 @@ static int get_agents(vnode_t *v, const job_secret_t *js, void **addr,
         return 0;
     }
     PMPI_Bcast(*addr, (int)info.len, MPI_BYTE, 0, v->vnode);
-    shim.chan.agent_pid = (pid_t)info.pid;
     *addr_len = info.len;
     return 1;
 }
@@ -287,7 +281,7 @@ static void shim_init(void)
     boot_remove_job_secret(&js);
     if (!boot_connect_job(v.vnode, addr, addr_len, v.node_id)) {
         boot_teardown_ucx();
-        boot_stop_agent();
+        shim_chan_stop_agent(0);
         cannot_offload("connecting ranks and agents failed");
         goto err_agent;
     }
@@ -298,7 +292,7 @@ static void shim_init(void)
     }
     shim_check_init();
     set_active();
-    shim.chan.last_liveness = shim.chan.last_heard = dps_now();
+    shim_chan_serving();
     if (shim.topo.world_rank == 0) {
         dps_info("offload active: %d ranks, %d per agent",
                  shim.topo.world_size, v.rpd);
@@ -310,7 +304,7 @@ static void shim_init(void)
     return;
 
 err_agent:
-    boot_stop_agent();
+    shim_chan_stop_agent(0);
     free(addr);
     free_vnodes(&v);
 }
@@ -681,7 +675,7 @@ static void shim_fini(void)
             }
         }
         boot_teardown_ucx();
-        boot_stop_agent();
+        shim_chan_stop_agent(0);
         PMPI_Comm_free(&shim.topo.vnode);
         shim_check_fini();
     }

@@ -3,7 +3,8 @@
  * Getting an agent for a virtual node (DESIGN.md, decision 5): its leader
  * spawns dpu_agent and reads its UCX address from a pipe, or connects to
  * a listening agent named by DPUSHIM_AGENT_MAP, proving the job's secret.
- * At MPI_Finalize the leader ends and reaps what it spawned.
+ * What it got is the channel's agent (core/channel.c: shim_chan_agent),
+ * which also ends it (shim_chan_stop_agent).
  */
 #define _GNU_SOURCE
 #include "shim/boot/boot.h"
@@ -23,7 +24,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -103,9 +103,9 @@ static int read_line(int fd, char *buf, size_t len, int timeout_ms)
 /* Start the agent at path with argv and env: fd a becomes its
  * descriptor 3 (where it writes its address), fd p its 4 (its parent's
  * pipe), /dev/null its stdin, and no signal is blocked in it. 0 and
- * shim.chan.agent_pid, or an errno value. */
+ * *pid, or an errno value. */
 static int spawn(const char *path, char *const argv[], int a, int p,
-                 char *const env[])
+                 char *const env[], pid_t *pid)
 {
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t          attr;
@@ -120,7 +120,7 @@ static int spawn(const char *path, char *const argv[], int a, int p,
     sigemptyset(&none);
     posix_spawnattr_setsigmask(&attr, &none);
     posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
-    err = posix_spawn(&shim.chan.agent_pid, path, &fa, &attr, argv, env);
+    err = posix_spawn(pid, path, &fa, &attr, argv, env);
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&attr);
     return err;
@@ -129,8 +129,8 @@ static int spawn(const char *path, char *const argv[], int a, int p,
 /* The address the agent at path reports on fd, a hex line read into line
  * (2 * DPS_MAX_ADDR + 2 bytes): *addr (malloc'ed) and *addr_len; DPS_OK,
  * or an error (logged). */
-static int read_addr(int fd, char *line, const char *path, void **addr,
-                     size_t *addr_len)
+static int read_addr(int fd, char *line, const char *path, pid_t pid,
+                     void **addr, size_t *addr_len)
 {
     long n;
     int  rc;
@@ -138,7 +138,7 @@ static int read_addr(int fd, char *line, const char *path, void **addr,
     rc = read_line(fd, line, 2 * DPS_MAX_ADDR + 2, 30000);
     if (rc != DPS_OK) {
         dps_error("agent %s (pid %d) did not report its address: %s", path,
-                  (int)shim.chan.agent_pid, dps_status_str(rc));
+                  (int)pid, dps_status_str(rc));
         return rc;
     }
     *addr = malloc(DPS_MAX_ADDR);
@@ -153,9 +153,11 @@ static int read_addr(int fd, char *line, const char *path, void **addr,
     return DPS_OK;
 }
 
-/* Start dpu_agent; on success *addr (malloc'ed) holds its address.
- * own_core: it has a CPU no rank uses (DPUSHIM_AGENT_SCHED=auto: poll). */
-int boot_spawn_agent(void **addr, size_t *addr_len, int own_core)
+/* Start dpu_agent (*who: it, as far as it started); on success *addr
+ * (malloc'ed) holds its address. own_core: it has a CPU no rank uses
+ * (DPUSHIM_AGENT_SCHED=auto: poll). */
+int boot_spawn_agent(void **addr, size_t *addr_len, int own_core,
+                     shim_chan_agent_t *who)
 {
     char   path[4096], fd_a[] = "3", fd_p[] = "4";
     char  *argv[] = {path, "--addr-fd", fd_a, "--parent-fd", fd_p, NULL};
@@ -185,22 +187,23 @@ int boot_spawn_agent(void **addr, size_t *addr_len, int own_core)
         rc = DPS_ERR_IO;
         goto out;
     }
-    err = spawn(path, argv, ap[1], pp[0], env);
+    err = spawn(path, argv, ap[1], pp[0], env, &who->pid);
     if (err != 0) {
         dps_error("cannot start agent %s: %s", path, strerror(err));
-        shim.chan.agent_pid = 0;
+        who->pid = 0;
         rc = DPS_ERR_IO;
         goto out;
     }
+    snprintf(who->desc, sizeof(who->desc), "pid %d", (int)who->pid);
     close(ap[1]);
     ap[1] = -1;
     close(pp[0]);
     pp[0] = -1;
-    shim.chan.parent_fd = pp[1]; /* kept open: its closing ends the agent */
+    who->fd = pp[1]; /* kept open: its closing ends the agent */
     pp[1] = -1;
-    rc = read_addr(ap[0], line, path, addr, addr_len);
+    rc = read_addr(ap[0], line, path, who->pid, addr, addr_len);
     if (rc == DPS_OK) {
-        dps_info("started agent %s, pid %d", path, (int)shim.chan.agent_pid);
+        dps_info("started agent %s, pid %d", path, (int)who->pid);
     }
 out:
     for (int i = 0; i < 2; i++) {
@@ -214,42 +217,6 @@ out:
     free(env);
     free(line);
     return rc;
-}
-
-/* Leader: end the agent (politely, then by force) and reap it. */
-void boot_stop_agent(void)
-{
-    double deadline = dps_now() + 2.0;
-    int    status;
-
-    if (!shim.topo.is_leader ||
-        (shim.chan.agent_pid <= 0 && !shim.chan.listen_agent)) {
-        return;
-    }
-    if (shim.chan.parent_fd >= 0) {
-        close(shim.chan.parent_fd); /* EOF: the agent exits */
-        shim.chan.parent_fd = -1;
-    }
-    if (shim.chan.listen_agent) {
-        /* Not our child: its listener reaps it. */
-        while (shim.chan.agent_pid > 0 &&
-               shim_pid_alive(shim.chan.agent_pid) && dps_now() < deadline) {
-            usleep(1000);
-        }
-        shim.chan.agent_pid = 0;
-        return;
-    }
-    while (waitpid(shim.chan.agent_pid, &status, WNOHANG) == 0) {
-        if (dps_now() > deadline) {
-            dps_warn("agent pid %d did not exit: killing it",
-                     (int)shim.chan.agent_pid);
-            kill(shim.chan.agent_pid, SIGKILL);
-            waitpid(shim.chan.agent_pid, &status, 0);
-            break;
-        }
-        usleep(1000);
-    }
-    shim.chan.agent_pid = 0;
 }
 
 static const char *secret_dir(char *buf, size_t len)
@@ -302,9 +269,9 @@ void boot_remove_job_secret(const job_secret_t *js)
 }
 
 /* Leader of virtual node vidx of this host: connect to the listening
- * agent the map names; on success *addr holds its address. */
+ * agent the map names (*who); on success *addr holds its address. */
 int boot_connect_listener(const job_secret_t *js, unsigned vidx, void **addr,
-                          size_t *addr_len)
+                          size_t *addr_len, shim_chan_agent_t *who)
 {
     char     host[256], ahost[256], hostport[DPS_LISTEN_HOSTPORT_MAX];
     char     err[512], dir[4096];
@@ -321,8 +288,7 @@ int boot_connect_listener(const job_secret_t *js, unsigned vidx, void **addr,
         rc = dps_service_connect(
             hostport, js->job, shim.cfg.munge_socket,
             SHIM_CONNECT_TIMEOUT_MS / 2, &fd, addr, addr_len, &pid, ahost,
-            sizeof(ahost), shim.chan.grant_path, sizeof(shim.chan.grant_path),
-            err, sizeof(err));
+            sizeof(ahost), who->grant, sizeof(who->grant), err, sizeof(err));
     } else if (rc == DPS_OK) {
         rc = dps_listen_connect(
             hostport, js->job, js->secret, SHIM_CONNECT_TIMEOUT_MS / 2, &fd,
@@ -334,20 +300,20 @@ int boot_connect_listener(const job_secret_t *js, unsigned vidx, void **addr,
                   shim.cfg.auth == DPS_AUTH_MUNGE ? "munge" : "secret");
         return rc;
     }
-    shim.chan.parent_fd = fcntl(fd, F_DUPFD_CLOEXEC, 10);
+    who->fd = fcntl(fd, F_DUPFD_CLOEXEC, 10);
     close(fd);
-    shim.chan.listen_agent = 1;
+    who->listening = 1;
     /* Same host (a test, or a host-side agent): pid checks and kicks
      * work. On a DPU the connection's end and pings tell. */
-    shim.chan.agent_pid = strcmp(ahost, host) == 0 ? (pid_t)pid : 0;
-    snprintf(shim.chan.agent_desc, sizeof(shim.chan.agent_desc),
-             "%s (pid %u on %s)", hostport, pid, ahost);
+    who->pid = strcmp(ahost, host) == 0 ? (pid_t)pid : 0;
+    snprintf(who->desc, sizeof(who->desc), "%s (pid %u on %s)", hostport, pid,
+             ahost);
     /* Where our memory is granted to it (emulated PCIe DMA): a service
      * says where; a user's listener shares our secret directory. */
     if (shim.cfg.auth != DPS_AUTH_MUNGE &&
         (secret_dir(dir, sizeof(dir)) == NULL ||
-         dps_grant_path(dir, js->job, ahost, pid, shim.chan.grant_path,
-                        sizeof(shim.chan.grant_path)) != DPS_OK)) {
+         dps_grant_path(dir, js->job, ahost, pid, who->grant,
+                        sizeof(who->grant)) != DPS_OK)) {
         dps_info("no DMA grant for agent %s: the secret directory's path "
                  "is too long for a socket",
                  hostport);

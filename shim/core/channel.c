@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The rank's channel to its agent: messages out (the shared-memory ring,
+ * The rank's channel to its agent, core's object (core/shim.h): opened
+ * and closed by boot/ through its calls (the agent, UCX, the ring, HELLO
+ * and READY), failed by failover/. Messages out (the shared-memory ring,
  * else UCX), messages in (COMPLETE turns an offloaded operation into a
  * finished one; statistics, pongs), and the agent's liveness (its pid on
  * this host, pings to one elsewhere): a failure starts the takeover by
@@ -8,6 +10,8 @@
  */
 #define _GNU_SOURCE
 #include "shim/core/shim.h"
+#include "shim/data/reg.h"
+#include "common/dps_cma.h"
 #include "common/dps_log.h"
 #include "common/dps_proto.h"
 #include "common/dps_status.h"
@@ -19,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define SHIM_LIVENESS_PERIOD 0.1 /* s between agent liveness checks */
@@ -294,24 +299,48 @@ void shim_agent_msgs(void)
 /* A listening agent on another host (a DPU) exits when its connection
  * ends; we cannot see it go. Writes it had issued land well within this. */
 #define CHAN_REMOTE_GRACE_US 200000
+/* How long an agent has to exit by itself at MPI_Finalize. */
+#define CHAN_EXIT_WAIT_S     2.0
 
-void shim_chan_stop_agent(void)
+void shim_chan_stop_agent(int force)
 {
-    double deadline = dps_now() + shim.cfg.agent_timeout;
-    int    status;
+    pid_t  pid = shim.chan.agent_pid;
+    int    ours = shim.topo.is_leader && !shim.chan.listen_agent, status;
+    double deadline;
 
-    if (shim.chan.listen_agent && shim.chan.parent_fd >= 0) {
+    if (!force && !shim.topo.is_leader) {
+        return; /* the leader lets it go */
+    }
+    if (shim.chan.parent_fd >= 0) {
         close(shim.chan.parent_fd); /* the agent exits when it sees EOF */
         shim.chan.parent_fd = -1;
     }
-    if (shim.chan.agent_pid <= 0) {
-        usleep(CHAN_REMOTE_GRACE_US);
+    if (pid <= 0) {
+        if (force) {
+            usleep(CHAN_REMOTE_GRACE_US);
+        }
         return;
     }
-    kill(shim.chan.agent_pid, SIGKILL);
-    while (shim_pid_alive(shim.chan.agent_pid)) {
-        if (shim.topo.is_leader && !shim.chan.listen_agent) {
-            waitpid(shim.chan.agent_pid, &status, WNOHANG);
+    if (!force) {
+        /* It exits by itself: our child is reaped, and killed if it does
+         * not; a listening agent's listener reaps it. */
+        deadline = dps_now() + CHAN_EXIT_WAIT_S;
+        while (shim_pid_alive(pid) && dps_now() < deadline) {
+            if (ours) {
+                waitpid(pid, &status, WNOHANG);
+            }
+            usleep(1000);
+        }
+        if (!ours || !shim_pid_alive(pid)) {
+            goto out;
+        }
+        dps_warn("agent pid %d did not exit: killing it", (int)pid);
+    }
+    kill(pid, SIGKILL);
+    deadline = dps_now() + shim.cfg.agent_timeout;
+    while (shim_pid_alive(pid)) {
+        if (ours) {
+            waitpid(pid, &status, WNOHANG);
         }
         if (dps_now() > deadline) {
             dps_error("agent %s still running %u s after SIGKILL",
@@ -320,6 +349,12 @@ void shim_chan_stop_agent(void)
         }
         usleep(1000);
     }
+out:
+    if (ours) {
+        waitpid(pid, &status, WNOHANG); /* a zombie: reaped */
+    }
+    /* Never signalled again: its pid may name another process soon. */
+    shim.chan.agent_pid = 0;
 }
 
 void shim_chan_fail(void)
@@ -335,4 +370,202 @@ void shim_chan_fail(void)
     HASH_ITER(hh_token, shim.by_token, op, tmp) {
         HASH_DELETE(hh_token, shim.by_token, op);
     }
+}
+
+/* ---- Opening and closing: boot/ at MPI_Init and MPI_Finalize ------- */
+
+void shim_chan_agent(const shim_chan_agent_t *a)
+{
+    shim.chan.agent_pid = a->pid;
+    shim.chan.parent_fd = a->fd;
+    shim.chan.listen_agent = a->listening;
+    snprintf(shim.chan.agent_desc, sizeof(shim.chan.agent_desc), "%.*s",
+             (int)sizeof(a->desc) - 1, a->desc);
+    snprintf(shim.chan.grant_path, sizeof(shim.chan.grant_path), "%.*s",
+             (int)sizeof(a->grant) - 1, a->grant);
+}
+
+dps_status_t shim_chan_open(int nranks)
+{
+    dps_status_t rc;
+
+    /* Serialized: the progress thread shares it, every user holds
+     * shim.lock (core/progress.c). */
+    rc = dps_ucx_open(&shim.chan.ucx, UCS_THREAD_MODE_SERIALIZED);
+    if (rc != DPS_OK) {
+        return rc;
+    }
+    shim_reg_init(shim_send_agent);
+    shim.chan.node_agents = calloc((size_t)nranks, sizeof(pid_t));
+    if (shim.chan.node_agents == NULL) {
+        dps_error("out of memory for the node's agents (%d ranks)", nranks);
+        return DPS_ERR_NOMEM;
+    }
+    shim.chan.max_node_agents = nranks;
+    if (dps_cma_token_new(&shim.chan.cma_token) != DPS_OK) {
+        dps_info("no CMA token (getrandom: %m): agents reach this rank "
+                 "over UCX only");
+    }
+    shim.chan.kick_fd = dps_kick_open((int)getpid(), DPS_KICK_RANK);
+    return DPS_OK;
+}
+
+dps_status_t shim_chan_connect(const void *addr)
+{
+    return dps_ucx_ep_create(shim.chan.ucx.worker, addr, NULL, NULL,
+                             &shim.chan.agent_ep);
+}
+
+void shim_chan_shm_offer(void)
+{
+    dps_msg_hello_t me;
+    size_t          len;
+    void           *msg;
+
+    if (shim.chan.agent_pid <= 0) {
+        return;
+    }
+    shim.chan.shm =
+        dps_shm_create((uint32_t)shim.topo.world_rank, &shim.chan.shm_fd);
+    if (shim.chan.shm == NULL) {
+        dps_info("no shared-memory channel to the agent (memfd: %m): "
+                 "messages go by UCX");
+        return;
+    }
+    shim_hello(&me);
+    msg = dps_msg_encode_shm(&me, shim.chan.shm_fd, &len);
+    if (msg == NULL || shim_send_agent(msg, len) != DPS_OK) {
+        dps_warn("cannot offer the shared-memory channel to the agent");
+    }
+}
+
+void shim_chan_idle_step(void)
+{
+    /* Ranks waiting to be wired share their host's cores with the agents
+     * and, on emulated hosts, with the kernel threads that carry the
+     * packets (ksoftirqd); 32 ranks spinning on 2 cores held them off. */
+    struct timespec ts = {0, 50000};
+
+    if (ucp_worker_progress(shim.chan.ucx.worker) == 0) {
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* READY: DPS_OK, or the agent's own failure to set up. */
+static dps_status_t chan_ready(const dps_msg_ready_t *r)
+{
+    shim.chan.agent_formats = r->formats;
+    shim.chan.agent_cma = r->cma;
+    if (r->status != DPS_OK) {
+        dps_error("agent failed to set up: %s", dps_status_str(r->status));
+        return (dps_status_t)r->status;
+    }
+    /* A listening agent that reports our host name gave us its pid (for
+     * liveness checks, kicks and, on failover, SIGKILL). Kept only if
+     * the agent proved it shares our process space (it read our token:
+     * DPS_READY_SEEN); otherwise that pid here names some other process,
+     * or none (a container or PID namespace of the same host name). */
+    if (shim.cfg.agent_map[0] != '\0' && shim.chan.agent_pid > 0 &&
+        !(shim.chan.agent_cma & DPS_READY_SEEN)) {
+        dps_info("agent %s shares this host's name but not its process "
+                 "space: its pid is not used here (no pid checks, kicks or "
+                 "kills; its connection and pings tell)",
+                 shim.chan.agent_desc);
+        shim.chan.agent_pid = 0;
+    }
+    /* Messages go by the ring if the agent mapped it. */
+    if (shim.chan.shm == NULL) {
+        return DPS_OK;
+    }
+    if (!__atomic_load_n(&shim.chan.shm->attached, __ATOMIC_ACQUIRE)) {
+        dps_info("agent %s did not map the shared-memory channel: "
+                 "messages go by UCX",
+                 shim.chan.agent_desc);
+        return DPS_OK;
+    }
+    shim.chan.shm_on = 1;
+    return DPS_OK;
+}
+
+dps_status_t shim_chan_hello(double timeout_s)
+{
+    double          deadline = dps_now() + timeout_s;
+    dps_msg_hello_t me;
+    dps_inmsg_t    *m;
+    dps_msg_t       dm;
+    dps_status_t    rc;
+    size_t          len;
+    void           *msg;
+
+    shim_hello(&me);
+    msg = dps_msg_encode_hello(&me, &len);
+    if (msg == NULL || shim_send_agent(msg, len) != DPS_OK) {
+        dps_error("cannot say hello to the agent");
+        return DPS_ERR_IO;
+    }
+    for (;;) {
+        shim_chan_idle_step();
+        while ((m = dps_inbox_pop(&shim.chan.ucx.inbox)) != NULL) {
+            if (dps_msg_decode(m->data, m->len, &dm, NULL, 0) == DPS_OK &&
+                dm.type == DPS_MSG_READY) {
+                rc = chan_ready(&dm.u.ready);
+                free(m);
+                return rc;
+            }
+            dps_warn("unexpected message while connecting; dropped");
+            free(m);
+        }
+        if (dps_now() > deadline) {
+            dps_error("agent %s not ready after %.0f s", shim.chan.agent_desc,
+                      timeout_s);
+            return DPS_ERR_TIMEOUT;
+        }
+    }
+}
+
+void shim_chan_node_agents(const pid_t *pids, int n)
+{
+    if (n > shim.chan.max_node_agents) {
+        n = shim.chan.max_node_agents;
+    }
+    if (n > 0) {
+        memcpy(shim.chan.node_agents, pids, sizeof(pid_t) * (size_t)n);
+    }
+    shim.chan.n_node_agents = n;
+}
+
+void shim_chan_serving(void)
+{
+    shim.chan.last_liveness = shim.chan.last_heard = dps_now();
+}
+
+void shim_chan_close(void)
+{
+    shim.chan.shm_on = 0;
+    dps_shm_detach(shim.chan.shm);
+    shim.chan.shm = NULL;
+    if (shim.chan.shm_fd >= 0) {
+        close(shim.chan.shm_fd);
+        shim.chan.shm_fd = -1;
+    }
+    if (shim.chan.kick_fd >= 0) {
+        close(shim.chan.kick_fd);
+        shim.chan.kick_fd = -1;
+    }
+    if (shim.chan.agent_ep != NULL) {
+        dps_ucx_ep_close(shim.chan.ucx.worker, shim.chan.agent_ep, 100);
+        shim.chan.agent_ep = NULL;
+    }
+    if (shim.chan.ucx.worker != NULL && shim.live > 0) {
+        /* Registrations still in use: destroying the context would
+         * abort in UCX. The process is ending; leave it to exit. */
+        dps_warn("leaving UCX context open: %u operations never ended",
+                 shim.live);
+    } else if (shim.chan.ucx.worker != NULL) {
+        shim_reg_fini();
+        dps_ucx_close(&shim.chan.ucx);
+    }
+    free(shim.chan.node_agents);
+    shim.chan.node_agents = NULL;
+    shim.chan.n_node_agents = shim.chan.max_node_agents = 0;
 }

@@ -169,6 +169,69 @@ void shim_comm_progress(void);
 
 /* ---- core/channel.c ----------------------------------------------- */
 
+/* The channel to the agent is core's object (shim.chan): boot/ opens it
+ * through these calls at MPI_Init and closes it at MPI_Finalize, core
+ * posts and polls on it, failover/ fails it. Nothing else writes it. */
+
+/* Who the agent of this virtual node is: its leader learns it by
+ * spawning it or by connecting to a listening one (boot/spawn.c), the
+ * other ranks of the node from their leader. */
+typedef struct shim_chan_agent {
+    pid_t pid;       /* on this host (liveness, kicks, kills), or 0 */
+    int   fd;        /* leader: what the agent watches (the write end of
+                       * its parent pipe, a listening agent's connection);
+                       * else -1 */
+    int   listening; /* leader: a listening agent (DPUSHIM_AGENT_MAP) */
+    char  desc[SHIM_AGENT_DESC_LEN];  /* "pid N", "ADDR:PORT (pid N on H)" */
+    char  grant[SHIM_GRANT_PATH_LEN]; /* its grant socket, or "" */
+} shim_chan_agent_t;
+
+/* The channel's agent is a; its fd is the channel's from here on (closed
+ * by shim_chan_stop_agent). Every rank, before the channel opens. */
+void shim_chan_agent(const shim_chan_agent_t *a);
+
+/* Open the channel's UCX worker (and the registrations over it), this
+ * rank's CMA token and wake-up socket, room for the node's agents
+ * (nranks at most): DPS_OK, or an error (logged). */
+dps_status_t shim_chan_open(int nranks);
+
+/* Connect to the agent at its UCX address: DPS_OK, or an error. */
+dps_status_t shim_chan_connect(const void *addr);
+
+/* Offer an agent on this host our shared-memory ring (before HELLO, so
+ * that it has mapped it when it answers). Without one (an agent on a
+ * DPU, no memfd) messages stay on UCX. */
+void shim_chan_shm_offer(void);
+
+/* Say HELLO and wait for READY (timeout_s at most): DPS_OK, or the
+ * agent's error or DPS_ERR_TIMEOUT (logged). Takes the agent's formats
+ * and how it reaches us, drops a listening agent's pid if it does not
+ * share our process space, and moves messages to the ring if the agent
+ * mapped it. */
+dps_status_t shim_chan_hello(double timeout_s);
+
+/* Progress the channel's worker once; if nothing came, give the core
+ * away for a moment (ranks being wired share it with the agents). */
+void shim_chan_idle_step(void);
+
+/* The agents of this node, every rank's liveness check watches them all
+ * (one dead stalls every collective spanning it): n at most nranks. */
+void shim_chan_node_agents(const pid_t *pids, int n);
+
+/* The channel serves from now on: the liveness checks start. */
+void shim_chan_serving(void);
+
+/* Stop our agent and wait until it is gone (bounded). force (a takeover,
+ * lock not held): SIGKILL to one on this host at once, the connection
+ * closed to a listening one. Else (MPI_Finalize, a failed start; the
+ * leader alone): EOF on what it watches, then SIGKILL to one we spawned
+ * that has not exited within 2 s; a listening agent is only let go. */
+void shim_chan_stop_agent(int force);
+
+/* Close the channel: the ring, the wake-up socket, the endpoint and,
+ * when no operation still uses its registrations, UCX. */
+void shim_chan_close(void);
+
 /* Send a message (ownership taken) to our agent and wake it up. */
 int shim_send_agent(void *msg, size_t len);
 
@@ -182,11 +245,6 @@ void shim_agent_msgs(void);
 
 /* Is it PID's process alive (not a zombie)? */
 int shim_pid_alive(pid_t pid);
-
-/* Stop our agent and wait until it is gone (bounded by
- * DPUSHIM_AGENT_TIMEOUT): SIGKILL to one of this host, the connection
- * closed to a listening one (lock not held). */
-void shim_chan_stop_agent(void);
 
 /* The agent failed and is stopped: take in what it sent before it
  * stopped, mark it dead, and take no COMPLETE from here on (lock held). */

@@ -120,7 +120,7 @@ static void fo_start(void)
     }
     fo.started = dps_now();
     send_notices();
-    shim_chan_stop_agent();
+    shim_chan_stop_agent(1);
     /* The agent is gone: no command is left to give, and none must run
      * once stock MPI starts writing into the same buffers; nor may an
      * agent's emulated put land (the progress thread's last progress is
