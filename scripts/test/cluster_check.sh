@@ -315,7 +315,7 @@ cl_listeners_down() {
 cl_wait_line() {
     local i
     for ((i = 0; i < $3 * 10; i++)); do
-        grep -Eq "$2" "$1" && return 0
+        grep -Eqs "$2" "$1" && return 0 # the job may not have written yet
         kill -0 "$4" 2>/dev/null || return 1
         sleep 0.1
     done

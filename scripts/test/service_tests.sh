@@ -64,11 +64,12 @@ sv_timed() {
 
 sv_log() { echo "$LOGS/service-host$1-dpu.log"; }
 
-# sv_mark H: remember where host H's DPU's service log is now.
-sv_mark() { SV_LOGLEN[$1]=$(wc -l <"$(sv_log "$1")"); }
+# sv_mark H: remember where host H's DPU's service log is now (0 lines
+# before its first start).
+sv_mark() { SV_LOGLEN[$1]=$( (wc -l <"$(sv_log "$1")") 2>/dev/null || echo 0); }
 
 # sv_since H: what host H's DPU's service logged since sv_mark.
-sv_since() { tail -n +"$((${SV_LOGLEN[$1]:-0} + 1))" "$(sv_log "$1")"; }
+sv_since() { tail -n +"$((${SV_LOGLEN[$1]:-0} + 1))" "$(sv_log "$1")" 2>/dev/null; }
 
 # sv_wait_since H REGEX SECONDS: until the service logs REGEX (0) or not.
 sv_wait_since() {
