@@ -359,7 +359,13 @@ SCRIPT = [
            mpis=["mpich"], fixture="qemu"),
         _s("{mpi}/listen/pidns", "listen_pidns_tests", "{mpi}",
            fixture="root"),
-        _s("{mpi}/listen/bad-input", "listen_bad_input_tests", "{mpi}"),
+    ] + [
+        _s(f"{{mpi}}/listen/bad-input/{what}", "listen_bad_input_case",
+           "{mpi}", what)
+        for what in ("map-unreadable", "map-require", "map-no-line",
+                     "no-listener", "secret-not-dir", "secret-open",
+                     "secret-full")
+    ] + [
     ] + [
         _s(f"{{mpi}}/failover/{how}-np{np_}", "failover_case", "{mpi}",
            str(np_), how)
@@ -390,7 +396,11 @@ SCRIPT = [
                   "ftests/f_answers_mpi", "ftests/f_answers_f08")
         for what in ("stock", "offloaded", "above", "default")
     ] + [
-        _s("{mpi}/idup", "idup_tests", "{mpi}"),
+    ] + [
+        _s(f"{{mpi}}/idup/{name}", "idup_case", "{mpi}", run)
+        for name, run in (("stock", "stock"), ("np2", "2:0"), ("np4", "4:0"),
+                          ("np4-rpd2", "4:2"))
+    ] + [
         _s("{mpi}/kill/launcher", "kill_case", "{mpi}", "launcher"),
         _s("{mpi}/mpi4py", "thirdparty_mpi4py", mpis=["openmpi"]),
     ])]

@@ -257,54 +257,68 @@ listen_pidns_tests() {
     rm -rf "$dir"
 }
 
-# Bad input for listening agents: one line naming the cause at MPI_Init,
-# then stock MPI (or, with DPUSHIM_REQUIRE=1, an abort).
-listen_bad_input_tests() {
-    local mpi=$1 off="offloaded=0 fallback=2 bytes=0" dir full
+# listen_bad_input_case MPI WHAT: bad input for listening agents, one
+# line naming the cause at MPI_Init, then stock MPI (or, with
+# DPUSHIM_REQUIRE=1, an abort). WHAT: map-unreadable, map-require,
+# map-no-line, no-listener, secret-not-dir, secret-open, secret-full.
+listen_bad_input_case() {
+    local mpi=$1 what=$2 off="offloaded=0 fallback=2 bytes=0" dir full
+    local run="DPUSHIM_MIN_BYTES=1 DPUSHIM_AGENT_MAP"
     dir=$(mktemp -d /tmp/dpushim-bad.XXXXXX)
     chmod 700 "$dir"
-    cfg_case "$mpi" "unreadable agent map" \
-        "DPUSHIM_MIN_BYTES=1 DPUSHIM_AGENT_MAP=$dir/nonexistent DPUSHIM_SECRET_DIR=$dir/sec" \
-        "+cannot read agent map $dir/nonexistent: No such file or directory" \
-        "+ialltoall $off" "+ibcast $off"
-    require_case "$mpi" "unreadable agent map" \
-        "DPUSHIM_REQUIRE=1 DPUSHIM_MIN_BYTES=1 DPUSHIM_AGENT_MAP=$dir/nonexistent DPUSHIM_SECRET_DIR=$dir/sec" \
-        "cannot read agent map"
-    printf 'no-such-host 127.0.0.1:1\n' >"$dir/map"
-    cfg_case "$mpi" "agent map without a line for this host" \
-        "DPUSHIM_MIN_BYTES=1 DPUSHIM_AGENT_MAP=$dir/map DPUSHIM_SECRET_DIR=$dir/sec" \
-        "+agent map $dir/map has no line for host" "+ialltoall $off"
     printf '* 127.0.0.1:1\n' >"$dir/map"
-    cfg_case "$mpi" "no agent listening at the mapped address" \
-        "DPUSHIM_MIN_BYTES=1 DPUSHIM_AGENT_MAP=$dir/map DPUSHIM_SECRET_DIR=$dir/sec" \
-        "+cannot connect to agent 127.0.0.1:1" "+ialltoall $off"
-    cfg_case "$mpi" "secret directory not writable (a file in the way)" \
-        "DPUSHIM_MIN_BYTES=1 DPUSHIM_AGENT_MAP=$dir/map DPUSHIM_SECRET_DIR=/etc/hostname/dpushim" \
-        "+/etc/hostname/dpushim.*Not a directory" "+ialltoall $off"
-    mkdir -p "$dir/open" && chmod 777 "$dir/open"
-    cfg_case "$mpi" "secret directory writable by others" \
-        "DPUSHIM_MIN_BYTES=1 DPUSHIM_AGENT_MAP=$dir/map DPUSHIM_SECRET_DIR=$dir/open" \
-        "+$dir/open.*writable by" "+ialltoall $off"
-    # A full file system: a small tmpfs where allowed, else a file size
-    # limit of 0 (the write fails the same way to the shim).
-    full="$dir/full"
-    mkdir -p "$full"
-    if mount -t tmpfs -o size=8k,mode=700 tmpfs "$full" 2>/dev/null; then
-        dd if=/dev/zero of="$full/fill" bs=1k count=64 2>/dev/null
-        cfg_case "$mpi" "secret directory on a full file system" \
-            "DPUSHIM_MIN_BYTES=1 DPUSHIM_AGENT_MAP=$dir/map DPUSHIM_SECRET_DIR=$full" \
-            "+cannot write $full/job-[0-9a-f]+\.key: No space left on device" \
-            "+ialltoall $off"
-        [ -z "$(find "$full" -mindepth 1 -maxdepth 1 ! -name fill)" ] ||
-            report "$mpi no partial secret file left on a full file system" 0
-        umount "$full"
-    else
-        ( ulimit -f 0; trap '' XFSZ
-          cfg_case "$mpi" "secret file cannot be written (file size limit 0; tmpfs not mountable here)" \
-              "DPUSHIM_MIN_BYTES=1 DPUSHIM_AGENT_MAP=$dir/map DPUSHIM_SECRET_DIR=$full" \
-              "+cannot write $full/job-[0-9a-f]+\.key" "+ialltoall $off"
-          echo "$PASS $FAIL" >"$dir/counts" )
-        read -r PASS FAIL <"$dir/counts"
-    fi
+    case $what in
+    map-unreadable)
+        cfg_case "$mpi" "unreadable agent map" \
+            "$run=$dir/nonexistent DPUSHIM_SECRET_DIR=$dir/sec" \
+            "+cannot read agent map $dir/nonexistent: No such file or directory" \
+            "+ialltoall $off" "+ibcast $off" ;;
+    map-require)
+        require_case "$mpi" "unreadable agent map" \
+            "DPUSHIM_REQUIRE=1 $run=$dir/nonexistent DPUSHIM_SECRET_DIR=$dir/sec" \
+            "cannot read agent map" ;;
+    map-no-line)
+        printf 'no-such-host 127.0.0.1:1\n' >"$dir/map"
+        cfg_case "$mpi" "agent map without a line for this host" \
+            "$run=$dir/map DPUSHIM_SECRET_DIR=$dir/sec" \
+            "+agent map $dir/map has no line for host" "+ialltoall $off" ;;
+    no-listener)
+        cfg_case "$mpi" "no agent listening at the mapped address" \
+            "$run=$dir/map DPUSHIM_SECRET_DIR=$dir/sec" \
+            "+cannot connect to agent 127.0.0.1:1" "+ialltoall $off" ;;
+    secret-not-dir)
+        cfg_case "$mpi" "secret directory not writable (a file in the way)" \
+            "$run=$dir/map DPUSHIM_SECRET_DIR=/etc/hostname/dpushim" \
+            "+/etc/hostname/dpushim.*Not a directory" "+ialltoall $off" ;;
+    secret-open)
+        mkdir -p "$dir/open" && chmod 777 "$dir/open"
+        cfg_case "$mpi" "secret directory writable by others" \
+            "$run=$dir/map DPUSHIM_SECRET_DIR=$dir/open" \
+            "+$dir/open.*writable by" "+ialltoall $off" ;;
+    secret-full)
+        # A small tmpfs where allowed, else a file size limit of 0 (the
+        # write fails the same way to the shim).
+        full="$dir/full"
+        mkdir -p "$full"
+        if mount -t tmpfs -o size=8k,mode=700 tmpfs "$full" 2>/dev/null; then
+            dd if=/dev/zero of="$full/fill" bs=1k count=64 2>/dev/null
+            cfg_case "$mpi" "secret directory on a full file system" \
+                "$run=$dir/map DPUSHIM_SECRET_DIR=$full" \
+                "+cannot write $full/job-[0-9a-f]+\.key: No space left on device" \
+                "+ialltoall $off"
+            [ -z "$(find "$full" -mindepth 1 -maxdepth 1 ! -name fill)" ] ||
+                report "$mpi no partial secret file left on a full file system" 0
+            umount "$full"
+        else
+            ( ulimit -f 0; trap '' XFSZ
+              cfg_case "$mpi" "secret file cannot be written (file size limit 0; tmpfs not mountable here)" \
+                  "$run=$dir/map DPUSHIM_SECRET_DIR=$full" \
+                  "+cannot write $full/job-[0-9a-f]+\.key" "+ialltoall $off"
+              echo "$PASS $FAIL" >"$dir/counts" )
+            read -r PASS FAIL <"$dir/counts"
+        fi ;;
+    *)
+        report "listen_bad_input_case: unknown check '$what'" 0 ;;
+    esac
     rm -rf "$dir"
 }
