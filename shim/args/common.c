@@ -131,26 +131,20 @@ static int group_of(MPI_Datatype t)
                                         MPI_2INTEGER,
                                         MPI_2REAL,
                                         MPI_2DOUBLE_PRECISION};
-    size_t                    i;
+    static const struct {
+        const MPI_Datatype *types;
+        size_t              n;
+        int                 group;
+    } lists[] = {{cint, sizeof(cint) / sizeof(cint[0]), G_CINT},
+                 {fp, sizeof(fp) / sizeof(fp[0]), G_FP},
+                 {cpx, sizeof(cpx) / sizeof(cpx[0]), G_COMPLEX},
+                 {pair, sizeof(pair) / sizeof(pair[0]), G_PAIR}};
 
-    for (i = 0; i < sizeof(cint) / sizeof(cint[0]); i++) {
-        if (t == cint[i]) {
-            return G_CINT;
-        }
-    }
-    for (i = 0; i < sizeof(fp) / sizeof(fp[0]); i++) {
-        if (t == fp[i]) {
-            return G_FP;
-        }
-    }
-    for (i = 0; i < sizeof(cpx) / sizeof(cpx[0]); i++) {
-        if (t == cpx[i]) {
-            return G_COMPLEX;
-        }
-    }
-    for (i = 0; i < sizeof(pair) / sizeof(pair[0]); i++) {
-        if (t == pair[i]) {
-            return G_PAIR;
+    for (size_t l = 0; l < sizeof(lists) / sizeof(lists[0]); l++) {
+        for (size_t i = 0; i < lists[l].n; i++) {
+            if (t == lists[l].types[i]) {
+                return lists[l].group;
+            }
         }
     }
     if (t == MPI_AINT || t == MPI_OFFSET || t == MPI_COUNT) {
